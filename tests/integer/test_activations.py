@@ -120,3 +120,20 @@ def test_elu():
         op = Op("ELU", [T(x.shape, np.int8, *iq)], [T(x.shape, np.int8, *oq)], None, {}, 1)
         cases.append(Case(op, [x], lambda iq=iq, oq=oq: lut.elu(x, iq, oq), f"ELU {iq} {oq}"))
     assert check_cases(cases, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES") == len(cases)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8], ids=IDS)
+def test_softmax_row_tables_reused_across_calls(dtype):
+    """Few-row inputs go through per-sum tables remembered on the params; reusing one
+    params object over many inputs must give what the whole-array path (checked against
+    LiteRT above) gives for the same rows."""
+    rng = np.random.default_rng(61)
+    iq = rand_q(rng, dtype, 0.01, 0.5)
+    p = softmax.prepare_softmax(iq, 1.0, dtype, LITERT_ROUNDING)
+    fresh = softmax.prepare_softmax(iq, 1.0, dtype, LITERT_ROUNDING)
+    for _ in range(200):
+        x = rand_data(rng, (1, 12), dtype)
+        many = np.repeat(x, 20, axis=0)  # > 16 rows: the whole-array path
+        expected = softmax.softmax(many, iq, params=fresh)[:1]
+        np.testing.assert_array_equal(softmax.softmax(x, iq, params=p), expected)
+    assert len(p.row_tables) > 1

@@ -8,7 +8,8 @@ from tflite_viewer.interpreter import quant_math as qm
 from tflite_viewer.interpreter.integer import conv, elementwise
 
 from .harness import Case, check_cases
-from .singleop import Op, T
+from .gen import LITERT_ROUNDING
+from .singleop import Op, T, build, run_litert
 
 
 def test_roundings_differ_on_ties():
@@ -81,3 +82,36 @@ def test_mul_tie_away_from_zero_in_litert():
     op = Op("MUL", [T(x.shape, np.int8, 1.0, 0), T.const(one, 1.0, 0)],
             [T(x.shape, np.int8, 4.0, 0)], "MulOptions", {}, 2)
     assert check_cases([Case(op, [x], lambda: ours, "MUL ties")]) == 1
+
+
+def test_rounding_census_against_litert():
+    """How often each rounding reproduces LiteRT's reference kernels on random requantized
+    outputs (conv, depthwise conv and MUL, int8 and uint8): double rounding every one of
+    them, single rounding not (the ties it resolves differently do occur)."""
+    from . import test_conv, test_elementwise
+    rng = np.random.default_rng(314)
+    cases = ([test_conv._case(rng, d, dw, per_channel=bool(i % 2))
+              for d in (np.int8, np.uint8) for dw in (False, True) for i in range(150)]
+             + [test_elementwise._binary_case(rng, "MUL", d) for d in (np.int8, np.uint8)
+                for _ in range(150)])
+    built = build([c.op for c in cases])
+    litert = run_litert(built, [c.inputs for c in cases])
+    census = {}
+    for rounding in ("double", "single"):
+        differing = total = 0
+        for module in (test_conv, test_elementwise):
+            module.LITERT_ROUNDING = rounding  # the cases read it when computing ours
+        try:
+            for case, ref in zip(cases, litert):
+                ours = np.asarray(case.ours())
+                differing += int((ours != ref[0]).sum())
+                total += ours.size
+        finally:
+            for module in (test_conv, test_elementwise):
+                module.LITERT_ROUNDING = LITERT_ROUNDING
+        census[rounding] = (differing, total)
+    print(f"\nLiteRT reference outputs reproduced: double rounding "
+          f"{census['double'][1] - census['double'][0]} of {census['double'][1]}, single "
+          f"rounding {census['single'][1] - census['single'][0]} of {census['single'][1]}")
+    assert census["double"][0] == 0
+    assert census["single"][0] > 0

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import quant_math as qm
-from .common import (Options, Rounding, activation_of, check_rounding, fused_activation_range,
-                     int_matmul, qparams, wrap32)
+from .common import (FLOAT64_EXACT, Options, Rounding, activation_of, check_rounding,
+                     exact_matmul, fused_activation_range, int_matmul, qparams, wrap32)
+from .conv import filter_matrix
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,12 @@ def prepare_fully_connected(input_q, filter_q, output_q, options: Options, input
                                 rounding, effective)
 
 
+def _offset_bound(dtype, offset: int) -> int:
+    """The largest |value + offset| a tensor of ``dtype`` can hold."""
+    info = np.iinfo(dtype)
+    return max(abs(int(info.min) + offset), abs(int(info.max) + offset))
+
+
 def output_shape(input_shape: tuple[int, ...], units: int, accum: int,
                  keep_num_dims: bool) -> tuple[int, ...]:
     """UpdateOutputSize: keep the input's leading dims, or flatten to (batch, units)."""
@@ -70,7 +77,8 @@ def output_shape(input_shape: tuple[int, ...], units: int, accum: int,
 def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, input_q,
                     filter_q, output_q, options: Options, rounding: Rounding = "double",
                     params: FullyConnectedParams | None = None,
-                    output_dtype=None, float_scales: bool = True) -> np.ndarray:
+                    output_dtype=None, float_scales: bool = True,
+                    fmat: np.ndarray | None = None) -> np.ndarray:
     """FULLY_CONNECTED: out[b, u] = requant(sum_d (f[u,d] + f_off) * (x[b,d] + x_off) + bias[u]).
 
     With ``float_scales`` (LiteRT) the accumulator is scaled by the double effective scale
@@ -78,14 +86,26 @@ def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | No
     Otherwise the accumulator type follows the bias: int32 for 8-bit inputs and for int16 inputs
     with an int32 bias (32-bit MultiplyByQuantizedMultiplier), int64 for int16 inputs with
     an int64 (or no) bias (the 16-bit reduced-multiplier overload).
+    The sums are exact float BLAS products (bounded by the types' ranges) whenever they stay
+    below 2**53; ``fmat`` is `conv.filter_matrix` of the filter and its offset (a cache).
     """
     p = params or prepare_fully_connected(input_q, filter_q, output_q, options, input.dtype,
                                           rounding)
     units, accum = filter.shape[-2], filter.shape[-1]
     out_shape = output_shape(input.shape, units, accum, bool(options.get("keep_num_dims", False)))
-    x = input.reshape(-1, accum).astype(np.int32) + p.input_offset
-    f = filter.reshape(units, accum).astype(np.int32) + p.filter_offset
-    acc = int_matmul(x, f.T)
+    in_bound = _offset_bound(input.dtype, p.input_offset)
+    f_bound = _offset_bound(filter.dtype, p.filter_offset)
+    if float(in_bound) * f_bound * accum < FLOAT64_EXACT:
+        x = input.reshape(-1, accum).astype(np.float32)
+        if p.input_offset:
+            x += p.input_offset
+        if fmat is None:
+            fmat = filter_matrix(filter.reshape(units, accum), p.filter_offset)
+        acc = exact_matmul(x, fmat, in_bound, f_bound).astype(np.int64)
+    else:
+        x = input.reshape(-1, accum).astype(np.int64) + p.input_offset
+        f = filter.reshape(units, accum).astype(np.int64) + p.filter_offset
+        acc = int_matmul(x, f.T)
     if bias is not None:
         acc = acc + bias.astype(np.int64).reshape(-1)
     out_dtype = np.dtype(output_dtype) if output_dtype is not None else p.input_dtype

@@ -8,7 +8,7 @@ a Q12.19 sum and its reciprocal from ``GetReciprocal``.  int16 follows
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -35,6 +35,9 @@ class SoftmaxParams:
     #: difference is below diff_min); see `_diff_tables`
     exp_table: np.ndarray | None = None
     sum_table: np.ndarray | None = None
+    #: 8-bit inputs: a row's outputs depend only on its sum of exps, so each sum met maps
+    #: to the output of every possible difference (see `_row_table`)
+    row_tables: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 def preprocess_softmax_scaling(beta: float, input_scale: float, integer_bits: int,
@@ -99,16 +102,10 @@ def _diff_tables(multiplier: int, shift: int, diff_min: int,
     return _diff_exps(diffs, multiplier, shift, diff_min, rounding)
 
 
-def _softmax_8bit(x: np.ndarray, p: SoftmaxParams, output_dtype) -> np.ndarray:
-    v = x.astype(np.int64)
-    diff = v - v.max(axis=-1, keepdims=True)
-    keep = diff >= p.diff_min
-    if p.exp_table is not None:
-        exp, terms = p.exp_table[-diff], p.sum_table[-diff]
-    else:
-        exp, terms = _diff_exps(diff, p.input_multiplier, p.input_left_shift, p.diff_min,
-                                p.rounding)
-    sum_of_exps = fp.wrap32(terms.sum(axis=-1, keepdims=True))
+def _softmax_tail(exp: np.ndarray, sum_of_exps: np.ndarray, keep: np.ndarray,
+                  output_dtype) -> np.ndarray:
+    """reference_ops::Softmax after the sum: its reciprocal (GetReciprocal) times each exp,
+    shifted to the output's 1/256 (or 1/65536) scale; dropped differences give the minimum."""
     headroom_plus_one = fp.count_leading_zeros_u32(sum_of_exps)
     num_bits_over_unit = ACCUMULATION_INTEGER_BITS - headroom_plus_one
     shifted_sum_minus_one = fp.wrap32(((sum_of_exps & 0xFFFFFFFF) << headroom_plus_one)
@@ -120,6 +117,48 @@ def _softmax_8bit(x: np.ndarray, p: SoftmaxParams, output_dtype) -> np.ndarray:
     info = np.iinfo(output_dtype)
     out = np.clip(unsat + int(info.min), int(info.min), int(info.max))
     return np.where(keep, out, int(info.min)).astype(output_dtype)
+
+
+#: Up to this many rows, rows are finished through `_row_table` one by one.
+_FEW_ROWS = 16
+#: Bound on the sums remembered per node.
+_ROW_TABLES_MAX = 4096
+
+
+def _row_table(p: SoftmaxParams, sum_of_exps: int, output_dtype) -> np.ndarray:
+    """The outputs of a row whose wrapped sum of exps is ``sum_of_exps``, for every
+    difference to the row maximum (indexed by -diff): `_softmax_tail` of the whole exp
+    table at once, remembered, so a one-row softmax (a classifier's head) costs a lookup."""
+    key = (sum_of_exps, output_dtype)
+    table = p.row_tables.get(key)
+    if table is None:
+        keep = -np.arange(p.exp_table.size) >= p.diff_min
+        table = _softmax_tail(p.exp_table, np.array(sum_of_exps, np.int64), keep, output_dtype)
+        if len(p.row_tables) >= _ROW_TABLES_MAX:
+            p.row_tables.clear()
+        p.row_tables[key] = table
+    return table
+
+
+def _softmax_8bit(x: np.ndarray, p: SoftmaxParams, output_dtype) -> np.ndarray:
+    if p.exp_table is not None and x.size and x.size // x.shape[-1] <= _FEW_ROWS:
+        v = x.astype(np.int32).reshape(-1, x.shape[-1])
+        minus_diff = v.max(axis=-1, keepdims=True) - v  # 0..255
+        sums = fp.wrap32(p.sum_table[minus_diff].sum(axis=-1))
+        out = np.empty(v.shape, output_dtype)
+        for r, total in enumerate(sums.tolist()):
+            out[r] = _row_table(p, total, output_dtype)[minus_diff[r]]
+        return out.reshape(x.shape)
+    v = x.astype(np.int64)
+    diff = v - v.max(axis=-1, keepdims=True)
+    keep = diff >= p.diff_min
+    if p.exp_table is not None:
+        exp, terms = p.exp_table[-diff], p.sum_table[-diff]
+    else:
+        exp, terms = _diff_exps(diff, p.input_multiplier, p.input_left_shift, p.diff_min,
+                                p.rounding)
+    sum_of_exps = fp.wrap32(terms.sum(axis=-1, keepdims=True))
+    return _softmax_tail(exp, sum_of_exps, keep, output_dtype)
 
 
 def _softmax_int16(x: np.ndarray, p: SoftmaxParams) -> np.ndarray:

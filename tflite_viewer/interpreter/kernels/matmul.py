@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..integer import batch_matmul as ibmm, fully_connected as ifc, hybrid as ihybrid
+from ..integer import (batch_matmul as ibmm, conv as iconv, fully_connected as ifc,
+                       hybrid as ihybrid)
 from .common import (BuiltinOperator as B, INT_KINDS, Kernel, activation, apply_activation,
                      kind, opt, register, rounding, tq)
 
@@ -64,6 +65,7 @@ class FullyConnected(Kernel):
             cache["params"] = ifc.prepare_fully_connected(
                 tq(x), tq(w), tq(ctx.output(node, 0)), node.builtin_data, x.dtype,
                 rounding(ctx))
+            cache["src"] = None  # the filter matrix follows the (possibly new) offsets
 
     def invoke(self, ctx, node):
         w = ctx.value(node, 1)
@@ -76,9 +78,13 @@ class FullyConnected(Kernel):
                 out = ihybrid.fully_connected(ctx.value(node, 0), w, None if b is None else b.data,
                                               tq(ctx.input(node, 1)), node.builtin_data, o.shape)
             else:
+                p = cache["params"]
+                if cache["src"] is not w:
+                    cache["src"] = w
+                    cache["wt"] = iconv.filter_matrix(w.reshape(w.shape[0], -1), p.filter_offset)
                 out = ifc.fully_connected(ctx.value(node, 0), w, None if b is None else b.data,
                                           None, None, None, node.builtin_data,
-                                          params=cache["params"], output_dtype=o.dtype)
+                                          params=p, output_dtype=o.dtype, fmat=cache["wt"])
             ctx.set_output(o, out)
             return
         if cache["src"] is not w:

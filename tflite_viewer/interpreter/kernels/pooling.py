@@ -17,23 +17,12 @@ def _geometry(x, fh, fw, sh, sw, padding):
     return window_geometry(x.shape[1:3], (fh, fw), (sh, sw), (1, 1), padding)
 
 
-def _taps(xp, oh, ow, fh, fw, sh, sw):
-    for i in range(fh):
-        for j in range(fw):
-            yield xp[:, i:i + (oh - 1) * sh + 1:sh, j:j + (ow - 1) * sw + 1:sw, :]
-
-
-def _counts(size: int, out: int, filt: int, stride: int, pad: int) -> np.ndarray:
-    start = np.arange(out) * stride - pad
-    return np.minimum(start + filt, size) - np.maximum(start, 0)
-
-
 def max_pool2d(x: np.ndarray, fh: int, fw: int, sh: int = 1, sw: int = 1,
                padding: str = "VALID", act: str | None = None) -> np.ndarray:
     oh, ow, pt, pl = _geometry(x, fh, fw, sh, sw, padding)
     xp = pad_for_windows(x, oh, ow, fh, fw, sh, sw, pt, pl, value=-np.inf)
     out = None
-    for tap in _taps(xp, oh, ow, fh, fw, sh, sw):
+    for tap in ipool.taps(xp, oh, ow, fh, fw, sh, sw):
         out = np.array(tap) if out is None else np.maximum(out, tap, out=out)
     return apply_activation(out, act)
 
@@ -43,10 +32,10 @@ def average_pool2d(x: np.ndarray, fh: int, fw: int, sh: int = 1, sw: int = 1,
     oh, ow, pt, pl = _geometry(x, fh, fw, sh, sw, padding)
     xp = pad_for_windows(x, oh, ow, fh, fw, sh, sw, pt, pl)
     out = None
-    for tap in _taps(xp, oh, ow, fh, fw, sh, sw):
+    for tap in ipool.taps(xp, oh, ow, fh, fw, sh, sw):
         out = np.array(tap) if out is None else np.add(out, tap, out=out)
-    count = (_counts(x.shape[1], oh, fh, sh, pt)[:, None] *
-             _counts(x.shape[2], ow, fw, sw, pl)[None, :]).astype(x.dtype)
+    count = (ipool.in_image_counts(x.shape[1], oh, fh, sh, pt)[:, None] *
+             ipool.in_image_counts(x.shape[2], ow, fw, sw, pl)[None, :]).astype(x.dtype)
     out /= count[None, :, :, None]
     return apply_activation(out, act)
 
@@ -73,12 +62,15 @@ class _Pool(Kernel):
         fh, fw, sh, sw, padding = self._params(node)
         oh, ow, _, _ = window_geometry(x.shape[1:3], (fh, fw), (sh, sw), (1, 1), padding)
         ctx.resize(ctx.output(node, 0), (x.shape[0], oh, ow, x.shape[3]))
-        node.user_data = kind(ctx, node) in INT_KINDS
+        node.user_data = None
+        if kind(ctx, node) in INT_KINDS:
+            node.user_data = ipool.prepare_pool(x.shape, x.dtype, tq(ctx.output(node, 0)),
+                                                node.builtin_data)
 
     def invoke(self, ctx, node):
-        if node.user_data:  # quantized: raw values, the output's activation range
+        if node.user_data is not None:  # quantized: raw values, the output's activation range
             out = type(self).int_fn(ctx.value(node, 0), tq(ctx.output(node, 0)),
-                                    node.builtin_data)
+                                    node.builtin_data, node.user_data)
             ctx.set_output(ctx.output(node, 0), out)
             return
         fh, fw, sh, sw, padding = self._params(node)
