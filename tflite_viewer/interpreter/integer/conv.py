@@ -179,6 +179,11 @@ def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, inpu
     return _requantize(acc, p)
 
 
+#: Largest taps x outputs for which depthwise stacks its taps (beyond, a running sum keeps
+#: the working set in cache).
+_STACKED_TAPS_LIMIT = 1 << 18
+
+
 def depthwise_filter(filter: np.ndarray, filter_offset: int, ftype) -> np.ndarray:
     """The 1HW(C*M) filter plus its offset as a [KH*KW, C*M] array of ``ftype`` (exact:
     9-bit integers), what depthwise_conv_2d multiplies by; kernels cache it per node."""
@@ -227,13 +232,23 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     else:
         if mult > 1:
             xp = np.repeat(xp, mult, axis=3)
-        acc = np.zeros((b, win.out_h, win.out_w, out_ch), dtype=ftype)
-        tmp = np.empty_like(acc)
-        for ky in range(kh):
-            ys = slice(ky * dh, ky * dh + (win.out_h - 1) * sh + 1, sh)
-            for kx in range(kw):
-                xs = slice(kx * dw, kx * dw + (win.out_w - 1) * sw + 1, sw)
-                np.multiply(xp[:, ys, xs, :], ftaps[ky * kw + kx], out=tmp)
+        out_shape = (b, win.out_h, win.out_w, out_ch)
+        views = [xp[:, ky * dh:ky * dh + (win.out_h - 1) * sh + 1:sh,
+                    kx * dw:kx * dw + (win.out_w - 1) * sw + 1:sw, :]
+                 for ky in range(kh) for kx in range(kw)]
+        if kh * kw * int(np.prod(out_shape)) <= _STACKED_TAPS_LIMIT:
+            # every tap side by side, one multiply and one sum: fewer, longer operations
+            # (any summation order is exact: every partial sum is an integer below the bound)
+            cols = np.empty((kh * kw,) + out_shape, dtype=ftype)
+            for k, view in enumerate(views):
+                cols[k] = view
+            cols *= ftaps.reshape((kh * kw, 1, 1, 1, out_ch))
+            acc = cols.sum(axis=0)
+        else:
+            acc = np.zeros(out_shape, dtype=ftype)
+            tmp = np.empty_like(acc)
+            for k, view in enumerate(views):
+                np.multiply(view, ftaps[k], out=tmp)
                 acc += tmp
     if not p.is_int16:
         acc = _int32_accumulator(acc, float(in_bound) * f_bound * kh * kw, bias)
