@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..integer import compare as icmp
 from ..integer import elementwise as iew
 from .common import (QUANTIZED, BuiltinOperator as B, activation, apply_activation,
                      broadcast_shape, define, rounding, same_shape, tq)
@@ -99,13 +100,46 @@ for _op, _fn, _fused in (
            int_prepare=_prep, int_compute=_icomp)
 
 # -- comparisons and logic (output BOOL) -----------------------------------------------------
-for _op, _fn, _versions in (
-        (B.EQUAL, np.equal, (1, 5)), (B.NOT_EQUAL, np.not_equal, (1, 4)),
-        (B.LESS, np.less, (1, 3)), (B.LESS_EQUAL, np.less_equal, (1, 2)),
-        (B.GREATER, np.greater, (1, 2)), (B.GREATER_EQUAL, np.greater_equal, (1, 3)),
-        (B.LOGICAL_AND, np.logical_and, (1, 1)), (B.LOGICAL_OR, np.logical_or, (1, 1))):
+def _comparison_shape(ctx, node):
+    """ComparisonPrepare: inputs of one type (strings only for EQUAL/NOT_EQUAL), the
+    broadcast shape, and LiteRT's 8-D broadcasting limit."""
+    a, b = ctx.input(node, 0), ctx.input(node, 1)
+    if a.type != b.type:
+        raise TypeError(f"inputs of different types ({a.type_name}, {b.type_name}): LiteRT "
+                        "compares tensors of one type only")
+    if a.type_name == "STRING" and node.name not in ("EQUAL", "NOT_EQUAL"):
+        raise TypeError(f"{node.name} does not compare strings")
+    icmp.check_broadcast_rank(a.shape, b.shape)
+    return broadcast_shape(ctx, node)
+
+
+def _comparison_prepare(op_name: str):
+    """uint8/int8 (and int16 for EQUAL/NOT_EQUAL) rescale as comparisons.cc does."""
+    def prepare(ctx, node):
+        a, b = ctx.input(node, 0), ctx.input(node, 1)
+        quantized = a.quantization is not None and a.quantization.has_scale
+        return icmp.prepare_comparison(op_name, a.dtype, tq(a), tq(b), quantized,
+                                       rounding(ctx))
+    return prepare
+
+
+def _comparison_int(ctx, node, p):
+    return icmp.compare(p.op, ctx.value(node, 0), ctx.value(node, 1), params=p)
+
+
+for _op, _name, _fn, _versions in (
+        (B.EQUAL, "EQUAL", np.equal, (1, 5)), (B.NOT_EQUAL, "NOT_EQUAL", np.not_equal, (1, 4)),
+        (B.LESS, "LESS", np.less, (1, 3)), (B.LESS_EQUAL, "LESS_EQUAL", np.less_equal, (1, 2)),
+        (B.GREATER, "GREATER", np.greater, (1, 2)),
+        (B.GREATER_EQUAL, "GREATER_EQUAL", np.greater_equal, (1, 3))):
     define(_op, _versions, (lambda f: lambda ctx, node: f(ctx.value(node, 0),
                                                           ctx.value(node, 1)))(_fn),
+           _comparison_shape, types="any", check=lambda ctx, node: None,
+           int_prepare=_comparison_prepare(_name), int_compute=_comparison_int)
+
+for _op, _fn in ((B.LOGICAL_AND, np.logical_and), (B.LOGICAL_OR, np.logical_or)):
+    define(_op, (1, 1), (lambda f: lambda ctx, node: f(ctx.value(node, 0),
+                                                       ctx.value(node, 1)))(_fn),
            broadcast_shape, types="any")
 
 define(B.LOGICAL_NOT, (1, 1), lambda ctx, node: np.logical_not(ctx.value(node, 0)), same_shape)
