@@ -191,6 +191,30 @@ def test_mediapipe_transpose_conv_bias_by_loops():
     assert mp.pool_params(_pool_options("SAME", (1, 2), (3, 3), 1))["activation"] == "RELU"
 
 
+@pytest.mark.parametrize("act", ["NONE", "TANH", "RELU6"])
+def test_unidirectional_sequence_lstm_activations(act):
+    """With activation NONE LiteRT multiplies the output gate by the cell gate (its scratch
+    is never overwritten with the activated cell state); the others by act(c)."""
+    T, B, I, C = 4, 2, 3, 5
+    rng = np.random.default_rng(8)
+    w = lambda *s: (rng.standard_normal(s) * 0.5).astype(F32)  # noqa: E731
+    tensors = [((B, T, I), F32)]
+
+    def add(spec):
+        tensors.append(spec)
+        return len(tensors) - 1
+
+    op_inputs = [0] + [add((w(C, I),)) for _ in range(4)] + [add((w(C, C),)) for _ in range(4)]
+    op_inputs += [-1, -1, -1] + [add((w(C),)) for _ in range(4)] + [-1, -1]
+    op_inputs += [add(((B, C), F32, "variable")) for _ in range(2)]
+    outs = [add(((B, T, C), F32))]
+    model = graph_model(tensors, [Op("UNIDIRECTIONAL_SEQUENCE_LSTM", op_inputs, outs,
+                                     "UnidirectionalSequenceLSTMOptions",
+                                     {"fused_activation_function": act, "time_major": False})],
+                        [0], outs)
+    assert_matches_litert(model, [w(B, T, I)])
+
+
 @pytest.mark.parametrize("merge", [False, True])
 def test_bidirectional_sequence_lstm(merge):
     T, B, I, C = 4, 2, 3, 5

@@ -12,7 +12,8 @@ Special cases (see the integer-cores author's findings in tests/integer):
   exist) run in a subprocess, op by op (each op fed LiteRT's own inputs), within one unit.
 * person_detect is refused by LiteRT (rank-1 bias tensors with quantized_dimension 3):
   LiteRT runs the file with that field patched to 0; we run both files.
-* keyword_scrambled_8bit crashes LiteRT in every resolver: never run there.
+* keyword_scrambled_8bit crashes LiteRT in every resolver: never run there (TFLite Micro is
+  its oracle: tests/integer/test_svdf_micro.py).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from tflite_viewer.interpreter import Interpreter, UnsupportedOpError
+from tflite_viewer.interpreter import Interpreter
 from tflite_viewer.model import load_model
 
 from .conftest import model_path
@@ -237,18 +238,15 @@ def test_mobilenet_v2_int8_within_one_unit_of_litert_builtin(tmp_path):
     print("mobilenet_v2_int8 vs LiteRT BUILTIN (op by op):", json.dumps(report))
 
 
-def test_keyword_scrambled_runs_or_is_refused_without_crashing():
+def test_keyword_scrambled_runs_here_but_never_in_litert():
     """LiteRT crashes on this model (its SVDF time weights and state are int8, which
     LiteRT's integer SVDF reads as int16 past the end of the buffers); never run it
-    there.  Ours refuses the SVDF with UnsupportedOpError, the rest of the model loads."""
-    try:
-        interp = Interpreter(model_path("keyword_scrambled_8bit"))
-    except UnsupportedOpError as err:
-        msg = str(err)
-        assert "SVDF" in msg and "INT16" in msg and "1 unsupported operator" in msg
-    else:  # pragma: no cover - only if SVDF with int8 state becomes supported
-        t = interp.entry.tensors[interp.entry.inputs[0]]
-        interp.invoke([np.zeros(t.shape, t.dtype)])
+    there.  Ours runs it as TFLite Micro does (int8-state SVDF: every tensor is compared
+    with the tflite-micro wheel in tests/integer/test_svdf_micro.py)."""
+    interp = Interpreter(model_path("keyword_scrambled_8bit"))
+    t = interp.entry.tensors[interp.entry.inputs[0]]
+    out = list(interp.invoke([np.zeros(t.shape, t.dtype)]).values())[0]
+    assert out.dtype == np.int32 and out.shape == (1, 2)
 
 
 # -- rounding ------------------------------------------------------------------------------

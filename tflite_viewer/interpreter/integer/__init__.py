@@ -11,9 +11,9 @@ RoundingDivideByPOT) is what the ai-edge-litert 2.3.0 wheel's reference kernels 
 TFLITE_SINGLE_ROUNDING.  FULLY_CONNECTED's LiteRT reference kernel rescales with double
 precision floats instead (``fully_connected(..., float_scales=True)``, the default).
 """
-from . import (batch_matmul, concat_pad, conv, elementwise, fixedpoint,  # noqa: F401
-               fixedpoint16, fully_connected, hybrid, l2norm, lstm, lut, pooling, quantize,
-               reduce, resize, softmax, svdf, transpose_conv)
+from . import (batch_matmul, compare, concat_pad, conv, elementwise,  # noqa: F401
+               fixedpoint, fixedpoint16, fully_connected, hybrid, hybrid_lstm, l2norm, lstm,
+               lut, pooling, quantize, reduce, resize, softmax, svdf, transpose_conv)
 from .common import QParams, qparams  # noqa: F401
 
 #: The rounding of the ai-edge-litert 2.3.0 wheel's MultiplyByQuantizedMultiplier.

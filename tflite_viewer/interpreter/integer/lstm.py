@@ -2,180 +2,881 @@
 
 Mirrors ``lstm_eval::EvalInteger8x8_16`` / ``LstmStepInteger8x8_16`` with
 unidirectional_sequence_lstm.cc's ``PopulateQuantizedLstmParams8x8_16`` and
-``PopulatePrecomputedZPTimesWeightsWithBias``:
+``PopulatePrecomputedZPTimesWeightsWithBias`` (LiteRT's unidirectional kernel has no 8x8_8
+path: that one belongs to the full LSTM op).  Per step and gate (``i`` absent with CIFG):
 
-* each gate: ``clamp16(clamp16(MBQM(bias + W_x (x - zp_x))) + MBQM(W_h (h - zp_h)))``
-  with the effective scales ``s_W * s_x / 2^-12`` (gate values in Q3.12), then gemmlowp's
-  int16 ``logistic`` (input, forget, output gates) or ``tanh`` (cell gate);
-* cell: ``c = sat16(RDBPOT(f * c, 15) + RDBPOT(i * g, 30 + cell_scale))``, clipped by the
-  quantized cell clip (cell_scale = log2 of the cell state's power-of-two scale);
-* hidden: ``h = clamp8(MBQM(o * tanh(c), 2^-15 * 2^-15 / s_hidden) + zp_hidden)``.
+* ``gate = clamp16(MBQM(bias_x + W_x (x - zp_x)) )``, then
+  ``gate = clamp16(gate + MBQM(W_h (h - zp_h)))`` with the effective scales
+  ``s_W * s_x / s_gate`` (``s_gate`` = 2^-12, or the gate intermediate's scale with layer
+  normalization; without it the gate bias rides in ``bias_x``);
+* peephole (``i``, ``f`` with the old cell, ``o`` with the new one):
+  ``gate = clamp16(gate + MBQM(w_p * c, 2^cell_scale * s_p / s_gate))`` - over the first
+  ``n_output`` values of each step's flat gate buffer, as LiteRT passes ``n_output`` for
+  the vector size (the same as ``n_cell`` unless projection shrinks the output);
+* layer normalization (``ApplyLayerNorm``): integer mean and variance, the inverse square
+  root as a quantized multiplier, ``* coefficient + bias`` (which the C source writes in
+  int32 arithmetic but LiteRT's build does not wrap: measured, so int64 here), rescaled by
+  the coefficients' scale into Q3.12;
+* gemmlowp's int16 ``logistic`` (i, f, o) or ``tanh`` (c) on Q3.12;
+* cell: ``c = clip(sat16(RDBPOT(f * c, 15) + RDBPOT(i * g, 30 + cell_scale)))``;
+* hidden: ``o * tanh(c)`` (Q0.15 each) requantized by ``2^-30 / s_hidden``; without
+  projection plus the hidden zero point, clamped: the new output state.  With projection
+  minus that zero point (LiteRT's b/246629213), clamped to an int8 vector ``v`` that
+  ``clamp8(MBQM(bias_p + zp_hidden * rowsum(W_p) + W_p v) + zp_state)`` maps to the output
+  state, clipped by the proj clip quantized with the output tensor's scale.
 
-Supported: CIFG or not; not supported (refused by the kernel): peephole, projection,
-layer normalization.
+Speed (a step of a small LSTM is some thirty numpy calls on tiny arrays, so the call
+count is what matters): the input contributions of every step come from one matmul and
+one requantization for the whole sequence.  A step is one float64 matmul of the output
+state against every gate's recurrent weights side by side, the effective biases as an
+extra row and - when the products stay below 2^53, so that float64 is exact - the
+requantization multipliers folded in; the rounding offset and the step's input
+contribution (times 2^shift) then enter one floor shift.  One table lookup evaluates all
+gate activations (the clamped accumulators carry their table offsets), the cell update
+multiplies ``[i, f]`` by ``[g, c]`` in one go, and the hidden requantization multiplier
+sits in the cell-tanh table.  Every constant is laid out at its array's shape and every
+call writes in place.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
 from .. import quant_math as qm
+from . import fixedpoint as fx
 from . import fixedpoint16 as fp
-from .common import Rounding, check_rounding, int_matmul, qparams, wrap32
+from .common import Rounding, check_rounding, qparams, wrap32
 from .elementwise import checked_log2
 
-
-@dataclass
-class GateParams:
-    w_x: np.ndarray            # int8 [cell, input]
-    w_h: np.ndarray            # int8 [cell, output]
-    bias_x: np.ndarray         # int32 effective bias of the input matmul
-    bias_h: np.ndarray         # int32 effective bias of the recurrent matmul
-    scale_x: tuple[int, int]
-    scale_h: tuple[int, int]
-
-
-@dataclass
-class LstmParams:
-    gates: dict[str, GateParams] = field(default_factory=dict)  # "i" (absent: CIFG), "f", "c", "o"
-    cell_scale: int = -12
-    cell_clip: int = 0
-    hidden_scale: tuple[int, int] = (0, 0)
-    hidden_zp: int = 0
-    rounding: Rounding = "double"
+GATE_ORDER = ("i", "f", "c", "o")
+COLUMNS = ("i", "f", "o", "c")
+COLUMNS_PEEPHOLE = ("i", "f", "c", "o")
+I16_MIN, I16_MAX = -32768, 32767
+_INT32_LIMIT = (1 << 31) - 1
 
 
 def _f32(x) -> np.float32:
     return np.float32(x)
 
 
+def _qmul(real: float, rounding: Rounding) -> tuple[int, int]:
+    m, e = qm.quantize_multiplier(float(real), rounding)
+    return int(m), int(e)
+
+
+class FixedMultiplier:
+    """MultiplyByQuantizedMultiplier with fixed multipliers (one, or one per last-axis
+    column), applied in place to int64 arrays holding int32 values, plus a constant.
+
+    Double rounding uses the one-shift form of `quant_math.multiply_by_quantized_multiplier`
+    (the negative-product nudge is taken for products below 0 rather than below -2^30: in
+    between both give 0); positive shifts first shift and wrap to int32 as C does.  The added
+    constant (a zero point) is folded into the rounding offset when that cannot overflow.
+    """
+
+    def __init__(self, multiplier, shift, rounding: Rounding, add: int = 0) -> None:
+        m = np.asarray(multiplier, np.int64)
+        s = np.asarray(shift, np.int64)
+        self.left = None
+        if rounding == "single":
+            total = 31 - s
+            off = np.int64(1) << (total - 1)
+            self.neg = None
+        else:
+            if (s > 0).any():
+                self.left = np.maximum(s, 0)
+            right = np.maximum(-s, 0)
+            total = 31 + right
+            off = (np.int64(1) << 30) + (((np.int64(1) << right) >> 1) << 31)
+            self.neg = np.where(right > 0, -(1 << 31), 0).astype(np.int64) \
+                if (right > 0).any() else None
+        add = int(add)
+        # |x * m| < 2^62 and the offset < 2^(total - 1) + 2^30: room for add * 2^total?
+        if add and (abs(add) + 1) << int(total.max()) <= (1 << 62) - (1 << 31):
+            off = off + (np.int64(add) << total)
+            add = 0
+        self.add = add
+        self.m = m
+        self.off = np.asarray(off, np.int64)
+        self.total = np.asarray(total, np.int64)
+
+    def bind(self, shape: tuple[int, ...], premultiplied: bool = False):
+        """``fn(x, tmp)``: x <- MBQM(x) + add in place, for arrays of ``shape`` (``tmp``
+        scratch of that shape), with every constant laid out at that shape.  With
+        ``premultiplied`` x already holds x * multiplier (no left shift allowed)."""
+        if premultiplied and self.left is not None:
+            raise ValueError("a premultiplied value cannot be shifted left first")
+        def full(v):
+            return None if v is None else np.ascontiguousarray(
+                np.broadcast_to(np.asarray(v, np.int64), shape))
+        m, off, neg, left = full(self.m), full(self.off), full(self.neg), full(self.left)
+        total = full(self.total)
+        add = full(self.add) if self.add else None
+        mul, plus, rsh, lsh, band = (np.multiply, np.add, np.right_shift, np.left_shift,
+                                     np.bitwise_and)
+
+        def apply(x, tmp):
+            if left is not None:
+                lsh(x, left, out=x)
+                x[...] = x.astype(np.int32)
+            if not premultiplied:
+                mul(x, m, out=x)
+            if neg is not None:
+                rsh(x, 63, out=tmp)
+                band(tmp, neg, out=tmp)
+                plus(tmp, off, out=tmp)
+                plus(x, tmp, out=x)
+            else:
+                plus(x, off, out=x)
+            rsh(x, total, out=x)
+            if add is not None:
+                plus(x, add, out=x)
+            return x
+        return apply
+
+    def __call__(self, x: np.ndarray, tmp: np.ndarray) -> np.ndarray:
+        """x <- MBQM(x) + add, in place; ``tmp`` is scratch of x's shape."""
+        return self.bind(x.shape)(x, tmp)
+
+
+@dataclass
+class LayerNormParams:
+    """ApplyLayerNorm's constants for a run of consecutive gates (k gates of n cells)."""
+
+    coef: np.ndarray      # int64 [k, n] (int16 coefficients)
+    bias: np.ndarray      # int64 [k, n] (int32 gate biases, zero when absent)
+    scale: object         # MBQM(., layer_norm_scale_a, layer_norm_scale_b + 12) per gate,
+    #                       bound to [batch, k, n] (FixedMultiplier.bind)
+    guard: np.ndarray     # int64 [k] variance guards
+
+
+@dataclass
+class LstmParams:
+    names: list[str] = field(default_factory=list)   # gates present, in column order
+    n_input: int = 0
+    n_cell: int = 0
+    n_output: int = 0
+    # input side: [n_input, G*n_cell] float64, int32 effective biases, per-column scales
+    w_x: np.ndarray | None = None
+    bias_x: np.ndarray | None = None
+    scale_x: tuple[np.ndarray, np.ndarray] | None = None
+    x_fold: tuple | None = None   # (W_x and bias rows times m, offset, nudge, shift)
+    # recurrent side: [n_output + 1, G*n_cell] float64, the last row the effective biases
+    w_h: np.ndarray | None = None
+    wrap_h: bool = False
+    h_bound: np.ndarray | None = None   # per column: |bias_h| + 128 * sum |W_h| >= |dot|
+    scale_h: tuple[np.ndarray, np.ndarray] | None = None   # per column
+    req_h: FixedMultiplier | None = None
+    peephole: dict[str, tuple[np.ndarray, tuple[int, int]]] = field(default_factory=dict)
+    layer_norm: dict[str, tuple[np.ndarray, np.ndarray, tuple[int, int], int]] = \
+        field(default_factory=dict)
+    cell_scale: int = -12
+    cell_clip: int = 0
+    hidden_scale: tuple[int, int] = (0, 0)
+    hidden_zp: int = 0
+    # projection: [n_cell + 1, n_output] float64 (last row the effective bias)
+    w_p: np.ndarray | None = None
+    wrap_p: bool = False
+    proj_scale: tuple[int, int] = (0, 0)
+    output_state_zp: int = 0
+    proj_clip: int = 0
+    rounding: Rounding = "double"
+    _runners: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def cifg(self) -> bool:
+        return "i" not in self.names
+
+
+def _effective(w_scale, act_scale, inter) -> float:
+    """``w_scale * act_scale / intermediate_scale`` in float32, as LiteRT computes it."""
+    return float(_f32(_f32(_f32(w_scale) * _f32(act_scale)) / _f32(inter)))
+
+
 def prepare_lstm(input_q, weights: dict, biases: dict, output_state_q, cell_state_q,
-                 hidden_q, cell_clip: float, rounding: Rounding = "double") -> LstmParams:
-    """PopulateQuantizedLstmParams8x8_16 without layer norm (intermediate scales 2^-12),
-    peephole or projection.  ``weights`` maps gate -> (input weights, input weight
-    quantization, recurrent weights, their quantization); ``biases`` gate -> int32 bias."""
+                 hidden_q, cell_clip: float, rounding: Rounding = "double", *,
+                 peephole: dict | None = None, layer_norm: dict | None = None,
+                 gate_qs=None, projection=None, proj_clip: float = 0.0,
+                 output_q=None) -> LstmParams:
+    """PopulateQuantizedLstmParams8x8_16 + PopulatePrecomputedZPTimesWeightsWithBias.
+
+    ``weights`` maps gate -> (input weights, their quantization, recurrent weights, theirs);
+    ``biases`` gate -> int32 bias (or None); ``peephole`` gate ("i", "f", "o") -> (int16
+    weights, quantization); ``layer_norm`` gate -> (int16 coefficients, quantization), with
+    ``gate_qs`` the quantization of the four gate intermediates; ``projection`` = (int8
+    weights [n_output, n_cell], quantization, int32 bias or None); ``output_q`` the output
+    tensor's quantization (what LiteRT quantizes ``proj_clip`` with)."""
     rounding = check_rounding(rounding)
+    peephole = peephole or {}
+    layer_norm = layer_norm or {}
     iq, hq, cq = qparams(input_q), qparams(output_state_q), qparams(cell_state_q)
     ok, cell_scale = checked_log2(cq.s)
     if not ok:
         raise ValueError(f"cell state scale {cq.s} is not a power of two")
-    inter = _f32(2.0 ** -12)
-    p = LstmParams(cell_scale=cell_scale, rounding=rounding)
-    for gate, (w_x, wq_x, w_h, wq_h) in weights.items():
-        sx = _f32(_f32(_f32(qparams(wq_x).s) * _f32(iq.s)) / inter)
-        sh = _f32(_f32(_f32(qparams(wq_h).s) * _f32(hq.s)) / inter)
-        mx, ex = qm.quantize_multiplier(float(sx), rounding)
-        mh, eh = qm.quantize_multiplier(float(sh), rounding)
-        bias = biases.get(gate)
-        b = np.zeros(w_x.shape[0], np.int64) if bias is None else bias.astype(np.int64)
-        bias_x = b + (-iq.zp) * w_x.astype(np.int64).sum(axis=1)
-        bias_h = (-hq.zp) * w_h.astype(np.int64).sum(axis=1)
-        p.gates[gate] = GateParams(w_x.astype(np.int64), w_h.astype(np.int64), wrap32(bias_x),
-                                   wrap32(bias_h), (int(mx), int(ex)), (int(mh), int(eh)))
+    if not 0 <= 15 + cell_scale <= 6:
+        raise ValueError(f"cell state scale 2^{cell_scale}: LiteRT's ApplyTanh takes 0 to 6 "
+                         "integer bits (cell scales 2^-15 to 2^-9)")
+    names = [g for g in GATE_ORDER if g in weights]
+    if names not in (list(GATE_ORDER), list(GATE_ORDER[1:])):
+        raise ValueError(f"LSTM gates {names}: need f, c, o and optionally i")
+    # column order of the fused gates (see _Runner): the cell gate next to the cell state,
+    # the output gate last when a peephole makes it wait for the new cell state
+    names = [g for g in (COLUMNS_PEEPHOLE if peephole else COLUMNS) if g in weights]
+    if set(peephole) not in (set(), {"f", "o"} | ({"i"} & set(names))):
+        raise ValueError(f"peephole weights for {sorted(peephole)}: need i (unless CIFG), f, o")
+    if set(layer_norm) not in (set(), set(names)):
+        raise ValueError(f"layer norm coefficients for {sorted(layer_norm)}: need every gate")
+    use_ln = bool(layer_norm)
+    inter = [_f32(2.0 ** -12)] * 4
+    if use_ln:
+        if gate_qs is None:
+            raise ValueError("layer normalization needs the gate intermediates' quantization")
+        inter = [_f32(qparams(q).s) for q in gate_qs]
+    slot = {g: k for k, g in enumerate(GATE_ORDER)}
+    n_cell = weights["f"][0].shape[0]
+    n_input = weights["f"][0].shape[1]
+    n_output = weights["f"][2].shape[1]
+    if projection is None and n_output != n_cell:
+        raise ValueError(f"{n_output} outputs for {n_cell} cells without projection")
+    if peephole and n_output > n_cell:
+        raise ValueError(f"peephole with {n_output} outputs > {n_cell} cells: LiteRT reads "
+                         "past the peephole weights")
+    p = LstmParams(names=names, n_input=n_input, n_cell=n_cell, n_output=n_output,
+                   cell_scale=cell_scale, rounding=rounding)
+
+    wx, bx, mx, ex, wh, bh, mh, eh = [], [], [], [], [], [], [], []
+    for g in names:
+        w_x, wq_x, w_h, wq_h = weights[g]
+        s = inter[slot[g]]
+        m, e = _qmul(_effective(qparams(wq_x).s, iq.s, s), rounding)
+        mx.append(np.full(n_cell, m, np.int64))
+        ex.append(np.full(n_cell, e, np.int64))
+        m, e = _qmul(_effective(qparams(wq_h).s, hq.s, s), rounding)
+        mh.append(np.full(n_cell, m, np.int64))
+        eh.append(np.full(n_cell, e, np.int64))
+        w_x = np.asarray(w_x).astype(np.int64)
+        w_h = np.asarray(w_h).astype(np.int64)
+        bias = biases.get(g)
+        b = np.zeros(n_cell, np.int64) if bias is None or use_ln \
+            else np.asarray(bias).astype(np.int64)
+        # MatrixScalarMultiplyAccumulate: int32 row sums times -zp, added in int32
+        bx.append(wrap32(b + wrap32(w_x.sum(axis=1) * -iq.zp)))
+        bh.append(wrap32(w_h.sum(axis=1) * -hq.zp))
+        wx.append(w_x)
+        wh.append(w_h)
+    p.w_x = np.ascontiguousarray(np.concatenate(wx, axis=0).T.astype(np.float64))
+    p.bias_x = np.concatenate(bx)
+    p.scale_x = (np.concatenate(mx), np.concatenate(ex))
+    fm = FixedMultiplier(*p.scale_x, rounding)
+    bound = np.abs(p.bias_x) + 128 * np.abs(p.w_x).sum(axis=0)   # >= |bias + W_x x|
+    if fm.left is None and bound.max() <= _INT32_LIMIT and \
+            float((bound * p.scale_x[0]).max()) < 2.0 ** 53:
+        w = np.concatenate([p.w_x, p.bias_x[None, :].astype(np.float64)], axis=0)
+        p.x_fold = (w * p.scale_x[0].astype(np.float64)[None, :], fm.off, fm.neg, fm.total)
+    bias_h = np.concatenate(bh)
+    w_h_all = np.concatenate(wh, axis=0)
+    p.w_h = np.ascontiguousarray(np.concatenate([w_h_all.T, bias_h[None, :]], axis=0)
+                                 .astype(np.float64))
+    # int32 accumulation in C: wrap only if bias + dot can leave int32
+    p.h_bound = np.abs(bias_h) + 128 * np.abs(w_h_all).sum(axis=1)
+    p.wrap_h = bool(p.h_bound.max(initial=0) > _INT32_LIMIT)
+    p.scale_h = (np.concatenate(mh), np.concatenate(eh))
+    p.req_h = FixedMultiplier(*p.scale_h, rounding)
+
+    for g, (w, q) in peephole.items():
+        real = float(_f32(2.0 ** cell_scale * float(_f32(qparams(q).s)) / float(inter[slot[g]])))
+        p.peephole[g] = (np.asarray(w).astype(np.int64).reshape(-1), _qmul(real, rounding))
+    for g, (w, q) in layer_norm.items():
+        s = _f32(qparams(q).s)
+        guard = max(1, int(np.trunc(_f32(_f32(10000.0) * s))))
+        bias = biases.get(g)
+        b = np.zeros(n_cell, np.int64) if bias is None else np.asarray(bias).astype(np.int64)
+        p.layer_norm[g] = (np.asarray(w).astype(np.int64).reshape(-1), b,
+                           _qmul(float(s), rounding), guard)
+
     if cell_clip > 0:
         v = _f32(_f32(cell_clip) / _f32(cq.s))
         p.cell_clip = int(np.trunc(min(max(v, _f32(-32768.0)), _f32(32767.0))))
     hid = qparams(hidden_q)
     hidden_scale = float(np.float32(2.0 ** -15 / float(np.float64(np.float32(hid.s))) * 2.0 ** -15))
-    m, e = qm.quantize_multiplier(hidden_scale, rounding)
-    p.hidden_scale = (int(m), int(e))
+    p.hidden_scale = _qmul(hidden_scale, rounding)
     p.hidden_zp = hid.zp
+
+    if projection is not None:
+        w_p, wq_p, b_p = projection
+        w_p = np.asarray(w_p).astype(np.int64)
+        b = np.zeros(n_output, np.int64) if b_p is None else np.asarray(b_p).astype(np.int64)
+        bias_p = wrap32(b + wrap32(w_p.sum(axis=1) * hid.zp))
+        p.w_p = np.ascontiguousarray(np.concatenate([w_p.T, bias_p[None, :]], axis=0)
+                                     .astype(np.float64))
+        p.wrap_p = bool(np.abs(bias_p).max(initial=0) + 128 * np.abs(w_p).sum(axis=1).max(
+            initial=0) > _INT32_LIMIT)
+        p.proj_scale = _qmul(_effective(qparams(wq_p).s, hid.s, hq.s), rounding)
+        p.output_state_zp = hq.zp
+        if proj_clip > 0:
+            oq = qparams(output_q if output_q is not None else output_state_q)
+            v = _f32(_f32(proj_clip) / _f32(oq.s))
+            p.proj_clip = int(np.trunc(min(max(v, _f32(-128.0)), _f32(127.0))))
     return p
 
 
-def _matmul_acc(x: np.ndarray, w: np.ndarray, bias: np.ndarray, scale, acc: np.ndarray,
-                rounding: Rounding) -> np.ndarray:
-    """MatrixBatchVectorMultiplyAccumulate (int8 -> int16): acc + MBQM(bias + x W^T),
-    saturated to int16."""
-    dot = wrap32(int_matmul(x, w.T) + bias[None, :])
-    out = qm.multiply_by_quantized_multiplier(dot, scale[0], scale[1], rounding) + acc
-    return np.clip(out, fp.I16_MIN, fp.I16_MAX)
+@lru_cache(maxsize=None)
+def _gate_table() -> np.ndarray:
+    """logistic (Q3.12 -> Q0.15) on every int16 value, then tanh: index q + 32768
+    (+ 65536 for tanh), as int64 for direct use."""
+    t = np.concatenate([fp.activation_table("logistic", 3), fp.activation_table("tanh", 3)])
+    t = t.astype(np.int64)
+    t.setflags(write=False)
+    return t
 
 
-def _input_parts(p: LstmParams, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Every gate's input contribution clamp16(MBQM(bias + W_x x)) for all rows of ``x``
-    at once (it does not depend on the recurrent state)."""
-    zero = np.zeros((x.shape[0], 1), np.int64)
-    return {g: _matmul_acc(x, gp.w_x, gp.bias_x, gp.scale_x, zero, p.rounding)
-            for g, gp in p.gates.items()}
+@lru_cache(maxsize=64)
+def _tanh_table(integer_bits: int, multiplier: int = 1) -> np.ndarray:
+    """tanh (FixedPoint<int16, integer_bits> -> Q0.15) on every int16 value, times
+    ``multiplier`` (int64)."""
+    t = fp.activation_table("tanh", integer_bits).astype(np.int64) * multiplier
+    t.setflags(write=False)
+    return t
 
 
-def _fused_recurrent(p: LstmParams):
-    """Every gate's recurrent weights side by side (float64, exact for int8 x int8 sums
-    below 2**53), with their effective biases and per-column multipliers, cached on ``p``:
-    one matmul and one requantization per step instead of one per gate."""
-    fused = getattr(p, "_fused", None)
-    if fused is None:
-        names = list(p.gates)
-        sizes = [p.gates[g].w_h.shape[0] for g in names]
-        w = np.concatenate([p.gates[g].w_h for g in names], axis=0).T.astype(np.float64)
-        bias = np.concatenate([p.gates[g].bias_h for g in names]).astype(np.int64)
-        mult = np.concatenate([np.full(n, p.gates[g].scale_h[0], np.int64)
-                               for g, n in zip(names, sizes)])
-        shift = np.concatenate([np.full(n, p.gates[g].scale_h[1], np.int64)
-                                for g, n in zip(names, sizes)])
-        bounds = np.cumsum([0] + sizes)
-        fused = (names, np.ascontiguousarray(w), bias, mult, shift,
-                 {g: (int(bounds[k]), int(bounds[k + 1])) for k, g in enumerate(names)})
-        p._fused = fused
-    return fused
+def _clamp(x: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    np.maximum(x, lo, out=x)
+    np.minimum(x, hi, out=x)
+    return x
 
 
-def lstm_step(x: np.ndarray, h: np.ndarray, c: np.ndarray, p: LstmParams,
-              parts: dict[str, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """One LstmStepInteger8x8_16 over a batch: (new int8 output state, new int16 cell).
-    ``parts`` are this step's `_input_parts` when precomputed."""
-    if parts is None:
-        parts = _input_parts(p, x.astype(np.int64))
-    h = h.astype(np.int64)
-    c = c.astype(np.int64)
-    names, w, bias, mult, shift, spans = _fused_recurrent(p)
-    # each gate: clamp16(input part + MBQM(bias_h + W_h h)), all gates at once
-    dot = wrap32((h.astype(np.float64) @ w).astype(np.int64) + bias)
-    acc = qm.multiply_by_quantized_multiplier(dot, mult, shift, p.rounding)
-    acc += parts["*"] if "*" in parts else np.concatenate([parts[g] for g in names], axis=-1)
-    np.clip(acc, fp.I16_MIN, fp.I16_MAX, out=acc)
+def _wrap32_inplace(x: np.ndarray) -> None:
+    x[...] = x.astype(np.int32)
 
-    def gate(g: str) -> np.ndarray:
-        lo, hi = spans[g]
-        return acc[..., lo:hi]
 
-    cifg = "i" not in p.gates
-    i_gate = None if cifg else fp.logistic_lut(gate("i"), 3)
-    f_gate = fp.logistic_lut(gate("f"), 3)
-    g_gate = fp.tanh_lut(gate("c"), 3)
-    # UpdateLstmCellInteger
-    c = fp.wrap16(fp.rounding_divide_by_pot(f_gate * c, 15))
-    if cifg:
-        i_gate = fp.wrap16(fp.I16_MAX - f_gate)
-    update = fp.wrap16(fp.rounding_divide_by_pot(i_gate * g_gate, 30 + p.cell_scale))
-    c = np.clip(c + update, fp.I16_MIN, fp.I16_MAX)
-    if p.cell_clip > 0:
-        c = np.clip(c, -p.cell_clip, p.cell_clip)
-    o_gate = fp.logistic_lut(gate("o"), 3)
-    # CalculateLstmOutputInteger8x8_16 without projection
-    t = fp.tanh_lut(c, 15 + p.cell_scale)
-    prod = wrap32(o_gate * t)
-    out = qm.multiply_by_quantized_multiplier(prod, p.hidden_scale[0], p.hidden_scale[1],
-                                              p.rounding) + p.hidden_zp
-    h_new = np.clip(out, -128, 127)
-    return h_new.astype(np.int8), c.astype(np.int16)
+_I32_MAX, _I32_MIN = (1 << 31) - 1, -(1 << 31)
+
+
+def _srdhm(a: int, b: int) -> int:
+    if a == b == _I32_MIN:
+        return _I32_MAX
+    return (a * b + (1 << 30)) >> 31
+
+
+def _sat_shift_left(x: int, e: int) -> int:
+    threshold = (1 << (31 - e)) - 1
+    return _I32_MAX if x > threshold else _I32_MIN if x < -threshold else x << e
+
+
+def _wrap(x: int) -> int:
+    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+@lru_cache(maxsize=1 << 16)
+def inv_sqrt_multiplier(v: int) -> tuple[int, int]:
+    """GetInvSqrtQuantizedMultiplierExp(v, reverse_shift=-1) on one int32 value, in Python
+    integers (the same steps as `fixedpoint.inv_sqrt_quantized_multiplier_exp`, which is
+    faster for many values at once): (multiplier, shift)."""
+    if v <= 1:
+        return _I32_MAX, 0
+    shift = 11
+    while v >= 1 << 29:
+        v //= 4
+        shift += 1
+    pairs = (32 - v.bit_length() - 1) // 2 - 1
+    shift -= pairs
+    v <<= 2 * pairs
+    half_input = v >> 1
+    half_input = (half_input + (1 if half_input >= 0 else 0)) >> 1   # RoundingDivideByPOT 1
+    half_three = (1 << 28) + (1 << 27)
+    x = 1 << 28                                                      # F3::One()
+    for _ in range(5):
+        x3 = _sat_shift_left(_srdhm(_srdhm(x, x), x), 6)             # Rescale<3> of an F9
+        x = _sat_shift_left(_wrap(_srdhm(half_three, x) - _srdhm(half_input, x3)), 3)
+    x = _srdhm(x, 1518500250)                                        # * sqrt(2) / 2
+    if shift < 0:
+        x = _wrap(x << -shift)
+        shift = 0
+    return x, -shift
+
+
+def _trunc_div_pot(a: np.ndarray, e: int) -> np.ndarray:
+    """C's division of int64 values by 2^e (toward zero)."""
+    return (a + ((a >> 63) & ((1 << e) - 1))) >> e
+
+
+def _layer_norm(v: np.ndarray, ln: LayerNormParams, rounding: Rounding) -> None:
+    """ApplyLayerNorm over the last axis of ``v`` [batch, k gates, n] (int16 values held
+    in int64), in place."""
+    n = v.shape[-1]
+    total = v.sum(axis=-1)
+    sum_sq = np.einsum("bkn,bkn->bk", v, v)
+    mean = qm.trunc_div(total * 1024, n)                 # int64 / int, then int32
+    variance = _trunc_div_pot(sum_sq * ((1 << 20) // n) - mean * mean, 20)
+    variance = np.where(variance < 1, ln.guard[None, :], variance)
+    if variance.size <= 64:
+        pairs = [inv_sqrt_multiplier(int(q)) for q in variance.reshape(-1).tolist()]
+        inv = np.array(pairs, np.int64).reshape(variance.shape + (2,))
+        inv_m, inv_e = inv[..., 0], inv[..., 1]
+    else:
+        inv_m, inv_e = fx.inv_sqrt_quantized_multiplier_exp(variance, -1)
+    shifted = 1024 * v - mean[..., None]
+    rescaled = qm.multiply_by_quantized_multiplier(shifted, inv_m[..., None], inv_e[..., None],
+                                                   rounding)
+    val3 = rescaled * ln.coef + ln.bias   # int64: LiteRT's build does not wrap (measured)
+    val3 += np.where(val3 > 0, 512, -512)
+    val4 = _trunc_div_pot(val3, 10)
+    ln.scale(val4, val3)
+    np.clip(val4, I16_MIN, I16_MAX, out=v)
+
+
+class _Runner:
+    """Buffers and constants for running ``p`` on ``batch`` rows, laid out at their
+    arrays' shapes so that every numpy call of a step is a plain same-shape ufunc.
+
+    The activations live in one buffer ``act`` [batch, (4|5) n]: ``[i, f, (o,) g, c]``
+    with ``c`` the cell state, so that ``[i, f] * [g, c]`` is one multiplication and the two
+    roundings of the cell update one more (CIFG fills ``i`` with ``1 - f``); the gate table
+    lookup writes ``i`` (unless CIFG) to ``g`` in one go.  Without peephole or layer
+    normalization the gate accumulators carry the lookup offsets (added to the input
+    contributions once per sequence), so that the int16 clamp directly yields indices."""
+
+    def __init__(self, p: LstmParams, batch: int, time_major: bool) -> None:
+        n, B = p.n_cell, batch
+        names = p.names
+        G = len(names)
+        self.p = p
+        self.late = bool(p.peephole)
+        self.k_early = G - 1 if self.late else G
+        self.biased = not p.peephole and not p.layer_norm
+        n_act = 4 if self.late else 5
+        self.act = np.zeros((B, n_act * n), np.int64)
+        self.cell = self.act[:, -n:]
+        self.hx = np.zeros((B, p.n_output + 1), np.float64)   # output state, then 1.0
+        self.hx[:, -1] = 1.0
+        self.lut_offsets = np.concatenate(
+            [np.full(n, 32768 + (65536 if g == "c" else 0), np.int64)
+             for g in names[:self.k_early]])
+        # the recurrent requantization folded into the matmul and the input contributions:
+        # W_h * m is exact in float64 while |dot * m| < 2^53, and the step's contribution
+        # (an integer) enters the floor division as contribution * 2^shift
+        fm = p.req_h
+        self.fold = (fm.left is None and fm.add == 0 and not p.wrap_h
+                     and float((p.h_bound * p.scale_h[0]).max(initial=0)) < 2.0 ** 53
+                     and int(fm.total.max()) <= 44)
+        if self.fold:
+            self.fold_shift = np.broadcast_to(fm.total, (G * n,)).astype(np.int64)
+            self.fold_off = np.broadcast_to(fm.off, (G * n,)).astype(np.int64)
+        self.step = self._make_step(p, B, n, G, time_major)
+
+    def run(self, parts: np.ndarray, h: np.ndarray, c: np.ndarray, outs: np.ndarray
+            ) -> np.ndarray:
+        """Every step of ``parts`` [T, B, G*n] from states ``h``, ``c``; outputs into
+        ``outs`` [T, B, n_output]; returns the final cell state (int16)."""
+        self.hx[:, :-1] = h
+        self.cell[...] = c
+        if self.biased:
+            parts = parts + self.lut_offsets
+        if self.fold:   # |part| < 2^17, shift <= 44: far from int64's limits
+            parts = (parts << self.fold_shift) + self.fold_off
+        step = self.step
+        for t in range(parts.shape[0]):
+            step(parts[t], outs[t])
+        return self.cell.astype(np.int16)
+
+    def _make_step(self, p, B, n, G, time_major):
+        mm, copyto, mul, add, sub, rsh, mx, mn = (np.matmul, np.copyto, np.multiply, np.add,
+                                                  np.subtract, np.right_shift, np.maximum,
+                                                  np.minimum)
+        names, late, k_early, biased, act = p.names, self.late, self.k_early, self.biased, \
+            self.act
+        cols, ke, bn = G * n, self.k_early * n, (B, n)
+        hx, w_h = self.hx, p.w_h
+        h_view = hx[:, :-1]
+        dotf = np.empty((B, cols), np.float64)
+        acc = np.empty((B, cols), np.int64)
+        tmp = np.empty((B, cols), np.int64)
+        early, late_acc = acc[:, :ke], acc[:, ke:]
+        early3 = early.reshape(B, k_early, n)
+        late3 = late_acc.reshape(B, G - k_early, n)
+        lut0 = 0 if "i" in names else n
+        act_early = act[:, lut0:lut0 + ke]
+        prod_y = act[:, :2 * n].reshape(B, 2, n)     # [i, f]
+        prod_x = act[:, -2 * n:].reshape(B, 2, n)    # [g, c]
+        for v in (early3, late3, prod_y, prod_x):
+            if v.size and not (np.shares_memory(v, acc) or np.shares_memory(v, act)):
+                raise AssertionError("views must alias their buffers")
+        i_view, f = act[:, :n], act[:, n:2 * n]
+        c = self.cell
+        cifg = p.cifg
+        wrap_h = p.wrap_h
+        req_h = p.req_h.bind((B, cols))
+
+        def full(v, shape):
+            return np.ascontiguousarray(np.broadcast_to(np.asarray(v, np.int64), shape))
+        fold, band = self.fold, np.bitwise_and
+        if fold:
+            fm = p.req_h
+            w_h = p.w_h * p.scale_h[0].astype(np.float64)[None, :]
+            fold_neg = None if fm.neg is None else full(np.broadcast_to(fm.neg, (cols,)),
+                                                        (B, cols))
+            fold_shift = full(self.fold_shift, (B, cols))
+        if biased:   # the clamp to int16 of a value carrying its table offset
+            offs = self.lut_offsets
+            lo16, hi16 = full(offs + I16_MIN, (B, cols)), full(offs + I16_MAX, (B, cols))
+        else:
+            lo16, hi16 = full(I16_MIN, (B, cols)), full(I16_MAX, (B, cols))
+            offsets = full(self.lut_offsets, (B, ke))
+            idx = np.empty((B, ke), np.int64)
+        table = _gate_table()
+        o = act[:, 2 * n:3 * n] if not late else np.empty(bn, np.int64)
+        t1, t2 = np.empty(bn, np.int64), np.empty(bn, np.int64)
+        prod, prod_t = np.empty((B, 2, n), np.int64), np.empty((B, 2, n), np.int64)
+        prod_a, prod_b = prod[:, 0], prod[:, 1]
+        c_shift = 30 + p.cell_scale
+        # RDBPOT(i * g, 30 + cell_scale), RDBPOT(f * c, 15)
+        prod_half = full(np.array([1 << (c_shift - 1), 1 << 14])[:, None], (B, 2, n))
+        prod_shift = full(np.array([c_shift, 15])[:, None], (B, 2, n))
+        k32768, one16 = full(32768, bn), full(I16_MAX, bn)
+        c_lo, c_hi = I16_MIN, I16_MAX
+        if p.cell_clip > 0:
+            c_lo, c_hi = max(c_lo, -p.cell_clip), min(c_hi, p.cell_clip)
+        c_lo, c_hi = full(c_lo, bn), full(c_hi, bn)
+        lo16n, hi16n = full(I16_MIN, bn), full(I16_MAX, bn)
+        lo8, hi8 = full(-128, bn), full(127, bn)
+        projection = p.w_p is not None
+        hid = FixedMultiplier(*p.hidden_scale, p.rounding,
+                              -p.hidden_zp if projection else p.hidden_zp)
+        if hid.left is None:   # the multiplier folded into the tanh table (< 2^46)
+            tanh_c = _tanh_table(15 + p.cell_scale, int(hid.m))
+            req_hidden = hid.bind(bn, premultiplied=True)
+        else:
+            tanh_c = _tanh_table(15 + p.cell_scale)
+            req_hidden = hid.bind(bn)
+
+        # peephole weights per position: LiteRT runs VectorBatchVectorCwiseProductAccumulate
+        # with n_output as the vector size, over one batch row (batch-major) or over the
+        # flat [batch * n_cell] buffer (time-major)
+        pp = None
+        if p.peephole:
+            def place(w):
+                m = np.zeros(bn, np.int64)
+                if time_major:
+                    k = np.arange(min(B * p.n_output, B * n))
+                    m.reshape(-1)[k] = w[k % p.n_output]
+                else:
+                    m[:, :min(p.n_output, n)] = w[:min(p.n_output, n)]
+                return m
+            early_pp = [g for g in names[:k_early] if g != "c"]   # i (unless CIFG), f
+            kp = len(early_pp)
+            pp_w = np.stack([place(p.peephole[g][0]) for g in early_pp], axis=1)
+            fm = FixedMultiplier(np.array([p.peephole[g][1][0] for g in early_pp])[:, None],
+                                 np.array([p.peephole[g][1][1] for g in early_pp])[:, None],
+                                 p.rounding)
+            # |w * m * c| < 2^15 * 2^31 * 2^15: the multiplier folds into the weights
+            pre = fm.left is None
+            pp_w = pp_w * fm.m if pre else pp_w
+            pp_req = fm.bind((B, kp, n), premultiplied=pre)
+            pp_buf = np.empty((B, kp, n), np.int64)
+            pp_tmp = np.empty((B, kp, n), np.int64)
+            pp_view = early3[:, :kp]
+            pp_lo, pp_hi = full(I16_MIN, (B, kp, n)), full(I16_MAX, (B, kp, n))
+            fm = FixedMultiplier(*p.peephole["o"][1], p.rounding)
+            pre = fm.left is None
+            po_w = place(p.peephole["o"][0]) * (fm.m if pre else 1)
+            po_req = fm.bind(bn, premultiplied=pre)
+            pp = True
+
+        def ln_params(gates):
+            return LayerNormParams(
+                np.stack([p.layer_norm[g][0] for g in gates]),
+                np.stack([p.layer_norm[g][1] for g in gates]),
+                FixedMultiplier(np.array([p.layer_norm[g][2][0] for g in gates])[:, None],
+                                np.array([p.layer_norm[g][2][1] + 12 for g in gates])[:, None],
+                                p.rounding).bind((B, len(gates), n)),
+                np.array([p.layer_norm[g][3] for g in gates], np.int64))
+        ln_early = ln_params(names[:k_early]) if p.layer_norm else None
+        ln_late = ln_params(["o"]) if p.layer_norm and late else None
+        rounding = p.rounding
+
+        if projection:
+            hp = np.zeros((B, n + 1), np.float64)
+            hp[:, -1] = 1.0
+            hp_view = hp[:, :-1]
+            w_p = p.w_p
+            bo = (B, p.n_output)
+            pf = np.empty(bo, np.float64)
+            pi = np.empty(bo, np.int64)
+            ptmp = np.empty(bo, np.int64)
+            req_proj = FixedMultiplier(*p.proj_scale, p.rounding, p.output_state_zp).bind(bo)
+            o_lo, o_hi = -128, 127
+            if p.proj_clip > 0:
+                o_lo, o_hi = max(o_lo, -p.proj_clip), min(o_hi, p.proj_clip)
+            o_lo, o_hi = full(o_lo, bo), full(o_hi, bo)
+            wrap_p = p.wrap_p
+
+        def step(part, out):
+            """One LstmStepInteger8x8_16: ``part`` the step's input contributions
+            [B, G*n] (biased: plus the table offsets), ``out`` the int8 output row."""
+            # every gate: clamp16(input part + MBQM(bias_h + W_h h))
+            mm(hx, w_h, out=dotf)
+            copyto(acc, dotf, casting="unsafe")
+            if fold:   # dot * m; part = contribution * 2^shift + rounding offset
+                if fold_neg is not None:
+                    rsh(acc, 63, out=tmp)
+                    band(tmp, fold_neg, out=tmp)
+                    add(tmp, part, out=tmp)
+                    add(acc, tmp, out=acc)
+                else:
+                    add(acc, part, out=acc)
+                rsh(acc, fold_shift, out=acc)
+            else:
+                if wrap_h:
+                    acc[...] = acc.astype(np.int32)
+                req_h(acc, tmp)
+                add(acc, part, out=acc)
+            mx(acc, lo16, out=acc)
+            mn(acc, hi16, out=acc)
+            if biased:
+                table.take(early, out=act_early, mode="clip")
+            else:
+                if pp is not None:   # i (unless CIFG), f: peephole on the old cell state
+                    mul(pp_w, c[:, None, :], out=pp_buf)
+                    pp_req(pp_buf, pp_tmp)
+                    add(pp_view, pp_buf, out=pp_view)
+                    mx(pp_view, pp_lo, out=pp_view)
+                    mn(pp_view, pp_hi, out=pp_view)
+                if ln_early is not None:
+                    _layer_norm(early3, ln_early, rounding)
+                add(early, offsets, out=idx)
+                table.take(idx, out=act_early, mode="clip")
+            # UpdateLstmCellInteger: c = RDBPOT(i * g, 30 + cell_scale) + RDBPOT(f * c, 15)
+            if cifg:
+                sub(one16, f, out=i_view)
+            mul(prod_y, prod_x, out=prod)
+            rsh(prod, 63, out=prod_t)
+            add(prod, prod_t, out=prod)
+            add(prod, prod_half, out=prod)
+            rsh(prod, prod_shift, out=prod)
+            add(prod_a, prod_b, out=c)
+            mx(c, c_lo, out=c)
+            mn(c, c_hi, out=c)
+            if late:   # the output gate: peephole on the new cell state
+                mul(po_w, c, out=t1)
+                po_req(t1, t2)
+                add(late_acc, t1, out=late_acc)
+                mx(late_acc, lo16n, out=late_acc)
+                mn(late_acc, hi16n, out=late_acc)
+                if ln_late is not None:
+                    _layer_norm(late3, ln_late, rounding)
+                add(late_acc, k32768, out=t1)
+                table.take(t1, out=o, mode="clip")
+            # CalculateLstmOutputInteger8x8_16
+            add(c, k32768, out=t1)
+            tanh_c.take(t1, out=t2, mode="clip")
+            mul(t2, o, out=t1)
+            req_hidden(t1, t2)
+            mx(t1, lo8, out=t1)
+            mn(t1, hi8, out=t1)
+            if projection:
+                copyto(hp_view, t1)
+                mm(hp, w_p, out=pf)
+                copyto(pi, pf, casting="unsafe")
+                if wrap_p:
+                    pi[...] = pi.astype(np.int32)
+                req_proj(pi, ptmp)
+                mx(pi, o_lo, out=pi)
+                mn(pi, o_hi, out=pi)
+                h = pi
+            else:
+                h = t1
+            copyto(h_view, h)
+            copyto(out, h, casting="unsafe")
+        return step
+
+
+def _runner(p: LstmParams, batch: int, time_major: bool) -> _Runner:
+    key = (batch, bool(time_major) and bool(p.peephole) and p.n_output != p.n_cell)
+    r = p._runners.get(key)
+    if r is None:
+        r = p._runners[key] = _Runner(p, batch, time_major)
+    return r
+
+
+def input_parts(p: LstmParams, x: np.ndarray) -> np.ndarray:
+    """Every gate's input contribution ``clamp16(MBQM(bias_x + W_x x))`` for all rows of
+    ``x`` [rows, n_input] at once (it does not depend on the recurrent state): [rows, G*n]."""
+    if p.x_fold is not None:   # (x, 1) @ ([W_x; bias] * m): the products, exact
+        w, off, neg, total = p.x_fold
+        xe = np.ones((x.shape[0], p.n_input + 1), np.float64)
+        xe[:, :-1] = x
+        out = (xe @ w).astype(np.int64)
+        if neg is not None:
+            nudge = out >> 63
+            nudge &= neg
+            nudge += off
+            out += nudge
+        else:
+            out += off
+        out >>= total
+    else:
+        dot = (np.asarray(x, np.float64) @ p.w_x).astype(np.int64)
+        acc = wrap32(dot + p.bias_x)
+        out = qm.multiply_by_quantized_multiplier(acc, p.scale_x[0], p.scale_x[1], p.rounding)
+    return _clamp(out, I16_MIN, I16_MAX)
 
 
 def lstm_sequence(x: np.ndarray, h: np.ndarray, c: np.ndarray, p: LstmParams,
                   time_major: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Run [T, B, I] (time_major) or [B, T, I]: (int8 outputs, final h, final c)."""
+    """Run [T, B, I] (time_major) or [B, T, I]: (int8 outputs, final int8 output state
+    [B, n_output], final int16 cell state [B, n_cell]).
+
+    Batch rows are independent, so batch-major input (which LiteRT runs one batch row at
+    a time) is run like time-major input, all rows per step; only the peephole's vector
+    size quirk depends on the layout, and the runner places the peephole weights for it."""
     seq = x if time_major else np.swapaxes(x, 0, 1)
     steps, batch = seq.shape[0], seq.shape[1]
-    h = h.reshape(batch, -1)
-    c = c.reshape(batch, -1)
-    flat = seq.reshape(steps * batch, -1).astype(np.int64)
-    parts = _input_parts(p, flat)
-    names = _fused_recurrent(p)[0]
-    fused = np.concatenate([parts[g] for g in names], axis=-1).reshape(steps, batch, -1)
-    outs = np.empty((steps, batch, h.shape[1]), np.int8)
-    for t in range(steps):
-        h, c = lstm_step(seq[t], h, c, p, {"*": fused[t]})
-        outs[t] = h
-    return (outs if time_major else np.swapaxes(outs, 0, 1)), h, c
+    r = _runner(p, batch, time_major)
+    parts = input_parts(p, seq.reshape(steps * batch, -1)).reshape(steps, batch, -1)
+    outs = np.empty((steps, batch, p.n_output), np.int8)
+    cell = r.run(parts, np.asarray(h).reshape(batch, -1), np.asarray(c).reshape(batch, -1),
+                 outs)
+    h_new = outs[steps - 1].copy() if steps else np.asarray(h, np.int8).reshape(batch, -1)
+    return (outs if time_major else np.swapaxes(outs, 0, 1)), h_new, cell
+
+
+# -- the kernel's view: LiteRT's Prepare checks and the tensors -> parameters mapping ------
+#: input positions: input and recurrent weights, peepholes, biases, layer norm (per gate)
+_W_X = {"i": 1, "f": 2, "c": 3, "o": 4}
+_W_H = {"i": 5, "f": 6, "c": 7, "o": 8}
+_PEEP = {"i": 9, "f": 10, "o": 11}
+_BIAS = {"i": 12, "f": 13, "c": 14, "o": 15}
+_LN = {"i": 20, "f": 21, "c": 22, "o": 23}
+_PROJ_W, _PROJ_B, _STATE_H, _STATE_C = 16, 17, 18, 19
+
+
+def _quantized(t) -> bool:
+    q = getattr(t, "quantization", None)
+    return q is not None and q.scale.size > 0
+
+
+def _uses_layer_norm(inputs) -> bool:
+    """As LiteRT's Prepare: 24 inputs with the forget gate's coefficients present."""
+    return len(inputs) == 24 and inputs[_LN["f"]] is not None
+
+
+def unsupported_reason(inputs, intermediates, output, options, name: str) -> str | None:
+    """Why the integer 8x8_16 kernel cannot run this node (LiteRT's Prepare would fail,
+    read out of bounds, or its results depend on something this core does not model),
+    or None.  ``inputs``/``intermediates`` are runtime tensors (None where absent)."""
+    if len(inputs) not in (20, 24):
+        return f"{name} needs 20 or 24 inputs (got {len(inputs)})"
+    x = inputs[0]
+    if x.shape is None or len(x.shape) != 3:
+        return f"{name} needs a rank-3 input"
+    if len(intermediates) != 5:
+        return f"{name} needs 5 intermediate tensors (got {len(intermediates)})"
+    hs, cs = inputs[_STATE_H], inputs[_STATE_C]
+    if hs is None or cs is None:
+        return f"{name} needs output and cell state tensors"
+    if cs.type_name != "INT16":
+        return f"{name} needs an INT16 cell state"
+    if hs.type_name != "INT8":
+        return f"{name} needs an INT8 output state"
+    for g in GATE_ORDER:
+        for k in (_W_X[g], _W_H[g]):
+            t = inputs[k]
+            if t is None:
+                if g != "i":
+                    return f"{name}: input {k} (gate {g} weights) is missing"
+                continue
+            if t.type_name != "INT8" or len(t.shape) != 2:
+                return f"{name}: input {k} must be 2-D INT8 weights (got {t.type_name})"
+            if t.quantization is not None and t.quantization.scale.size > 1:
+                return (f"{name}: per-channel weights (input {k}): LiteRT's integer LSTM "
+                        "reads the per-tensor scale, which is 0 for them")
+    cifg = inputs[_W_X["i"]] is None
+    if cifg != (inputs[_W_H["i"]] is None):
+        return f"{name}: input gate weights must be all present or all absent"
+    n_cell, n_output = inputs[_W_X["f"]].shape[0], inputs[_W_H["f"]].shape[1]
+    for g in GATE_ORDER:
+        b = inputs[_BIAS[g]]
+        if g == "i" and cifg:
+            if b is not None:
+                return f"{name}: a CIFG LSTM has no input gate bias"
+            continue
+        if b is None or b.type_name != "INT32":
+            return f"{name}: gate {g} needs an INT32 bias"
+    peep = {g: inputs[k] for g, k in _PEEP.items()}
+    use_peephole = peep["o"] is not None
+    need = {g for g in ("i", "f", "o") if not (g == "i" and cifg)}
+    if use_peephole or any(t is not None for t in peep.values()):
+        if any(peep[g] is None for g in need):
+            return f"{name}: peephole weights must be all present or all absent"
+        if any(peep[g].type_name != "INT16" for g in need):
+            return f"{name}: peephole weights must be INT16"
+        if n_output > n_cell:
+            return (f"{name}: peephole with {n_output} outputs > {n_cell} cells: LiteRT "
+                    "reads past the peephole weights")
+    if _uses_layer_norm(inputs):
+        for g in GATE_ORDER:
+            t = inputs[_LN[g]]
+            if g == "i" and cifg:
+                if t is not None:
+                    return f"{name}: a CIFG LSTM has no input layer norm coefficients"
+                continue
+            if t is None or t.type_name != "INT16":
+                return f"{name}: layer norm needs INT16 coefficients for gate {g}"
+        if not all(_quantized(t) for t in intermediates[:4]):
+            return f"{name}: layer normalization needs quantized gate intermediates"
+    pw, pb = inputs[_PROJ_W], inputs[_PROJ_B]
+    if pw is None:
+        if pb is not None:
+            return f"{name}: projection bias without projection weights"
+        if n_output != n_cell:
+            return f"{name}: {n_output} outputs for {n_cell} cells without projection"
+    else:
+        if pw.type_name != "INT8" or tuple(pw.shape) != (n_output, n_cell):
+            return f"{name}: projection weights must be INT8 [{n_output}, {n_cell}]"
+        if pw.quantization is not None and pw.quantization.scale.size > 1:
+            return f"{name}: per-channel projection weights"
+        if pb is not None and pb.type_name != "INT32":
+            return f"{name}: projection bias must be INT32"
+    if not _quantized(intermediates[4]):
+        return f"{name}: the hidden intermediate tensor needs quantization"
+    if not _quantized(output) or not _quantized(cs) or not _quantized(hs):
+        return f"{name}: output and state tensors need quantization"
+    ok, cell_scale = checked_log2(float(np.float32(cs.quantization.scale.reshape(-1)[0])))
+    if not ok:
+        return f"{name}: the cell state scale is not a power of two"
+    if not 0 <= 15 + cell_scale <= 6:
+        return (f"{name}: cell state scale 2^{cell_scale}: LiteRT's ApplyTanh handles scales "
+                "2^-15 to 2^-9 only")
+    return None
+
+
+def prepare_from_tensors(inputs, intermediates, output, options, tq,
+                         rounding: Rounding = "double") -> LstmParams:
+    """`prepare_lstm` from the node's runtime tensors (``tq`` maps a tensor to QParams)."""
+    d = lambda k: inputs[k]  # noqa: E731
+    weights, biases, peephole, layer_norm = {}, {}, {}, {}
+    for g in GATE_ORDER:
+        if d(_W_X[g]) is None:
+            continue
+        weights[g] = (d(_W_X[g]).data, tq(d(_W_X[g])), d(_W_H[g]).data, tq(d(_W_H[g])))
+        biases[g] = None if d(_BIAS[g]) is None else d(_BIAS[g]).data
+    if d(_PEEP["o"]) is not None:
+        for g, k in _PEEP.items():
+            if g in weights:
+                peephole[g] = (d(k).data, tq(d(k)))
+    gate_qs = None
+    if _uses_layer_norm(inputs):
+        for g in weights:
+            layer_norm[g] = (d(_LN[g]).data, tq(d(_LN[g])))
+        gate_qs = [tq(t) for t in intermediates[:4]]
+    projection = None
+    if d(_PROJ_W) is not None:
+        pb = d(_PROJ_B)
+        projection = (d(_PROJ_W).data, tq(d(_PROJ_W)), None if pb is None else pb.data)
+    opt = lambda k: float(options.get(k) or 0.0)  # noqa: E731
+    return prepare_lstm(tq(d(0)), weights, biases, tq(d(_STATE_H)), tq(d(_STATE_C)),
+                        tq(intermediates[4]), opt("cell_clip"), rounding,
+                        peephole=peephole, layer_norm=layer_norm, gate_qs=gate_qs,
+                        projection=projection, proj_clip=opt("proj_clip"), output_q=tq(output))

@@ -12,7 +12,7 @@ import numpy as np
 
 from .activations import logistic
 from ..integer import lstm as ilstm, svdf as isvdf
-from ..tensor import INT16
+from ..integer import hybrid_lstm as ihlstm
 from .common import (BuiltinOperator as B, Kernel, activation, apply_activation, kind, opt,
                      register, rounding, tq)
 
@@ -81,7 +81,9 @@ def lstm_sequence(x: np.ndarray, h: np.ndarray, c: np.ndarray, wts: LstmWeights,
         if cell_clip > 0:
             c = np.clip(c, -cell_clip, cell_clip)
         o = _gate(xt, h, c, wts.w_o, wts.r_o, wts.p_o, wts.b_o, wts.ln_o, logistic)
-        m = o * cell_act(c)
+        # LiteRT's CalculateLstmOutputFloat activates the cell state into the cell gate's
+        # scratch; with activation NONE nothing is written, so it multiplies by g, not c
+        m = o * (g if act in (None, "NONE") else cell_act(c))
         if wts.proj_w is not None:
             m = m @ wts.proj_w.T
             if wts.proj_b is not None:
@@ -117,57 +119,53 @@ class UnidirectionalSequenceLstm(Kernel):
     weights and bias, output state, cell state, 4 layer-norm coefficients.
 
     Float, and integer 8x8_16 (int8 input and weights, int16 cell state, 5 intermediates:
-    integer/lstm.py, bit-exact with LiteRT's EvalInteger8x8_16) without peephole,
-    projection or layer normalization."""
+    integer/lstm.py, bit-exact with LiteRT's EvalInteger8x8_16) with CIFG, peephole,
+    projection and layer normalization.  Hybrid (float32 input and states, int8 weights:
+    integer/hybrid_lstm.py, LiteRT's EvalHybrid) with CIFG, peephole, projection and
+    layer normalization."""
 
-    types = "float+int8"
+    types = "float+int8+hybrid"
 
     def check(self, ctx, node):
         if opt(node, "diagonal_recurrent_tensors", False):
             return "UNIDIRECTIONAL_SEQUENCE_LSTM with diagonal recurrent tensors: not implemented"
         why = super().check(ctx, node)
+        if not why and kind(ctx, node) == "hybrid":
+            return ihlstm.unsupported_reason(
+                [ctx.input(node, k) for k in range(len(node.inputs))], node.builtin_data,
+                f"UNIDIRECTIONAL_SEQUENCE_LSTM v{node.version} (hybrid)")
         if why or kind(ctx, node) != "int8":
             return why
-        present = lambda k: ctx.input(node, k) is not None  # noqa: E731
-        name = f"UNIDIRECTIONAL_SEQUENCE_LSTM v{node.version} with INT8 input"
-        if any(present(k) for k in (9, 10, 11)):
-            return f"{name} and peephole weights: not implemented"
-        if present(16):
-            return f"{name} and projection: not implemented"
-        if len(node.inputs) > 20 and any(present(k) for k in range(20, 24)):
-            return f"{name} and layer normalization: not implemented"
-        if len(node.intermediates) != 5:
-            return f"{name} needs 5 intermediate tensors (got {len(node.intermediates)})"
-        if ctx.input(node, 19).type != INT16:
-            return f"{name} needs an INT16 cell state"
-        return None
+        return ilstm.unsupported_reason(
+            [ctx.input(node, k) for k in range(len(node.inputs))],
+            [ctx.tensors[i] for i in node.intermediates], ctx.output(node, 0),
+            node.builtin_data, f"UNIDIRECTIONAL_SEQUENCE_LSTM v{node.version} with INT8 input")
 
     def prepare(self, ctx, node):
         x = ctx.input(node, 0).shape
         n_out = ctx.input(node, 18).shape[-1]
         ctx.resize(ctx.output(node, 0), tuple(x[:-1]) + (n_out,))
+        if kind(ctx, node) == "hybrid":
+            ts = [ctx.input(node, k) for k in range(len(node.inputs))]
+            node.user_data = ihlstm.prepare_hybrid_lstm(
+                [None if t is None else t.data for t in ts],
+                [0.0 if t is None else tq(t).s for t in ts], node.builtin_data)
+            return
         if kind(ctx, node) == "int8":
-            d = lambda k: ctx.input(node, k)  # noqa: E731
-            weights, biases = {}, {}
-            for gate, wx, wh, b in (("i", 1, 5, 12), ("f", 2, 6, 13), ("c", 3, 7, 14),
-                                    ("o", 4, 8, 15)):
-                if d(wx) is None:
-                    continue
-                weights[gate] = (d(wx).data, tq(d(wx)), d(wh).data, tq(d(wh)))
-                biases[gate] = None if d(b) is None else d(b).data
-            hidden = ctx.tensors[node.intermediates[4]]
-            node.user_data = ilstm.prepare_lstm(
-                tq(d(0)), weights, biases, tq(d(18)), tq(d(19)), tq(hidden),
-                float(opt(node, "cell_clip", 0.0)), rounding(ctx))
+            node.user_data = ilstm.prepare_from_tensors(
+                [ctx.input(node, k) for k in range(len(node.inputs))],
+                [ctx.tensors[i] for i in node.intermediates], ctx.output(node, 0),
+                node.builtin_data, tq, rounding(ctx))
         else:
             node.user_data = None
 
     def invoke(self, ctx, node):
         tm = bool(opt(node, "time_major", False))
-        if node.user_data is not None:
+        if node.user_data is not None:  # integer or hybrid: prepared parameters
+            core = ihlstm if isinstance(node.user_data, ihlstm.HybridLstmParams) else ilstm
             hs, cs = ctx.input(node, 18), ctx.input(node, 19)
-            outs, h, c = ilstm.lstm_sequence(ctx.value(node, 0), hs.data, cs.data,
-                                             node.user_data, tm)
+            outs, h, c = core.lstm_sequence(ctx.value(node, 0), hs.data, cs.data,
+                                            node.user_data, tm)
             ctx.set_output(hs, h.reshape(hs.shape))
             ctx.set_output(cs, c.reshape(cs.shape))
             ctx.set_output(ctx.output(node, 0), outs)
@@ -268,10 +266,12 @@ class Svdf(Kernel):
     """Inputs: x [batch, input], feature weights [filters, input], time weights
     [filters, memory], bias [units], state [batch, filters * memory].
 
-    Float, and full integer (int8 input, int8 feature weights, int16 time weights and
-    state, int32 bias: integer/svdf.py, as LiteRT's EvalIntegerSVDF).  An int8 SVDF whose
-    time weights or state are not int16 is refused: LiteRT would read those int8 buffers
-    as int16 (past their end), which is why it crashes on such models."""
+    Float, and full integer (int8 input, int8 feature weights, int32 bias: integer/svdf.py)
+    with either int16 time weights and state, as LiteRT's EvalIntegerSVDF, or int8 time
+    weights and state (with a state zero point), as TFLite Micro's
+    EvalIntegerSvdfReference<int8_t>.  LiteRT crashes on the int8 flavour (it reads those
+    buffers as int16, past their end); TFLM is its reference.  Mixed int8/int16 time
+    weights and state are refused (TFLM would read one as the other's type)."""
 
     types = "float+int8"
 
@@ -280,10 +280,12 @@ class Svdf(Kernel):
         if why or kind(ctx, node) != "int8":
             return why
         wt, st = ctx.input(node, 2), ctx.input(node, 4)
-        if wt.type != INT16 or st is None or st.type != INT16:
-            return (f"SVDF v{node.version} with INT8 input needs INT16 time weights and state "
-                    f"(got {wt.type_name} and {'none' if st is None else st.type_name}); LiteRT "
-                    "reads them as int16 past the end of their buffers")
+        pair = (wt.type_name, "none" if st is None else st.type_name)
+        if pair == ("INT8", "INT8"):
+            return None  # TFLM: any fused activation, none applied (integer/svdf.py)
+        if pair != ("INT16", "INT16"):
+            return (f"SVDF v{node.version} with INT8 input needs INT16 or INT8 time weights "
+                    f"and state of the same type (got {pair[0]} and {pair[1]})")
         if opt(node, "fused_activation_function", "NONE") != "RELU":
             return f"SVDF v{node.version} with INT8 input supports only the RELU activation"
         return None
@@ -296,8 +298,10 @@ class Svdf(Kernel):
             raise ValueError(f"{filters} filters are not a multiple of rank {rank}")
         ctx.resize(ctx.output(node, 0), (x[0], filters // rank))
         if kind(ctx, node) == "int8":
-            node.user_data = isvdf.prepare_svdf(*(tq(ctx.input(node, k)) for k in (0, 1, 2, 4)),
-                                                tq(ctx.output(node, 0)), rounding(ctx))
+            micro = ctx.input(node, 4).type_name == "INT8"  # TFLM's flavour (integer/svdf.py)
+            prep = isvdf.prepare_svdf_micro if micro else isvdf.prepare_svdf
+            node.user_data = prep(*(tq(ctx.input(node, k)) for k in (0, 1, 2, 4)),
+                                  tq(ctx.output(node, 0)), rounding(ctx))
         else:
             node.user_data = None
 
