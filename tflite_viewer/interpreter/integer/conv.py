@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import quant_math as qm
-from .common import (FLOAT32_EXACT, FLOAT64_EXACT, Options, Rounding, activation_of, check_rounding,
-                     exact_matmul, fused_activation_range, im2col, int_matmul, pad_for_window,
-                     patches, qparams, window, wrap32)
+from .common import (FLOAT32_EXACT, FLOAT64_EXACT, Options, Rounding, Window, activation_of,
+                     check_rounding, exact_matmul, fused_activation_range, im2col, int_matmul,
+                     pad_for_window, patches, qparams, window, wrap32)
 
 
 @dataclass(frozen=True)
@@ -232,24 +232,7 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     else:
         if mult > 1:
             xp = np.repeat(xp, mult, axis=3)
-        out_shape = (b, win.out_h, win.out_w, out_ch)
-        views = [xp[:, ky * dh:ky * dh + (win.out_h - 1) * sh + 1:sh,
-                    kx * dw:kx * dw + (win.out_w - 1) * sw + 1:sw, :]
-                 for ky in range(kh) for kx in range(kw)]
-        if kh * kw * int(np.prod(out_shape)) <= _STACKED_TAPS_LIMIT:
-            # every tap side by side, one multiply and one sum: fewer, longer operations
-            # (any summation order is exact: every partial sum is an integer below the bound)
-            cols = np.empty((kh * kw,) + out_shape, dtype=ftype)
-            for k, view in enumerate(views):
-                cols[k] = view
-            cols *= ftaps.reshape((kh * kw, 1, 1, 1, out_ch))
-            acc = cols.sum(axis=0)
-        else:
-            acc = np.zeros(out_shape, dtype=ftype)
-            tmp = np.empty_like(acc)
-            for k, view in enumerate(views):
-                np.multiply(view, ftaps[k], out=tmp)
-                acc += tmp
+        acc = _depthwise_taps(xp, ftaps, win, kh, kw, sh, sw, dh, dw)
     if not p.is_int16:
         acc = _int32_accumulator(acc, float(in_bound) * f_bound * kh * kw, bias)
         return _requantize(acc, p, depthwise=True)
@@ -257,6 +240,50 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     if bias is not None:
         acc += bias.astype(np.int64).reshape(-1)
     return _requantize(acc, p, depthwise=True)
+
+
+def _tap_columns(xp: np.ndarray, win: Window, kx: int, sw: int, dw: int) -> np.ndarray:
+    """The input columns filter column ``kx`` reads, as [B, H, OW*C] with each row's
+    (output column, channel) pairs contiguous: a view at stride 1, one copy otherwise."""
+    b, h, w, c = xp.shape
+    x0 = kx * dw
+    if sw == 1:
+        return xp.reshape(b, h, w * c)[:, :, x0 * c:(x0 + win.out_w) * c]
+    cols = xp[:, :, x0:x0 + (win.out_w - 1) * sw + 1:sw, :]
+    return np.ascontiguousarray(cols).reshape(b, h, win.out_w * c)
+
+
+def _depthwise_taps(xp: np.ndarray, ftaps: np.ndarray, win: Window, kh: int, kw: int,
+                    sh: int, sw: int, dh: int, dw: int) -> np.ndarray:
+    """sum over taps of the shifted input times the tap's per-channel filter values:
+    [B, OH, OW, C] in ftaps' float type, exact (every partial sum is an integer below the
+    bound `depthwise_dtype` checked, so any summation order gives the same result).
+
+    Each tap is one whole-image multiply over rows of OW*C contiguous values (channels
+    alone would make numpy loop over C-long runs); small images stack all taps first and
+    sum once, large ones keep a running sum that stays in cache."""
+    b, c = xp.shape[0], xp.shape[3]
+    oh, row = win.out_h, win.out_w * c
+    tiled = np.tile(ftaps, (1, win.out_w))  # [taps, OW*C]
+    columns = [_tap_columns(xp, win, kx, sw, dw) for kx in range(kw)]
+
+    def tap(ky: int, kx: int) -> np.ndarray:
+        return columns[kx][:, ky * dh:ky * dh + (oh - 1) * sh + 1:sh, :]
+
+    if kh * kw * b * oh * row <= _STACKED_TAPS_LIMIT:
+        stack = np.empty((kh * kw, b, oh, row), dtype=ftaps.dtype)
+        for ky in range(kh):
+            for kx in range(kw):
+                stack[ky * kw + kx] = tap(ky, kx)
+        stack *= tiled.reshape(kh * kw, 1, 1, row)
+        acc = stack.sum(axis=0)
+    else:
+        acc = tap(0, 0) * tiled[0]
+        tmp = np.empty_like(acc)
+        for k in range(1, kh * kw):
+            np.multiply(tap(*divmod(k, kw)), tiled[k], out=tmp)
+            acc += tmp
+    return acc.reshape(b, oh, win.out_w, c)
 
 
 def depthwise_dtype(input_dtype, filter_dtype, p: ConvParams, taps: int):
