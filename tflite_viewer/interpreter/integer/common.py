@@ -6,6 +6,7 @@ kernel modules can follow the reference kernels line by line without repeating i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Mapping
 
 import numpy as np
@@ -172,12 +173,35 @@ def patches(xp: np.ndarray, win: Window, filt_h: int, filt_w: int, sh: int, sw: 
     return v[:, : (win.out_h - 1) * sh + 1: sh, : (win.out_w - 1) * sw + 1: sw, :, ::dh, ::dw]
 
 
+#: im2col gathers through a cached index array for inputs with fewer channels than this
+#: (the tap-by-tap copy would move C-long runs) and at most `_GATHER_LIMIT` entries.
+_GATHER_CHANNELS = 16
+_GATHER_LIMIT = 1 << 20
+
+
+@lru_cache(maxsize=32)
+def _im2col_index(wp: int, c: int, out_h: int, out_w: int, filt_h: int, filt_w: int,
+                  sh: int, sw: int, dh: int, dw: int) -> np.ndarray:
+    """[OH*OW, KH*KW*C] positions in one flattened padded image of every patch value."""
+    oy = np.arange(out_h) * sh
+    ox = np.arange(out_w) * sw
+    base = (oy[:, None] * wp + ox[None, :]).reshape(-1) * c
+    ky, kx, ch = np.meshgrid(np.arange(filt_h) * dh, np.arange(filt_w) * dw, np.arange(c),
+                             indexing="ij")
+    taps = ((ky * wp + kx) * c + ch).reshape(-1)
+    return (base[:, None] + taps[None, :]).astype(np.intp)
+
+
 def im2col(xp: np.ndarray, win: Window, filt_h: int, filt_w: int, sh: int, sw: int,
            dh: int = 1, dw: int = 1) -> np.ndarray:
     """[B*OH*OW, KH*KW*C] patches (tap-major, channel-minor) of a padded NHWC array, in
-    xp's dtype, written one filter tap at a time (cheaper than a 6-D transpose)."""
-    b, _, _, c = xp.shape
+    xp's dtype: one gather for few channels, else written one filter tap at a time
+    (cheaper than a 6-D transpose)."""
+    b, _, wp, c = xp.shape
     oh, ow = win.out_h, win.out_w
+    if c < _GATHER_CHANNELS and oh * ow * filt_h * filt_w * c <= _GATHER_LIMIT:
+        idx = _im2col_index(wp, c, oh, ow, filt_h, filt_w, sh, sw, dh, dw)
+        return np.take(xp.reshape(b, -1), idx, axis=1).reshape(b * oh * ow, -1)
     cols = np.empty((b, oh, ow, filt_h, filt_w, c), dtype=xp.dtype)
     for i in range(filt_h):
         for j in range(filt_w):

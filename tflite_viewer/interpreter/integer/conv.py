@@ -232,7 +232,7 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     else:
         if mult > 1:
             xp = np.repeat(xp, mult, axis=3)
-        acc = _depthwise_taps(xp, ftaps, win, kh, kw, sh, sw, dh, dw)
+        acc = depthwise_taps(xp, ftaps, win, kh, kw, sh, sw, dh, dw)
     if not p.is_int16:
         acc = _int32_accumulator(acc, float(in_bound) * f_bound * kh * kw, bias)
         return _requantize(acc, p, depthwise=True)
@@ -253,7 +253,7 @@ def _tap_columns(xp: np.ndarray, win: Window, kx: int, sw: int, dw: int) -> np.n
     return np.ascontiguousarray(cols).reshape(b, h, win.out_w * c)
 
 
-def _depthwise_taps(xp: np.ndarray, ftaps: np.ndarray, win: Window, kh: int, kw: int,
+def depthwise_taps(xp: np.ndarray, ftaps: np.ndarray, win: Window, kh: int, kw: int,
                     sh: int, sw: int, dh: int, dw: int) -> np.ndarray:
     """sum over taps of the shifted input times the tap's per-channel filter values:
     [B, OH, OW, C] in ftaps' float type, exact (every partial sum is an integer below the

@@ -22,6 +22,7 @@ import numpy as np
 
 from .common import (FLOAT32_EXACT, Options, activation_of, exact_matmul, im2col, int_matmul,
                      pad_for_window, patches, qparams, window)
+from .conv import depthwise_taps
 
 _FLOAT_RANGES = {"RELU": (0.0, np.inf), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
 
@@ -193,15 +194,8 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     xp = pad_for_window(x, win, kh, kw, sh, sw, dh, dw, 0)
     if mult > 1:
         xp = np.repeat(xp, mult, axis=3)  # output channel ic * mult + m reads channel ic
-    f = filter.astype(ftype).reshape(kh, kw, out_ch)
-    acc = np.zeros((b, win.out_h, win.out_w, out_ch), dtype=ftype)
-    tmp = np.empty_like(acc)
-    for ky in range(kh):
-        ys = slice(ky * dh, ky * dh + (win.out_h - 1) * sh + 1, sh)
-        for kx in range(kw):
-            xs = slice(kx * dw, kx * dw + (win.out_w - 1) * sw + 1, sw)
-            np.multiply(xp[:, ys, xs, :], f[ky, kx], out=tmp)
-            acc += tmp
+    acc = depthwise_taps(xp, filter.astype(ftype).reshape(kh * kw, out_ch), win, kh, kw,
+                         sh, sw, dh, dw)
     scale = (scales[None, :] * sf[:, None]).astype(np.float32)  # pcs * batch scale
     out = acc.astype(np.float32) * scale.reshape(b, 1, 1, out_ch)
     if bias is not None:

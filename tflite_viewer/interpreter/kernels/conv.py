@@ -13,21 +13,10 @@ import dataclasses
 import numpy as np
 
 from ..integer import conv as iconv, hybrid as ihybrid, transpose_conv as itconv
+from ..integer.common import Window, im2col
 from .common import (BuiltinOperator, INT_KINDS, Kernel, activation, apply_activation, kind,
                      opt, pad_for_windows, padding_before, register, rounding, tq,
                      window_geometry)
-
-
-def _im2col(xp: np.ndarray, oh: int, ow: int, kh: int, kw: int, sh: int, sw: int,
-            dh: int, dw: int) -> np.ndarray:
-    """[N*oh*ow, kh*kw*C] patches (tap-major, channel-minor) of a padded NHWC input."""
-    n, _, _, c = xp.shape
-    cols = np.empty((n, oh, ow, kh, kw, c), dtype=xp.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            cols[:, :, :, i, j, :] = xp[:, i * dh:i * dh + (oh - 1) * sh + 1:sh,
-                                        j * dw:j * dw + (ow - 1) * sw + 1:sw, :]
-    return cols.reshape(n * oh * ow, kh * kw * c)
 
 
 def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
@@ -53,7 +42,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
         cols = np.ascontiguousarray(xs[:, :oh, :ow]).reshape(n * oh * ow, c)
     else:
         xp = pad_for_windows(x, oh, ow, (kh - 1) * dh + 1, (kw - 1) * dw + 1, sh, sw, pt, pl)
-        cols = _im2col(xp, oh, ow, kh, kw, sh, sw, dh, dw)
+        cols = im2col(xp, Window(oh, ow, pt, pl), kh, kw, sh, sw, dh, dw)
     if groups == 1:
         out = cols @ w_matrix
     else:
