@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from tflite_viewer.interpreter import Interpreter, UnsupportedOpError
-from tflite_viewer.interpreter.integer import hybrid_lstm as hl
+from tflite_viewer.interpreter.integer import hybrid
 
 from .singleop import Op, T, build
 
@@ -234,7 +234,7 @@ def test_activation_none_outputs_output_gate_times_cell_gate():
     op = _lstm_op(rng, cfg)
     x = rng.normal(0, 1, op.inputs[0].shape).astype(np.float32)
     ref = _LiteRT(build([op]).model, "BUILTIN_REF").run([x])[0][0]
-    q, sf = hl.neon_symmetric_quantize(x[0])
+    q, sf = hybrid.symmetric_quantize(x[0])
 
     def pre(g):
         kx, _, kb = GATES[g]

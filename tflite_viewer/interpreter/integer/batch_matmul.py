@@ -128,7 +128,7 @@ def hybrid_batch_matmul(lhs: np.ndarray, rhs: np.ndarray, rhs_q, options: Option
     n = b.shape[-1]
     rows = np.ascontiguousarray(a, dtype=np.float32).reshape(-1, k)
     if options.get("asymmetric_quantize_inputs"):
-        q, sf, zp = asymmetric_quantize(rows, float32_scale=True)
+        q, sf, zp = asymmetric_quantize(rows)
     else:
         q, sf = symmetric_quantize(rows)
         zp = np.zeros(sf.shape, np.int32)

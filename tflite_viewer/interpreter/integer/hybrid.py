@@ -3,10 +3,14 @@
 The float input is quantized on the fly, one scale per batch, as
 ``tensor_utils::SymmetricQuantizeFloats`` (``q = round(x * 127 / max|x|)``) or
 ``AsymmetricQuantizeFloats`` (an int8 zero point from the batch's [min(0, x), max(0, x)]
-range) do; the int8 products are accumulated exactly and the accumulator is scaled back
+range) do in LiteRT's x86 build, which runs their NEON versions through NEON_2_SSE (a
+float32 span, rounding before the zero point is added; see `asymmetric_quantize`); the
+int8 products are accumulated exactly and the accumulator is scaled back
 in float32 (batch scale times the filter's per-channel scale), plus the float bias, then
-the fused activation clamps.  The outputs are floats: they match LiteRT within float
-rounding (the integer parts are exact).
+the fused activation clamps.  The outputs are floats, bit-exact with LiteRT's reference
+kernels (tests/integer/test_hybrid.py) for weights in the int8 spec's [-127, 127]: the
+2.3.0 x86 build's SSE dot product (per-tensor CONV_2D, FULLY_CONNECTED) negates a weight of
+-128 into -128 against a negative input value; we compute the exact product.
 
 * CONV_2D: conv.cc ``EvalHybrid`` (per-tensor filter scale: symmetric input,
   ``optimized_ops::HybridConv``) and ``EvalHybridPerChannel`` (asymmetric input,
@@ -35,11 +39,28 @@ def _round_f32(x: np.ndarray) -> np.ndarray:
     return np.trunc(x + np.copysign(np.float32(0.5), x))
 
 
+def _neon_round(y: np.ndarray) -> np.ndarray:
+    """The rounding of LiteRT's quantizers, per row of float32 ``y`` [rows, n].
+
+    LiteRT's x86 build runs the NEON tensor_utils through NEON_2_SSE: the first multiple of
+    8 values of a row go through the vector RoundToNearest, trunc(y +- 0.5) with the
+    addition rounded in float32 (`_round_f32`), the rest through TfLiteRound, which is
+    exact (0.49999997 gives 0, not 1)."""
+    vec = y.shape[1] // 8 * 8
+    if vec == y.shape[1]:
+        return _round_f32(y)
+    out = np.empty(y.shape, np.float32)
+    out[:, :vec] = _round_f32(y[:, :vec])
+    tail = y[:, vec:].astype(np.float64)  # |y| + 0.5 is exact in float64
+    out[:, vec:] = np.sign(tail) * np.floor(np.abs(tail) + 0.5)
+    return out
+
+
 def symmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """SymmetricQuantizeFloats per row of ``x`` [batches, n]: (int8 values, float32 scale).
 
     range = max(|min|, |max|); scale = range / 127; q = round(x * (127 / range)) clamped to
-    [-127, 127] (all in float32); an all-zero row gets scale 1.
+    [-127, 127] (all in float32, rounded as `_neon_round`); an all-zero row gets scale 1.
     """
     x = np.asarray(x, np.float32)
     rng = np.maximum(np.abs(x.min(axis=1)), np.abs(x.max(axis=1))).astype(np.float32)
@@ -47,41 +68,41 @@ def symmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     safe = np.where(zero, np.float32(1), rng)
     scale = np.where(zero, np.float32(1), safe / np.float32(127)).astype(np.float32)
     inv = (np.float32(127) / safe).astype(np.float32)
-    q = _round_f32(x * inv[:, None])
+    q = _neon_round(x * inv[:, None])
     q = np.where(zero[:, None], 0, np.clip(q, -127, 127))
     return q.astype(np.int8), scale
 
 
-def asymmetric_quantize(x: np.ndarray, float32_scale: bool = False
-                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """AsymmetricQuantizeFloats per row: (int8 values, float32 scale, int32 zero point).
+def asymmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """AsymmetricQuantizeFloats per row: (int8 values, float32 scale, int32 zero point),
+    as the NEON kernel LiteRT's x86 build runs (NeonAsymmetricQuantizeFloats).
 
-    The range [min(0, x), max(0, x)] maps onto [-128, 127]: scale = (rmax - rmin) / 255 and
-    the zero point (rounded, clamped) from whichever end has the smaller error, in double;
-    q = round(zp + x / scale) in float32.  A row of zeros gets scale 1, zero point 0.
+    The range [rmin, rmax] = [min(0, x), max(0, x)] maps onto [-128, 127]: the span
+    rmax - rmin is a float32 subtraction (the portable kernel subtracts in double), the
+    scale span / 255 is in double and the zero point comes from it (from whichever end has
+    the smaller error, rounded, clamped); the scaling factor is that scale rounded to
+    float32, its inverse (float)(1.0 / sf), and q = round(x * inv) + zp: rounded
+    (`_neon_round`) before the zero point is added, then clamped.  A row of zeros gets
+    scale 1, zero point 0.
     """
     x = np.asarray(x, np.float32)
-    rmin = np.minimum(np.float32(0), x.min(axis=1)).astype(np.float64)
-    rmax = np.maximum(np.float32(0), x.max(axis=1)).astype(np.float64)
+    rmin = np.minimum(np.float32(0), x.min(axis=1)).astype(np.float32)
+    rmax = np.maximum(np.float32(0), x.max(axis=1)).astype(np.float32)
     same = rmin == rmax
-    scale = np.where(same, 1.0, (rmax - rmin) / 255.0)
-    zp_min = -128.0 - rmin / scale
-    zp_max = 127.0 - rmax / scale
-    err_min = 128.0 + np.abs(rmin / scale)
-    err_max = 127.0 + np.abs(rmax / scale)
-    zp_d = np.where(err_min < err_max, zp_min, zp_max)
+    span = (rmax - rmin).astype(np.float32).astype(np.float64)
+    scale = np.where(same, 1.0, span / 255.0)
+    lo = rmin.astype(np.float64) / scale
+    hi = rmax.astype(np.float64) / scale
+    zp_d = np.where(128.0 + np.abs(lo) < 127.0 + np.abs(hi), -128.0 - lo, 127.0 - hi)
     rounded = np.sign(zp_d) * np.floor(np.abs(zp_d) + 0.5)
-    zp = np.where(zp_d <= -128.0, -128, np.where(zp_d >= 127.0, 127, rounded)).astype(np.int32)
+    zp = np.where(zp_d <= -128.0, -128, np.where(zp_d >= 127.0, 127, rounded))
     zp = np.where(same, 0, zp).astype(np.int32)
     scale32 = np.where(same, np.float32(1), scale.astype(np.float32)).astype(np.float32)
-    inv = (np.float32(1) / scale32).astype(np.float32)
-    q = _round_f32(zp[:, None].astype(np.float32) + x * inv[:, None])
+    inv = (1.0 / scale32.astype(np.float64)).astype(np.float32)
+    q = _neon_round(x * inv[:, None]) + zp[:, None].astype(np.float32)
     np.clip(q, -128, 127, out=q)
     if same.any():
         q = np.where(same[:, None], 0, q)
-    if float32_scale:
-        span = rmax.astype(np.float32) - rmin.astype(np.float32)
-        scale32 = np.where(same, np.float32(1), span / np.float32(255)).astype(np.float32)
     return q.astype(np.int8), scale32, zp
 
 

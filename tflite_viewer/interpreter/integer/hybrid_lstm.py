@@ -31,10 +31,8 @@ What the x86-64 ai-edge-litert wheel (2.3.0) runs beyond the portable reference 
 this module reproduces, measured against it:
 
 * the quantizers are the NEON ones (``NeonSymmetricQuantizeFloats``,
-  ``NeonAsymmetricQuantizeFloats``): the build has SSE4.1, so neon_check.h enables USE_NEON
-  through the NEON_2_SSE translator.  They round vector blocks of 8 values as
-  ``trunc(v +- 0.5)`` in float32, and the asymmetric one takes the span ``rmax - rmin`` in
-  float32 and adds the zero point after rounding (the portable kernel: in double, before);
+  ``NeonAsymmetricQuantizeFloats``, shared with the other hybrid kernels in `hybrid`): the
+  build has SSE4.1, so neon_check.h enables USE_NEON through the NEON_2_SSE translator;
 * sigmoid and tanh are Eigen's float approximations (SSE packets of 4, no FMA), and
   Eigen's logistic differs between packets and the scalar head and tail of each call, so
   which path a gate element takes follows the scratch buffer's layout
@@ -57,6 +55,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .hybrid import asymmetric_quantize, symmetric_quantize
 
 # LSTM input indices (lstm_shared.h, ``lstm::full``)
 INPUT = 0
@@ -296,80 +295,12 @@ class QuantizedRows:
     zero_points: np.ndarray      # int64 [batch] (zeros when symmetric)
 
 
-def _round_vector(v: np.ndarray) -> np.ndarray:
-    """NEON RoundToNearest without ARMv8 (how NEON_2_SSE runs it): trunc(v +- 0.5), the
-    addition rounded in float32."""
-    return np.trunc(v + np.where(v < 0, np.float32(-0.5), np.float32(0.5))).astype(np.float32)
-
-
-def _round_scalar(v: np.ndarray) -> np.ndarray:
-    """TfLiteRound (std::round): halves away from zero, exactly (float64 holds |v| + 0.5)."""
-    v64 = v.astype(np.float64)
-    return (np.sign(v64) * np.floor(np.abs(v64) + 0.5)).astype(np.float32)
-
-
-def _neon_round(v: np.ndarray) -> np.ndarray:
-    """The rounding of the NEON quantizers per row of ``v`` [batch, n]: vector rounding
-    on the first multiple of 8 values, TfLiteRound on the rest."""
-    vec = v.shape[1] // 8 * 8
-    out = np.empty_like(v)
-    out[:, :vec] = _round_vector(v[:, :vec])
-    out[:, vec:] = _round_scalar(v[:, vec:])
-    return out
-
-
-def neon_symmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """NeonSymmetricQuantizeFloats per row: (int8 values, float32 scaling factors).
-
-    LiteRT's x86 build has SSE4.1, so neon_check.h turns USE_NEON on through the
-    NEON_2_SSE translator and ``tensor_utils::SymmetricQuantizeFloats`` is the NEON one:
-    range = max|x|, scale = range / 127, q = round(x * (127 / range)) clamped to +-127,
-    where the rounding of the vectorized part is `_round_vector`.  A zero row: scale 1."""
-    x = np.asarray(x, np.float32)
-    rng = np.maximum(np.abs(x.min(axis=1)), np.abs(x.max(axis=1))).astype(np.float32)
-    zero = rng == 0
-    safe = np.where(zero, np.float32(1), rng).astype(np.float32)
-    scale = np.where(zero, np.float32(1), safe / np.float32(127)).astype(np.float32)
-    inv = (np.float32(127) / safe).astype(np.float32)
-    q = np.clip(_neon_round(x * inv[:, None]), -127, 127)
-    q[zero] = 0
-    return q.astype(np.int8), scale
-
-
-def neon_asymmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """NeonAsymmetricQuantizeFloats per row: (int8 values, float32 scaling factors, int32
-    zero points).
-
-    rmin = min(0, x), rmax = max(0, x); the span ``rmax - rmin`` is a float32 subtraction
-    (the portable kernel subtracts in double), divided by 255 in double; the zero point
-    comes from that double scale (the end with the smaller error, rounded, clamped to
-    int8); the scaling factor is the scale rounded to float32 and its inverse
-    ``(float)(1.0 / sf)``; then q = round(x * inv) + zp (rounded before the zero point is
-    added, unlike the portable kernel), clamped to int8.  A row of zeros: scale 1, zp 0."""
-    x = np.asarray(x, np.float32)
-    rmin = np.minimum(np.float32(0), x.min(axis=1)).astype(np.float32)
-    rmax = np.maximum(np.float32(0), x.max(axis=1)).astype(np.float32)
-    same = rmin == rmax
-    span = (rmax - rmin).astype(np.float32).astype(np.float64)
-    scale = np.where(same, 1.0, span / 255.0)
-    lo, hi = rmin.astype(np.float64) / scale, rmax.astype(np.float64) / scale
-    zp_d = np.where(128.0 + np.abs(lo) < 127.0 + np.abs(hi), -128.0 - lo, 127.0 - hi)
-    zp = np.where(zp_d <= -128.0, -128,
-                  np.where(zp_d >= 127.0, 127, np.sign(zp_d) * np.floor(np.abs(zp_d) + 0.5)))
-    zp = np.where(same, 0, zp).astype(np.int64)
-    sf = np.where(same, np.float32(1), scale.astype(np.float32)).astype(np.float32)
-    inv = (1.0 / sf.astype(np.float64)).astype(np.float32)
-    q = np.clip(_neon_round(x * inv[:, None]) + zp[:, None], -128, 127)
-    q[same] = 0
-    return q.astype(np.int8), sf, zp.astype(np.int32)
-
-
 def batch_quantize(v: np.ndarray, asymmetric: bool) -> QuantizedRows:
     """BatchQuantizeFloats: each row quantized on its own (symmetric or asymmetric)."""
     if asymmetric:
-        q, sf, zp = neon_asymmetric_quantize(v)
+        q, sf, zp = asymmetric_quantize(v)
     else:
-        q, sf = neon_symmetric_quantize(v)
+        q, sf = symmetric_quantize(v)
         zp = np.zeros(v.shape[0], np.int32)
     return QuantizedRows(q.astype(np.float64), sf.astype(np.float32), zp.astype(np.int64))
 
