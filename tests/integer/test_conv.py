@@ -1,6 +1,8 @@
 """CONV_2D and DEPTHWISE_CONV_2D, uint8 / int8 per-channel and per-tensor / int16x8."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -76,7 +78,8 @@ def _case(rng, dtype, depthwise: bool, per_channel: bool, grouped: bool = False)
     fn = conv.depthwise_conv_2d if depthwise else conv.conv_2d
     kernel_opts = {k2: v for k2, v in opts.items() if k2 != "quantized_bias_type"}
     label = f"{name} {np.dtype(dtype).name} per_channel={per_channel} {kernel_opts} x{x.shape} f{f.shape}"
-    return Case(op, [x], lambda: fn(x, f, bias, iq, (fs, fzp), oq, kernel_opts, LITERT_ROUNDING), label)
+    return Case(op, [x], partial(fn, x, f, bias, iq, (fs, fzp), oq, kernel_opts, LITERT_ROUNDING),
+                label)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
@@ -98,3 +101,22 @@ def test_depthwise_conv2d(dtype):
     rng = np.random.default_rng(11 + DTYPES.index(dtype))
     cases = [_case(rng, dtype, True, per_channel=bool(i % 2)) for i in range(300)]
     assert check_cases(cases, compare_builtin=True) == 300
+
+
+@pytest.mark.parametrize("depthwise", [False, True], ids=["conv", "depthwise"])
+def test_float_tail_matches_integer_path(depthwise, monkeypatch):
+    """The 8-bit kernels' float path (raw-input sums, offsets folded into the bias, the
+    float64 tail) against their integer path (offset inputs, int32 accumulator, int64
+    Requantizer), on random cases of both roundings."""
+    from tflite_viewer.interpreter import quant_math as qm
+    rng = np.random.default_rng(21 + depthwise)
+    calls = [_case(rng, dtype, depthwise, per_channel=bool(i % 2)).ours
+             for i in range(150) for dtype in (np.uint8, np.int8)]
+
+    def run(call, rounding):
+        return call.func(*call.args[:-1], rounding)
+    fast = {r: [run(c, r) for c in calls] for r in ("double", "single")}
+    monkeypatch.setattr(qm.FloatRequantizer, "build", classmethod(lambda cls, *a, **k: None))
+    for r in ("double", "single"):
+        for c, want in zip(calls, fast[r]):
+            np.testing.assert_array_equal(run(c, r), want)

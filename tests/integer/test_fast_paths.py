@@ -140,3 +140,57 @@ def test_hybrid_round_is_sign_floor_abs():
                         np.nextafter(x, np.float32(-np.inf))])
     want = np.sign(x) * np.floor(np.abs(x) + np.float32(0.5))
     np.testing.assert_array_equal(_round_f32(x), want)
+
+
+def _tie_multipliers(rng, c: int, rounding: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel multipliers mixing random ones with dyadic ones (1<<30, 3<<28, ...),
+    whose products land on the exact ties of both roundings, and left shifts."""
+    m, s = qm.quantize_multiplier(rng.uniform(1e-5, 0.9, c), rounding)
+    dyadic = np.array([1 << 30, 3 << 28, 5 << 27, (1 << 31) - 1], np.int64)
+    pick = rng.random(c) < 0.5
+    m = np.where(pick, dyadic[rng.integers(0, dyadic.size, c)], m)
+    s = np.where(pick, rng.integers(-12, 1, c), s)
+    if c > 2:
+        s[1], m[2] = 2, 0  # a left shift, and a zero multiplier
+    return m, s
+
+
+@pytest.mark.parametrize("rounding", ["double", "single"])
+@pytest.mark.parametrize("shape", [(1, 7, 5, 8), (2, 3, 3, 3), (1, 48, 48, 16), (4, 10), (6,)])
+def test_float_requantizer_matches_requantizer(rounding, shape):
+    """The float64 tail against the int64 one, on float accumulators that hold exact
+    integers (float32 and float64), with and without bias, many exact ties included."""
+    rng = np.random.default_rng(100 + sum(shape))
+    c = shape[-1]
+    bound = 1 << 20
+    for trial in range(6):
+        m, s = _tie_multipliers(rng, c, rounding)
+        if trial % 3 == 0:
+            m, s = m[:1], s[:1]  # per-tensor
+        acc = rng.integers(-bound, bound + 1, shape)
+        acc.reshape(-1)[:6] = [0, 1, -1, bound, -bound, -(1 << 9)]
+        bias = None if trial % 2 else rng.integers(-(1 << 16), 1 << 16, c).astype(np.int32)
+        for dtype, zp in [(np.int8, -5), (np.uint8, 128), (np.int16, 7)]:
+            lo, hi = qm.dtype_range(dtype)
+            tail = qm.FloatRequantizer.build(m, s, zp, lo + 3, hi, dtype, shape, rounding,
+                                             bound, bias)
+            assert tail is not None
+            full = acc if bias is None else acc + bias.astype(np.int64)
+            want = qm.Requantizer(m, s, zp, lo + 3, hi, dtype, shape, rounding)(full)
+            for ftype in (np.float32, np.float64):
+                got = tail(acc.astype(ftype))
+                assert got.dtype == np.dtype(dtype)
+                np.testing.assert_array_equal(got, want)
+
+
+def test_float_requantizer_refuses_inexact_or_wrapping_cases():
+    shape = (2, 4)
+    m, s = np.array([1 << 30]), np.array([-3])
+    build = qm.FloatRequantizer.build
+    assert build(m, s, 0, -128, 127, np.int8, shape, "double", 1 << 20) is not None
+    assert build(m, s, 0, -128, 127, np.int8, shape, "double", 1 << 31) is None  # int32 wraps
+    assert build(m, np.array([-25]), 0, -128, 127, np.int8, shape, "double", 1 << 10) is None
+    assert build(m, np.array([3]), 0, -128, 127, np.int8, shape, "double", 1 << 29) is None
+    big_bias = np.full(4, (1 << 31) - 10, np.int64)
+    assert build(m, s, 0, -128, 127, np.int8, shape, "double", 100, big_bias) is None
+    assert build(m, s, 0, -128, 127, np.int8, (0, 4), "double", 100) is None

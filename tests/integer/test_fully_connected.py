@@ -1,6 +1,8 @@
 """FULLY_CONNECTED: uint8, int8 per-tensor / per-channel, int16x8 with int32 / int64 bias."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -54,8 +56,8 @@ def _case(rng, dtype, per_channel: bool, bias_kind: str) -> Case:
             opts, version)
     kopts = {k: v for k, v in opts.items() if k != "quantized_bias_type"}
     label = f"FC {np.dtype(dtype).name} pc={per_channel} bias={bias_kind} {kopts} x{in_shape} f{f.shape}"
-    return Case(op, [x], lambda: fc.fully_connected(x, f, bias, iq, (fs, fzp), oq, kopts,
-                                                    LITERT_ROUNDING), label)
+    return Case(op, [x], partial(fc.fully_connected, x, f, bias, iq, (fs, fzp), oq, kopts,
+                                 LITERT_ROUNDING), label)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
@@ -70,3 +72,19 @@ def test_fully_connected(dtype):
             bias_kind = "int32" if i % 5 else "none"
         cases.append(_case(rng, dtype, per_channel, bias_kind))
     assert check_cases(cases, compare_builtin=True) == 300
+
+
+def test_float_scale_tail_matches_int64_path(monkeypatch):
+    """The precomputed float path (raw-input float sums, offsets folded into a float64
+    bias) against the int64 accumulator path, on random cases of every dtype and bias."""
+    rng = np.random.default_rng(77)
+    calls = [_case(rng, dtype, per_channel=dtype != np.uint8 and bool(i % 2),
+                   bias_kind=("none", "int32", "int64")[i % 3] if dtype == np.int16 else
+                   ("none", "int32")[i % 2]).ours
+             for i in range(120) for dtype in DTYPES]
+    fast = [c() for c in calls]
+    monkeypatch.setattr(fc.FloatScaleTail, "build", classmethod(lambda cls, *a, **k: None))
+    for c, want in zip(calls, fast):
+        got = c()
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)

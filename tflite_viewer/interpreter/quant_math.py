@@ -16,15 +16,27 @@ The formulas follow tflite/kernels/internal/common.{h,cc} and quantization_util.
 """
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import numpy as np
+
+try:  # the clip ufunc itself: np.clip's Python wrapper costs four times as much
+    from numpy._core.umath import clip as _clip_ufunc
+except ImportError:  # numpy < 2
+    from numpy.core.umath import clip as _clip_ufunc  # type: ignore[no-redef]
 
 Rounding = Literal["single", "double"]
 ROUNDINGS: tuple[str, ...] = ("single", "double")
 #: The rounding of the ai-edge-litert 2.3.0 wheel (see the module docstring).
 DEFAULT_ROUNDING: Rounding = "double"
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def clip_into(x: np.ndarray, lo, hi) -> np.ndarray:
+    """``np.clip(x, lo, hi, out=x)`` through the clip ufunc (a quarter of np.clip's cost on
+    the small arrays of the integer kernels); ``lo``/``hi`` must fit x's dtype."""
+    return _clip_ufunc(x, lo, hi, out=x)
 
 
 def check_rounding(rounding: str) -> Rounding:
@@ -234,6 +246,24 @@ def dtype_range(dtype) -> tuple[int, int]:
     return int(info.min), int(info.max)
 
 
+def row_layout(shape: tuple[int, ...], per_channel: bool,
+               row: int = 4096) -> tuple[tuple[int, ...], int]:
+    """How a prepared tail views a channels-last array: (rows shape, pixels per row).
+
+    Per-channel constants are tiled to rows of ``k`` pixels x C channels (about ``row``
+    elements, ``k`` dividing the pixel count), so numpy runs long inner loops instead of
+    C-long ones; per-tensor tails take the array flat."""
+    size = math.prod(shape)
+    channels = shape[-1] if shape else 1
+    pixels = size // channels if channels else 0
+    if not (per_channel and pixels):
+        return (size,), 1
+    k = max(1, min(pixels, row // channels))
+    while pixels % k:
+        k -= 1
+    return (pixels // k, k * channels), k
+
+
 class Requantizer:
     """A kernel's tail prepared once for one accumulator shape (channels last):
     MultiplyByQuantizedMultiplier, + output zero point, clamp to [qmin, qmax], cast.
@@ -264,14 +294,7 @@ class Requantizer:
         right = np.maximum(-self.shift, 0)
         self.fused = (rounding == "double" and not (self.shift > 0).any()
                       and self.multiplier.min(initial=0) > INT32_MIN and right.max(initial=0) <= 31)
-        size = int(np.prod(self.shape, dtype=np.int64))
-        pixels = size // channels if channels else 0
-        k = 1
-        if per_channel and pixels:
-            k = max(1, min(pixels, self.ROW // channels))
-            while pixels % k:
-                k -= 1
-        self.rows = (pixels // k, k * channels) if per_channel and pixels else (size,)
+        self.rows, k = row_layout(self.shape, per_channel, self.ROW)
 
         def tile(v):
             v = np.asarray(v, dtype=np.int64)
@@ -312,3 +335,96 @@ class Requantizer:
         np.maximum(out, self.qmin, out=out)
         np.minimum(out, self.qmax, out=out)
         return out.astype(self.dtype).reshape(self.shape)
+
+
+class FloatRequantizer:
+    """`Requantizer`'s integers for float accumulators, computed in float64.
+
+    The conv kernels sum exact integers in float BLAS products; this tail takes such a
+    float accumulator ``acc`` (|acc| <= ``acc_bound``), adds the int32 ``bias`` and
+    requantizes without converting to integers.  With u = 2^(shift - 31) and
+    y = (acc + bias) * multiplier * u, the fused formula of
+    `multiply_by_quantized_multiplier` is
+
+        floor(y + 1/2 + sign(y) * 2^(shift - 1))     (double rounding, shift < 0)
+        floor(y + 1/2)                                (left shifts, single rounding)
+
+    where the signed term is its [high < 0] nudge (taken for y < 0 as `Requantizer` takes
+    it; y == -0.0 gives 0 either way).  Every value is an integer number of u's, so each
+    float64 operation is exact while those integers stay below 2^53: `build` checks that
+    (and that the int32 accumulator cannot wrap) for every channel, and returns None
+    otherwise, for the caller to take the integer path.  Float64 ufuncs run about twice
+    as fast as int64 ones, and no conversion to integers is needed before the final cast.
+    """
+
+    ROW = Requantizer.ROW
+
+    def __init__(self, t_mult, t_bias, t_half, const: float, zp_after: int, qmin: int,
+                 qmax: int, dtype, shape: tuple[int, ...], rows: tuple[int, ...]) -> None:
+        self.t_mult, self.t_bias, self.t_half = t_mult, t_bias, t_half
+        self.const, self.zp_after = const, zp_after
+        self.qmin, self.qmax = qmin, qmax
+        self.dtype, self.shape, self.rows = np.dtype(dtype), shape, rows
+
+    @classmethod
+    def build(cls, multiplier, shift, output_zero_point: int, qmin: int, qmax: int, dtype,
+              shape: tuple[int, ...], rounding: Rounding, acc_bound: float,
+              bias: np.ndarray | None = None) -> "FloatRequantizer | None":
+        """The tail for accumulators of ``shape`` (channels last), or None when float64
+        cannot reproduce the integer arithmetic exactly."""
+        rounding = check_rounding(rounding)
+        mult = [int(v) for v in np.asarray(multiplier).reshape(-1)]
+        shifts = [int(v) for v in np.asarray(shift).reshape(-1)]
+        shape = tuple(int(d) for d in shape)
+        channels = shape[-1] if shape else 1
+        per_channel = len(mult) > 1
+        if per_channel and len(mult) != channels:
+            raise ValueError(f"{len(mult)} multipliers for {channels} channels")
+        biases = [0] * channels if bias is None else \
+            [int(v) for v in np.asarray(bias).reshape(-1)]
+        if len(biases) != channels:
+            raise ValueError(f"{len(biases)} biases for {channels} channels")
+        if not math.prod(shape):
+            return None  # nothing to requantize: the integer path handles empty arrays
+        zp = int(output_zero_point)
+        bound = math.ceil(acc_bound)
+        n = max(len(mult), len(biases) if bias is not None else 1)
+        t_mult, t_bias, t_half = [], [], []
+        fold_zp = True
+        for c in range(n):
+            m, s = mult[c % len(mult)], shifts[c % len(shifts)]
+            b = biases[c % len(biases)]
+            x = bound + abs(b)  # bounds |acc + bias|, the int32 accumulator
+            if x > INT32_MAX or s > 30 or s < -31 or m == INT32_MIN:
+                return None
+            if rounding == "double" and s > 0 and (x << s) > INT32_MAX:
+                return None  # the left shift would wrap int32
+            nudge = 1 << 30 if rounding == "double" and s < 0 else 0  # 2^(shift-1) in u's
+            exact = x * abs(m) + nudge + (1 << (30 - s))
+            if exact > 1 << 53:
+                return None
+            if exact + abs(zp) * (1 << (31 - s)) > 1 << 53:
+                fold_zp = False
+            t_mult.append(math.ldexp(m, s - 31))
+            t_bias.append(math.ldexp(b * m, s - 31))
+            t_half.append(math.ldexp(1, s - 1) if nudge else 0.0)
+        rows, k = row_layout(shape, n > 1, cls.ROW)
+
+        def tile(values: list[float]):
+            return np.tile(np.array(values, np.float64), k) if n > 1 else np.float64(values[0])
+        return cls(tile(t_mult), tile(t_bias) if bias is not None else None,
+                   tile(t_half) if any(t_half) else None, 0.5 + zp if fold_zp else 0.5,
+                   0 if fold_zp else zp, int(qmin), int(qmax), dtype, shape, rows)
+
+    def __call__(self, acc: np.ndarray) -> np.ndarray:
+        y = np.multiply(acc.reshape(self.rows), self.t_mult, dtype=np.float64)
+        if self.t_bias is not None:
+            y += self.t_bias
+        if self.t_half is not None:
+            y += np.copysign(self.t_half, y)
+        y += self.const
+        np.floor(y, out=y)
+        if self.zp_after:
+            y += self.zp_after
+        _clip_ufunc(y, self.qmin, self.qmax, out=y)
+        return y.astype(self.dtype).reshape(self.shape)

@@ -232,8 +232,9 @@ FLOAT32_EXACT = float(1 << 24)
 
 
 def exact_matmul(cols: np.ndarray, mat: np.ndarray, col_bound: float,
-                 mat_bound: float) -> np.ndarray:
-    """Exact ``cols @ mat`` of integer-valued float arrays, as float64.
+                 mat_bound: float, float32_ok: bool = False) -> np.ndarray:
+    """Exact ``cols @ mat`` of integer-valued float arrays, as float64 (or, with
+    ``float32_ok``, as the float32 product itself when one chunk covers it).
 
     Every partial sum of one float32 product over ``k`` terms is exact while
     k * col_bound * mat_bound < 2**24, so the contraction is cut into such chunks, each a
@@ -248,7 +249,8 @@ def exact_matmul(cols: np.ndarray, mat: np.ndarray, col_bound: float,
     c32 = cols.astype(np.float32, copy=False)
     m32 = mat.astype(np.float32, copy=False)
     if chunk >= k:
-        return (c32 @ m32).astype(np.float64)
+        product = c32 @ m32
+        return product if float32_ok else product.astype(np.float64)
     out = np.zeros((cols.shape[0], mat.shape[1]), np.float64)
     for k0 in range(0, k, chunk):
         out += c32[:, k0:k0 + chunk] @ m32[k0:k0 + chunk]

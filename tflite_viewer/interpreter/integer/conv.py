@@ -14,8 +14,8 @@ import numpy as np
 
 from .. import quant_math as qm
 from .common import (FLOAT32_EXACT, FLOAT64_EXACT, Options, Rounding, Window, activation_of,
-                     check_rounding, exact_matmul, fused_activation_range, im2col, int_matmul,
-                     pad_for_window, patches, qparams, window, wrap32)
+                     check_rounding, dtype_range, exact_matmul, fused_activation_range, im2col,
+                     int_matmul, pad_for_window, patches, qparams, window, wrap32)
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,91 @@ def _strides(options: Options) -> tuple[int, int, int, int]:
             int(options.get("dilation_h_factor", 1)), int(options.get("dilation_w_factor", 1)))
 
 
+def _max_abs(dtype, offset: int = 0) -> int:
+    """The largest |value + offset| a tensor of ``dtype`` can hold."""
+    lo, hi = dtype_range(dtype)
+    return max(abs(lo + offset), abs(hi + offset))
+
+
+@dataclass(eq=False)
+class ConvPlan:
+    """What a CONV_2D or DEPTHWISE_CONV_2D node fixes once per input shape (its prepare):
+    the window, the bounds of its exact float sums and, per filter and bias, its float tail.
+
+    The 8-bit float path sums the raw inputs (padded with their zero point, which adds
+    nothing once offset) and folds ``input_offset * (filter column sums)`` into the bias,
+    then requantizes the float sums directly (`quant_math.FloatRequantizer`); where that
+    tail cannot be exact, the kernels take the integer path.
+    """
+
+    input_shape: tuple[int, ...]
+    win: Window
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+    out_shape: tuple[int, ...]
+    raw_bound: int  # max |input|
+    in_bound: int  # max |input + input_offset|
+    f_bound: int  # max |filter + filter_offset|
+    depth: int  # input channels per output channel (1 for depthwise)
+    ftype: type = np.float32  # the float type of the depthwise sums
+    tiled: tuple = (None, None)  # depthwise: (ftaps, ftaps tiled to output rows)
+    _tail: tuple = (None, None, None)  # (filter matrix, bias, FloatRequantizer | None)
+
+    @property
+    def taps(self) -> int:
+        return self.kh * self.kw * self.depth
+
+    @property
+    def bound(self) -> float:
+        """Bound of the kernel's accumulator before the bias."""
+        return float(self.in_bound) * self.f_bound * self.taps
+
+    def float_tail(self, p: ConvParams, fmat: np.ndarray, bias: np.ndarray | None,
+                   depthwise: bool) -> qm.FloatRequantizer | None:
+        """The float tail for sums of raw inputs by ``fmat`` ([taps, out channels], offset
+        filter values) plus ``bias``; None for int16 or where float64 is not exact."""
+        cached_fmat, cached_bias, tail = self._tail
+        if cached_fmat is fmat and cached_bias is bias:
+            return tail
+        tail = None
+        if not p.is_int16 and self.bound < 2.0 ** 31:
+            folded = fmat.sum(axis=0, dtype=np.float64).astype(np.int64) * p.input_offset
+            if bias is not None:
+                folded = folded + bias.astype(np.int64).reshape(-1)
+            rounding = "double" if depthwise and p.is_uint8 else p.rounding  # see _requantize
+            tail = qm.FloatRequantizer.build(
+                p.multiplier, p.shift, p.output_offset, p.act_min, p.act_max, p.input_dtype,
+                self.out_shape, rounding, float(self.raw_bound) * self.f_bound * self.taps,
+                folded)
+        self._tail = (fmat, bias, tail)
+        return tail
+
+
+def plan_conv(input_shape, input_dtype, filter_shape, filter_dtype, options: Options,
+              p: ConvParams, depthwise: bool = False) -> ConvPlan:
+    """The `ConvPlan` of a conv (OHWI filter) or depthwise conv (1HWO filter)."""
+    b, h, w, in_ch = (int(d) for d in input_shape)
+    if depthwise:
+        _, kh, kw, out_ch = (int(d) for d in filter_shape)
+        depth = 1
+    else:
+        out_ch, kh, kw, depth = (int(d) for d in filter_shape)
+    sh, sw, dh, dw = _strides(options)
+    win = window(options, h, w, kh, kw)
+    offset = 0 if depthwise and p.is_int16 else p.input_offset  # (no int16 depthwise offset)
+    plan = ConvPlan(tuple(int(d) for d in input_shape), win, kh, kw, sh, sw, dh, dw,
+                    (b, win.out_h, win.out_w, out_ch), _max_abs(input_dtype),
+                    _max_abs(input_dtype, offset), _max_abs(filter_dtype, p.filter_offset),
+                    depth)
+    if depthwise:
+        plan.ftype = depthwise_dtype(input_dtype, filter_dtype, p, kh * kw)
+    return plan
+
+
 def filter_matrix(filter: np.ndarray, filter_offset: int) -> np.ndarray:
     """The OHWI filter plus its offset as a float32 [KH*KW*I, O] matrix (exact: 9-bit
     integers), what conv_2d multiplies by; kernels cache it per node."""
@@ -126,41 +211,38 @@ def filter_matrix(filter: np.ndarray, filter_offset: int) -> np.ndarray:
 
 def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, input_q, filter_q,
             output_q, options: Options, rounding: Rounding = "double",
-            params: ConvParams | None = None, fmat: np.ndarray | None = None) -> np.ndarray:
+            params: ConvParams | None = None, fmat: np.ndarray | None = None,
+            plan: ConvPlan | None = None) -> np.ndarray:
     """CONV_2D on an NHWC input and an OHWI filter (grouped when filter depth < input depth).
 
     acc = sum (filter + filter_offset) * (input + input_offset) over the window (taps
     outside the image are skipped), + bias, then requantized per output channel.  The
     sums are exact float64 BLAS products while they stay below 2**53 (else int64).
-    ``fmat`` is `filter_matrix` (a cache).
+    ``fmat`` is `filter_matrix` and ``plan`` `plan_conv` (caches of the kernel).
     """
     out_ch, kh, kw, in_ch_f = filter.shape
     p = params or prepare_conv(input_q, filter_q, output_q, options, input.dtype, out_ch, rounding)
+    if plan is None or plan.input_shape != input.shape:
+        plan = plan_conv(input.shape, input.dtype, filter.shape, filter.dtype, options, p)
     b, h, w, in_ch = input.shape
     groups = in_ch // in_ch_f
-    sh, sw, dh, dw = _strides(options)
-    win = window(options, h, w, kh, kw)
-    in_bound = max(abs(int(np.iinfo(input.dtype).min) + p.input_offset),
-                   abs(int(np.iinfo(input.dtype).max) + p.input_offset))
-    f_bound = max(abs(int(np.iinfo(filter.dtype).min) + p.filter_offset),
-                  abs(int(np.iinfo(filter.dtype).max) + p.filter_offset))
-    exact = float(in_bound) * f_bound * kh * kw * in_ch_f < FLOAT64_EXACT
+    sh, sw, dh, dw = plan.sh, plan.sw, plan.dh, plan.dw
+    win = plan.win
+    exact = plan.bound < FLOAT64_EXACT
     if groups == 1 and exact:
+        if fmat is None:
+            fmat = filter_matrix(filter, p.filter_offset)
+        tail = plan.float_tail(p, fmat, bias, depthwise=False)
+        if tail is not None:  # raw inputs: the input offset is in the tail's bias
+            cols = _conv_columns(input.astype(np.float32), plan, -p.input_offset)
+            return tail(exact_matmul(cols, fmat, plan.raw_bound, plan.f_bound, float32_ok=True))
         x = input.astype(np.float32)
         if p.input_offset:
             x += p.input_offset
-        if kh == 1 and kw == 1 and (win.pad_h, win.pad_w) == (0, 0):
-            xs = x[:, :(win.out_h - 1) * sh + 1:sh, :(win.out_w - 1) * sw + 1:sw, :]
-            cols = np.ascontiguousarray(xs).reshape(-1, in_ch)
-        else:
-            cols = im2col(pad_for_window(x, win, kh, kw, sh, sw, dh, dw, 0), win, kh, kw,
-                          sh, sw, dh, dw)
-        if fmat is None:
-            fmat = filter_matrix(filter, p.filter_offset)
-        acc = exact_matmul(cols, fmat, in_bound, f_bound)
-        bound = float(in_bound) * f_bound * kh * kw * in_ch_f
+        cols = _conv_columns(x, plan, 0)
+        acc = exact_matmul(cols, fmat, plan.in_bound, plan.f_bound)
         if not p.is_int16:
-            acc = _int32_accumulator(acc, bound, bias)
+            acc = _int32_accumulator(acc, plan.bound, bias)
             return _requantize(acc.reshape(b, win.out_h, win.out_w, out_ch), p)
         acc = acc.astype(np.int64).reshape(b, win.out_h, win.out_w, out_ch)
     else:
@@ -177,6 +259,17 @@ def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, inpu
     if bias is not None:
         acc = acc + bias.astype(np.int64).reshape(-1)
     return _requantize(acc, p)
+
+
+def _conv_columns(x: np.ndarray, plan: ConvPlan, pad_value: int) -> np.ndarray:
+    """[B*OH*OW, KH*KW*C] patches of an NHWC float input padded with ``pad_value`` (1x1
+    unpadded convolutions only subsample)."""
+    win, sh, sw = plan.win, plan.sh, plan.sw
+    if plan.kh == 1 and plan.kw == 1 and (win.pad_h, win.pad_w) == (0, 0):
+        xs = x[:, :(win.out_h - 1) * sh + 1:sh, :(win.out_w - 1) * sw + 1:sw, :]
+        return np.ascontiguousarray(xs).reshape(-1, x.shape[3])
+    xp = pad_for_window(x, win, plan.kh, plan.kw, sh, sw, plan.dh, plan.dw, pad_value)
+    return im2col(xp, win, plan.kh, plan.kw, sh, sw, plan.dh, plan.dw)
 
 
 #: Largest taps x outputs for which depthwise stacks its taps (beyond, a running sum keeps
@@ -202,44 +295,60 @@ def _depthwise_bounds(input_dtype, filter_dtype, p: ConvParams) -> tuple[int, in
 
 def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, input_q,
                       filter_q, output_q, options: Options, rounding: Rounding = "double",
-                      params: ConvParams | None = None,
-                      ftaps: np.ndarray | None = None) -> np.ndarray:
+                      params: ConvParams | None = None, ftaps: np.ndarray | None = None,
+                      plan: ConvPlan | None = None) -> np.ndarray:
     """DEPTHWISE_CONV_2D on an NHWC input and a 1HW(C*M) filter.
 
     Output channel ``ic * depth_multiplier + m`` reads input channel ``ic``.  The sums are
     exact float products: one multiply-add per filter tap over the whole image, or, for a
     one-channel input (where depthwise is an ordinary convolution), im2col + one matmul.
-    ``ftaps`` is `depthwise_filter` in the dtype `depthwise_dtype` gives (a cache).
+    ``ftaps`` is `depthwise_filter` in the plan's float type and ``plan`` `plan_conv`
+    (caches of the kernel).
     """
     _, kh, kw, out_ch = filter.shape
     p = params or prepare_conv(input_q, filter_q, output_q, options, input.dtype, out_ch, rounding)
-    b, h, w, in_ch = input.shape
-    mult = out_ch // in_ch
-    sh, sw, dh, dw = _strides(options)
-    win = window(options, h, w, kh, kw)
-    offset, in_bound, f_bound = _depthwise_bounds(input.dtype, filter.dtype, p)
-    ftype = depthwise_dtype(input.dtype, filter.dtype, p, kh * kw)
-    if ftaps is None:
-        ftaps = depthwise_filter(filter, p.filter_offset, ftype)
-    x = input.astype(ftype)
+    if plan is None or plan.input_shape != input.shape:
+        plan = plan_conv(input.shape, input.dtype, filter.shape, filter.dtype, options, p,
+                         depthwise=True)
+    if ftaps is None or ftaps.dtype != plan.ftype:
+        ftaps = depthwise_filter(filter, p.filter_offset, plan.ftype)
+    tail = plan.float_tail(p, ftaps, bias, depthwise=True)
+    if tail is not None:  # raw inputs: the input offset is in the tail's bias
+        return tail(_depthwise_sums(input.astype(plan.ftype), ftaps, plan, -p.input_offset,
+                                    plan.raw_bound))
+    offset = 0 if p.is_int16 else p.input_offset  # the int16 kernel has no input offset
+    x = input.astype(plan.ftype)
     if offset:
         x += offset
-    xp = pad_for_window(x, win, kh, kw, sh, sw, dh, dw, 0)
-    if in_ch == 1:
-        cols = im2col(xp, win, kh, kw, sh, sw, dh, dw)
-        acc = exact_matmul(cols, ftaps, in_bound, f_bound).reshape(b, win.out_h, win.out_w,
-                                                                   out_ch)
-    else:
-        if mult > 1:
-            xp = np.repeat(xp, mult, axis=3)
-        acc = depthwise_taps(xp, ftaps, win, kh, kw, sh, sw, dh, dw)
+    acc = _depthwise_sums(x, ftaps, plan, 0, plan.in_bound)
     if not p.is_int16:
-        acc = _int32_accumulator(acc, float(in_bound) * f_bound * kh * kw, bias)
+        acc = _int32_accumulator(acc, plan.bound, bias)
         return _requantize(acc, p, depthwise=True)
     acc = acc.astype(np.int64)
     if bias is not None:
         acc += bias.astype(np.int64).reshape(-1)
     return _requantize(acc, p, depthwise=True)
+
+
+def _depthwise_sums(x: np.ndarray, ftaps: np.ndarray, plan: ConvPlan, pad_value: int,
+                    x_bound: int) -> np.ndarray:
+    """The exact per-channel window sums of x (float, NHWC, padded with ``pad_value``)
+    times ftaps, as [B, OH, OW, C*M] floats (|x| <= ``x_bound``)."""
+    win, kh, kw = plan.win, plan.kh, plan.kw
+    sh, sw, dh, dw = plan.sh, plan.sw, plan.dh, plan.dw
+    xp = pad_for_window(x, win, kh, kw, sh, sw, dh, dw, pad_value)
+    b, in_ch, out_ch = x.shape[0], x.shape[3], ftaps.shape[1]
+    if in_ch == 1:
+        cols = im2col(xp, win, kh, kw, sh, sw, dh, dw)
+        acc = exact_matmul(cols, ftaps, x_bound, plan.f_bound, float32_ok=True)
+        return acc.reshape(b, win.out_h, win.out_w, out_ch)
+    if out_ch > in_ch:
+        xp = np.repeat(xp, out_ch // in_ch, axis=3)
+    source, tiled = plan.tiled
+    if source is not ftaps:
+        tiled = np.tile(ftaps, (1, win.out_w))  # [taps, OW*C]
+        plan.tiled = (ftaps, tiled)
+    return depthwise_taps(xp, ftaps, win, kh, kw, sh, sw, dh, dw, tiled=tiled)
 
 
 def _tap_columns(xp: np.ndarray, win: Window, kx: int, sw: int, dw: int) -> np.ndarray:
@@ -254,17 +363,20 @@ def _tap_columns(xp: np.ndarray, win: Window, kx: int, sw: int, dw: int) -> np.n
 
 
 def depthwise_taps(xp: np.ndarray, ftaps: np.ndarray, win: Window, kh: int, kw: int,
-                    sh: int, sw: int, dh: int, dw: int) -> np.ndarray:
+                    sh: int, sw: int, dh: int, dw: int,
+                    tiled: np.ndarray | None = None) -> np.ndarray:
     """sum over taps of the shifted input times the tap's per-channel filter values:
     [B, OH, OW, C] in ftaps' float type, exact (every partial sum is an integer below the
     bound `depthwise_dtype` checked, so any summation order gives the same result).
 
     Each tap is one whole-image multiply over rows of OW*C contiguous values (channels
     alone would make numpy loop over C-long runs); small images stack all taps first and
-    sum once, large ones keep a running sum that stays in cache."""
+    sum once, large ones keep a running sum that stays in cache.  ``tiled`` is ftaps
+    tiled to [taps, OW*C] (a cache)."""
     b, c = xp.shape[0], xp.shape[3]
     oh, row = win.out_h, win.out_w * c
-    tiled = np.tile(ftaps, (1, win.out_w))  # [taps, OW*C]
+    if tiled is None:
+        tiled = np.tile(ftaps, (1, win.out_w))
     columns = [_tap_columns(xp, win, kx, sw, dw) for kx in range(kw)]
 
     def tap(ky: int, kx: int) -> np.ndarray:
@@ -287,6 +399,8 @@ def depthwise_taps(xp: np.ndarray, ftaps: np.ndarray, win: Window, kh: int, kw: 
 
 
 def depthwise_dtype(input_dtype, filter_dtype, p: ConvParams, taps: int):
-    """float32 while every tap sum is exact in it (|x| * |f| * taps < 2**24), else float64."""
+    """float32 while every tap sum is exact in it (|x| * |f| * taps < 2**24, for raw and
+    offset inputs alike), else float64."""
     _, in_bound, f_bound = _depthwise_bounds(input_dtype, filter_dtype, p)
-    return np.float32 if float(in_bound) * f_bound * taps < FLOAT32_EXACT else np.float64
+    x_bound = max(in_bound, _max_abs(input_dtype))
+    return np.float32 if float(x_bound) * f_bound * taps < FLOAT32_EXACT else np.float64

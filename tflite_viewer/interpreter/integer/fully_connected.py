@@ -10,6 +10,7 @@ use the quantized multiplier of fully_connected.cc's Prepare (``float_scales=Fal
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,15 +71,72 @@ def output_shape(input_shape: tuple[int, ...], units: int, accum: int,
     """UpdateOutputSize: keep the input's leading dims, or flatten to (batch, units)."""
     if keep_num_dims:
         return tuple(input_shape[:-1]) + (units,)
-    size = int(np.prod(input_shape, dtype=np.int64))
+    size = math.prod(input_shape)
     return (size // accum if accum else 0, units)
+
+
+@dataclass(eq=False)
+class FloatScaleTail:
+    """LiteRT's float-scale FULLY_CONNECTED for one filter and bias, with what does not
+    depend on the input computed once (a node caches it).
+
+    The sum of raw inputs by ``fmat`` (`conv.filter_matrix`: the filter plus its offset) is
+    exact in float (`exact_matmul`), and adding ``input_offset * (fmat column sums) + bias``
+    gives the kernel's integer accumulator exactly, still in float64, where it is scaled by
+    the double effective scale as the kernel scales it.  Rounding half away from zero is
+    trunc(v + copysign(1/2, v)), the same float sum as sign(v) * floor(|v| + 1/2); the
+    int32 clamp before the output offset is dropped because the activation clamp that
+    follows gives the same result for every value beyond int32.
+    """
+
+    fmat: np.ndarray
+    bias: np.ndarray  # float64 per unit: bias + input_offset * column sums of fmat
+    scale: np.ndarray  # the effective scale, per unit or one
+    raw_bound: int
+    f_bound: int
+    zero_point: float
+    act_min: float
+    act_max: float
+    dtype: np.dtype
+
+    @classmethod
+    def build(cls, p: FullyConnectedParams, fmat: np.ndarray, bias: np.ndarray | None,
+              filter_dtype, output_dtype) -> "FloatScaleTail | None":
+        """None where a sum could leave float64's exact integers (the general path then
+        sums in int64)."""
+        accum = fmat.shape[0]
+        raw_bound = _offset_bound(p.input_dtype, 0)
+        f_bound = _offset_bound(filter_dtype, p.filter_offset)
+        folded = fmat.sum(axis=0, dtype=np.float64).astype(np.int64) * p.input_offset
+        if bias is not None:
+            folded = folded + bias.astype(np.int64).reshape(-1)
+        largest = float(np.abs(folded).max(initial=0))
+        in_bound = _offset_bound(p.input_dtype, p.input_offset)
+        if (float(raw_bound) * f_bound * accum + largest >= FLOAT64_EXACT
+                or float(in_bound) * f_bound * accum + largest >= FLOAT64_EXACT):
+            return None
+        return cls(fmat, folded.astype(np.float64), p.effective_scale.astype(np.float64),
+                   raw_bound, f_bound, float(p.output_offset), float(p.act_min),
+                   float(p.act_max), np.dtype(output_dtype))
+
+    def __call__(self, x: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray:
+        x = x.reshape(-1, self.fmat.shape[0]).astype(np.float32)
+        acc = exact_matmul(x, self.fmat, self.raw_bound, self.f_bound, float32_ok=True)
+        v = np.add(acc, self.bias, dtype=np.float64)
+        v *= self.scale
+        v += np.copysign(0.5, v)
+        np.trunc(v, out=v)
+        v += self.zero_point
+        qm.clip_into(v, self.act_min, self.act_max)
+        return v.astype(self.dtype).reshape(out_shape)
 
 
 def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, input_q,
                     filter_q, output_q, options: Options, rounding: Rounding = "double",
                     params: FullyConnectedParams | None = None,
                     output_dtype=None, float_scales: bool = True,
-                    fmat: np.ndarray | None = None) -> np.ndarray:
+                    fmat: np.ndarray | None = None,
+                    tail: FloatScaleTail | None = None) -> np.ndarray:
     """FULLY_CONNECTED: out[b, u] = requant(sum_d (f[u,d] + f_off) * (x[b,d] + x_off) + bias[u]).
 
     With ``float_scales`` (LiteRT) the accumulator is scaled by the double effective scale
@@ -87,12 +145,21 @@ def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | No
     with an int32 bias (32-bit MultiplyByQuantizedMultiplier), int64 for int16 inputs with
     an int64 (or no) bias (the 16-bit reduced-multiplier overload).
     The sums are exact float BLAS products (bounded by the types' ranges) whenever they stay
-    below 2**53; ``fmat`` is `conv.filter_matrix` of the filter and its offset (a cache).
+    below 2**53; ``fmat`` is `conv.filter_matrix` of the filter and its offset and ``tail``
+    the `FloatScaleTail` of that matrix and ``bias`` (caches of the kernel).
     """
     p = params or prepare_fully_connected(input_q, filter_q, output_q, options, input.dtype,
                                           rounding)
     units, accum = filter.shape[-2], filter.shape[-1]
     out_shape = output_shape(input.shape, units, accum, bool(options.get("keep_num_dims", False)))
+    out_dtype = np.dtype(output_dtype) if output_dtype is not None else p.input_dtype
+    if float_scales:
+        if tail is None:
+            if fmat is None:
+                fmat = filter_matrix(filter.reshape(units, accum), p.filter_offset)
+            tail = FloatScaleTail.build(p, fmat, bias, filter.dtype, out_dtype)
+        if tail is not None:
+            return tail(input, out_shape)
     in_bound = _offset_bound(input.dtype, p.input_offset)
     f_bound = _offset_bound(filter.dtype, p.filter_offset)
     if float(in_bound) * f_bound * accum < FLOAT64_EXACT:
@@ -108,7 +175,6 @@ def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | No
         acc = int_matmul(x, f.T)
     if bias is not None:
         acc = acc + bias.astype(np.int64).reshape(-1)
-    out_dtype = np.dtype(output_dtype) if output_dtype is not None else p.input_dtype
     if float_scales:
         scaled = acc.astype(np.float64) * p.effective_scale
         out = qm.round_half_away(scaled)

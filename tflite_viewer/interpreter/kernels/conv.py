@@ -132,13 +132,14 @@ def _dilations(node):
 class _Cache:
     """Per-node cache of a filter rearranged for matmul, keyed on the filter array."""
 
-    __slots__ = ("src", "value", "kind", "params")
+    __slots__ = ("src", "value", "kind", "params", "plan")
 
     def __init__(self) -> None:
         self.src = None
         self.value = None
         self.kind = "float"
         self.params = None
+        self.plan = None  # integer kinds: iconv.ConvPlan of the prepared input shape
 
     def get(self, src: np.ndarray, make):
         if self.src is not src or self.value is None:
@@ -147,15 +148,19 @@ class _Cache:
         return self.value
 
 
-def _int_prepare(ctx, node, channels: int) -> None:
-    """Cache the node's kind and, for integer kinds, the prepared multipliers."""
+def _int_prepare(ctx, node, channels: int, depthwise: bool = False) -> None:
+    """Cache the node's kind and, for integer kinds, the prepared multipliers and plan."""
     k = kind(ctx, node)
-    node.user_data.kind = k
-    node.user_data.value = None  # the filter cache is per kind (float or offset int)
+    cache = node.user_data
+    cache.kind = k
+    cache.value = None  # the filter cache is per kind (float or offset int)
+    cache.plan = None
     if k in INT_KINDS:
         x, w, o = ctx.input(node, 0), ctx.input(node, 1), ctx.output(node, 0)
-        node.user_data.params = iconv.prepare_conv(tq(x), tq(w), tq(o), node.builtin_data,
-                                                   x.dtype, channels, rounding(ctx))
+        cache.params = iconv.prepare_conv(tq(x), tq(w), tq(o), node.builtin_data, x.dtype,
+                                          channels, rounding(ctx))
+        cache.plan = iconv.plan_conv(x.shape, x.dtype, w.shape, w.dtype, node.builtin_data,
+                                     cache.params, depthwise)
 
 
 def _bias(ctx, node, k=2):
@@ -190,10 +195,11 @@ class Conv2D(Kernel):
         x, w = ctx.value(node, 0), ctx.value(node, 1)
         k = node.user_data.kind
         if k in INT_KINDS:
-            p = node.user_data.params
-            fmat = node.user_data.get(w, lambda w: iconv.filter_matrix(w, p.filter_offset))
+            cache = node.user_data
+            p = cache.params
+            fmat = cache.get(w, lambda w: iconv.filter_matrix(w, p.filter_offset))
             out = iconv.conv_2d(x, w, _bias(ctx, node), None, None, None, node.builtin_data,
-                                params=p, fmat=fmat)
+                                params=p, fmat=fmat, plan=cache.plan)
             ctx.set_output(ctx.output(node, 0), out)
             return
         if k == "hybrid":
@@ -229,18 +235,18 @@ class DepthwiseConv2D(Kernel):
         oh, ow, _, _ = window_geometry(x.shape[1:3], w.shape[1:3], _strides(node),
                                        _dilations(node), opt(node, "padding", "SAME"))
         ctx.resize(ctx.output(node, 0), (x.shape[0], oh, ow, w.shape[3]))
-        _int_prepare(ctx, node, w.shape[3])
+        _int_prepare(ctx, node, w.shape[3], depthwise=True)
 
     def invoke(self, ctx, node):
-        k = node.user_data.kind
+        cache = node.user_data
+        k = cache.kind
         if k in INT_KINDS:
             x, w = ctx.value(node, 0), ctx.value(node, 1)
-            p = node.user_data.params
-            taps = w.shape[1] * w.shape[2]
-            ftaps = node.user_data.get(w, lambda w: iconv.depthwise_filter(
-                w, p.filter_offset, iconv.depthwise_dtype(x.dtype, w.dtype, p, taps)))
+            p, plan = cache.params, cache.plan
+            ftaps = cache.get(w, lambda w: iconv.depthwise_filter(w, p.filter_offset,
+                                                                  plan.ftype))
             out = iconv.depthwise_conv_2d(x, w, _bias(ctx, node), None, None, None,
-                                          node.builtin_data, params=p, ftaps=ftaps)
+                                          node.builtin_data, params=p, ftaps=ftaps, plan=plan)
             ctx.set_output(ctx.output(node, 0), out)
             return
         if k == "hybrid":

@@ -51,7 +51,8 @@ class FullyConnected(Kernel):
         return super().check(ctx, node)
 
     def init(self, ctx, node):
-        return {"src": None, "wt": None, "kind": "float", "params": None}
+        return {"src": None, "wt": None, "kind": "float", "params": None,
+                "tail": (None, None, None)}
 
     def prepare(self, ctx, node):
         x, w = ctx.input(node, 0), ctx.input(node, 1)
@@ -66,6 +67,7 @@ class FullyConnected(Kernel):
                 tq(x), tq(w), tq(ctx.output(node, 0)), node.builtin_data, x.dtype,
                 rounding(ctx))
             cache["src"] = None  # the filter matrix follows the (possibly new) offsets
+            cache["tail"] = (None, None, None)
 
     def invoke(self, ctx, node):
         w = ctx.value(node, 1)
@@ -82,9 +84,17 @@ class FullyConnected(Kernel):
                 if cache["src"] is not w:
                     cache["src"] = w
                     cache["wt"] = iconv.filter_matrix(w.reshape(w.shape[0], -1), p.filter_offset)
-                out = ifc.fully_connected(ctx.value(node, 0), w, None if b is None else b.data,
-                                          None, None, None, node.builtin_data,
-                                          params=p, output_dtype=o.dtype, fmat=cache["wt"])
+                bias = None if b is None else b.data
+                tail = self._float_tail(cache, w, bias, o.dtype)
+                if tail is not None:
+                    x = ctx.value(node, 0)
+                    shape = ifc.output_shape(x.shape, w.shape[0], w.shape[1],
+                                             bool(opt(node, "keep_num_dims", False)))
+                    ctx.set_output(o, tail(x, shape))
+                    return
+                out = ifc.fully_connected(ctx.value(node, 0), w, bias, None, None, None,
+                                          node.builtin_data, params=p, output_dtype=o.dtype,
+                                          fmat=cache["wt"])
             ctx.set_output(o, out)
             return
         if cache["src"] is not w:
@@ -94,6 +104,19 @@ class FullyConnected(Kernel):
                               activation(node), bool(opt(node, "keep_num_dims", False)),
                               w_t=cache["wt"])
         ctx.set_output(ctx.output(node, 0), out)
+
+
+    @staticmethod
+    def _float_tail(cache: dict, w: np.ndarray, bias: np.ndarray | None,
+                    out_dtype) -> "ifc.FloatScaleTail | None":
+        """The node's `FloatScaleTail`, rebuilt when the filter matrix or the bias array
+        is another one (an edited constant)."""
+        fmat, src_bias, tail = cache["tail"]
+        if fmat is not cache["wt"] or src_bias is not bias:
+            tail = ifc.FloatScaleTail.build(cache["params"], cache["wt"], bias, w.dtype,
+                                            out_dtype)
+            cache["tail"] = (cache["wt"], bias, tail)
+        return tail
 
 
 def batch_matmul(a: np.ndarray, b: np.ndarray, adj_x: bool = False,
