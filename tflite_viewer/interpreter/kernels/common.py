@@ -1,7 +1,7 @@
 """Helpers shared by the float kernels: fused activations, padding, option access."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -39,6 +39,27 @@ def qcache(node) -> dict:
     if not isinstance(node.user_data, dict):
         node.user_data = {}
     return node.user_data
+
+
+def derived(node, name: str, sources: tuple, make: Callable[[], Any]) -> Any:
+    """``make()``, a value computed from ``sources`` (input arrays, shapes), kept in the
+    node's cache and recomputed only when a source changes.
+
+    Arrays are compared by identity: a constant stays the same array from run to run (an
+    edit that replaces it replaces the object) and no kernel writes into an array it did
+    not create, so the same object means the same values.  Tuples (shapes) compare by
+    value."""
+    cache = qcache(node)
+    entry = cache.get(name)
+    if entry is not None:
+        old, value = entry
+        if len(old) == len(sources) and all(
+                a is b or (type(a) is tuple and a == b) for a, b in zip(old, sources)):
+            return value
+    value = make()
+    cache[name] = (sources, value)
+    return value
+
 
 ACTIVATION_RANGES: dict[str, tuple[float, float]] = {
     "RELU": (0.0, np.inf),

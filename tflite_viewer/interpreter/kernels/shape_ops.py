@@ -9,8 +9,8 @@ import numpy as np
 
 from ..integer import concat_pad as iconcat
 from ..tensor import INT64, UINT8
-from .common import (BuiltinOperator as B, as_int_list, check_same_quantization, define, opt,
-                     same_shape)
+from .common import (BuiltinOperator as B, as_int_list, check_same_quantization, define,
+                     derived, opt, same_shape)
 from .reduce import normalize_axes
 
 
@@ -66,8 +66,11 @@ def _reshape(ctx, node):
     out = ctx.output(node, 0)
     if out.shape is not None and not out.is_dynamic:
         return x.reshape(out.shape)  # prepare computed it from a constant shape
-    spec = _reshape_spec(ctx, node, ctx.value)
-    return x.reshape(reshape_target(x.shape, spec))
+    t = ctx.input(node, 1)
+    spec = None if t is None or t.data is None else tuple(t.data.reshape(-1).tolist())
+    target = derived(node, "reshape", (spec, x.shape),  # a computed shape: same values, same target
+                     lambda: reshape_target(x.shape, _reshape_spec(ctx, node, ctx.value)))
+    return x.reshape(target)
 
 
 define(B.RESHAPE, (1, 1), _reshape, _reshape_shape, types="any")
@@ -180,7 +183,18 @@ define(B.CONCATENATION, (1, 5), _concat, _concat_shape, types="float+uint8+int8+
 def _pack(ctx, node):
     arrays = [ctx.value(node, k) for k in range(len(node.inputs))]
     axis = int(opt(node, "axis", 0))
-    return np.stack(arrays, axis=axis + arrays[0].ndim + 1 if axis < 0 else axis)
+    first = arrays[0]
+    axis = axis + first.ndim + 1 if axis < 0 else axis
+    dtype = ctx.output(node, 0).dtype
+    if dtype is None or not 0 <= axis <= first.ndim or any(a.shape != first.shape
+                                                           for a in arrays):
+        return np.stack(arrays, axis=axis)  # (and its errors)
+    # one slot per input in a new array: np.stack's generality costs more on small arrays
+    out = np.empty(first.shape[:axis] + (len(arrays),) + first.shape[axis:], dtype)
+    lead = (slice(None),) * axis
+    for k, a in enumerate(arrays):
+        out[lead + (k,)] = a
+    return out
 
 
 def _pack_shape(ctx, node):
@@ -352,9 +366,9 @@ def _check_shrink(shape, idx):
 
 def _strided_slice(ctx, node):
     x = ctx.value(node, 0)
-    idx = _ss_index(ctx, node, ctx.value, x.ndim)
-    if Ellipsis not in idx and len([i for i in idx if i is not None]) < x.ndim:
-        pass  # numpy keeps the trailing dimensions, as TFLite does
+    # numpy keeps the trailing dimensions an index leaves out, as TFLite does
+    idx = derived(node, "index", (ctx.value(node, 1), ctx.value(node, 2), ctx.value(node, 3),
+                                  x.shape), lambda: _ss_index(ctx, node, ctx.value, x.ndim))
     return np.asarray(x[idx])
 
 
@@ -530,10 +544,20 @@ define(B.ZEROS_LIKE, (1, 1), lambda ctx, node: np.zeros_like(ctx.value(node, 0))
 
 
 # -- SHAPE / RANK / RANGE / CAST ------------------------------------------------------------
-define(B.SHAPE, (1, 1), lambda ctx, node: np.array(ctx.value(node, 0).shape,
-                                                    dtype=np.int64 if opt(node, "out_type", "INT32") == "INT64" else np.int32),
-       lambda ctx, node: [(len(ctx.input(node, 0).shape),)], types="any",
-       check=lambda ctx, node: None)
+def _shape(ctx, node):
+    """The input's dims, one read-only array per input shape (nothing writes into it)."""
+    shape = ctx.value(node, 0).shape
+
+    def make():
+        dims = np.array(shape, dtype=np.int64 if opt(node, "out_type", "INT32") == "INT64"
+                        else np.int32)
+        dims.flags.writeable = False
+        return dims
+    return derived(node, "dims", (shape,), make)
+
+
+define(B.SHAPE, (1, 1), _shape, lambda ctx, node: [(len(ctx.input(node, 0).shape),)],
+       types="any", check=lambda ctx, node: None)
 define(B.RANK, (1, 1), lambda ctx, node: np.array(ctx.value(node, 0).ndim, dtype=np.int32),
        lambda ctx, node: [()], types="any", check=lambda ctx, node: None)
 
