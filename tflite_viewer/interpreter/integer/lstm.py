@@ -39,6 +39,7 @@ call writes in place.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -64,6 +65,24 @@ def _f32(x) -> np.float32:
 def _qmul(real: float, rounding: Rounding) -> tuple[int, int]:
     m, e = qm.quantize_multiplier(float(real), rounding)
     return int(m), int(e)
+
+
+#: one numpy call of a step program: (function, positional arguments)
+Call = tuple[Callable[..., object], tuple]
+
+
+def _run(calls: list[Call]) -> None:
+    """Execute a program of calls: as fast as the same calls written out (measured)."""
+    for f, args in calls:
+        f(*args)
+
+
+def _full(v, shape) -> np.ndarray:
+    """``v`` as a contiguous int64 array of ``shape``: ufuncs on same-shape operands skip
+    broadcasting, and array operands are faster than Python scalars.  Always a copy."""
+    out = np.empty(shape, np.int64)
+    out[...] = v
+    return out
 
 
 class FixedMultiplier:
@@ -102,18 +121,21 @@ class FixedMultiplier:
         self.off = np.asarray(off, np.int64)
         self.total = np.asarray(total, np.int64)
 
+    def _laid_out(self, shape: tuple[int, ...]) -> tuple:
+        """The constants at ``shape`` (None where unused): multiplier, offset, negative
+        nudge, left shift, total right shift, added constant."""
+        def full(v):
+            return None if v is None else _full(v, shape)
+        return (full(self.m), full(self.off), full(self.neg), full(self.left),
+                full(self.total), full(self.add) if self.add else None)
+
     def bind(self, shape: tuple[int, ...], premultiplied: bool = False):
         """``fn(x, tmp)``: x <- MBQM(x) + add in place, for arrays of ``shape`` (``tmp``
         scratch of that shape), with every constant laid out at that shape.  With
         ``premultiplied`` x already holds x * multiplier (no left shift allowed)."""
         if premultiplied and self.left is not None:
             raise ValueError("a premultiplied value cannot be shifted left first")
-        def full(v):
-            return None if v is None else np.ascontiguousarray(
-                np.broadcast_to(np.asarray(v, np.int64), shape))
-        m, off, neg, left = full(self.m), full(self.off), full(self.neg), full(self.left)
-        total = full(self.total)
-        add = full(self.add) if self.add else None
+        m, off, neg, left, total, add = self._laid_out(shape)
         mul, plus, rsh, lsh, band = (np.multiply, np.add, np.right_shift, np.left_shift,
                                      np.bitwise_and)
 
@@ -135,6 +157,29 @@ class FixedMultiplier:
                 plus(x, add, out=x)
             return x
         return apply
+
+    def program(self, x: np.ndarray, tmp: np.ndarray, premultiplied: bool = False
+                ) -> list[Call]:
+        """The calls of ``bind(x.shape, premultiplied)(x, tmp)`` on these very arrays, for
+        a step program (see `_Runner`): the same arithmetic, no branch left to take."""
+        if premultiplied and self.left is not None:
+            raise ValueError("a premultiplied value cannot be shifted left first")
+        m, off, neg, left, total, add = self._laid_out(x.shape)
+        calls: list[Call] = []
+        if left is not None:
+            calls += [(np.left_shift, (x, left, x)), (_wrap32_inplace, (x,))]
+        if not premultiplied:
+            calls.append((np.multiply, (x, m, x)))
+        if neg is not None:
+            calls += [(np.right_shift, (x, _full(63, x.shape), tmp)),
+                      (np.bitwise_and, (tmp, neg, tmp)), (np.add, (tmp, off, tmp)),
+                      (np.add, (x, tmp, x))]
+        else:
+            calls.append((np.add, (x, off, x)))
+        calls.append((np.right_shift, (x, total, x)))
+        if add is not None:
+            calls.append((np.add, (x, add, x)))
+        return calls
 
     def __call__(self, x: np.ndarray, tmp: np.ndarray) -> np.ndarray:
         """x <- MBQM(x) + add, in place; ``tmp`` is scratch of x's shape."""
@@ -322,23 +367,54 @@ def prepare_lstm(input_q, weights: dict, biases: dict, output_state_q, cell_stat
     return p
 
 
+try:   # the clip ufunc: one call (np.clip is a Python wrapper, maximum + minimum two calls)
+    from numpy._core.umath import clip as _clip
+except ImportError:   # numpy < 2
+    from numpy.core.umath import clip as _clip
+
+#: regions of the gate table, each indexed by an int16 value + 32768
+R_CELL, R_SIGMOID, R_TANH, R_ONE_MINUS = range(4)
+REGION = 1 << 16
+
+
+def _scaled(v: np.ndarray) -> np.ndarray:
+    """``v * 2^15 - [v < 0]``: for y in [0, 32767] (a Q0.15 gate value),
+    ``floor((y * scaled(v) + 2^(s - 1) * 2^15) / 2^(s + 15))`` is RoundingDivideByPOT(y * v,
+    s): the subtracted ``y / 2^15 < 1`` is the -1 that rounds negative ties away from zero
+    (y = 0 gives 0 either way), so the cell update needs no sign test."""
+    v = np.asarray(v, np.int64)
+    return (v << 15) - (v < 0)
+
+
 @lru_cache(maxsize=None)
 def _gate_table() -> np.ndarray:
-    """logistic (Q3.12 -> Q0.15) on every int16 value, then tanh: index q + 32768
-    (+ 65536 for tanh), as int64 for direct use."""
-    t = np.concatenate([fp.activation_table("logistic", 3), fp.activation_table("tanh", 3)])
-    t = t.astype(np.int64)
+    """Every activation a step looks up at once, by region (index: int16 value + 32768 +
+    region * 2^16): R_CELL the cell state `_scaled`, R_SIGMOID logistic (Q3.12 -> Q0.15),
+    R_TANH tanh (Q3.12 -> Q0.15) `_scaled`, R_ONE_MINUS ``32767 - logistic`` (the CIFG
+    input gate, LiteRT's Sub1Vector).  int64, for direct use."""
+    sig = fp.activation_table("logistic", 3).astype(np.int64)
+    t = np.concatenate([_scaled(np.arange(I16_MIN, I16_MAX + 1)), sig,
+                        _scaled(fp.activation_table("tanh", 3)), I16_MAX - sig])
     t.setflags(write=False)
     return t
 
 
 @lru_cache(maxsize=64)
-def _tanh_table(integer_bits: int, multiplier: int = 1) -> np.ndarray:
-    """tanh (FixedPoint<int16, integer_bits> -> Q0.15) on every int16 value, times
-    ``multiplier`` (int64)."""
-    t = fp.activation_table("tanh", integer_bits).astype(np.int64) * multiplier
-    t.setflags(write=False)
-    return t
+def _cell_table(integer_bits: int, c_lo: int, c_hi: int, multiplier: int, offset: int,
+                nudge: int, with_cell: bool) -> np.ndarray:
+    """[2 or 3, 65536] by the new cell state's index ``c + 32768`` (lookups along axis 1
+    fill contiguous planes; in 'clip' mode they saturate an unclipped sum to int16; the
+    columns clip c to [c_lo, c_hi]):
+    ``tanh(c) * multiplier`` (FixedPoint<int16, integer_bits> -> Q0.15, times the hidden
+    requantization multiplier when that is folded in), the rounding addend of that
+    requantization (``offset``, plus ``nudge`` where the product is negative: the sign of
+    o * tanh(c) is tanh's, o >= 0), and with ``with_cell`` c itself (for the peephole)."""
+    c = np.clip(np.arange(I16_MIN, I16_MAX + 1), c_lo, c_hi)
+    t = fp.activation_table("tanh", integer_bits).astype(np.int64)[c - I16_MIN] * multiplier
+    cols = [t, offset + nudge * (t < 0)] + ([c] if with_cell else [])
+    table = np.ascontiguousarray(np.stack(cols).astype(np.int64))
+    table.setflags(write=False)
+    return table
 
 
 def _clamp(x: np.ndarray, lo: int, hi: int) -> np.ndarray:
@@ -427,269 +503,367 @@ def _layer_norm(v: np.ndarray, ln: LayerNormParams, rounding: Rounding) -> None:
     np.clip(val4, I16_MIN, I16_MAX, out=v)
 
 
-class _Runner:
-    """Buffers and constants for running ``p`` on ``batch`` rows, laid out at their
-    arrays' shapes so that every numpy call of a step is a plain same-shape ufunc.
+@dataclass
+class _Sequence:
+    """A runner's buffers and step program for sequences of one length: the input
+    contributions [T, B, columns] and the output states [T + 1, B, n_output + 1] in float64
+    (the matmul operand: row t is the state before step t, then 1.0 for the bias row)."""
 
-    The activations live in one buffer ``act`` [batch, (4|5) n]: ``[i, f, (o,) g, c]``
-    with ``c`` the cell state, so that ``[i, f] * [g, c]`` is one multiplication and the two
-    roundings of the cell update one more (CIFG fills ``i`` with ``1 - f``); the gate table
-    lookup writes ``i`` (unless CIFG) to ``g`` in one go.  Without peephole or layer
-    normalization the gate accumulators carry the lookup offsets (added to the input
-    contributions once per sequence), so that the int16 clamp directly yields indices."""
+    parts: np.ndarray
+    hist: np.ndarray
+    calls: list[Call]
+
+
+class _Runner:
+    """Runs ``p`` on ``batch`` rows as a program: every step is a fixed list of numpy calls
+    on preallocated buffers (its arguments bound per step, so no branch, attribute lookup
+    or copy of a step's input remains), compiled once per sequence length.
+
+    Per step: one float64 matmul of the output state against every gate's recurrent
+    weights (the effective biases as an extra row and, when exact, the requantization
+    multipliers folded in), the rounding and the step's input contribution in one floor
+    shift, one clip and one table lookup for every gate activation (and the cell state's
+    `_scaled` form, which rides along as an extra column), the cell update as one product
+    ``[i, f] * [g, c]`` rounded by one add and one shift, and one lookup of the new cell
+    state's tanh (times the hidden multiplier) and rounding addend.
+
+    The activations live in one buffer ``act`` [batch, (4|5) n]: ``[i, f, (o,) g, c]``.
+    Without peephole or layer normalization ("biased") the accumulators carry their table
+    offsets, so that the clip directly yields indices, and CIFG's input gate is a copy of
+    the forget gate's column looked up as ``32767 - logistic``; the raw cell sum stays in
+    the accumulator buffer's last column, clipped (sat16 and the cell clip) with the
+    gates.  Otherwise peephole and layer norm run on plain int16 accumulators."""
 
     def __init__(self, p: LstmParams, batch: int, time_major: bool) -> None:
-        n, B = p.n_cell, batch
-        names = p.names
-        G = len(names)
-        self.p = p
-        self.late = bool(p.peephole)
-        self.k_early = G - 1 if self.late else G
+        self.p, self.B, self.n = p, batch, p.n_cell
+        self.time_major = time_major
+        self.late = bool(p.peephole)         # the output gate waits for the new cell state
         self.biased = not p.peephole and not p.layer_norm
+        dup = self.biased and p.cifg
+        self.cols = (["i"] if dup else []) + list(p.names)   # the matmul's gate columns
+        n = self.n
+        k = p.names.index("f")
+        self.src = np.r_[k * n:(k + 1) * n, :len(p.names) * n] if dup else None
+        self.k_early = len(self.cols) - 1 if self.late else len(self.cols)
+        regions = [R_ONE_MINUS if dup and j == 0 else R_TANH if g == "c" else R_SIGMOID
+                   for j, g in enumerate(self.cols)]
+        self.lut = np.repeat(-I16_MIN + REGION * np.array(regions, np.int64), n)
+        self.c_lo, self.c_hi = I16_MIN, I16_MAX
+        if p.cell_clip > 0:
+            self.c_lo, self.c_hi = max(I16_MIN, -p.cell_clip), min(I16_MAX, p.cell_clip)
+        self._recurrent_setup()
+        self._buffers()
+        self._seqs: dict[int, _Sequence] = {}
+
+    # -- setup ---------------------------------------------------------------------------
+    def _select(self, v: np.ndarray) -> np.ndarray:
+        """Per-column values of ``p`` for the matmul's columns."""
+        return np.asarray(v) if self.src is None else np.asarray(v)[..., self.src]
+
+    def _recurrent_setup(self) -> None:
+        """The recurrent weights and their requantization.  Folded: W_h * m is exact in
+        float64 while |dot * m| + 2^30 < 2^53; the step's contribution (an integer, < 2^18
+        with its table offset) enters the floor shift as contribution * 2^shift (< 2^62
+        for shifts up to 44), the rounding offset with it, and the double rounding's
+        negative-product nudge as ``copysign(2^30, dot)`` added in float64."""
+        p = self.p
+        m, e = self._select(p.scale_h[0]), self._select(p.scale_h[1])
+        self.req_h = fm = FixedMultiplier(m, e, p.rounding)
+        w_h = self._select(p.w_h)
+        bound = self._select(p.h_bound)
+        self.fold = (fm.left is None and not p.wrap_h
+                     and float((bound * m).max(initial=0)) + 2.0 ** 30 < 2.0 ** 53
+                     and int(fm.total.max()) <= 44)
+        cols = w_h.shape[1]
+        self.part_shift = self.part_round = self.nudge = None
+        if self.fold:
+            self.w_h = np.ascontiguousarray(w_h * m.astype(np.float64)[None, :])
+            nudge = np.zeros(cols) if fm.neg is None else \
+                np.broadcast_to(np.where(fm.neg != 0, 2.0 ** 30, 0.0), (cols,))
+            self.part_shift = np.broadcast_to(fm.total, (cols,)).astype(np.int64)
+            self.part_round = np.broadcast_to(fm.off, (cols,)) - nudge.astype(np.int64)
+            if fm.neg is not None:
+                self.nudge = nudge
+        else:
+            self.w_h = np.ascontiguousarray(w_h)
+
+    def _buffers(self) -> None:
+        """Scratch buffers and the constants of every stage, at their operands' shapes."""
+        p, B, n = self.p, self.B, self.n
+        cols, ke = len(self.cols) * n, self.k_early * n
+        bn = (B, n)
+        self.dotf = np.empty((B, cols), np.float64)
+        if self.fold:
+            self.shift = _full(self.part_shift, (B, cols))
+            if self.nudge is not None:
+                self.nudge = np.ascontiguousarray(np.broadcast_to(self.nudge, (B, cols)))
+        self.sf = np.empty((B, cols), np.float64)
+        self.tmp = np.empty((B, cols), np.int64)
+        if self.biased:   # [gates..., raw cell sum]: one clip and one lookup for all
+            self.acc = np.zeros((B, cols + n), np.int64)
+            self.acc_g, self.cslot = self.acc[:, :cols], self.acc[:, cols:]
+            lo = np.concatenate([self.lut + I16_MIN, np.full(n, -I16_MIN + self.c_lo)])
+            hi = np.concatenate([self.lut + I16_MAX, np.full(n, -I16_MIN + self.c_hi)])
+            self.lo, self.hi = _full(lo, self.acc.shape), _full(hi, self.acc.shape)
+            # the initial cell state is not clipped (LiteRT clips only updated states)
+            lo[cols:], hi[cols:] = 0, I16_MAX - I16_MIN
+            self.lo0, self.hi0 = _full(lo, self.acc.shape), _full(hi, self.acc.shape)
+        else:
+            self.acc = self.acc_g = np.zeros((B, cols), np.int64)
+            self.lo, self.hi = _full(I16_MIN, (B, cols)), _full(I16_MAX, (B, cols))
+            self.idx = np.zeros((B, ke + n), np.int64)   # [early gates..., cell state]
+            self.cslot = self.idx[:, ke:]
+            self.offsets = _full(self.lut[:ke], (B, ke))
+            self.c_lo_i = _full(-I16_MIN + self.c_lo, bn)
+            self.c_hi_i = _full(-I16_MIN + self.c_hi, bn)
+            self.craw = np.empty(bn, np.int64)
         n_act = 4 if self.late else 5
         self.act = np.zeros((B, n_act * n), np.int64)
-        self.cell = self.act[:, -n:]
-        self.hx = np.zeros((B, p.n_output + 1), np.float64)   # output state, then 1.0
-        self.hx[:, -1] = 1.0
-        self.lut_offsets = np.concatenate(
-            [np.full(n, 32768 + (65536 if g == "c" else 0), np.int64)
-             for g in names[:self.k_early]])
-        # the recurrent requantization folded into the matmul and the input contributions:
-        # W_h * m is exact in float64 while |dot * m| < 2^53, and the step's contribution
-        # (an integer) enters the floor division as contribution * 2^shift
-        fm = p.req_h
-        self.fold = (fm.left is None and fm.add == 0 and not p.wrap_h
-                     and float((p.h_bound * p.scale_h[0]).max(initial=0)) < 2.0 ** 53
-                     and int(fm.total.max()) <= 44)
-        if self.fold:
-            self.fold_shift = np.broadcast_to(fm.total, (G * n,)).astype(np.int64)
-            self.fold_off = np.broadcast_to(fm.off, (G * n,)).astype(np.int64)
-        self.step = self._make_step(p, B, n, G, time_major)
-
-    def run(self, parts: np.ndarray, h: np.ndarray, c: np.ndarray, outs: np.ndarray
-            ) -> np.ndarray:
-        """Every step of ``parts`` [T, B, G*n] from states ``h``, ``c``; outputs into
-        ``outs`` [T, B, n_output]; returns the final cell state (int16)."""
-        self.hx[:, :-1] = h
-        self.cell[...] = c
-        if self.biased:
-            parts = parts + self.lut_offsets
-        if self.fold:   # |part| < 2^17, shift <= 44: far from int64's limits
-            parts = (parts << self.fold_shift) + self.fold_off
-        step = self.step
-        for t in range(parts.shape[0]):
-            step(parts[t], outs[t])
-        return self.cell.astype(np.int16)
-
-    def _make_step(self, p, B, n, G, time_major):
-        mm, copyto, mul, add, sub, rsh, mx, mn = (np.matmul, np.copyto, np.multiply, np.add,
-                                                  np.subtract, np.right_shift, np.maximum,
-                                                  np.minimum)
-        names, late, k_early, biased, act = p.names, self.late, self.k_early, self.biased, \
-            self.act
-        cols, ke, bn = G * n, self.k_early * n, (B, n)
-        hx, w_h = self.hx, p.w_h
-        h_view = hx[:, :-1]
-        dotf = np.empty((B, cols), np.float64)
-        acc = np.empty((B, cols), np.int64)
-        tmp = np.empty((B, cols), np.int64)
-        early, late_acc = acc[:, :ke], acc[:, ke:]
-        early3 = early.reshape(B, k_early, n)
-        late3 = late_acc.reshape(B, G - k_early, n)
-        lut0 = 0 if "i" in names else n
-        act_early = act[:, lut0:lut0 + ke]
-        prod_y = act[:, :2 * n].reshape(B, 2, n)     # [i, f]
-        prod_x = act[:, -2 * n:].reshape(B, 2, n)    # [g, c]
-        for v in (early3, late3, prod_y, prod_x):
-            if v.size and not (np.shares_memory(v, acc) or np.shares_memory(v, act)):
+        self.prod_y = self.act[:, :2 * n].reshape(B, 2, n)    # [i, f]
+        self.prod_x = self.act[:, -2 * n:].reshape(B, 2, n)   # [g, c] (scaled)
+        for v in (self.prod_y, self.prod_x):
+            if not np.shares_memory(v, self.act):
                 raise AssertionError("views must alias their buffers")
-        i_view, f = act[:, :n], act[:, n:2 * n]
-        c = self.cell
-        cifg = p.cifg
-        wrap_h = p.wrap_h
-        req_h = p.req_h.bind((B, cols))
-
-        def full(v, shape):
-            return np.ascontiguousarray(np.broadcast_to(np.asarray(v, np.int64), shape))
-        fold, band = self.fold, np.bitwise_and
-        if fold:
-            fm = p.req_h
-            w_h = p.w_h * p.scale_h[0].astype(np.float64)[None, :]
-            fold_neg = None if fm.neg is None else full(np.broadcast_to(fm.neg, (cols,)),
-                                                        (B, cols))
-            fold_shift = full(self.fold_shift, (B, cols))
-        if biased:   # the clamp to int16 of a value carrying its table offset
-            offs = self.lut_offsets
-            lo16, hi16 = full(offs + I16_MIN, (B, cols)), full(offs + I16_MAX, (B, cols))
-        else:
-            lo16, hi16 = full(I16_MIN, (B, cols)), full(I16_MAX, (B, cols))
-            offsets = full(self.lut_offsets, (B, ke))
-            idx = np.empty((B, ke), np.int64)
-        table = _gate_table()
-        o = act[:, 2 * n:3 * n] if not late else np.empty(bn, np.int64)
-        t1, t2 = np.empty(bn, np.int64), np.empty(bn, np.int64)
-        prod, prod_t = np.empty((B, 2, n), np.int64), np.empty((B, 2, n), np.int64)
-        prod_a, prod_b = prod[:, 0], prod[:, 1]
+        self.prod = np.empty((B, 2, n), np.int64)
         c_shift = 30 + p.cell_scale
-        # RDBPOT(i * g, 30 + cell_scale), RDBPOT(f * c, 15)
-        prod_half = full(np.array([1 << (c_shift - 1), 1 << 14])[:, None], (B, 2, n))
-        prod_shift = full(np.array([c_shift, 15])[:, None], (B, 2, n))
-        k32768, one16 = full(32768, bn), full(I16_MAX, bn)
-        c_lo, c_hi = I16_MIN, I16_MAX
-        if p.cell_clip > 0:
-            c_lo, c_hi = max(c_lo, -p.cell_clip), min(c_hi, p.cell_clip)
-        c_lo, c_hi = full(c_lo, bn), full(c_hi, bn)
-        lo16n, hi16n = full(I16_MIN, bn), full(I16_MAX, bn)
-        lo8, hi8 = full(-128, bn), full(127, bn)
+        # RDBPOT(i * g, 30 + cell_scale), RDBPOT(f * c, 15) + 32768 (the index offset)
+        self.prod_off = _full(np.array([1 << (c_shift + 14),
+                                        (1 << 29) - (I16_MIN << 30)])[:, None], (B, 2, n))
+        self.prod_shift = _full(np.array([c_shift + 15, 30])[:, None], (B, 2, n))
+        self.o = self.act[:, 2 * n:3 * n] if not self.late else np.empty(bn, np.int64)
+        self._hidden_setup()
+        self._peephole_setup()
+        self.ln_early = self._ln(self.cols[:self.k_early]) if p.layer_norm else None
+        self.ln_late = self._ln(["o"]) if p.layer_norm and self.late else None
+
+    def _hidden_setup(self) -> None:
+        """CalculateLstmOutputInteger8x8_16's constants: the cell table (the hidden
+        multiplier folded into tanh when it needs no left shift: < 2^46) and the bounds."""
+        p, B, n = self.p, self.B, self.n
+        bn = (B, n)
         projection = p.w_p is not None
-        hid = FixedMultiplier(*p.hidden_scale, p.rounding,
-                              -p.hidden_zp if projection else p.hidden_zp)
-        if hid.left is None:   # the multiplier folded into the tanh table (< 2^46)
-            tanh_c = _tanh_table(15 + p.cell_scale, int(hid.m))
-            req_hidden = hid.bind(bn, premultiplied=True)
+        self.hid = hid = FixedMultiplier(*p.hidden_scale, p.rounding,
+                                         -p.hidden_zp if projection else p.hidden_zp)
+        self.premultiplied = hid.left is None
+        if self.premultiplied:
+            nudge = 0 if hid.neg is None else int(np.asarray(hid.neg).min())
+            table = _cell_table(15 + p.cell_scale, self.c_lo, self.c_hi, int(hid.m),
+                                int(hid.off), nudge, self.late)
+            self.h_shift = _full(hid.total, bn)
+            self.h_add = _full(hid.add, bn) if hid.add else None
         else:
-            tanh_c = _tanh_table(15 + p.cell_scale)
-            req_hidden = hid.bind(bn)
-
-        # peephole weights per position: LiteRT runs VectorBatchVectorCwiseProductAccumulate
-        # with n_output as the vector size, over one batch row (batch-major) or over the
-        # flat [batch * n_cell] buffer (time-major)
-        pp = None
-        if p.peephole:
-            def place(w):
-                m = np.zeros(bn, np.int64)
-                if time_major:
-                    k = np.arange(min(B * p.n_output, B * n))
-                    m.reshape(-1)[k] = w[k % p.n_output]
-                else:
-                    m[:, :min(p.n_output, n)] = w[:min(p.n_output, n)]
-                return m
-            early_pp = [g for g in names[:k_early] if g != "c"]   # i (unless CIFG), f
-            kp = len(early_pp)
-            pp_w = np.stack([place(p.peephole[g][0]) for g in early_pp], axis=1)
-            fm = FixedMultiplier(np.array([p.peephole[g][1][0] for g in early_pp])[:, None],
-                                 np.array([p.peephole[g][1][1] for g in early_pp])[:, None],
-                                 p.rounding)
-            # |w * m * c| < 2^15 * 2^31 * 2^15: the multiplier folds into the weights
-            pre = fm.left is None
-            pp_w = pp_w * fm.m if pre else pp_w
-            pp_req = fm.bind((B, kp, n), premultiplied=pre)
-            pp_buf = np.empty((B, kp, n), np.int64)
-            pp_tmp = np.empty((B, kp, n), np.int64)
-            pp_view = early3[:, :kp]
-            pp_lo, pp_hi = full(I16_MIN, (B, kp, n)), full(I16_MAX, (B, kp, n))
-            fm = FixedMultiplier(*p.peephole["o"][1], p.rounding)
-            pre = fm.left is None
-            po_w = place(p.peephole["o"][0]) * (fm.m if pre else 1)
-            po_req = fm.bind(bn, premultiplied=pre)
-            pp = True
-
-        def ln_params(gates):
-            return LayerNormParams(
-                np.stack([p.layer_norm[g][0] for g in gates]),
-                np.stack([p.layer_norm[g][1] for g in gates]),
-                FixedMultiplier(np.array([p.layer_norm[g][2][0] for g in gates])[:, None],
-                                np.array([p.layer_norm[g][2][1] + 12 for g in gates])[:, None],
-                                p.rounding).bind((B, len(gates), n)),
-                np.array([p.layer_norm[g][3] for g in gates], np.int64))
-        ln_early = ln_params(names[:k_early]) if p.layer_norm else None
-        ln_late = ln_params(["o"]) if p.layer_norm and late else None
-        rounding = p.rounding
-
+            table = _cell_table(15 + p.cell_scale, self.c_lo, self.c_hi, 1, 0, 0, self.late)
+        self.cell_take = table.take
+        self.cellv = np.zeros((table.shape[0], B, n), np.int64)
+        self.tanh_c, self.h_nudge = self.cellv[0], self.cellv[1]
+        self.cell = self.cellv[2] if self.late else None
+        self.ph, self.ph_tmp = np.empty(bn, np.int64), np.empty(bn, np.int64)
+        self.lo8, self.hi8 = _full(-128, bn), _full(127, bn)
         if projection:
-            hp = np.zeros((B, n + 1), np.float64)
-            hp[:, -1] = 1.0
-            hp_view = hp[:, :-1]
-            w_p = p.w_p
+            self.hp = np.zeros((B, n + 1), np.float64)
+            self.hp[:, -1] = 1.0
             bo = (B, p.n_output)
-            pf = np.empty(bo, np.float64)
-            pi = np.empty(bo, np.int64)
-            ptmp = np.empty(bo, np.int64)
-            req_proj = FixedMultiplier(*p.proj_scale, p.rounding, p.output_state_zp).bind(bo)
+            self.pf = np.empty(bo, np.float64)
+            self.pi, self.ptmp = np.empty(bo, np.int64), np.empty(bo, np.int64)
+            self.req_proj = FixedMultiplier(*p.proj_scale, p.rounding, p.output_state_zp)
             o_lo, o_hi = -128, 127
             if p.proj_clip > 0:
                 o_lo, o_hi = max(o_lo, -p.proj_clip), min(o_hi, p.proj_clip)
-            o_lo, o_hi = full(o_lo, bo), full(o_hi, bo)
-            wrap_p = p.wrap_p
+            self.o_lo, self.o_hi = _full(o_lo, bo), _full(o_hi, bo)
 
-        def step(part, out):
-            """One LstmStepInteger8x8_16: ``part`` the step's input contributions
-            [B, G*n] (biased: plus the table offsets), ``out`` the int8 output row."""
-            # every gate: clamp16(input part + MBQM(bias_h + W_h h))
-            mm(hx, w_h, out=dotf)
-            copyto(acc, dotf, casting="unsafe")
-            if fold:   # dot * m; part = contribution * 2^shift + rounding offset
-                if fold_neg is not None:
-                    rsh(acc, 63, out=tmp)
-                    band(tmp, fold_neg, out=tmp)
-                    add(tmp, part, out=tmp)
-                    add(acc, tmp, out=acc)
-                else:
-                    add(acc, part, out=acc)
-                rsh(acc, fold_shift, out=acc)
+    def _peephole_setup(self) -> None:
+        """Peephole weights per position: LiteRT runs VectorBatchVectorCwiseProductAccumulate
+        with n_output as the vector size, over one batch row (batch-major) or over the
+        flat [batch * n_cell] buffer (time-major).  The multipliers are folded into the
+        weights (|w * m * c| < 2^15 * 2^31 * 2^15) unless they shift left."""
+        p, B, n = self.p, self.B, self.n
+        if not p.peephole:
+            return
+        bn = (B, n)
+
+        def place(w):
+            m = np.zeros(bn, np.int64)
+            if self.time_major:
+                k = np.arange(min(B * p.n_output, B * n))
+                m.reshape(-1)[k] = w[k % p.n_output]
             else:
-                if wrap_h:
-                    acc[...] = acc.astype(np.int32)
-                req_h(acc, tmp)
-                add(acc, part, out=acc)
-            mx(acc, lo16, out=acc)
-            mn(acc, hi16, out=acc)
-            if biased:
-                table.take(early, out=act_early, mode="clip")
-            else:
-                if pp is not None:   # i (unless CIFG), f: peephole on the old cell state
-                    mul(pp_w, c[:, None, :], out=pp_buf)
-                    pp_req(pp_buf, pp_tmp)
-                    add(pp_view, pp_buf, out=pp_view)
-                    mx(pp_view, pp_lo, out=pp_view)
-                    mn(pp_view, pp_hi, out=pp_view)
-                if ln_early is not None:
-                    _layer_norm(early3, ln_early, rounding)
-                add(early, offsets, out=idx)
-                table.take(idx, out=act_early, mode="clip")
-            # UpdateLstmCellInteger: c = RDBPOT(i * g, 30 + cell_scale) + RDBPOT(f * c, 15)
-            if cifg:
-                sub(one16, f, out=i_view)
-            mul(prod_y, prod_x, out=prod)
-            rsh(prod, 63, out=prod_t)
-            add(prod, prod_t, out=prod)
-            add(prod, prod_half, out=prod)
-            rsh(prod, prod_shift, out=prod)
-            add(prod_a, prod_b, out=c)
-            mx(c, c_lo, out=c)
-            mn(c, c_hi, out=c)
-            if late:   # the output gate: peephole on the new cell state
-                mul(po_w, c, out=t1)
-                po_req(t1, t2)
-                add(late_acc, t1, out=late_acc)
-                mx(late_acc, lo16n, out=late_acc)
-                mn(late_acc, hi16n, out=late_acc)
-                if ln_late is not None:
-                    _layer_norm(late3, ln_late, rounding)
-                add(late_acc, k32768, out=t1)
-                table.take(t1, out=o, mode="clip")
-            # CalculateLstmOutputInteger8x8_16
-            add(c, k32768, out=t1)
-            tanh_c.take(t1, out=t2, mode="clip")
-            mul(t2, o, out=t1)
-            req_hidden(t1, t2)
-            mx(t1, lo8, out=t1)
-            mn(t1, hi8, out=t1)
-            if projection:
-                copyto(hp_view, t1)
-                mm(hp, w_p, out=pf)
-                copyto(pi, pf, casting="unsafe")
-                if wrap_p:
-                    pi[...] = pi.astype(np.int32)
-                req_proj(pi, ptmp)
-                mx(pi, o_lo, out=pi)
-                mn(pi, o_hi, out=pi)
-                h = pi
-            else:
-                h = t1
-            copyto(h_view, h)
-            copyto(out, h, casting="unsafe")
-        return step
+                m[:, :min(p.n_output, n)] = w[:min(p.n_output, n)]
+            return m
+        early = [g for g in self.cols[:self.k_early] if g != "c"]   # i (unless CIFG), f
+        kp = len(early)
+        fm = FixedMultiplier(np.array([p.peephole[g][1][0] for g in early])[:, None],
+                             np.array([p.peephole[g][1][1] for g in early])[:, None],
+                             p.rounding)
+        self.pp_pre = fm.left is None
+        w = np.stack([place(p.peephole[g][0]) for g in early], axis=1)
+        self.pp_w = w * fm.m if self.pp_pre else w
+        self.pp_req = fm
+        self.pp_buf, self.pp_tmp = np.empty((B, kp, n), np.int64), np.empty((B, kp, n), np.int64)
+        self.pp_view = self.acc[:, :self.k_early * n].reshape(B, self.k_early, n)[:, :kp]
+        self.pp_lo, self.pp_hi = _full(I16_MIN, (B, kp, n)), _full(I16_MAX, (B, kp, n))
+        fm = FixedMultiplier(*p.peephole["o"][1], p.rounding)
+        self.po_pre = fm.left is None
+        self.po_w = place(p.peephole["o"][0]) * (fm.m if self.po_pre else 1)
+        self.po_req = fm
+        self.t1, self.t2 = np.empty(bn, np.int64), np.empty(bn, np.int64)
+        self.o_off = _full(-I16_MIN + REGION * R_SIGMOID, bn)
+
+    def _ln(self, gates: list[str]) -> LayerNormParams:
+        p, B, n = self.p, self.B, self.n
+        return LayerNormParams(
+            np.stack([p.layer_norm[g][0] for g in gates]),
+            np.stack([p.layer_norm[g][1] for g in gates]),
+            FixedMultiplier(np.array([p.layer_norm[g][2][0] for g in gates])[:, None],
+                            np.array([p.layer_norm[g][2][1] + 12 for g in gates])[:, None],
+                            p.rounding).bind((B, len(gates), n)),
+            np.array([p.layer_norm[g][3] for g in gates], np.int64))
+
+    # -- the step program ------------------------------------------------------------------
+    def _gate_calls(self, part: np.ndarray, h_prev: np.ndarray) -> list[Call]:
+        """Every gate: clamp16(input part + MBQM(bias_h + W_h h)), before the clamp."""
+        acc, dotf = self.acc_g, self.dotf
+        calls: list[Call] = [(np.dot, (h_prev, self.w_h, dotf))]
+        if self.fold:   # part = (contribution << shift) + rounding offset - nudge
+            if self.nudge is not None:
+                calls += [(np.copysign, (self.nudge, dotf, self.sf)),
+                          (np.add, (dotf, self.sf, dotf))]
+            return calls + [(np.copyto, (acc, dotf, "unsafe")), (np.add, (acc, part, acc)),
+                            (np.right_shift, (acc, self.shift, acc))]
+        calls.append((np.copyto, (acc, dotf, "unsafe")))
+        if self.p.wrap_h:   # int32 accumulation in C
+            calls.append((_wrap32_inplace, (acc,)))
+        return calls + self.req_h.program(acc, self.tmp) + [(np.add, (acc, part, acc))]
+
+    def _activation_calls(self, first: bool) -> list[Call]:
+        """The clamp, peephole (i, f on the old cell state), layer norm and one lookup of
+        the early gates, plus the cell state's scaled form."""
+        table = _gate_table()
+        n, B, ke = self.n, self.B, self.k_early * self.n
+        if self.biased:
+            lo, hi = (self.lo0, self.hi0) if first else (self.lo, self.hi)
+            return [(_clip, (self.acc, lo, hi, self.acc)),
+                    (table.take, (self.acc, None, self.act, "clip"))]
+        acc = self.acc
+        calls: list[Call] = [(_clip, (acc, self.lo, self.hi, acc))]
+        if self.p.peephole:
+            calls.append((np.multiply, (self.pp_w, self.cell[:, None, :], self.pp_buf)))
+            calls += self.pp_req.program(self.pp_buf, self.pp_tmp, self.pp_pre)
+            calls += [(np.add, (self.pp_view, self.pp_buf, self.pp_view)),
+                      (_clip, (self.pp_view, self.pp_lo, self.pp_hi, self.pp_view))]
+        if self.p.layer_norm:
+            early3 = acc[:, :ke].reshape(B, self.k_early, n)
+            if not np.shares_memory(early3, acc):
+                raise AssertionError("views must alias their buffers")
+            calls.append((_layer_norm, (early3, self.ln_early, self.p.rounding)))
+        lut0 = n if self.p.cifg else 0
+        calls += [(np.add, (acc[:, :ke], self.offsets, self.idx[:, :ke])),
+                  (table.take, (self.idx, None, self.act[:, lut0:], "clip"))]
+        if self.p.cifg:   # Sub1Vector
+            calls.append((np.subtract, (_full(I16_MAX, (B, n)), self.act[:, n:2 * n],
+                                        self.act[:, :n])))
+        return calls
+
+    def _cell_calls(self) -> list[Call]:
+        """UpdateLstmCellInteger: c = RDBPOT(i * g, 30 + cell_scale) + RDBPOT(f * c, 15),
+        saturated and clipped; then the new state's tanh and rounding addend."""
+        prod = self.prod
+        calls: list[Call] = [(np.multiply, (self.prod_y, self.prod_x, prod)),
+                             (np.add, (prod, self.prod_off, prod)),
+                             (np.right_shift, (prod, self.prod_shift, prod))]
+        if self.biased:   # clipped by the next step's gate clip and by the table's rows
+            return calls + [(np.add, (prod[:, 0], prod[:, 1], self.cslot)),
+                            (self.cell_take, (self.cslot, 1, self.cellv, "clip"))]
+        return calls + [(np.add, (prod[:, 0], prod[:, 1], self.craw)),
+                        (_clip, (self.craw, self.c_lo_i, self.c_hi_i, self.cslot)),
+                        (self.cell_take, (self.cslot, 1, self.cellv, "clip"))]
+
+    def _late_calls(self) -> list[Call]:
+        """The output gate after the cell update: peephole on the new cell state."""
+        if not self.late:
+            return []
+        B, n, ke = self.B, self.n, self.k_early * self.n
+        late = self.acc[:, ke:]
+        calls: list[Call] = [(np.multiply, (self.po_w, self.cell, self.t1))]
+        calls += self.po_req.program(self.t1, self.t2, self.po_pre)
+        calls += [(np.add, (late, self.t1, late)),
+                  (_clip, (late, self.lo[:, ke:], self.hi[:, ke:], late))]
+        if self.p.layer_norm:
+            calls.append((_layer_norm, (late.reshape(B, 1, n), self.ln_late, self.p.rounding)))
+        return calls + [(np.add, (late, self.o_off, self.t1)),
+                        (_gate_table().take, (self.t1, None, self.o, "clip"))]
+
+    def _hidden_calls(self, h_next: np.ndarray) -> list[Call]:
+        """CalculateLstmOutputInteger8x8_16 (and the projection): the new output state,
+        written as float64 into the next step's matmul operand."""
+        ph = self.ph
+        calls: list[Call] = [(np.multiply, (self.tanh_c, self.o, ph))]
+        if self.premultiplied:
+            calls += [(np.add, (ph, self.h_nudge, ph)), (np.right_shift, (ph, self.h_shift, ph))]
+            if self.h_add is not None:
+                calls.append((np.add, (ph, self.h_add, ph)))
+        else:
+            calls += self.hid.program(ph, self.ph_tmp)
+        calls.append((_clip, (ph, self.lo8, self.hi8, ph)))
+        if self.p.w_p is None:
+            return calls + [(np.copyto, (h_next, ph))]
+        pi = self.pi
+        calls += [(np.copyto, (self.hp[:, :-1], ph)), (np.dot, (self.hp, self.p.w_p, self.pf)),
+                  (np.copyto, (pi, self.pf, "unsafe"))]
+        if self.p.wrap_p:
+            calls.append((_wrap32_inplace, (pi,)))
+        calls += self.req_proj.program(pi, self.ptmp)
+        return calls + [(_clip, (pi, self.o_lo, self.o_hi, pi)), (np.copyto, (h_next, pi))]
+
+    def _step_calls(self, part: np.ndarray, h_prev: np.ndarray, h_next: np.ndarray,
+                    first: bool) -> list[Call]:
+        """One LstmStepInteger8x8_16: ``part`` the step's input contributions (as
+        `_load_parts` lays them out), ``h_prev``/``h_next`` rows of the state history."""
+        return (self._gate_calls(part, h_prev) + self._activation_calls(first)
+                + self._cell_calls() + self._late_calls() + self._hidden_calls(h_next))
+
+    # -- running -------------------------------------------------------------------------
+    def _sequence(self, steps: int) -> _Sequence:
+        seq = self._seqs.get(steps)
+        if seq is None:
+            if len(self._seqs) >= 4:
+                self._seqs.pop(next(iter(self._seqs)))
+            B = self.B
+            parts = np.empty((steps, B, len(self.cols) * self.n), np.int64)
+            hist = np.zeros((steps + 1, B, self.p.n_output + 1), np.float64)
+            hist[..., -1] = 1.0
+            calls = [c for t in range(steps)
+                     for c in self._step_calls(parts[t], hist[t], hist[t + 1, :, :-1], t == 0)]
+            seq = self._seqs[steps] = _Sequence(parts, hist, calls)
+        return seq
+
+    def _load_parts(self, parts: np.ndarray, out: np.ndarray) -> None:
+        """The input contributions [T, B, G*n] as the gate calls take them: in the matmul's
+        columns, plus the table offsets (biased), shifted and with the rounding offset
+        (folded)."""
+        parts = self._select(parts)
+        np.add(parts, self.lut if self.biased else 0, out=out)
+        if self.fold:
+            np.left_shift(out, self.part_shift, out=out)
+            np.add(out, self.part_round, out=out)
+
+    def run(self, parts: np.ndarray, h: np.ndarray, c: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+        """Every step of ``parts`` [T, B, G*n] from states ``h``, ``c``: (int8 outputs
+        [T, B, n_output], the final int16 cell state)."""
+        steps = parts.shape[0]
+        if not steps:
+            return (np.empty((0, self.B, self.p.n_output), np.int8),
+                    np.asarray(c, np.int16).copy())
+        seq = self._sequence(steps)
+        self._load_parts(parts, seq.parts)
+        seq.hist[0, :, :-1] = h
+        self.cslot[...] = c
+        self.cslot -= I16_MIN
+        if self.cell is not None:   # the first step's peephole reads the unclipped state
+            self.cell[...] = c
+        _run(seq.calls)
+        cell = _clip(self.cslot, -I16_MIN + self.c_lo, -I16_MIN + self.c_hi) + I16_MIN
+        return seq.hist[1:, :, :-1].astype(np.int8), cell.astype(np.int16)
 
 
 def _runner(p: LstmParams, batch: int, time_major: bool) -> _Runner:
@@ -735,9 +909,7 @@ def lstm_sequence(x: np.ndarray, h: np.ndarray, c: np.ndarray, p: LstmParams,
     steps, batch = seq.shape[0], seq.shape[1]
     r = _runner(p, batch, time_major)
     parts = input_parts(p, seq.reshape(steps * batch, -1)).reshape(steps, batch, -1)
-    outs = np.empty((steps, batch, p.n_output), np.int8)
-    cell = r.run(parts, np.asarray(h).reshape(batch, -1), np.asarray(c).reshape(batch, -1),
-                 outs)
+    outs, cell = r.run(parts, np.asarray(h).reshape(batch, -1), np.asarray(c).reshape(batch, -1))
     h_new = outs[steps - 1].copy() if steps else np.asarray(h, np.int8).reshape(batch, -1)
     return (outs if time_major else np.swapaxes(outs, 0, 1)), h_new, cell
 
