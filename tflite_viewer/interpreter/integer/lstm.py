@@ -316,8 +316,9 @@ def prepare_lstm(input_q, weights: dict, biases: dict, output_state_q, cell_stat
     p.scale_x = (np.concatenate(mx), np.concatenate(ex))
     fm = FixedMultiplier(*p.scale_x, rounding)
     bound = np.abs(p.bias_x) + 128 * np.abs(p.w_x).sum(axis=0)   # >= |bias + W_x x|
+    # the runner adds the double rounding's nudge (2^30) to the products in float64
     if fm.left is None and bound.max() <= _INT32_LIMIT and \
-            float((bound * p.scale_x[0]).max()) < 2.0 ** 53:
+            float((bound * p.scale_x[0]).max()) + 2.0 ** 30 < 2.0 ** 53:
         w = np.concatenate([p.w_x, p.bias_x[None, :].astype(np.float64)], axis=0)
         p.x_fold = (w * p.scale_x[0].astype(np.float64)[None, :], fm.off, fm.neg, fm.total)
     bias_h = np.concatenate(bh)
@@ -505,12 +506,18 @@ def _layer_norm(v: np.ndarray, ln: LayerNormParams, rounding: Rounding) -> None:
 
 @dataclass
 class _Sequence:
-    """A runner's buffers and step program for sequences of one length: the input
-    contributions [T, B, columns] and the output states [T + 1, B, n_output + 1] in float64
-    (the matmul operand: row t is the state before step t, then 1.0 for the bias row)."""
+    """A runner's buffers and programs for sequences of one length: the inputs
+    [T, B, n_input + 1] in float64 (then 1.0 for the bias row), the input contributions
+    [T, B, columns], the output states [T + 1, B, n_output + 1] in float64 (the matmul
+    operand: row t is the state before step t, then 1.0), the calls that compute the
+    contributions (None: `input_parts` does) and those that lay them out for the steps,
+    and the steps' calls."""
 
+    x: np.ndarray
     parts: np.ndarray
     hist: np.ndarray
+    input_calls: list[Call] | None
+    layout_calls: list[Call]
     calls: list[Call]
 
 
@@ -827,35 +834,68 @@ class _Runner:
         if seq is None:
             if len(self._seqs) >= 4:
                 self._seqs.pop(next(iter(self._seqs)))
-            B = self.B
+            B, p = self.B, self.p
+            x = np.ones((steps, B, p.n_input + 1), np.float64)
             parts = np.empty((steps, B, len(self.cols) * self.n), np.int64)
-            hist = np.zeros((steps + 1, B, self.p.n_output + 1), np.float64)
+            hist = np.zeros((steps + 1, B, p.n_output + 1), np.float64)
             hist[..., -1] = 1.0
+            flat = parts.reshape(steps * B, -1)
             calls = [c for t in range(steps)
                      for c in self._step_calls(parts[t], hist[t], hist[t + 1, :, :-1], t == 0)]
-            seq = self._seqs[steps] = _Sequence(parts, hist, calls)
+            seq = self._seqs[steps] = _Sequence(
+                x, parts, hist, self._input_calls(x.reshape(steps * B, -1), flat),
+                self._layout_calls(flat), calls)
         return seq
 
-    def _load_parts(self, parts: np.ndarray, out: np.ndarray) -> None:
-        """The input contributions [T, B, G*n] as the gate calls take them: in the matmul's
-        columns, plus the table offsets (biased), shifted and with the rounding offset
-        (folded)."""
-        parts = self._select(parts)
-        np.add(parts, self.lut if self.biased else 0, out=out)
-        if self.fold:
-            np.left_shift(out, self.part_shift, out=out)
-            np.add(out, self.part_round, out=out)
+    def _input_calls(self, x: np.ndarray, out: np.ndarray) -> list[Call] | None:
+        """clamp16(MBQM(bias_x + W_x x)) for every row of ``x`` [rows, n_input + 1] at once
+        into ``out`` [rows, columns], when the requantization folds into the weights
+        (``p.x_fold``; its double-rounding nudge added in float64 as on the recurrent
+        side), else None."""
+        if self.p.x_fold is None:
+            return None
+        w, off, neg, total = self.p.x_fold
+        shape = out.shape
 
-    def run(self, parts: np.ndarray, h: np.ndarray, c: np.ndarray
+        def col(v):
+            return _full(self._select(np.broadcast_to(v, (w.shape[1],))), shape)
+        pf, sf = np.empty(shape, np.float64), np.empty(shape, np.float64)
+        calls: list[Call] = [(np.dot, (x, np.ascontiguousarray(self._select(w)), pf))]
+        nudge = np.zeros(shape, np.int64)
+        if neg is not None:
+            nudge = np.where(col(neg) != 0, 1 << 30, 0)
+            calls += [(np.copysign, (nudge.astype(np.float64), pf, sf)), (np.add, (pf, sf, pf))]
+        return calls + [(np.copyto, (out, pf, "unsafe")), (np.add, (out, col(off) - nudge, out)),
+                        (np.right_shift, (out, col(total), out)),
+                        (_clip, (out, _full(I16_MIN, shape), _full(I16_MAX, shape), out))]
+
+    def _layout_calls(self, out: np.ndarray) -> list[Call]:
+        """Lay the clamped input contributions ``out`` [rows, columns] out in place as the
+        gate calls take them: plus the table offsets (biased), shifted, with the rounding
+        offset (folded)."""
+        lut = self.lut if self.biased else np.zeros_like(self.lut)
+        if self.fold:   # (part + lut) << shift + round
+            return [(np.left_shift, (out, _full(self.part_shift, out.shape), out)),
+                    (np.add, (out, _full((lut << self.part_shift) + self.part_round, out.shape),
+                              out))]
+        return [(np.add, (out, _full(lut, out.shape), out))] if self.biased else []
+
+    def run(self, x: np.ndarray, h: np.ndarray, c: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray]:
-        """Every step of ``parts`` [T, B, G*n] from states ``h``, ``c``: (int8 outputs
-        [T, B, n_output], the final int16 cell state)."""
-        steps = parts.shape[0]
+        """Every step of ``x`` [T, B, n_input] (int8) from states ``h``, ``c``: (int8
+        outputs [T, B, n_output], the final int16 cell state)."""
+        steps = x.shape[0]
         if not steps:
             return (np.empty((0, self.B, self.p.n_output), np.int8),
                     np.asarray(c, np.int16).copy())
         seq = self._sequence(steps)
-        self._load_parts(parts, seq.parts)
+        if seq.input_calls is not None:
+            seq.x[..., :-1] = x
+            _run(seq.input_calls)
+        else:
+            parts = input_parts(self.p, x.reshape(steps * self.B, -1))
+            seq.parts[...] = self._select(parts).reshape(seq.parts.shape)
+        _run(seq.layout_calls)
         seq.hist[0, :, :-1] = h
         self.cslot[...] = c
         self.cslot -= I16_MIN
@@ -908,8 +948,7 @@ def lstm_sequence(x: np.ndarray, h: np.ndarray, c: np.ndarray, p: LstmParams,
     seq = x if time_major else np.swapaxes(x, 0, 1)
     steps, batch = seq.shape[0], seq.shape[1]
     r = _runner(p, batch, time_major)
-    parts = input_parts(p, seq.reshape(steps * batch, -1)).reshape(steps, batch, -1)
-    outs, cell = r.run(parts, np.asarray(h).reshape(batch, -1), np.asarray(c).reshape(batch, -1))
+    outs, cell = r.run(seq, np.asarray(h).reshape(batch, -1), np.asarray(c).reshape(batch, -1))
     h_new = outs[steps - 1].copy() if steps else np.asarray(h, np.int8).reshape(batch, -1)
     return (outs if time_major else np.swapaxes(outs, 0, 1)), h_new, cell
 
