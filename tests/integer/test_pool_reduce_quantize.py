@@ -1,6 +1,8 @@
 """Pooling, MEAN/SUM/REDUCE_MAX/ARG_MAX, QUANTIZE/DEQUANTIZE, CONCATENATION, PAD."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -222,3 +224,52 @@ def test_sum_against_optimized_kernel():
     for a, r in zip(ours, got):
         assert a.shape == r[0].shape
         assert np.abs(a.astype(int) - r[0].astype(int)).max() <= 1
+
+
+def _literal_average_pool(x, opts, lo, hi):
+    """reference_integer_ops::AveragePool written out: in-image taps, C's rounded
+    truncating division, the activation clamp."""
+    fh, fw = opts["filter_height"], opts["filter_width"]
+    sh, sw = opts["stride_h"], opts["stride_w"]
+    b, h, w, c = x.shape
+    win = pooling.window(opts, h, w, fh, fw, dilation=False)
+    out = np.empty((b, win.out_h, win.out_w, c), np.int64)
+    for oy in range(win.out_h):
+        for ox in range(win.out_w):
+            y0, x0 = oy * sh - win.pad_h, ox * sw - win.pad_w
+            ys, xs = slice(max(y0, 0), min(y0 + fh, h)), slice(max(x0, 0), min(x0 + fw, w))
+            total = x[:, ys, xs, :].astype(np.int64).sum(axis=(1, 2))
+            count = (ys.stop - ys.start) * (xs.stop - xs.start)
+            nudged = np.where(total > 0, total + count // 2, total - count // 2)
+            out[:, oy, ox, :] = np.sign(nudged) * (np.abs(nudged) // count)
+    return np.clip(out, lo, hi).astype(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_average_pool_float_sums_match_the_literal_kernel(dtype):
+    """The separable float-sum path on many shapes, extreme values (full-scale sums) and
+    exact ties, against the reference loops."""
+    rng = np.random.default_rng(40 + DTYPES.index(dtype))
+    lo_t, hi_t = np.iinfo(dtype).min, np.iinfo(dtype).max
+    for i in range(300):
+        shape = (int(rng.integers(1, 3)), int(rng.integers(1, 9)), int(rng.integers(1, 9)),
+                 int(rng.integers(1, 4)))
+        fh, fw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+        opts = {"padding": str(rng.choice(["SAME", "VALID"])), "stride_w": int(rng.integers(1, 4)),
+                "stride_h": int(rng.integers(1, 4)), "filter_width": fw, "filter_height": fh,
+                "fused_activation_function": "NONE"}
+        if fh > shape[1] or fw > shape[2]:
+            opts["padding"] = "SAME"
+        kind = i % 3
+        if kind == 0:
+            x = rng.integers(lo_t, hi_t + 1, shape)
+        elif kind == 1:
+            x = rng.choice([lo_t, hi_t, lo_t + 1, hi_t - 1], shape)
+        else:
+            x = rng.integers(-3, 4, shape) + (0 if lo_t < 0 else 3)
+        x = x.astype(dtype)
+        lo, hi = (lo_t, hi_t) if i % 4 else (lo_t + 7, hi_t - 9)
+        plan = pooling.prepare_pool(shape, dtype, (0.1, 0), opts)
+        plan = dataclasses.replace(plan, act_min=lo, act_max=hi, clamp=(lo, hi) != (lo_t, hi_t))
+        np.testing.assert_array_equal(pooling.average_pool_2d(x, None, opts, plan),
+                                      _literal_average_pool(x, opts, lo, hi))

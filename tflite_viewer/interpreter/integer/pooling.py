@@ -4,9 +4,11 @@ Mirrors ``reference_integer_ops::AveragePool``/``MaxPool`` (and the uint8 versio
 ``reference_ops``): pooling works on raw quantized values, since input and output share
 their quantization; the fused activation clamps in the output's units.
 
-Small windows (the usual 2x2 or 3x3) are reduced one filter tap at a time over the whole
-image, a handful of whole-array operations; large ones (global pooling) through a strided
-window view.  Both visit exactly the in-image taps the reference loops visit.
+Small windows (the usual 2x2 or 3x3) are reduced separably over the whole image, first
+over the filter rows (whole input rows at a time), then over the filter columns: fh + fw - 2
+whole-array operations; large ones (global pooling) through a strided window view.  Both
+visit exactly the in-image taps the reference loops visit (maxima and exact integer sums
+do not depend on the order).
 """
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .common import (Options, Window, activation_of, fused_activation_range, pad_for_window,
-                     patches, qparams, window)
+from .. import quant_math as qm
+from .common import (FLOAT32_EXACT, Options, Window, activation_of, dtype_range,
+                     fused_activation_range, pad_for_window, patches, qparams, window)
 
 #: Above this many filter taps a window view beats one whole-image operation per tap.
 _TAP_LOOP_LIMIT = 16
@@ -34,7 +37,9 @@ class PoolPlan:
     count: int | np.ndarray  # an int when every window lies wholly inside the image
     act_min: int
     act_max: int
-    acc_type: type
+    acc_type: type  # of the integer window sums (large windows)
+    sum_type: type  # of the float window sums (small windows): exact and correctly divided
+    clamp: bool  # the activation range is narrower than the type's
 
 
 def taps(x: np.ndarray, out_h: int, out_w: int, fh: int, fw: int, sh: int, sw: int):
@@ -70,13 +75,38 @@ def prepare_pool(input_shape, input_dtype, output_q, options: Options) -> PoolPl
     in_h, in_w = int(input_shape[1]), int(input_shape[2])
     win = window(options, in_h, in_w, fh, fw, dilation=False)
     lo, hi = fused_activation_range(activation_of(options), qparams(output_q), input_dtype)
+    # |sum| + count/2 below 2**24 keeps float32 sums exact and their correctly rounded
+    # quotients by the count on the right side of every integer (as C's division)
+    biggest = max(abs(v) for v in dtype_range(input_dtype)) * fh * fw * 1.5
     return PoolPlan(fh, fw, sh, sw, win, _window_counts(in_h, in_w, win, fh, fw, sh, sw),
-                    lo, hi, np.int32 if fh * fw < (1 << 15) else np.int64)
+                    lo, hi, np.int32 if fh * fw < (1 << 15) else np.int64,
+                    np.float32 if biggest < FLOAT32_EXACT else np.float64,
+                    (lo, hi) != dtype_range(input_dtype))
 
 
 def _plan(input: np.ndarray, output_q, options: Options, plan: PoolPlan | None) -> PoolPlan:
     return plan if plan is not None else prepare_pool(input.shape, input.dtype, output_q,
                                                       options)
+
+
+def separable(op, x: np.ndarray, p: PoolPlan) -> np.ndarray:
+    """``op`` (np.maximum, np.add) over every window of a padded NHWC input: first over
+    the filter rows for all input columns, then over the filter columns; a new array."""
+    win = p.win
+    rows = (win.out_h - 1) * p.sh + 1
+    cols = (win.out_w - 1) * p.sw + 1
+    width = cols + p.fw - 1
+    acc = x[:, :rows:p.sh, :width]
+    if p.fh > 1:
+        acc = op(acc, x[:, 1:1 + rows:p.sh, :width])
+        for ky in range(2, p.fh):
+            op(acc, x[:, ky:ky + rows:p.sh, :width], out=acc)
+    if p.fw == 1:
+        return np.array(acc[:, :, :cols:p.sw])
+    out = op(acc[:, :, :cols:p.sw], acc[:, :, 1:1 + cols:p.sw])
+    for kx in range(2, p.fw):
+        op(out, acc[:, :, kx:kx + cols:p.sw], out=out)
+    return out
 
 
 def average_pool_2d(input: np.ndarray, output_q, options: Options,
@@ -85,14 +115,18 @@ def average_pool_2d(input: np.ndarray, output_q, options: Options,
     half away from zero with C integer division ((acc +- count/2) / count)."""
     p = _plan(input, output_q, options, plan)
     win = p.win
-    x = pad_for_window(input.astype(p.acc_type), win, p.fh, p.fw, p.sh, p.sw)
     if p.fh * p.fw <= _TAP_LOOP_LIMIT:
-        each = taps(x, win.out_h, win.out_w, p.fh, p.fw, p.sh, p.sw)
-        acc = next(each).copy()
-        for tap in each:
-            acc += tap
-    else:
-        acc = patches(x, win, p.fh, p.fw, p.sh, p.sw).sum(axis=(-2, -1), dtype=p.acc_type)
+        # exact float sums; C's truncating (acc +- count/2) / count is the truncation (the
+        # final cast) of their float quotient, exact enough not to cross an integer
+        x = pad_for_window(input.astype(p.sum_type), win, p.fh, p.fw, p.sh, p.sw)
+        acc = separable(np.add, x, p)
+        acc += np.copysign(p.sum_type(p.count // 2), acc)  # +0 takes +count/2: 0 either way
+        acc /= p.count
+        if p.clamp:
+            qm.clip_into(acc, p.act_min, p.act_max)
+        return acc.astype(input.dtype)
+    x = pad_for_window(input.astype(p.acc_type), win, p.fh, p.fw, p.sh, p.sw)
+    acc = patches(x, win, p.fh, p.fw, p.sh, p.sw).sum(axis=(-2, -1), dtype=p.acc_type)
     half = p.count // 2
     # C division truncates toward zero: the negative branch divides the magnitude
     avg = np.where(acc > 0, (acc + half) // p.count, -((half - acc) // p.count))
@@ -108,12 +142,9 @@ def max_pool_2d(input: np.ndarray, output_q, options: Options,
     win = p.win
     x = pad_for_window(input, win, p.fh, p.fw, p.sh, p.sw, value=np.iinfo(input.dtype).min)
     if p.fh * p.fw <= _TAP_LOOP_LIMIT:
-        each = taps(x, win.out_h, win.out_w, p.fh, p.fw, p.sh, p.sw)
-        out = next(each).copy()
-        for tap in each:
-            np.maximum(out, tap, out=out)
+        out = separable(np.maximum, x, p)
     else:
         out = patches(x, win, p.fh, p.fw, p.sh, p.sw).max(axis=(-2, -1))
-    np.maximum(out, p.act_min, out=out)
-    np.minimum(out, p.act_max, out=out)
+    if p.clamp:
+        qm.clip_into(out, p.act_min, p.act_max)
     return out

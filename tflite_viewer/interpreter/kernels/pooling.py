@@ -68,9 +68,8 @@ class _Pool(Kernel):
                                                 node.builtin_data)
 
     def invoke(self, ctx, node):
-        if node.user_data is not None:  # quantized: raw values, the output's activation range
-            out = type(self).int_fn(ctx.value(node, 0), tq(ctx.output(node, 0)),
-                                    node.builtin_data, node.user_data)
+        if node.user_data is not None:  # quantized: raw values, the prepared PoolPlan
+            out = type(self).int_fn(ctx.value(node, 0), None, node.builtin_data, node.user_data)
             ctx.set_output(ctx.output(node, 0), out)
             return
         fh, fw, sh, sw, padding = self._params(node)
