@@ -46,6 +46,12 @@ class Subgraph:
         self.nodes: list[Node] = []
         self.execution_plan: list[int] = []
         self.plan_nodes: list[Node] = []  # the nodes of execution_plan, in its order
+        # what clear_activations forgets: the computed tensors (allocation types only move
+        # between ARENA_RW and DYNAMIC once constants and variables are set apart)
+        computed = (AllocationType.ARENA_RW, AllocationType.DYNAMIC)
+        self._activations = [t for t in self.tensors if t.allocation_type in computed]
+        inputs = set(self.inputs)
+        self._activations_not_inputs = [t for t in self._activations if t.index not in inputs]
 
     def __repr__(self) -> str:
         return f"<runtime Subgraph {self.index} {self.name!r}: {len(self.nodes)} nodes>"
@@ -177,11 +183,8 @@ class Subgraph:
 
     def clear_activations(self, keep_inputs: bool = True) -> None:
         """Forget computed values (not constants, variables or, optionally, inputs)."""
-        keep = set(self.inputs) if keep_inputs else set()
-        for t in self.tensors:
-            if t.allocation_type in (AllocationType.ARENA_RW, AllocationType.DYNAMIC) \
-                    and t.index not in keep:
-                t.data = None
+        for t in self._activations_not_inputs if keep_inputs else self._activations:
+            t.data = None
 
     @property
     def arena_bytes(self) -> int:

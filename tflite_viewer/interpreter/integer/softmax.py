@@ -35,6 +35,7 @@ class SoftmaxParams:
     #: difference is below diff_min); see `_diff_tables`
     exp_table: np.ndarray | None = None
     sum_table: np.ndarray | None = None
+    sum_values: tuple = ()  # sum_table as Python ints (short rows are summed in Python)
     #: 8-bit inputs: a row's outputs depend only on its sum of exps, so each sum met maps
     #: to the output of every possible difference (see `_row_table`)
     row_tables: dict = field(default_factory=dict, compare=False, repr=False)
@@ -80,7 +81,8 @@ def prepare_softmax(input_q, beta: float, input_dtype, rounding: Rounding = "dou
                                       rounding)
     diff_min = -calculate_input_radius(SCALED_DIFF_INTEGER_BITS, s)
     exp_table, sum_table = _diff_tables(m, s, diff_min, rounding)
-    return SoftmaxParams(m, s, diff_min, rounding, exp_table=exp_table, sum_table=sum_table)
+    return SoftmaxParams(m, s, diff_min, rounding, exp_table=exp_table, sum_table=sum_table,
+                         sum_values=tuple(sum_table.tolist()))
 
 
 def _diff_exps(diff: np.ndarray, multiplier: int, shift: int, diff_min: int,
@@ -140,8 +142,29 @@ def _row_table(p: SoftmaxParams, sum_of_exps: int, output_dtype) -> np.ndarray:
     return table
 
 
+#: Few rows up to this long are summed in Python (below it numpy's per-call cost dominates).
+_SHORT_ROW = 32
+
+
+def _softmax_short_rows(rows: list[list[int]], p: SoftmaxParams, output_dtype) -> np.ndarray:
+    """`_softmax_8bit`'s few-row path on rows given as Python ints: the row maximum and the
+    wrapped int32 sum of table terms in Python, then one row-table lookup per row."""
+    out = np.empty((len(rows), len(rows[0])), output_dtype)
+    terms = p.sum_values
+    for r, values in enumerate(rows):
+        top = max(values)
+        minus_diff = [top - v for v in values]
+        total = sum([terms[d] for d in minus_diff])
+        total = ((total + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)  # C's int32 wrap
+        out[r] = _row_table(p, total, output_dtype)[minus_diff]
+    return out
+
+
 def _softmax_8bit(x: np.ndarray, p: SoftmaxParams, output_dtype) -> np.ndarray:
     if p.exp_table is not None and x.size and x.size // x.shape[-1] <= _FEW_ROWS:
+        if x.shape[-1] <= _SHORT_ROW and p.sum_values:
+            rows = x.reshape(-1, x.shape[-1]).tolist()
+            return _softmax_short_rows(rows, p, output_dtype).reshape(x.shape)
         v = x.astype(np.int32).reshape(-1, x.shape[-1])
         minus_diff = v.max(axis=-1, keepdims=True) - v  # 0..255
         sums = fp.wrap32(p.sum_table[minus_diff].sum(axis=-1))
