@@ -504,17 +504,23 @@ def _layer_norm(v: np.ndarray, ln: LayerNormParams, rounding: Rounding) -> None:
     np.clip(val4, I16_MIN, I16_MAX, out=v)
 
 
+#: the largest recurrent shift for float gates (see `_Runner._recurrent_setup`)
+_FLOAT_GATES_MAX_SHIFT = 34
+
+
 @dataclass
 class _Sequence:
     """A runner's buffers and programs for sequences of one length: the inputs
-    [T, B, n_input + 1] in float64 (then 1.0 for the bias row), the input contributions
-    [T, B, columns], the output states [T + 1, B, n_output + 1] in float64 (the matmul
-    operand: row t is the state before step t, then 1.0), the calls that compute the
+    [T, B, n_input + 1] in float64 (then 1.0 for the bias row), the clamped input
+    contributions [T * B, columns] (the steps read them as `_layout_calls` lays them
+    out, in place or, for float gates, into a float64 copy), the output states
+    [T + 1, B, n_output + 1] (int64: row t is the state before step t, then 1 for the
+    bias row of the matmul), the calls that compute the
     contributions (None: `input_parts` does) and those that lay them out for the steps,
     and the steps' calls."""
 
     x: np.ndarray
-    parts: np.ndarray
+    contrib: np.ndarray
     hist: np.ndarray
     input_calls: list[Call] | None
     layout_calls: list[Call]
@@ -572,7 +578,15 @@ class _Runner:
         float64 while |dot * m| + 2^30 < 2^53; the step's contribution (an integer, < 2^18
         with its table offset) enters the floor shift as contribution * 2^shift (< 2^62
         for shifts up to 44), the rounding offset with it, and the double rounding's
-        negative-product nudge as ``copysign(2^30, dot)`` added in float64."""
+        negative-product nudge as ``copysign(2^30, dot)`` added in float64.
+
+        With table offsets ("biased") and shifts up to 34 the whole floor division runs in
+        float64 ("float gates"): the weights carry m / 2^shift too (exact: a power of two),
+        the contribution plus the offsets and the rounding offset / 2^shift (0.5) is added
+        in float64, and the conversion to int64 truncates.  The sum is exact below 2^19 in
+        magnitude (multiples of 2^-34), and where it is not, it lies beyond the clip bounds
+        (0 .. 2^18) either way; truncation floors every value the clip does not raise to its
+        lower bound (>= 2^16 for the gates)."""
         p = self.p
         m, e = self._select(p.scale_h[0]), self._select(p.scale_h[1])
         self.req_h = fm = FixedMultiplier(m, e, p.rounding)
@@ -591,7 +605,15 @@ class _Runner:
             self.part_round = np.broadcast_to(fm.off, (cols,)) - nudge.astype(np.int64)
             if fm.neg is not None:
                 self.nudge = nudge
-        else:
+        self.float_gates = (self.fold and self.biased
+                            and int(fm.total.max()) <= _FLOAT_GATES_MAX_SHIFT)
+        if self.float_gates:
+            scale = 2.0 ** -self.part_shift.astype(np.float64)
+            self.w_h = self.w_h * scale[None, :]
+            self.part_round_f = self.part_round * scale   # 0.5
+            if self.nudge is not None:
+                self.nudge = self.nudge * scale
+        elif not self.fold:
             self.w_h = np.ascontiguousarray(w_h)
 
     def _buffers(self) -> None:
@@ -667,8 +689,7 @@ class _Runner:
         self.ph, self.ph_tmp = np.empty(bn, np.int64), np.empty(bn, np.int64)
         self.lo8, self.hi8 = _full(-128, bn), _full(127, bn)
         if projection:
-            self.hp = np.zeros((B, n + 1), np.float64)
-            self.hp[:, -1] = 1.0
+            self.hp = np.ones((B, n + 1), np.int64)   # the hidden state, then 1
             bo = (B, p.n_output)
             self.pf = np.empty(bo, np.float64)
             self.pi, self.ptmp = np.empty(bo, np.int64), np.empty(bo, np.int64)
@@ -730,10 +751,11 @@ class _Runner:
         """Every gate: clamp16(input part + MBQM(bias_h + W_h h)), before the clamp."""
         acc, dotf = self.acc_g, self.dotf
         calls: list[Call] = [(np.dot, (h_prev, self.w_h, dotf))]
+        if self.fold and self.nudge is not None:
+            calls += [(np.copysign, (self.nudge, dotf, self.sf)), (np.add, (dotf, self.sf, dotf))]
+        if self.float_gates:   # part = contribution + table offset + rounding offset
+            return calls + [(np.add, (dotf, part, dotf)), (np.copyto, (acc, dotf, "unsafe"))]
         if self.fold:   # part = (contribution << shift) + rounding offset - nudge
-            if self.nudge is not None:
-                calls += [(np.copysign, (self.nudge, dotf, self.sf)),
-                          (np.add, (dotf, self.sf, dotf))]
             return calls + [(np.copyto, (acc, dotf, "unsafe")), (np.add, (acc, part, acc)),
                             (np.right_shift, (acc, self.shift, acc))]
         calls.append((np.copyto, (acc, dotf, "unsafe")))
@@ -801,7 +823,8 @@ class _Runner:
 
     def _hidden_calls(self, h_next: np.ndarray) -> list[Call]:
         """CalculateLstmOutputInteger8x8_16 (and the projection): the new output state,
-        written as float64 into the next step's matmul operand."""
+        clipped into the state history, the next step's matmul operand (np.dot of int64
+        by float64 converts as fast as a separate copy, one call less)."""
         ph = self.ph
         calls: list[Call] = [(np.multiply, (self.tanh_c, self.o, ph))]
         if self.premultiplied:
@@ -810,21 +833,20 @@ class _Runner:
                 calls.append((np.add, (ph, self.h_add, ph)))
         else:
             calls += self.hid.program(ph, self.ph_tmp)
-        calls.append((_clip, (ph, self.lo8, self.hi8, ph)))
         if self.p.w_p is None:
-            return calls + [(np.copyto, (h_next, ph))]
+            return calls + [(_clip, (ph, self.lo8, self.hi8, h_next))]
         pi = self.pi
-        calls += [(np.copyto, (self.hp[:, :-1], ph)), (np.dot, (self.hp, self.p.w_p, self.pf)),
-                  (np.copyto, (pi, self.pf, "unsafe"))]
+        calls += [(_clip, (ph, self.lo8, self.hi8, self.hp[:, :-1])),
+                  (np.dot, (self.hp, self.p.w_p, self.pf)), (np.copyto, (pi, self.pf, "unsafe"))]
         if self.p.wrap_p:
             calls.append((_wrap32_inplace, (pi,)))
         calls += self.req_proj.program(pi, self.ptmp)
-        return calls + [(_clip, (pi, self.o_lo, self.o_hi, pi)), (np.copyto, (h_next, pi))]
+        return calls + [(_clip, (pi, self.o_lo, self.o_hi, h_next))]
 
     def _step_calls(self, part: np.ndarray, h_prev: np.ndarray, h_next: np.ndarray,
                     first: bool) -> list[Call]:
         """One LstmStepInteger8x8_16: ``part`` the step's input contributions (as
-        `_load_parts` lays them out), ``h_prev``/``h_next`` rows of the state history."""
+        `_layout_calls` lays them out), ``h_prev``/``h_next`` rows of the state history."""
         return (self._gate_calls(part, h_prev) + self._activation_calls(first)
                 + self._cell_calls() + self._late_calls() + self._hidden_calls(h_next))
 
@@ -836,15 +858,15 @@ class _Runner:
                 self._seqs.pop(next(iter(self._seqs)))
             B, p = self.B, self.p
             x = np.ones((steps, B, p.n_input + 1), np.float64)
-            parts = np.empty((steps, B, len(self.cols) * self.n), np.int64)
-            hist = np.zeros((steps + 1, B, p.n_output + 1), np.float64)
-            hist[..., -1] = 1.0
-            flat = parts.reshape(steps * B, -1)
+            contrib = np.empty((steps * B, len(self.cols) * self.n), np.int64)
+            parts = np.empty((steps, B, contrib.shape[1]), np.float64) if self.float_gates \
+                else contrib.reshape(steps, B, -1)
+            hist = np.ones((steps + 1, B, p.n_output + 1), np.int64)
             calls = [c for t in range(steps)
                      for c in self._step_calls(parts[t], hist[t], hist[t + 1, :, :-1], t == 0)]
             seq = self._seqs[steps] = _Sequence(
-                x, parts, hist, self._input_calls(x.reshape(steps * B, -1), flat),
-                self._layout_calls(flat), calls)
+                x, contrib, hist, self._input_calls(x.reshape(steps * B, -1), contrib),
+                self._layout_calls(contrib, parts.reshape(contrib.shape)), calls)
         return seq
 
     def _input_calls(self, x: np.ndarray, out: np.ndarray) -> list[Call] | None:
@@ -869,11 +891,15 @@ class _Runner:
                         (np.right_shift, (out, col(total), out)),
                         (_clip, (out, _full(I16_MIN, shape), _full(I16_MAX, shape), out))]
 
-    def _layout_calls(self, out: np.ndarray) -> list[Call]:
-        """Lay the clamped input contributions ``out`` [rows, columns] out in place as the
-        gate calls take them: plus the table offsets (biased), shifted, with the rounding
-        offset (folded)."""
+    def _layout_calls(self, contrib: np.ndarray, out: np.ndarray) -> list[Call]:
+        """Lay the clamped input contributions ``contrib`` [rows, columns] out as the gate
+        calls take them, into ``out`` (``contrib`` itself unless float gates): plus the
+        table offsets (biased), shifted, with the rounding offset (folded)."""
         lut = self.lut if self.biased else np.zeros_like(self.lut)
+        if self.float_gates:
+            return [(np.copyto, (out, contrib)),
+                    (np.add, (out, (lut + self.part_round_f) + np.zeros(out.shape), out))]
+        out = contrib
         if self.fold:   # (part + lut) << shift + round
             return [(np.left_shift, (out, _full(self.part_shift, out.shape), out)),
                     (np.add, (out, _full((lut << self.part_shift) + self.part_round, out.shape),
@@ -894,7 +920,7 @@ class _Runner:
             _run(seq.input_calls)
         else:
             parts = input_parts(self.p, x.reshape(steps * self.B, -1))
-            seq.parts[...] = self._select(parts).reshape(seq.parts.shape)
+            seq.contrib[...] = self._select(parts)
         _run(seq.layout_calls)
         seq.hist[0, :, :-1] = h
         self.cslot[...] = c
