@@ -372,6 +372,48 @@ def test_core_matches_a_literal_transcription(rounding):
 
 
 @pytest.mark.parametrize("rounding", ["double", "single"])
+def test_hidden_scale_above_one(rounding):
+    """A hidden intermediate scale below 2^-30 makes the hidden requantization shift
+    left, so that its multiplier cannot ride in the cell table (the runner's generic
+    hidden path): against the literal transcription, every layout and gate set."""
+    rng = np.random.default_rng(41 + (rounding == "single"))
+    for k, (op, shape) in enumerate(_cases(700 + (rounding == "single"), 16)):
+        op.intermediates[4].scale = 2.0 ** -int(rng.integers(31, 35))
+        p = _prepare(op, rounding)
+        assert p.hidden_scale[1] > 0
+        tm = op.options["time_major"]
+        B = shape[1] if tm else shape[0]
+        h = rng.integers(-128, 128, (B, p.n_output)).astype(np.int8)
+        c = rng.integers(-32768, 32768, (B, p.n_cell)).astype(np.int16)
+        x = rng.integers(-128, 128, shape).astype(np.int8)
+        outs, h2, c2 = il.lstm_sequence(x, h, c, p, tm)
+        r_outs, r_h, r_c = _ref_sequence(p, x.astype(np.int64), h.astype(np.int64),
+                                         c.astype(np.int64), tm)
+        np.testing.assert_array_equal(outs, r_outs, err_msg=f"case {k} {op.options}")
+        np.testing.assert_array_equal(h2, r_h)
+        np.testing.assert_array_equal(c2, r_c)
+
+
+@pytest.mark.parametrize("rounding", ["double", "single"])
+def test_fixed_multiplier_program_matches_bind(rounding):
+    """The step program's calls compute what the bound function does, in place on the
+    given arrays (premultiplied or not)."""
+    rng = np.random.default_rng(5)
+    for trial in range(100):
+        cols = int(rng.integers(1, 6))
+        shape = (int(rng.integers(1, 4)), cols)
+        real = np.exp(rng.uniform(np.log(1e-9), np.log(8.0), cols))
+        m, e = qm.quantize_multiplier(real, rounding)
+        fm = il.FixedMultiplier(m, e, rounding, int(rng.integers(-128, 128)))
+        pre = fm.left is None and trial % 2 == 1
+        x = rng.integers(-40000, 40000, shape) * (m if pre else 1)
+        want = fm.bind(shape, pre)(x.copy(), np.empty_like(x))
+        got, tmp = x.copy(), np.empty_like(x)
+        il._run(fm.program(got, tmp, pre))
+        np.testing.assert_array_equal(got, want, err_msg=f"{real} {m} {e}")
+
+
+@pytest.mark.parametrize("rounding", ["double", "single"])
 def test_fixed_multiplier_matches_quant_math(rounding):
     rng = np.random.default_rng(3)
     for trial in range(200):
