@@ -168,15 +168,21 @@ def test_float_requantizer_matches_requantizer(rounding, shape):
         if trial % 3 == 0:
             m, s = m[:1], s[:1]  # per-tensor
         acc = rng.integers(-bound, bound + 1, shape)
+        small = rng.random(shape) < 0.5  # near zero, where the nudge's sign decides
+        acc[small] = rng.integers(-300, 300, int(small.sum()))
         acc.reshape(-1)[:6] = [0, 1, -1, bound, -bound, -(1 << 9)]
         bias = None if trial % 2 else rng.integers(-(1 << 16), 1 << 16, c).astype(np.int32)
-        for dtype, zp in [(np.int8, -5), (np.uint8, 128), (np.int16, 7)]:
-            lo, hi = qm.dtype_range(dtype)
-            tail = qm.FloatRequantizer.build(m, s, zp, lo + 3, hi, dtype, shape, rounding,
+        # clamps below the zero point, and at or above it (RELU-like: the nudge's sign
+        # cannot matter, the tail folds it)
+        for dtype, zp, low in [(np.int8, -5, -125), (np.uint8, 128, 3), (np.int16, 7, -32765),
+                               (np.int8, -5, -5), (np.int8, -5, -6), (np.uint8, 3, 9),
+                               (np.int8, -128, -128)]:
+            hi = qm.dtype_range(dtype)[1]
+            tail = qm.FloatRequantizer.build(m, s, zp, low, hi, dtype, shape, rounding,
                                              bound, bias)
             assert tail is not None
             full = acc if bias is None else acc + bias.astype(np.int64)
-            want = qm.Requantizer(m, s, zp, lo + 3, hi, dtype, shape, rounding)(full)
+            want = qm.Requantizer(m, s, zp, low, hi, dtype, shape, rounding)(full)
             for ftype in (np.float32, np.float64):
                 got = tail(acc.astype(ftype))
                 assert got.dtype == np.dtype(dtype)

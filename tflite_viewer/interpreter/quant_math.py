@@ -350,19 +350,24 @@ class FloatRequantizer:
         floor(y + 1/2)                                (left shifts, single rounding)
 
     where the signed term is its [high < 0] nudge (taken for y < 0 as `Requantizer` takes
-    it; y == -0.0 gives 0 either way).  Every value is an integer number of u's, so each
-    float64 operation is exact while those integers stay below 2^53: `build` checks that
-    (and that the int32 accumulator cannot wrap) for every channel, and returns None
-    otherwise, for the caller to take the integer path.  Float64 ufuncs run about twice
-    as fast as int64 ones, and no conversion to integers is needed before the final cast.
+    it; y == -0.0 gives 0 either way).  Where the activation clamp starts at or above the
+    output zero point (RELU, RELU6), every y < 0 ends at the clamp's minimum whichever
+    nudge it takes, so the positive one is folded into the constants.  Every value is an
+    integer number of u's, so each float64 operation is exact while those integers stay
+    below 2^53: `build` checks that (and that the int32 accumulator cannot wrap) for every
+    channel, and returns None otherwise, for the caller to take the integer path.
+    Float64 ufuncs run about twice as fast as int64 ones, and no conversion to integers is
+    needed before the final cast.
     """
 
     ROW = Requantizer.ROW
 
-    def __init__(self, t_mult, t_bias, t_half, const: float, zp_after: int, qmin: int,
+    def __init__(self, t_mult, t_bias, t_half, t_const, zp_after: int, qmin: int,
                  qmax: int, dtype, shape: tuple[int, ...], rows: tuple[int, ...]) -> None:
-        self.t_mult, self.t_bias, self.t_half = t_mult, t_bias, t_half
-        self.const, self.zp_after = const, zp_after
+        #: y = acc * t_mult [+ t_bias + copysign(t_half, y)] + t_const (t_bias and t_half
+        #: only where the nudge's sign matters; t_const holds 1/2 and what is folded)
+        self.t_mult, self.t_bias, self.t_half, self.t_const = t_mult, t_bias, t_half, t_const
+        self.zp_after = zp_after
         self.qmin, self.qmax = qmin, qmax
         self.dtype, self.shape, self.rows = np.dtype(dtype), shape, rows
 
@@ -412,17 +417,24 @@ class FloatRequantizer:
 
         def tile(values: list[float]):
             return np.tile(np.array(values, np.float64), k) if n > 1 else np.float64(values[0])
-        return cls(tile(t_mult), tile(t_bias) if bias is not None else None,
-                   tile(t_half) if any(t_half) else None, 0.5 + zp if fold_zp else 0.5,
-                   0 if fold_zp else zp, int(qmin), int(qmax), dtype, shape, rows)
+        const = 0.5 + zp if fold_zp else 0.5
+        signed = any(t_half) and qmin < zp
+        if signed:
+            return cls(tile(t_mult), tile(t_bias) if bias is not None else None,
+                       tile(t_half), np.float64(const), 0 if fold_zp else zp, int(qmin),
+                       int(qmax), dtype, shape, rows)
+        # every partial sum below is a multiple of u under the bound checked: exact
+        folded = [b + h + const for b, h in zip(t_bias, t_half)]
+        return cls(tile(t_mult), None, None, tile(folded), 0 if fold_zp else zp, int(qmin),
+                   int(qmax), dtype, shape, rows)
 
     def __call__(self, acc: np.ndarray) -> np.ndarray:
         y = np.multiply(acc.reshape(self.rows), self.t_mult, dtype=np.float64)
-        if self.t_bias is not None:
-            y += self.t_bias
         if self.t_half is not None:
+            if self.t_bias is not None:
+                y += self.t_bias
             y += np.copysign(self.t_half, y)
-        y += self.const
+        y += self.t_const
         np.floor(y, out=y)
         if self.zp_after:
             y += self.zp_after

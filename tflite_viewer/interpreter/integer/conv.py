@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from .. import quant_math as qm
 from .common import (FLOAT32_EXACT, FLOAT64_EXACT, Options, Rounding, Window, activation_of,
@@ -272,11 +273,6 @@ def _conv_columns(x: np.ndarray, plan: ConvPlan, pad_value: int) -> np.ndarray:
     return im2col(xp, win, plan.kh, plan.kw, sh, sw, plan.dh, plan.dw)
 
 
-#: Largest taps x outputs for which depthwise stacks its taps (beyond, a running sum keeps
-#: the working set in cache).
-_STACKED_TAPS_LIMIT = 1 << 18
-
-
 def depthwise_filter(filter: np.ndarray, filter_offset: int, ftype) -> np.ndarray:
     """The 1HW(C*M) filter plus its offset as a [KH*KW, C*M] array of ``ftype`` (exact:
     9-bit integers), what depthwise_conv_2d multiplies by; kernels cache it per node."""
@@ -351,51 +347,43 @@ def _depthwise_sums(x: np.ndarray, ftaps: np.ndarray, plan: ConvPlan, pad_value:
     return depthwise_taps(xp, ftaps, win, kh, kw, sh, sw, dh, dw, tiled=tiled)
 
 
-def _tap_columns(xp: np.ndarray, win: Window, kx: int, sw: int, dw: int) -> np.ndarray:
-    """The input columns filter column ``kx`` reads, as [B, H, OW*C] with each row's
-    (output column, channel) pairs contiguous: a view at stride 1, one copy otherwise."""
+def _tap_view(xp: np.ndarray, win: Window, kh: int, kw: int, sh: int, sw: int, dh: int,
+              dw: int) -> np.ndarray:
+    """[KH, KW, B, OH, OW*C]: every filter tap's input rows, each row's (output column,
+    channel) pairs contiguous.  At width stride 1 a read-only strided view of xp itself
+    (tap (ky, kx) starts ky*dh rows and kx*dw pixels in; every window lies inside xp);
+    otherwise of one copy of the columns each filter column reads."""
     b, h, w, c = xp.shape
-    x0 = kx * dw
+    row = win.out_w * c
     if sw == 1:
-        return xp.reshape(b, h, w * c)[:, :, x0 * c:(x0 + win.out_w) * c]
-    cols = xp[:, :, x0:x0 + (win.out_w - 1) * sw + 1:sw, :]
-    return np.ascontiguousarray(cols).reshape(b, h, win.out_w * c)
+        base = np.ascontiguousarray(xp)
+        steps = (dh * w * c, dw * c, h * w * c, sh * w * c, 1)
+    else:
+        base = np.empty((kw, b, h, row), xp.dtype)
+        for kx in range(kw):
+            x0 = kx * dw
+            base[kx] = xp[:, :, x0:x0 + (win.out_w - 1) * sw + 1:sw, :].reshape(b, h, row)
+        steps = (dh * row, b * h * row, h * row, sh * row, 1)
+    return as_strided(base, (kh, kw, b, win.out_h, row),
+                      tuple(k * base.itemsize for k in steps), writeable=False)
 
 
 def depthwise_taps(xp: np.ndarray, ftaps: np.ndarray, win: Window, kh: int, kw: int,
-                    sh: int, sw: int, dh: int, dw: int,
-                    tiled: np.ndarray | None = None) -> np.ndarray:
+                   sh: int, sw: int, dh: int, dw: int,
+                   tiled: np.ndarray | None = None) -> np.ndarray:
     """sum over taps of the shifted input times the tap's per-channel filter values:
     [B, OH, OW, C] in ftaps' float type, exact (every partial sum is an integer below the
     bound `depthwise_dtype` checked, so any summation order gives the same result).
 
-    Each tap is one whole-image multiply over rows of OW*C contiguous values (channels
-    alone would make numpy loop over C-long runs); small images stack all taps first and
-    sum once, large ones keep a running sum that stays in cache.  ``tiled`` is ftaps
-    tiled to [taps, OW*C] (a cache)."""
+    One einsum of the taps' rows (`_tap_view`: OW*C contiguous values each; channels alone
+    would make numpy loop over C-long runs) by the filter tiled to [KH, KW, OW*C]: no
+    copy of the taps.  ``tiled`` is ftaps tiled to [taps, OW*C] (a cache)."""
     b, c = xp.shape[0], xp.shape[3]
-    oh, row = win.out_h, win.out_w * c
     if tiled is None:
         tiled = np.tile(ftaps, (1, win.out_w))
-    columns = [_tap_columns(xp, win, kx, sw, dw) for kx in range(kw)]
-
-    def tap(ky: int, kx: int) -> np.ndarray:
-        return columns[kx][:, ky * dh:ky * dh + (oh - 1) * sh + 1:sh, :]
-
-    if kh * kw * b * oh * row <= _STACKED_TAPS_LIMIT:
-        stack = np.empty((kh * kw, b, oh, row), dtype=ftaps.dtype)
-        for ky in range(kh):
-            for kx in range(kw):
-                stack[ky * kw + kx] = tap(ky, kx)
-        stack *= tiled.reshape(kh * kw, 1, 1, row)
-        acc = stack.sum(axis=0)
-    else:
-        acc = tap(0, 0) * tiled[0]
-        tmp = np.empty_like(acc)
-        for k in range(1, kh * kw):
-            np.multiply(tap(*divmod(k, kw)), tiled[k], out=tmp)
-            acc += tmp
-    return acc.reshape(b, oh, win.out_w, c)
+    view = _tap_view(xp, win, kh, kw, sh, sw, dh, dw)
+    acc = np.einsum("yxbhr,yxr->bhr", view, tiled.reshape(kh, kw, -1))
+    return acc.reshape(b, win.out_h, win.out_w, c)
 
 
 def depthwise_dtype(input_dtype, filter_dtype, p: ConvParams, taps: int):
