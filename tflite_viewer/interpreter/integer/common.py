@@ -201,7 +201,10 @@ def im2col(xp: np.ndarray, win: Window, filt_h: int, filt_w: int, sh: int, sw: i
     oh, ow = win.out_h, win.out_w
     if c < _GATHER_CHANNELS and oh * ow * filt_h * filt_w * c <= _GATHER_LIMIT:
         idx = _im2col_index(wp, c, oh, ow, filt_h, filt_w, sh, sw, dh, dw)
-        return np.take(xp.reshape(b, -1), idx, axis=1).reshape(b * oh * ow, -1)
+        out = np.empty((b,) + idx.shape, xp.dtype)
+        # every index is valid: "wrap" skips take's bounds-checked copy into ``out``
+        np.take(xp.reshape(b, -1), idx, axis=1, out=out, mode="wrap")
+        return out.reshape(b * oh * ow, -1)
     cols = np.empty((b, oh, ow, filt_h, filt_w, c), dtype=xp.dtype)
     for i in range(filt_h):
         for j in range(filt_w):
