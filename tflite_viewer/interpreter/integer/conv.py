@@ -3,8 +3,11 @@
 Mirrors ``reference_integer_ops::ConvPerChannel``/``DepthwiseConvPerChannel`` (int8, int16)
 and ``reference_ops::Conv``/``DepthwiseConv`` (uint8), with the multipliers of
 ``PopulateConvolutionQuantizationParams`` computed once in :func:`prepare_conv`.
-Accumulation is vectorized (im2col + exact matmul for convolutions, one broadcast
-multiply-add per filter tap for depthwise) and wrapped to int32 where C accumulates in int32.
+Accumulation is vectorized (im2col + exact matmul for convolutions, one einsum over a
+strided view of the filter taps for depthwise) and wrapped to int32 where C accumulates in
+int32.  The 8-bit kernels sum raw inputs in float (the input offset folded into the bias)
+and requantize the float sums directly where float64 is exact (`ConvPlan`,
+`quant_math.FloatRequantizer`); elsewhere they convert to integers first.
 """
 from __future__ import annotations
 
