@@ -536,16 +536,19 @@ class _Runner:
     weights (the effective biases as an extra row and, when exact, the requantization
     multipliers folded in), the rounding and the step's input contribution in one floor
     shift, one clip and one table lookup for every gate activation (and the cell state's
-    `_scaled` form, which rides along as an extra column), the cell update as one product
+    `_scaled` form, which rides along as an extra row), the cell update as one product
     ``[i, f] * [g, c]`` rounded by one add and one shift, and one lookup of the new cell
     state's tanh (times the hidden multiplier) and rounding addend.
 
-    The activations live in one buffer ``act`` [batch, (4|5) n]: ``[i, f, (o,) g, c]``.
-    Without peephole or layer normalization ("biased") the accumulators carry their table
-    offsets, so that the clip directly yields indices, and CIFG's input gate is a copy of
-    the forget gate's column looked up as ``32767 - logistic``; the raw cell sum stays in
-    the accumulator buffer's last column, clipped (sat16 and the cell clip) with the
-    gates.  Otherwise peephole and layer norm run on plain int16 accumulators."""
+    After the matmul (whose operands are batch-major) every buffer is [rows, batch]:
+    gate-major, so that each gate's block is contiguous for any batch size (ufuncs on
+    strided views cost twice as much).  The activations live in ``act``
+    [(4|5) n, batch]: ``[i, f, (o,) g, c]``.  Without peephole or layer normalization
+    ("biased") the accumulators carry their table offsets, so that the clip directly
+    yields indices, and CIFG's input gate is a copy of the forget gate's column looked up
+    as ``32767 - logistic``; the raw cell sum stays in the accumulators' last block,
+    clipped (sat16 and the cell clip) with the gates.  Otherwise peephole and layer norm
+    run on plain int16 accumulators."""
 
     def __init__(self, p: LstmParams, batch: int, time_major: bool) -> None:
         self.p, self.B, self.n = p, batch, p.n_cell
@@ -573,6 +576,12 @@ class _Runner:
         """Per-column values of ``p`` for the matmul's columns."""
         return np.asarray(v) if self.src is None else np.asarray(v)[..., self.src]
 
+    def _rows(self, v, rows: int | None = None) -> np.ndarray:
+        """Per-row constants (one per gate column, or ``rows``) laid out at [rows, batch]."""
+        v = np.asarray(v)
+        rows = len(self.cols) * self.n if rows is None else rows
+        return _full(np.broadcast_to(v, (rows,))[:, None], (rows, self.B))
+
     def _recurrent_setup(self) -> None:
         """The recurrent weights and their requantization.  Folded: W_h * m is exact in
         float64 while |dot * m| + 2^30 < 2^53; the step's contribution (an integer, < 2^18
@@ -589,7 +598,7 @@ class _Runner:
         lower bound (>= 2^16 for the gates)."""
         p = self.p
         m, e = self._select(p.scale_h[0]), self._select(p.scale_h[1])
-        self.req_h = fm = FixedMultiplier(m, e, p.rounding)
+        fm = FixedMultiplier(m, e, p.rounding)
         w_h = self._select(p.w_h)
         bound = self._select(p.h_bound)
         self.fold = (fm.left is None and not p.wrap_h
@@ -597,69 +606,67 @@ class _Runner:
                      and int(fm.total.max()) <= 44)
         cols = w_h.shape[1]
         self.part_shift = self.part_round = self.nudge = None
-        if self.fold:
-            self.w_h = np.ascontiguousarray(w_h * m.astype(np.float64)[None, :])
-            nudge = np.zeros(cols) if fm.neg is None else \
-                np.broadcast_to(np.where(fm.neg != 0, 2.0 ** 30, 0.0), (cols,))
-            self.part_shift = np.broadcast_to(fm.total, (cols,)).astype(np.int64)
-            self.part_round = np.broadcast_to(fm.off, (cols,)) - nudge.astype(np.int64)
-            if fm.neg is not None:
-                self.nudge = nudge
-        self.float_gates = (self.fold and self.biased
-                            and int(fm.total.max()) <= _FLOAT_GATES_MAX_SHIFT)
+        self.w_h = np.ascontiguousarray(w_h)
+        if not self.fold:   # generic MBQM on the [rows, batch] accumulators
+            self.req_h = FixedMultiplier(m[:, None], e[:, None], p.rounding)
+            self.float_gates = False
+            return
+        self.w_h = w_h * m.astype(np.float64)[None, :]
+        nudge = np.zeros(cols) if fm.neg is None else \
+            np.broadcast_to(np.where(fm.neg != 0, 2.0 ** 30, 0.0), (cols,))
+        self.part_shift = np.broadcast_to(fm.total, (cols,)).astype(np.int64)
+        self.part_round = np.broadcast_to(fm.off, (cols,)) - nudge.astype(np.int64)
+        if fm.neg is not None:
+            self.nudge = nudge
+        self.float_gates = self.biased and int(fm.total.max()) <= _FLOAT_GATES_MAX_SHIFT
         if self.float_gates:
             scale = 2.0 ** -self.part_shift.astype(np.float64)
             self.w_h = self.w_h * scale[None, :]
             self.part_round_f = self.part_round * scale   # 0.5
             if self.nudge is not None:
                 self.nudge = self.nudge * scale
-        elif not self.fold:
-            self.w_h = np.ascontiguousarray(w_h)
 
     def _buffers(self) -> None:
         """Scratch buffers and the constants of every stage, at their operands' shapes."""
         p, B, n = self.p, self.B, self.n
         cols, ke = len(self.cols) * n, self.k_early * n
-        bn = (B, n)
-        self.dotf = np.empty((B, cols), np.float64)
-        if self.fold:
-            self.shift = _full(self.part_shift, (B, cols))
-            if self.nudge is not None:
-                self.nudge = np.ascontiguousarray(np.broadcast_to(self.nudge, (B, cols)))
+        nb = (n, B)
+        self.dotf = np.empty((B, cols), np.float64)   # batch-major, as np.dot writes it
         self.sf = np.empty((B, cols), np.float64)
-        self.tmp = np.empty((B, cols), np.int64)
+        if self.nudge is not None:
+            self.nudge = np.ascontiguousarray(np.broadcast_to(self.nudge, (B, cols)))
+        if self.fold and not self.float_gates:
+            self.shift = self._rows(self.part_shift)
+        self.tmp = np.empty((cols, B), np.int64)
         if self.biased:   # [gates..., raw cell sum]: one clip and one lookup for all
-            self.acc = np.zeros((B, cols + n), np.int64)
-            self.acc_g, self.cslot = self.acc[:, :cols], self.acc[:, cols:]
+            self.acc = np.zeros((cols + n, B), np.int64)
+            self.acc_g, self.cslot = self.acc[:cols], self.acc[cols:]
             lo = np.concatenate([self.lut + I16_MIN, np.full(n, -I16_MIN + self.c_lo)])
             hi = np.concatenate([self.lut + I16_MAX, np.full(n, -I16_MIN + self.c_hi)])
-            self.lo, self.hi = _full(lo, self.acc.shape), _full(hi, self.acc.shape)
+            self.lo, self.hi = self._rows(lo, cols + n), self._rows(hi, cols + n)
             # the initial cell state is not clipped (LiteRT clips only updated states)
             lo[cols:], hi[cols:] = 0, I16_MAX - I16_MIN
-            self.lo0, self.hi0 = _full(lo, self.acc.shape), _full(hi, self.acc.shape)
+            self.lo0, self.hi0 = self._rows(lo, cols + n), self._rows(hi, cols + n)
         else:
-            self.acc = self.acc_g = np.zeros((B, cols), np.int64)
-            self.lo, self.hi = _full(I16_MIN, (B, cols)), _full(I16_MAX, (B, cols))
-            self.idx = np.zeros((B, ke + n), np.int64)   # [early gates..., cell state]
-            self.cslot = self.idx[:, ke:]
-            self.offsets = _full(self.lut[:ke], (B, ke))
-            self.c_lo_i = _full(-I16_MIN + self.c_lo, bn)
-            self.c_hi_i = _full(-I16_MIN + self.c_hi, bn)
-            self.craw = np.empty(bn, np.int64)
+            self.acc = self.acc_g = np.zeros((cols, B), np.int64)
+            self.lo, self.hi = _full(I16_MIN, (cols, B)), _full(I16_MAX, (cols, B))
+            self.idx = np.zeros((ke + n, B), np.int64)   # [early gates..., cell state]
+            self.cslot = self.idx[ke:]
+            self.offsets = self._rows(self.lut[:ke], ke)
+            self.c_lo_i = _full(-I16_MIN + self.c_lo, nb)
+            self.c_hi_i = _full(-I16_MIN + self.c_hi, nb)
+            self.craw = np.empty(nb, np.int64)
         n_act = 4 if self.late else 5
-        self.act = np.zeros((B, n_act * n), np.int64)
-        self.prod_y = self.act[:, :2 * n].reshape(B, 2, n)    # [i, f]
-        self.prod_x = self.act[:, -2 * n:].reshape(B, 2, n)   # [g, c] (scaled)
-        for v in (self.prod_y, self.prod_x):
-            if not np.shares_memory(v, self.act):
-                raise AssertionError("views must alias their buffers")
-        self.prod = np.empty((B, 2, n), np.int64)
+        self.act = np.zeros((n_act * n, B), np.int64)
+        self.prod_y = self.act[:2 * n].reshape(2, n, B)    # [i, f]
+        self.prod_x = self.act[-2 * n:].reshape(2, n, B)   # [g, c] (scaled)
+        self.prod = np.empty((2, n, B), np.int64)
         c_shift = 30 + p.cell_scale
         # RDBPOT(i * g, 30 + cell_scale), RDBPOT(f * c, 15) + 32768 (the index offset)
         self.prod_off = _full(np.array([1 << (c_shift + 14),
-                                        (1 << 29) - (I16_MIN << 30)])[:, None], (B, 2, n))
-        self.prod_shift = _full(np.array([c_shift + 15, 30])[:, None], (B, 2, n))
-        self.o = self.act[:, 2 * n:3 * n] if not self.late else np.empty(bn, np.int64)
+                                        (1 << 29) - (I16_MIN << 30)])[:, None, None], (2, n, B))
+        self.prod_shift = _full(np.array([c_shift + 15, 30])[:, None, None], (2, n, B))
+        self.o = self.act[2 * n:3 * n] if not self.late else np.empty(nb, np.int64)
         self._hidden_setup()
         self._peephole_setup()
         self.ln_early = self._ln(self.cols[:self.k_early]) if p.layer_norm else None
@@ -669,7 +676,7 @@ class _Runner:
         """CalculateLstmOutputInteger8x8_16's constants: the cell table (the hidden
         multiplier folded into tanh when it needs no left shift: < 2^46) and the bounds."""
         p, B, n = self.p, self.B, self.n
-        bn = (B, n)
+        nb = (n, B)
         projection = p.w_p is not None
         self.hid = hid = FixedMultiplier(*p.hidden_scale, p.rounding,
                                          -p.hidden_zp if projection else p.hidden_zp)
@@ -678,16 +685,16 @@ class _Runner:
             nudge = 0 if hid.neg is None else int(np.asarray(hid.neg).min())
             table = _cell_table(15 + p.cell_scale, self.c_lo, self.c_hi, int(hid.m),
                                 int(hid.off), nudge, self.late)
-            self.h_shift = _full(hid.total, bn)
-            self.h_add = _full(hid.add, bn) if hid.add else None
+            self.h_shift = _full(hid.total, nb)
+            self.h_add = _full(hid.add, nb) if hid.add else None
         else:
             table = _cell_table(15 + p.cell_scale, self.c_lo, self.c_hi, 1, 0, 0, self.late)
         self.cell_take = table.take
-        self.cellv = np.zeros((table.shape[0], B, n), np.int64)
+        self.cellv = np.zeros((table.shape[0], n, B), np.int64)
         self.tanh_c, self.h_nudge = self.cellv[0], self.cellv[1]
         self.cell = self.cellv[2] if self.late else None
-        self.ph, self.ph_tmp = np.empty(bn, np.int64), np.empty(bn, np.int64)
-        self.lo8, self.hi8 = _full(-128, bn), _full(127, bn)
+        self.ph, self.ph_tmp = np.empty(nb, np.int64), np.empty(nb, np.int64)
+        self.lo8, self.hi8 = _full(-128, nb), _full(127, nb)
         if projection:
             self.hp = np.ones((B, n + 1), np.int64)   # the hidden state, then 1
             bo = (B, p.n_output)
@@ -707,34 +714,34 @@ class _Runner:
         p, B, n = self.p, self.B, self.n
         if not p.peephole:
             return
-        bn = (B, n)
+        nb = (n, B)
 
-        def place(w):
-            m = np.zeros(bn, np.int64)
+        def place(w):   # [n, batch]
+            m = np.zeros((B, n), np.int64)
             if self.time_major:
                 k = np.arange(min(B * p.n_output, B * n))
                 m.reshape(-1)[k] = w[k % p.n_output]
             else:
                 m[:, :min(p.n_output, n)] = w[:min(p.n_output, n)]
-            return m
+            return np.ascontiguousarray(m.T)
         early = [g for g in self.cols[:self.k_early] if g != "c"]   # i (unless CIFG), f
         kp = len(early)
-        fm = FixedMultiplier(np.array([p.peephole[g][1][0] for g in early])[:, None],
-                             np.array([p.peephole[g][1][1] for g in early])[:, None],
+        fm = FixedMultiplier(np.array([p.peephole[g][1][0] for g in early])[:, None, None],
+                             np.array([p.peephole[g][1][1] for g in early])[:, None, None],
                              p.rounding)
         self.pp_pre = fm.left is None
-        w = np.stack([place(p.peephole[g][0]) for g in early], axis=1)
+        w = np.stack([place(p.peephole[g][0]) for g in early])
         self.pp_w = w * fm.m if self.pp_pre else w
         self.pp_req = fm
-        self.pp_buf, self.pp_tmp = np.empty((B, kp, n), np.int64), np.empty((B, kp, n), np.int64)
-        self.pp_view = self.acc[:, :self.k_early * n].reshape(B, self.k_early, n)[:, :kp]
-        self.pp_lo, self.pp_hi = _full(I16_MIN, (B, kp, n)), _full(I16_MAX, (B, kp, n))
+        self.pp_buf, self.pp_tmp = np.empty((kp, n, B), np.int64), np.empty((kp, n, B), np.int64)
+        self.pp_view = self.acc[:kp * n].reshape(kp, n, B)
+        self.pp_lo, self.pp_hi = _full(I16_MIN, (kp, n, B)), _full(I16_MAX, (kp, n, B))
         fm = FixedMultiplier(*p.peephole["o"][1], p.rounding)
         self.po_pre = fm.left is None
         self.po_w = place(p.peephole["o"][0]) * (fm.m if self.po_pre else 1)
         self.po_req = fm
-        self.t1, self.t2 = np.empty(bn, np.int64), np.empty(bn, np.int64)
-        self.o_off = _full(-I16_MIN + REGION * R_SIGMOID, bn)
+        self.t1, self.t2 = np.empty(nb, np.int64), np.empty(nb, np.int64)
+        self.o_off = _full(-I16_MIN + REGION * R_SIGMOID, nb)
 
     def _ln(self, gates: list[str]) -> LayerNormParams:
         p, B, n = self.p, self.B, self.n
@@ -746,19 +753,25 @@ class _Runner:
                             p.rounding).bind((B, len(gates), n)),
             np.array([p.layer_norm[g][3] for g in gates], np.int64))
 
+    def _ln_view(self, rows: np.ndarray) -> np.ndarray:
+        """``rows`` [k n, batch] as `_layer_norm` takes it: a [batch, k, n] view."""
+        v = rows.reshape(-1, self.n, self.B).transpose(2, 0, 1)
+        if not np.shares_memory(v, rows):
+            raise AssertionError("views must alias their buffers")
+        return v
+
     # -- the step program ------------------------------------------------------------------
     def _gate_calls(self, part: np.ndarray, h_prev: np.ndarray) -> list[Call]:
         """Every gate: clamp16(input part + MBQM(bias_h + W_h h)), before the clamp."""
         acc, dotf = self.acc_g, self.dotf
         calls: list[Call] = [(np.dot, (h_prev, self.w_h, dotf))]
-        if self.fold and self.nudge is not None:
+        if self.nudge is not None:
             calls += [(np.copysign, (self.nudge, dotf, self.sf)), (np.add, (dotf, self.sf, dotf))]
         if self.float_gates:   # part = contribution + table offset + rounding offset
-            return calls + [(np.add, (dotf, part, dotf)), (np.copyto, (acc, dotf, "unsafe"))]
+            return calls + [(np.add, (dotf, part, dotf)), (np.copyto, (acc, dotf.T, "unsafe"))]
+        calls.append((np.copyto, (acc, dotf.T, "unsafe")))
         if self.fold:   # part = (contribution << shift) + rounding offset - nudge
-            return calls + [(np.copyto, (acc, dotf, "unsafe")), (np.add, (acc, part, acc)),
-                            (np.right_shift, (acc, self.shift, acc))]
-        calls.append((np.copyto, (acc, dotf, "unsafe")))
+            return calls + [(np.add, (acc, part, acc)), (np.right_shift, (acc, self.shift, acc))]
         if self.p.wrap_h:   # int32 accumulation in C
             calls.append((_wrap32_inplace, (acc,)))
         return calls + self.req_h.program(acc, self.tmp) + [(np.add, (acc, part, acc))]
@@ -768,28 +781,25 @@ class _Runner:
         the early gates, plus the cell state's scaled form."""
         table = _gate_table()
         n, B, ke = self.n, self.B, self.k_early * self.n
+        acc = self.acc
         if self.biased:
             lo, hi = (self.lo0, self.hi0) if first else (self.lo, self.hi)
-            return [(_clip, (self.acc, lo, hi, self.acc)),
-                    (table.take, (self.acc, None, self.act, "clip"))]
-        acc = self.acc
+            return [(_clip, (acc, lo, hi, acc)), (table.take, (acc, None, self.act, "clip"))]
         calls: list[Call] = [(_clip, (acc, self.lo, self.hi, acc))]
         if self.p.peephole:
-            calls.append((np.multiply, (self.pp_w, self.cell[:, None, :], self.pp_buf)))
+            calls.append((np.multiply, (self.pp_w, self.cell[None], self.pp_buf)))
             calls += self.pp_req.program(self.pp_buf, self.pp_tmp, self.pp_pre)
             calls += [(np.add, (self.pp_view, self.pp_buf, self.pp_view)),
                       (_clip, (self.pp_view, self.pp_lo, self.pp_hi, self.pp_view))]
         if self.p.layer_norm:
-            early3 = acc[:, :ke].reshape(B, self.k_early, n)
-            if not np.shares_memory(early3, acc):
-                raise AssertionError("views must alias their buffers")
-            calls.append((_layer_norm, (early3, self.ln_early, self.p.rounding)))
+            calls.append((_layer_norm, (self._ln_view(acc[:ke]), self.ln_early,
+                                        self.p.rounding)))
         lut0 = n if self.p.cifg else 0
-        calls += [(np.add, (acc[:, :ke], self.offsets, self.idx[:, :ke])),
-                  (table.take, (self.idx, None, self.act[:, lut0:], "clip"))]
+        calls += [(np.add, (acc[:ke], self.offsets, self.idx[:ke])),
+                  (table.take, (self.idx, None, self.act[lut0:], "clip"))]
         if self.p.cifg:   # Sub1Vector
-            calls.append((np.subtract, (_full(I16_MAX, (B, n)), self.act[:, n:2 * n],
-                                        self.act[:, :n])))
+            calls.append((np.subtract, (_full(I16_MAX, (n, B)), self.act[n:2 * n],
+                                        self.act[:n])))
         return calls
 
     def _cell_calls(self) -> list[Call]:
@@ -800,9 +810,9 @@ class _Runner:
                              (np.add, (prod, self.prod_off, prod)),
                              (np.right_shift, (prod, self.prod_shift, prod))]
         if self.biased:   # clipped by the next step's gate clip and by the table's rows
-            return calls + [(np.add, (prod[:, 0], prod[:, 1], self.cslot)),
+            return calls + [(np.add, (prod[0], prod[1], self.cslot)),
                             (self.cell_take, (self.cslot, 1, self.cellv, "clip"))]
-        return calls + [(np.add, (prod[:, 0], prod[:, 1], self.craw)),
+        return calls + [(np.add, (prod[0], prod[1], self.craw)),
                         (_clip, (self.craw, self.c_lo_i, self.c_hi_i, self.cslot)),
                         (self.cell_take, (self.cslot, 1, self.cellv, "clip"))]
 
@@ -810,21 +820,22 @@ class _Runner:
         """The output gate after the cell update: peephole on the new cell state."""
         if not self.late:
             return []
-        B, n, ke = self.B, self.n, self.k_early * self.n
-        late = self.acc[:, ke:]
+        ke = self.k_early * self.n
+        late = self.acc[ke:]
         calls: list[Call] = [(np.multiply, (self.po_w, self.cell, self.t1))]
         calls += self.po_req.program(self.t1, self.t2, self.po_pre)
         calls += [(np.add, (late, self.t1, late)),
-                  (_clip, (late, self.lo[:, ke:], self.hi[:, ke:], late))]
+                  (_clip, (late, self.lo[ke:], self.hi[ke:], late))]
         if self.p.layer_norm:
-            calls.append((_layer_norm, (late.reshape(B, 1, n), self.ln_late, self.p.rounding)))
+            calls.append((_layer_norm, (self._ln_view(late), self.ln_late, self.p.rounding)))
         return calls + [(np.add, (late, self.o_off, self.t1)),
                         (_gate_table().take, (self.t1, None, self.o, "clip"))]
 
     def _hidden_calls(self, h_next: np.ndarray) -> list[Call]:
         """CalculateLstmOutputInteger8x8_16 (and the projection): the new output state,
-        clipped into the state history, the next step's matmul operand (np.dot of int64
-        by float64 converts as fast as a separate copy, one call less)."""
+        clipped into ``h_next`` [batch, n_output], a row of the state history: the next
+        step's matmul operand (np.dot of int64 by float64 converts as fast as a separate
+        copy, one call less)."""
         ph = self.ph
         calls: list[Call] = [(np.multiply, (self.tanh_c, self.o, ph))]
         if self.premultiplied:
@@ -834,9 +845,9 @@ class _Runner:
         else:
             calls += self.hid.program(ph, self.ph_tmp)
         if self.p.w_p is None:
-            return calls + [(_clip, (ph, self.lo8, self.hi8, h_next))]
+            return calls + [(_clip, (ph, self.lo8, self.hi8, h_next.T))]
         pi = self.pi
-        calls += [(_clip, (ph, self.lo8, self.hi8, self.hp[:, :-1])),
+        calls += [(_clip, (ph, self.lo8, self.hi8, self.hp[:, :-1].T)),
                   (np.dot, (self.hp, self.p.w_p, self.pf)), (np.copyto, (pi, self.pf, "unsafe"))]
         if self.p.wrap_p:
             calls.append((_wrap32_inplace, (pi,)))
@@ -857,16 +868,21 @@ class _Runner:
             if len(self._seqs) >= 4:
                 self._seqs.pop(next(iter(self._seqs)))
             B, p = self.B, self.p
+            cols = len(self.cols) * self.n
             x = np.ones((steps, B, p.n_input + 1), np.float64)
-            contrib = np.empty((steps * B, len(self.cols) * self.n), np.int64)
-            parts = np.empty((steps, B, contrib.shape[1]), np.float64) if self.float_gates \
-                else contrib.reshape(steps, B, -1)
+            contrib = np.empty((steps * B, cols), np.int64)
+            if self.float_gates:   # added to the batch-major matmul result
+                parts = np.empty((steps, B, cols), np.float64)
+            elif B == 1:           # [cols, 1] rows: the same memory
+                parts = contrib.reshape(steps, cols, 1)
+            else:
+                parts = np.empty((steps, cols, B), np.int64)
             hist = np.ones((steps + 1, B, p.n_output + 1), np.int64)
             calls = [c for t in range(steps)
                      for c in self._step_calls(parts[t], hist[t], hist[t + 1, :, :-1], t == 0)]
             seq = self._seqs[steps] = _Sequence(
                 x, contrib, hist, self._input_calls(x.reshape(steps * B, -1), contrib),
-                self._layout_calls(contrib, parts.reshape(contrib.shape)), calls)
+                self._layout_calls(contrib, parts), calls)
         return seq
 
     def _input_calls(self, x: np.ndarray, out: np.ndarray) -> list[Call] | None:
@@ -891,20 +907,27 @@ class _Runner:
                         (np.right_shift, (out, col(total), out)),
                         (_clip, (out, _full(I16_MIN, shape), _full(I16_MAX, shape), out))]
 
-    def _layout_calls(self, contrib: np.ndarray, out: np.ndarray) -> list[Call]:
-        """Lay the clamped input contributions ``contrib`` [rows, columns] out as the gate
-        calls take them, into ``out`` (``contrib`` itself unless float gates): plus the
-        table offsets (biased), shifted, with the rounding offset (folded)."""
+    def _layout_calls(self, contrib: np.ndarray, parts: np.ndarray) -> list[Call]:
+        """Lay the clamped input contributions ``contrib`` [T * B, columns] out as the gate
+        calls take them: plus the table offsets (biased), shifted, with the rounding offset
+        (folded), into ``parts``: [T, B, columns] float64 for float gates, else
+        [T, columns, B] (``contrib``'s memory when B is 1)."""
         lut = self.lut if self.biased else np.zeros_like(self.lut)
         if self.float_gates:
-            return [(np.copyto, (out, contrib)),
-                    (np.add, (out, (lut + self.part_round_f) + np.zeros(out.shape), out))]
-        out = contrib
+            return [(np.copyto, (parts.reshape(contrib.shape), contrib)),
+                    (np.add, (parts, _full(0, parts.shape) + (lut + self.part_round_f),
+                              parts))]
+        calls: list[Call] = []
         if self.fold:   # (part + lut) << shift + round
-            return [(np.left_shift, (out, _full(self.part_shift, out.shape), out)),
-                    (np.add, (out, _full((lut << self.part_shift) + self.part_round, out.shape),
-                              out))]
-        return [(np.add, (out, _full(lut, out.shape), out))] if self.biased else []
+            calls += [(np.left_shift, (contrib, _full(self.part_shift, contrib.shape), contrib)),
+                      (np.add, (contrib, _full((lut << self.part_shift) + self.part_round,
+                                               contrib.shape), contrib))]
+        elif self.biased:
+            calls.append((np.add, (contrib, _full(lut, contrib.shape), contrib)))
+        if not np.shares_memory(parts, contrib):
+            steps, cols, B = parts.shape
+            calls.append((np.copyto, (parts, contrib.reshape(steps, B, cols).transpose(0, 2, 1))))
+        return calls
 
     def run(self, x: np.ndarray, h: np.ndarray, c: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray]:
@@ -923,13 +946,13 @@ class _Runner:
             seq.contrib[...] = self._select(parts)
         _run(seq.layout_calls)
         seq.hist[0, :, :-1] = h
-        self.cslot[...] = c
+        self.cslot[...] = c.T
         self.cslot -= I16_MIN
         if self.cell is not None:   # the first step's peephole reads the unclipped state
-            self.cell[...] = c
+            self.cell[...] = c.T
         _run(seq.calls)
         cell = _clip(self.cslot, -I16_MIN + self.c_lo, -I16_MIN + self.c_hi) + I16_MIN
-        return seq.hist[1:, :, :-1].astype(np.int8), cell.astype(np.int16)
+        return seq.hist[1:, :, :-1].astype(np.int8), np.ascontiguousarray(cell.T, np.int16)
 
 
 def _runner(p: LstmParams, batch: int, time_major: bool) -> _Runner:
