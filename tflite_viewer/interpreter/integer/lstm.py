@@ -568,6 +568,7 @@ class _Runner:
         if p.cell_clip > 0:
             self.c_lo, self.c_hi = max(I16_MIN, -p.cell_clip), min(I16_MAX, p.cell_clip)
         self._recurrent_setup()
+        self.float_inputs = self._float_inputs_ok()
         self._buffers()
         self._seqs: dict[int, _Sequence] = {}
 
@@ -625,6 +626,16 @@ class _Runner:
             self.part_round_f = self.part_round * scale   # 0.5
             if self.nudge is not None:
                 self.nudge = self.nudge * scale
+
+    def _float_inputs_ok(self) -> bool:
+        """Whether the input contributions can be computed in float64 too (for float
+        gates, `_float_input_calls`): |W_x x + bias| * m plus the nudge (2^30) and the
+        rounding offset (below 2^(shift - 1) + 2^30) stay below 2^53."""
+        if not self.float_gates or self.p.x_fold is None:
+            return False
+        w, off, neg, total = self.p.x_fold
+        bound = 128.0 * np.abs(w[:-1]).sum(axis=0) + np.abs(w[-1])
+        return float(bound.max()) + 2.0 ** 31 + 2.0 ** (int(np.max(total)) - 1) < 2.0 ** 53
 
     def _buffers(self) -> None:
         """Scratch buffers and the constants of every stage, at their operands' shapes."""
@@ -880,32 +891,56 @@ class _Runner:
             hist = np.ones((steps + 1, B, p.n_output + 1), np.int64)
             calls = [c for t in range(steps)
                      for c in self._step_calls(parts[t], hist[t], hist[t + 1, :, :-1], t == 0)]
-            seq = self._seqs[steps] = _Sequence(
-                x, contrib, hist, self._input_calls(x.reshape(steps * B, -1), contrib),
-                self._layout_calls(contrib, parts), calls)
+            inputs = self._input_calls(x.reshape(steps * B, -1), contrib, parts)
+            layout = [] if self.float_inputs else self._layout_calls(contrib, parts)
+            seq = self._seqs[steps] = _Sequence(x, contrib, hist, inputs, layout, calls)
         return seq
 
-    def _input_calls(self, x: np.ndarray, out: np.ndarray) -> list[Call] | None:
+    def _input_calls(self, x: np.ndarray, out: np.ndarray, parts: np.ndarray
+                     ) -> list[Call] | None:
         """clamp16(MBQM(bias_x + W_x x)) for every row of ``x`` [rows, n_input + 1] at once
         into ``out`` [rows, columns], when the requantization folds into the weights
         (``p.x_fold``; its double-rounding nudge added in float64 as on the recurrent
-        side), else None."""
+        side), else None.  For float gates the floor division runs in float64 too and the
+        result goes straight into ``parts`` (`_float_input_calls`)."""
         if self.p.x_fold is None:
             return None
         w, off, neg, total = self.p.x_fold
-        shape = out.shape
+        shape, p_cols = out.shape, w.shape[1]
 
         def col(v):
-            return _full(self._select(np.broadcast_to(v, (w.shape[1],))), shape)
+            return _full(self._select(np.broadcast_to(v, (p_cols,))), shape)
+        w = self._select(w)
         pf, sf = np.empty(shape, np.float64), np.empty(shape, np.float64)
-        calls: list[Call] = [(np.dot, (x, np.ascontiguousarray(self._select(w)), pf))]
-        nudge = np.zeros(shape, np.int64)
+        nudge = np.zeros(shape, np.int64) if neg is None else \
+            np.where(col(neg) != 0, 1 << 30, 0)
+        shift = col(total)
+        if self.float_inputs:
+            return self._float_input_calls(x, w, nudge, col(off), shift, parts)
+        calls: list[Call] = [(np.dot, (x, np.ascontiguousarray(w), pf))]
         if neg is not None:
-            nudge = np.where(col(neg) != 0, 1 << 30, 0)
             calls += [(np.copysign, (nudge.astype(np.float64), pf, sf)), (np.add, (pf, sf, pf))]
         return calls + [(np.copyto, (out, pf, "unsafe")), (np.add, (out, col(off) - nudge, out)),
-                        (np.right_shift, (out, col(total), out)),
+                        (np.right_shift, (out, shift, out)),
                         (_clip, (out, _full(I16_MIN, shape), _full(I16_MAX, shape), out))]
+
+    def _float_input_calls(self, x, w, nudge, off, shift, parts) -> list[Call]:
+        """The input contributions for float gates, all in float64: the weights carry
+        1 / 2^shift (exact), the nudge and the rounding offset scale with them, so that
+        ``floor`` is the floor shift; then clamp16 and the gate offsets (the table's and
+        the recurrent side's 0.5, see `_recurrent_setup`) - into ``parts`` [T, B, columns]."""
+        scale = 2.0 ** -shift.astype(np.float64)
+        flat = parts.reshape(-1, parts.shape[-1])
+        pf, sf = np.empty_like(flat), np.empty_like(flat)
+        calls: list[Call] = [(np.dot, (x, np.ascontiguousarray(w * scale[0]), pf))]
+        if nudge.any():
+            calls += [(np.copysign, (nudge * scale, pf, sf)), (np.add, (pf, sf, pf))]
+        lo, hi = np.full(flat.shape, float(I16_MIN)), np.full(flat.shape, float(I16_MAX))
+        # fmax and fmin: faster than the float clip (which minds NaNs: there are none)
+        return calls + [(np.add, (pf, (off - nudge) * scale, pf)), (np.floor, (pf, pf)),
+                        (np.fmax, (pf, lo, pf)), (np.fmin, (pf, hi, pf)),
+                        (np.add, (pf, np.zeros(flat.shape) + (self.lut + self.part_round_f),
+                                  flat))]
 
     def _layout_calls(self, contrib: np.ndarray, parts: np.ndarray) -> list[Call]:
         """Lay the clamped input contributions ``contrib`` [T * B, columns] out as the gate
