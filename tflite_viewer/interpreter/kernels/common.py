@@ -47,14 +47,15 @@ def derived(node, name: str, sources: tuple, make: Callable[[], Any]) -> Any:
 
     Arrays are compared by identity: a constant stays the same array from run to run (an
     edit that replaces it replaces the object) and no kernel writes into an array it did
-    not create, so the same object means the same values.  Tuples (shapes) compare by
-    value."""
+    not create, so the same object means the same values.  Other sources (shapes, numbers)
+    compare by value."""
     cache = qcache(node)
     entry = cache.get(name)
     if entry is not None:
         old, value = entry
         if len(old) == len(sources) and all(
-                a is b or (type(a) is tuple and a == b) for a, b in zip(old, sources)):
+                a is b or (type(a) is type(b) and type(a) is not np.ndarray and a == b)
+                for a, b in zip(old, sources)):
             return value
     value = make()
     cache[name] = (sources, value)

@@ -94,47 +94,48 @@ def _zero_point(t) -> int:
     return 0
 
 
-def _gather_pixels(node, x: np.ndarray, axis: int, rearrange, fill, key: tuple):
+def _gather_pixels(node, x: np.ndarray, axis: int, rearrange, fill, sources: tuple):
     """``rearrange`` (which moves whole pixels: x's dims from ``axis`` on travel together)
     as one gather, or None when x has no bytes to move.
 
     The node caches the gather index, which ``rearrange`` itself builds from pixel
     numbers (padding takes number n, an extra pixel filled with ``fill``), per input shape
-    and ``key``; each pixel moves as one opaque element, not value by value."""
+    and ``sources`` (what else rearrange depends on; see `derived`); each pixel moves as
+    one opaque element, not value by value."""
     lead, rest = x.shape[:axis], x.shape[axis:]
     n = math.prod(lead)
     nbytes = math.prod(rest) * x.itemsize
     if n == 0 or nbytes == 0 or x.dtype.hasobject:
         return None
+    pixel = np.dtype((np.void, nbytes))
 
     def index():
         numbers = rearrange(np.arange(n).reshape(lead), n)
-        return numbers.reshape(-1), numbers.shape, bool((numbers == n).any())
-    flat, shape, padded = derived(node, "pixels", (x.shape, key), index)
-    pixel = np.dtype((np.void, nbytes))
+        pad = np.full(rest, fill, x.dtype).reshape(1, -1).view(pixel)[0] \
+            if (numbers == n).any() else None
+        return numbers.reshape(-1), numbers.shape, pad
+    flat, shape, pad = derived(node, "pixels", (x.shape, x.dtype, fill) + sources, index)
     src = np.ascontiguousarray(x).reshape(n, -1).view(pixel).reshape(n)
-    if padded:
-        src = np.concatenate([src, np.full(rest, fill, x.dtype).reshape(1, -1).view(pixel)[0]])
+    if pad is not None:
+        src = np.concatenate([src, pad])
     return src.take(flat).view(x.dtype).reshape(shape + rest)
 
 
 def _space_to_batch(ctx, node):
     x, block, pads = ctx.value(node, 0), ctx.value(node, 1), ctx.value(node, 2)
     fill = _zero_point(ctx.output(node, 0))
-    blocks = as_int_list(block)
-    out = _gather_pixels(node, x, 1 + len(blocks),
-                         lambda numbers, n: space_to_batch_nd(numbers, blocks, pads, n), fill,
-                         (tuple(blocks), tuple(as_int_list(pads)), fill))
-    return space_to_batch_nd(x, blocks, pads, fill) if out is None else out
+    out = _gather_pixels(node, x, 1 + block.size,
+                         lambda numbers, n: space_to_batch_nd(numbers, as_int_list(block), pads,
+                                                              n), fill, (block, pads))
+    return space_to_batch_nd(x, as_int_list(block), pads, fill) if out is None else out
 
 
 def _batch_to_space(ctx, node):
     x, block, crops = ctx.value(node, 0), ctx.value(node, 1), ctx.value(node, 2)
-    blocks = as_int_list(block)
-    out = _gather_pixels(node, x, 1 + len(blocks),
-                         lambda numbers, n: batch_to_space_nd(numbers, blocks, crops), 0,
-                         (tuple(blocks), tuple(as_int_list(crops))))
-    return batch_to_space_nd(x, blocks, crops) if out is None else out
+    out = _gather_pixels(node, x, 1 + block.size,
+                         lambda numbers, n: batch_to_space_nd(numbers, as_int_list(block),
+                                                              crops), 0, (block, crops))
+    return batch_to_space_nd(x, as_int_list(block), crops) if out is None else out
 
 
 define(B.SPACE_TO_BATCH_ND, (1, 4), _space_to_batch, _s2b_shape, types="any")
