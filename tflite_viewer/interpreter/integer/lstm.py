@@ -25,17 +25,19 @@ path: that one belongs to the full LSTM op).  Per step and gate (``i`` absent wi
   ``clamp8(MBQM(bias_p + zp_hidden * rowsum(W_p) + W_p v) + zp_state)`` maps to the output
   state, clipped by the proj clip quantized with the output tensor's scale.
 
-Speed (a step of a small LSTM is some thirty numpy calls on tiny arrays, so the call
-count is what matters): the input contributions of every step come from one matmul and
-one requantization for the whole sequence.  A step is one float64 matmul of the output
-state against every gate's recurrent weights side by side, the effective biases as an
-extra row and - when the products stay below 2^53, so that float64 is exact - the
-requantization multipliers folded in; the rounding offset and the step's input
-contribution (times 2^shift) then enter one floor shift.  One table lookup evaluates all
-gate activations (the clamped accumulators carry their table offsets), the cell update
-multiplies ``[i, f]`` by ``[g, c]`` in one go, and the hidden requantization multiplier
-sits in the cell-tanh table.  Every constant is laid out at its array's shape and every
-call writes in place.
+Speed (a step of a small LSTM is a few dozen numpy calls on tiny arrays, ~0.2-0.3 us
+each whatever the size, so the call count is what matters): `_Runner` compiles each
+sequence length into a flat program of numpy calls on preallocated buffers (16 per step
+for a plain LSTM, from some thirty).  The input contributions of every step come from one
+matmul and one requantization for the whole sequence.  A step is one float64 matmul of the
+output state against every gate's recurrent weights side by side (the effective biases as
+an extra row, the requantization multipliers folded in while float64 stays exact), the
+double rounding's sign nudge as ``copysign``, the floor division with the step's input
+contribution in float64 or int64, one clip and one table lookup for every gate and the
+cell state's scaled form (`_scaled`: its products with Q0.15 gates round as
+RoundingDivideByPOT without a sign test), the cell update as one product ``[i, f] * [g, c]``
+plus one add and one shift, one lookup of the new cell state's tanh (times the hidden
+multiplier) with its rounding addend, and four calls to the new output state.
 """
 from __future__ import annotations
 
