@@ -150,3 +150,22 @@ def run_litert(built: Built, inputs: Sequence[Sequence[np.ndarray]],
     interp.invoke()
     out = interp.get_output_details()
     return [[interp.get_tensor(out[p]["index"]) for p in positions] for positions in built.outputs]
+
+
+def flat_inputs(built: Built, inputs: Sequence[Sequence[np.ndarray]]) -> list[np.ndarray]:
+    """The model's input list from per-op runtime inputs (``inputs[k]`` for op k)."""
+    flat: list[np.ndarray | None] = [None] * sum(len(p) for p in built.inputs)
+    for positions, arrays in zip(built.inputs, inputs):
+        for pos, arr in zip(positions, arrays):
+            flat[pos] = np.ascontiguousarray(arr)
+    return flat  # type: ignore[return-value]
+
+
+def run_ours(built: Built, inputs: Sequence[Sequence[np.ndarray]],
+             **interpreter_options: Any) -> list[list[np.ndarray]]:
+    """`run_litert` through our `Interpreter`: every op's outputs, in the same layout."""
+    from tflite_viewer.interpreter import Interpreter
+
+    outs = list(Interpreter(built.model, **interpreter_options)
+                .invoke(flat_inputs(built, inputs)).values())
+    return [[outs[p] for p in positions] for positions in built.outputs]

@@ -157,33 +157,57 @@ def broadcast_shapes(*shapes) -> tuple[int, ...]:
     return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
 
 
-def check_same_quantization(ctx, node) -> str | None:
-    """For data-movement kernels: quantized integer tensors pass through only when every
-    quantized input and output share one scale and zero point (no requantization yet)."""
-    params = set()
-    for i in list(node.inputs) + list(node.outputs):
-        if i < 0:
+def describe_quantization(t) -> str:
+    """``scale 0.05, zero point 3`` (or the per-channel counts) for messages."""
+    q = t.quantization
+    if q is None:
+        return "no quantization"
+    scale, zp = np.asarray(q.scale).reshape(-1), np.asarray(q.zero_point).reshape(-1)
+    if scale.size == 1:
+        return f"scale {float(scale[0]):g}, zero point {int(zp[0]) if zp.size else 0}"
+    return f"{scale.size} per-channel scales"
+
+
+def _params(t) -> tuple | None:
+    q = t.quantization
+    return None if q is None else (tuple(np.asarray(q.scale).tolist()),
+                                   tuple(np.asarray(q.zero_point).tolist()))
+
+
+def quantization_mismatch(ctx, node, indices=None) -> str | None:
+    """Why a node whose LiteRT kernel demands one scale and zero point on all its quantized
+    tensors (``indices``, default: inputs and outputs) cannot run, or None.
+
+    LiteRT's Prepare fails on such a model, so this refuses it at load with the two
+    tensors that disagree, rather than moving integers that mean different values."""
+    if indices is None:
+        indices = list(node.inputs) + list(node.outputs)
+    first = None
+    for i in indices:
+        if i < 0 or not ctx.tensors[i].is_quantized_int:
             continue
         t = ctx.tensors[i]
-        if t.is_quantized_int:
-            q = t.quantization
-            key = (None if q is None else (tuple(np.asarray(q.scale).tolist()),
-                                           tuple(np.asarray(q.zero_point).tolist())))
-            params.add(key)
-    if len(params) > 1:
-        return (f"{node.name} v{node.version} with quantized tensors of different scales: "
-                "integer kernels (requantization) not implemented yet")
+        if first is None:
+            first = t
+        elif _params(t) != _params(first):
+            return (f"{node.name} v{node.version}: tensor {first.index} ({first.name}) has "
+                    f"quantization {describe_quantization(first)} but tensor {t.index} "
+                    f"({t.name}) {describe_quantization(t)}; LiteRT's kernel requires them "
+                    "equal (its Prepare fails on this model)")
     return None
 
 
 def define(op: int, versions: tuple[int, int], compute, shape=None, types: str = "float",
-           name: str | None = None, check=None, int_prepare=None, int_compute=None) -> type:
+           name: str | None = None, check=None, int_prepare=None, int_compute=None,
+           same_quantization: bool = False) -> type:
     """Register a kernel from two functions, for the many ops that need no more:
 
     ``compute(ctx, node) -> array | tuple of arrays`` (one per output) and
     ``shape(ctx, node) -> list of output shapes | None`` (None: outputs dynamic, shaped by
-    what compute returns).  ``types`` as in `Kernel.types`; ``"any"`` kernels refuse
-    quantized tensors whose parameters differ.
+    what compute returns).  ``types`` as in `Kernel.types`; ``"any"`` kernels move the
+    integers of quantized tensors as they are, whatever the output's parameters, as
+    LiteRT's data-movement kernels do; ``same_quantization`` marks those whose LiteRT
+    Prepare insists on equal parameters (`quantization_mismatch`).
 
     Ops with an integer core give ``int_prepare(ctx, node) -> params`` (run in prepare for
     nodes of an integer kind, cached on ``node.user_data["q"]``) and
@@ -197,8 +221,8 @@ def define(op: int, versions: tuple[int, int], compute, shape=None, types: str =
         def check(self, ctx, node):
             if check is not None:
                 return check(ctx, node)
-            if types == "any":
-                return check_same_quantization(ctx, node)
+            if same_quantization:
+                return quantization_mismatch(ctx, node)
             return super().check(ctx, node)
 
         def prepare(self, ctx, node):

@@ -152,17 +152,40 @@ def select_v1(cond: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(cond, x, y)
 
 
+def _one_element_shape(ctx, node) -> tuple[int, ...] | None:
+    """The model's own output shape when the condition, both operands and that output
+    each hold one element: LiteRT's select Prepare keeps it then (a scalar written as [1]
+    or [1, 1] stays as the converter wrote it) instead of the broadcast shape."""
+    declared = tuple(ctx.model_subgraph.tensors[node.outputs[0]].shape)
+    if (int(np.prod(declared, dtype=np.int64)) == 1
+            and all(int(np.prod(ctx.input(node, k).shape, dtype=np.int64)) == 1
+                    for k in range(3))):
+        return declared
+    return None
+
+
 def _select_shape(ctx, node):
-    x = ctx.input(node, 1).shape
-    return [x]
+    kept = _one_element_shape(ctx, node)
+    return [ctx.input(node, 1).shape if kept is None else kept]
 
 
-define(B.SELECT, (1, 4), lambda ctx, node: select_v1(*(ctx.value(node, k) for k in range(3))),
-       _select_shape, types="any")
-define(B.SELECT_V2, (1, 2),
-       lambda ctx, node: np.where(ctx.value(node, 0), ctx.value(node, 1), ctx.value(node, 2)),
-       lambda ctx, node: [np.broadcast_shapes(*(ctx.input(node, k).shape for k in range(3)))],
-       types="any")
+def _select_v2_shape(ctx, node):
+    kept = _one_element_shape(ctx, node)
+    return [np.broadcast_shapes(*(ctx.input(node, k).shape for k in range(3)))
+            if kept is None else kept]
+
+
+def _selected(select):
+    """``select`` on the node's inputs, shaped as prepared (see `_one_element_shape`)."""
+    def compute(ctx, node):
+        out = select(*(ctx.value(node, k) for k in range(3)))
+        shape = ctx.output(node, 0).shape
+        return out.reshape(shape) if out.shape != shape else out
+    return compute
+
+
+define(B.SELECT, (1, 4), _selected(select_v1), _select_shape, types="any")
+define(B.SELECT_V2, (1, 2), _selected(np.where), _select_v2_shape, types="any")
 
 
 # -- unary math ----------------------------------------------------------------------------

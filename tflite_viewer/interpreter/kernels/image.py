@@ -138,8 +138,10 @@ def _batch_to_space(ctx, node):
     return batch_to_space_nd(x, as_int_list(block), crops) if out is None else out
 
 
-define(B.SPACE_TO_BATCH_ND, (1, 4), _space_to_batch, _s2b_shape, types="any")
-define(B.BATCH_TO_SPACE_ND, (1, 4), _batch_to_space, _b2s_shape, types="any")
+define(B.SPACE_TO_BATCH_ND, (1, 4), _space_to_batch, _s2b_shape, types="any",
+       same_quantization=True)
+define(B.BATCH_TO_SPACE_ND, (1, 4), _batch_to_space, _b2s_shape, types="any",
+       same_quantization=True)
 
 
 def depth_to_space(x: np.ndarray, bs: int) -> np.ndarray:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..integer import concat_pad as iconcat
 from ..tensor import INT64, UINT8
-from .common import (BuiltinOperator as B, as_int_list, check_same_quantization, define,
+from .common import (BuiltinOperator as B, as_int_list, define, quantization_mismatch,
                      derived, opt, same_shape)
 from .reduce import normalize_axes
 
@@ -111,7 +111,7 @@ def _expand_shape(ctx, node):
 define(B.EXPAND_DIMS, (1, 1),
        lambda ctx, node: ctx.value(node, 0).reshape(expand_dims_shape(
            ctx.value(node, 0).shape, as_int_list(ctx.value(node, 1))[0])),
-       _expand_shape, types="any")
+       _expand_shape, types="any", same_quantization=True)
 
 
 # -- TRANSPOSE -------------------------------------------------------------------------
@@ -161,11 +161,21 @@ def _concat_shape(ctx, node):
 
 
 def _concat_check(ctx, node):
-    """uint8 inputs may have their own quantization (rescaled to the output's, as
-    ConcatenationWithScaling); int8/int16 ones must share the output's, as LiteRT asks."""
-    if ctx.output(node, 0).type == UINT8:
+    """LiteRT's Prepare: uint8 inputs may have their own quantization (rescaled to the
+    output's, as ConcatenationWithScaling); int8 ones must share the output's; int16 ones
+    are copied whatever their scales, but every zero point must be 0."""
+    out = ctx.output(node, 0)
+    if out.type == UINT8 or not out.is_quantized_int:
         return None
-    return check_same_quantization(ctx, node)
+    if out.dtype == np.int16:
+        for i in list(node.inputs) + list(node.outputs):
+            t = ctx.tensors[i]
+            if i >= 0 and t.is_quantized_int and np.any(t.quantization.zero_point != 0):
+                return (f"{node.name} v{node.version}: int16 tensor {t.index} ({t.name}) has "
+                        f"zero point {int(t.quantization.zero_point[0])}; LiteRT's kernel "
+                        "requires 0 (its Prepare fails on this model)")
+        return None
+    return quantization_mismatch(ctx, node)
 
 
 def _concat_int(ctx, node, p):
@@ -204,7 +214,7 @@ def _pack_shape(ctx, node):
     return [tuple(shape[:axis]) + (len(node.inputs),) + tuple(shape[axis:])]
 
 
-define(B.PACK, (1, 4), _pack, _pack_shape, types="any")
+define(B.PACK, (1, 4), _pack, _pack_shape, types="any", same_quantization=True)
 
 
 def _unpack(ctx, node):
@@ -222,7 +232,7 @@ def _unpack_shape(ctx, node):
     return [out] * len(node.outputs)
 
 
-define(B.UNPACK, (1, 4), _unpack, _unpack_shape, types="any")
+define(B.UNPACK, (1, 4), _unpack, _unpack_shape, types="any", same_quantization=True)
 
 
 def _split_sizes(total: int, sizes) -> list[int]:
@@ -474,13 +484,23 @@ def _pad_shape(ctx, node):
 
 
 def _pad_value(ctx, node):
-    x = ctx.input(node, 0)
+    """PADV2's constant, else zero: for quantized tensors the output's zero point (what
+    LiteRT pads with, whatever the input's parameters)."""
     if len(node.inputs) > 2 and node.inputs[2] >= 0:
         return ctx.value(node, 2).reshape(-1)[0]
-    q = x.quantization
-    if x.is_quantized_int and q is not None and q.zero_point.size:
+    out = ctx.output(node, 0)
+    q = out.quantization
+    if out.is_quantized_int and q is not None and q.zero_point.size:
         return q.zero_point[0]
     return 0
+
+
+def _padv2_check(ctx, node):
+    """LiteRT's PADV2 needs its constant in the output's scale and zero point (the input's
+    may differ: its integers are copied)."""
+    if len(node.inputs) > 2 and node.inputs[2] >= 0:
+        return quantization_mismatch(ctx, node, [node.inputs[2], node.outputs[0]])
+    return None
 
 
 def _pad(ctx, node):
@@ -489,7 +509,7 @@ def _pad(ctx, node):
 
 
 define(B.PAD, (1, 5), _pad, _pad_shape, types="any")
-define(B.PADV2, (1, 5), _pad, _pad_shape, types="any")
+define(B.PADV2, (1, 5), _pad, _pad_shape, types="any", check=_padv2_check)
 
 
 def mirror_pad(x: np.ndarray, paddings, mode: str) -> np.ndarray:
@@ -498,7 +518,7 @@ def mirror_pad(x: np.ndarray, paddings, mode: str) -> np.ndarray:
 
 define(B.MIRROR_PAD, (1, 3), lambda ctx, node: mirror_pad(
     ctx.value(node, 0), _paddings(ctx.value(node, 1), ctx.value(node, 0).ndim),
-    opt(node, "mode", "REFLECT")), _pad_shape, types="any")
+    opt(node, "mode", "REFLECT")), _pad_shape, types="any", same_quantization=True)
 
 
 # -- TILE / BROADCAST_TO / FILL / *_LIKE -----------------------------------------------------
@@ -538,8 +558,18 @@ def _fill(ctx, node):
 
 define(B.FILL, (1, 4), _fill, lambda ctx, node: None if _const(ctx, node, 0) is None else
        [tuple(as_int_list(_const(ctx, node, 0)))], types="any")
+def _zeros_like_check(ctx, node):
+    """Integer zeros are not real zeros in a quantized tensor, and LiteRT's ZEROS_LIKE
+    refuses those types."""
+    t = ctx.input(node, 0)
+    if t.is_quantized_int:
+        return (f"{node.name} v{node.version} on quantized {t.dtype} tensor {t.index} "
+                f"({t.name}): LiteRT's kernel supports only float32, int32 and int64")
+    return None
+
+
 define(B.ZEROS_LIKE, (1, 1), lambda ctx, node: np.zeros_like(ctx.value(node, 0)), same_shape,
-       types="any")
+       types="any", check=_zeros_like_check)
 # (TFLite has no ONES_LIKE builtin: converters lower it to FILL.)
 
 
