@@ -668,7 +668,7 @@ class Interpreter:
         frame = Frame(sg.index, 0)
         self._stack.append(frame)
         self._active.add(sg.index)
-        times, calls = self.op_times, self.op_calls
+        invoke = self._invoke
         try:
             for node in sg.plan_nodes:
                 frame.op = node.index
@@ -677,19 +677,8 @@ class Interpreter:
                 if node.calls_subgraphs:
                     for _ in self._invoke_calling(sg, node):  # call_subgraph does not pause
                         pass
-                elif self._before_hooks or self._after_hooks or self._collect_after:
-                    self._invoke(sg, node)
-                else:  # _invoke without hooks, inlined: the common case
-                    t0 = perf_counter()
-                    try:
-                        node.kernel.invoke(sg, node)
-                    except (ExecutionError, AllocationError):
-                        raise
-                    except Exception as exc:  # noqa: BLE001 - every kernel failure names its op
-                        raise self._fail(sg, node, exc) from exc
-                    key = node.key
-                    times[key] += perf_counter() - t0
-                    calls[key] += 1
+                else:
+                    invoke(sg, node)
             frame.op = len(sg.nodes)
         finally:
             self._active.discard(sg.index)
