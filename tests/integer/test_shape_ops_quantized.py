@@ -30,6 +30,8 @@ import pytest
 from tflite_viewer.edit.op_version import op_required_version
 from tflite_viewer.schema import schema_generated as S
 
+from tests.interpreter.singleop import random_strided_slice
+
 from .gen import rand_data, rand_q
 from .singleop import Op, T, build, run_litert, run_ours
 
@@ -116,14 +118,7 @@ def _gather_nd(rng, dtype, q, oq):
 
 def _strided_slice(rng, dtype, q, oq):
     shape = _shape(rng, 3, hi=6)
-    begin = [int(rng.integers(-d, d)) for d in shape]
-    end = [int(rng.integers(-d, d + 1)) for d in shape]
-    strides = [int(rng.choice([1, 2, -1, 3])) for _ in shape]
-    opts = {"begin_mask": int(rng.integers(0, 8)), "end_mask": int(rng.integers(0, 8)),
-            "shrink_axis_mask": int(rng.choice([0, 0, 1, 4]))}
-    for i in range(3):
-        if opts["shrink_axis_mask"] & (1 << i):
-            strides[i] = 1
+    begin, end, strides, opts = random_strided_slice(rng, shape)
     return (Op("STRIDED_SLICE", [T(shape, dtype, *q), T.const(np.array(begin, I32)),
                                  T.const(np.array(end, I32)), T.const(np.array(strides, I32))],
                _out(dtype, oq), "StridedSliceOptions", opts), [rand_data(rng, shape, dtype)])

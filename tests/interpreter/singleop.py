@@ -254,3 +254,18 @@ def graph_model(tensors: Sequence[tuple], ops: Sequence[Op], inputs: Sequence[in
     builder = flatbuffers.Builder(0)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
+
+
+def random_strided_slice(rng: np.random.Generator, shape: Sequence[int]
+                         ) -> tuple[list[int], list[int], list[int], dict[str, int]]:
+    """Random STRIDED_SLICE (begin, end, strides, options) for a rank-3 ``shape``: negative
+    and out-of-range bounds, negative strides, masks, shrunk axes (with stride 1)."""
+    begin = [int(rng.integers(-d, d)) for d in shape]
+    end = [int(rng.integers(-d, d + 1)) for d in shape]
+    strides = [int(rng.choice([1, 2, -1, 3])) for _ in shape]
+    opts = {"begin_mask": int(rng.integers(0, 8)), "end_mask": int(rng.integers(0, 8)),
+            "shrink_axis_mask": int(rng.choice([0, 0, 1, 4]))}
+    for i in range(len(shape)):
+        if opts["shrink_axis_mask"] & (1 << i):
+            strides[i] = 1
+    return begin, end, strides, opts

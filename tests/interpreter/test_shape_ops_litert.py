@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from .singleop import Input, assert_matches_litert, single_op_model
+from .singleop import Input, assert_matches_litert, random_strided_slice, single_op_model
 
 F32, I32 = np.float32, np.int32
 
@@ -50,14 +50,7 @@ def test_strided_slice_random(seed):
     rng = np.random.default_rng(seed)
     shape = tuple(int(d) for d in rng.integers(1, 7, 3))
     x = _x(*shape, seed=seed)
-    begin = [int(rng.integers(-d, d)) for d in shape]
-    end = [int(rng.integers(-d, d + 1)) for d in shape]
-    strides = [int(rng.choice([1, 2, -1, 3])) for _ in shape]
-    opts = {"begin_mask": int(rng.integers(0, 8)), "end_mask": int(rng.integers(0, 8)),
-            "shrink_axis_mask": int(rng.choice([0, 0, 1, 4]))}
-    for i in range(3):
-        if opts["shrink_axis_mask"] & (1 << i):
-            strides[i] = 1
+    begin, end, strides, opts = random_strided_slice(rng, shape)
     model = single_op_model("STRIDED_SLICE", [Input(shape), np.array(begin, I32), np.array(end, I32),
                                               np.array(strides, I32)], [F32], "StridedSliceOptions", opts)
     assert_matches_litert(model, [x])
