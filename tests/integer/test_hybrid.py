@@ -36,12 +36,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pytest
 
 from .gen import ACTIVATIONS
 from .singleop import Op, T, build
 
-pytest.importorskip("ai_edge_litert")
 
 #: Elementwise tolerance: |ours - litert| <= TOL * (1 + |litert|).
 TOL = 1e-5

@@ -35,7 +35,6 @@ from tests.interpreter.singleop import random_strided_slice
 from .gen import rand_data, rand_q
 from .singleop import Op, T, build, run_litert, run_ours
 
-pytest.importorskip("ai_edge_litert")
 
 I32 = np.int32
 DTYPES = (np.uint8, np.int8, np.int16)
