@@ -480,3 +480,18 @@ def test_scalar_inv_sqrt_matches_the_vectorized_one():
     got = np.array([il.inv_sqrt_multiplier(int(q)) for q in v.tolist()])
     np.testing.assert_array_equal(got[:, 0], m)
     np.testing.assert_array_equal(got[:, 1], e)
+
+
+@pytest.mark.parametrize("c_lo, c_hi", [(-32768, 32767), (-1000, 1000), (-1, 1), (0, 0)])
+def test_cell_state_table_is_the_clip_it_replaces(c_lo, c_hi):
+    """The runner's final cell state: one clipped lookup of the cell index (c + 32768,
+    possibly beyond int16 before the saturation) gives the saturated, clipped state, as
+    ``clip(index, 32768 + c_lo, 32768 + c_hi) - 32768`` cast to int16 did."""
+    rng = np.random.default_rng(13)
+    index = np.concatenate([rng.integers(-(1 << 40), 1 << 40, 2000),
+                            rng.integers(-70000, 140000, 5000), np.arange(-3, 65540)])
+    index = index.reshape(-1, 1)
+    want = (np.clip(index, 32768 + c_lo, 32768 + c_hi) - 32768).T.astype(np.int16)
+    got = il._cell_state_table(c_lo, c_hi).take(index.T, mode="clip")
+    assert got.dtype == np.int16
+    np.testing.assert_array_equal(got, want)

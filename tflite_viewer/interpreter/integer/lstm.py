@@ -420,6 +420,16 @@ def _cell_table(integer_bits: int, c_lo: int, c_hi: int, multiplier: int, offset
     return table
 
 
+@lru_cache(maxsize=16)
+def _cell_state_table(c_lo: int, c_hi: int) -> np.ndarray:
+    """int16 [65536]: the saved cell state for a cell index ``c + 32768`` (what the runner
+    keeps), saturated to int16 by ``take(mode="clip")`` and clipped to [c_lo, c_hi] by the
+    values: one lookup instead of a clip, an add and a cast."""
+    table = np.clip(np.arange(REGION) + I16_MIN, c_lo, c_hi).astype(np.int16)
+    table.setflags(write=False)
+    return table
+
+
 def _clamp(x: np.ndarray, lo: int, hi: int) -> np.ndarray:
     np.maximum(x, lo, out=x)
     np.minimum(x, hi, out=x)
@@ -569,6 +579,7 @@ class _Runner:
         self.c_lo, self.c_hi = I16_MIN, I16_MAX
         if p.cell_clip > 0:
             self.c_lo, self.c_hi = max(I16_MIN, -p.cell_clip), min(I16_MAX, p.cell_clip)
+        self.cell_state = _cell_state_table(self.c_lo, self.c_hi)
         self._recurrent_setup()
         self.float_inputs = self._float_inputs_ok()
         self._buffers()
@@ -967,14 +978,15 @@ class _Runner:
         return calls
 
     def run(self, x: np.ndarray, h: np.ndarray, c: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray]:
-        """Every step of ``x`` [T, B, n_input] (int8) from states ``h``, ``c``: (int8
-        outputs [T, B, n_output], the final int16 cell state)."""
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every step of ``x`` [T, B, n_input] (int8) from states ``h`` [B, n_output] and
+        ``c`` [B, n_cell]: (int8 outputs [T, B, n_output], the final int8 output state
+        [B, n_output], the final int16 cell state [B, n_cell]), all new arrays."""
         steps = x.shape[0]
         if not steps:
             return (np.empty((0, self.B, self.p.n_output), np.int8),
-                    np.asarray(c, np.int16).copy())
-        seq = self._sequence(steps)
+                    np.array(h, np.int8), np.array(c, np.int16))
+        seq = self._seqs.get(steps) or self._sequence(steps)
         if seq.input_calls is not None:
             seq.x[..., :-1] = x
             _run(seq.input_calls)
@@ -988,8 +1000,8 @@ class _Runner:
         if self.cell is not None:   # the first step's peephole reads the unclipped state
             self.cell[...] = c.T
         _run(seq.calls)
-        cell = _clip(self.cslot, -I16_MIN + self.c_lo, -I16_MIN + self.c_hi) + I16_MIN
-        return seq.hist[1:, :, :-1].astype(np.int8), np.ascontiguousarray(cell.T, np.int16)
+        outs = seq.hist[1:, :, :-1].astype(np.int8)
+        return outs, outs[-1].copy(), self.cell_state.take(self.cslot.T, mode="clip")
 
 
 def _runner(p: LstmParams, batch: int, time_major: bool) -> _Runner:
@@ -1031,12 +1043,12 @@ def lstm_sequence(x: np.ndarray, h: np.ndarray, c: np.ndarray, p: LstmParams,
     Batch rows are independent, so batch-major input (which LiteRT runs one batch row at
     a time) is run like time-major input, all rows per step; only the peephole's vector
     size quirk depends on the layout, and the runner places the peephole weights for it."""
-    seq = x if time_major else np.swapaxes(x, 0, 1)
-    steps, batch = seq.shape[0], seq.shape[1]
+    seq = x if time_major else x.swapaxes(0, 1)
+    batch = seq.shape[1]
     r = _runner(p, batch, time_major)
-    outs, cell = r.run(seq, np.asarray(h).reshape(batch, -1), np.asarray(c).reshape(batch, -1))
-    h_new = outs[steps - 1].copy() if steps else np.asarray(h, np.int8).reshape(batch, -1)
-    return (outs if time_major else np.swapaxes(outs, 0, 1)), h_new, cell
+    outs, h_new, cell = r.run(seq, np.asarray(h).reshape(batch, -1),
+                              np.asarray(c).reshape(batch, -1))
+    return (outs if time_major else outs.swapaxes(0, 1)), h_new, cell
 
 
 # -- the kernel's view: LiteRT's Prepare checks and the tensors -> parameters mapping ------

@@ -145,31 +145,33 @@ class UnidirectionalSequenceLstm(Kernel):
         x = ctx.input(node, 0).shape
         n_out = ctx.input(node, 18).shape[-1]
         ctx.resize(ctx.output(node, 0), tuple(x[:-1]) + (n_out,))
+        tm = bool(opt(node, "time_major", False))
+        # integer and hybrid nodes keep (the core's lstm_sequence, its parameters, time
+        # major), so that invoke only runs it; float nodes keep None
         if kind(ctx, node) == "hybrid":
             ts = [ctx.input(node, k) for k in range(len(node.inputs))]
-            node.user_data = ihlstm.prepare_hybrid_lstm(
+            node.user_data = (ihlstm.lstm_sequence, ihlstm.prepare_hybrid_lstm(
                 [None if t is None else t.data for t in ts],
-                [0.0 if t is None else tq(t).s for t in ts], node.builtin_data)
+                [0.0 if t is None else tq(t).s for t in ts], node.builtin_data), tm)
             return
         if kind(ctx, node) == "int8":
-            node.user_data = ilstm.prepare_from_tensors(
+            node.user_data = (ilstm.lstm_sequence, ilstm.prepare_from_tensors(
                 [ctx.input(node, k) for k in range(len(node.inputs))],
                 [ctx.tensors[i] for i in node.intermediates], ctx.output(node, 0),
-                node.builtin_data, tq, rounding(ctx))
+                node.builtin_data, tq, rounding(ctx)), tm)
         else:
             node.user_data = None
 
     def invoke(self, ctx, node):
-        tm = bool(opt(node, "time_major", False))
         if node.user_data is not None:  # integer or hybrid: prepared parameters
-            core = ihlstm if isinstance(node.user_data, ihlstm.HybridLstmParams) else ilstm
+            sequence, params, tm = node.user_data
             hs, cs = ctx.input(node, 18), ctx.input(node, 19)
-            outs, h, c = core.lstm_sequence(ctx.value(node, 0), hs.data, cs.data,
-                                            node.user_data, tm)
-            ctx.set_output(hs, h.reshape(hs.shape))
-            ctx.set_output(cs, c.reshape(cs.shape))
+            outs, h, c = sequence(ctx.value(node, 0), hs.data, cs.data, params, tm)
+            ctx.set_output(hs, h)   # a variable of another rank takes its own shape
+            ctx.set_output(cs, c)
             ctx.set_output(ctx.output(node, 0), outs)
             return
+        tm = bool(opt(node, "time_major", False))
         x = _time_major(ctx.value(node, 0), tm)
         hs, cs = ctx.input(node, 18), ctx.input(node, 19)
         wts = _weights(ctx, node, 1, 12, 16, 20 if len(node.inputs) > 20 else None)
