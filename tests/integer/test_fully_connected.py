@@ -74,9 +74,13 @@ def test_fully_connected(dtype):
     assert check_cases(cases, compare_builtin=True) == 300
 
 
-def test_float_scale_tail_matches_int64_path(monkeypatch):
+@pytest.mark.parametrize("small_product", [0, 1 << 30], ids=["float32 sums", "float64 sums"])
+def test_float_scale_tail_matches_int64_path(monkeypatch, small_product):
     """The precomputed float path (raw-input float sums, offsets folded into a float64
-    bias) against the int64 accumulator path, on random cases of every dtype and bias."""
+    bias) against the int64 accumulator path, on random cases of every dtype and bias:
+    every product summed in float32 chunks, and every one as a small product (one float64
+    product with the bias row, on laid-out scratch buffers)."""
+    monkeypatch.setattr(fc, "SMALL_PRODUCT", small_product)
     rng = np.random.default_rng(77)
     calls = [_case(rng, dtype, per_channel=dtype != np.uint8 and bool(i % 2),
                    bias_kind=("none", "int32", "int64")[i % 3] if dtype == np.int16 else

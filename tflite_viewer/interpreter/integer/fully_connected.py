@@ -11,7 +11,7 @@ use the quantized multiplier of fully_connected.cc's Prepare (``float_scales=Fal
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -75,6 +75,13 @@ def output_shape(input_shape: tuple[int, ...], units: int, accum: int,
     return (size // accum if accum else 0, units)
 
 
+#: Up to this many multiply-adds (rows x accumulation depth x units) a FloatScaleTail sums
+#: in one float64 product with the bias as an extra row: at these sizes numpy's per-call
+#: cost dominates, and the bias add is one call less (measured: 1x560 by 10 units 2.45 us
+#: against 2.58 for the float32 product; 8x128 by 64 already 3.5 against 2.8).
+SMALL_PRODUCT = 8192
+
+
 @dataclass(eq=False)
 class FloatScaleTail:
     """LiteRT's float-scale FULLY_CONNECTED for one filter and bias, with what does not
@@ -87,7 +94,11 @@ class FloatScaleTail:
     trunc(v + copysign(1/2, v)), the same float sum as sign(v) * floor(|v| + 1/2); the
     int32 clamp before the output offset is dropped because the activation clamp that
     follows gives the same result for every value beyond int32.
-    """
+
+    Small products (`SMALL_PRODUCT`) run as one float64 product of the inputs with a
+    column of ones against ``fmat`` with that bias as an extra row (``w_ext``; exact for
+    the same bound), on scratch buffers kept per row count (the final cast makes the
+    output array)."""
 
     fmat: np.ndarray
     bias: np.ndarray  # float64 per unit: bias + input_offset * column sums of fmat
@@ -98,6 +109,8 @@ class FloatScaleTail:
     act_min: float
     act_max: float
     dtype: np.dtype
+    w_ext: np.ndarray | None = None  # float64 [accum + 1, units]: fmat, then bias
+    _scratch: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, p: FullyConnectedParams, fmat: np.ndarray, bias: np.ndarray | None,
@@ -115,20 +128,59 @@ class FloatScaleTail:
         if (float(raw_bound) * f_bound * accum + largest >= FLOAT64_EXACT
                 or float(in_bound) * f_bound * accum + largest >= FLOAT64_EXACT):
             return None
-        return cls(fmat, folded.astype(np.float64), p.effective_scale.astype(np.float64),
-                   raw_bound, f_bound, float(p.output_offset), float(p.act_min),
-                   float(p.act_max), np.dtype(output_dtype))
+        bias64 = folded.astype(np.float64)
+        w_ext = None
+        if accum * fmat.shape[1] <= SMALL_PRODUCT:
+            w_ext = np.concatenate([fmat.astype(np.float64), bias64[None, :]])
+        return cls(fmat, bias64, p.effective_scale.astype(np.float64), raw_bound, f_bound,
+                   float(p.output_offset), float(p.act_min), float(p.act_max),
+                   np.dtype(output_dtype), w_ext)
+
+    def _small(self, rows: int) -> tuple | None:
+        """The scratch buffers and constants of a small product of ``rows`` rows, laid out at
+        the accumulators' shape (ufuncs on same-shape operands skip broadcasting, and array
+        operands are faster than Python scalars), or None when the product is not small."""
+        scratch = self._scratch.get(rows)
+        if scratch is None:
+            accum, units = self.fmat.shape
+            if self.w_ext is None or rows * accum * units > SMALL_PRODUCT:
+                return None
+            if len(self._scratch) >= 4:
+                self._scratch.clear()
+            shape = (rows, units)
+
+            def full(v):
+                return np.ascontiguousarray(np.broadcast_to(v, shape), np.float64)
+            scratch = self._scratch[rows] = (
+                np.ones((rows, accum + 1)), np.empty(shape), np.empty(shape), full(self.scale),
+                full(0.5), full(self.zero_point), full(self.act_min), full(self.act_max))
+        return scratch
 
     def __call__(self, x: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray:
-        x = x.reshape(-1, self.fmat.shape[0]).astype(np.float32)
-        acc = exact_matmul(x, self.fmat, self.raw_bound, self.f_bound, float32_ok=True)
-        v = np.add(acc, self.bias, dtype=np.float64)
-        v *= self.scale
-        v += np.copysign(0.5, v)
-        np.trunc(v, out=v)
-        v += self.zero_point
-        qm.clip_into(v, self.act_min, self.act_max)
-        return v.astype(self.dtype).reshape(out_shape)
+        accum = self.fmat.shape[0]
+        rows = x.size // accum
+        small = self._small(rows)
+        if small is not None:
+            xe, v, tmp, scale, half, zp, lo, hi = small
+            xe[:, :accum] = x.reshape(rows, accum)
+            np.dot(xe, self.w_ext, v)
+            np.multiply(v, scale, v)
+            np.copysign(half, v, tmp)
+            np.add(v, tmp, v)
+            np.trunc(v, v)
+            np.add(v, zp, v)
+            qm.clip_into(v, lo, hi)
+        else:
+            x = x.reshape(rows, accum).astype(np.float32)
+            acc = exact_matmul(x, self.fmat, self.raw_bound, self.f_bound, float32_ok=True)
+            v = np.add(acc, self.bias, dtype=np.float64)
+            v *= self.scale
+            v += np.copysign(0.5, v)
+            np.trunc(v, out=v)
+            v += self.zero_point
+            qm.clip_into(v, self.act_min, self.act_max)
+        out = v.astype(self.dtype)
+        return out if out.shape == out_shape else out.reshape(out_shape)
 
 
 def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, input_q,

@@ -52,15 +52,15 @@ class FullyConnected(Kernel):
 
     def init(self, ctx, node):
         return {"src": None, "wt": None, "kind": "float", "params": None,
-                "tail": (None, None, None)}
+                "tail": (None, None, None), "act": activation(node),
+                "keep": bool(opt(node, "keep_num_dims", False))}
 
     def prepare(self, ctx, node):
         x, w = ctx.input(node, 0), ctx.input(node, 1)
         if len(w.shape) != 2:
             raise ValueError(f"weights must be 2-D, got {list(w.shape)}")
-        ctx.resize(ctx.output(node, 0),
-                   _fc_shape(x.shape, w.shape, bool(opt(node, "keep_num_dims", False))))
         cache = node.user_data
+        ctx.resize(ctx.output(node, 0), _fc_shape(x.shape, w.shape, cache["keep"]))
         cache["kind"] = k = kind(ctx, node)
         if k in INT_KINDS:
             cache["params"] = ifc.prepare_fully_connected(
@@ -70,47 +70,40 @@ class FullyConnected(Kernel):
             cache["tail"] = (None, None, None)
 
     def invoke(self, ctx, node):
-        w = ctx.value(node, 1)
         cache = node.user_data
         k = cache["kind"]
-        if k in INT_KINDS or k == "hybrid":
-            b = ctx.input(node, 2)
-            o = ctx.output(node, 0)
-            if k == "hybrid":
-                out = ihybrid.fully_connected(ctx.value(node, 0), w, None if b is None else b.data,
-                                              tq(ctx.input(node, 1)), node.builtin_data, o.shape)
-            else:
-                p = cache["params"]
-                if cache["src"] is not w:
-                    cache["src"] = w
-                    cache["wt"] = iconv.filter_matrix(w.reshape(w.shape[0], -1), p.filter_offset)
-                bias = None if b is None else b.data
-                tail = self._float_tail(cache, w, bias, o.dtype)
-                if tail is not None:
-                    x = ctx.value(node, 0)
-                    shape = ifc.output_shape(x.shape, w.shape[0], w.shape[1],
-                                             bool(opt(node, "keep_num_dims", False)))
-                    ctx.set_output(o, tail(x, shape))
-                    return
-                out = ifc.fully_connected(ctx.value(node, 0), w, bias, None, None, None,
-                                          node.builtin_data, params=p, output_dtype=o.dtype,
-                                          fmat=cache["wt"])
-            ctx.set_output(o, out)
-            return
-        if cache["src"] is not w:
-            cache["src"], cache["wt"] = w, np.ascontiguousarray(w.T)
+        w = ctx.value(node, 1)
         b = ctx.input(node, 2)
-        out = fully_connected(ctx.value(node, 0), w, None if b is None else b.data,
-                              activation(node), bool(opt(node, "keep_num_dims", False)),
-                              w_t=cache["wt"])
-        ctx.set_output(ctx.output(node, 0), out)
-
+        bias = None if b is None else b.data
+        o = ctx.output(node, 0)  # prepared for the input's shape: the output's shape
+        if k in INT_KINDS:
+            tail = self._float_tail(cache, w, bias, o.dtype)
+            if tail is not None:
+                out = tail(ctx.value(node, 0), o.shape)
+            else:
+                out = ifc.fully_connected(ctx.value(node, 0), w, bias, None, None, None,
+                                          node.builtin_data, params=cache["params"],
+                                          output_dtype=o.dtype, fmat=cache["wt"])
+        elif k == "hybrid":
+            out = ihybrid.fully_connected(ctx.value(node, 0), w, bias, tq(ctx.input(node, 1)),
+                                          node.builtin_data, o.shape)
+        else:
+            if cache["src"] is not w:
+                cache["src"], cache["wt"] = w, np.ascontiguousarray(w.T)
+            out = fully_connected(ctx.value(node, 0), w, bias, cache["act"], cache["keep"],
+                                  w_t=cache["wt"])
+        ctx.set_output(o, out)
 
     @staticmethod
     def _float_tail(cache: dict, w: np.ndarray, bias: np.ndarray | None,
                     out_dtype) -> "ifc.FloatScaleTail | None":
-        """The node's `FloatScaleTail`, rebuilt when the filter matrix or the bias array
-        is another one (an edited constant)."""
+        """The node's `FloatScaleTail` (None: the general path), rebuilt when the filter
+        or the bias array is another one (an edited constant, a computed filter); the
+        filter matrix `conv.filter_matrix` follows the filter."""
+        if cache["src"] is not w:
+            cache["src"] = w
+            cache["wt"] = iconv.filter_matrix(w.reshape(w.shape[0], -1),
+                                              cache["params"].filter_offset)
         fmat, src_bias, tail = cache["tail"]
         if fmat is not cache["wt"] or src_bias is not bias:
             tail = ifc.FloatScaleTail.build(cache["params"], cache["wt"], bias, w.dtype,
