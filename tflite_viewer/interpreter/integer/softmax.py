@@ -8,6 +8,7 @@ a Q12.19 sum and its reciprocal from ``GetReciprocal``.  int16 follows
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -148,15 +149,19 @@ _SHORT_ROW = 32
 
 def _softmax_short_rows(rows: list[list[int]], p: SoftmaxParams, output_dtype) -> np.ndarray:
     """`_softmax_8bit`'s few-row path on rows given as Python ints: the row maximum and the
-    wrapped int32 sum of table terms in Python, then one row-table lookup per row."""
-    out = np.empty((len(rows), len(rows[0])), output_dtype)
+    wrapped int32 sum of table terms in Python, then one row-table lookup per row (for a
+    single row that lookup is the output: [n], which the caller reshapes)."""
+    out = np.empty((len(rows), len(rows[0])), output_dtype) if len(rows) > 1 else None
     terms = p.sum_values
     for r, values in enumerate(rows):
         top = max(values)
         minus_diff = [top - v for v in values]
         total = sum([terms[d] for d in minus_diff])
         total = ((total + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)  # C's int32 wrap
-        out[r] = _row_table(p, total, output_dtype)[minus_diff]
+        table = _row_table(p, total, output_dtype)
+        if out is None:
+            return table.take(minus_diff)
+        out[r] = table[minus_diff]
     return out
 
 
@@ -199,6 +204,16 @@ def _softmax_int16(x: np.ndarray, p: SoftmaxParams) -> np.ndarray:
     right_shift = 31 - headroom_plus_one
     result = (exp * reciprocal + (np.int64(1) << (right_shift - 1))) >> right_shift
     return np.clip(result, 0, 32767).astype(np.int16)
+
+
+def prepared_softmax(p: SoftmaxParams, input_dtype, output_dtype
+                     ) -> Callable[[np.ndarray], np.ndarray]:
+    """`softmax` of inputs of ``input_dtype`` with prepared params, as one function of the
+    input (what a node keeps from prepare, so that an invoke does no dispatch)."""
+    if np.dtype(input_dtype) == np.int16:
+        return lambda x: _softmax_int16(x, p)
+    output_dtype = np.dtype(output_dtype)
+    return lambda x: _softmax_8bit(x, p, output_dtype)
 
 
 def softmax(x: np.ndarray, input_q, beta: float = 1.0, output_dtype=None,

@@ -149,15 +149,16 @@ def log_softmax(x: np.ndarray) -> np.ndarray:
 
 
 def _prepare_softmax(ctx, node):
+    """The node's quantized softmax as one function of the input."""
     x = ctx.input(node, 0)
-    return isoftmax.prepare_softmax(tq(x), float(opt(node, "beta", 1.0)), x.dtype, rounding(ctx))
+    p = isoftmax.prepare_softmax(tq(x), float(opt(node, "beta", 1.0)), x.dtype, rounding(ctx))
+    return isoftmax.prepared_softmax(p, x.dtype, ctx.output(node, 0).dtype)
 
 
 define(B.SOFTMAX, (1, 3),
        lambda ctx, node: softmax(ctx.value(node, 0), float(opt(node, "beta", 1.0))), same_shape,
        types=QUANTIZED, int_prepare=_prepare_softmax,
-       int_compute=lambda ctx, node, p: isoftmax.softmax(
-           ctx.value(node, 0), None, output_dtype=ctx.output(node, 0).dtype, params=p))
+       int_compute=lambda ctx, node, run: run(ctx.value(node, 0)))
 define(B.LOG_SOFTMAX, (1, 2), lambda ctx, node: log_softmax(ctx.value(node, 0)), same_shape,
        types="float+uint8+int8",
        int_prepare=lambda ctx, node: isoftmax.prepare_log_softmax(tq(ctx.input(node, 0)),
