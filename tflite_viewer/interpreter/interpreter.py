@@ -86,6 +86,10 @@ class Interpreter:
         self._direct = False  # inside invoke(): subgraph calls run without pause points
         self._entry = 0
         self._signature: str | None = None
+        #: (signature, entry subgraph) -> (input tensors, (output name, tensor) pairs): what
+        #: every run checks and returns, looked up once (`_entry_io`)
+        self._io: dict[tuple[str | None, int], tuple[tuple[Tensor, ...],
+                                                     tuple[tuple[str, Tensor], ...]]] = {}
         self._allocated = False
         self._nodes_built = False
         if allocate:
@@ -340,11 +344,22 @@ class Interpreter:
             t.shape = arr.shape
         t.data = arr
 
+    def _entry_io(self) -> tuple[tuple[Tensor, ...], tuple[tuple[str, Tensor], ...]]:
+        """The entry's input tensors and its (output name, tensor) pairs, for the current
+        signature or subgraph (computed once per pair: the model does not change)."""
+        key = (self._signature, self._entry)
+        io = self._io.get(key)
+        if io is None:
+            tensors = self.entry.tensors
+            io = self._io[key] = (
+                tuple(tensors[i] for i in self._entry_inputs()),
+                tuple((name, tensors[i])
+                      for name, i in zip(self.output_names(), self._entry_outputs())))
+        return io
+
     def outputs(self) -> dict[str, np.ndarray | None]:
         """Copies of the entry subgraph's outputs, by signature output name or tensor name."""
-        sg = self.entry
-        return {name: sg.tensors[i].snapshot()
-                for name, i in zip(self.output_names(), self._entry_outputs())}
+        return {name: t.snapshot() for name, t in self._entry_io()[1]}
 
     def get_output(self, key: int | str = 0) -> np.ndarray | None:
         outs = self.outputs()
@@ -460,10 +475,10 @@ class Interpreter:
         if inputs is not None:
             self.set_inputs(inputs)
         entry = self.entry
-        for i in self._entry_inputs():
-            if entry.tensors[i].data is None:
-                name = entry.tensors[i].name
-                raise ValueError(f"input {name!r} (tensor {i}) has no value: set_input() it")
+        for t in self._entry_io()[0]:
+            if t.data is None:
+                raise ValueError(f"input {t.name!r} (tensor {t.index}) has no value: "
+                                 "set_input() it")
         entry.clear_activations(keep_inputs=True)
         self.op_times.clear()
         self.op_calls.clear()
@@ -492,8 +507,7 @@ class Interpreter:
         self._state = "paused"  # running: hooks see the position as during a stepped run
         self._direct = True
         try:
-            with np.errstate(all="ignore"):  # float kernels follow IEEE (inf, nan), silently
-                self._execute(entry)
+            self._execute_ieee(entry)
         except BaseException:
             self._state = "ready"
             self._active.clear()
@@ -685,6 +699,10 @@ class Interpreter:
         self._stack.pop()
         if not self._stack:
             self._stack.append(frame)  # a finished run stays positioned at its end
+
+    #: `_execute` for `invoke`: float kernels follow IEEE (inf, nan), silently.  The
+    #: decorator form of np.errstate costs half of what a with-block does per run.
+    _execute_ieee = np.errstate(all="ignore")(_execute)
 
     def _fail(self, sg: Subgraph, node: Node, exc: BaseException) -> ExecutionError:
         return ExecutionError(f"subgraph {sg.index} ({sg.name}), op {node.index} "
