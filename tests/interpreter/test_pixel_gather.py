@@ -55,3 +55,31 @@ def test_gathered_pixels_match_the_rearrangements(seed):
                              (np.array(block), crops))
         assert got.dtype == back.dtype and got.shape == back.shape
         np.testing.assert_array_equal(got, back)
+
+
+def test_computed_paddings_keep_their_gather():
+    """dilated_conv computes SPACE_TO_BATCH_ND's paddings and BATCH_TO_SPACE_ND's crops
+    (new arrays every run): the nodes key their gather on the values, so it is built once
+    and reused; the results stay the direct rearrangements'."""
+    from tflite_viewer.interpreter import Interpreter
+
+    from .conftest import model_path
+
+    interp = Interpreter(model_path("dilated_conv"))
+    sg = interp.subgraphs[0]
+    nodes = [n for n in sg.nodes if n.name in ("SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND")]
+    assert len(nodes) == 2
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(sg.tensors[sg.inputs[0]].shape).astype(np.float32)
+    interp.invoke([x])
+    built = [n.user_data["pixels"][1] for n in nodes]
+    for _ in range(2):
+        interp.invoke([x])
+        assert all(a is b for a, b in zip((n.user_data["pixels"][1] for n in nodes), built))
+    s2b, b2s = nodes
+    block, pads = (sg.tensors[i].data for i in s2b.inputs[1:3])
+    want = space_to_batch_nd(sg.tensors[s2b.inputs[0]].data, block.tolist(), pads)
+    np.testing.assert_array_equal(sg.tensors[s2b.outputs[0]].data, want)
+    block, crops = (sg.tensors[i].data for i in b2s.inputs[1:3])
+    want = batch_to_space_nd(sg.tensors[b2s.inputs[0]].data, block.tolist(), crops)
+    np.testing.assert_array_equal(sg.tensors[b2s.outputs[0]].data, want)

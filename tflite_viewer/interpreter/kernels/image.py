@@ -121,12 +121,20 @@ def _gather_pixels(node, x: np.ndarray, axis: int, rearrange, fill, sources: tup
     return src.take(flat).view(x.dtype).reshape(shape + rest)
 
 
+def _values(a: np.ndarray) -> tuple:
+    """A small index array (block, paddings, crops) as a cache key: its values, so that a
+    computed array (a new object every run, as in dilated convolutions, whose paddings
+    follow the input's shape) finds the gather built for the same values."""
+    return tuple(a.reshape(-1).tolist())
+
+
 def _space_to_batch(ctx, node):
     x, block, pads = ctx.value(node, 0), ctx.value(node, 1), ctx.value(node, 2)
     fill = _zero_point(ctx.output(node, 0))
     out = _gather_pixels(node, x, 1 + block.size,
                          lambda numbers, n: space_to_batch_nd(numbers, as_int_list(block), pads,
-                                                              n), fill, (block, pads))
+                                                              n), fill,
+                         (_values(block), _values(pads)))
     return space_to_batch_nd(x, as_int_list(block), pads, fill) if out is None else out
 
 
@@ -134,7 +142,8 @@ def _batch_to_space(ctx, node):
     x, block, crops = ctx.value(node, 0), ctx.value(node, 1), ctx.value(node, 2)
     out = _gather_pixels(node, x, 1 + block.size,
                          lambda numbers, n: batch_to_space_nd(numbers, as_int_list(block),
-                                                              crops), 0, (block, crops))
+                                                              crops), 0,
+                         (_values(block), _values(crops)))
     return batch_to_space_nd(x, as_int_list(block), crops) if out is None else out
 
 
