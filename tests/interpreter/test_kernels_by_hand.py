@@ -118,3 +118,34 @@ def test_python_custom_kernel_class():
     assert interp.runtime_tensor(0, interp.entry.outputs[0]).shape == (3,)
     out = interp.invoke([np.array([1, 2, 3], F32)])
     np.testing.assert_array_equal(list(out.values())[0], [2, 4, 6])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_float_activations_keep_the_literal_formulas_bits(dtype):
+    """The fused activations (0-d bounds of the input's dtype, the clamp in place) and
+    LOGISTIC (one array, in place) give the bits of their literal formulas with Python
+    scalars, signed zeros, infinities and NaNs included."""
+    from tflite_viewer.interpreter.kernels.activations import logistic
+
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((5, 37)) * 8).astype(dtype)
+    x[0, :6] = [np.inf, -np.inf, np.nan, -0.0, 0.0, 6.0]
+
+    def bits(a):
+        return a.view(np.uint8)
+    with np.errstate(all="ignore"):
+        for act, lo, hi in (("RELU", 0.0, None), ("RELU6", 0.0, 6.0),
+                            ("RELU_N1_TO_1", -1.0, 1.0)):
+            want = np.maximum(x, lo) if hi is None else np.minimum(np.maximum(x, lo), hi)
+            got = common.apply_activation(x.copy(), act)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(bits(got), bits(want))
+            ro = x.copy()
+            ro.flags.writeable = False
+            np.testing.assert_array_equal(bits(common.apply_activation(ro, act)), bits(want))
+        want = (1 / (1 + np.exp(-x))).astype(x.dtype, copy=False)
+        before = x.copy()
+        got = logistic(x)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(bits(got), bits(want))
+        np.testing.assert_array_equal(bits(x), bits(before))  # the input is left alone

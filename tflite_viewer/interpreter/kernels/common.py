@@ -74,6 +74,20 @@ def activation(node: Node) -> str | None:
     return None if act in (None, "NONE", 0) else str(act)
 
 
+#: (activation, float dtype) -> its (low, high or None) bounds as 0-d arrays of that dtype:
+#: the same values as the Python floats (the dtype's own), which cost a ufunc half as much
+_FLOAT_BOUNDS: dict[tuple[str, np.dtype], tuple[np.ndarray, np.ndarray | None]] = {}
+
+
+def _float_bounds(act: str, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray | None]:
+    bounds = _FLOAT_BOUNDS.get((act, dtype))
+    if bounds is None:
+        lo, hi = ACTIVATION_RANGES[act]
+        bounds = _FLOAT_BOUNDS[(act, dtype)] = (
+            np.asarray(lo, dtype), None if hi == np.inf else np.asarray(hi, dtype))
+    return bounds
+
+
 def apply_activation(x: np.ndarray, act: str | None) -> np.ndarray:
     """A fused activation as TFLite applies it: min(max(x, low), high), or tanh/sign bit.
 
@@ -82,12 +96,12 @@ def apply_activation(x: np.ndarray, act: str | None) -> np.ndarray:
     if act is None:
         return x
     if act in ACTIVATION_RANGES:
-        lo, hi = ACTIVATION_RANGES[act]
         if x.dtype.kind != "f":
+            lo, hi = ACTIVATION_RANGES[act]
             return np.clip(x, lo, hi if np.isfinite(hi) else None).astype(x.dtype)
-        if np.isfinite(hi):
-            return np.minimum(np.maximum(x, lo, out=x if x.flags.writeable else None), hi)
-        return np.maximum(x, lo, out=x if x.flags.writeable else None)
+        lo, hi = _float_bounds(act, x.dtype)
+        x = np.maximum(x, lo, out=x if x.flags.writeable else None)
+        return x if hi is None else np.minimum(x, hi, out=x)
     if act == "TANH":
         return np.tanh(x)
     if act == "SIGN_BIT":
