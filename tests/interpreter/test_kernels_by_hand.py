@@ -55,6 +55,10 @@ def test_floor_mod_and_div_signs():
     np.testing.assert_array_equal(elementwise.floor_div(a, b), [2, -3, -3, 2])
     np.testing.assert_array_equal(elementwise.div(a, b), [2, -2, -2, 2])  # truncation
     np.testing.assert_allclose(elementwise.floor_mod(np.array([-7.5], F32), np.array([2.0], F32)), [0.5])
+    for fn in (elementwise.floor_mod, elementwise.floor_div, elementwise.div):
+        for zero in (np.array([3, 0, 3, 3], np.int32), np.array(0, np.int32)):
+            with pytest.raises(ZeroDivisionError):
+                fn(a, zero)
 
 
 def test_dequantize_per_channel_and_fp16():

@@ -53,10 +53,13 @@ def derived(node, name: str, sources: tuple, make: Callable[[], Any]) -> Any:
     entry = cache.get(name)
     if entry is not None:
         old, value = entry
-        if len(old) == len(sources) and all(
-                a is b or (type(a) is type(b) and type(a) is not np.ndarray and a == b)
-                for a, b in zip(old, sources)):
-            return value
+        if len(old) == len(sources):
+            for a, b in zip(old, sources):  # (a loop: a generator costs more here)
+                if a is not b and (type(a) is not type(b) or type(a) is np.ndarray
+                                   or a != b):
+                    break
+            else:
+                return value
     value = make()
     cache[name] = (sources, value)
     return value

@@ -193,14 +193,16 @@ define(B.CONCATENATION, (1, 5), _concat, _concat_shape, types="float+uint8+int8+
 def _pack(ctx, node):
     arrays = [ctx.value(node, k) for k in range(len(node.inputs))]
     axis = int(opt(node, "axis", 0))
-    first = arrays[0]
-    axis = axis + first.ndim + 1 if axis < 0 else axis
+    shape = arrays[0].shape
+    axis = axis + len(shape) + 1 if axis < 0 else axis
     dtype = ctx.output(node, 0).dtype
-    if dtype is None or not 0 <= axis <= first.ndim or any(a.shape != first.shape
-                                                           for a in arrays):
+    same = True
+    for a in arrays:
+        same = same and a.shape == shape
+    if dtype is None or not 0 <= axis <= len(shape) or not same:
         return np.stack(arrays, axis=axis)  # (and its errors)
     # one slot per input in a new array: np.stack's generality costs more on small arrays
-    out = np.empty(first.shape[:axis] + (len(arrays),) + first.shape[axis:], dtype)
+    out = np.empty(shape[:axis] + (len(arrays),) + shape[axis:], dtype)
     lead = (slice(None),) * axis
     for k, a in enumerate(arrays):
         out[lead + (k,)] = a
