@@ -153,3 +153,25 @@ def test_float_activations_keep_the_literal_formulas_bits(dtype):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(bits(got), bits(want))
         np.testing.assert_array_equal(bits(x), bits(before))  # the input is left alone
+
+
+def test_conv2d_whole_window_is_the_im2col_product():
+    """A CONV_2D window that covers the whole undilated input (one output pixel, no
+    padding) reads each image as its own patch: the same bits as the im2col product."""
+    from tflite_viewer.interpreter.integer.common import Window, im2col
+
+    rng = np.random.default_rng(9)
+    for _ in range(40):
+        n, h, w, c, o = (int(v) for v in rng.integers(1, 6, 5))
+        x = rng.standard_normal((n, h, w, c)).astype(F32)
+        f = rng.standard_normal((o, h, w, c)).astype(F32)
+        b = rng.standard_normal(o).astype(F32)
+        stride = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+        for padding in ("VALID", "SAME") if (h, w) == (1, 1) or stride[0] >= h and \
+                stride[1] >= w else ("VALID",):
+            assert common.window_geometry((h, w), (h, w), stride, (1, 1), padding) == \
+                (1, 1, 0, 0)
+            cols = im2col(x, Window(1, 1, 0, 0), h, w, *stride, 1, 1)
+            want = (cols @ conv.filter_matrix(f) + b).reshape(n, 1, 1, o)
+            got = conv.conv2d(x, f, b, stride, (1, 1), padding)
+            np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

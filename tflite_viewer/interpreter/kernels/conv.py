@@ -22,10 +22,13 @@ from .common import (BuiltinOperator, INT_KINDS, Kernel, activation, apply_activ
 def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
            strides: tuple[int, int] = (1, 1), dilations: tuple[int, int] = (1, 1),
            padding: str = "SAME", act: str | None = None,
-           w_matrix: np.ndarray | None = None) -> np.ndarray:
+           w_matrix: np.ndarray | None = None,
+           geometry: tuple[int, int, int, int] | None = None) -> np.ndarray:
     """NHWC convolution with an [O, KH, KW, I] filter; grouped when C is a multiple of I.
 
-    ``w_matrix`` is the filter as [KH*KW*I, O] (a cache kept by the kernel).
+    ``w_matrix`` is the filter as [KH*KW*I, O] and ``geometry`` `window_geometry` of x's
+    shape (caches kept by the kernel).  A window that covers the whole undilated input
+    once (one output pixel, no padding) is the input itself, [KH*KW*I] per image.
     """
     n, h, wd, c = x.shape
     o, kh, kw, ci = w.shape
@@ -34,12 +37,16 @@ def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
     groups = c // ci
     sh, sw = strides
     dh, dw = dilations
-    oh, ow, pt, pl = window_geometry((h, wd), (kh, kw), strides, dilations, padding)
+    if geometry is None:
+        geometry = window_geometry((h, wd), (kh, kw), strides, dilations, padding)
+    oh, ow, pt, pl = geometry
     if w_matrix is None:
         w_matrix = filter_matrix(w)
     if kh == 1 and kw == 1 and pt == 0 and pl == 0:
         xs = x[:, :(oh - 1) * sh + 1:sh, :(ow - 1) * sw + 1:sw, :] if (sh, sw) != (1, 1) else x
         cols = np.ascontiguousarray(xs[:, :oh, :ow]).reshape(n * oh * ow, c)
+    elif (oh, ow, pt, pl, kh, kw, dh, dw) == (1, 1, 0, 0, h, wd, 1, 1):
+        cols = x.reshape(n, h * wd * c)
     else:
         xp = pad_for_windows(x, oh, ow, (kh - 1) * dh + 1, (kw - 1) * dw + 1, sh, sw, pt, pl)
         cols = im2col(xp, Window(oh, ow, pt, pl), kh, kw, sh, sw, dh, dw)
@@ -132,7 +139,7 @@ def _dilations(node):
 class _Cache:
     """Per-node cache of a filter rearranged for matmul, keyed on the filter array."""
 
-    __slots__ = ("src", "value", "kind", "params", "plan")
+    __slots__ = ("src", "value", "kind", "params", "plan", "args")
 
     def __init__(self) -> None:
         self.src = None
@@ -140,6 +147,9 @@ class _Cache:
         self.kind = "float"
         self.params = None
         self.plan = None  # integer kinds: iconv.ConvPlan of the prepared input shape
+        #: float CONV_2D: (strides, dilations, padding, activation, window geometry) of the
+        #: node's options and prepared input shape, read once
+        self.args: tuple | None = None
 
     def get(self, src: np.ndarray, make):
         if self.src is not src or self.value is None:
@@ -186,10 +196,12 @@ class Conv2D(Kernel):
         if w.shape[3] <= 0 or x.shape[3] % w.shape[3]:
             raise ValueError(f"input depth {x.shape[3]} is not a multiple of the filter depth "
                              f"{w.shape[3]}")
-        oh, ow, _, _ = window_geometry(x.shape[1:3], w.shape[1:3], _strides(node),
-                                       _dilations(node), opt(node, "padding", "SAME"))
-        ctx.resize(ctx.output(node, 0), (x.shape[0], oh, ow, w.shape[0]))
+        strides, dilations, padding = _strides(node), _dilations(node), opt(node, "padding",
+                                                                             "SAME")
+        geometry = window_geometry(x.shape[1:3], w.shape[1:3], strides, dilations, padding)
+        ctx.resize(ctx.output(node, 0), (x.shape[0], geometry[0], geometry[1], w.shape[0]))
         _int_prepare(ctx, node, w.shape[0])
+        node.user_data.args = (strides, dilations, padding, activation(node), geometry)
 
     def invoke(self, ctx, node):
         x, w = ctx.value(node, 0), ctx.value(node, 1)
@@ -209,9 +221,9 @@ class Conv2D(Kernel):
             ctx.set_output(ctx.output(node, 0), out)
             return
         b = ctx.input(node, 2)
-        out = conv2d(x, w, None if b is None else b.data, _strides(node), _dilations(node),
-                     opt(node, "padding", "SAME"), activation(node),
-                     w_matrix=node.user_data.get(w, filter_matrix))
+        strides, dilations, padding, act, geometry = node.user_data.args
+        out = conv2d(x, w, None if b is None else b.data, strides, dilations, padding, act,
+                     w_matrix=node.user_data.get(w, filter_matrix), geometry=geometry)
         ctx.set_output(ctx.output(node, 0), out)
 
 
