@@ -99,26 +99,29 @@ def _gather_pixels(node, x: np.ndarray, axis: int, rearrange, fill, sources: tup
     as one gather, or None when x has no bytes to move.
 
     The node caches the gather index, which ``rearrange`` itself builds from pixel
-    numbers (padding takes number n, an extra pixel filled with ``fill``), per input shape
-    and ``sources`` (what else rearrange depends on; see `derived`); each pixel moves as
-    one opaque element, not value by value."""
+    numbers (padding takes number n, an extra pixel filled with ``fill``), with the pixel
+    type, per input shape and ``sources`` (what else rearrange depends on; see
+    `derived`); each pixel moves as one opaque element, not value by value."""
     lead, rest = x.shape[:axis], x.shape[axis:]
-    n = math.prod(lead)
-    nbytes = math.prod(rest) * x.itemsize
-    if n == 0 or nbytes == 0 or x.dtype.hasobject:
-        return None
-    pixel = np.dtype((np.void, nbytes))
 
     def index():
+        n = math.prod(lead)
+        nbytes = math.prod(rest) * x.itemsize
+        if n == 0 or nbytes == 0 or x.dtype.hasobject:
+            return None
+        pixel = np.dtype((np.void, nbytes))
         numbers = rearrange(np.arange(n).reshape(lead), n)
         pad = np.full(rest, fill, x.dtype).reshape(1, -1).view(pixel)[0] \
             if (numbers == n).any() else None
-        return numbers.reshape(-1), numbers.shape, pad
-    flat, shape, pad = derived(node, "pixels", (x.shape, x.dtype, fill) + sources, index)
+        return numbers.reshape(-1), numbers.shape + rest, pad, pixel, n
+    gather = derived(node, "pixels", (x.shape, x.dtype, fill) + sources, index)
+    if gather is None:
+        return None
+    flat, shape, pad, pixel, n = gather
     src = np.ascontiguousarray(x).reshape(n, -1).view(pixel).reshape(n)
     if pad is not None:
         src = np.concatenate([src, pad])
-    return src.take(flat).view(x.dtype).reshape(shape + rest)
+    return src.take(flat).view(x.dtype).reshape(shape)
 
 
 def _values(a: np.ndarray) -> tuple:
