@@ -17,7 +17,8 @@ def fully_connected(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
     if x.size % k:
         raise ValueError(f"input of {x.size} elements is not a multiple of the weights' "
                          f"input size {k}")
-    out = x.reshape(-1, k) @ (w.T if w_t is None else w_t)
+    rows = x if x.ndim == 2 and x.shape[1] == k else x.reshape(-1, k)
+    out = rows @ (w.T if w_t is None else w_t)
     if b is not None:
         out += b
     out = apply_activation(out, act)
@@ -51,8 +52,8 @@ class FullyConnected(Kernel):
         return super().check(ctx, node)
 
     def init(self, ctx, node):
-        return {"src": None, "wt": None, "kind": "float", "params": None,
-                "tail": (None, None, None), "act": activation(node),
+        return {"src": None, "wt": None, "bsrc": None, "brow": None, "kind": "float",
+                "params": None, "tail": (None, None, None), "act": activation(node),
                 "keep": bool(opt(node, "keep_num_dims", False))}
 
     def prepare(self, ctx, node):
@@ -90,6 +91,10 @@ class FullyConnected(Kernel):
         else:
             if cache["src"] is not w:
                 cache["src"], cache["wt"] = w, np.ascontiguousarray(w.T)
+            if bias is not None:  # as a row: one-row products then add it without broadcasting
+                if cache["bsrc"] is not bias:
+                    cache["bsrc"], cache["brow"] = bias, bias.reshape(1, -1)
+                bias = cache["brow"]
             out = fully_connected(ctx.value(node, 0), w, bias, cache["act"], cache["keep"],
                                   w_t=cache["wt"])
         ctx.set_output(o, out)
