@@ -347,6 +347,19 @@ def _prepare(op: Op, rounding) -> il.LstmParams:
                            output_q=q(op.outputs[0]))
 
 
+def _assert_matches_transcription(p, x, h, c, time_major: bool, label: str):
+    """`lstm_sequence` against `_ref_sequence` on one sequence: outputs, final output and
+    cell states equal and of LiteRT's types; returns the final states."""
+    outs, h2, c2 = il.lstm_sequence(x, h, c, p, time_major)
+    r_outs, r_h, r_c = _ref_sequence(p, x.astype(np.int64), h.astype(np.int64),
+                                     c.astype(np.int64), time_major)
+    np.testing.assert_array_equal(outs, r_outs, err_msg=label)
+    np.testing.assert_array_equal(h2, r_h, err_msg=label)
+    np.testing.assert_array_equal(c2, r_c, err_msg=label)
+    assert h2.dtype == np.int8 and c2.dtype == np.int16
+    return h2, c2
+
+
 @pytest.mark.parametrize("rounding", ["double", "single"])
 def test_core_matches_a_literal_transcription(rounding):
     rng = np.random.default_rng(31 if rounding == "double" else 32)
@@ -359,14 +372,7 @@ def test_core_matches_a_literal_transcription(rounding):
         c = rng.integers(-32768, 32768, (B, p.n_cell)).astype(np.int16)
         for _ in range(2):  # the second run reuses the cached runner
             x = rng.integers(-128, 128, shape).astype(np.int8)
-            outs, h2, c2 = il.lstm_sequence(x, h, c, p, tm)
-            r_outs, r_h, r_c = _ref_sequence(p, x.astype(np.int64), h.astype(np.int64),
-                                             c.astype(np.int64), tm)
-            np.testing.assert_array_equal(outs, r_outs, err_msg=f"outputs {op.options}")
-            np.testing.assert_array_equal(h2, r_h)
-            np.testing.assert_array_equal(c2, r_c)
-            assert h2.dtype == np.int8 and c2.dtype == np.int16
-            h, c = h2, c2
+            h, c = _assert_matches_transcription(p, x, h, c, tm, f"outputs {op.options}")
             checked += 1
     assert checked == 120
 
@@ -386,12 +392,7 @@ def test_hidden_scale_above_one(rounding):
         h = rng.integers(-128, 128, (B, p.n_output)).astype(np.int8)
         c = rng.integers(-32768, 32768, (B, p.n_cell)).astype(np.int16)
         x = rng.integers(-128, 128, shape).astype(np.int8)
-        outs, h2, c2 = il.lstm_sequence(x, h, c, p, tm)
-        r_outs, r_h, r_c = _ref_sequence(p, x.astype(np.int64), h.astype(np.int64),
-                                         c.astype(np.int64), tm)
-        np.testing.assert_array_equal(outs, r_outs, err_msg=f"case {k} {op.options}")
-        np.testing.assert_array_equal(h2, r_h)
-        np.testing.assert_array_equal(c2, r_c)
+        _assert_matches_transcription(p, x, h, c, tm, f"case {k} {op.options}")
 
 
 @pytest.mark.parametrize("rounding", ["double", "single"])
