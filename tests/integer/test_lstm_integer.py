@@ -395,16 +395,23 @@ def test_hidden_scale_above_one(rounding):
         _assert_matches_transcription(p, x, h, c, tm, f"case {k} {op.options}")
 
 
+def _random_multipliers(rng: np.random.Generator, rounding):
+    """A [rows, cols] shape and per-column real scales (1e-9 .. 8) with their quantized
+    multipliers and exponents."""
+    cols = int(rng.integers(1, 6))
+    shape = (int(rng.integers(1, 4)), cols)
+    real = np.exp(rng.uniform(np.log(1e-9), np.log(8.0), cols))
+    m, e = qm.quantize_multiplier(real, rounding)
+    return shape, real, m, e
+
+
 @pytest.mark.parametrize("rounding", ["double", "single"])
 def test_fixed_multiplier_program_matches_bind(rounding):
     """The step program's calls compute what the bound function does, in place on the
     given arrays (premultiplied or not)."""
     rng = np.random.default_rng(5)
     for trial in range(100):
-        cols = int(rng.integers(1, 6))
-        shape = (int(rng.integers(1, 4)), cols)
-        real = np.exp(rng.uniform(np.log(1e-9), np.log(8.0), cols))
-        m, e = qm.quantize_multiplier(real, rounding)
+        shape, real, m, e = _random_multipliers(rng, rounding)
         fm = il.FixedMultiplier(m, e, rounding, int(rng.integers(-128, 128)))
         pre = fm.left is None and trial % 2 == 1
         x = rng.integers(-40000, 40000, shape) * (m if pre else 1)
@@ -418,10 +425,7 @@ def test_fixed_multiplier_program_matches_bind(rounding):
 def test_fixed_multiplier_matches_quant_math(rounding):
     rng = np.random.default_rng(3)
     for trial in range(200):
-        cols = int(rng.integers(1, 6))
-        shape = (int(rng.integers(1, 4)), cols)
-        real = np.exp(rng.uniform(np.log(1e-9), np.log(8.0), cols))
-        m, e = qm.quantize_multiplier(real, rounding)
+        shape, real, m, e = _random_multipliers(rng, rounding)
         x = rng.integers(-(1 << 31), 1 << 31, shape) if trial % 2 else \
             rng.integers(-40000, 40000, shape)
         add = int(rng.integers(-128, 128)) if trial % 3 else 0

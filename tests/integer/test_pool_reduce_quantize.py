@@ -16,20 +16,29 @@ DTYPES = [np.uint8, np.int8, np.int16]
 IDS = lambda d: np.dtype(d).name  # noqa: E731
 
 
+def _random_window(rng: np.random.Generator, min_side: int, max_filter: int, max_depth: int,
+                   activation: str | None = None) -> tuple[tuple[int, ...], dict]:
+    """A random NHWC shape and Pool2DOptions (SAME padding where the filter exceeds the
+    input); the activation is drawn from ACTIVATIONS unless given."""
+    shape = (int(rng.integers(1, 3)), int(rng.integers(min_side, 9)),
+             int(rng.integers(min_side, 9)), int(rng.integers(1, max_depth + 1)))
+    fh, fw = int(rng.integers(1, max_filter + 1)), int(rng.integers(1, max_filter + 1))
+    opts = {"padding": str(rng.choice(["SAME", "VALID"])), "stride_w": int(rng.integers(1, 4)),
+            "stride_h": int(rng.integers(1, 4)), "filter_width": fw, "filter_height": fh,
+            "fused_activation_function": (str(rng.choice(ACTIVATIONS)) if activation is None
+                                          else activation)}
+    if fh > shape[1] or fw > shape[2]:
+        opts["padding"] = "SAME"
+    return shape, opts
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
 def test_pooling(dtype):
     rng = np.random.default_rng(20 + DTYPES.index(dtype))
     cases = []
     for i in range(120):
-        shape = (int(rng.integers(1, 3)), int(rng.integers(2, 9)), int(rng.integers(2, 9)),
-                 int(rng.integers(1, 5)))
-        # up to 6x6: small windows take the per-tap path, large ones the window view
-        fh, fw = int(rng.integers(1, 7)), int(rng.integers(1, 7))
-        opts = {"padding": str(rng.choice(["SAME", "VALID"])), "stride_w": int(rng.integers(1, 4)),
-                "stride_h": int(rng.integers(1, 4)), "filter_width": fw, "filter_height": fh,
-                "fused_activation_function": str(rng.choice(ACTIVATIONS))}
-        if fh > shape[1] or fw > shape[2]:
-            opts["padding"] = "SAME"
+        # windows up to 6x6: small ones take the per-tap path, large ones the window view
+        shape, opts = _random_window(rng, min_side=2, max_filter=6, max_depth=4)
         q = rand_q(rng, dtype)
         x = rand_data(rng, shape, dtype)
         name = "AVERAGE_POOL_2D" if i % 2 else "MAX_POOL_2D"
@@ -252,14 +261,8 @@ def test_average_pool_float_sums_match_the_literal_kernel(dtype):
     rng = np.random.default_rng(40 + DTYPES.index(dtype))
     lo_t, hi_t = np.iinfo(dtype).min, np.iinfo(dtype).max
     for i in range(300):
-        shape = (int(rng.integers(1, 3)), int(rng.integers(1, 9)), int(rng.integers(1, 9)),
-                 int(rng.integers(1, 4)))
-        fh, fw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
-        opts = {"padding": str(rng.choice(["SAME", "VALID"])), "stride_w": int(rng.integers(1, 4)),
-                "stride_h": int(rng.integers(1, 4)), "filter_width": fw, "filter_height": fh,
-                "fused_activation_function": "NONE"}
-        if fh > shape[1] or fw > shape[2]:
-            opts["padding"] = "SAME"
+        shape, opts = _random_window(rng, min_side=1, max_filter=4, max_depth=3,
+                                     activation="NONE")
         kind = i % 3
         if kind == 0:
             x = rng.integers(lo_t, hi_t + 1, shape)

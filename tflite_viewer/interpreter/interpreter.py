@@ -13,7 +13,7 @@ import os
 import time
 from time import perf_counter
 from collections import defaultdict
-from typing import Any, Callable, Generator, Iterable, Mapping, Sequence
+from typing import Any, Callable, Generator, Mapping, Sequence
 
 import numpy as np
 

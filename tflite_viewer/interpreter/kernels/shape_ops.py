@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ..integer import concat_pad as iconcat
-from ..tensor import INT64, UINT8
+from ..tensor import UINT8
 from .common import (BuiltinOperator as B, as_int_list, define, quantization_mismatch,
                      derived, opt, same_shape)
 from .reduce import normalize_axes
