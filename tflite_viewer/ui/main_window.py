@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QM
 from ..edit import EditResult, ExposeTensor, ModelDocument, RemoveOperator
 from ..graph.build import subgraph_references
 from ..model import EditError, Model, ModelFormatError
+from ..model.op_metadata import first_call
 from . import style
 from .breadcrumbs import Crumb, NavigationBar
 from .editing import EditSession, change_notes, human_size
@@ -53,8 +54,6 @@ from .workers import Opened, Task, lay_out, open_model
 
 log = logging.getLogger(__name__)
 APP_NAME = "tflite-viewer"
-# Calls to open first on double-click, when an operator calls several subgraphs.
-PREFERRED_ROLES = ("body", "then", "init", "subgraph", "decomposition")
 
 
 class MainWindow(QMainWindow):
@@ -537,7 +536,7 @@ class MainWindow(QMainWindow):
         if not calls:
             return
         if role is None:
-            role = next((r for r in PREFERRED_ROLES if r in calls), next(iter(calls)))
+            role = first_call(op.name, calls)
         self.select_op(op_index, center=False)
         others = [f"{r}: subgraph {i}" for r, i in calls.items() if r != role]
         self.enter_subgraph(calls[role], f"{op.name} #{op_index} {role}", wait=wait)
