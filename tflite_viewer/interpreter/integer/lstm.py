@@ -440,52 +440,6 @@ def _wrap32_inplace(x: np.ndarray) -> None:
     x[...] = x.astype(np.int32)
 
 
-_I32_MAX, _I32_MIN = (1 << 31) - 1, -(1 << 31)
-
-
-def _srdhm(a: int, b: int) -> int:
-    if a == b == _I32_MIN:
-        return _I32_MAX
-    return (a * b + (1 << 30)) >> 31
-
-
-def _sat_shift_left(x: int, e: int) -> int:
-    threshold = (1 << (31 - e)) - 1
-    return _I32_MAX if x > threshold else _I32_MIN if x < -threshold else x << e
-
-
-def _wrap(x: int) -> int:
-    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-
-
-@lru_cache(maxsize=1 << 16)
-def inv_sqrt_multiplier(v: int) -> tuple[int, int]:
-    """GetInvSqrtQuantizedMultiplierExp(v, reverse_shift=-1) on one int32 value, in Python
-    integers (the same steps as `fixedpoint.inv_sqrt_quantized_multiplier_exp`, which is
-    faster for many values at once): (multiplier, shift)."""
-    if v <= 1:
-        return _I32_MAX, 0
-    shift = 11
-    while v >= 1 << 29:
-        v //= 4
-        shift += 1
-    pairs = (32 - v.bit_length() - 1) // 2 - 1
-    shift -= pairs
-    v <<= 2 * pairs
-    half_input = v >> 1
-    half_input = (half_input + (1 if half_input >= 0 else 0)) >> 1   # RoundingDivideByPOT 1
-    half_three = (1 << 28) + (1 << 27)
-    x = 1 << 28                                                      # F3::One()
-    for _ in range(5):
-        x3 = _sat_shift_left(_srdhm(_srdhm(x, x), x), 6)             # Rescale<3> of an F9
-        x = _sat_shift_left(_wrap(_srdhm(half_three, x) - _srdhm(half_input, x3)), 3)
-    x = _srdhm(x, 1518500250)                                        # * sqrt(2) / 2
-    if shift < 0:
-        x = _wrap(x << -shift)
-        shift = 0
-    return x, -shift
-
-
 def _trunc_div_pot(a: np.ndarray, e: int) -> np.ndarray:
     """C's division of int64 values by 2^e (toward zero)."""
     return (a + ((a >> 63) & ((1 << e) - 1))) >> e
@@ -500,12 +454,7 @@ def _layer_norm(v: np.ndarray, ln: LayerNormParams, rounding: Rounding) -> None:
     mean = qm.trunc_div(total * 1024, n)                 # int64 / int, then int32
     variance = _trunc_div_pot(sum_sq * ((1 << 20) // n) - mean * mean, 20)
     variance = np.where(variance < 1, ln.guard[None, :], variance)
-    if variance.size <= 64:
-        pairs = [inv_sqrt_multiplier(int(q)) for q in variance.reshape(-1).tolist()]
-        inv = np.array(pairs, np.int64).reshape(variance.shape + (2,))
-        inv_m, inv_e = inv[..., 0], inv[..., 1]
-    else:
-        inv_m, inv_e = fx.inv_sqrt_quantized_multiplier_exp(variance, -1)
+    inv_m, inv_e = fx.inv_sqrt_multipliers(variance, -1)
     shifted = 1024 * v - mean[..., None]
     rescaled = qm.multiply_by_quantized_multiplier(shifted, inv_m[..., None], inv_e[..., None],
                                                    rounding)
