@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..graph.build import build_graph
 from ..graph.layout import layout
 from ..model import load_model
+from . import jsonout
 
 
 def add_parser(subparsers) -> None:
@@ -26,7 +26,7 @@ def main(args: argparse.Namespace) -> int:
     doc["subgraph"] = index
     doc["defects"] = graph.graph["defects"]
     if args.json:
-        text = json.dumps(doc, indent=1)
+        text = jsonout.dumps(doc)  # strict: non-finite numbers as null
         if args.json == "-":
             sys.stdout.write(text + "\n")
         else:

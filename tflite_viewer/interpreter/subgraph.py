@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from .errors import AllocationError, ExecutionError
+from .errors import PASS_THROUGH, ExecutionError
 from .node import Node
 from .tensor import AllocationType, Tensor
 
@@ -162,7 +162,7 @@ class Subgraph:
         else:
             try:
                 node.registration.kernel.prepare(self, node)
-            except (ExecutionError, AllocationError):
+            except PASS_THROUGH:
                 raise
             except Exception as exc:  # noqa: BLE001 - any kernel failure gets a location
                 raise ExecutionError(f"subgraph {self.index} ({self.name}), op {node.index} "
