@@ -32,6 +32,15 @@ def _nbytes(shape: Sequence[int], dtype: np.dtype | None) -> int:
     return n * (dtype.itemsize if dtype is not None else 1)
 
 
+def _empty_value(t: Tensor) -> np.ndarray | None:
+    """A zero-element tensor's value: the empty array (its buffer is rightly empty, as an
+    INT32 shape [0] constant's is; LiteRT reads such a tensor without data), else None."""
+    shape = t.shape
+    if shape is None or t.dtype is None or 0 not in shape:
+        return None
+    return np.zeros(shape, t.dtype)
+
+
 class Subgraph:
     """One subgraph of a running model (and the context its kernels see)."""
 
@@ -75,7 +84,9 @@ class Subgraph:
         t = self.tensors[inputs[k]]
         data = t.data
         if data is None:
-            raise ValueError(f"input {k} (tensor {t.index} {t.name!r}) has no value")
+            data = _empty_value(t)
+            if data is None:
+                raise ValueError(f"input {k} (tensor {t.index} {t.name!r}) has no value")
         return data
 
     def known_value(self, node: Node, k: int) -> np.ndarray | None:
