@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
 
 from ...edit import ExposeTensor, RenameTensor, ReplaceTensorData, SetQuantization, SetTensorShape
 from ...model import Tensor
+from ...quant.ranges import INTEGER_RANGES, QUANTIZABLE_TYPES
 from .. import editors as ed
 from .. import tensor_stats as ts
 from ..histogram_widget import HistogramWidget
@@ -35,8 +36,7 @@ from .common import LinkTree, Row, format_value
 
 log = logging.getLogger(__name__)
 WARNING = QColor("#cf222e")
-ZERO_POINT_RANGES = {"INT8": (-128, 127), "UINT8": (0, 255), "INT16": (-32768, 32767),
-                     "UINT16": (0, 65535), "INT4": (-8, 7), "UINT4": (0, 15), "INT2": (-2, 1)}
+ZERO_POINT_RANGES = {k: INTEGER_RANGES[k] for k in QUANTIZABLE_TYPES}
 MAX_CONNECTIONS = 200  # rows of consumers listed (each is a link)
 QUANTIZABLE = ("INT8", "UINT8", "INT16", "INT4", "UINT4", "INT2", "UINT16")
 
