@@ -375,6 +375,7 @@ class DebugSession:
     def stop(self) -> DebugStop:
         """End the run (Shift+F5): back to ready, computed values forgotten."""
         self.interpreter.reset()
+        self._cancel.clear()
         self.state = STOPPED
         self.ops_run = 0
         self._reset_masks()
@@ -463,3 +464,39 @@ class DebugSession:
         self.interpreter.reset()
         self.state = STOPPED
 
+
+
+@dataclass(frozen=True)
+class TensorSummary:
+    """A Watch row: shape and statistics of a snapshot (real values for quantized tensors),
+    and the fraction of stored integers at their type's limits."""
+
+    shape: tuple[int, ...] | None
+    min: float
+    max: float
+    mean: float
+    std: float
+    nan: int
+    inf: int
+    saturation: float | None  # quantized integer tensors only
+
+
+def summarize(snap: TensorSnapshot) -> TensorSummary | None:
+    """Statistics of a computed numeric snapshot, None otherwise."""
+    v = snap.values
+    if v is None or v.dtype.kind not in "biufc" or v.size == 0:
+        return None
+    real = snap.real_values()
+    r = np.abs(real) if real.dtype.kind == "c" else real.astype(np.float64)
+    finite = r[np.isfinite(r)]
+    nan = int(np.count_nonzero(np.isnan(r)))
+    inf = int(np.count_nonzero(np.isinf(r)))
+    sat = None
+    if snap.scale and v.dtype.kind in "iu":
+        info = np.iinfo(v.dtype)
+        sat = float(np.count_nonzero((v == info.min) | (v == info.max)) / v.size)
+    if finite.size == 0:
+        return TensorSummary(snap.shape, float("nan"), float("nan"), float("nan"),
+                             float("nan"), nan, inf, sat)
+    return TensorSummary(snap.shape, float(finite.min()), float(finite.max()),
+                         float(finite.mean()), float(finite.std()), nan, inf, sat)
