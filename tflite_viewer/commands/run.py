@@ -245,9 +245,10 @@ def _scores(model_tensor, arr: np.ndarray) -> np.ndarray | None:
     return None
 
 
-def top_k_lines(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None,
-                producer: str | None) -> list[str]:
-    """The top-5 of a classification-like output (with labels when the model names any)."""
+def top_k(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None,
+          producer: str | None, k: int = TOP_K) -> list[tuple[int, str, float]]:
+    """The top-k (index, label, score) of a classification-like output, labels from the
+    model's TENSOR_AXIS_LABELS file ("" without one); [] when the output is not one."""
     if arr is None or arr.size < 2:
         return []
     squeezed = arr.reshape([d for d in arr.shape if d != 1] or [1])
@@ -260,13 +261,20 @@ def top_k_lines(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None
     labels = _labels_for(model, subgraph, tensor)
     if not (labels or producer in ("SOFTMAX", "LOGISTIC", "LOG_SOFTMAX") or scores.size >= 10):
         return []
-    k = min(TOP_K, scores.size)
+    k = min(k, scores.size)
     order = np.argsort(-np.nan_to_num(scores, nan=-np.inf), kind="stable")[:k]
-    parts = []
-    for i in order:
-        label = f" {labels[i]!r}" if labels and i < len(labels) and labels[i] else ""
-        parts.append(f"#{int(i)}{label} {_fmt(scores[i])}")
-    return [f"    top-{k}: " + ", ".join(parts)]
+    return [(int(i), labels[i] if labels and i < len(labels) else "", float(scores[i]))
+            for i in order]
+
+
+def top_k_lines(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None,
+                producer: str | None) -> list[str]:
+    """The top-5 of a classification-like output (with labels when the model names any)."""
+    best = top_k(model, subgraph, tensor, arr, producer)
+    if not best:
+        return []
+    parts = [f"#{i}{f' {label!r}' if label else ''} {_fmt(score)}" for i, label, score in best]
+    return [f"    top-{len(best)}: " + ", ".join(parts)]
 
 
 # ------------------------------------------------------------------------------------------

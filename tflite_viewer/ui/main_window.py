@@ -100,6 +100,8 @@ class MainWindow(QMainWindow):
         self._build_docks()
         self._build_actions()
         self._build_status()
+        from .debugger import DebuggerController  # the Debug menu, its docks and canvas marks
+        self.debugger = DebuggerController(self)
 
     # ==========================================================================================
     # construction

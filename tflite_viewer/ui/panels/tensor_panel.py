@@ -39,6 +39,9 @@ WARNING = QColor("#cf222e")
 ZERO_POINT_RANGES = {k: INTEGER_RANGES[k] for k in QUANTIZABLE_TYPES}
 MAX_CONNECTIONS = 200  # rows of consumers listed (each is a link)
 QUANTIZABLE = ("INT8", "UINT8", "INT16", "INT4", "UINT4", "INT2", "UINT16")
+#: what `TensorPanel.live_values` returns when no run has a value to show (the stored data
+#: is shown, as without a debugger)
+NOT_RUNNING = object()
 
 
 def shape_text(shape: tuple[int, ...] | None) -> str:
@@ -123,6 +126,9 @@ class TensorPanel(QWidget):
         self.editable = False
         self.editors: dict[str, QWidget] = {}
         self._stats_cache: dict[tuple[int, int, str], ts.Stats] = {}
+        #: set by the debugger: tensor -> its snapshot in the paused run (``.values``,
+        #: ``.real_values()``), None while not computed, or NOT_RUNNING (stored data)
+        self.live_values = None
 
         self.title = QLabel("No tensor selected")
         self.title.setStyleSheet("font-weight: bold; padding: 4px;")
@@ -396,10 +402,25 @@ class TensorPanel(QWidget):
         if path:
             self.save_npy(path)
 
+    def _live(self):
+        t = self.tensor
+        if t is None or self.live_values is None:
+            return NOT_RUNNING
+        return self.live_values(t)
+
+    def _has_values(self, t: Tensor) -> bool:
+        live = self._live()
+        return t.raw_bytes() is not None if live is NOT_RUNNING else live is not None
+
     def _values(self, source: str) -> np.ndarray | None:
         t = self.tensor
         if t is None:
             return None
+        live = self._live()
+        if live is not NOT_RUNNING:
+            if live is None:
+                return None
+            return live.real_values() if source == "Real values" else live.values
         try:
             if source == "Real values":
                 return t.dequantized()
@@ -410,7 +431,9 @@ class TensorPanel(QWidget):
 
     def _stats(self, source: str) -> ts.Stats | None:
         t = self.tensor
-        key = (t.subgraph.index, t.index, source)
+        live = self._live()
+        key = (t.subgraph.index, t.index, source,
+               None if live is NOT_RUNNING else getattr(live, "serial", id(live)))
         if key not in self._stats_cache:
             values = self._values(source)
             if values is None or values.dtype == object:
@@ -449,7 +472,9 @@ class TensorPanel(QWidget):
                 tree.add(sec, "consumed by", f"\u2026 {len(consumers) - MAX_CONNECTIONS:,} more operators")
         self._quantization(t)
         self._sparsity(t)
-        if t.raw_bytes() is not None:
+        if self._live() is None:
+            tree.add(tree.section("Run"), "values", "not yet computed in this run")
+        if self._has_values(t):
             quantized = t.quantization is not None and t.quantization.has_scale
             for source, label in (("Stored values", "Statistics (stored values)"),
                                   ("Real values", "Statistics (real values)")):
@@ -589,7 +614,10 @@ class TensorPanel(QWidget):
         if t is None:
             self.histogram.set_histogram(None, message="No tensor selected")
             return
-        if t.raw_bytes() is None:
+        if self._live() is None:
+            self.histogram.set_histogram(None, message="Not yet computed in this run")
+            return
+        if not self._has_values(t):
             self.histogram.set_histogram(None, message=f"{t.kind.capitalize()} tensor: its values "
                                          "exist only when the model runs")
             return
