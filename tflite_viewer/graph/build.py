@@ -73,7 +73,7 @@ def build_graph(model: Model, subgraph: int = 0) -> nx.MultiDiGraph:
     g = nx.MultiDiGraph(subgraph=subgraph, name=sg.display_name, defects=list(ga.defects))
     is_const = sg.constant_mask
     fused = cols.fused_activation
-    calls = _calls(sg)
+    calls = called_subgraphs(sg)
     names = sg.tensor_columns.name
     nodes = []
     for node, kind, ref in zip(ga.ids, ga.kind.tolist(), ga.ref.tolist()):
@@ -105,7 +105,7 @@ def build_graph(model: Model, subgraph: int = 0) -> nx.MultiDiGraph:
     return g
 
 
-def _calls(sg: Subgraph) -> dict[int, dict[str, int]]:
+def called_subgraphs(sg: Subgraph) -> dict[int, dict[str, int]]:
     """Called subgraphs per operator; options are decoded only for ops whose options name some."""
     cols = sg.columns
     out: dict[int, dict[str, int]] = {}

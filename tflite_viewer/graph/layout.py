@@ -360,14 +360,25 @@ def _break_cycles(g: _Graph) -> _Acyclic:
     Edges into a node still on the DFS stack are back edges; reversing them leaves a DAG
     whose topological order is the reverse DFS postorder. Starting at sources keeps the
     reversed edges at the "end" of a cycle, where a reader expects the feedback edge.
+
+    Most graphs need no DFS: a TFLite subgraph lists its operators in execution order, so
+    the sources followed by the other nodes in graph order is already topological. That
+    is checked on all edges at once; only a graph that fails the check (a cycle, or nodes
+    out of order) is walked. For a DAG nothing is reversed either way, and the ranks do
+    not depend on which topological order is used.
     """
     n, m = g.n, g.m
     loop = g.src == g.dst
+    indeg = np.bincount(g.dst[~loop], minlength=n)
+    order = np.lexsort((np.arange(n), indeg > 0))
+    place = np.empty(n, dtype=np.int64)
+    place[order] = np.arange(n)
+    if np.all(place[g.src[~loop]] < place[g.dst[~loop]]):
+        return _Acyclic(back=np.zeros(m, dtype=bool), loop=loop, topo=order.astype(np.int64))
     start_arr, items_arr = _csr(g.src, n)
     start = start_arr.tolist()
     out_edges = items_arr.tolist()
     dst = g.dst.tolist()
-    indeg = np.bincount(g.dst[~loop], minlength=n)
     roots = np.concatenate([np.flatnonzero(indeg == 0), np.arange(n)]).tolist()
 
     state = [0] * n  # 0 unseen, 1 on the stack, 2 finished
