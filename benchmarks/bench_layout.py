@@ -2,7 +2,7 @@
 
 Targets (shared/DESIGN.md, "Performance targets"): a 5,000-op graph laid out within 1 s
 and 20,000 ops within 4 s, growing close to linearly. Graphs come from
-``tflite_viewer.graph.synthetic.residual_dag`` (a trunk with residual skips, inception
+``benchmarks.synthetic_graphs.residual_dag`` (a trunk with residual skips, inception
 blocks and parallel edges). Quality is put next to two references on the same graphs:
 ``naive_layout`` (one row per topological generation, no crossing reduction, no
 straightening) and, if the ``dot`` binary is installed, Graphviz dot.
@@ -29,18 +29,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tflite_viewer.graph.layout import (  # noqa: E402
-    EdgePath,
-    Layout,
-    NodeBox,
-    count_crossings,
-    count_overlaps,
-    default_size,
-    layout,
-    naive_layout,
-    total_edge_length,
-)
-from tflite_viewer.graph.synthetic import residual_dag  # noqa: E402
+from tflite_viewer.graph.layout import EdgePath, Layout, NodeBox, default_size, layout, naive_layout  # noqa: E402
+from tflite_viewer.graph.metrics import count_crossings, count_overlaps, total_edge_length  # noqa: E402
+from benchmarks.synthetic_graphs import residual_dag  # noqa: E402
 
 TARGETS = {5000: 1.0, 20000: 4.0}
 
@@ -172,7 +163,7 @@ def corpus_quality(use_dot: bool) -> None:
     from pathlib import Path
 
     from tflite_viewer.graph.build import build_graph
-    from tflite_viewer.graph.layout import check_layout
+    from tflite_viewer.graph.metrics import check_layout
     from tflite_viewer.model import load_model
 
     models = sorted((Path(__file__).resolve().parents[1] / "tests" / "data" / "models").glob("*.tflite"))

@@ -34,7 +34,7 @@ from PySide6.QtCore import QElapsedTimer, QSettings, QTimer  # noqa: E402
 from PySide6.QtGui import QImage, QPainter  # noqa: E402
 
 from benchmarks.synthetic_models import residual_model  # noqa: E402
-from tflite_viewer.graph.synthetic import residual_dag  # noqa: E402
+from benchmarks.synthetic_graphs import residual_dag  # noqa: E402
 from tflite_viewer.model import load_model  # noqa: E402
 from tflite_viewer.ui import style  # noqa: E402
 from tflite_viewer.ui.app import make_app  # noqa: E402

@@ -9,7 +9,8 @@ import pytest
 
 from tests.conftest import CORPUS, corpus_ids
 from tflite_viewer.graph.build import build_graph, subgraph_references
-from tflite_viewer.graph.layout import check_layout, layout, naive_layout
+from tflite_viewer.graph.layout import layout, naive_layout
+from tflite_viewer.graph.metrics import check_layout
 from tflite_viewer.model import load_model
 
 SUBGRAPHS = [(path, s) for path in CORPUS for s in range(len(load_model(path).subgraphs))]

@@ -16,19 +16,9 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from tflite_viewer.graph.layout import (
-    EdgePath,
-    Layout,
-    NodeBox,
-    check_layout,
-    count_crossings,
-    count_overlaps,
-    default_size,
-    layout,
-    naive_layout,
-    total_edge_length,
-)
-from tflite_viewer.graph.synthetic import residual_dag
+from tflite_viewer.graph.layout import EdgePath, Layout, NodeBox, default_size, layout, naive_layout
+from tflite_viewer.graph.metrics import check_layout, count_crossings, count_overlaps, total_edge_length
+from benchmarks.synthetic_graphs import residual_dag
 
 REPO = Path(__file__).resolve().parents[2]
 EPS = 1e-6
@@ -195,7 +185,7 @@ def test_layout_is_independent_of_hash_seed():
     script = (
         "import hashlib, json, networkx as nx\n"
         "from tflite_viewer.graph.layout import layout\n"
-        "from tflite_viewer.graph.synthetic import residual_dag\n"
+        "from benchmarks.synthetic_graphs import residual_dag\n"
         "g = residual_dag(300, seed=3)\n"
         "h = nx.MultiDiGraph()\n"
         "h.add_nodes_from([('b', {'kind': 'op'}), ('a', {'kind': 'op'}), ('c', {'kind': 'op'})])\n"

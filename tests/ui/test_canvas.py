@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QImage, QPainter
 
-from tflite_viewer.graph.synthetic import residual_dag
+from benchmarks.synthetic_graphs import residual_dag
 from tflite_viewer.ui import style
 from tflite_viewer.ui.graph_scene import GraphScene
 from tflite_viewer.ui.graph_view import GraphView

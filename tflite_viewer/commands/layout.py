@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..graph.build import build_graph
-from ..graph.layout import layout
+from ..graph.arrays import OP, graph_arrays, cycle_defects
+from ..graph.layout import layout_arrays
 from ..model import load_model
 from . import jsonout
 
@@ -20,23 +20,25 @@ def add_parser(subparsers) -> None:
 def main(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     index = model.subgraph_index(args.subgraph)
-    graph = build_graph(model, index)
-    result = layout(graph)
-    doc = result.to_json()
-    doc["subgraph"] = index
-    doc["defects"] = graph.graph["defects"]
+    graph = graph_arrays(model, index)  # arrays, not networkx: see graph/arrays.py
+    result = layout_arrays(graph)
+    defects = graph.defects + (cycle_defects(model, index) if result.arrays.reversed.any() else [])
     if args.json:
+        doc = result.to_json()
+        doc["subgraph"] = index
+        doc["defects"] = defects
         text = jsonout.dumps(doc)  # strict: non-finite numbers as null
         if args.json == "-":
             sys.stdout.write(text + "\n")
         else:
             with open(args.json, "w") as f:
                 f.write(text + "\n")
-    ops = sum(1 for n in result.nodes.values() if n.kind == "op")
-    summary = (f"subgraph {index}: {ops} operators, {len(result.nodes)} nodes, "
-               f"{len(result.edges)} edges, {result.crossings} crossings, "
+    ops = int((graph.kind == OP).sum())
+    summary = (f"subgraph {index}: {ops} operators, {graph.n_nodes} nodes, "
+               f"{graph.n_edges} edges, {result.crossings} crossings, "
                f"{result.width:.0f} x {result.height:.0f}")
     (sys.stderr if args.json == "-" else sys.stdout).write(summary + "\n")
-    for defect in graph.graph["defects"]:
+    for defect in defects:
         sys.stderr.write(f"warning: {defect}\n")
     return 0
+

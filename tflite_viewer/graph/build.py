@@ -19,6 +19,7 @@ import numpy as np
 
 from ..model import Model, Subgraph
 from ..model import dtypes, opcodes
+from .arrays import KINDS, OP, graph_arrays
 
 
 @dataclass(frozen=True)
@@ -60,82 +61,59 @@ def op_node(k: int) -> str:
 
 
 def build_graph(model: Model, subgraph: int = 0) -> nx.MultiDiGraph:
-    """The MultiDiGraph of one subgraph (see the module docstring for its conventions)."""
+    """The MultiDiGraph of one subgraph (see the module docstring for its conventions).
+
+    Made from `graph_arrays`, so its nodes and edges come in the same order as the arrays
+    the layout and the canvas use.
+    """
     sg = model.subgraphs[subgraph]
+    ga = graph_arrays(model, subgraph)
     cols = sg.columns
     codes = model.operator_codes
-    n_ops = cols.opcode_index.size
-    g = nx.MultiDiGraph(subgraph=subgraph, name=sg.display_name, defects=[])
-    defects: list[str] = g.graph["defects"]
-
+    g = nx.MultiDiGraph(subgraph=subgraph, name=sg.display_name, defects=list(ga.defects))
     is_const = sg.constant_mask
-    producer = np.full(len(sg.tensors), -1, dtype=np.int64)
-    out_owner = np.repeat(np.arange(n_ops), np.diff(cols.output_offsets)) if n_ops else np.zeros(0, int)
-    for t, k in zip(cols.outputs.tolist(), out_owner.tolist()):
-        if t < 0:
-            continue
-        if producer[t] >= 0:
-            defects.append(f"tensor {t} is produced by operators {producer[t]} and {k}")
-        else:
-            producer[t] = k
-
     fused = cols.fused_activation
-    input_lists = np.split(cols.inputs, cols.input_offsets[1:-1]) if n_ops else []
-    for k in range(n_ops):
-        code = codes[int(cols.opcode_index[k])]
-        ins = input_lists[k]
-        g.add_node(op_node(k), kind="op", index=k, name=code.name, version=code.version,
-                   builtin_code=code.builtin_code, category=code.category,
-                   fused_activation=fused.get(k),
-                   constants=tuple(int(t) for t in ins[ins >= 0] if is_const[t]))
-    # Called subgraphs need the options decoded: only for the ops whose options name some.
+    calls = called_subgraphs(sg)
+    names = sg.tensor_columns.name
+    nodes = []
+    for node, kind, ref in zip(ga.ids, ga.kind.tolist(), ga.ref.tolist()):
+        if kind == OP:
+            code = codes[int(cols.opcode_index[ref])]
+            ins = cols.op_inputs(ref)
+            attrs = dict(kind="op", index=ref, name=code.name, version=code.version,
+                         builtin_code=code.builtin_code, category=code.category,
+                         fused_activation=fused.get(ref),
+                         constants=tuple(int(t) for t in ins[ins >= 0] if is_const[t]))
+            if ref in calls:
+                attrs["calls"] = calls[ref]
+        else:
+            attrs = dict(kind=KINDS[kind], tensor=ref, name=names[ref])
+        nodes.append((node, attrs))
+    g.add_nodes_from(nodes)
+    ids = ga.ids
+    info: dict[int, TensorEdge] = {}
+    edges = []
+    for u, v, t in zip(ga.src.tolist(), ga.dst.tolist(), ga.tensor.tolist()):
+        e = info.get(t)
+        if e is None:
+            e = info[t] = _edge_info(sg, t)
+        edges.append((ids[u], ids[v], t, {"tensor": t, "info": e}))
+    g.add_edges_from(edges)
+    if ga.n_nodes and not nx.is_directed_acyclic_graph(g):
+        cycle = nx.find_cycle(g)
+        g.graph["defects"].append("cycle through " + " -> ".join(str(e[0]) for e in cycle))
+    return g
+
+
+def called_subgraphs(sg: Subgraph) -> dict[int, dict[str, int]]:
+    """Called subgraphs per operator; options are decoded only for ops whose options name some."""
+    cols = sg.columns
+    out: dict[int, dict[str, int]] = {}
     for k in np.flatnonzero(np.isin(cols.options_type, _CALLING_OPTIONS) | (cols.options_2_type != 0)):
         calls = sg.operators[int(k)].called_subgraphs
         if calls:
-            g.nodes[op_node(int(k))]["calls"] = dict(calls)
-
-    for t in sg.inputs:
-        g.add_node(f"in:{t}", kind="input", tensor=t, name=sg.tensors[t].name)
-    sub_inputs = set(sg.inputs)
-    edge_cache: dict[int, TensorEdge] = {}
-
-    def edge(t: int) -> TensorEdge:
-        info = edge_cache.get(t)
-        if info is None:
-            info = edge_cache[t] = _edge_info(sg, t)
-        return info
-
-    def source_of(t: int) -> str | None:
-        if producer[t] >= 0:
-            return op_node(int(producer[t]))
-        if t in sub_inputs:
-            return f"in:{t}"
-        if is_const[t]:
-            return None
-        node = f"var:{t}" if sg.tensors[t].is_variable else f"src:{t}"
-        if node not in g:
-            g.add_node(node, kind="variable" if node.startswith("var") else "source", tensor=t,
-                       name=sg.tensors[t].name)
-        return node
-
-    for k in range(n_ops):
-        target = op_node(k)
-        for t in input_lists[k].tolist():
-            if t < 0:
-                continue  # an omitted optional input
-            src = source_of(int(t))
-            if src is not None:
-                g.add_edge(src, target, key=int(t), tensor=int(t), info=edge(int(t)))
-    for t in sg.outputs:
-        node = f"out:{t}"
-        g.add_node(node, kind="output", tensor=t, name=sg.tensors[t].name)
-        src = source_of(int(t))
-        if src is not None:
-            g.add_edge(src, node, key=int(t), tensor=int(t), info=edge(int(t)))
-    if n_ops and not nx.is_directed_acyclic_graph(g):
-        cycle = nx.find_cycle(g)
-        defects.append("cycle through " + " -> ".join(str(e[0]) for e in cycle))
-    return g
+            out[int(k)] = dict(calls)
+    return out
 
 
 def subgraph_references(model: Model) -> dict[int, list[tuple[int, str, int]]]:

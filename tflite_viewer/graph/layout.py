@@ -38,11 +38,15 @@ graph gives bit-identical floats in every process.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Sequence
 
-import networkx as nx
 import numpy as np
+
+from .arrays import KINDS, GraphArrays
+
+if TYPE_CHECKING:  # networkx is only needed by callers that pass a graph
+    import networkx as nx
 
 __all__ = [
     "NodeBox",
@@ -52,10 +56,7 @@ __all__ = [
     "default_size",
     "layout",
     "naive_layout",
-    "count_crossings",
-    "count_overlaps",
-    "total_edge_length",
-    "check_layout",
+    "layout_arrays",
 ]
 
 SizeFn = Callable[[Hashable, dict], "tuple[float, float]"]
@@ -76,6 +77,8 @@ _CENTRE_PULL = 3.0
 _TRANSPOSE_ROUNDS = 4
 # Chunk length of the strided sweeps (see _Sweeper).
 _SWEEP_STRIDE = 64
+# Groups up to this size count inversions pairwise (see _grouped_inversions).
+_PAIRWISE_MAX = 24
 
 
 _TENSOR_KINDS = frozenset({"input", "output", "variable", "source"})
@@ -137,39 +140,129 @@ class EdgePath:
 
 
 @dataclass
-class Layout:
-    """Boxes, polylines and summary figures of one laid-out graph."""
+class LayoutArrays:
+    """The layout as flat arrays: what the canvas and ``layout --json`` read.
 
-    nodes: dict[Hashable, NodeBox]
-    edges: list[EdgePath]
-    crossings: int
-    width: float
-    height: float
-    reversed_edges: list = field(default_factory=list)
+    Rows are nodes in the graph's order, edges in the graph's edge order. Edge ``e`` is
+    the polyline ``px[pstart[e]:pstart[e+1]], py[...]``, already drawn from its source
+    to its target (reversed edges and self loops included).
+    """
+
+    ids: list
+    kinds: list[str]
+    x: np.ndarray
+    y: np.ndarray
+    w: np.ndarray
+    h: np.ndarray
+    layer: np.ndarray
+    edge_src: np.ndarray  # node row
+    edge_dst: np.ndarray
+    keys: Sequence
+    tensors: Sequence
+    reversed: np.ndarray  # bool per edge: drawn against the flow (cycle or self loop)
+    px: np.ndarray
+    py: np.ndarray
+    pstart: np.ndarray
+
+
+class Layout:
+    """Boxes, polylines and summary figures of one laid-out graph.
+
+    ``nodes`` (id -> `NodeBox`) and ``edges`` (`EdgePath` list) are made on first use from
+    ``arrays`` when the layout was computed here: a caller that only draws or counts (the
+    canvas, ``layout`` without ``--json``) never pays for 50,000 small objects.
+    """
+
+    def __init__(
+        self,
+        nodes: dict[Hashable, NodeBox] | None = None,
+        edges: list[EdgePath] | None = None,
+        crossings: int = 0,
+        width: float = 0.0,
+        height: float = 0.0,
+        reversed_edges: list | None = None,
+        *,
+        arrays: LayoutArrays | None = None,
+    ) -> None:
+        self._nodes = nodes
+        self._edges = edges
+        self.crossings = crossings
+        self.width = width
+        self.height = height
+        self._reversed_edges = reversed_edges
+        self.arrays = arrays
+
+    @property
+    def nodes(self) -> dict[Hashable, NodeBox]:
+        if self._nodes is None:
+            a = self.arrays
+            self._nodes = {
+                node: NodeBox(node, kind, x, y, w, h, r)
+                for node, kind, x, y, w, h, r in zip(
+                    a.ids, a.kinds, a.x.tolist(), a.y.tolist(), a.w.tolist(), a.h.tolist(), a.layer.tolist()
+                )
+            }
+        return self._nodes
+
+    @property
+    def edges(self) -> list[EdgePath]:
+        if self._edges is None:
+            a = self.arrays
+            points = list(zip(a.px.tolist(), a.py.tolist()))
+            ids = a.ids
+            bounds = a.pstart.tolist()
+            self._edges = [
+                EdgePath(ids[u], ids[v], k, t, tuple(points[bounds[e] : bounds[e + 1]]), rev)
+                for e, (u, v, k, t, rev) in enumerate(
+                    zip(a.edge_src.tolist(), a.edge_dst.tolist(), a.keys, a.tensors, a.reversed.tolist())
+                )
+            ]
+        return self._edges
+
+    @property
+    def reversed_edges(self) -> list:
+        """(source, target, key) of every edge drawn against the flow."""
+        if self._reversed_edges is None:
+            a = self.arrays
+            self._reversed_edges = [
+                (a.ids[int(a.edge_src[e])], a.ids[int(a.edge_dst[e])], a.keys[e]) for e in np.flatnonzero(a.reversed)
+            ]
+        return self._reversed_edges
+
+    def _key(self) -> tuple:
+        return (self.nodes, self.edges, self.crossings, self.width, self.height, self.reversed_edges)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Layout) and self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it replaces
+
+    def __repr__(self) -> str:
+        n = len(self.arrays.ids) if self.arrays is not None else len(self.nodes)
+        return f"<Layout {n} nodes, {self.crossings} crossings, {self.width:.0f} x {self.height:.0f}>"
 
     def to_json(self) -> dict:
         """Plain JSON-able dict (ids as strings), the shape of ``tflite-viewer layout --json``."""
+        if self.arrays is None:
+            nodes = [(b.id, b.kind, b.x, b.y, b.width, b.height, b.layer) for b in self.nodes.values()]
+            edges = [(e.source, e.target, e.tensor, [[x, y] for x, y in e.points]) for e in self.edges]
+        else:
+            a = self.arrays
+            nodes = zip(a.ids, a.kinds, a.x.tolist(), a.y.tolist(), a.w.tolist(), a.h.tolist(), a.layer.tolist())
+            xy = np.stack([a.px, a.py], axis=1).tolist()
+            bounds = a.pstart.tolist()
+            ids = a.ids
+            edges = [
+                (ids[u], ids[v], t, xy[bounds[e] : bounds[e + 1]])
+                for e, (u, v, t) in enumerate(zip(a.edge_src.tolist(), a.edge_dst.tolist(), a.tensors))
+            ]
         return {
             "nodes": [
-                {
-                    "id": str(b.id),
-                    "kind": b.kind,
-                    "x": b.x,
-                    "y": b.y,
-                    "width": b.width,
-                    "height": b.height,
-                    "layer": b.layer,
-                }
-                for b in self.nodes.values()
+                {"id": str(i), "kind": k, "x": x, "y": y, "width": w, "height": h, "layer": r}
+                for i, k, x, y, w, h, r in nodes
             ],
             "edges": [
-                {
-                    "source": str(e.source),
-                    "target": str(e.target),
-                    "tensor": e.tensor,
-                    "points": [[x, y] for x, y in e.points],
-                }
-                for e in self.edges
+                {"source": str(u), "target": str(v), "tensor": t, "points": pts} for u, v, t, pts in edges
             ],
             "crossings": int(self.crossings),
             "width": self.width,
@@ -267,14 +360,25 @@ def _break_cycles(g: _Graph) -> _Acyclic:
     Edges into a node still on the DFS stack are back edges; reversing them leaves a DAG
     whose topological order is the reverse DFS postorder. Starting at sources keeps the
     reversed edges at the "end" of a cycle, where a reader expects the feedback edge.
+
+    Most graphs need no DFS: a TFLite subgraph lists its operators in execution order, so
+    the sources followed by the other nodes in graph order is already topological. That
+    is checked on all edges at once; only a graph that fails the check (a cycle, or nodes
+    out of order) is walked. For a DAG nothing is reversed either way, and the ranks do
+    not depend on which topological order is used.
     """
     n, m = g.n, g.m
     loop = g.src == g.dst
+    indeg = np.bincount(g.dst[~loop], minlength=n)
+    order = np.lexsort((np.arange(n), indeg > 0))
+    place = np.empty(n, dtype=np.int64)
+    place[order] = np.arange(n)
+    if np.all(place[g.src[~loop]] < place[g.dst[~loop]]):
+        return _Acyclic(back=np.zeros(m, dtype=bool), loop=loop, topo=order.astype(np.int64))
     start_arr, items_arr = _csr(g.src, n)
     start = start_arr.tolist()
     out_edges = items_arr.tolist()
     dst = g.dst.tolist()
-    indeg = np.bincount(g.dst[~loop], minlength=n)
     roots = np.concatenate([np.flatnonzero(indeg == 0), np.arange(n)]).tolist()
 
     state = [0] * n  # 0 unseen, 1 on the stack, 2 finished
@@ -465,10 +569,22 @@ def _grouped_inversions(group: np.ndarray, values: np.ndarray, n_groups: int) ->
     largest = int(run_size.max())
     if largest < 2:
         return out
-    keep = np.repeat(run_size >= 2, run_size)
+    small = run_size <= _PAIRWISE_MAX
+    if small.any():
+        # Narrow groups (the usual case: deep graphs have a few segments per layer pair)
+        # compare every pair directly, which is a few array passes instead of log2 levels.
+        in_small = np.repeat(small & (run_size >= 2), run_size)
+        out += _pairwise_inversions(group[in_small], values[in_small], n_groups)
+        keep = np.repeat(~small, run_size)
+        if not keep.any():
+            return out
+        run_size = run_size[~small]
+        largest = int(run_size.max())
+    else:
+        keep = np.repeat(run_size >= 2, run_size)
+        run_size = run_size[run_size >= 2]
     if not keep.all():
         group, values = group[keep], values[keep]
-        run_size = run_size[run_size >= 2]
         run_start = np.cumsum(run_size) - run_size
     if values.dtype.kind in "iu" and values.min() >= 0:
         vals = values.astype(np.int64)
@@ -492,6 +608,21 @@ def _grouped_inversions(group: np.ndarray, values: np.ndarray, n_groups: int) ->
         vals = np.sort(key) - pair * span
         w *= 2
     return out
+
+
+def _pairwise_inversions(group: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
+    """Inversions per group by comparing every pair inside each run (``group`` sorted)."""
+    out = np.zeros(n_groups, dtype=np.int64)
+    total = len(values)
+    if total < 2:
+        return out
+    run_start = np.flatnonzero(np.concatenate([[True], group[1:] != group[:-1]]))
+    run_end = np.repeat(np.concatenate([run_start[1:], [total]]), np.diff(np.concatenate([run_start, [total]])))
+    later = run_end - np.arange(total) - 1  # elements after i in its run
+    i = np.repeat(np.arange(total), later)
+    j = i + 1 + np.arange(len(i)) - np.repeat(np.cumsum(later) - later, later)
+    inverted = values[i] > values[j]
+    return out + np.bincount(group[i][inverted], minlength=n_groups)
 
 
 def _pair_crossings(h: _Hierarchy, pos: np.ndarray, layer_start: np.ndarray, width_max: int) -> np.ndarray:
@@ -1063,25 +1194,12 @@ def _frame(
     return _Frame(top, bottom, cx - widths / 2, box_y, height)
 
 
-def _loop_points(x: float, y: float, w: float, h: float, pad: float) -> tuple[tuple[float, float], ...]:
-    """A self loop: out of the bottom, around the right side, into the top."""
-    cx, bottom, right = x + w / 2, y + h, x + w
-    return (
-        (cx, bottom),
-        (cx, bottom + pad),
-        (right + pad, bottom + pad),
-        (right + pad, y - pad),
-        (cx, y - pad),
-        (cx, y),
-    )
-
-
 def _chain_points(
     h: _Hierarchy,
     cx: np.ndarray,
     fr: _Frame,
     heights: np.ndarray,
-) -> tuple[list[float], list[float], np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Flat polyline points of every layering edge, drawn from its upper to its lower end.
 
     Per edge: upper box bottom-centre, a stub to the layer bottom when the box is shorter
@@ -1089,7 +1207,7 @@ def _chain_points(
     the lower layer's top, the lower box top-centre. Every segment between two layers then
     runs from one layer's bottom line to the next one's top line, so crossings seen in the
     drawing are exactly the order inversions counted during crossing reduction.
-    Returns x list, y list and per-edge start offsets (length m+1).
+    Returns x and y arrays and per-edge start offsets (length m+1).
     """
     up, lo, span = h.edge_up, h.edge_lo, h.edge_span
     n_dummy = span - 1
@@ -1118,7 +1236,7 @@ def _chain_points(
     i = end[stub_lo] - 1
     px[i], py[i] = cx[lo[stub_lo]], fr.layer_top[rank[lo[stub_lo]]]
     px[end], py[end] = cx[lo], fr.box_y[lo]
-    return px.tolist(), py.tolist(), start
+    return px, py, start
 
 
 def _assemble(
@@ -1131,9 +1249,8 @@ def _assemble(
     crossings: int,
     pad: float,
 ) -> Layout:
-    """Build the public objects; one Python loop over nodes and one over edges."""
+    """Flat arrays of boxes and polylines in the graph's node and edge order."""
     rank = h.layer[: g.n]
-    cx = cx_all[: g.n]
     left = float(min(fr.box_x.min() if g.n else 0.0, cx_all[g.n :].min() if h.size > g.n else math.inf))
     shift = -left if math.isfinite(left) else 0.0
     box_x = fr.box_x + shift
@@ -1141,40 +1258,58 @@ def _assemble(
     fr = _Frame(fr.layer_top, fr.layer_bottom, box_x, fr.box_y, fr.height)
     px, py, start = _chain_points(h, cx_all, fr, g.heights)
 
-    nodes: dict[Hashable, NodeBox] = {
-        node: NodeBox(node, kind, x, y, w, hh, r)
-        for node, kind, x, y, w, hh, r in zip(
-            g.ids, g.kinds, box_x.tolist(), fr.box_y.tolist(), g.widths.tolist(), g.heights.tolist(), rank.tolist()
-        )
-    }
     max_right = float((box_x + g.widths).max()) if g.n else 0.0
     if h.size > g.n:
         max_right = max(max_right, float(cx_all[g.n :].max()))
 
-    # Point lists of every edge, in graph edge order; self loops are drawn separately.
-    points = list(zip(px, py))
-    chain_start = np.zeros(g.m, dtype=np.int64)
-    chain_end = np.zeros(g.m, dtype=np.int64)
-    chain_start[edge_ids] = start[:-1]
-    chain_end[edge_ids] = start[1:]
-    ids = g.ids
-    rev_flags = (acyc.back | acyc.loop).tolist()
-    edges: list[EdgePath] = []
-    for u, v, k, t, a, z, rev in zip(
-        g.src.tolist(), g.dst.tolist(), g.keys, g.tensors, chain_start.tolist(), chain_end.tolist(), rev_flags
-    ):
-        pts = tuple(points[a:z])
-        edges.append(EdgePath(ids[u], ids[v], k, t, pts[::-1] if rev else pts, rev))
-    reversed_edges: list = []
-    for e in np.flatnonzero(acyc.back | acyc.loop).tolist():
-        old = edges[e]
-        if acyc.loop[e]:
-            b = nodes[old.source]
-            loop_pts = _loop_points(b.x, b.y, b.width, b.height, pad)
-            edges[e] = EdgePath(old.source, old.target, old.key, old.tensor, loop_pts, True)
-            max_right = max(max_right, b.right + pad)
-        reversed_edges.append((old.source, old.target, old.key))
-    return Layout(nodes, edges, int(crossings), max_right if g.n else 0.0, fr.height, reversed_edges)
+    # Per graph edge: its chain (layering edges) or the six points of a self loop.
+    chain = np.full(g.m, -1, dtype=np.int64)
+    chain[edge_ids] = np.arange(len(edge_ids))
+    chain_len = np.diff(start)
+    count = np.where(acyc.loop, 6, chain_len[np.maximum(chain, 0)] if len(chain_len) else 6)
+    pstart = np.zeros(g.m + 1, dtype=np.int64)
+    np.cumsum(count, out=pstart[1:])
+    owner = np.repeat(np.arange(g.m), count)
+    r = np.arange(int(pstart[-1])) - pstart[owner]
+    out_x = np.empty(int(pstart[-1]))
+    out_y = np.empty(int(pstart[-1]))
+    on_chain = ~acyc.loop[owner]
+    if on_chain.any():
+        e = owner[on_chain]
+        rr = r[on_chain]
+        j = chain[e]
+        src_i = start[j] + np.where(acyc.back[e], chain_len[j] - 1 - rr, rr)
+        out_x[on_chain] = px[src_i]
+        out_y[on_chain] = py[src_i]
+    loops = np.flatnonzero(acyc.loop)
+    if len(loops):
+        v = g.src[loops]
+        x, y, w, hh = box_x[v], fr.box_y[v], g.widths[v], g.heights[v]
+        cx, bottom, right = x + w / 2, y + hh, x + w
+        # out of the bottom, around the right side, into the top
+        lx = np.stack([cx, cx, right + pad, right + pad, cx, cx], axis=1)
+        ly = np.stack([bottom, bottom + pad, bottom + pad, y - pad, y - pad, y], axis=1)
+        idx = pstart[loops][:, None] + np.arange(6)
+        out_x[idx], out_y[idx] = lx, ly
+        max_right = max(max_right, float((right + pad).max()))
+    arrays = LayoutArrays(
+        ids=g.ids,
+        kinds=g.kinds,
+        x=box_x,
+        y=fr.box_y,
+        w=g.widths,
+        h=g.heights,
+        layer=rank,
+        edge_src=g.src,
+        edge_dst=g.dst,
+        keys=g.keys,
+        tensors=g.tensors,
+        reversed=acyc.back | acyc.loop,
+        px=out_x,
+        py=out_y,
+        pstart=pstart,
+    )
+    return Layout(None, None, int(crossings), max_right if g.n else 0.0, fr.height, arrays=arrays)
 
 
 # --------------------------------------------------------------------------------------
@@ -1249,6 +1384,49 @@ def layout(
     )
 
 
+def layout_arrays(
+    graph: GraphArrays,
+    widths: np.ndarray | None = None,
+    heights: np.ndarray | None = None,
+    *,
+    layer_gap: float = 48.0,
+    node_gap: float = 24.0,
+    sweeps: int = 4,
+    pin_inputs: bool = True,
+    coord_rounds: int = _COORD_ROUNDS,
+) -> Layout:
+    """:func:`layout` of a graph given as `GraphArrays` (no networkx on the way).
+
+    ``widths`` and ``heights`` are per node row (default: :func:`default_size` by kind).
+    The result is identical to laying out ``build_graph`` of the same subgraph.
+    """
+    kinds = graph.kind_names
+    if widths is None or heights is None:
+        io = np.isin(graph.kind, [k for k, name in enumerate(KINDS) if name in _TENSOR_KINDS])
+        widths = np.where(io, IO_SIZE[0], OP_SIZE[0]) if widths is None else widths
+        heights = np.where(io, IO_SIZE[1], OP_SIZE[1]) if heights is None else heights
+    tensors = graph.tensor.tolist()
+    g = _Graph(
+        ids=graph.ids,
+        kinds=kinds,
+        widths=np.ascontiguousarray(widths, dtype=np.float64),
+        heights=np.ascontiguousarray(heights, dtype=np.float64),
+        src=graph.src,
+        dst=graph.dst,
+        keys=tensors,
+        tensors=tensors,
+    )
+    return _run(
+        g,
+        layer_gap=layer_gap,
+        node_gap=node_gap,
+        sweeps=sweeps,
+        coord_rounds=coord_rounds,
+        pull_down=True,
+        pin_inputs=pin_inputs,
+    )
+
+
 def naive_layout(
     graph: nx.MultiDiGraph,
     size: SizeFn | None = None,
@@ -1275,153 +1453,3 @@ def naive_layout(
         pin_inputs=True,
         naive=True,
     )
-
-
-# --------------------------------------------------------------------------------------
-# Measuring any layout
-
-
-def _segments(lay: Layout, loops: bool = False) -> np.ndarray:
-    """All polyline segments (self loops only if ``loops``), as rows (x0, y0, x1, y1)."""
-    xs: list[float] = []
-    ys: list[float] = []
-    lengths: list[int] = []
-    for e in lay.edges:
-        if len(e.points) < 2 or (e.source == e.target and not loops):
-            continue
-        for x, y in e.points:
-            xs.append(x)
-            ys.append(y)
-        lengths.append(len(e.points))
-    if not lengths:
-        return np.zeros((0, 4))
-    x = np.asarray(xs)
-    y = np.asarray(ys)
-    last = np.cumsum(lengths) - 1
-    head = np.ones(len(x), dtype=bool)
-    head[last] = False  # a segment starts at every point but an edge's last
-    i = np.flatnonzero(head)
-    return np.stack([x[i], y[i], x[i + 1], y[i + 1]], axis=1)
-
-
-def count_crossings(lay: Layout) -> int:
-    """Proper crossings between edge segments, from the drawing alone (any Layout).
-
-    The plane is cut into horizontal bands at every distinct endpoint y; each segment is
-    split into one piece per band it spans. Inside a band all pieces run from its top line
-    to its bottom line, so two pieces cross exactly when their x order differs at top and
-    bottom - an inversion count per band (O(P log P) for P pieces). Segments sharing an
-    endpoint never count; horizontal segments and self loops are ignored (layered layouts
-    only draw them for self loops).
-    """
-    seg = _segments(lay)
-    if len(seg) < 2:
-        return 0
-    flip = seg[:, 1] > seg[:, 3]
-    seg[flip] = seg[flip][:, [2, 3, 0, 1]]
-    seg = seg[seg[:, 1] < seg[:, 3]]
-    if len(seg) < 2:
-        return 0
-    x0, y0, x1, y1 = seg.T
-    levels = np.unique(np.concatenate([y0, y1]))
-    first = np.searchsorted(levels, y0)
-    pieces = np.searchsorted(levels, y1) - first
-    owner = np.repeat(np.arange(len(seg)), pieces)
-    band = np.arange(int(pieces.sum())) - np.repeat(np.cumsum(pieces) - pieces, pieces) + first[owner]
-
-    def x_at(level: np.ndarray) -> np.ndarray:
-        a, b, ya, yb = x0[owner], x1[owner], y0[owner], y1[owner]
-        exact = np.where(level == ya, a, b)
-        inner = a + (b - a) * ((level - ya) / (yb - ya))
-        return np.where((level == ya) | (level == yb), exact, inner)
-
-    top = x_at(levels[band])
-    bottom = x_at(levels[band + 1])
-    order = np.lexsort((bottom, top, band))
-    return int(_grouped_inversions(band[order], bottom[order], len(levels)).sum())
-
-
-def total_edge_length(lay: Layout) -> float:
-    """Sum of the lengths of all polylines (self loops included)."""
-    seg = _segments(lay, loops=True)
-    return float(np.hypot(seg[:, 2] - seg[:, 0], seg[:, 3] - seg[:, 1]).sum())
-
-
-def _overlaps(lay: Layout, eps: float = 1e-6) -> list[str]:
-    """Overlapping boxes: within a layer (by x) and between layers (by y bands)."""
-    problems: list[str] = []
-    by_layer: dict[int, list[NodeBox]] = {}
-    for b in lay.nodes.values():
-        by_layer.setdefault(b.layer, []).append(b)
-    bands = []
-    for layer_index in sorted(by_layer):
-        boxes = sorted(by_layer[layer_index], key=lambda b: (b.x, b.right))
-        reach = None
-        for b in boxes:
-            if reach is not None and b.x < reach.right - eps:
-                problems.append(f"overlap in layer {layer_index}: {reach.id!s} and {b.id!s}")
-            if reach is None or b.right > reach.right:
-                reach = b
-        bands.append((layer_index, min(b.y for b in boxes), max(b.bottom for b in boxes)))
-    for (la, _, bottom_a), (lb, top_b, _) in zip(bands, bands[1:]):
-        if top_b < bottom_a - eps:
-            problems.append(f"overlap between layers {la} and {lb}")
-    return problems
-
-
-def count_overlaps(lay: Layout) -> int:
-    """Number of box overlaps found by :func:`check_layout` (0 for a valid layout)."""
-    return len(_overlaps(lay))
-
-
-def _on_box(point: tuple[float, float], b: NodeBox, eps: float = 1e-6) -> bool:
-    x, y = point
-    return b.x - eps <= x <= b.right + eps and b.y - eps <= y <= b.bottom + eps
-
-
-def check_layout(lay: Layout, graph: nx.MultiDiGraph) -> list[str]:
-    """Invariant violations of ``lay`` as a layout of ``graph``; ``[]`` when it is sound.
-
-    Checks: every node placed once with finite coordinates, no overlapping boxes, every
-    edge drawn once, polylines starting on the source box and ending on the target box,
-    and every edge not marked reversed pointing strictly downward.
-    """
-    problems: list[str] = []
-    for node in graph.nodes:
-        if node not in lay.nodes:
-            problems.append(f"node {node!s} not placed")
-    for node, b in lay.nodes.items():
-        if node not in graph:
-            problems.append(f"node {node!s} is not in the graph")
-        if not all(math.isfinite(v) for v in (b.x, b.y, b.width, b.height)):
-            problems.append(f"node {node!s} has non-finite geometry")
-    problems += _overlaps(lay)
-
-    if graph.is_multigraph():
-        expected = {(u, v, k) for u, v, k in graph.edges(keys=True)}
-    else:
-        expected = {(u, v, d.get("tensor")) for u, v, d in graph.edges(data=True)}
-    seen: set = set()
-    for e in lay.edges:
-        ident = (e.source, e.target, e.key)
-        name = f"edge {e.source!s}->{e.target!s} [{e.key!s}]"
-        if ident in seen:
-            problems.append(f"{name} drawn twice")
-        seen.add(ident)
-        if ident not in expected:
-            problems.append(f"{name} is not in the graph")
-        s, t = lay.nodes.get(e.source), lay.nodes.get(e.target)
-        if s is None or t is None or not e.points:
-            continue
-        if not _on_box(e.points[0], s):
-            problems.append(f"{name} does not start on its source")
-        if not _on_box(e.points[-1], t):
-            problems.append(f"{name} does not end on its target")
-        if not e.reversed:
-            ys = [y for _, y in e.points]
-            monotone = all(b >= a for a, b in zip(ys, ys[1:]))
-            if not (t.layer > s.layer and t.y > s.y and monotone):
-                problems.append(f"{name} does not point downward")
-    for ident in expected - seen:
-        problems.append(f"edge {ident[0]!s}->{ident[1]!s} [{ident[2]!s}] not drawn")
-    return problems

@@ -94,23 +94,7 @@ def plan_scene(data: SceneData, measure: TextMeasure | None = None) -> ScenePlan
                 lab = data.labels[row]
                 by_color.setdefault(lab.category if lab.kind == "op" else lab.kind, []).append(QRectF(x, y, w, h))
             nodes.append(NodeChunk(rows, boxes, list(by_color.items()), _bounds(boxes)))
-    edges: list[EdgeChunk] = []
-    if data.edge_points:
-        top = np.array([min((p[1] for p in pts), default=0.0) for pts in data.edge_points])
-        order = np.argsort(top, kind="stable")
-        for start in range(0, len(order), EDGE_CHUNK):
-            path, arrows = QPainterPath(), QPainterPath()
-            for e in order[start:start + EDGE_CHUNK].tolist():
-                pts = data.edge_points[e]
-                if len(pts) < 2:
-                    continue
-                it = iter(pts)
-                x, y = next(it)
-                path.moveTo(x, y)
-                for x, y in it:
-                    path.lineTo(x, y)
-                arrow_head(arrows, pts)
-            edges.append(EdgeChunk(path, arrows, path.boundingRect().adjusted(-ARROW, -ARROW, ARROW, ARROW)))
+    edges = _edge_chunks(data)
     labels: list[LabelChunk] = []
     ordered = sorted(data.edge_labels, key=lambda item: (item[1], item[0]))
     for start in range(0, len(ordered), NODE_CHUNK):
@@ -119,6 +103,70 @@ def plan_scene(data: SceneData, measure: TextMeasure | None = None) -> ScenePlan
                          dtype=np.float64).reshape(-1, 4)
         labels.append(LabelChunk(chunk, boxes, _bounds(boxes)))
     return ScenePlan(nodes, edges, labels)
+
+
+def _edge_chunks(data: SceneData) -> list[EdgeChunk]:
+    """Edges sorted by their top, cut into chunks of one path (plus arrow heads) each.
+
+    Works on the flat point arrays of `scene_data.Polylines`: the only per-point Python
+    work left is the QPainterPath calls themselves.
+    """
+    lines = data.edge_points
+    if not len(lines):
+        return []
+    xs, ys, start = _flat_points(lines)
+    count = np.diff(start)
+    drawn = count >= 2
+    top = np.zeros(len(count))
+    nonempty = count > 0
+    if nonempty.any():
+        top[nonempty] = np.minimum.reduceat(ys, start[:-1][nonempty])
+    heads = _arrow_heads(xs, ys, start, drawn)
+    order = np.argsort(top, kind="stable")
+    x_list, y_list, bounds = xs.tolist(), ys.tolist(), start.tolist()
+    chunks: list[EdgeChunk] = []
+    for first in range(0, len(order), EDGE_CHUNK):
+        path, arrows = QPainterPath(), QPainterPath()
+        move, line = path.moveTo, path.lineTo
+        for e in order[first:first + EDGE_CHUNK].tolist():
+            a, b = bounds[e], bounds[e + 1]
+            if b - a < 2:
+                continue
+            move(x_list[a], y_list[a])
+            for i in range(a + 1, b):
+                line(x_list[i], y_list[i])
+            x1, y1, lx, ly, rx, ry = heads[e]
+            arrows.moveTo(x1, y1)
+            arrows.lineTo(lx, ly)
+            arrows.lineTo(rx, ry)
+            arrows.closeSubpath()
+        chunks.append(EdgeChunk(path, arrows, path.boundingRect().adjusted(-ARROW, -ARROW, ARROW, ARROW)))
+    return chunks
+
+
+def _flat_points(lines) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(xs, ys, start offsets) of polylines given as arrays or as lists of points."""
+    if all(hasattr(lines, f) for f in ("xs", "ys", "start")):
+        return np.asarray(lines.xs, float), np.asarray(lines.ys, float), np.asarray(lines.start, np.int64)
+    count = np.array([len(p) for p in lines], dtype=np.int64)
+    start = np.concatenate([[0], np.cumsum(count)]).astype(np.int64)
+    pts = np.array([xy for p in lines for xy in p], dtype=np.float64).reshape(-1, 2)
+    return pts[:, 0].copy(), pts[:, 1].copy(), start
+
+
+def _arrow_heads(xs: np.ndarray, ys: np.ndarray, start: np.ndarray, drawn: np.ndarray) -> list:
+    """Per edge the tip and two base corners of its arrow head (see `arrow_head`)."""
+    out = np.zeros((len(drawn), 6))
+    e = np.flatnonzero(drawn)
+    if len(e):
+        last = start[e + 1] - 1
+        x0, y0, x1, y1 = xs[last - 1], ys[last - 1], xs[last], ys[last]
+        dx, dy = x1 - x0, y1 - y0
+        n = np.maximum(np.hypot(dx, dy), 1e-6)
+        ux, uy = dx / n, dy / n
+        bx, by = x1 - ux * ARROW * 1.6, y1 - uy * ARROW * 1.6
+        out[e] = np.stack([x1, y1, bx - uy * ARROW, by + ux * ARROW, bx + uy * ARROW, by - ux * ARROW], axis=1)
+    return out.tolist()
 
 
 class NodeBatchItem(QGraphicsItem):

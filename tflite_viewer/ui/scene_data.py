@@ -9,16 +9,22 @@ font metrics are not something to lean on from a worker thread.
 """
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Hashable
+from typing import TYPE_CHECKING, Callable, Hashable
 
-import networkx as nx
 import numpy as np
 
+from ..graph.arrays import KINDS, OP, GraphArrays, cycle_defects, graph_arrays
 from ..graph.build import build_graph
-from ..graph.layout import Layout, layout
+from ..graph.layout import Layout, LayoutArrays, layout, layout_arrays
+from ..model.dtypes import type_name
 from ..model.op_metadata import input_roles
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 # Above this many operators the options line ("3x3 s2 SAME relu6") is computed when a box
 # is first painted instead of in the worker: decoding 20,000 option tables costs seconds.
@@ -81,7 +87,7 @@ class SceneData:
 
     subgraph: int
     title: str
-    graph: nx.MultiDiGraph
+    graph_factory: Callable[[], nx.MultiDiGraph]  # the networkx graph, built on first use
     layout: Layout
     node_ids: list[Hashable]
     labels: list[NodeLabel]
@@ -99,6 +105,15 @@ class SceneData:
     tensor_nodes: dict[int, list[int]]  # tensor -> io/variable node rows, consumers of constants
     options_of: Callable[[int], str] | None = None  # lazy options text by operator index
     plan: object | None = None  # the canvas's prepared chunks (graph_scene.ScenePlan)
+    defects: list[str] = field(default_factory=list)
+    _graph: nx.MultiDiGraph | None = field(default=None, repr=False)
+
+    @property
+    def graph(self) -> nx.MultiDiGraph:
+        """The subgraph's networkx graph (analysis only: drawing runs on the arrays)."""
+        if self._graph is None:
+            self._graph = self.graph_factory()
+        return self._graph
 
     @property
     def width(self) -> float:
@@ -168,145 +183,253 @@ def constants_text(op_name: str, inputs: np.ndarray | tuple[int, ...], is_const:
     return ", ".join(parts)
 
 
-def _labels_for_model(model, subgraph: int, graph: nx.MultiDiGraph) -> dict[Hashable, NodeLabel]:
+def _labels_for_model(model, subgraph: int, ga: GraphArrays) -> list[NodeLabel]:
+    """The text of every box, by node row, from the reader's columns (no networkx)."""
+    from ..graph.build import called_subgraphs
     from ..graph.labels import options_summary  # graph layer: no Qt
 
     sg = model.subgraphs[subgraph]
     is_const = sg.constant_mask
     cols = sg.columns
+    tcols = sg.tensor_columns
+    codes = model.operator_codes
     eager = cols.opcode_index.size <= EAGER_OPTIONS_LIMIT
-    shape_cache: dict[int, tuple[int, ...]] = {}
-
-    def shape(t: int) -> tuple[int, ...]:
-        s = shape_cache.get(t)
-        if s is None:
-            s = shape_cache[t] = sg.tensors[t].shape
-        return s
-
-    labels: dict[Hashable, NodeLabel] = {}
-    for node, attrs in graph.nodes(data=True):
-        kind = attrs.get("kind", "op")
-        if kind == "op":
-            k = int(attrs["index"])
-            name = attrs.get("name", "?")
+    calls = called_subgraphs(sg)
+    shape = tcols.shape.__getitem__
+    opcode_index = cols.opcode_index.tolist()
+    op_code: dict[int, tuple[str, str, str]] = {}  # opcode index -> name, version, category
+    constants: dict[tuple, str] = {}  # (op name, constant inputs) -> text; weights are shared
+    has_const = np.zeros(max(len(opcode_index), 1), dtype=bool)
+    const_inputs = np.full(len(cols.inputs), -2, dtype=np.int64)  # -2: not a constant
+    if len(cols.inputs):
+        ok = cols.inputs >= 0
+        ok[ok] = is_const[cols.inputs[ok]]
+        owner = np.repeat(np.arange(len(opcode_index)), np.diff(cols.input_offsets))
+        has_const[owner[ok]] = True
+        const_inputs[ok] = cols.inputs[ok]
+    offsets = cols.input_offsets.tolist()
+    labels: list[NodeLabel] = []
+    for kind, k in zip(ga.kind.tolist(), ga.ref.tolist()):
+        if kind == OP:
+            ci = opcode_index[k]
+            facts = op_code.get(ci)
+            if facts is None:
+                code = codes[ci]
+                facts = op_code[ci] = (code.name, f"v{code.version}", code.category)
+            name = facts[0]
             options: str | None = None
             if eager:
                 try:
                     options = options_summary(sg.operators[k])
                 except Exception:  # noqa: BLE001 - show the box even with broken options
                     options = "?"
-            labels[node] = NodeLabel(
-                "op", name, f"v{attrs.get('version', 1)}", options,
-                constants_text(name, cols.op_inputs(k), is_const, shape),
-                attrs.get("category", "other"), k, None, dict(attrs.get("calls", {})))
+            text = ""
+            if has_const[k]:
+                key = (name, const_inputs[offsets[k]:offsets[k + 1]].tobytes())
+                text = constants.get(key)
+                if text is None:
+                    text = constants[key] = constants_text(name, cols.op_inputs(k), is_const, shape)
+            labels.append(NodeLabel("op", name, facts[1], options, text, facts[2], k, None,
+                                    dict(calls.get(k, {}))))
         else:
-            t = int(attrs.get("tensor", -1))
-            tensor = sg.tensors[t]
-            labels[node] = NodeLabel(kind, _elide(tensor.name or f"tensor {t}", 40),
-                                     "", _shape_text(tensor.shape_signature or tensor.shape)
-                                     + " " + tensor.type_name.lower(), "", kind, None, t)
+            name = KINDS[kind]
+            dims = tcols.shape_signature[k] or tcols.shape[k]
+            labels.append(NodeLabel(name, _elide(tcols.name[k] or f"tensor {k}", 40), "",
+                                    _shape_text(dims) + " " + type_name(int(tcols.type[k])).lower(),
+                                    "", name, None, k))
     return labels
 
 
-def _labels_for_graph(graph: nx.MultiDiGraph) -> dict[Hashable, NodeLabel]:
-    """Labels from node attributes alone (synthetic graphs, benchmarks)."""
-    labels = {}
+def _labels_for_graph(graph: nx.MultiDiGraph) -> list[NodeLabel]:
+    """Labels from node attributes alone (synthetic graphs, benchmarks), in node order."""
+    labels = []
     for node, attrs in graph.nodes(data=True):
         kind = attrs.get("kind", "op")
         if kind == "op":
             name = attrs.get("name") or attrs.get("opcode") or "?"
-            labels[node] = NodeLabel("op", name, f"v{attrs.get('version', 1)}", "", "",
-                                     attrs.get("category", "other"), attrs.get("index"))
+            labels.append(NodeLabel("op", name, f"v{attrs.get('version', 1)}", "", "",
+                                    attrs.get("category", "other"), attrs.get("index")))
         else:
             t = attrs.get("tensor")
-            labels[node] = NodeLabel(kind, str(attrs.get("name") or f"tensor {t}"), "", "", "",
-                                     kind, None, t)
+            labels.append(NodeLabel(kind, str(attrs.get("name") or f"tensor {t}"), "", "", "",
+                                    kind, None, t))
     return labels
 
 
-def _sizer(labels: dict[Hashable, NodeLabel], measure: TextMeasure):
-    def size(node: Hashable, attrs: dict) -> tuple[float, float]:
-        lab = labels[node]
-        if lab.kind == "op":
-            w = measure.width("title", lab.title) + 6 + measure.width("small", lab.version)
-            lines = 0
-            if lab.options is None or lab.options:
-                lines += 1
-                w = max(w, measure.width("body", lab.options or "") if lab.options else 0)
-            if lab.constants:
-                lines += 1
-                w = max(w, measure.width("small", lab.constants))
-            w = min(max(w + 2 * PAD_X + 4, MIN_OP_W), MAX_OP_W)
-            return w, PAD_Y + TITLE_H + LINE_H * lines + PAD_Y
-        # the drawn name carries a marker ("\u25b6 " input, "\u25a0 " output) before it
-        w = max(measure.width("body", "\u25b6 " + lab.title), measure.width("small", lab.options or ""))
-        return min(max(w + 2 * PAD_X + 8, 70.0), 300.0), IO_H
-    return size
+def _label_size(lab: NodeLabel, measure: TextMeasure) -> tuple[float, float]:
+    if lab.kind == "op":
+        w = measure.width("title", lab.title) + 6 + measure.width("small", lab.version)
+        lines = 0
+        if lab.options is None or lab.options:
+            lines += 1
+            w = max(w, measure.width("body", lab.options or "") if lab.options else 0)
+        if lab.constants:
+            lines += 1
+            w = max(w, measure.width("small", lab.constants))
+        w = min(max(w + 2 * PAD_X + 4, MIN_OP_W), MAX_OP_W)
+        return w, PAD_Y + TITLE_H + LINE_H * lines + PAD_Y
+    # the drawn name carries a marker ("\u25b6 " input, "\u25a0 " output) before it
+    w = max(measure.width("body", "\u25b6 " + lab.title), measure.width("small", lab.options or ""))
+    return min(max(w + 2 * PAD_X + 8, 70.0), 300.0), IO_H
 
 
-def _spread_ports(lay: Layout, node_index: dict[Hashable, int], rects: np.ndarray,
-                  order_key: dict[Hashable, int]) -> list[list[tuple[float, float]]]:
+def _sizes(labels: list[NodeLabel], measure: TextMeasure) -> tuple[np.ndarray, np.ndarray]:
+    """Box widths and heights by row; identical labels (most of a deep model) measured once."""
+    cache: dict[tuple, tuple[float, float]] = {}
+    out = []
+    for lab in labels:
+        key = (lab.kind, lab.title, lab.version, lab.options, lab.constants)
+        wh = cache.get(key)
+        if wh is None:
+            wh = cache[key] = _label_size(lab, measure)
+        out.append(wh)
+    wh = np.asarray(out, dtype=np.float64).reshape(-1, 2)
+    return np.ascontiguousarray(wh[:, 0]), np.ascontiguousarray(wh[:, 1])
+
+
+class Polylines(Sequence):
+    """Edge polylines over flat arrays: ``[e]`` is edge e's list of (x, y) points.
+
+    The canvas reads the arrays; the list view is for selection and tests.
+    """
+
+    def __init__(self, xs: np.ndarray, ys: np.ndarray, start: np.ndarray) -> None:
+        self.xs, self.ys, self.start = xs, ys, start
+
+    def __len__(self) -> int:
+        return len(self.start) - 1
+
+    def __getitem__(self, e):  # type: ignore[override]
+        if isinstance(e, slice):
+            return [self[i] for i in range(*e.indices(len(self)))]
+        if e < 0:
+            e += len(self)
+        if not 0 <= e < len(self):
+            raise IndexError(e)
+        a, b = int(self.start[e]), int(self.start[e + 1])
+        return list(zip(self.xs[a:b].tolist(), self.ys[a:b].tolist()))
+
+
+def _spread_ports(a: LayoutArrays, rects: np.ndarray, order_key: np.ndarray) -> Polylines:
     """Polylines whose ends are spread over the box edges instead of all meeting mid-box.
 
     The layout starts every edge at its source's bottom-centre and ends it at the target's
     top-centre; with several distinct tensors on a box they would sit on top of each other.
     Distinct tensors leaving a box get distinct ports (one tensor to several consumers
-    shares its port); edges entering a box are ordered by where they come from so the
-    spreading does not add crossings.
+    shares its port; ports in the order the tensors first leave); edges entering a box
+    are ordered by where they come from so the spreading does not add crossings. Reversed
+    edges (cycles, self loops) keep their ends. Vectorized over all edges.
     """
-    out_tensors: dict[Hashable, list] = defaultdict(list)
-    in_edges: dict[Hashable, list[int]] = defaultdict(list)
-    for e, ep in enumerate(lay.edges):
-        if ep.reversed:
-            continue
-        if ep.key not in out_tensors[ep.source]:
-            out_tensors[ep.source].append(ep.key)
-        in_edges[ep.target].append(e)
-    paths = [list(ep.points) for ep in lay.edges]
+    m = len(a.edge_src)
+    start = a.pstart
+    length = np.diff(start)
+    fwd = ~a.reversed & (length >= 2)
+    src, dst = a.edge_src, a.edge_dst
+    keys = _dense_keys(a.keys)
 
-    def port(row: int, i: int, n: int) -> float:
-        x, _, w, _ = rects[row]
+    def port(row: np.ndarray, i: np.ndarray, n: np.ndarray) -> np.ndarray:
+        x, w = rects[row, 0], rects[row, 2]
         usable = w * 0.7
-        return float(x + w / 2 - usable / 2 + usable * (i + 0.5) / n)
+        return x + w / 2 - usable / 2 + usable * (i + 0.5) / n
 
-    for e, ep in enumerate(lay.edges):
-        if ep.reversed or len(paths[e]) < 2:
-            continue
-        keys = out_tensors[ep.source]
-        if len(keys) > 1:
-            row = node_index[ep.source]
-            x = port(row, keys.index(ep.key), len(keys))
-            (_, y0) = paths[e][0]
-            paths[e][0] = (x, y0)
-            paths[e].insert(1, (x, y0 + 8))
-    for target, edges in in_edges.items():
-        if len(edges) < 2:
-            continue
-        row = node_index[target]
-        edges.sort(key=lambda e: (paths[e][-2][0] if len(paths[e]) > 1 else 0.0,
-                                  order_key.get(lay.edges[e].source, 0)))
-        for i, e in enumerate(edges):
-            x = port(row, i, len(edges))
-            (_, y1) = paths[e][-1]
-            paths[e][-1] = (x, y1)
-            paths[e].insert(len(paths[e]) - 1, (x, y1 - 8))
-    return paths
+    out_port = np.zeros(m, dtype=bool)
+    out_x = np.zeros(m)
+    e_fwd = np.flatnonzero(~a.reversed)
+    if len(e_fwd):
+        # distinct (source, key) pairs per source, in order of first appearance
+        pair = src[e_fwd] * (int(keys.max()) + 1) + keys[e_fwd]
+        uniq, first, inv = np.unique(pair, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")
+        rank_of_uniq = np.empty(len(uniq), dtype=np.int64)
+        u_src = src[e_fwd][first[order]]
+        grp = np.lexsort((np.arange(len(order)), u_src))
+        sorted_src = u_src[grp]
+        run_start = np.flatnonzero(np.concatenate([[True], sorted_src[1:] != sorted_src[:-1]]))
+        run_len = np.diff(np.concatenate([run_start, [len(grp)]]))
+        within = np.arange(len(grp)) - np.repeat(run_start, run_len)
+        rank_sorted = np.empty(len(grp), dtype=np.int64)
+        rank_sorted[grp] = within
+        rank_of_uniq[order] = rank_sorted
+        n_keys = np.zeros(len(rects), dtype=np.int64)
+        np.add.at(n_keys, sorted_src[run_start], run_len)
+        e_rank = rank_of_uniq[inv.reshape(-1)]
+        multi = (n_keys[src[e_fwd]] > 1) & fwd[e_fwd]
+        sel = e_fwd[multi]
+        out_port[sel] = True
+        out_x[sel] = port(src[sel], e_rank[multi], n_keys[src[sel]])
+
+    # edges into a box with two or more forward edges, ordered by where they come from
+    in_fwd = e_fwd
+    in_count = np.bincount(dst[in_fwd], minlength=len(rects))
+    cand = in_fwd[in_count[dst[in_fwd]] >= 2]
+    in_port = np.zeros(m, dtype=bool)
+    in_x = np.zeros(m)
+    if len(cand):
+        last = start[cand + 1] - 1
+        orig_len = length[cand]
+        prev_x = np.where(orig_len > 1, a.px[np.maximum(last - 1, 0)], 0.0)
+        prev_x = np.where(out_port[cand] & (orig_len == 2), out_x[cand], prev_x)
+        order = np.lexsort((order_key[src[cand]], prev_x, dst[cand]))
+        c = cand[order]
+        d = dst[c]
+        run_start = np.flatnonzero(np.concatenate([[True], d[1:] != d[:-1]]))
+        run_len = np.diff(np.concatenate([run_start, [len(c)]]))
+        i = np.arange(len(c)) - np.repeat(run_start, run_len)
+        in_port[c] = True
+        in_x[c] = port(d, i, np.repeat(run_len, run_len))
+
+    # new point lists: [p0', (x, y0+8)] + middle + [(x, y1-8), p_last']
+    new_len = length + out_port + in_port
+    new_start = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(new_len, out=new_start[1:])
+    owner = np.repeat(np.arange(m), new_len)
+    r = np.arange(int(new_start[-1])) - new_start[owner]
+    # index into the original points: shift by one after an inserted out-port point
+    src_r = r - (out_port[owner] & (r >= 1)).astype(np.int64)
+    src_r = np.minimum(src_r, length[owner] - 1)
+    in_ins = in_port[owner] & (r == new_len[owner] - 2)
+    xs = a.px[start[owner] + src_r].copy()
+    ys = a.py[start[owner] + src_r].copy()
+    first_pt = r == 0
+    xs[first_pt & out_port[owner]] = out_x[owner[first_pt & out_port[owner]]]
+    after_first = out_port[owner] & (r == 1)
+    xs[after_first] = out_x[owner[after_first]]
+    ys[after_first] = a.py[start[owner[after_first]]] + 8
+    last_pt = r == new_len[owner] - 1
+    xs[last_pt & in_port[owner]] = in_x[owner[last_pt & in_port[owner]]]
+    xs[in_ins] = in_x[owner[in_ins]]
+    ys[in_ins] = a.py[start[owner[in_ins] + 1] - 1] - 8
+    return Polylines(xs, ys, new_start)
 
 
-def same_structure(lay: Layout, graph: nx.MultiDiGraph) -> bool:
+def _dense_keys(keys) -> np.ndarray:
+    """Edge keys as small non-negative integers (keys may be any hashable)."""
+    try:
+        arr = np.asarray(keys, dtype=np.int64)
+        if arr.ndim == 1 and (len(arr) == 0 or arr.min() >= 0):
+            return arr
+    except (TypeError, ValueError, OverflowError):
+        pass
+    index: dict = {}
+    return np.asarray([index.setdefault(k, len(index)) for k in keys], dtype=np.int64)
+
+
+def same_structure(lay: Layout, ids: list, src: np.ndarray, dst: np.ndarray, tensors) -> bool:
     """Whether a layout was made for a graph with exactly these nodes and edges."""
-    if len(lay.nodes) != graph.number_of_nodes() or len(lay.edges) != graph.number_of_edges():
+    a = lay.arrays
+    if a is None or len(a.ids) != len(ids) or len(a.edge_src) != len(src):
         return False
-    if any(n not in graph for n in lay.nodes):
-        return False
-    edges = {(u, v, k) for u, v, k in graph.edges(keys=True)}
-    return all((ep.source, ep.target, ep.key) in edges for ep in lay.edges)
+    return (list(a.ids) == list(ids) and np.array_equal(a.edge_src, src)
+            and np.array_equal(a.edge_dst, dst) and list(a.tensors) == list(tensors))
 
 
 def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = None,
                      graph: nx.MultiDiGraph | None = None,
                      reuse_layout: Layout | None = None) -> SceneData:
     """Graph, layout and labels of one subgraph (or of ``graph`` when no model is given).
+
+    With a model the whole path runs on arrays (`graph.arrays`, `graph.layout.layout_arrays`);
+    the networkx graph is made only if someone asks for ``SceneData.graph``.
 
     ``reuse_layout``: the layout of an earlier version of the same subgraph.  After an edit
     that changed only labels (options, versions, names, shapes), the boxes stay where they
@@ -315,30 +438,39 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
     """
     measure = measure or TextMeasure()
     if graph is None:
-        graph = build_graph(model, subgraph)
-    if model is not None:
-        labels_by_node = _labels_for_model(model, subgraph, graph)
+        ga = graph_arrays(model, subgraph)
+        labels = _labels_for_model(model, subgraph, ga)
         title = model.subgraphs[subgraph].display_name
+        ids, src, dst, tensors = ga.ids, ga.src, ga.dst, ga.tensor.tolist()
+        factory = functools.partial(build_graph, model, subgraph)
+        defects = list(ga.defects)
     else:
-        labels_by_node = _labels_for_graph(graph)
-        title = graph.graph.get("name", "graph")
-    if reuse_layout is not None and same_structure(reuse_layout, graph):
+        labels = _labels_for_graph(graph) if model is None else _labels_from_graph_nodes(model, subgraph, graph)
+        title = graph.graph.get("name", "graph") if model is None else model.subgraphs[subgraph].display_name
+        factory = functools.partial(lambda g: g, graph)
+        defects = list(graph.graph.get("defects", ()))
+        ga = None
+    if reuse_layout is not None and ga is not None and same_structure(reuse_layout, ids, src, dst, tensors):
         lay = reuse_layout
     else:
-        lay = layout(graph, _sizer(labels_by_node, measure), layer_gap=LAYER_GAP, node_gap=NODE_GAP)
-
-    node_ids = list(lay.nodes)
+        widths, heights = _sizes(labels, measure)
+        if ga is not None:
+            lay = layout_arrays(ga, widths, heights, layer_gap=LAYER_GAP, node_gap=NODE_GAP)
+            if lay.arrays.reversed.any():
+                defects += cycle_defects(model, subgraph)
+        else:
+            row = {n: i for i, n in enumerate(graph.nodes)}
+            lay = layout(graph, lambda node, _attrs: (widths[row[node]], heights[row[node]]),
+                         layer_gap=LAYER_GAP, node_gap=NODE_GAP)
+    a = lay.arrays
+    node_ids = a.ids
     node_index = {n: i for i, n in enumerate(node_ids)}
-    boxes = lay.nodes
-    rects = np.array([(b.x, b.y, b.width, b.height) for b in boxes.values()],
-                     dtype=np.float64).reshape(-1, 4)
-    labels = [labels_by_node[n] for n in node_ids]
+    rects = np.stack([a.x, a.y, a.w, a.h], axis=1).reshape(-1, 4)
     op_node = {lab.op_index: i for i, lab in enumerate(labels) if lab.kind == "op"
                and lab.op_index is not None}
-    paths = _spread_ports(lay, node_index, rects, {n: i for i, n in enumerate(graph.nodes)})
+    paths = _spread_ports(a, rects, np.arange(len(node_ids)))
 
-    edge_tensor = np.array([ep.tensor if ep.tensor is not None else -1 for ep in lay.edges],
-                           dtype=np.int64)
+    edge_tensor = np.array([t if t is not None else -1 for t in a.tensors], dtype=np.int64).reshape(-1)
     tensor_edges: dict[int, list[int]] = defaultdict(list)
     for e, t in enumerate(edge_tensor.tolist()):
         if t >= 0:
@@ -348,48 +480,8 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
         if lab.tensor is not None and lab.kind != "op":
             tensor_nodes[int(lab.tensor)].append(i)
 
-    # One label per (source, tensor), just under the port where the tensor leaves its box.
-    # Several tensors leaving one box (SPLIT, UNPACK, LSTM states) would put their labels
-    # side by side on ports a few pixels apart: identical labels are merged ("4 x 1x16
-    # float32"), different ones are stacked.
-    edge_labels: list[tuple[float, float, str, int]] = []
-    seen: set[tuple[Hashable, int]] = set()
-    info_of: dict[int, object] = {}
-    for u, _v, key, data in graph.edges(keys=True, data=True):
-        if "info" in data:
-            info_of[int(key)] = data["info"]
-    by_source: dict[Hashable, list[tuple[float, float, str, int]]] = defaultdict(list)
-    for e, ep in enumerate(lay.edges):
-        t = int(edge_tensor[e])
-        if ep.reversed or (ep.source, t) in seen or t < 0:
-            continue
-        seen.add((ep.source, t))
-        info = info_of.get(t)
-        if info is None:
-            continue
-        x, y = paths[e][0]
-        by_source[ep.source].append((x, y, f"{info.shape_text} {info.dtype.lower()}", t))
-    for items in by_source.values():
-        if len(items) == 1:
-            x, y, text, t = items[0]
-            edge_labels.append((x + 4.0, y + 3.0, text, t))
-            continue
-        items.sort()
-        texts = {text for _, _, text, _ in items}
-        x0, y0 = items[-1][0], items[-1][1]
-        if len(texts) == 1:
-            edge_labels.append((x0 + 4.0, y0 + 3.0, f"{len(items)} \u00d7 {items[0][2]}", items[0][3]))
-        else:
-            for i, (_, _, text, t) in enumerate(items):
-                edge_labels.append((x0 + 4.0, y0 + 3.0 + 11.0 * i, text, t))
-
-    segs = []
-    seg_edge = []
-    for e, pts in enumerate(paths):
-        for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
-            segs.append((x0, y0, x1, y1))
-            seg_edge.append(e)
-    segments = np.array(segs, dtype=np.float64).reshape(-1, 4)
+    edge_labels = _edge_labels(a, paths, edge_tensor, _tensor_text(model, subgraph, graph))
+    segments, seg_edge = _segments(paths)
 
     options_of = None
     if model is not None:
@@ -402,11 +494,91 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
         cols = sg.columns
         mask = sg.constant_mask
         for k, row in op_node.items():
-            for t in cols.op_inputs(k):
-                t = int(t)
+            for t in cols.op_inputs(k).tolist():
                 if t >= 0 and mask[t]:
                     tensor_nodes[t].append(row)
-    return SceneData(subgraph, title, graph, lay, node_ids, labels, rects, paths, edge_tensor,
-                     [ep.source for ep in lay.edges], [ep.target for ep in lay.edges],
-                     edge_labels, segments, np.array(seg_edge, dtype=np.int64), node_index,
-                     op_node, dict(tensor_edges), dict(tensor_nodes), options_of)
+    ids = node_ids
+    return SceneData(subgraph, title, factory, lay, node_ids, labels, rects, paths, edge_tensor,
+                     [ids[u] for u in a.edge_src.tolist()], [ids[v] for v in a.edge_dst.tolist()],
+                     edge_labels, segments, seg_edge, node_index,
+                     op_node, dict(tensor_edges), dict(tensor_nodes), options_of, None, defects)
+
+
+def _labels_from_graph_nodes(model, subgraph: int, graph: nx.MultiDiGraph) -> list[NodeLabel]:
+    """Model labels in the node order of a given networkx graph of that subgraph."""
+    ga = graph_arrays(model, subgraph)
+    by_id = dict(zip(ga.ids, _labels_for_model(model, subgraph, ga)))
+    return [by_id[n] for n in graph.nodes]
+
+
+def _tensor_text(model, subgraph: int, graph: nx.MultiDiGraph | None) -> Callable[[int], str | None]:
+    """``tensor -> "1x16x16x8 float32"`` for edge labels (None: no label)."""
+    if model is None:
+        info_of = {int(k): d["info"] for _u, _v, k, d in graph.edges(keys=True, data=True) if "info" in d}
+        return lambda t: (f"{info_of[t].shape_text} {info_of[t].dtype.lower()}" if t in info_of else None)
+    tcols = model.subgraphs[subgraph].tensor_columns
+    types = tcols.type.tolist()
+    cache: dict[tuple, str] = {}  # (shape, type) -> text: a deep model repeats a few shapes
+
+    def text(t: int) -> str:
+        dims = tcols.shape_signature[t] if tcols.shape_signature[t] is not None else tcols.shape[t]
+        key = (dims, types[t])
+        out = cache.get(key)
+        if out is None:
+            out = cache[key] = f"{_shape_text(dims)} {type_name(types[t]).lower()}"
+        return out
+    return text
+
+
+def _edge_labels(a: LayoutArrays, paths: Polylines, edge_tensor: np.ndarray,
+                 text_of: Callable[[int], str | None]) -> list[tuple[float, float, str, int]]:
+    """One label per (source, tensor), just under the port where the tensor leaves its box.
+
+    Several tensors leaving one box (SPLIT, UNPACK, LSTM states) would put their labels
+    side by side on ports a few pixels apart: identical labels are merged ("4 x 1x16
+    float32"), different ones are stacked.
+    """
+    m = len(edge_tensor)
+    if not m:
+        return []
+    cand = np.flatnonzero(~a.reversed & (edge_tensor >= 0))
+    pair = a.edge_src[cand] * (int(edge_tensor.max()) + 1) + edge_tensor[cand]
+    _, first = np.unique(pair, return_index=True)
+    first.sort()
+    chosen = cand[first]
+    by_source: dict[int, list[tuple[float, float, str, int]]] = defaultdict(list)
+    x0 = paths.xs[paths.start[chosen]].tolist()
+    y0 = paths.ys[paths.start[chosen]].tolist()
+    for e, s, t, x, y in zip(chosen.tolist(), a.edge_src[chosen].tolist(), edge_tensor[chosen].tolist(), x0, y0):
+        text = text_of(t)
+        if text is not None:
+            by_source[s].append((x, y, text, t))
+    edge_labels: list[tuple[float, float, str, int]] = []
+    for items in by_source.values():
+        if len(items) == 1:
+            x, y, text, t = items[0]
+            edge_labels.append((x + 4.0, y + 3.0, text, t))
+            continue
+        items.sort()
+        texts = {text for _, _, text, _ in items}
+        x0_, y0_ = items[-1][0], items[-1][1]
+        if len(texts) == 1:
+            edge_labels.append((x0_ + 4.0, y0_ + 3.0, f"{len(items)} \u00d7 {items[0][2]}", items[0][3]))
+        else:
+            for i, (_, _, text, t) in enumerate(items):
+                edge_labels.append((x0_ + 4.0, y0_ + 3.0 + 11.0 * i, text, t))
+    return edge_labels
+
+
+def _segments(paths: Polylines) -> tuple[np.ndarray, np.ndarray]:
+    """(S, 4) segments x0, y0, x1, y1 of every polyline and the edge of each (hit testing)."""
+    n = len(paths.xs)
+    if n < 2:
+        return np.zeros((0, 4)), np.zeros(0, dtype=np.int64)
+    head = np.ones(n, dtype=bool)
+    head[paths.start[1:] - 1] = False  # a segment starts at every point but an edge's last
+    head[-1] = False
+    i = np.flatnonzero(head)
+    owner = np.repeat(np.arange(len(paths)), np.diff(paths.start))
+    segs = np.stack([paths.xs[i], paths.ys[i], paths.xs[i + 1], paths.ys[i + 1]], axis=1)
+    return segs, owner[i].astype(np.int64)
