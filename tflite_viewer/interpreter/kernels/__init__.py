@@ -1,4 +1,5 @@
 """Kernel modules; importing this package registers every kernel (see registration.py)."""
 from . import (activations, control_flow, conv, detection, elementwise, image, matmul,  # noqa: F401
-               mediapipe, pooling, signal,
+               mediapipe, pooling, spectral,
                quantize, recurrent, reduce, shape_ops)
+from . import signal  # noqa: F401  (TFLite Micro's signal library: custom ops Signal*)
