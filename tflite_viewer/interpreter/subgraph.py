@@ -188,9 +188,13 @@ class Subgraph:
 
     # -- state ---------------------------------------------------------------------------
     def reset_variables(self) -> None:
+        """Variables to their initial values and kernels' own state forgotten (TFLite's
+        ResetVariableTensors plus TFLM's per-kernel reset)."""
         for t in self.tensors:
             if t.is_variable:
                 t.reset_variable()
+        for node in self.nodes:
+            node.kernel.reset(self, node)
 
     def clear_activations(self, keep_inputs: bool = True) -> None:
         """Forget computed values (not constants, variables or, optionally, inputs)."""
