@@ -197,6 +197,13 @@ def _fresh_env(pycache: Path) -> dict:
     return env
 
 
+def adapter_seconds(path: Path, function: str = "ConvertFlatbufferDirectlyToJson", env: dict | None = None) -> float:
+    """Seconds the adapter takes to convert ``path`` to its JSON (in a fresh process)."""
+    cmd = [sys.executable, "-c", _ADAPTER_SCRIPT, str(path), function]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    return float(out.split()[0])
+
+
 def versus_adapter(sizes: list[int], rounds: int) -> None:
     """``tflite-viewer layout`` (whole process) vs the adapter's conversion, alternating."""
     import importlib.util
@@ -216,18 +223,14 @@ def versus_adapter(sizes: list[int], rounds: int) -> None:
         path = tmp / f"residual_{n}.tflite"
         path.write_bytes(residual_model(n))
         ours_cmd = [sys.executable, "-m", "tflite_viewer", "layout", str(path)]
-        direct = [sys.executable, "-c", _ADAPTER_SCRIPT, str(path), "ConvertFlatbufferDirectlyToJson"]
-        mlir = [sys.executable, "-c", _ADAPTER_SCRIPT, str(path), "ConvertFlatbufferToJson"]
         summary = subprocess.run(ours_cmd, env=env, capture_output=True, text=True, check=True).stdout  # warm-up
         ours, theirs, theirs_mlir = [], [], []
         for _ in range(rounds):
             start = time.perf_counter()
             subprocess.run(ours_cmd, env=env, capture_output=True, check=True)
             ours.append(time.perf_counter() - start)
-            out = subprocess.run(direct, env=env, capture_output=True, text=True, check=True).stdout
-            theirs.append(float(out.split()[0]))
-            out = subprocess.run(mlir, env=env, capture_output=True, text=True, check=True).stdout
-            theirs_mlir.append(float(out.split()[0]))
+            theirs.append(adapter_seconds(path, env=env))
+            theirs_mlir.append(adapter_seconds(path, "ConvertFlatbufferToJson", env))
         a, b, c = statistics.median(ours), statistics.median(theirs), statistics.median(theirs_mlir)
         crossings = summary.split(" crossings")[0].rsplit(" ", 1)[-1]
         print(f"{n:>7} {a:>7.3f} {b:>8.3f} {a / b:>6.2f} {c:>13.3f} {crossings:>10}")
