@@ -1,4 +1,5 @@
-"""`tflite-viewer`: the window, or a headless subcommand (info, run, layout, render, edit).
+"""`tflite-viewer`: the window, or a headless subcommand (info, run, layout, render, edit,
+quant).
 
 Exit codes are a contract scripts rely on: 0 success, 1 a check failed (e.g. a comparison
 mismatch), 2 bad input or usage, always with one readable line on stderr, never a
@@ -15,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 
-SUBCOMMANDS = ("info", "run", "layout", "render", "edit")
+SUBCOMMANDS = ("info", "run", "layout", "render", "edit", "quant")
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 

@@ -17,7 +17,9 @@ _TYPES = {np.dtype(np.float32): S.TensorType.FLOAT32, np.dtype(np.float16): S.Te
           np.dtype(np.int32): S.TensorType.INT32, np.dtype(np.uint8): S.TensorType.UINT8,
           np.dtype(np.int64): S.TensorType.INT64, np.dtype(np.bool_): S.TensorType.BOOL,
           np.dtype(np.int16): S.TensorType.INT16, np.dtype(np.int8): S.TensorType.INT8,
-          np.dtype(np.complex64): S.TensorType.COMPLEX64, np.dtype(np.float64): S.TensorType.FLOAT64}
+          np.dtype(np.complex64): S.TensorType.COMPLEX64, np.dtype(np.float64): S.TensorType.FLOAT64,
+          np.dtype(np.uint16): S.TensorType.UINT16, np.dtype(np.uint32): S.TensorType.UINT32,
+          np.dtype(np.uint64): S.TensorType.UINT64, np.dtype(np.complex128): S.TensorType.COMPLEX128}
 _ENUMS = {"padding": S.Padding, "fused_activation_function": S.ActivationFunctionType,
           "mode": S.MirrorPadMode, "out_type": S.TensorType, "output_type": S.TensorType,
           "idx_out_type": S.TensorType, "weights_format": S.FullyConnectedOptionsWeightsFormat,

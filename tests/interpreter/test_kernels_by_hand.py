@@ -6,6 +6,7 @@ import pytest
 
 from tflite_viewer.interpreter import Interpreter
 from tflite_viewer.interpreter.kernels import common, conv, elementwise, pooling, shape_ops
+from tflite_viewer.interpreter.integer.common import window
 from tflite_viewer.interpreter.kernels.quantize import dequantize
 from tflite_viewer.model import Quantization
 
@@ -19,7 +20,18 @@ def test_same_padding_geometry():
     assert common.window_geometry((5, 5), (3, 3), (2, 2), (1, 1), "SAME") == (3, 3, 1, 1)
     # in 4, filter 3, stride 2: out 2, total pad 1 -> 0 before (the odd pixel goes after)
     assert common.window_geometry((4, 4), (3, 3), (2, 2), (1, 1), "SAME") == (2, 2, 0, 0)
-    assert common.out_size("VALID", 7, 3, 2, dilation=2) == 2  # effective filter 5
+    assert common.compute_out_size("VALID", 7, 3, 2, dilation=2) == 2  # effective filter 5
+
+
+@pytest.mark.parametrize("stride, dilation, filt", [(0, 1, 3), (-1, 1, 3), (1, 0, 3), (1, 1, 0)])
+def test_window_geometry_refuses_what_litert_prepare_refuses(stride, dilation, filt):
+    # padding.h's ComputeOutSizeChecked fails on these, so does conv/pool Prepare; the float
+    # and the integer kernels share this one implementation
+    with pytest.raises(ValueError, match="invalid stride"):
+        common.window_geometry((5, 5), (filt, filt), (stride, 1), (dilation, 1), "SAME")
+    with pytest.raises(ValueError, match="invalid stride"):
+        window({"padding": "VALID", "stride_h": stride, "dilation_h_factor": dilation}, 5, 5,
+               filt, 3)
 
 
 def test_conv2d_by_hand():

@@ -44,7 +44,7 @@ def test_messages_name_where():
     data = (MODELS_DIR / "mobilenet_v2_float.tflite").read_bytes()
     with pytest.raises(ModelFormatError, match=r"^<file>: .*too short"):
         load_model(data[:5])
-    with pytest.raises(ModelFormatError, match="file identifier is b'XXXX'"):
+    with pytest.raises(ModelFormatError, match='file identifier is "XXXX", expected "TFL3"'):
         load_model(data[:4] + b"XXXX" + data[8:])
     with pytest.raises(ModelFormatError, match="is empty"):
         empty = MODELS_DIR.parent / "empty.tflite"

@@ -12,7 +12,7 @@ subgraph 0.  Values are typed by the schema: ``--set 0:3.padding=VALID``,
 from __future__ import annotations
 
 import argparse
-import json
+from . import jsonout
 import sys
 from pathlib import Path
 
@@ -164,12 +164,13 @@ def main(args: argparse.Namespace) -> int:
         sys.stderr.write(f"tflite-viewer: error: {exc}\n")
         return EXIT_BAD_INPUT
     if args.json:
-        print(json.dumps({
+        print(jsonout.dumps({
             "output": str(out), "bytes": len(doc.to_bytes()),
             "edits": [{"description": r.description, "warnings": r.warnings,
                        "raised_versions": [vars(v) for v in r.raised_versions],
                        "min_runtime_version": r.min_runtime_version} for r in results],
-            "changes": doc.changes()}, indent=2))
+            "changes": doc.changes(),
+            "findings": []}, indent=2))  # non-finite numbers: null plus a finding
         return EXIT_OK
     for r in results:
         print("\n".join(r.lines()))

@@ -1,4 +1,7 @@
-"""`tflite-viewer info MODEL [--json]`: a readable summary, in the spirit of LiteRT's analyzer."""
+"""`tflite-viewer info MODEL [--json]`: a readable summary, in the spirit of LiteRT's analyzer.
+
+The JSON is strict (`jsonout`): a non-finite number (a NaN scale) is written as ``null``
+and listed in ``findings`` with where it was."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Model, ModelFormatError, load_model
+from . import jsonout
 
 
 def add_parser(subparsers) -> None:
@@ -29,9 +33,7 @@ def _jsonable(value: Any) -> Any:
         return value.tolist()
     if isinstance(value, np.generic):
         return value.item()
-    if isinstance(value, float) and not np.isfinite(value):
-        return str(value)
-    return value
+    return value  # non-finite floats: null plus a finding, by jsonout.dumps
 
 
 def _quantization(t) -> dict | None:
@@ -192,8 +194,7 @@ def render_text(model: Model) -> str:
 def main(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     if args.json:
-        json.dump(summarize(model), sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        sys.stdout.write(jsonout.dumps(summarize(model)) + "\n")
     else:
         sys.stdout.write(render_text(model) + "\n")
     return 0

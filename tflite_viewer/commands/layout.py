@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..graph.arrays import OP, graph_arrays, cycle_defects
 from ..graph.layout import layout_arrays
 from ..model import load_model
+from . import jsonout
 
 
 def add_parser(subparsers) -> None:
@@ -27,7 +27,7 @@ def main(args: argparse.Namespace) -> int:
         doc = result.to_json()
         doc["subgraph"] = index
         doc["defects"] = defects
-        text = json.dumps(doc, indent=1)
+        text = jsonout.dumps(doc)  # strict: non-finite numbers as null
         if args.json == "-":
             sys.stdout.write(text + "\n")
         else:

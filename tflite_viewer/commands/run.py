@@ -4,6 +4,7 @@ every tensor, cross-check against LiteRT.
     tflite-viewer run MODEL [--inputs IN.npz] [--seed N] [--signature KEY]
                             [--dump-all OUT.npz] [--compare-litert] [--rounding single|double]
                             [--tolerance REL] [--tolerance-units N]
+                            [--max-iterations N] [--timeout SECONDS] [--max-memory SIZE]
 
 ``--rounding`` is passed to `Interpreter(model, rounding=...)`; without it the interpreter's
 default applies.
@@ -14,6 +15,10 @@ default applies.
 * ``--dump-all OUT.npz``: every tensor of every subgraph that was computed or is constant,
   keyed ``s{subgraph}_t{tensor}``, in the tensor's own dtype (the last value for tensors of
   loop bodies; sparse constants densified; strings as bytes).
+* ``--max-iterations``, ``--timeout``, ``--max-memory``: the interpreter's budgets (see
+  `tflite_viewer.interpreter.budget`): iterations of one WHILE, seconds of the run, bytes
+  of any tensor, input or the arena (``512M``, ``8G``).  Seeded inputs and the arrays of
+  ``--inputs`` are checked against ``--max-memory`` before they are allocated.
 * ``--compare-litert``: LiteRT (in a child process, reference kernels first) on the same
   inputs; a table of every op output's error; exit 1 when one is outside the tolerance.
 
@@ -56,9 +61,35 @@ def add_parser(subparsers) -> None:
     p.add_argument("--tolerance", type=float, default=None, metavar="REL",
                    help="largest relative error of a float tensor for --compare-litert "
                         "(default 1e-5)")
+    p.add_argument("--max-iterations", type=int, default=None, metavar="N",
+                   help="iterations one WHILE op may run (default "
+                        f"{_budget().DEFAULT_MAX_ITERATIONS:,})")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help=f"seconds the run may take (default {_budget().DEFAULT_TIMEOUT:g})")
+    p.add_argument("--max-memory", type=_size, default=None, metavar="SIZE",
+                   help="bytes any tensor, input or the arena may take, e.g. 512M or 8G "
+                        "(default: a quarter of physical memory, at most 4G)")
     p.add_argument("--tolerance-units", type=int, default=None, metavar="N",
                    help="largest difference of an integer tensor, in units, for "
                         "--compare-litert (default 0)")
+
+
+def _budget():
+    from ..interpreter import budget
+    return budget
+
+
+def _size(text: str) -> int:
+    """``1048576``, ``512K``, ``512M``, ``8G`` as bytes (argparse type)."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    try:
+        value = float(t[:-1]) * units[t[-1]] if t and t[-1] in units else float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 512M, 8G)") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"not a positive size: {text!r}")
+    return int(value)
 
 
 # ------------------------------------------------------------------------------------------
@@ -84,7 +115,26 @@ def _fail(message: str) -> int:
 # ------------------------------------------------------------------------------------------
 # inputs
 # ------------------------------------------------------------------------------------------
-def _load_inputs(path: str) -> dict[str, np.ndarray]:
+def _check_npz_sizes(path: str, max_bytes: int) -> None:
+    """Refuse arrays of an .npz larger than the allocation limit, from their headers, before
+    numpy reads (and allocates) them."""
+    import zipfile
+    from ..interpreter.budget import check_bytes
+    with zipfile.ZipFile(path) as zf:
+        for info in zf.infolist():
+            with zf.open(info) as f:
+                version = np.lib.format.read_magic(f)
+                read = {(1, 0): np.lib.format.read_array_header_1_0,
+                        (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+                if read is None:
+                    continue  # a newer header: np.load checks it
+                shape, _, dtype = read(f)
+            nbytes = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+            check_bytes(nbytes, max_bytes, f"array {info.filename.removesuffix('.npy')!r} of "
+                        f"{path!r} ({dtype}{list(shape)})")
+
+
+def _load_inputs(path: str, max_bytes: int | None = None) -> dict[str, np.ndarray]:
     try:
         with open(path, "rb") as f:
             magic = f.read(6)
@@ -98,6 +148,13 @@ def _load_inputs(path: str) -> dict[str, np.ndarray]:
     if not magic.startswith(b"PK"):
         raise ValueError(f"inputs file {path!r} is not an .npz archive (expected arrays "
                          "keyed by input name, as numpy.savez writes them)")
+    if max_bytes is not None:
+        try:
+            _check_npz_sizes(path, max_bytes)
+        except TFLiteViewerError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - np.load says what is wrong below
+            del exc
     try:
         data = np.load(path, allow_pickle=False)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is one message
@@ -188,9 +245,10 @@ def _scores(model_tensor, arr: np.ndarray) -> np.ndarray | None:
     return None
 
 
-def top_k_lines(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None,
-                producer: str | None) -> list[str]:
-    """The top-5 of a classification-like output (with labels when the model names any)."""
+def top_k(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None,
+          producer: str | None, k: int = TOP_K) -> list[tuple[int, str, float]]:
+    """The top-k (index, label, score) of a classification-like output, labels from the
+    model's TENSOR_AXIS_LABELS file ("" without one); [] when the output is not one."""
     if arr is None or arr.size < 2:
         return []
     squeezed = arr.reshape([d for d in arr.shape if d != 1] or [1])
@@ -203,13 +261,20 @@ def top_k_lines(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None
     labels = _labels_for(model, subgraph, tensor)
     if not (labels or producer in ("SOFTMAX", "LOGISTIC", "LOG_SOFTMAX") or scores.size >= 10):
         return []
-    k = min(TOP_K, scores.size)
+    k = min(k, scores.size)
     order = np.argsort(-np.nan_to_num(scores, nan=-np.inf), kind="stable")[:k]
-    parts = []
-    for i in order:
-        label = f" {labels[i]!r}" if labels and i < len(labels) and labels[i] else ""
-        parts.append(f"#{int(i)}{label} {_fmt(scores[i])}")
-    return [f"    top-{k}: " + ", ".join(parts)]
+    return [(int(i), labels[i] if labels and i < len(labels) else "", float(scores[i]))
+            for i in order]
+
+
+def top_k_lines(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None,
+                producer: str | None) -> list[str]:
+    """The top-5 of a classification-like output (with labels when the model names any)."""
+    best = top_k(model, subgraph, tensor, arr, producer)
+    if not best:
+        return []
+    parts = [f"#{i}{f' {label!r}' if label else ''} {_fmt(score)}" for i, label, score in best]
+    return [f"    top-{len(best)}: " + ", ".join(parts)]
 
 
 # ------------------------------------------------------------------------------------------
@@ -260,15 +325,21 @@ def _main(args: argparse.Namespace) -> int:
     signature = args.signature
     if signature is not None:
         model.signature(signature)  # KeyError naming the signature keys
-    given = _load_inputs(args.inputs) if args.inputs else {}
-    arrays, generated = complete_inputs(model, given, args.seed, signature)
+    from ..interpreter.budget import (DEFAULT_MAX_ALLOCATION_BYTES, DEFAULT_MAX_ITERATIONS,
+                                      DEFAULT_TIMEOUT)
+    max_bytes = args.max_memory or DEFAULT_MAX_ALLOCATION_BYTES
+    given = _load_inputs(args.inputs, max_bytes) if args.inputs else {}
+    arrays, generated = complete_inputs(model, given, args.seed, signature, max_bytes=max_bytes)
     specs = input_specs(model, signature)
     if args.compare_litert:
         from ..interpreter.crosscheck import require_litert
         require_litert()  # say so before the run, not after it
 
-    interp = Interpreter(model) if args.rounding is None else \
-        Interpreter(model, rounding=args.rounding)
+    budgets = {"max_allocation_bytes": max_bytes,
+               "max_iterations": args.max_iterations or DEFAULT_MAX_ITERATIONS,
+               "timeout": args.timeout or DEFAULT_TIMEOUT}
+    interp = Interpreter(model, **budgets) if args.rounding is None else \
+        Interpreter(model, rounding=args.rounding, **budgets)
     t0 = time.perf_counter()
     interp.invoke(positional(model, arrays, signature), signature=signature)
     seconds = time.perf_counter() - t0

@@ -22,6 +22,7 @@ from flatbuffers import flexbuffers
 from ..model import dtypes
 from ..model.errors import EditError
 from ..model.operator import SUBGRAPH_FIELDS
+from ..quant.ranges import INTEGER_RANGES
 from ..schema import schema_generated as S
 from .op_version import builtin_name, op_required_version
 from .patch import FieldTarget
@@ -427,9 +428,7 @@ def _buffer_data(tree: ModelTree, t) -> np.ndarray | None:
     return None
 
 
-_QRANGE = {"INT8": (-128, 127), "UINT8": (0, 255), "INT16": (-32768, 32767),
-           "INT4": (-8, 7), "UINT4": (0, 15), "INT32": (-2**31, 2**31 - 1),
-           "INT64": (-2**63, 2**63 - 1), "UINT16": (0, 65535), "INT2": (-2, 1)}
+_QRANGE = INTEGER_RANGES  # the one table of integer ranges (tflite_viewer.quant.ranges)
 
 
 class SetQuantization(EditCommand):

@@ -9,15 +9,9 @@ broadcasting; fully-connected's last dimension; reshape's element count).
 """
 from __future__ import annotations
 
+from ..model.op_metadata import op_info
 from .op_version import builtin_name
 from .tree import text
-
-_SAME_SHAPE = set("""RELU RELU6 RELU_N1_TO_1 RELU_0_TO_1 LOGISTIC TANH SOFTMAX LOG_SOFTMAX QUANTIZE
-    DEQUANTIZE HARD_SWISH LEAKY_RELU ABS NEG EXP LOG SQRT RSQRT SQUARE L2_NORMALIZATION CAST ELU
-    GELU SIN COS FLOOR CEIL ROUND SIGN LOGICAL_NOT ZEROS_LIKE LOCAL_RESPONSE_NORMALIZATION
-    PRELU""".split())
-_BROADCAST = set("""ADD SUB MUL DIV MAXIMUM MINIMUM SQUARED_DIFFERENCE POW FLOOR_DIV FLOOR_MOD
-    EQUAL NOT_EQUAL LESS LESS_EQUAL GREATER GREATER_EQUAL LOGICAL_AND LOGICAL_OR""".split())
 
 
 def _shape(sg, t: int) -> list[int] | None:
@@ -52,9 +46,10 @@ def expected_output(model, sg, op) -> list[int] | None:
     if not shapes or shapes[0] is None:
         return None
     x = shapes[0]
-    if name in _SAME_SHAPE:
+    info = op_info(name)
+    if info.keeps_shape:
         return list(x)
-    if name in _BROADCAST and len(shapes) >= 2 and shapes[1] is not None:
+    if info.broadcasts and len(shapes) >= 2 and shapes[1] is not None:
         return _broadcast(x, shapes[1])
     if name in ("CONV_2D", "DEPTHWISE_CONV_2D") and len(shapes) >= 2 and o is not None:
         f = shapes[1]
@@ -106,7 +101,7 @@ def shape_warnings(model, sg, s: int, tensor: int) -> list[str]:
         if want is not None and have is not None and want != have:
             out.append(f"{where}: output {text(sg.tensors[outs[0]].name)!r} has shape {have} "
                        f"but its inputs give {want}")
-        elif want is None and name in _BROADCAST:
+        elif want is None and op_info(name).broadcasts:
             out.append(f"{where}: input shapes {[_shape(sg, i) for i in ins]} do not broadcast")
     return out
 

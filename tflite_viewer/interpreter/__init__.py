@@ -13,8 +13,10 @@ debugger API (step, step_into, step_out, run_to, breakpoints, hooks, tensor snap
 from .debugger import (Breakpoint, ConditionBreakpoint, Frame, NonFiniteBreakpoint,
                        OpBreakpoint, OpEvent, OpTypeBreakpoint, RangeBreakpoint,
                        SaturationBreakpoint, Stop)
-from .errors import AllocationError, ExecutionError, UnsupportedOpError
-from .interpreter import DEFAULT_MAX_ALLOCATION_BYTES, Interpreter, SignatureRunner
+from .budget import DEFAULT_MAX_ALLOCATION_BYTES, DEFAULT_MAX_ITERATIONS, DEFAULT_TIMEOUT
+from .errors import (AllocationError, BudgetError, ExecutionError, IterationBudgetError,
+                     ModelFormatError, RunCancelled, TimeBudgetError, UnsupportedOpError)
+from .interpreter import Interpreter, SignatureRunner
 from .node import Node
 from .op_resolver import BuiltinOpResolver, OpResolver
 from .registration import Kernel, Registration, register
@@ -22,9 +24,10 @@ from .subgraph import Subgraph
 from .tensor import AllocationType, Tensor
 
 __all__ = [
-    "AllocationError", "AllocationType", "Breakpoint", "BuiltinOpResolver",
-    "ConditionBreakpoint", "DEFAULT_MAX_ALLOCATION_BYTES", "ExecutionError", "Frame",
-    "Interpreter", "Kernel", "Node", "NonFiniteBreakpoint", "OpBreakpoint", "OpEvent",
+    "AllocationError", "AllocationType", "Breakpoint", "BudgetError", "BuiltinOpResolver",
+    "ConditionBreakpoint", "DEFAULT_MAX_ALLOCATION_BYTES", "DEFAULT_MAX_ITERATIONS",
+    "DEFAULT_TIMEOUT", "ExecutionError", "Frame", "Interpreter", "IterationBudgetError",
+    "ModelFormatError", "RunCancelled", "TimeBudgetError", "Kernel", "Node", "NonFiniteBreakpoint", "OpBreakpoint", "OpEvent",
     "OpResolver", "OpTypeBreakpoint", "RangeBreakpoint", "Registration",
     "SaturationBreakpoint", "SignatureRunner", "Stop", "Subgraph", "Tensor",
     "UnsupportedOpError", "register",

@@ -12,8 +12,9 @@ Seeded inputs are chosen to be *valid* for the model, not merely of the right ty
   uniform in [-1, 1];
 * integers that (possibly through reshapes, casts, slices or control flow) index a
   GATHER / GATHER_ND / EMBEDDING_LOOKUP table or feed ONE_HOT: ids in [0, vocab);
-* quantized integers: uniform over their whole type range;
-* other integers: small non-negative values in [0, 8) (loop counts, sizes, flags);
+* quantized 8- and 16-bit integers: uniform over their whole type range;
+* other integers (int32/int64 even when quantized): small non-negative values in [0, 8),
+  so that loop bounds, sizes and indices drawn from them stay small;
 * bools: random; strings: empty strings.
 
 An input is named by its signature input name (with a signature), else by its tensor name,
@@ -29,6 +30,7 @@ import numpy as np
 
 from ..model import Model
 from ..model.errors import TFLiteViewerError
+from .budget import DEFAULT_MAX_ALLOCATION_BYTES, check_bytes
 
 #: integers that are neither ids nor quantized values get values in [0, SMALL_INT_BOUND)
 SMALL_INT_BOUND = 8
@@ -224,13 +226,22 @@ def _broadcast_range(lo: np.ndarray, hi: np.ndarray, shape: tuple[int, ...]):
     return np.float64(lo.min()), np.float64(hi.max())
 
 
-def _seeded_value(model: Model, spec: InputSpec, rng: np.random.Generator) -> np.ndarray:
+#: the integer types whose quantized inputs span their whole range (small enough that no
+#: loop bound or size drawn from them runs away)
+_WHOLE_RANGE_TYPES = frozenset({"INT8", "UINT8", "INT16", "INT4"})
+
+
+def _seeded_value(model: Model, spec: InputSpec, rng: np.random.Generator,
+                  max_bytes: int) -> np.ndarray:
     shape = tuple(max(int(d), 0) for d in spec.shape)
     dtype = spec.dtype
     tensor = model.subgraphs[spec.subgraph].tensors[spec.tensor]
     if dtype is None:
         raise InputError(f"input {spec.name!r} is {spec.type_name}: cannot make a value "
                          "of that type")
+    # checked before allocating: a 1 KB file may declare a multi-gigabyte input
+    check_bytes(int(np.prod(shape, dtype=np.float64)) * max(dtype.itemsize, 8),
+                max_bytes, f"seeded input {spec.name!r} ({spec.type_name}{list(shape)})")
     if dtype == object:  # strings
         out = np.empty(shape, dtype=object)
         out.fill(b"")
@@ -252,19 +263,21 @@ def _seeded_value(model: Model, spec: InputSpec, rng: np.random.Generator) -> np
     if bound is not None:
         return rng.integers(0, min(bound, int(info.max) + 1), shape).astype(dtype)
     q = tensor.quantization
-    if q is not None and q.has_scale:
+    if q is not None and q.has_scale and spec.type_name in _WHOLE_RANGE_TYPES:
         return rng.integers(int(info.min), int(info.max) + 1, shape, dtype=np.int64).astype(dtype)
     return rng.integers(0, min(SMALL_INT_BOUND, int(info.max) + 1), shape).astype(dtype)
 
 
-def seeded_inputs(model: Model, seed: int = 0, signature: str | None = None
-                  ) -> dict[str, np.ndarray]:
+def seeded_inputs(model: Model, seed: int = 0, signature: str | None = None, *,
+                  max_bytes: int = DEFAULT_MAX_ALLOCATION_BYTES) -> dict[str, np.ndarray]:
     """Seeded inputs valid for the model (see the module docstring), by input name.
 
     Each input has its own generator, seeded by ``(seed, subgraph, tensor)``: an input's
-    values do not depend on the other inputs, nor on whether it is named by signature."""
+    values do not depend on the other inputs, nor on whether it is named by signature.
+    An input that would need more than ``max_bytes`` (the interpreter's allocation limit)
+    raises `AllocationError` before anything is allocated."""
     return {spec.name: _seeded_value(model, spec, np.random.default_rng(
-                [int(seed) % (1 << 63), spec.subgraph, spec.tensor]))
+                [int(seed) % (1 << 63), spec.subgraph, spec.tensor]), max_bytes)
             for spec in input_specs(model, signature)}
 
 
@@ -352,7 +365,9 @@ def match_inputs(model: Model, given: Mapping[str, Any], signature: str | None =
 
 
 def complete_inputs(model: Model, given: Mapping[str, Any] | None = None, seed: int = 0,
-                    signature: str | None = None) -> tuple[dict[str, np.ndarray], list[str]]:
+                    signature: str | None = None, *,
+                    max_bytes: int = DEFAULT_MAX_ALLOCATION_BYTES
+                    ) -> tuple[dict[str, np.ndarray], list[str]]:
     """Every input of the run, by input name, in the model's order: the supplied ones
     (checked by `match_inputs`) and seeded values for the rest.  Returns the arrays and the
     names of the inputs that were generated."""
@@ -366,7 +381,7 @@ def complete_inputs(model: Model, given: Mapping[str, Any] | None = None, seed: 
             out[spec.name] = supplied[spec.name]
         else:
             if seeded is None:
-                seeded = seeded_inputs(model, seed, signature)
+                seeded = seeded_inputs(model, seed, signature, max_bytes=max_bytes)
             out[spec.name] = seeded[spec.name]
             generated.append(spec.name)
     return out, generated

@@ -21,14 +21,16 @@ from ..model import Model, load_model
 from ..model.dtypes import type_name
 from . import debugger as dbg
 from .debugger import Breakpoint, Frame, OpEvent, Position, Stop
-from .errors import AllocationError, ExecutionError, UnsupportedOpError
+from . import validation
+from .budget import (DEFAULT_MAX_ALLOCATION_BYTES, DEFAULT_MAX_ITERATIONS, DEFAULT_TIMEOUT,
+                     HOW_TO_RAISE_MEMORY, Budget, check_bytes)
+from .errors import PASS_THROUGH, AllocationError, ExecutionError, UnsupportedOpError
 from .node import Node
 from .op_resolver import BuiltinOpResolver, OpResolver
 from .quant_math import check_rounding
 from .subgraph import Subgraph
 from .tensor import AllocationType, Tensor
 
-DEFAULT_MAX_ALLOCATION_BYTES = 4 << 30
 _NO_BYTES = (bytes, bytearray, memoryview)
 
 
@@ -51,10 +53,21 @@ class Interpreter:
     the quantized corpus models (tests/interpreter/test_quantized_models.py).  ``"single"``
     reproduces LiteRT builds compiled with TFLITE_SINGLE_ROUNDING; the two differ on exact
     ties.  Any other value is a ValueError.
+
+    Budgets (see `tflite_viewer.interpreter.budget`): ``max_allocation_bytes`` bounds every
+    tensor, input and the prepared arena (checked before allocating); ``max_iterations``
+    bounds each WHILE execution; ``timeout`` (seconds) bounds each `invoke()` and each
+    `run()`/`step()` call.  Exceeding one raises `AllocationError`, `IterationBudgetError`
+    or `TimeBudgetError` naming the op and the figure.  `request_stop()` interrupts a run
+    from another thread.  Before any kernel sees the model, every node's arity and tensor
+    references are checked against what its kernel declares (`validation`):
+    `ModelFormatError` naming where.
     """
 
     def __init__(self, model: Model | str | os.PathLike | bytes, *, rounding: str = "double",
                  max_allocation_bytes: int = DEFAULT_MAX_ALLOCATION_BYTES,
+                 max_iterations: int | None = DEFAULT_MAX_ITERATIONS,
+                 timeout: float | None = DEFAULT_TIMEOUT,
                  op_resolver: OpResolver | None = None, allocate: bool = True) -> None:
         rounding = check_rounding(rounding)
         if not isinstance(model, Model):
@@ -62,6 +75,8 @@ class Interpreter:
         self.model = model
         self.rounding = rounding
         self.max_allocation_bytes = int(max_allocation_bytes)
+        #: the iteration and time budgets and the stop request (`request_stop`)
+        self.budget = Budget(max_iterations, timeout)
         self.op_resolver = op_resolver if op_resolver is not None else BuiltinOpResolver()
         self.subgraphs: list[Subgraph] = [Subgraph(self, sg) for sg in model.subgraphs]
         # resource variables (VAR_HANDLE ids -> values) and CALL_ONCE bookkeeping
@@ -144,9 +159,11 @@ class Interpreter:
                 for i in node.inputs:
                     if i >= 0:
                         sg.tensors[i].consumers.append(node)
+        for sg in self.subgraphs:  # arity, omitted inputs, tensors: before any kernel
+            validation.check_subgraph(sg)
         if True:  # type checks of resolved ops, reported with the missing ones
             for sg, node in pending:
-                why = node.registration.kernel.check(sg, node)
+                why = self._kernel_hook(sg, node, "check")
                 if why:
                     problems.setdefault((node.name, node.version, why), []).append(
                         f"subgraph {sg.index} op {node.index}")
@@ -163,8 +180,28 @@ class Interpreter:
                 for (n, v, w), ws in problems.items()]
             raise err
         for sg, node in pending:
-            node.user_data = node.registration.kernel.init(sg, node)
+            node.user_data = self._kernel_hook(sg, node, "init")
         self._nodes_built = True
+
+    def _kernel_hook(self, sg: Subgraph, node: Node, hook: str) -> Any:
+        """A kernel's load-time hook (check, init); a failure names the op."""
+        try:
+            return getattr(node.registration.kernel, hook)(sg, node)
+        except PASS_THROUGH:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any kernel failure names its op
+            raise ExecutionError(f"subgraph {sg.index} ({sg.name}), op {node.index} "
+                                 f"({node.name}): {hook} failed: {type(exc).__name__}: "
+                                 f"{exc}") from exc
+
+    def request_stop(self) -> None:
+        """Interrupt the current run from any thread (a window's Stop button).
+
+        `invoke()` raises `RunCancelled` at the next op boundary or WHILE iteration; a
+        stepped run (`run`, `step`, `run_to` ...) pauses there instead, returning a Stop
+        with reason ``"interrupted"`` from which it can be resumed.  A request made while
+        nothing runs is forgotten when the next run starts."""
+        self.budget.request_stop()
 
     def allocate_tensors(self) -> None:
         """Resolve ops (first time), prepare the entry subgraphs, check the memory limit."""
@@ -173,9 +210,10 @@ class Interpreter:
         for sg in self.subgraphs:
             sg.reset_variables()
         entries = {0} | {s.subgraph_index for s in self.model.signature_defs}
-        for i in sorted(entries):
-            if 0 <= i < len(self.subgraphs):
-                self.subgraphs[i].prepare()
+        with np.errstate(all="ignore"):  # bad scales are findings, never stray warnings
+            for i in sorted(entries):
+                if 0 <= i < len(self.subgraphs):
+                    self.subgraphs[i].prepare()
         self._check_total()
         self._allocated = True
         self._abort()
@@ -187,7 +225,7 @@ class Interpreter:
                 f"subgraph {sg.index} tensor {tensor.index} ({tensor.name!r}) would need "
                 f"{nbytes:,} bytes for {type_name(tensor.type)}{list(shape)}, more than the "
                 f"allocation limit of {self.max_allocation_bytes:,} bytes "
-                "(Interpreter(max_allocation_bytes=...))")
+                f"({HOW_TO_RAISE_MEMORY})")
 
     def _check_total(self) -> None:
         total = sum(sg.arena_bytes for sg in self.subgraphs)
@@ -198,7 +236,7 @@ class Interpreter:
             raise AllocationError(
                 f"the model's tensors would need {total:,} bytes, more than the allocation "
                 f"limit of {self.max_allocation_bytes:,} bytes "
-                f"(Interpreter(max_allocation_bytes=...)); the largest is tensor "
+                f"({HOW_TO_RAISE_MEMORY}); the largest is tensor "
                 f"{biggest.index} ({biggest.name!r}, {biggest.type_name}{list(biggest.shape)}, "
                 f"{biggest.nbytes:,} bytes)")
 
@@ -254,6 +292,9 @@ class Interpreter:
                 for m in other.inputs:
                     if m.name == key:
                         return sg.tensors[m.tensor_index]
+        tensor = _tensor_key(str(key), sg.index)  # "s{subgraph}_t{tensor}"
+        if tensor is not None and tensor in sg.inputs:
+            return sg.tensors[tensor]
         raise KeyError(f"no input named {key!r} (inputs: {', '.join(self.input_names())})")
 
     def input_details(self) -> list[dict[str, Any]]:
@@ -306,12 +347,15 @@ class Interpreter:
         if t.dtype is not None and arr.dtype != t.dtype:
             if arr.dtype.kind in "fc" and t.dtype.kind in "biu":
                 raise ValueError(f"input {t.name!r} is {t.type_name}; got {arr.dtype} values")
+            check_bytes(arr.size * t.dtype.itemsize, self.max_allocation_bytes,
+                        f"input {t.name!r} (tensor {t.index})")
             arr = arr.astype(t.dtype)
         if t.shape != arr.shape:
             if self._state == "paused":
                 raise ValueError(f"input {t.name!r} has shape {list(t.shape or ())}; cannot "
                                  f"resize to {list(arr.shape)} in the middle of a run")
             self.resize_input(key, arr.shape)
+        check_bytes(arr.nbytes, self.max_allocation_bytes, f"input {t.name!r} (tensor {t.index})")
         t.data = np.array(arr, copy=True)
 
     def set_inputs(self, inputs: Mapping[str, Any] | Sequence[Any]) -> None:
@@ -467,6 +511,8 @@ class Interpreter:
         if not self._allocated:
             self.allocate_tensors()
         self._abort()
+        self.budget.stop_requested = False  # a request made while nothing ran
+        self.budget.start()
         if signature is not None:
             sig = self.model.signature(signature)
             self._signature, self._entry = sig.key, sig.subgraph_index
@@ -506,6 +552,7 @@ class Interpreter:
         self._collect_after = False
         self._state = "paused"  # running: hooks see the position as during a stepped run
         self._direct = True
+        self.budget.start()
         try:
             self._execute_ieee(entry)
         except BaseException:
@@ -563,11 +610,17 @@ class Interpreter:
         self._paused_since = time.perf_counter()
         return True
 
+    def _interrupted(self) -> Stop:
+        """A stop request seen at a pause point of a stepped run: pause there."""
+        self.budget.stop_requested = False
+        return Stop("interrupted", self.position, message="stopped on request")
+
     def _finished_stop(self) -> Stop:
         return Stop("finished", self.position, outputs=self.outputs())
 
     def _resume(self, mode: str, target: tuple[int, Any] | None = None,
                 use_breakpoints: bool = True) -> Stop:
+        self.budget.start()
         with np.errstate(all="ignore"):  # float kernels follow IEEE (inf, nan), silently
             return self._resume_loop(mode, target, use_breakpoints)
 
@@ -584,9 +637,11 @@ class Interpreter:
             if self._paused_since is not None:
                 self._paused_total += time.perf_counter() - self._paused_since
                 self._paused_since = None
+            budget = self.budget
             try:
                 for _ in self._gen:
-                    pass
+                    if budget.stop_requested:
+                        return self._interrupted()
             except BaseException:
                 self._gen = None
                 self._state = "ready"
@@ -596,6 +651,8 @@ class Interpreter:
             self._state = "finished"
             return self._finished_stop()
         while True:
+            if self.budget.stop_requested:
+                return self._interrupted()
             if not self._advance_gen():
                 if self._pending:  # the last op of the run tripped a breakpoint
                     bp, msg, where = self._pending[0]
@@ -657,11 +714,14 @@ class Interpreter:
         self._stack.append(frame)
         self._active.add(sg.index)
         nodes = sg.nodes
+        budget = self.budget
         try:
             for ni in sg.execution_plan:
                 frame.op = ni
                 yield None
                 node = nodes[ni]
+                if budget.exceeded() and not budget.stop_requested:
+                    budget.check(f"subgraph {sg.index} op {ni} ({node.name})")
                 sg.check_prepared(node)
                 if node.registration.kernel.calls_subgraphs:
                     yield from self._invoke_calling(sg, node)
@@ -683,9 +743,12 @@ class Interpreter:
         self._stack.append(frame)
         self._active.add(sg.index)
         invoke = self._invoke
+        budget = self.budget
         try:
             for node in sg.plan_nodes:
                 frame.op = node.index
+                if budget.exceeded():
+                    budget.check(f"subgraph {sg.index} op {node.index} ({node.name})")
                 if node.shapes_dirty:
                     sg.check_prepared(node)
                 if node.calls_subgraphs:
@@ -716,7 +779,7 @@ class Interpreter:
         t0 = perf_counter()
         try:
             node.kernel.invoke(sg, node)
-        except (ExecutionError, AllocationError):
+        except PASS_THROUGH:
             raise
         except Exception as exc:  # noqa: BLE001 - every kernel failure names its op
             raise self._fail(sg, node, exc) from exc
@@ -736,7 +799,7 @@ class Interpreter:
         paused0 = self._paused_total
         try:
             yield from node.registration.kernel.invoke(sg, node)
-        except (ExecutionError, AllocationError):
+        except PASS_THROUGH:
             raise
         except GeneratorExit:
             raise
@@ -805,3 +868,10 @@ class SignatureRunner:
                            f"{'; missing ' + str(sorted(missing)) if missing else ''}"
                            f"{'; unknown ' + str(sorted(extra)) if extra else ''}")
         return self.interpreter.invoke(inputs, signature=self.key)
+
+
+def _tensor_key(key: str, subgraph: int) -> int | None:
+    """The tensor index of an ``s{subgraph}_t{tensor}`` key of ``subgraph``, else None."""
+    if key.startswith(f"s{subgraph}_t") and key[len(f"s{subgraph}_t"):].isdigit():
+        return int(key[len(f"s{subgraph}_t"):])
+    return None

@@ -130,7 +130,8 @@ _INT32_OR_NARROWER = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int16
                                                     np.int32, np.bool_))
 
 
-def _wrap_int32(x: np.ndarray) -> np.ndarray:
+def wrap32(x: np.ndarray) -> np.ndarray:
+    """Two's-complement wrap of int64 values to int32 (C int32 arithmetic), kept as int64."""
     return np.asarray(x, dtype=np.int64).astype(np.int32).astype(np.int64)
 
 
@@ -162,9 +163,9 @@ def multiply_by_quantized_multiplier(x: np.ndarray, multiplier: np.ndarray, shif
     left = np.maximum(shift, 0)
     right = np.maximum(-shift, 0)
     if left.any():
-        scaled = _wrap_int32(x * (np.int64(1) << left))
+        scaled = wrap32(x * (np.int64(1) << left))
     else:
-        scaled = x if is_int32 else _wrap_int32(x)
+        scaled = x if is_int32 else wrap32(x)
     if multiplier.size and (multiplier.min() == INT32_MIN or right.max() > 31):
         return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(scaled, multiplier),
                                       right)
@@ -191,7 +192,7 @@ def multiply_by_quantized_multiplier_int64(x: np.ndarray, multiplier: np.ndarray
     reduced = np.where(multiplier < 0x7FFF0000, (multiplier + (1 << 15)) >> 16, 0x7FFF)
     total = 15 - shift
     result = (x * reduced + (np.int64(1) << (total - 1))) >> total
-    return result if rounding == "single" else _wrap_int32(result)
+    return result if rounding == "single" else wrap32(result)
 
 
 def requantize(acc: np.ndarray, multiplier, shift, output_zero_point: int, qmin: int, qmax: int,
@@ -321,7 +322,7 @@ class Requantizer:
             out >>= self.t_total
         elif self.fused:
             x = acc.reshape(self.rows).astype(np.int64) if acc.dtype in _INT32_OR_NARROWER \
-                else _wrap_int32(acc).reshape(self.rows)
+                else wrap32(acc).reshape(self.rows)
             out = x * self.t_mult
             nudge = out >> 63
             nudge &= self.t_negative

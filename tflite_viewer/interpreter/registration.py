@@ -59,6 +59,10 @@ class Kernel:
     def free(self, ctx: "Subgraph", node: "Node") -> None:
         """Release what init made (nothing, for numpy kernels)."""
 
+    def reset(self, ctx: "Subgraph", node: "Node") -> None:
+        """Forget state kept between invocations (TFLM's ``reset``: streaming kernels such
+        as the signal library's framer); called whenever the variables are reset."""
+
 
 @dataclass
 class Registration:

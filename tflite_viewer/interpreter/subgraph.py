@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from .errors import AllocationError, ExecutionError
+from .errors import PASS_THROUGH, ExecutionError
 from .node import Node
 from .tensor import AllocationType, Tensor
 
@@ -30,6 +30,15 @@ def _nbytes(shape: Sequence[int], dtype: np.dtype | None) -> int:
     for d in shape:
         n *= max(int(d), 0)
     return n * (dtype.itemsize if dtype is not None else 1)
+
+
+def _empty_value(t: Tensor) -> np.ndarray | None:
+    """A zero-element tensor's value: the empty array (its buffer is rightly empty, as an
+    INT32 shape [0] constant's is; LiteRT reads such a tensor without data), else None."""
+    shape = t.shape
+    if shape is None or t.dtype is None or 0 not in shape:
+        return None
+    return np.zeros(shape, t.dtype)
 
 
 class Subgraph:
@@ -75,7 +84,9 @@ class Subgraph:
         t = self.tensors[inputs[k]]
         data = t.data
         if data is None:
-            raise ValueError(f"input {k} (tensor {t.index} {t.name!r}) has no value")
+            data = _empty_value(t)
+            if data is None:
+                raise ValueError(f"input {k} (tensor {t.index} {t.name!r}) has no value")
         return data
 
     def known_value(self, node: Node, k: int) -> np.ndarray | None:
@@ -162,7 +173,7 @@ class Subgraph:
         else:
             try:
                 node.registration.kernel.prepare(self, node)
-            except (ExecutionError, AllocationError):
+            except PASS_THROUGH:
                 raise
             except Exception as exc:  # noqa: BLE001 - any kernel failure gets a location
                 raise ExecutionError(f"subgraph {self.index} ({self.name}), op {node.index} "
@@ -177,9 +188,13 @@ class Subgraph:
 
     # -- state ---------------------------------------------------------------------------
     def reset_variables(self) -> None:
+        """Variables to their initial values and kernels' own state forgotten (TFLite's
+        ResetVariableTensors plus TFLM's per-kernel reset)."""
         for t in self.tensors:
             if t.is_variable:
                 t.reset_variable()
+        for node in self.nodes:
+            node.kernel.reset(self, node)
 
     def clear_activations(self, keep_inputs: bool = True) -> None:
         """Forget computed values (not constants, variables or, optionally, inputs)."""

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..model import dtypes
+from ..model.errors import ModelFormatError
 
 if TYPE_CHECKING:
     from ..model import Quantization, Sparsity
@@ -57,6 +58,9 @@ class Tensor:
         if self.type == RESOURCE:
             self.dtype = np.dtype(np.int32)  # a resource handle is an id, as in TFLite
         self._shape: tuple[int, ...] | None = tuple(model_tensor.shape)
+        if any(d < 0 for d in self._shape):  # before data() or a kernel sees the shape
+            raise ModelFormatError(f"{model_tensor.where}.shape", f"negative dimension in "
+                                   f"{list(self._shape)} (tensor {model_tensor.name!r})")
         self.shape_signature = model_tensor.shape_signature
         self.quantization: Quantization | None = model_tensor.quantization
         self.sparsity: Sparsity | None = model_tensor.sparsity

@@ -42,6 +42,9 @@ def check_model(model: Model, index: FileIndex) -> list[Finding]:
     n_sub = len(model.subgraphs)
     n_codes = len(model.operator_codes)
     n_buffers = len(model.buffers)
+    if n_sub == 0:
+        # LiteRT refuses such a file ("No subgraph in the model"); every consumer needs one.
+        raise ModelFormatError("subgraphs", "the model has no subgraphs (nothing to show or run)")
     n_tensors = np.bincount(tensors.parent, minlength=n_sub) if len(tensors) else np.zeros(n_sub, np.int64)
     buffer_nbytes = _check_buffers(model, index)
     _check_subgraph_io(index, subgraphs, n_tensors)
@@ -75,7 +78,8 @@ def _check_buffers(model: Model, index: FileIndex) -> np.ndarray:
         b = int(np.flatnonzero(bad)[0])
         raise ModelFormatError(f"buffers[{int(buffers.index[b])}]",
                                f"data at offset {int(offset[b])} with size {int(size[b])} lies "
-                               f"past the end of the file ({model.file_size} bytes)")
+                               f"past the end of the file ({model.file_size} bytes): the file looks "
+                               "truncated")
     return model.buffer_sizes
 
 
@@ -117,7 +121,8 @@ def _check_operators(model: Model, index: FileIndex, ops, n_codes: int, n_tensor
         r = int(np.flatnonzero(bad)[0])
         raise ModelFormatError(f"subgraphs[{int(ops.parent[r])}].operators[{int(ops.index[r])}]"
                                ".large_custom_options_offset", f"custom options at {int(off[r])} "
-                               f"with size {int(size[r])} lie past the end of the file")
+                               f"with size {int(size[r])} lie past the end of the file "
+                               f"({model.file_size} bytes): the file looks truncated")
     tag = index.scalar(ops, "builtin_options_type")
     tag2 = index.scalar(ops, "builtin_options_2_type")
     calls = np.isin(tag, list(_control_flow_tags())) | (tag2 != 0)
@@ -197,7 +202,8 @@ def _check_quantization(model: Model, index: FileIndex, tensors, shape, shape_ow
     ok_qd = (n_scale > 1) | (qd == 0) | ((qd >= 0) & (qd < np.maximum(r, 1)))
     scale, owner, _ = index.vector(qp, "scale")
     finite = np.ones(len(qp), dtype=bool)
-    finite[owner[~np.isfinite(scale)]] = False
+    with np.errstate(invalid="ignore"):
+        finite[owner[~(np.isfinite(scale) & (scale > 0))]] = False  # NaN, inf, 0, negative
     for q in np.flatnonzero(~(ok_channel & ok_zp & ok_qd & finite)):
         row = int(trow[q])
         t = model.subgraphs[int(tensors.parent[row])].tensors[int(tensors.index[row])]

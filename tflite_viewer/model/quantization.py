@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import ModelFormatError
+
 
 @dataclass(frozen=True)
 class Quantization:
@@ -51,8 +53,12 @@ class Quantization:
         elif self.quantized_dimension != 0 and not 0 <= self.quantized_dimension < max(len(shape), 1):
             out.append(f"quantized_dimension must be in range [0, {max(len(shape), 1)}). "
                        f"Was {self.quantized_dimension}.")
-        if self.scale.size and not np.all(np.isfinite(self.scale)):
-            out.append("non-finite scale")
+        if self.scale.size:
+            finite = np.isfinite(self.scale)
+            if not finite.all():
+                out.append(f"non-finite scale {_first(self.scale[~finite])}")
+            elif (self.scale <= 0).any():
+                out.append(f"scale {_first(self.scale[self.scale <= 0])} is not positive")
         return out
 
     def effective_dimension(self, shape: tuple[int, ...]) -> int | None:
@@ -69,25 +75,36 @@ class Quantization:
         matches = [d for d, size in enumerate(shape) if size == n]
         return matches[0] if len(matches) == 1 else None
 
-    def dequantize(self, values: np.ndarray) -> np.ndarray:
+    def dequantize(self, values: np.ndarray, where: str = "quantization") -> np.ndarray:
         """(q - zero_point) * scale in double, as float32; per-channel along quantized_dimension.
 
         A single scale applies to the whole tensor whatever quantized_dimension says (that is
         how LiteRT's kernels treat it), so person_detect's out-of-range dimension is harmless.
+        Parameters that do not fit the tensor (the reader lists them as findings at load)
+        raise ModelFormatError naming ``where``; non-finite scales give non-finite values,
+        silently (IEEE arithmetic, no RuntimeWarning).
         """
         if not self.has_scale:
-            raise ValueError("tensor has no quantization scale")
+            raise ModelFormatError(where, "tensor has no quantization scale")
         q = np.asarray(values).astype(np.float64)
         scale = self.scale.astype(np.float64)
         zp = (self.zero_point.astype(np.float64) if self.zero_point.size
               else np.zeros_like(scale))
-        if self.scale.size == 1:
-            return ((q - zp[0]) * scale[0]).astype(np.float32)
-        qd = self.effective_dimension(q.shape)
-        if qd is None or zp.size != scale.size:
-            raise ValueError(
-                f"per-channel parameters ({scale.size} scales, {zp.size} zero points, "
-                f"dimension {qd}) do not fit a tensor of shape {q.shape}")
-        bshape = [1] * q.ndim
-        bshape[qd] = scale.size
-        return ((q - zp.reshape(bshape)) * scale.reshape(bshape)).astype(np.float32)
+        if zp.size != scale.size:
+            raise ModelFormatError(where, f"{scale.size} scales but {zp.size} zero points")
+        with np.errstate(all="ignore"):
+            if self.scale.size == 1:
+                return ((q - zp[0]) * scale[0]).astype(np.float32)
+            qd = self.effective_dimension(q.shape)
+            if qd is None:
+                raise ModelFormatError(where, f"per-channel parameters ({scale.size} scales, "
+                                       f"dimension {self.quantized_dimension}) do not fit a "
+                                       f"tensor of shape {list(q.shape)}")
+            bshape = [1] * q.ndim
+            bshape[qd] = scale.size
+            return ((q - zp.reshape(bshape)) * scale.reshape(bshape)).astype(np.float32)
+
+
+def _first(values: np.ndarray) -> str:
+    """The first of some bad values, as text (``nan``, ``-inf``, ``0``)."""
+    return f"{float(values.reshape(-1)[0]):g}"

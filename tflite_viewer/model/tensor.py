@@ -246,7 +246,7 @@ class Tensor:
             return values.astype(np.float32) if values.dtype.kind == "f" else values
         q = self.quantization
         if q is not None and q.has_scale:
-            return q.dequantize(values)
+            return q.dequantize(values, f"{self.where}.quantization")
         return values.astype(np.float32)
 
 

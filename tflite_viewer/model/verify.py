@@ -18,6 +18,9 @@ import numpy as np
 
 from .errors import ModelFormatError
 
+#: what every "past the end of the file" message adds: the usual cause
+TRUNCATED = ": the file looks truncated"
+
 _SCALAR_SIZES = {
     "UType": 1, "Bool": 1, "Byte": 1, "UByte": 1, "Short": 2, "UShort": 2,
     "Int": 4, "UInt": 4, "Long": 8, "ULong": 8, "Float": 4, "Double": 8,
@@ -179,6 +182,14 @@ class Verifier:
             path = f"{path}.{where}"
         raise ModelFormatError(path, message)
 
+    def _past_end(self, what: str, ends: np.ndarray) -> str:
+        """"... past the end of the file" with the sizes, and the likely cause: a file cut
+        short (a download or copy that stopped) is the usual reason a sound-looking
+        flatbuffer points past its end."""
+        to = f" (to byte {int(ends[0]):,})" if ends.size else ""
+        return (f"{what} past the end of the file{to}, but the file has only "
+                f"{self.r.size:,} bytes: the file looks truncated")
+
     # -- the walk --------------------------------------------------------------------
     def verify(self, root_type: str, identifier: str | None) -> "FileIndex":
         size = self.r.size
@@ -188,12 +199,12 @@ class Verifier:
             got = bytes(self.r.data[4:8])
             if got != identifier.encode():
                 raise ModelFormatError(
-                    "<file>", f"file identifier is {got!r}, expected {identifier!r}: "
-                    "not a TFLite model")
+                    "<file>", f"file identifier is {describe_bytes(got)}, expected "
+                    f"\"{identifier}\": not a TFLite model")
         root = int(self.r.uint(np.array([0]), 4)[0])
         if root + 4 > size:
             raise ModelFormatError("<root>", f"root table offset {root} past the end of the "
-                                   f"file ({size} bytes)")
+                                   f"file ({size} bytes)" + TRUNCATED)
         queue = [_Batch(root_type, np.array([root], dtype=np.int64), "")]
         found: dict[str, list[_Batch]] = {}
         while queue:
@@ -207,7 +218,8 @@ class Verifier:
         r, size = self.r, self.r.size
         pos = batch.pos
         self._fail(batch, (pos >= 0) & (pos + 4 <= size), None, "",
-                   f"{batch.type_name.split('.')[-1]} table starts past the end of the file")
+                   f"{batch.type_name.split('.')[-1]} table starts past the end of the file"
+                   + TRUNCATED)
         vt = pos - r.int32(pos)
         self._fail(batch, (vt >= 0) & (vt + 4 <= size), None, "", "vtable out of bounds")
         vsize = r.uint(vt, 2)
@@ -215,7 +227,7 @@ class Verifier:
         self._fail(batch, (vsize >= 4) & (vsize % 2 == 0) & (vt + vsize <= size), None, "",
                    "invalid vtable size")
         self._fail(batch, (tsize >= 4) & (pos + tsize <= size), None, "",
-                   "table extends past the end of the file")
+                   "table extends past the end of the file" + TRUNCATED)
         children: list[_Batch] = []
         for f in self.objects[batch.type_name].fields:
             has_slot = f.voffset + 2 <= vsize
@@ -232,12 +244,14 @@ class Verifier:
             fpos = pos[rows] + fo[rows]
             if f.kind in ("scalar", "struct"):
                 self._fail(batch, fpos + f.size <= size, rows, f.name,
-                           "field lies past the end of the file")
+                           "field lies past the end of the file" + TRUNCATED)
                 continue
-            self._fail(batch, fpos + 4 <= size, rows, f.name, "offset lies past the end")
+            self._fail(batch, fpos + 4 <= size, rows, f.name, "offset lies past the end of the file" + TRUNCATED)
             target = fpos + r.uint(fpos, 4)
-            self._fail(batch, target + 4 <= size, rows, f.name,
-                       "offset points past the end of the file")
+            ok = target + 4 <= size
+            if not ok.all():
+                self._fail(batch, ok, rows, f.name,
+                           self._past_end("offset points", target[~ok] + 4))
             if f.kind == "table":
                 children.append(_Batch(f.child, target, f.name, None, rows, batch))
             elif f.kind == "string":
@@ -256,8 +270,8 @@ class Verifier:
         if not (end <= self.r.size).all():
             bad = np.flatnonzero(end > self.r.size)[0]
             self._fail(batch, end <= self.r.size, rows, name,
-                       f"{kind} of {int(length[bad])} elements runs past the end of the file "
-                       f"({self.r.size} bytes)")
+                       self._past_end(f"{kind} of {int(length[bad])} elements runs",
+                                      end[bad:bad + 1]))
         return length
 
     def _vector(self, batch: _Batch, f: _Field, rows: np.ndarray,
@@ -277,8 +291,10 @@ class Verifier:
         parent_rows = np.repeat(rows, length)
         elem_target = elem_pos + self.r.uint(elem_pos, 4)
         elem_batch = _Batch(f.child or "string", elem_target, f.name, index, parent_rows, batch)
-        self._fail(elem_batch, elem_target + 4 <= self.r.size, None, "",
-                   "element offset points past the end of the file")
+        ok = elem_target + 4 <= self.r.size
+        if not ok.all():
+            self._fail(elem_batch, ok, None, "",
+                       self._past_end("element offset points", elem_target[~ok] + 4))
         if f.element == "string":
             self._check_vector(elem_batch, np.arange(total), "", elem_target, 1, string=True)
             return []
@@ -407,6 +423,13 @@ class FileIndex:
         """Rows of the batch whose parent row is ``parent``, ordered by their vector index."""
         rows = np.flatnonzero(batch.parent == parent)
         return rows[np.argsort(batch.index[rows], kind="stable")]
+
+
+def describe_bytes(raw: bytes) -> str:
+    """Bytes for a message: as text in quotes when printable ASCII, else as hex."""
+    if all(32 <= b < 127 for b in raw):
+        return '"' + raw.decode("ascii") + '"'
+    return "0x" + raw.hex(" ").replace(" ", " 0x") if raw else "(none)"
 
 
 def verify_buffer(layout: dict, data: np.ndarray, identifier: str | None = None) -> FileIndex:

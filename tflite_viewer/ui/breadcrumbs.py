@@ -2,18 +2,13 @@
 control-flow operators ("main > WHILE #0 body > ...")."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolButton, QWidget
 
 from ..model import Model
+from .navigation import Crumb
 
-
-@dataclass(frozen=True)
-class Crumb:
-    subgraph: int
-    label: str
+__all__ = ["Crumb", "NavigationBar", "subgraph_label"]
 
 
 def subgraph_label(model: Model, index: int) -> str:

@@ -425,6 +425,7 @@ class GraphScene(QGraphicsScene):
         super().__init__(parent)
         self.data: SceneData | None = None
         self.highlight: HighlightItem | None = None
+        self._debug_overlay = None  # made on demand by debug_overlay()
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
         self.setBackgroundBrush(QColor(style.BACKGROUND))
 
@@ -433,6 +434,7 @@ class GraphScene(QGraphicsScene):
         self.clear()
         self.data = data
         self.highlight = None
+        self._debug_overlay = None  # clear() deleted it
         if data is None:
             self.setSceneRect(QRectF(0, 0, 1, 1))
             return
@@ -459,3 +461,21 @@ class GraphScene(QGraphicsScene):
     def node_rect(self, row: int) -> QRectF:
         x, y, w, h = self.data.rects[row].tolist()
         return QRectF(x, y, w, h)
+
+    # -- the debugger's marks (ui/debug_overlay.py) -------------------------------------------
+    def debug_overlay(self, n_ops: int):
+        """The overlay item of the shown subgraph (``n_ops`` operators), made on first use."""
+        from .debug_overlay import DebugOverlayItem
+
+        if self.data is None:
+            return None
+        if self._debug_overlay is None:
+            self._debug_overlay = DebugOverlayItem(self.data, n_ops)
+            self.addItem(self._debug_overlay)
+        return self._debug_overlay
+
+    def drop_debug_overlay(self) -> None:
+        """Remove the debugger's marks (the session ended)."""
+        if self._debug_overlay is not None:
+            self.removeItem(self._debug_overlay)
+            self._debug_overlay = None

@@ -1,67 +1,58 @@
-"""The main window: canvas in the middle, panels in docks, menus, and the open/select flow.
+"""The main window: canvas in the middle, panels in docks, and the select/navigate flow.
 
-State lives here and only here: the open model, the subgraph shown (with the trail of
-subgraphs the user walked into), the laid-out scenes already computed, and the selection.
-Panels are told what to show; they never reach into each other.  Opening and laying out
-run in worker tasks; a result is applied only if it answers the newest request, so a slow
-open can never overwrite a later one, and a failure leaves the open model untouched.
-
-Editing (DESIGN "Data flow", Edit path): panels and context menus emit EditCommands; the
-window applies them through its `EditSession` (a `ModelDocument` made on the first edit,
-plus the QUndoStack mirroring its history).  After every apply/undo/redo the document's
-freshly serialized and re-read model replaces ``self.model``: the shown subgraph's scene is
-rebuilt (keeping the layout when the graph's structure did not change), the panels show the
-same objects again, the selection and the view stay, and ``model_replaced`` tells anyone
-holding state derived from the old model (a debugger) to reset.  Nothing is written to the
-opened file unless the user confirms it.
+The window owns the state of what is shown: the open model, the subgraph shown (with the
+`navigation` trail of subgraphs the user walked into), the laid-out scenes already
+computed, and the `selection.Selection`.  Panels are told what to show; they never reach
+into each other.  The flows live beside it: `window_files` (open, save, recent, export),
+`window_editing` (edits, undo, redo, refreshing in place) and `menus` (the actions); the
+state that needs no Qt (`selection`, `navigation`, `search`) is plain Python tests drive
+without a window.
 """
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
-from PySide6.QtCore import QPoint, QRectF, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import (QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence,
-                           QUndoGroup)
-from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QMenu, QMessageBox,
-                               QProgressBar, QUndoView, QVBoxLayout, QWidget)
+from PySide6.QtCore import QRectF, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QUndoGroup
+from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QMessageBox, QProgressBar, QUndoView,
+                               QVBoxLayout, QWidget)
 
-from ..edit import EditResult, ExposeTensor, ModelDocument, RemoveOperator
 from ..graph.build import subgraph_references
-from ..model import EditError, Model, ModelFormatError
+from ..model import Model
+from ..model.op_metadata import first_call
+from . import navigation as nav
 from . import style
-from .breadcrumbs import Crumb, NavigationBar
-from .editing import EditSession, change_notes, human_size
+from .breadcrumbs import NavigationBar
+from .editing import EditSession
 from .errors import ErrorReporter, reporter
 from .find_bar import FindBar
 from .graph_scene import GraphScene
 from .graph_view import GraphView
+from .menus import build_menus
 from .minimap import Minimap
+from .navigation import Crumb
 from .notice import NoticeBar
-from .panels import common as panel_common
 from .panels.changes_panel import ChangesPanel
 from .panels.model_panel import ModelPanel
 from .panels.problems_panel import ProblemsPanel
 from .panels.properties_panel import PropertiesPanel
-from .panels.tensor_panel import TensorPanel, producers_consumers
-from .recent import add_recent, clear_recent, recent_files
-from .render import render_scene
+from .panels.tensor_panel import TensorPanel
 from .scene_data import SceneData
 from .search import Match, find
-from .workers import Opened, Task, lay_out, open_model
+from .selection import Selection, parse_spec, producers_consumers
+from .window_editing import EditFlow
+from .window_files import APP_NAME, FileFlows
+from .workers import Task, lay_out
 
 log = logging.getLogger(__name__)
-APP_NAME = "tflite-viewer"
-# Calls to open first on double-click, when an operator calls several subgraphs.
-PREFERRED_ROLES = ("body", "then", "init", "subgraph", "decomposition")
 
 
-class MainWindow(QMainWindow):
+class MainWindow(FileFlows, EditFlow, QMainWindow):
     modelOpened = Signal(object)  # Model
     openFailed = Signal(str)  # the message shown
     subgraphShown = Signal(int)
-    selectionChanged = Signal(object)  # ("op", k) | ("tensor", t) | None
+    selectionChanged = Signal(object)  # Selection | None (compares equal to ("op", k))
     # The open model was replaced by an edit, undo or redo (or another file was opened):
     # whoever derived state from the old Model (a debugger, a running interpreter) resets.
     model_replaced = Signal(object)  # Model
@@ -77,7 +68,7 @@ class MainWindow(QMainWindow):
         self.path: Path | None = None
         self.subgraph = 0
         self.scenes: dict[int, SceneData] = {}
-        self.selection: tuple[str, int] | None = None
+        self.selection: Selection | None = None
         self.trail: list[Crumb] = []
         self._open_serial = 0
         self._layout_serial = 0
@@ -99,8 +90,10 @@ class MainWindow(QMainWindow):
         self.resize(1440, 900)
         self._build_canvas()
         self._build_docks()
-        self._build_actions()
+        build_menus(self)
         self._build_status()
+        from .debugger import DebuggerController  # the Debug menu, its docks and canvas marks
+        self.debugger = DebuggerController(self)
 
     # ==========================================================================================
     # construction
@@ -199,80 +192,6 @@ class MainWindow(QMainWindow):
             self._docks_sized = True
             self._size_docks()
 
-    def _action(self, menu: QMenu, text: str, slot, shortcut=None, tip: str = "") -> QAction:
-        action = QAction(text, self)
-        if shortcut is not None:
-            if isinstance(shortcut, (list, tuple)):
-                action.setShortcuts([QKeySequence(s) for s in shortcut])
-            else:
-                action.setShortcut(QKeySequence(shortcut))
-        if tip:
-            action.setStatusTip(tip)
-        action.triggered.connect(slot)
-        menu.addAction(action)
-        return action
-
-    def _build_actions(self) -> None:
-        bar = self.menuBar()
-        m = bar.addMenu("&File")
-        self._action(m, "&Open\u2026", self.open_dialog, QKeySequence.StandardKey.Open)
-        self.recent_menu = m.addMenu("Open &Recent")
-        self.recent_menu.aboutToShow.connect(self._fill_recent)
-        self.reload_action = self._action(m, "&Reload", self.reload, "Ctrl+R")
-        m.addSeparator()
-        self.save_action = self._action(m, "&Save", self.save, QKeySequence.StandardKey.Save,
-                                        "Save the edited model (asks before replacing the opened file)")
-        self.save_as_action = self._action(m, "Save &As / Export\u2026", self.save_as, "Ctrl+Shift+S",
-                                           "Write the edited model to a new file")
-        m.addSeparator()
-        self._action(m, "&Export Image\u2026", self.export_dialog, "Ctrl+E",
-                     "Save the shown subgraph as SVG or PNG")
-        m.addSeparator()
-        self._action(m, "&Quit", self.close, QKeySequence.StandardKey.Quit)
-
-        m = bar.addMenu("&Edit")
-        self.edit_menu = m
-        self.undo_action = self.undo_group.createUndoAction(self, "&Undo")
-        self.undo_action.setShortcut(QKeySequence.StandardKey.Undo)
-        self.redo_action = self.undo_group.createRedoAction(self, "&Redo")
-        self.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
-        m.addAction(self.undo_action)
-        m.addAction(self.redo_action)
-        history = self.history_dock.toggleViewAction()
-        history.setText("&History")
-        changes = self.changes_dock.toggleViewAction()
-        changes.setText("&Changes")
-        m.addAction(history)
-        m.addAction(changes)
-        m.addSeparator()
-        self.expose_action = self._action(m, "E&xpose Tensor as Subgraph Output", self._expose_selected,
-                                          tip="Make the selected tensor an output of its subgraph")
-        self.remove_op_action = self._action(m, "Remove &Operator", self._remove_selected,
-                                             tip="Remove the selected operator (input and output must match)")
-        m.aboutToShow.connect(self._update_edit_actions)
-        m.addSeparator()
-        self._action(m, "&Find\u2026", self.find_bar.open_bar, QKeySequence.StandardKey.Find)
-        self._action(m, "Find &Next", self.find_bar.next, "F3")
-        self._action(m, "Find &Previous", self.find_bar.previous, "Shift+F3")
-
-        m = bar.addMenu("&View")
-        self._action(m, "Zoom &In", self.view.zoom_in, ["Ctrl+=", "Ctrl++"])
-        self._action(m, "Zoom &Out", self.view.zoom_out, "Ctrl+-")
-        self._action(m, "&Fit Graph", self.view.fit_all, "Ctrl+0")
-        self._action(m, "Fit &Width", self.view.fit_width, "Ctrl+9")
-        self.minimap_action = self._action(m, "&Overview Map", self.minimap.set_enabled_by_user)
-        self.minimap_action.setCheckable(True)
-        self.minimap_action.setChecked(True)
-        m.addSeparator()
-        for dock in (self.model_dock, self.properties_dock, self.tensor_dock, self.problems_dock,
-                     self.history_dock, self.changes_dock):
-            m.addAction(dock.toggleViewAction())
-
-        m = bar.addMenu("&Go")
-        self._action(m, "&Back", self.go_back, "Alt+Left", "Back to the calling subgraph")
-        m = bar.addMenu("&Help")
-        self._action(m, "&About", self._about)
-
     def _build_status(self) -> None:
         self.progress = QProgressBar()
         self.progress.setRange(0, 0)  # busy indicator: parsing has no meaningful percentage
@@ -284,125 +203,8 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.zoom_label)
 
     # ==========================================================================================
-    # opening
-    def open_dialog(self) -> None:
-        if not self.maybe_save():
-            return
-        start = str(self.path.parent) if self.path else ""
-        path, _ = QFileDialog.getOpenFileName(self, "Open model", start,
-                                              "TFLite models (*.tflite *.lite *.tfl);;All files (*)")
-        if path:
-            self.open_path(path)
-
-    def reload(self) -> None:
-        if self.path is not None:
-            self.open_path(self.path, subgraph=self.subgraph, keep_selection=True)
-
-    def open_path(self, path: str | Path, *, subgraph: int | str | None = None, wait: bool = False,
-                  keep_selection: bool = False) -> bool:
-        """Open ``path``; in a worker unless ``wait``.  Returns False when a synchronous open
-        failed or the user kept unsaved edits (the open model, if any, stays)."""
-        if not self.maybe_save():
-            return False
-        path = Path(path)
-        selection = self.selection if keep_selection else None
-        self._busy(f"Opening {path.name}\u2026")
-        if wait:
-            try:
-                opened = open_model(path, subgraph, self.measure)
-            except BaseException as exc:  # noqa: BLE001 - reported, never raised to Qt
-                self._open_failed(path, exc)
-                return False
-            self._opened(opened, selection)
-            return True
-        task = Task(open_model, path, subgraph, self.measure)
-        self._open_serial = task.serial
-        task.signals.finished.connect(lambda serial, result: self._task_done(serial, result, selection))
-        task.signals.failed.connect(lambda serial, exc: self._task_failed(serial, exc, path))
-        self._tasks[task.serial] = task
-        task.start()
-        return True
-
-    def _task_done(self, serial: int, result: Opened, selection) -> None:
-        self._tasks.pop(serial, None)
-        if serial == self._open_serial:
-            self._opened(result, selection)
-
-    def _task_failed(self, serial: int, exc: BaseException, path: Path) -> None:
-        self._tasks.pop(serial, None)
-        if serial == self._open_serial:
-            self._open_failed(path, exc)
-
-    def _open_failed(self, path: Path, exc: BaseException) -> None:
-        self._idle()
-        if isinstance(exc, ModelFormatError):
-            title, message = "Cannot open model", f"{path.name} is not a valid TFLite model:\n\n{exc}"
-        elif isinstance(exc, OSError):
-            title, message = "Cannot open model", f"{path.name} cannot be read:\n\n{exc.strerror or exc}"
-        elif isinstance(exc, KeyError):
-            title, message = "Cannot open model", f"{path.name}: {exc.args[0] if exc.args else exc}"
-        else:
-            self.errors.unexpected(exc)
-            self.openFailed.emit(str(exc))
-            return
-        if self.model is not None:
-            message += f"\n\n{self.path.name if self.path else 'The open model'} stays open."
-        self.errors.report(title, message, parent=self)
-        self.openFailed.emit(message)
-
-    def _opened(self, opened: Opened, selection=None) -> None:
-        self._idle()
-        self._close_session()
-        self.model = opened.model
-        self.path = opened.path
-        self.save_target = opened.path
-        self.scenes = {opened.scene.subgraph: opened.scene}
-        self._references = None
-        self.selection = None
-        self._clear_find()
-        self.notice.dismiss()
-        for panel in (self.properties_panel, self.tensor_panel, self.model_panel):
-            panel.editable = True
-        self.tensor_panel.forget_values()
-        self.changes_panel.show_changes(None)
-        self._changes_stale = False
-        title = opened.path.name if opened.path else "model"
-        self._update_title()
-        if opened.path is not None:
-            add_recent(self.settings, opened.path)
-        self.nav.set_model(self.model)
-        self.model_panel.show_model(self.model, opened.summary)
-        self.problems_panel.show_model(self.model)
-        self.problems_dock.setWindowTitle(f"Problems ({len(self.model.findings)})")
-        self.properties_panel.show_operator(None)
-        self.tensor_panel.show_tensor(None)
-        self.trail = self._trail_to(opened.scene.subgraph)
-        self._display(opened.scene)
-        n_ops = opened.summary.n_ops
-        self.statusBar().showMessage(f"Opened {title}: {n_ops:,} operators in {opened.seconds:.2f} s", 8000)
-        self.modelOpened.emit(self.model)
-        self.model_replaced.emit(self.model)
-        if selection is not None:
-            self._restore_selection(selection)
-        if self._pending_select:
-            spec, self._pending_select = self._pending_select, None
-            self.select_spec(spec)
-
-    def _busy(self, text: str) -> None:
-        self.progress.show()
-        self.statusBar().showMessage(text)
-
-    def _idle(self) -> None:
-        if not self._tasks:
-            self.progress.hide()
-        self.statusBar().clearMessage()
-
     # ==========================================================================================
     # subgraphs
-    def _crumb_label(self, index: int, via: str = "") -> str:
-        name = self.model.subgraphs[index].display_name
-        return f"{via} \u2192 {name}" if via else name
-
     def show_subgraph(self, which: int | str, *, wait: bool = False) -> None:
         """Show a subgraph (index, name or signature key); the trail says where it is called
         from (main > WHILE #3 body > ...) when some operator calls it."""
@@ -413,32 +215,15 @@ class MainWindow(QMainWindow):
         self._show(index, wait)
 
     def _trail_to(self, index: int) -> list[Crumb]:
-        """The shortest chain of calls from a subgraph nobody calls down to ``index``."""
-        model = self.model
-        if len(model.subgraphs) == 1:
-            return [Crumb(index, self._crumb_label(index))]
         if self._references is None:
-            self._references = subgraph_references(model)
-        callers: dict[int, tuple[int, int, str]] = {}
-        for sg, refs in self._references.items():
-            for op, role, target in refs:
-                callers.setdefault(target, (sg, op, role))
-        chain: list[Crumb] = []
-        current, seen = index, set()
-        while current in callers and current not in seen:
-            seen.add(current)
-            sg, op, role = callers[current]
-            name = model.subgraphs[sg].operators[op].name
-            chain.append(Crumb(current, self._crumb_label(current, f"{name} #{op} {role}")))
-            current = sg
-        chain.append(Crumb(current, self._crumb_label(current)))
-        return chain[::-1]
+            self._references = subgraph_references(self.model)
+        return nav.trail_to(self.model, index, self._references)
 
     def enter_subgraph(self, index: int, via: str = "", *, wait: bool = False) -> None:
         """Show a subgraph called from the current one, extending the trail."""
         if self.model is None or not 0 <= index < len(self.model.subgraphs):
             return
-        self.trail.append(Crumb(index, self._crumb_label(index, via)))
+        self.trail = nav.enter(self.trail, self.model, index, via)
         self._show(index, wait)
 
     def go_back(self) -> None:
@@ -530,32 +315,42 @@ class MainWindow(QMainWindow):
             self.open_called(lab.op_index)
 
     def open_called(self, op_index: int, role: str | None = None, *, wait: bool = False) -> None:
-        """Open a subgraph that operator ``op_index`` calls (``role``, or the most useful
-        one: the body of a loop, the then-branch); the others stay as links in Properties."""
+        """Open a subgraph that operator ``op_index`` of the shown subgraph calls (``role``,
+        or the most useful one: the body of a loop, the then-branch); the others stay one
+        click away beside the trail and as links in Properties."""
         op = self.model.subgraphs[self.subgraph].operators[op_index]
         calls = op.called_subgraphs
         if not calls:
             return
         if role is None:
-            role = next((r for r in PREFERRED_ROLES if r in calls), next(iter(calls)))
+            role = first_call(op.name, calls)
         self.select_op(op_index, center=False)
+        self.follow_call(nav.Call(self.subgraph, op_index, role), wait=wait)
         others = [f"{r}: subgraph {i}" for r, i in calls.items() if r != role]
-        self.enter_subgraph(calls[role], f"{op.name} #{op_index} {role}", wait=wait)
         if others:
             self.statusBar().showMessage(f"{op.name} #{op_index} also calls {', '.join(others)} "
-                                         "(links in Properties)", 10000)
+                                         "(beside the trail and in Properties)", 10000)
+
+    def follow_call(self, call: nav.Call, *, wait: bool = False) -> None:
+        """Show the subgraph ``call`` leads to; the trail is cut back to the calling subgraph
+        first, so a sibling branch replaces the one shown (`navigation.enter_call`)."""
+        if self.model is None:
+            return
+        self.trail = nav.enter_call(self.trail, self.model, call)
+        self._show(self.trail[-1].subgraph, wait)
 
     def select_spec(self, spec: str) -> None:
-        """``op:N`` or ``tensor:N`` (the --select argument)."""
-        kind, _, value = spec.partition(":")
-        if kind not in ("op", "tensor") or not value.strip().isdigit():
-            raise ValueError(f"--select {spec!r}: use op:N or tensor:N")
-        n = int(value)
-        sg = self.model.subgraphs[self.subgraph]
-        limit = len(sg.operators) if kind == "op" else len(sg.tensors)
-        if n >= limit:
-            raise ValueError(f"--select {spec}: the subgraph has {limit} {'operators' if kind == 'op' else 'tensors'}")
-        (self.select_op if kind == "op" else self.select_tensor)(n)
+        """``op:N`` or ``tensor:N`` (the --select argument); ValueError when it names nothing."""
+        self.select(parse_spec(self.model, self.subgraph, spec))
+
+    def select(self, selection: Selection | None, center: bool = True) -> None:
+        """Select an operator or a tensor of the shown subgraph (None clears)."""
+        if selection is None:
+            self.clear_selection()
+        elif selection.is_op:
+            self.select_op(selection.index, center)
+        else:
+            self.select_tensor(selection.index, center)
 
     def select_later(self, spec: str) -> None:
         """Select ``spec`` once the model being opened is shown."""
@@ -566,7 +361,7 @@ class MainWindow(QMainWindow):
             return
         sg = self.model.subgraphs[self.subgraph]
         op = sg.operators[k]
-        self.selection = ("op", k)
+        self.selection = Selection.op(sg, k)
         self.properties_panel.show_operator(op)
         # The weights (the largest constant input) are usually what one wants to see next.
         const = [t for t in op.inputs if 0 <= t < len(sg.tensors) and sg.tensors[t].is_constant]
@@ -580,7 +375,7 @@ class MainWindow(QMainWindow):
         if self.model is None:
             return
         sg = self.model.subgraphs[self.subgraph]
-        self.selection = ("tensor", t)
+        self.selection = Selection.tensor(t)
         self.tensor_panel.show_tensor(sg.tensors[t])
         # Properties shows the operator that gives the tensor its meaning: its producer, or
         # for constants and subgraph inputs the first operator reading it.
@@ -598,10 +393,9 @@ class MainWindow(QMainWindow):
         self._refresh_highlight(False)
         self.selectionChanged.emit(None)
 
-    def _restore_selection(self, selection: tuple[str, int]) -> None:
-        kind, n = selection
+    def _restore_selection(self, selection: Selection) -> None:
         try:
-            (self.select_op if kind == "op" else self.select_tensor)(n)
+            self.select(selection)
         except (IndexError, KeyError):
             pass
 
@@ -652,327 +446,6 @@ class MainWindow(QMainWindow):
             self.select_tensor(finding.tensor)
 
     # ==========================================================================================
-    # editing
-    @property
-    def session(self) -> EditSession | None:
-        """The edit session of the open model, made on first use (opening stays fast)."""
-        if self._session is None and self.model is not None:
-            session = EditSession(ModelDocument(self.model), self)
-            session.changed.connect(self._document_changed)
-            session.failed.connect(self._edit_failed)
-            session.stack.cleanChanged.connect(self._clean_changed)  # a method: Qt disconnects it
-            self.undo_group.addStack(session.stack)
-            self.undo_group.setActiveStack(session.stack)
-            self._session = session
-        return self._session
-
-    @property
-    def document(self) -> ModelDocument | None:
-        session = self.session
-        return session.document if session is not None else None
-
-    @property
-    def undo_stack(self):
-        session = self.session
-        return session.stack if session is not None else None
-
-    @property
-    def is_modified(self) -> bool:
-        return self._session is not None and self._session.is_modified
-
-    def _close_session(self) -> None:
-        if self._session is not None:
-            self.undo_group.removeStack(self._session.stack)
-            self._session.close()
-            self._session.deleteLater()
-            self._session = None
-        self.setWindowModified(False)
-
-    def apply_edit(self, command) -> EditResult | None:
-        """Apply one EditCommand as one undoable step.  A refused edit shows its message,
-        puts the editors back and changes nothing; returns None then."""
-        if self.model is None:
-            return None
-        try:
-            session = self.session
-        except Exception as exc:  # noqa: BLE001 - a model the edit layer cannot unpack
-            log.exception("making the edit document")
-            self._edit_failed(f"this model cannot be edited: {exc}")
-            return None
-        return session.apply(command)
-
-    def remove_operator(self, k: int) -> EditResult | None:
-        return self.apply_edit(RemoveOperator(self.subgraph, k))
-
-    def expose_tensor(self, t: int) -> EditResult | None:
-        return self.apply_edit(ExposeTensor(self.subgraph, t))
-
-    def undo(self) -> None:
-        if self.undo_group.canUndo():
-            self.undo_group.undo()
-
-    def redo(self) -> None:
-        if self.undo_group.canRedo():
-            self.undo_group.redo()
-
-    def _edit_failed(self, message: str) -> None:
-        self.last_edit_message = f"Edit refused: {message}"
-        self.statusBar().showMessage(self.last_edit_message, 20000)
-        self.notice.show_notice(f"Not changed: {message}", "error")
-        self._refresh_panels()  # the editors show the model's values again
-        self.editFailed.emit(message)
-
-    def _document_changed(self, model: Model, result: EditResult, seconds: float) -> None:
-        """The document has a new model (apply, undo or redo): show it in place."""
-        old = self.model
-        keys = self._panel_keys()
-        selection = self._selection_key()
-        self.model = model
-        self._references = None
-        self.tensor_panel.forget_values()
-        if not 0 <= self.subgraph < len(model.subgraphs):
-            self.subgraph = 0
-        current = self.graph_scene.data
-        reuse = None
-        if current is not None and current.subgraph == self.subgraph and not result.scope.structural:
-            reuse = current.layout
-        sd = lay_out(model, self.subgraph, self.measure, reuse)
-        self.scenes = {self.subgraph: sd}  # the other subgraphs are laid out again when shown
-        self.nav.set_model(model)
-        self._redisplay(sd)
-        self.selection = self._resolve_selection(selection)
-        self._refresh_panels(keys)
-        self._refresh_highlight(False)
-        self.model_panel.show_model(model, keep_scroll=True, path=self.path)
-        self.problems_panel.show_model(model)
-        self.problems_dock.setWindowTitle(f"Problems ({len(model.findings)})")
-        self._changes_stale = True
-        self._refresh_changes()
-        self._update_title()
-        self._report_change(old, model, result, seconds)
-        self._show_edit_docks_once()
-        self.model_replaced.emit(model)
-        self.selectionChanged.emit(self.selection)
-        self.edited.emit(result)
-
-    def _report_change(self, old: Model | None, model: Model, result: EditResult, seconds: float) -> None:
-        size = len(self._session.document.to_bytes()) if self._session else model.file_size
-        message = (f"{result.description} \u2014 {human_size(size)}, "
-                   f"re-serialized in {seconds * 1000:.0f} ms")
-        notes = change_notes(old, model)
-        lines = []
-        if notes:
-            message += f"; {notes.text()}"
-            lines.append(notes.text())
-        for w in result.warnings:
-            lines.append(f"Warning: {w}")
-        if result.warnings:
-            message += f"; warning: {result.warnings[0]}" + (
-                f" (+{len(result.warnings) - 1} more)" if len(result.warnings) > 1 else "")
-        self.last_edit_message = message
-        self.statusBar().showMessage(message, 20000)
-        if lines:
-            self.notice.show_notice("\n".join(lines), "warning" if result.warnings else "info")
-        elif self.notice.isVisible() and self.notice.level == "error":
-            self.notice.dismiss()
-
-    def _refresh_changes(self) -> None:
-        if self._changes_stale and self.changes_dock.isVisible():
-            self._changes_stale = False
-            self.changes_panel.show_changes(self._session.document if self._session else None)
-
-    def _show_edit_docks_once(self) -> None:
-        """The first edit in a window opens History and Changes (once: closed, they stay so)."""
-        if self._edit_docks_shown:
-            return
-        self._edit_docks_shown = True
-        if self.history_dock.isHidden() and self.changes_dock.isHidden():
-            self.history_dock.show()
-            self.changes_dock.show()
-            self.changes_dock.raise_()
-
-    def _redisplay(self, sd: SceneData) -> None:
-        """Show a rebuilt scene of the subgraph on screen, keeping zoom and scroll."""
-        transform = self.view.transform()
-        center = self.view.mapToScene(self.view.viewport().rect().center())
-        self.graph_scene.set_data(sd)
-        self.view.setTransform(transform)
-        self.view.centerOn(center)
-        self.nav.set_trail(self.trail)
-        self.minimap.rebuild()
-        if self.find_bar.isVisible() and self.find_bar.edit.text():
-            self.find(self.find_bar.edit.text())
-        self._update_zoom_label()
-
-    # Operators are identified across edits by the tensors they produce: indices shift when
-    # an operator is removed (or put back by undo); tensor indices never do.
-    def _selection_key(self) -> tuple | None:
-        if self.selection is None or self.model is None:
-            return None
-        kind, n = self.selection
-        if kind == "op":
-            ops = self.model.subgraphs[self.subgraph].operators
-            return ("op", n, tuple(ops[n].outputs) if n < len(ops) else ())
-        return ("tensor", n, ())
-
-    def _resolve_selection(self, key: tuple | None) -> tuple[str, int] | None:
-        if key is None:
-            return None
-        kind, n, outs = key
-        sg = self.model.subgraphs[self.subgraph]
-        if kind == "tensor":
-            return ("tensor", n) if n < len(sg.tensors) else None
-        k = _find_op(sg, n, outs)
-        return None if k is None else ("op", k)
-
-    def _panel_keys(self) -> tuple:
-        op = self.properties_panel.operator
-        t = self.tensor_panel.tensor
-        return ((op.subgraph.index, op.index, tuple(op.outputs)) if op is not None else None,
-                (t.subgraph.index, t.index) if t is not None else None)
-
-    def _refresh_panels(self, keys: tuple | None = None) -> None:
-        """Show the objects the panels showed again, from the current model."""
-        if self.model is None:
-            return
-        op_key, t_key = keys if keys is not None else self._panel_keys()
-        subs = self.model.subgraphs
-        if op_key is not None:
-            s, n, outs = op_key
-            k = _find_op(subs[s], n, outs) if s < len(subs) else None
-            self.properties_panel.show_operator(subs[s].operators[k] if k is not None else None,
-                                                self.properties_panel.context, keep_scroll=True)
-        if t_key is not None:
-            s, t = t_key
-            tensor = subs[s].tensors[t] if s < len(subs) and t < len(subs[s].tensors) else None
-            self.tensor_panel.show_tensor(tensor, keep_view=True)
-
-    def _canvas_menu(self, kind: str, index: int, pos: QPoint) -> None:
-        sd = self.graph_scene.data
-        if sd is None or self.model is None:
-            return
-        menu = QMenu(self)
-        if kind == "node" and sd.labels[index].kind == "op":
-            k = int(sd.labels[index].op_index)
-            self.select_op(k, center=False)
-            menu.addAction(f"Remove operator #{k} {sd.labels[index].title}", lambda: self.remove_operator(k))
-        else:
-            t = sd.labels[index].tensor if kind == "node" else int(sd.edge_tensor[index])
-            if t is None or t < 0:
-                return
-            self.select_tensor(int(t), center=False)
-            action = menu.addAction("Expose as subgraph output", lambda: self.expose_tensor(int(t)))
-            action.setEnabled(int(t) not in self.model.subgraphs[self.subgraph].outputs)
-            if self.model.subgraphs[self.subgraph].tensors[int(t)].is_constant:
-                menu.addAction("Replace data from .npy\u2026", self.tensor_panel.replace_dialog)
-        panel_common.exec_menu(menu, pos)
-
-    def _update_edit_actions(self) -> None:
-        kind = self.selection[0] if self.selection else None
-        self.expose_action.setEnabled(kind == "tensor" and self.selection[1] not in
-                                      self.model.subgraphs[self.subgraph].outputs)
-        self.remove_op_action.setEnabled(kind == "op")
-
-    def _expose_selected(self) -> None:
-        if self.selection and self.selection[0] == "tensor":
-            self.expose_tensor(self.selection[1])
-
-    def _remove_selected(self) -> None:
-        if self.selection and self.selection[0] == "op":
-            self.remove_operator(self.selection[1])
-
-    # -- saving --------------------------------------------------------------------------------
-    def _clean_changed(self, _clean: bool) -> None:
-        self._update_title()
-
-    def _update_title(self) -> None:
-        target = self.save_target or self.path
-        name = target.name if target is not None else ("model" if self.model is not None else "")
-        self.setWindowTitle(f"{name}[*] \u2014 {APP_NAME}" if name else APP_NAME)
-        self.setWindowModified(self.is_modified)
-
-    def _is_original(self, target: Path) -> bool:
-        """Whether ``target`` is the file the model was opened from."""
-        original = self._session.document.path if self._session is not None else self.path
-        if original is None or not target.exists():
-            return False
-        try:
-            return os.path.samefile(target, original)
-        except OSError:
-            return False
-
-    def save(self) -> bool:
-        """Save the edits where the model came from (or was last saved as).  Replacing the
-        opened file needs the user's confirmation; without it nothing is written."""
-        if self.model is None:
-            return False
-        if not self.is_modified:
-            self.statusBar().showMessage("No changes to save", 5000)
-            return True
-        if self.save_target is None:
-            return self.save_as()
-        return self.save_to(self.save_target)
-
-    def save_as(self) -> bool:
-        """Write the edited model to a file the user picks (Save As / Export)."""
-        if self.model is None:
-            return False
-        base = self.save_target or self.path
-        suggestion = str(base.with_name(f"{base.stem}_edited{base.suffix or '.tflite'}")) if base else "model.tflite"
-        path, _ = QFileDialog.getSaveFileName(self, "Save model as", suggestion,
-                                              "TFLite models (*.tflite);;All files (*)")
-        if not path:
-            return False
-        target = Path(path)
-        if not target.suffix:
-            target = target.with_suffix(".tflite")
-        return self.save_to(target)
-
-    def save_to(self, target: str | Path) -> bool:
-        target = Path(target)
-        session = self.session
-        if session is None:
-            return False
-        overwrite = self._is_original(target)
-        if overwrite:
-            answer = QMessageBox.question(
-                self, "Replace the opened model?",
-                f"Save the changes into {target.name}, replacing the model you opened?\n\n{target}"
-                "\n\nChoose No and use Save As to keep the original.",
-                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
-            if answer != QMessageBox.StandardButton.Yes:
-                self.statusBar().showMessage(f"Not saved: {target.name} was left unchanged", 10000)
-                return False
-        try:
-            out = session.document.save(target, overwrite_original=overwrite)
-        except (EditError, OSError) as exc:
-            self.errors.report("Cannot save model", f"{target}: {getattr(exc, 'strerror', None) or exc}",
-                               parent=self)
-            return False
-        session.mark_saved()
-        self.save_target = out
-        self.path = out
-        add_recent(self.settings, out)
-        self._update_title()
-        self.statusBar().showMessage(f"Saved {out.name} ({human_size(out.stat().st_size)})", 10000)
-        return True
-
-    def maybe_save(self) -> bool:
-        """Before discarding unsaved edits (close, open another file): Save / Discard / Cancel.
-        True when it is fine to go on."""
-        if not self.is_modified or not self.ask_before_discarding:
-            return True
-        target = self.save_target or self.path
-        name = target.name if target is not None else "The model"
-        answer = QMessageBox.question(
-            self, "Unsaved changes", f"{name} has unsaved changes.\n\nSave them before going on?",
-            QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
-            | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Save)
-        if answer == QMessageBox.StandardButton.Save:
-            return self.save()
-        return answer == QMessageBox.StandardButton.Discard
-
-    # ==========================================================================================
     # find
     def find(self, query: str) -> list[Match]:
         """Highlight every match of ``query`` in the shown subgraph."""
@@ -1012,44 +485,6 @@ class MainWindow(QMainWindow):
         self._refresh_highlight(False)
 
     # ==========================================================================================
-    # export, recent, drag and drop
-    def export_dialog(self) -> None:
-        if self.graph_scene.data is None:
-            return
-        stem = self.path.stem if self.path else "graph"
-        path, _ = QFileDialog.getSaveFileName(self, "Export image", f"{stem}_{self.subgraph}.svg",
-                                              "SVG image (*.svg);;PNG image (*.png)")
-        if path:
-            self.export_image(path)
-
-    def export_image(self, path: str | Path) -> Path:
-        out = render_scene(self.graph_scene, path)
-        self.statusBar().showMessage(f"Saved {out}", 5000)
-        return out
-
-    def _fill_recent(self) -> None:
-        self.recent_menu.clear()
-        files = recent_files(self.settings)
-        for f in files:
-            action = self.recent_menu.addAction(f)
-            action.triggered.connect(lambda _=False, p=f: self.open_path(p))
-        if not files:
-            self.recent_menu.addAction("(none)").setEnabled(False)
-        else:
-            self.recent_menu.addSeparator()
-            self.recent_menu.addAction("Clear", lambda: clear_recent(self.settings))
-
-    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt API
-        if event.mimeData().hasUrls() and any(u.isLocalFile() for u in event.mimeData().urls()):
-            event.acceptProposedAction()
-
-    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 - Qt API
-        files = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
-        if files:
-            event.acceptProposedAction()
-            self.open_path(files[0])
-
-    # ==========================================================================================
     # misc
     def _update_zoom_label(self) -> None:
         self.zoom_label.setText(f"{self.view.zoom() * 100:.0f} %")
@@ -1060,30 +495,6 @@ class MainWindow(QMainWindow):
         super().resizeEvent(event)
         QTimer.singleShot(0, self._update_zoom_label)
 
-    def _about(self) -> None:
-        from PySide6.QtWidgets import QMessageBox
+    def about(self) -> None:
         QMessageBox.about(self, "About tflite-viewer",
                           "tflite-viewer: explore, run, quantization-inspect and edit TFLite models.")
-
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
-        if not self.maybe_save():
-            event.ignore()
-            return
-        self.settings.sync()
-        super().closeEvent(event)
-
-
-def _find_op(sg, n: int, outs: tuple) -> int | None:
-    """The operator of ``sg`` that produces exactly ``outs`` (the one at ``n`` when it has
-    no outputs to go by)."""
-    ops = sg.operators
-    real = [t for t in outs if t >= 0]
-    if not real:
-        return n if n < len(ops) else None
-    if n < len(ops) and tuple(ops[n].outputs) == tuple(outs):
-        return n
-    producers, _ = producers_consumers(sg.tensors[real[0]]) if real[0] < len(sg.tensors) else ([], [])
-    for k in producers:
-        if tuple(ops[k].outputs) == tuple(outs):
-            return k
-    return None

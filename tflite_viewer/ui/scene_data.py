@@ -21,6 +21,7 @@ from ..graph.arrays import KINDS, OP, GraphArrays, cycle_defects, graph_arrays
 from ..graph.build import build_graph
 from ..graph.layout import Layout, LayoutArrays, layout, layout_arrays
 from ..model.dtypes import type_name
+from ..model.op_metadata import input_roles
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -38,26 +39,6 @@ IO_H = 34.0
 LAYER_GAP = 56.0
 NODE_GAP = 28.0
 
-# Which constant input of an operator is which, for the compact "W 24x3x3x3, b 24" line.
-INPUT_ROLES: dict[str, dict[int, str]] = {
-    "CONV_2D": {1: "W", 2: "b"},
-    "DEPTHWISE_CONV_2D": {1: "W", 2: "b"},
-    "CONV_3D": {1: "W", 2: "b"},
-    "FULLY_CONNECTED": {1: "W", 2: "b"},
-    "TRANSPOSE_CONV": {0: "shape", 1: "W", 3: "b"},
-    "BATCH_MATMUL": {0: "A", 1: "B"},
-    "PRELU": {1: "alpha"},
-    "RESHAPE": {1: "shape"},
-    "PAD": {1: "pad"},
-    "PADV2": {1: "pad", 2: "value"},
-    "MEAN": {1: "axis"},
-    "SUM": {1: "axis"},
-    "GATHER": {0: "params", 1: "idx"},
-    "EMBEDDING_LOOKUP": {1: "table"},
-    "CONCATENATION": {},
-    "STRIDED_SLICE": {1: "begin", 2: "end", 3: "strides"},
-    "TRANSPOSE": {1: "perm"},
-}
 _MAX_CONSTANTS_SHOWN = 3
 
 
@@ -190,7 +171,7 @@ def _elide(text: str, limit: int) -> str:
 def constants_text(op_name: str, inputs: np.ndarray | tuple[int, ...], is_const: np.ndarray,
                    shapes: Callable[[int], tuple[int, ...]]) -> str:
     """`W 24x3x3x3, b 24`: the constant inputs of an operator, compactly."""
-    roles = INPUT_ROLES.get(op_name, {})
+    roles = input_roles(op_name)
     parts = []
     for pos, t in enumerate(inputs):
         t = int(t)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import Tensor
+from ..quant.ranges import integer_range
 
 # np.unique sorts everything: past this many elements the distinct count is not computed.
 DISTINCT_LIMIT = 20_000_000
@@ -108,9 +109,8 @@ class ChannelRow:
 
 
 def quantized_range(type_name: str) -> tuple[int, int] | None:
-    return {"INT8": (-128, 127), "UINT8": (0, 255), "INT16": (-32768, 32767),
-            "INT4": (-8, 7), "UINT4": (0, 15), "INT2": (-2, 1),
-            "INT32": (-2**31, 2**31 - 1)}.get(type_name)
+    """The type's integer range (`tflite_viewer.quant.ranges`, the one table of them)."""
+    return integer_range(type_name)
 
 
 def per_channel_rows(tensor: Tensor) -> list[ChannelRow]:

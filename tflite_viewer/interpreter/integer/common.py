@@ -1,4 +1,4 @@
-"""Shared plumbing of the integer kernels: quantization parameters, padding, exact matmul.
+"""Shared plumbing of the integer kernels: quantization parameters, windows, exact matmul.
 
 Everything here mirrors a helper of LiteRT's kernel layer (named in each docstring) so the
 kernel modules can follow the reference kernels line by line without repeating it.
@@ -12,7 +12,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from .. import quant_math as qm
-from ..quant_math import Rounding, check_rounding, dtype_range  # noqa: F401  (re-exported)
+from ..padding import compute_out_size, compute_padding, window_geometry  # noqa: F401
+from ..quant_math import Rounding, check_rounding, dtype_range, wrap32  # noqa: F401  (re-exported)
 
 Options = Mapping[str, Any]
 
@@ -76,11 +77,6 @@ def f64(x: Any) -> float:
     return float(np.float64(np.float32(x)))
 
 
-def wrap32(x: np.ndarray) -> np.ndarray:
-    """Two's-complement wrap of int64 values to int32 (C int32 arithmetic), kept as int64."""
-    return np.asarray(x, dtype=np.int64).astype(np.int32).astype(np.int64)
-
-
 def fused_activation_range(activation: str | None, output: QParams, dtype) -> tuple[int, int]:
     """CalculateActivationRangeQuantized.
 
@@ -100,26 +96,7 @@ def activation_of(options: Options | None) -> str | None:
     return None if act in (None, "NONE", 0) else str(act)
 
 
-# --------------------------------------------------------------------------- padding
-
-def compute_out_size(padding: str, size: int, filt: int, stride: int, dilation: int = 1) -> int:
-    """ComputeOutSize (SAME: ceil(size/stride); VALID: with the dilated filter)."""
-    eff = (filt - 1) * dilation + 1
-    if stride == 0:
-        return 0
-    if padding == "SAME":
-        return (size + stride - 1) // stride
-    if padding == "VALID":
-        return max((size + stride - eff) // stride, 0)
-    raise ValueError(f"unsupported padding {padding!r}")
-
-
-def compute_padding(stride: int, dilation: int, in_size: int, filt: int, out_size: int) -> int:
-    """ComputePadding: the leading pad (the kernels ignore the odd trailing pixel)."""
-    eff = (filt - 1) * dilation + 1
-    pad = ((out_size - 1) * stride + eff - in_size) // 2
-    return max(pad, 0)
-
+# --------------------------------------------------------------------------- windows
 
 @dataclass(frozen=True)
 class Window:
@@ -137,10 +114,7 @@ def window(options: Options, in_h: int, in_w: int, filt_h: int, filt_w: int,
     sh, sw = int(options.get("stride_h", 1)), int(options.get("stride_w", 1))
     dh = int(options.get("dilation_h_factor", 1)) if dilation else 1
     dw = int(options.get("dilation_w_factor", 1)) if dilation else 1
-    oh = compute_out_size(padding, in_h, filt_h, sh, dh)
-    ow = compute_out_size(padding, in_w, filt_w, sw, dw)
-    return Window(oh, ow, compute_padding(sh, dh, in_h, filt_h, oh),
-                  compute_padding(sw, dw, in_w, filt_w, ow))
+    return Window(*window_geometry((in_h, in_w), (filt_h, filt_w), (sh, sw), (dh, dw), padding))
 
 
 def pad_for_window(x: np.ndarray, win: Window, filt_h: int, filt_w: int, sh: int, sw: int,

@@ -240,3 +240,22 @@ def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | No
         out = qm.multiply_by_quantized_multiplier(wrap32(acc), p.multiplier, p.shift, p.rounding)
     out = np.clip(out + p.output_offset, p.act_min, p.act_max).astype(out_dtype)
     return out.reshape(out_shape)
+
+
+def sparse_int8(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
+                p: FullyConnectedParams, out_shape: tuple[int, ...]) -> np.ndarray:
+    """int8 FULLY_CONNECTED with sparse (densified) weights, as LiteRT's
+    SparseMatrixBatchVectorMultiplyAccumulate1x16 computes it: the int32 accumulator of
+    ``w * (x + input_offset)`` plus the bias, rescaled by the quantized multiplier of
+    Prepare (per unit or per tensor), not by the reference kernel's double scale."""
+    if p.filter_offset:
+        raise ValueError("sparse int8 FULLY_CONNECTED supports symmetric weight "
+                         "quantization only (LiteRT's kernel refuses a zero point)")
+    units, depth = w.shape
+    rows = x.reshape(-1, depth).astype(np.int64) + p.input_offset
+    acc = int_matmul(rows, w.astype(np.int64).T)
+    if bias is not None:
+        acc = acc + bias.astype(np.int64)
+    out = qm.multiply_by_quantized_multiplier(wrap32(acc), p.multiplier, p.shift, p.rounding)
+    out = np.clip(out + p.output_offset, p.act_min, p.act_max)
+    return out.astype(np.int8).reshape(out_shape)

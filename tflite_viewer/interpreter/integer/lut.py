@@ -268,9 +268,9 @@ def tanh_int16(x: np.ndarray, params: Int16ActivationParams) -> np.ndarray:
     ua = SIGMOID_TABLE_UINT16[idx]
     ub = SIGMOID_TABLE_UINT16[idx + 1]
     ut = a & 0xFF
-    result = qm._wrap_int32(np.where(uh >= 255, 0xFFFF << 8, (ua << 8) + ut * (ub - ua)))
+    result = qm.wrap32(np.where(uh >= 255, 0xFFFF << 8, (ua << 8) + ut * (ub - ua)))
     result = np.where(v >= 0, result - (1 << 23) + (1 << 7), -result + (1 << 23) + (1 << 7) - 1)
-    result = qm._wrap_int32(result) >> 8
+    result = qm.wrap32(result) >> 8
     return np.asarray(result).astype(np.int16)
 
 
@@ -406,7 +406,7 @@ def prelu(x: np.ndarray, alpha: np.ndarray, input_q, alpha_q, output_q,
     v = x.astype(np.int64) + p.input_offset
     a = alpha.astype(np.int64) + p.alpha_offset
     pos = qm.multiply_by_quantized_multiplier(v, p.multiplier_1, p.shift_1, p.rounding)
-    neg = qm.multiply_by_quantized_multiplier(qm._wrap_int32(v * a), p.multiplier_2, p.shift_2,
+    neg = qm.multiply_by_quantized_multiplier(qm.wrap32(v * a), p.multiplier_2, p.shift_2,
                                               p.rounding)
     lo, hi = dtype_range(x.dtype)
     out = np.where(v >= 0, pos, neg) + p.output_offset

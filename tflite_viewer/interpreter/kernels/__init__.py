@@ -1,4 +1,6 @@
 """Kernel modules; importing this package registers every kernel (see registration.py)."""
 from . import (activations, control_flow, conv, detection, elementwise, image, matmul,  # noqa: F401
-               mediapipe, pooling, signal,
-               quantize, recurrent, reduce, shape_ops)
+               mediapipe, pooling, spectral,
+               quantize, recurrent, reduce, shape_ops, unary_math,
+               data_ops, segment_ops, stablehlo)
+from . import signal  # noqa: F401  (TFLite Micro's signal library: custom ops Signal*)

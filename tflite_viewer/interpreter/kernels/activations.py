@@ -139,9 +139,7 @@ define(B.LOGISTIC, (1, 3), lambda ctx, node: logistic(ctx.value(node, 0)), same_
        types=QUANTIZED, **_table_op(lut.logistic_table, False))
 define(B.TANH, (1, 3), lambda ctx, node: np.tanh(ctx.value(node, 0)), same_shape,
        types=QUANTIZED, **_table_op(lut.tanh_table, True))
-define(B.GELU, (1, 2),
-       lambda ctx, node: gelu(ctx.value(node, 0), bool(opt(node, "approximate", False))),
-       same_shape)
+# GELU (with its quantized tables) is in unary_math.py
 define(B.ELU, (1, 1), lambda ctx, node: elu(ctx.value(node, 0)), same_shape,
        types="float+int8",
        int_prepare=lambda ctx, node: lut.elu_table(tq(ctx.input(node, 0)),

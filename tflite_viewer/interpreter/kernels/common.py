@@ -1,4 +1,6 @@
-"""Helpers shared by the float kernels: fused activations, padding, option access."""
+"""Helpers shared by the float kernels: fused activations, padding, option access.
+
+Output sizes and padding come from ../padding.py (re-exported here for the kernels)."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -8,6 +10,7 @@ import numpy as np
 from ...schema.schema_generated import BuiltinOperator  # noqa: F401  (re-exported for kernels)
 from ..integer.common import QParams, qparams
 from ..node import Node
+from ..padding import compute_out_size, compute_padding, window_geometry  # noqa: F401
 from ..registration import Kernel, node_kind, register  # noqa: F401
 from ..subgraph import Subgraph  # noqa: F401
 
@@ -110,35 +113,6 @@ def apply_activation(x: np.ndarray, act: str | None) -> np.ndarray:
     if act == "SIGN_BIT":
         return np.signbit(x).astype(x.dtype)
     raise ValueError(f"unsupported fused activation {act}")
-
-
-def out_size(padding: str, size: int, filt: int, stride: int, dilation: int = 1) -> int:
-    """TFLite's ComputeOutSize (SAME: ceil(size/stride); VALID: with the effective filter)."""
-    eff = (filt - 1) * dilation + 1
-    if stride <= 0 or dilation <= 0 or filt <= 0:
-        raise ValueError(f"invalid stride {stride}, dilation {dilation} or filter size {filt}")
-    if padding == "SAME":
-        return (size + stride - 1) // stride
-    if padding == "VALID":
-        return max((size + stride - eff) // stride, 0)
-    raise ValueError(f"unsupported padding {padding!r}")
-
-
-def padding_before(size: int, filt: int, stride: int, dilation: int, out: int) -> int:
-    """TFLite's ComputePadding: the leading pad (the trailing one takes the odd pixel)."""
-    eff = (filt - 1) * dilation + 1
-    total = max((out - 1) * stride + eff - size, 0)
-    return total // 2
-
-
-def window_geometry(in_hw: tuple[int, int], filt_hw: tuple[int, int], strides: tuple[int, int],
-                    dilations: tuple[int, int], padding: str):
-    """(out_h, out_w, pad_top, pad_left) of a 2-D window op."""
-    oh = out_size(padding, in_hw[0], filt_hw[0], strides[0], dilations[0])
-    ow = out_size(padding, in_hw[1], filt_hw[1], strides[1], dilations[1])
-    pt = padding_before(in_hw[0], filt_hw[0], strides[0], dilations[0], oh)
-    pl = padding_before(in_hw[1], filt_hw[1], strides[1], dilations[1], ow)
-    return oh, ow, pt, pl
 
 
 def pad_for_windows(x: np.ndarray, oh: int, ow: int, eff_h: int, eff_w: int, sh: int, sw: int,

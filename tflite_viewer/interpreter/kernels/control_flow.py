@@ -1,6 +1,9 @@
 """Control flow (WHILE, IF, CALL_ONCE) and resource variables (VAR_HANDLE, READ_VARIABLE,
 ASSIGN_VARIABLE).
 
+WHILE runs within the interpreter's budgets (`tflite_viewer.interpreter.budget`): an
+iteration count, a deadline and a stop request are checked before every iteration.
+
 Control-flow kernels are generators: they ``yield from`` `Interpreter.call_subgraph`, so
 the debugger can pause inside the subgraphs they run.  Arrays pass between caller and
 callee without copies (no kernel writes into an array it did not create).
@@ -60,7 +63,12 @@ class While(Kernel):
         interp = ctx.interpreter
         cond, body = int(opt(node, "cond_subgraph_index")), int(opt(node, "body_subgraph_index"))
         values = [ctx.value(node, k) for k in range(len(node.inputs))]
+        budget = interp.budget
+        where = f"subgraph {ctx.index} op {node.index} (WHILE)"
+        count = 0
         while True:
+            count += 1
+            budget.iteration(where, count, interp._direct)  # iterations, time, stop
             (flag,) = yield from interp.call_subgraph(cond, values)
             if not bool(np.asarray(flag).reshape(-1)[0]):
                 break

@@ -14,9 +14,9 @@ import numpy as np
 
 from ..integer import conv as iconv, hybrid as ihybrid, transpose_conv as itconv
 from ..integer.common import Window, im2col
-from .common import (BuiltinOperator, INT_KINDS, Kernel, activation, apply_activation, kind,
-                     opt, pad_for_windows, padding_before, register, rounding, tq,
-                     window_geometry)
+from .common import (BuiltinOperator, INT_KINDS, Kernel, activation, apply_activation,
+                     compute_out_size, compute_padding, kind, opt, pad_for_windows, register,
+                     rounding, tq, window_geometry)
 
 
 def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
@@ -110,11 +110,10 @@ def transpose_conv2d(x: np.ndarray, w: np.ndarray, output_shape: tuple[int, ...]
         raise ValueError(f"output shape {list(output_shape)} does not fit the filter/input")
     sh, sw = strides
     # the padding of the forward convolution output -> input
-    from .common import out_size
-    fh = out_size(padding, oh, kh, sh)
-    fw = out_size(padding, ow, kw, sw)
-    pt = padding_before(oh, kh, sh, 1, fh)
-    pl = padding_before(ow, kw, sw, 1, fw)
+    fh = compute_out_size(padding, oh, kh, sh)
+    fw = compute_out_size(padding, ow, kw, sw)
+    pt = compute_padding(sh, 1, oh, kh, fh)
+    pl = compute_padding(sw, 1, ow, kw, fw)
     cols = (x.reshape(-1, ci) @ w.reshape(o * kh * kw, ci).T).reshape(n, h, wd, o, kh, kw)
     full_h = max((h - 1) * sh + kh, pt + oh)
     full_w = max((wd - 1) * sw + kw, pl + ow)

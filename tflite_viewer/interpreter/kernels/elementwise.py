@@ -204,10 +204,10 @@ def _unary(fn):
 
 
 for _op, _fn, _versions in (
-        (B.ABS, np.abs, (1, 5)), (B.NEG, np.negative, (1, 1)), (B.SIN, np.sin, (1, 1)),
-        (B.COS, np.cos, (1, 1)), (B.EXP, np.exp, (1, 2)), (B.LOG, np.log, (1, 2)),
-        (B.SQRT, np.sqrt, (1, 2)), (B.RSQRT, rsqrt, (1, 3)), (B.SQUARE, np.square, (1, 1)),
+        (B.NEG, np.negative, (1, 1)), (B.SIN, np.sin, (1, 1)),
+        (B.COS, np.cos, (1, 1)), (B.EXP, np.exp, (1, 2)), (B.SQUARE, np.square, (1, 1)),
         (B.FLOOR, np.floor, (1, 1)), (B.CEIL, np.ceil, (1, 1)),
         (B.ROUND, np.round, (1, 1)),  # round half to even, as TFLite's RoundToNearest
         (B.SIGN, np.sign, (1, 2))):
     define(_op, _versions, _unary(_fn), same_shape)
+# ABS, SQRT, RSQRT and LOG (with their quantized paths) are in unary_math.py

@@ -77,6 +77,16 @@ class FullyConnected(Kernel):
         b = ctx.input(node, 2)
         bias = None if b is None else b.data
         o = ctx.output(node, 0)  # prepared for the input's shape: the output's shape
+        wt = ctx.input(node, 1)
+        if wt.sparsity is not None:  # compressed values: the dense filter, once per array
+            if cache.get("sparse_src") is not w:
+                cache["sparse_src"] = w
+                cache["dense"] = wt.sparsity.densify(w, wt.shape, f"tensor {wt.index}")
+            w = cache["dense"]
+            if k == "int8":  # FullyConnectedSparseWeight1x16: quantized multipliers
+                ctx.set_output(o, ifc.sparse_int8(ctx.value(node, 0), w, bias,
+                                                  cache["params"], o.shape))
+                return
         if k in INT_KINDS:
             tail = self._float_tail(cache, w, bias, o.dtype)
             if tail is not None:

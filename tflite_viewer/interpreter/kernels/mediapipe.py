@@ -12,7 +12,7 @@ import struct
 
 import numpy as np
 
-from .common import Kernel, apply_activation, padding_before, register, window_geometry
+from .common import Kernel, apply_activation, compute_padding, register, window_geometry
 
 _PADDING = {1: "SAME", 2: "VALID"}
 _ACTIVATION = {0: None, 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
@@ -85,8 +85,8 @@ def max_unpooling(x: np.ndarray, indices: np.ndarray, filt, strides, padding: st
     fh, fw = filt
     sh, sw = strides
     oh, ow = h * fh, w * fw
-    pt = padding_before(oh, fh, sh, 1, h) if padding == "SAME" else 0
-    pl = padding_before(ow, fw, sw, 1, w) if padding == "SAME" else 0
+    pt = compute_padding(sh, 1, oh, fh, h) if padding == "SAME" else 0
+    pl = compute_padding(sw, 1, ow, fw, w) if padding == "SAME" else 0
     idx = indices.astype(np.int64)
     oy = np.arange(h)[None, :, None, None] * sh - pt + idx // fw
     ox = np.arange(w)[None, None, :, None] * sw - pl + idx % fw

@@ -20,9 +20,9 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QLineEdit, QMenu, QPushButto
 
 from ...edit import RemoveCustomOption, RemoveOperator, SetCustomOption, SetOption, SetOpVersion
 from ...model import Operator
+from ...model.op_metadata import input_roles
 from .. import editors as ed
 from ..editing import parse_value
-from ..scene_data import INPUT_ROLES
 from . import common
 from .common import LinkTree, Row, format_value
 
@@ -247,7 +247,7 @@ class PropertiesPanel(QWidget):
 
     def _tensors(self, op: Operator) -> None:
         tree = self.tree
-        roles = INPUT_ROLES.get(op.name, {})
+        roles = input_roles(op.name)
         n_tensors = len(op.subgraph.tensors)
         for label, indices in (("Inputs", op.inputs), ("Outputs", op.outputs),
                                ("Intermediates", op.intermediates)):

@@ -1,0 +1,211 @@
+"""ADD_N, ATAN2, BITCAST, BITWISE_XOR, RIGHT_SHIFT, BROADCAST_ARGS, BUCKETIZE, ONE_HOT,
+SPARSE_TO_DENSE, UNIQUE, DILATE, FAKE_QUANT: random single-op models, run here and by
+LiteRT (exact for integers, the project's float tolerance for floats), with edge cases."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tflite_viewer.interpreter import Interpreter, UnsupportedOpError
+
+from .singleop import Input, assert_matches_litert, run_ours, single_op_model
+
+F32, I32, I64 = np.float32, np.int32, np.int64
+SHAPES = [((2, 3, 4), (2, 3, 4)), ((2, 3, 4), (4,)), ((2, 1, 4), (1, 3, 1)), ((3,), ()),
+          ((0, 3), (3,))]
+
+
+def _rng(seed):
+    return np.random.default_rng(seed)
+
+
+def _ints(rng, dtype, shape, lo=None, hi=None):
+    info = np.iinfo(dtype)
+    lo = int(info.min) if lo is None else lo
+    hi = int(info.max) if hi is None else hi
+    return rng.integers(lo, hi, shape, endpoint=True).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [F32, I32])
+@pytest.mark.parametrize("n", [2, 3, 5])
+@pytest.mark.parametrize("shape", [(3, 4), (0, 2), ()])
+def test_add_n(dtype, n, shape):
+    rng = _rng(n)
+    xs = [(rng.standard_normal(shape) * 10).astype(dtype) for _ in range(n)]
+    model = single_op_model("ADD_N", [Input(shape, dtype)] * n, [dtype])
+    assert_matches_litert(model, xs, reference=False)
+
+
+def test_add_n_needs_two_inputs_as_litert():
+    with pytest.raises(UnsupportedOpError, match="at least 2"):
+        Interpreter(single_op_model("ADD_N", [Input((2,))], [F32]))
+
+
+@pytest.mark.parametrize("dtype", [F32, np.float64, np.float16])
+@pytest.mark.parametrize("shapes", [((2, 3, 4), (2, 3, 4)), ((5,), (5,)), ((), ()), ((0, 3), (0, 3))])
+def test_atan2(dtype, shapes):
+    rng = _rng(1)
+    y, x = (rng.standard_normal(s).astype(dtype) for s in shapes)
+    if x.size:
+        x.flat[0] = 0
+    model = single_op_model("ATAN2", [Input(y.shape, dtype), Input(x.shape, dtype)], [dtype])
+    assert_matches_litert(model, [y, x], reference=False)
+
+
+@pytest.mark.parametrize("src,dst,shape", [
+    (F32, I32, (2, 3)), (I32, np.uint8, (2, 3)), (np.int16, I32, (3, 2)),
+    (np.uint8, F32, (2, 4)), (I64, np.int16, (2,)), (F32, np.float16, (0, 5))])
+def test_bitcast(src, dst, shape):
+    rng = _rng(2)
+    x = rng.integers(0, 255, int(np.prod(shape)) * np.dtype(src).itemsize, dtype=np.uint8
+                     ).view(src).reshape(shape)
+    if np.dtype(src).kind == "f":
+        x = np.nan_to_num(x)
+    model = single_op_model("BITCAST", [Input(shape, src)], [dst])
+    ours = run_ours(model, [x])[0]
+    assert ours.tobytes() == x.tobytes()
+    assert_matches_litert(model, [x], reference=False)
+
+
+@pytest.mark.parametrize("op", ["BITWISE_XOR", "RIGHT_SHIFT"])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, I32, np.uint32])
+@pytest.mark.parametrize("shapes", SHAPES[:4])
+def test_bitwise(op, dtype, shapes):
+    rng = _rng(3)
+    a = _ints(rng, dtype, shapes[0])
+    bits = np.dtype(dtype).itemsize * 8
+    b = _ints(rng, dtype, shapes[1]) if op == "BITWISE_XOR" else \
+        _ints(rng, dtype, shapes[1], 0 if np.dtype(dtype).kind == "u" else -2, bits + 3)
+    model = single_op_model(op, [Input(a.shape, dtype), Input(b.shape, dtype)], [dtype])
+    assert_matches_litert(model, [a, b], reference=False)
+
+
+@pytest.mark.parametrize("dtype", [I32, I64])
+@pytest.mark.parametrize("a,b", [([2, 1, 4], [3, 1]), ([5], [2, 1, 1]), ([], [3, 2]),
+                                 ([0, 1], [1])])
+def test_broadcast_args(dtype, a, b):
+    a, b = np.array(a, dtype), np.array(b, dtype)
+    model = single_op_model("BROADCAST_ARGS", [a, b], [dtype])
+    assert_matches_litert(model, [], reference=False)
+
+
+@pytest.mark.parametrize("dtype", [F32, np.float64, I32, I64])
+@pytest.mark.parametrize("seed", range(3))
+def test_bucketize(dtype, seed):
+    rng = _rng(10 + seed)
+    bounds = sorted(float(v) for v in rng.integers(-10, 10, int(rng.integers(0, 6))))
+    x = (rng.standard_normal((3, 7)) * 8).astype(dtype)
+    x.flat[:len(bounds)] = np.array(bounds, dtype)  # values on a boundary
+    model = single_op_model("BUCKETIZE", [Input(x.shape, dtype)], [I32], "BucketizeOptions",
+                            {"boundaries": bounds})
+    assert_matches_litert(model, [x], reference=False)
+
+
+@pytest.mark.parametrize("dtype", [F32, I32, I64, np.int8, np.uint8, np.bool_])
+@pytest.mark.parametrize("axis", [-1, 0, 1, 2])
+def test_one_hot(dtype, axis):
+    rng = _rng(4)
+    idx = rng.integers(-1, 6, (3, 4)).astype(I32)
+    on, off = np.array(1, dtype), np.array(0 if dtype == np.bool_ else 3, dtype)
+    model = single_op_model("ONE_HOT", [Input(idx.shape, I32), np.array(5, I32), on, off],
+                            [dtype], "OneHotOptions", {"axis": axis})
+    assert_matches_litert(model, [idx], reference=False)
+
+
+@pytest.mark.parametrize("dtype", [F32, I32, I64, np.int8, np.uint8])
+@pytest.mark.parametrize("index_type", [I32, I64])
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_sparse_to_dense(dtype, index_type, rank):
+    rng = _rng(rank)
+    shape = rng.integers(1, 5, rank)
+    n = int(rng.integers(1, min(5, int(np.prod(shape))) + 1))
+    flat = np.sort(rng.choice(int(np.prod(shape)), n, replace=False))
+    idx = np.stack(np.unravel_index(flat, shape), axis=1).astype(index_type)
+    if rank == 1:
+        idx = idx.reshape(-1)
+    values = (rng.standard_normal(n) * 20).astype(dtype)
+    model = single_op_model("SPARSE_TO_DENSE", [idx, shape.astype(index_type), Input((n,), dtype),
+                                                np.array(7, dtype)],
+                            [dtype], "SparseToDenseOptions", {"validate_indices": False},
+                            version=3)
+    assert_matches_litert(model, [values], reference=False)
+
+
+def test_sparse_to_dense_scalar_value():
+    idx = np.array([[0, 1], [2, 0]], I32)
+    model = single_op_model("SPARSE_TO_DENSE", [Input((2, 2), I32), np.array([3, 3], I32),
+                                                np.array(5.0, F32), np.array(-1.0, F32)],
+                            [F32], "SparseToDenseOptions", {})
+    out = run_ours(model, [idx])[0]
+    expected = np.full((3, 3), -1.0, F32)
+    expected[0, 1] = expected[2, 0] = 5.0
+    np.testing.assert_array_equal(out, expected)
+    assert_matches_litert(model, [idx], reference=False)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, I32, I64, F32, np.uint8])
+@pytest.mark.parametrize("idx_type", ["INT32", "INT64"])
+@pytest.mark.parametrize("n", [1, 9, 40])
+def test_unique(dtype, idx_type, n):
+    rng = _rng(n)
+    x = rng.integers(0, 4, n).astype(dtype)
+    model = single_op_model("UNIQUE", [Input((n,), dtype)],
+                            [dtype, I32 if idx_type == "INT32" else I64], "UniqueOptions",
+                            {"idx_out_type": idx_type})
+    assert_matches_litert(model, [x], reference=False)
+
+
+@pytest.mark.parametrize("dtype", [F32, I32, np.int8, np.uint8, np.bool_])
+@pytest.mark.parametrize("shape,dil", [((3, 4), (2, 3)), ((1, 3, 2), (1, 1, 4)), ((2,), (5,)),
+                                       ((1, 1), (3, 3))])
+def test_dilate(dtype, shape, dil):
+    rng = _rng(5)
+    x = (rng.standard_normal(shape) * 10).astype(dtype)
+    pad = np.array(9, dtype) if dtype != np.bool_ else np.array(True)
+    model = single_op_model("DILATE", [Input(shape, dtype), np.array(dil, I32), pad], [dtype])
+    assert_matches_litert(model, [x], reference=False)
+
+
+@pytest.mark.parametrize("lo,hi,bits", [(-1.0, 1.0, 8), (-0.3, 5.7, 8), (0.0, 2.5, 4),
+                                        (-6.0, 0.0, 16), (-2.2, 1.3, 2)])
+def test_fake_quant(lo, hi, bits):
+    rng = _rng(6)
+    x = (rng.standard_normal((4, 50)) * 3).astype(F32)
+    model = single_op_model("FAKE_QUANT", [Input(x.shape)], [F32], "FakeQuantOptions",
+                            {"min": lo, "max": hi, "numBits": bits} if False else
+                            {"min": lo, "max": hi, "num_bits": bits})
+    assert_matches_litert(model, [x])
+
+
+def test_unique_of_nothing_is_nothing():
+    """LiteRT fails on an empty input (its allocation overflows); the answer is empty."""
+    model = single_op_model("UNIQUE", [Input((0,), I32)], [I32, I32], "UniqueOptions",
+                            {"idx_out_type": "INT32"})
+    values, idx = run_ours(model, [np.zeros(0, I32)])
+    assert values.shape == (0,) and idx.shape == (0,)
+
+
+def test_unique_by_hand():
+    model = single_op_model("UNIQUE", [Input((7,), F32)], [F32, I32], "UniqueOptions",
+                            {"idx_out_type": "INT32"})
+    values, idx = run_ours(model, [np.array([4, 1, 4, 2, 1, 7, 2], F32)])
+    np.testing.assert_array_equal(values, [4, 1, 2, 7])
+    np.testing.assert_array_equal(idx, [0, 1, 0, 2, 1, 3, 2])
+
+
+def test_one_hot_int16_is_refused_as_litert_cannot_evaluate_it():
+    model = single_op_model("ONE_HOT", [Input((3,), I32), np.array(4, I32), np.array(1, np.int16),
+                                        np.array(0, np.int16)], [np.int16], "OneHotOptions", {})
+    with pytest.raises(UnsupportedOpError, match="ONE_HOT"):
+        Interpreter(model)
+
+
+def test_dilate_by_hand_with_a_zero_size_dimension():
+    """LiteRT crashes dilating an empty dimension; its output has no elements there."""
+    model = single_op_model("DILATE", [Input((0, 2), F32), np.array([2, 3], I32),
+                                       np.array(0.5, F32)], [F32])
+    assert run_ours(model, [np.zeros((0, 2), F32)])[0].shape == (0, 4)
+    model = single_op_model("DILATE", [Input((2, 2), F32), np.array([2, 3], I32),
+                                       np.array(0.5, F32)], [F32])
+    out = run_ours(model, [np.array([[1, 2], [3, 4]], F32)])[0]
+    np.testing.assert_array_equal(out, [[1, .5, .5, 2], [.5, .5, .5, .5], [3, .5, .5, 4]])

@@ -1,0 +1,145 @@
+"""The step debugger in the window, driven with the real shortcuts on corpus models."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+
+from tflite_viewer.interpreter import Interpreter, NonFiniteBreakpoint
+from tflite_viewer.interpreter.session import FINISHED, PAUSED, STOPPED
+
+from .conftest import model_path
+
+F32 = np.float32
+TIMEOUT = 10000
+
+
+def press(qtbot, window, key, modifier=Qt.KeyboardModifier.NoModifier):
+    """A shortcut as a user types it, then wait for the stop it causes."""
+    dbg = window.debugger
+    before = dbg.last_stop.serial if dbg.last_stop is not None else 0
+    window.activateWindow()
+    window.view.setFocus()
+    qtbot.keyClick(window.view, key, modifier)
+    qtbot.waitUntil(lambda: dbg.last_stop is not None and dbg.last_stop.serial > before
+                    and not dbg.busy, timeout=TIMEOUT)
+    return dbg.last_stop
+
+
+def open_model(window, name: str) -> None:
+    assert window.open_path(model_path(name), wait=True)
+
+
+def test_f10_steps_and_highlights_the_current_op(qtbot, window):
+    open_model(window, "sine_float.tflite")
+    n = len(window.model.subgraphs[0].operators)
+    stop = press(qtbot, window, Qt.Key.Key_F10)
+    assert stop.state == PAUSED and stop.position == ((0, 0),)
+    overlay = window.graph_scene.debug_overlay(n)
+    for k in range(1, n):
+        stop = press(qtbot, window, Qt.Key.Key_F10)
+        assert stop.position == ((0, k),) and stop.ops_run == k
+        assert overlay.current == k and overlay.executed.sum() == k
+        assert f"op {k}" in window.debugger.state_label.text()
+    stop = press(qtbot, window, Qt.Key.Key_F10)
+    assert stop.state == FINISHED and overlay.current is None
+    assert "finished" in window.debugger.state_label.text()
+
+
+def test_f11_enters_the_while_body_and_shift_f11_returns(qtbot, window):
+    open_model(window, "control_flow.tflite")
+    window.debugger.set_inputs({"serving_default_x:0": np.linspace(-1, 1, 4).astype(F32),
+                                "serving_default_n:0": np.int32(2)})
+    press(qtbot, window, Qt.Key.Key_F10)  # paused before the WHILE
+    stop = press(qtbot, window, Qt.Key.Key_F11)
+    while stop.position[-1][0] != 4:  # through the loop condition into the body
+        stop = press(qtbot, window, Qt.Key.Key_F11)
+    assert window.subgraph == 4 and window.graph_scene.data.subgraph == 4
+    assert [c.subgraph for c in window.trail][-1] == 4 and len(window.trail) > 1
+    assert window.debugger.callstack_panel.frames()[0] == stop.position[-1]
+    stop = press(qtbot, window, Qt.Key.Key_F11, Qt.KeyboardModifier.ShiftModifier)
+    assert stop.position == ((0, 1),) and window.subgraph == 0
+    assert window.graph_scene.debug_overlay(4).current == 1
+
+
+def test_f9_breakpoint_then_f5_stops_there(qtbot, window):
+    open_model(window, "mobilenet_v2_float.tflite")
+    window.select_op(20)
+    window.activateWindow()
+    qtbot.keyClick(window.view, Qt.Key.Key_F9)
+    dbg = window.debugger
+    qtbot.waitUntil(lambda: len(dbg.breakpoint_infos) == 1, timeout=TIMEOUT)
+    stop = press(qtbot, window, Qt.Key.Key_F5)
+    assert stop.reason == "breakpoint" and stop.position == ((0, 20),)
+    assert dbg.breakpoints_panel.tree.topLevelItem(0).text(1) == "1"  # hit count
+    stop = press(qtbot, window, Qt.Key.Key_F5)
+    assert stop.state == FINISHED
+
+
+def test_inspector_and_watch_show_the_interpreters_values(qtbot, window):
+    open_model(window, "mobilenet_v2_float.tflite")
+    dbg = window.debugger
+    sg = window.model.subgraphs[0]
+    out = sg.operators[5].outputs[0]
+    window.select_tensor(out)
+    dbg.watch_selected()
+    press(qtbot, window, Qt.Key.Key_F10)
+    panel = window.tensor_panel
+    assert panel.current_histogram_input() is None  # not yet computed
+    assert "not yet computed" in panel.histogram.message.lower()
+    window.select_op(6)
+    window.activateWindow()
+    qtbot.keyClick(window.view, Qt.Key.Key_F10, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: dbg.last_stop.position == ((0, 6),) and not dbg.busy, timeout=TIMEOUT)
+    window.select_tensor(out)
+    qtbot.waitUntil(lambda: panel.current_histogram_input() is not None, timeout=TIMEOUT)
+    # the session's inputs are seeded (seed 0): run the reference on the same inputs
+    from tflite_viewer.interpreter.inputs import complete_inputs, positional
+    ref = Interpreter(model_path("mobilenet_v2_float.tflite"))
+    arrays, _ = complete_inputs(window.model, {}, 0)
+    ref.invoke(positional(window.model, arrays))
+    np.testing.assert_array_equal(panel.current_histogram_input(), ref.tensor(0, out))
+    row = dbg.watch_panel.row_texts()[0]
+    expect = ref.tensor(0, out).astype(np.float64)
+    assert float(row[2]) == pytest.approx(expect.min(), rel=1e-5)
+    assert float(row[3]) == pytest.approx(expect.max(), rel=1e-5)
+    assert float(row[4]) == pytest.approx(expect.mean(), rel=1e-5)
+
+
+def test_nan_breakpoint_fires_on_a_model_made_to_produce_nan(qtbot, window, tmp_path):
+    from tests.interpreter.singleop import Input, single_op_model
+    path = tmp_path / "log.tflite"
+    path.write_bytes(single_op_model("LOG", [Input((4,), F32)], [F32], output_shapes=[(4,)]))
+    open_model(window, str(path))
+    dbg = window.debugger
+    dbg.set_inputs({window.model.subgraphs[0].tensors[0].name: np.array([1, -1, 2, 3], F32)})
+    dbg.add_breakpoint(NonFiniteBreakpoint())
+    stop = press(qtbot, window, Qt.Key.Key_F5)
+    assert stop.reason == "breakpoint" and "NaN" in stop.message
+
+
+def test_an_edit_ends_the_session(qtbot, window):
+    open_model(window, "sine_float.tflite")
+    press(qtbot, window, Qt.Key.Key_F10)
+    assert window.debugger.active
+    from tflite_viewer.edit import RenameTensor
+    window.apply_edit(RenameTensor(0, 0, "renamed"))
+    assert not window.debugger.active
+    assert "debug session ended" in window.notice.text()
+    stop = press(qtbot, window, Qt.Key.Key_F10)  # a new session on the new model
+    assert stop.position == ((0, 0),)
+
+
+def test_stop_returns_control_during_a_long_run(qtbot, window):
+    open_model(window, "control_flow.tflite")
+    dbg = window.debugger
+    dbg.set_inputs({"serving_default_x:0": np.linspace(-1, 1, 4).astype(F32),
+                    "serving_default_n:0": np.int32(50_000_000)})
+    window.activateWindow()
+    qtbot.keyClick(window.view, Qt.Key.Key_F5)
+    qtbot.waitUntil(lambda: dbg.busy and dbg.worker.session is not None
+                    and dbg.worker.session.ops_run > 100, timeout=TIMEOUT)
+    qtbot.keyClick(window.view, Qt.Key.Key_F5, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.waitUntil(lambda: dbg.last_stop is not None and dbg.last_stop.state == STOPPED
+                    and not dbg.busy, timeout=TIMEOUT)
+    assert dbg.worker.session.ops_run < 50_000_000

@@ -1,0 +1,110 @@
+"""What a run may spend: memory, WHILE iterations, wall-clock time, and a stop request.
+
+A model is untrusted input.  A WHILE whose condition is always true, a loop bound taken
+from an input, or a 1 KB file declaring a multi-gigabyte tensor must end in a documented
+error, not a hang or an exhausted machine.  LiteRT has no such limits; this interpreter
+has, with defaults generous enough for every real model:
+
+* memory: ``max_allocation_bytes`` (default `DEFAULT_MAX_ALLOCATION_BYTES`: a quarter of
+  physical memory, at most 4 GiB), checked *before* allocating each tensor, input and the
+  prepared arena (`AllocationError`);
+* iterations: ``max_iterations`` (default `DEFAULT_MAX_ITERATIONS`) per execution of one
+  WHILE op (`IterationBudgetError`);
+* time: ``timeout`` seconds (default `DEFAULT_TIMEOUT`) per `invoke()`, and per
+  `run()`/`step()` call of a stepped run (time spent paused does not count)
+  (`TimeBudgetError`);
+* stop: `Budget.request_stop()` (also `Interpreter.request_stop()`), callable from any
+  thread, e.g. a window's Stop button: `invoke()` raises `RunCancelled` at the next op
+  boundary or WHILE iteration; a stepped run pauses there with ``Stop.reason ==
+  "interrupted"``.
+
+``None`` switches the iteration or time budget off.
+"""
+from __future__ import annotations
+
+import os
+from time import perf_counter
+
+from .errors import AllocationError, IterationBudgetError, RunCancelled, TimeBudgetError
+
+DEFAULT_MAX_ITERATIONS = 100_000
+DEFAULT_TIMEOUT = 300.0  # seconds
+_MAX_DEFAULT_BYTES = 4 << 30
+_INF = float("inf")
+
+
+def physical_memory() -> int | None:
+    """Bytes of physical memory, or None where the platform does not say."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def default_max_allocation_bytes() -> int:
+    """A quarter of physical memory, at most 4 GiB (2 GiB when memory is unknown)."""
+    phys = physical_memory()
+    return min(phys // 4, _MAX_DEFAULT_BYTES) if phys else 2 << 30
+
+
+DEFAULT_MAX_ALLOCATION_BYTES = default_max_allocation_bytes()
+
+HOW_TO_RAISE_MEMORY = "raise it with Interpreter(max_allocation_bytes=...) or run --max-memory"
+
+
+def check_bytes(nbytes: int, limit: int, what: str) -> None:
+    """Raise `AllocationError` if ``what`` would need more than ``limit`` bytes."""
+    if nbytes > limit:
+        raise AllocationError(f"{what} would need {nbytes:,} bytes, more than the allocation "
+                              f"limit of {limit:,} bytes ({HOW_TO_RAISE_MEMORY})")
+
+
+class Budget:
+    """The iteration and time budgets of one interpreter, and its stop request."""
+
+    __slots__ = ("max_iterations", "timeout", "deadline", "stop_requested")
+
+    def __init__(self, max_iterations: int | None = DEFAULT_MAX_ITERATIONS,
+                 timeout: float | None = DEFAULT_TIMEOUT) -> None:
+        if max_iterations is not None and int(max_iterations) < 1:
+            raise ValueError(f"max_iterations must be >= 1 or None, not {max_iterations}")
+        if timeout is not None and not float(timeout) > 0:
+            raise ValueError(f"timeout must be > 0 seconds or None, not {timeout}")
+        self.max_iterations = None if max_iterations is None else int(max_iterations)
+        self.timeout = None if timeout is None else float(timeout)
+        self.deadline = _INF
+        self.stop_requested = False
+
+    def start(self) -> None:
+        """A run (or a resume of a stepped run) begins: the clock starts now."""
+        self.deadline = perf_counter() + self.timeout if self.timeout is not None else _INF
+
+    def request_stop(self) -> None:
+        """Ask the running run to stop at its next op boundary (thread-safe: one flag)."""
+        self.stop_requested = True
+
+    def exceeded(self) -> bool:
+        """The cheap test the executor makes at every op boundary."""
+        return self.stop_requested or perf_counter() > self.deadline
+
+    def check(self, where: str) -> None:
+        """Raise if the run was asked to stop or is past its time budget."""
+        if self.stop_requested:
+            self.stop_requested = False
+            raise RunCancelled(f"{where}: the run was stopped (Interpreter.request_stop)")
+        if perf_counter() > self.deadline:
+            raise TimeBudgetError(f"{where}: the run is still going after the time budget "
+                                  f"of {self.timeout:g} s (raise it with "
+                                  "Interpreter(timeout=...) or run --timeout SECONDS)")
+
+    def iteration(self, where: str, count: int, stop: bool = True) -> None:
+        """Called by WHILE before iteration ``count`` (1-based): iteration, time and (when
+        ``stop``: a run nothing pauses) the stop request.  A stepped run sees the stop
+        request at its next pause point instead, and pauses there."""
+        if self.max_iterations is not None and count > self.max_iterations:
+            raise IterationBudgetError(
+                f"{where}: still looping after {self.max_iterations:,} iterations, the "
+                "iteration budget (raise it with Interpreter(max_iterations=...) or run "
+                "--max-iterations N)")
+        if self.exceeded() and (stop or not self.stop_requested):
+            self.check(f"{where} (iteration {count:,})")

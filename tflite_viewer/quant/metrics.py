@@ -1,0 +1,109 @@
+"""Error metrics of a dequantized tensor against its float original.
+
+The first five are TensorFlow's QuantizationDebugger layer metrics, on
+``diffs = dequantized - float``: num_elements, stddev, mean_error, max_abs_error,
+mean_squared_error.  Added here:
+
+* ``rmse_scale``: sqrt(mean_squared_error) / scale, about 1/sqrt(12) = 0.289 when the only
+  error is rounding to the tensor's grid (None without a single scale);
+* ``cosine``: cosine similarity of the flattened tensors (1 when both are all zero);
+* ``sqnr_db``: 20 log10(||float|| / ||float - dequantized||) (inf when they are equal);
+* ``median_diff_ratio``: ai-edge-quantizer's median(|float - q| / (|q| + 1e-6)), with its
+  argument order from model_validator.compare_model (reference first, then the target
+  quantized model's values), computed in float32 as it does.
+
+Metrics are computed per input and averaged over inputs (arithmetic mean, as the debugger
+and ai-edge-quantizer aggregate).
+"""
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+
+METRICS = ("num_elements", "stddev", "mean_error", "max_abs_error", "mean_squared_error",
+           "rmse_scale", "cosine", "sqnr_db", "median_diff_ratio")
+#: metrics where a larger value is better (the rest: smaller is better)
+HIGHER_IS_BETTER = frozenset({"cosine", "sqnr_db"})
+IDEAL_RMSE_SCALE = 1.0 / math.sqrt(12.0)
+MDR_TOLERANCE = 1e-6
+
+
+def sqnr_db(reference: np.ndarray, approx: np.ndarray) -> float:
+    """20 log10(||reference|| / ||reference - approx||); inf for no error, -inf for no
+    signal with an error."""
+    ref = np.asarray(reference, dtype=np.float64).reshape(-1)
+    err = ref - np.asarray(approx, dtype=np.float64).reshape(-1)
+    noise = float(np.sqrt(np.dot(err, err)))
+    signal = float(np.sqrt(np.dot(ref, ref)))
+    if noise == 0.0:
+        return math.inf
+    if signal == 0.0:
+        return -math.inf
+    return 20.0 * math.log10(signal / noise)
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    x = np.asarray(a, dtype=np.float64).reshape(-1)
+    y = np.asarray(b, dtype=np.float64).reshape(-1)
+    na, nb = float(np.linalg.norm(x)), float(np.linalg.norm(y))
+    if na == 0.0 and nb == 0.0:
+        return 1.0
+    if na == 0.0 or nb == 0.0:
+        return 0.0
+    return float(np.dot(x, y) / (na * nb))
+
+
+def median_diff_ratio(reference: np.ndarray, target: np.ndarray) -> float:
+    r = np.asarray(reference, dtype=np.float32).reshape(-1)
+    t = np.asarray(target, dtype=np.float32).reshape(-1)
+    if r.size == 0:
+        return 0.0
+    return float(np.median(np.abs(r - t) / (np.abs(t) + np.float32(MDR_TOLERANCE))))
+
+
+def tensor_metrics(reference: np.ndarray, dequantized: np.ndarray,
+                   scale: float | None = None) -> dict[str, float]:
+    """All `METRICS` of one tensor on one input (``scale``: the quantized tensor's single
+    scale, for rmse_scale)."""
+    ref = np.asarray(reference, dtype=np.float64)
+    deq = np.asarray(dequantized, dtype=np.float64)
+    if ref.shape != deq.shape:
+        raise ValueError(f"shapes differ: float {list(ref.shape)}, quantized {list(deq.shape)}")
+    diffs = (deq - ref).reshape(-1)
+    n = diffs.size
+    mse = float(np.mean(diffs * diffs)) if n else 0.0
+    return {
+        "num_elements": float(n),
+        "stddev": float(np.std(diffs)) if n else 0.0,
+        "mean_error": float(np.mean(diffs)) if n else 0.0,
+        "max_abs_error": float(np.max(np.abs(diffs))) if n else 0.0,
+        "mean_squared_error": mse,
+        "rmse_scale": (math.sqrt(mse) / scale) if scale else None,
+        "cosine": cosine(ref, deq),
+        "sqnr_db": sqnr_db(ref, deq),
+        "median_diff_ratio": median_diff_ratio(ref, deq),
+    }
+
+
+def average(per_input: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
+    """The mean of each metric over inputs (None where a metric is None)."""
+    out: dict[str, float | None] = {}
+    for key in METRICS:
+        vals = [m.get(key) for m in per_input]
+        if not vals or any(v is None for v in vals):
+            out[key] = None
+            continue
+        with np.errstate(invalid="ignore"):
+            out[key] = float(np.mean(np.asarray(vals, dtype=np.float64)))
+    return out
+
+
+def badness(metric: str, value: float | None) -> float:
+    """A number that grows as ``value`` of ``metric`` gets worse (for ranking, colour)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return -math.inf
+    if metric == "rmse_scale":
+        return abs(value - IDEAL_RMSE_SCALE)
+    return -value if metric in HIGHER_IS_BETTER else value

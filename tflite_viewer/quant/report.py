@@ -1,0 +1,115 @@
+"""A `QuantReport` as text (the CLI's), as CSV rows, and its table columns.
+
+The CSV has one row per activation of the quantized model, compared ones first, worst
+first by SQNR; every metric column is the average over samples, then the activation's
+range use, the op's own (layer) error and its float fallback gain when measured.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any
+
+from .analysis import QuantReport, TensorReport
+from .metrics import METRICS
+
+CSV_COLUMNS = ("tensor", "name", "op", "opcode", "type", "shape", "float_tensor", "paired_by",
+               *METRICS, "at_min_fraction", "at_max_fraction", "unused_fraction",
+               "float_below_fraction", "float_above_fraction", "layer_sqnr_db",
+               "fallback_gain_db", "fallback_cosine_gain")
+
+
+def row(report: QuantReport, t: TensorReport) -> dict[str, Any]:
+    """One table row: plain values (None where not measured)."""
+    r: dict[str, Any] = {"tensor": t.tensor, "name": t.name, "op": t.op, "opcode": t.opcode,
+                         "type": t.type_name, "shape": "x".join(map(str, t.shape)),
+                         "float_tensor": t.float_tensor, "paired_by": t.paired_by}
+    for k in METRICS:
+        r[k] = t.metrics.get(k) if t.metrics else None
+    act = t.activation.to_dict() if t.activation is not None and t.activation.count else {}
+    for k in ("at_min_fraction", "at_max_fraction", "unused_fraction", "float_below_fraction",
+              "float_above_fraction"):
+        r[k] = act.get(k)
+    g = report.fallback_for(t.op) if t.op is not None else None
+    r["layer_sqnr_db"] = g.local.get("sqnr_db") if g is not None and g.local else None
+    r["fallback_gain_db"] = g.gain_db if g is not None else None
+    r["fallback_cosine_gain"] = g.cosine_gain if g is not None else None
+    return r
+
+
+def rows(report: QuantReport) -> list[dict[str, Any]]:
+    ranked = report.ranked()
+    seen = {t.tensor for t in ranked}
+    return [row(report, t) for t in ranked] + [row(report, t) for t in report.tensors
+                                               if t.tensor not in seen]
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else ("inf" if v > 0 else "-inf" if v < 0 else "nan")
+    return str(v)
+
+
+def to_csv(report: QuantReport) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for r in rows(report):
+        w.writerow([_cell(r[c]) for c in CSV_COLUMNS])
+    return buf.getvalue()
+
+
+def _num(v: Any, fmt: str = ".4g") -> str:
+    if v is None:
+        return "-"
+    return format(v, fmt) if isinstance(v, float) and math.isfinite(v) else str(v)
+
+
+def format_text(report: QuantReport, limit: int = 40) -> str:
+    out = [f"model: {report.model}"]
+    if report.float_model:
+        out.append(f"float model: {report.float_model}  ({report.samples} samples)")
+    out.append(f"\nspec findings: {len(report.errors)} error(s), "
+               f"{len(report.findings) - len(report.errors)} warning(s)")
+    out += [f"  {f}" for f in report.findings]
+    out.append(f"\nweights: {len(report.weights)} quantized constant(s)")
+    out.append(f"  {'tensor':>6} {'type':6} {'chan':>5} {'used min':>8} {'at lim':>6} "
+               f"{'scale max/med':>13} {'tiny':>4} {'sqnr dB':>8}  name")
+    for w in report.weights:
+        used = min(w.used_fraction) if w.used_fraction else None
+        sq = w.metrics.get("sqnr_db") if w.metrics else None
+        out.append(f"  {w.tensor:>6} {w.type_name:6} {w.channels:>5} {_num(used, '.3f'):>8} "
+                   f"{w.at_min + w.at_max:>6} {_num(w.scale_outlier_ratio, '.3g'):>13} "
+                   f"{len(w.tiny_channels):>4} {_num(sq, '.2f'):>8}  {w.name[:50]}")
+    table = rows(report)
+    out.append("\nactivations" + (" (worst SQNR first)" if report.float_model else "") + ":")
+    out.append(f"  {'op':>4} {'opcode':18} {'tensor':>6} {'sqnr dB':>8} {'cosine':>8} "
+               f"{'rmse/scale':>10} {'max abs':>9} {'mdr':>7} {'clip lo':>7} {'clip hi':>7} "
+               f"{'layer dB':>8} {'gain dB':>8}")
+    for r in table[:limit]:
+        out.append(f"  {_num(r['op']):>4} {r['opcode'][:18]:18} {r['tensor']:>6} "
+                   f"{_num(r['sqnr_db'], '.2f'):>8} {_num(r['cosine'], '.5f'):>8} "
+                   f"{_num(r['rmse_scale'], '.3f'):>10} {_num(r['max_abs_error'], '.3g'):>9} "
+                   f"{_num(r['median_diff_ratio'], '.3f'):>7} "
+                   f"{_num(r['at_min_fraction'], '.3f'):>7} {_num(r['at_max_fraction'], '.3f'):>7} "
+                   f"{_num(r['layer_sqnr_db'], '.2f'):>8} {_num(r['fallback_gain_db'], '.2f'):>8}")
+    if len(table) > limit:
+        out.append(f"  ... {len(table) - limit} more (see --csv / --json)")
+    if report.unpaired_quantized or report.unpaired_float:
+        out.append(f"\nunpaired: {len(report.unpaired_quantized)} quantized, "
+                   f"{len(report.unpaired_float)} float tensor(s)")
+        out += [f"  quantized {u['tensor']}: {u['name']}" for u in report.unpaired_quantized[:20]]
+        out += [f"  float {u['tensor']}: {u['name']}" for u in report.unpaired_float[:20]]
+    if report.outputs:
+        out.append(f"\nmodel outputs: SQNR {_num(report.outputs['sqnr_db'], '.2f')} dB, "
+                   f"cosine {_num(report.outputs['cosine'], '.6f')}")
+    if report.fallback:
+        out.append("\nper-layer float fallback (largest gain first):")
+        for g in report.fallback[:limit]:
+            extra = f"  ({g.error})" if g.error else ""
+            out.append(f"  op {g.op:>4} {g.opcode:18} gain {_num(g.gain_db, '.3f'):>8} dB  "
+                       f"cosine gain {_num(g.cosine_gain, '.2e'):>9}  weights: {g.weights}{extra}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,248 @@
+"""The TFLite 8-bit quantization spec, checked from the file alone (nothing is run).
+
+Rules (each `Finding` names its rule, the op or tensor, and the values):
+
+* ``scale-positive``: every scale finite and > 0.
+* ``zero-point-range``: every zero point inside its tensor type's integer range.
+* ``weight-zero-point``: int8 weights (the filter of CONV_2D, DEPTHWISE_CONV_2D,
+  TRANSPOSE_CONV, FULLY_CONNECTED, ...) are symmetric, zero point 0.
+* ``weight-narrow-range`` (warning): int8 weights stay in [-127, 127].
+* ``per-channel-dimension``: per-channel parameters only where the spec allows them, on
+  the dimension it names (filters of CONV_2D / TRANSPOSE_CONV / FULLY_CONNECTED on 0,
+  of DEPTHWISE_CONV_2D on 3; biases on 0); never on activations.
+* ``bias``: a bias of a quantized op is int32 (int64 with int16 activations) with zero
+  point 0 and scale = input scale x weight scale (per channel), within `BIAS_RTOL`.
+* ``int16-zero-point``: int16 activations have zero point 0.
+* ``same-params``: ops whose LiteRT kernel requires equal input and output parameters
+  (the interpreter's load-time check of its data-movement kernels says which).
+
+Severity ``error`` is a violation (LiteRT's kernels compute wrong values or refuse the
+model); ``warning`` is a departure the kernels tolerate.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..model import Model
+from .ranges import integer_range
+
+#: relative tolerance of bias scale = input scale x weight scale (converters store float32
+#: products; 1e-4 leaves room for float32 rounding of both factors)
+BIAS_RTOL = 1e-4
+
+#: op -> (weight input position, per-channel dimension of the weights, bias input position)
+WEIGHTED_OPS: dict[str, tuple[int, int, int | None]] = {
+    "CONV_2D": (1, 0, 2), "CONV_3D": (1, 4, 2), "DEPTHWISE_CONV_2D": (1, 3, 2),
+    "FULLY_CONNECTED": (1, 0, 2), "TRANSPOSE_CONV": (1, 0, 3),
+}
+#: ops whose constant second input is a weight matrix (per-tensor only)
+MATRIX_OPS = {"BATCH_MATMUL": 1, "EMBEDDING_LOOKUP": 1}
+
+
+@dataclass
+class Finding:
+    """One departure from the spec."""
+
+    rule: str
+    severity: str            # "error" | "warning"
+    message: str
+    subgraph: int
+    op: int | None = None
+    tensor: int | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        where = f"subgraph {self.subgraph}" + (f" op {self.op}" if self.op is not None else "") + (
+            f" tensor {self.tensor}" if self.tensor is not None else "")
+        return f"{self.severity}: [{self.rule}] {where}: {self.message}"
+
+
+def _floats(a) -> list[float]:
+    return [float(v) for v in np.asarray(a).reshape(-1)]
+
+
+def _short(values: list, n: int = 4) -> str:
+    text = ", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in values[:n])
+    return f"[{text}{', ...' if len(values) > n else ''}]"
+
+
+class _Checker:
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.findings: list[Finding] = []
+        self._seen: set[tuple[str, int, int]] = set()
+
+    def add(self, rule: str, severity: str, message: str, sg: int, op: int | None = None,
+            tensor: int | None = None, **values: Any) -> None:
+        key = (rule, sg, tensor if tensor is not None else -1 - (op or 0))
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        self.findings.append(Finding(rule, severity, message, sg, op, tensor, values))
+
+    # -- per tensor ----------------------------------------------------------------------
+    def tensor_rules(self, sg, t) -> None:
+        q = t.quantization
+        if q is None or not q.has_scale:
+            return
+        scale = q.scale.astype(np.float64)
+        bad = ~np.isfinite(scale) | (scale <= 0)
+        if bad.any():
+            vals = _floats(scale[bad])
+            self.add("scale-positive", "error",
+                     f"tensor {t.index} ({t.name}): scale {_short(vals)} is not finite and "
+                     "positive", sg.index, tensor=t.index, scales=vals)
+        rng = integer_range(t.type_name)
+        zp = q.zero_point.astype(np.int64)
+        if rng is not None and zp.size and ((zp < rng[0]) | (zp > rng[1])).any():
+            out = [int(v) for v in zp[(zp < rng[0]) | (zp > rng[1])]]
+            self.add("zero-point-range", "error",
+                     f"tensor {t.index} ({t.name}): zero point {_short(out)} outside "
+                     f"{t.type_name} range {rng[0]}..{rng[1]}", sg.index, tensor=t.index,
+                     zero_points=out, range=list(rng))
+        if t.type_name == "INT16" and not t.is_constant and zp.size and (zp != 0).any():
+            self.add("int16-zero-point", "error",
+                     f"int16 activation {t.index} ({t.name}) has zero point {int(zp[zp != 0][0])}"
+                     " (the spec asks 0)", sg.index, tensor=t.index,
+                     zero_point=int(zp[zp != 0][0]))
+        if q.is_per_channel and not t.is_constant:
+            self.add("per-channel-dimension", "error",
+                     f"activation {t.index} ({t.name}) has {q.scale.size} per-channel scales "
+                     "(the spec quantizes activations per tensor)", sg.index, tensor=t.index,
+                     scales=int(q.scale.size))
+
+    # -- per op --------------------------------------------------------------------------
+    def op_rules(self, sg, op) -> None:
+        name = op.opcode.name
+        tensors = sg.tensors
+        ins = op.inputs
+        weighted = WEIGHTED_OPS.get(name)
+        weight_pos = weighted[0] if weighted else MATRIX_OPS.get(name)
+        for pos, i in enumerate(ins):
+            if i < 0:
+                continue
+            t = tensors[i]
+            q = t.quantization
+            if q is None or not q.has_scale or not t.is_constant:
+                continue
+            is_weight = pos == weight_pos
+            is_bias = weighted is not None and pos == weighted[2]
+            if q.is_per_channel:
+                allowed = (weighted[1] if is_weight else 0 if is_bias else None) \
+                    if weighted else None
+                dim = q.quantized_dimension
+                if allowed is None or dim != allowed:
+                    want = ("no per-channel dimension" if allowed is None
+                            else f"dimension {allowed}")
+                    self.add("per-channel-dimension", "error",
+                             f"{name} op {op.index} input {pos}, tensor {i} ({t.name}): "
+                             f"per-channel on dimension {dim}; the spec names {want}",
+                             sg.index, op.index, i, dimension=int(dim), allowed=allowed)
+            if is_weight and t.type_name == "INT8":
+                zp = q.zero_point
+                if zp.size and (zp != 0).any():
+                    self.add("weight-zero-point", "error",
+                             f"{name} op {op.index} weights, tensor {i} ({t.name}): zero "
+                             f"point {_short([int(v) for v in zp])} (int8 weights are "
+                             "symmetric, zero point 0)", sg.index, op.index, i,
+                             zero_points=[int(v) for v in zp.reshape(-1)[:16]])
+                data = t.data()
+                if data is not None and data.size and int(data.min()) == -128:
+                    count = int(np.count_nonzero(data == -128))
+                    self.add("weight-narrow-range", "warning",
+                             f"{name} op {op.index} weights, tensor {i} ({t.name}): {count} "
+                             "value(s) at -128 (the spec's int8 weight range is -127..127)",
+                             sg.index, op.index, i, count=count)
+        if weighted is not None:
+            self.bias_rule(sg, op, name, weighted)
+
+    def bias_rule(self, sg, op, name: str, weighted) -> None:
+        wpos, _, bpos = weighted
+        ins = op.inputs
+        if bpos is None or len(ins) <= bpos or ins[bpos] < 0 or ins[0] < 0 \
+                or len(ins) <= wpos or ins[wpos] < 0:
+            return
+        x, w, b = (sg.tensors[ins[k]] for k in (0, wpos, bpos))
+        qx, qw, qb = x.quantization, w.quantization, b.quantization
+        if not all(q is not None and q.has_scale for q in (qx, qw)) or \
+                x.type_name not in ("INT8", "UINT8", "INT16"):
+            return  # float or hybrid op: its bias is float
+        where = f"{name} op {op.index} bias, tensor {b.index} ({b.name})"
+        want_type = ("INT32", "INT64") if x.type_name == "INT16" else ("INT32",)
+        if b.type_name not in want_type:
+            self.add("bias", "error", f"{where}: type {b.type_name}, the spec asks "
+                     f"{' or '.join(want_type)}", sg.index, op.index, b.index,
+                     type=b.type_name)
+            return
+        if qb is None or not qb.has_scale:
+            self.add("bias", "error", f"{where}: no quantization parameters", sg.index,
+                     op.index, b.index)
+            return
+        if qb.zero_point.size and (qb.zero_point != 0).any():
+            self.add("bias", "error", f"{where}: zero point "
+                     f"{_short([int(v) for v in qb.zero_point])} (the spec asks 0)",
+                     sg.index, op.index, b.index, zero_points=[int(v) for v in qb.zero_point[:16]])
+        expect = float(qx.scale[0]) * qw.scale.astype(np.float64)
+        got = qb.scale.astype(np.float64)
+        if got.size not in (1, expect.size) and expect.size != 1:
+            self.add("bias", "error", f"{where}: {got.size} scales for {expect.size} weight "
+                     "channels", sg.index, op.index, b.index)
+            return
+        expect_b, got_b = np.broadcast_arrays(expect, got)
+        rel = np.abs(got_b - expect_b) / np.maximum(np.abs(expect_b), 1e-300)
+        if (rel > BIAS_RTOL).any():
+            k = int(np.argmax(rel))
+            self.add("bias", "error",
+                     f"{where}: scale {got_b[k]:.6g} but input scale x weight scale = "
+                     f"{expect_b[k]:.6g} (channel {k}, relative error {rel[k]:.2g})",
+                     sg.index, op.index, b.index, channel=k, scale=float(got_b[k]),
+                     expected=float(expect_b[k]), relative_error=float(rel[k]))
+
+    def same_params_rule(self) -> None:
+        """Ask the interpreter's kernels: their load-time check names the data-movement ops
+        whose LiteRT kernel refuses unequal input and output parameters."""
+        from ..interpreter import Interpreter
+        from ..interpreter.node import Node
+        try:
+            interp = Interpreter(self.model, allocate=False)
+        except Exception:  # noqa: BLE001 - a model the runtime cannot hold: other rules apply
+            return
+        resolver = interp.op_resolver
+        for rsg in interp.subgraphs:
+            for op in rsg.model_subgraph.operators:
+                code = op.opcode
+                if code.is_custom:
+                    continue
+                reg = resolver.find_builtin(code.builtin_code, code.version)
+                if reg is None:
+                    continue
+                node = Node(op.index, rsg.index, code.builtin_name, code.version, op.inputs,
+                            op.outputs, op.intermediates, op.options, None, reg, op)
+                try:
+                    why = reg.kernel.check(rsg, node)
+                except Exception:  # noqa: BLE001
+                    continue
+                if why and "LiteRT's kernel requires" in why:
+                    self.add("same-params", "error", why, rsg.index, op.index,
+                             kernel_message=why)
+
+
+def check_spec(model: Model) -> list[Finding]:
+    """Every departure of ``model`` from the TFLite quantization spec (see the module
+    docstring), errors and warnings, in subgraph and op order."""
+    c = _Checker(model)
+    for sg in model.subgraphs:
+        for t in sg.tensors:
+            c.tensor_rules(sg, t)
+        for op in sg.operators:
+            c.op_rules(sg, op)
+    c.same_params_rule()
+    c.findings.sort(key=lambda f: (f.subgraph, f.op if f.op is not None else -1,
+                                   f.tensor if f.tensor is not None else -1))
+    return c.findings

@@ -1,0 +1,118 @@
+"""The debugger's worker: a `DebugSession` living on its own QThread.
+
+The GUI thread sends commands through the queued `DebugWorker.execute` slot and receives
+only immutable objects back (`DebugStop`, `TensorSnapshot`, `BreakpointInfo` tuples, a
+cross-check report), so the interpreter is never touched from two threads.  The one
+exception is `request_stop`, which sets a thread-safe flag the running command checks
+before every op.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from ...interpreter.session import DebugSession
+
+log = logging.getLogger(__name__)
+
+@dataclass(frozen=True)
+class Request:
+    """One command for the worker (a tuple would be unpacked by PySide's signals)."""
+
+    command: str
+    args: Any = ()
+    interest: Any = None
+    serial: int = 0
+
+
+#: commands that move the run and answer with a stop
+MOVES = ("start", "continue", "step_over", "step_into", "step_out", "run_to", "restart", "stop")
+
+
+class DebugWorker(QObject):
+    """Runs session commands on the worker thread (see the module docstring)."""
+
+    opened = Signal(object, object)          # serial, tuple of InputSpec
+    stopped = Signal(object, object, object)  # DebugStop, {(sg, t): TensorSnapshot}, serial
+    snapshots = Signal(object, object)       # {(sg, t): TensorSnapshot}, serial
+    breakpoints = Signal(object, object)     # tuple[BreakpointInfo], serial
+    result = Signal(str, object, object)     # command, value, serial
+    failed = Signal(str, str, object)        # command, message, serial
+    busy = Signal(bool)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.session: DebugSession | None = None
+        self.serial = 0  # the session generation the GUI is talking to
+
+    @Slot(object)
+    def execute(self, request: "Request") -> None:
+        """Run ``(command, args, interest, serial)``: a `DebugSession` method or one of the
+        commands below with ``args``; ``interest`` lists the (subgraph, tensor) pairs to
+        snapshot at the stop; ``serial`` names the session the GUI means."""
+        command, args, interest, serial = (request.command, request.args, request.interest,
+                                           request.serial)
+        if command == "open":
+            self._open(args, serial)
+            return
+        if command == "close":
+            if self.session is not None:
+                self.session.close()
+            self.session = None
+            return
+        s = self.session
+        if s is None or serial != self.serial:
+            return  # a command for a session that has ended
+        self.busy.emit(True)
+        try:
+            if command in MOVES:
+                method = {"continue": s.continue_}.get(command) or getattr(s, command)
+                stop = method(*args)
+                self.stopped.emit(stop, s.snapshots(interest or ()), serial)
+                self.breakpoints.emit(s.breakpoints(), serial)
+            elif command == "snapshots":
+                self.snapshots.emit(s.snapshots(args), serial)
+            elif command in ("toggle_breakpoint", "add_breakpoint", "remove_breakpoint",
+                             "enable_breakpoint"):
+                getattr(s, command)(*args)
+                self.breakpoints.emit(s.breakpoints(), serial)
+            elif command == "set_tensor":
+                snap = s.set_tensor(*args)
+                self.snapshots.emit({(snap.subgraph, snap.tensor): snap}, serial)
+            elif command == "set_inputs":
+                s.set_inputs(args)
+                self.result.emit(command, dict(s.inputs), serial)
+            elif command == "cross_check":
+                from .crosscheck_runner import cross_check
+                self.result.emit(command, cross_check(s, **(args or {})), serial)
+            else:
+                self.result.emit(command, getattr(s, command)(*args), serial)
+        except Exception as exc:  # noqa: BLE001 - every failure goes back as a message
+            log.debug("debugger command %s failed", command, exc_info=True)
+            self.failed.emit(command, str(exc) or type(exc).__name__, serial)
+        finally:
+            self.busy.emit(False)
+
+    def _open(self, args: dict, serial: Any) -> None:
+        if self.session is not None:
+            self.session.close()
+        self.session = None
+        self.serial = serial
+        try:
+            self.session = DebugSession(args["model"], args.get("inputs") or {},
+                                        signature=args.get("signature"),
+                                        seed=args.get("seed", 0))
+        except Exception as exc:  # noqa: BLE001
+            self.failed.emit("open", str(exc) or type(exc).__name__, serial)
+            return
+        self.opened.emit(serial, tuple(self.session.specs))
+
+    def request_stop(self) -> None:
+        """Thread-safe: make a running command return before its next op."""
+        s = self.session
+        if s is not None:
+            s.request_stop()
+

@@ -1,0 +1,98 @@
+"""The window's menus and their actions (File, Edit, View, Go, Help).
+
+Built once for a `MainWindow`; every action calls one of the window's public methods (or
+a widget's), and the actions the rest of the code refers to are kept on the window under
+their old names (``window.undo_action``, ``window.save_action`` ...).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMenu, QWidget
+
+if TYPE_CHECKING:
+    from .main_window import MainWindow
+
+
+def add_action(owner: QWidget, menu: QMenu, text: str, slot: Callable, shortcut=None,
+               tip: str = "") -> QAction:
+    """An action of window ``owner`` in ``menu``, calling ``slot``."""
+    action = QAction(text, owner)
+    if shortcut is not None:
+        if isinstance(shortcut, (list, tuple)):
+            action.setShortcuts([QKeySequence(s) for s in shortcut])
+        else:
+            action.setShortcut(QKeySequence(shortcut))
+    if tip:
+        action.setStatusTip(tip)
+    action.triggered.connect(slot)
+    menu.addAction(action)
+    return action
+
+
+def build_menus(w: MainWindow) -> None:
+    bar = w.menuBar()
+    _file_menu(w, bar.addMenu("&File"))
+    _edit_menu(w, bar.addMenu("&Edit"))
+    _view_menu(w, bar.addMenu("&View"))
+    m = bar.addMenu("&Go")
+    add_action(w, m, "&Back", w.go_back, "Alt+Left", "Back to the calling subgraph")
+    m = bar.addMenu("&Help")
+    add_action(w, m, "&About", w.about)
+
+
+def _file_menu(w: MainWindow, m: QMenu) -> None:
+    add_action(w, m, "&Open\u2026", w.open_dialog, QKeySequence.StandardKey.Open)
+    w.recent_menu = m.addMenu("Open &Recent")
+    w.recent_menu.aboutToShow.connect(w._fill_recent)
+    w.reload_action = add_action(w, m, "&Reload", w.reload, "Ctrl+R")
+    m.addSeparator()
+    w.save_action = add_action(w, m, "&Save", w.save, QKeySequence.StandardKey.Save,
+                               "Save the edited model (asks before replacing the opened file)")
+    w.save_as_action = add_action(w, m, "Save &As / Export\u2026", w.save_as, "Ctrl+Shift+S",
+                                  "Write the edited model to a new file")
+    m.addSeparator()
+    add_action(w, m, "&Export Image\u2026", w.export_dialog, "Ctrl+E", "Save the shown subgraph as SVG or PNG")
+    m.addSeparator()
+    add_action(w, m, "&Quit", w.close, QKeySequence.StandardKey.Quit)
+
+
+def _edit_menu(w: MainWindow, m: QMenu) -> None:
+    w.edit_menu = m
+    w.undo_action = w.undo_group.createUndoAction(w, "&Undo")
+    w.undo_action.setShortcut(QKeySequence.StandardKey.Undo)
+    w.redo_action = w.undo_group.createRedoAction(w, "&Redo")
+    w.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
+    m.addAction(w.undo_action)
+    m.addAction(w.redo_action)
+    history = w.history_dock.toggleViewAction()
+    history.setText("&History")
+    changes = w.changes_dock.toggleViewAction()
+    changes.setText("&Changes")
+    m.addAction(history)
+    m.addAction(changes)
+    m.addSeparator()
+    w.expose_action = add_action(w, m, "E&xpose Tensor as Subgraph Output", w._expose_selected,
+                                 tip="Make the selected tensor an output of its subgraph")
+    w.remove_op_action = add_action(w, m, "Remove &Operator", w._remove_selected,
+                                    tip="Remove the selected operator (input and output must match)")
+    m.aboutToShow.connect(w._update_edit_actions)
+    m.addSeparator()
+    add_action(w, m, "&Find\u2026", w.find_bar.open_bar, QKeySequence.StandardKey.Find)
+    add_action(w, m, "Find &Next", w.find_bar.next, "F3")
+    add_action(w, m, "Find &Previous", w.find_bar.previous, "Shift+F3")
+
+
+def _view_menu(w: MainWindow, m: QMenu) -> None:
+    add_action(w, m, "Zoom &In", w.view.zoom_in, ["Ctrl+=", "Ctrl++"])
+    add_action(w, m, "Zoom &Out", w.view.zoom_out, "Ctrl+-")
+    add_action(w, m, "&Fit Graph", w.view.fit_all, "Ctrl+0")
+    add_action(w, m, "Fit &Width", w.view.fit_width, "Ctrl+9")
+    w.minimap_action = add_action(w, m, "&Overview Map", w.minimap.set_enabled_by_user)
+    w.minimap_action.setCheckable(True)
+    w.minimap_action.setChecked(True)
+    m.addSeparator()
+    for dock in (w.model_dock, w.properties_dock, w.tensor_dock, w.problems_dock,
+                 w.history_dock, w.changes_dock):
+        m.addAction(dock.toggleViewAction())

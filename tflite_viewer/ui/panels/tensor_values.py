@@ -1,0 +1,118 @@
+"""The tensor panel's Values tab: a lazy grid over any N-d array, two axes chosen as rows
+and columns and a spin box per other axis."""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QSpinBox, QTableView,
+                               QVBoxLayout, QWidget)
+
+from ...model import Tensor
+from ..values_model import ValuesModel
+
+Values = Callable[[str], "np.ndarray | None"]  # source ("Stored values" / "Real values") -> array
+
+
+class ValuesPane(QWidget):
+    def __init__(self, values: Values, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._values = values
+        self.tensor: Tensor | None = None
+        self.values = ValuesModel(self)
+        self.view = QTableView()
+        self.view.setModel(self.values)
+        self.view.verticalHeader().setDefaultSectionSize(20)
+        self.view.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        self.view.horizontalHeader().setDefaultSectionSize(80)
+        self.source = QComboBox()
+        self.source.addItems(["Stored values", "Real values"])
+        self.source.currentIndexChanged.connect(self.reset)
+        self.row_axis = QComboBox()
+        self.col_axis = QComboBox()
+        self.row_axis.currentIndexChanged.connect(self._axes_changed)
+        self.col_axis.currentIndexChanged.connect(self._axes_changed)
+        self.index_row = QHBoxLayout()
+        self.index_spins: list[QSpinBox] = []
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        axes = QHBoxLayout()
+        axes.addWidget(self.source)
+        axes.addWidget(QLabel("rows"))
+        axes.addWidget(self.row_axis)
+        axes.addWidget(QLabel("columns"))
+        axes.addWidget(self.col_axis)
+        axes.addStretch(1)
+        layout.addLayout(axes)
+        layout.addLayout(self.index_row)
+        layout.addWidget(self.view, 1)
+
+    def show_tensor(self, tensor: Tensor | None) -> None:
+        self.tensor = tensor
+        self.reset()
+
+    def reset(self) -> None:
+        values = self._values(self.source.currentText()) if self.tensor is not None else None
+        self.values.set_array(values)
+        self._rebuild_axes()
+
+    def _rebuild_axes(self) -> None:
+        a = self.values.array
+        nd = 0 if a is None else a.ndim
+        for combo, axis in ((self.row_axis, self.values.row_axis), (self.col_axis, self.values.col_axis)):
+            combo.blockSignals(True)
+            combo.clear()
+            for i in range(nd):
+                combo.addItem(f"axis {i} ({a.shape[i]})")
+            if 0 <= axis < nd:
+                combo.setCurrentIndex(axis)
+            combo.setEnabled(nd >= 2)
+            combo.blockSignals(False)
+        self._rebuild_spins()
+
+    def _rebuild_spins(self) -> None:
+        for spin in self.index_spins:
+            self.index_row.removeWidget(spin)
+            spin.deleteLater()
+        self.index_spins = []
+        while self.index_row.count():
+            item = self.index_row.takeAt(0)
+            if item.widget():
+                item.widget().deleteLater()
+        a = self.values.array
+        if a is None:
+            return
+        free = {self.values.row_axis, self.values.col_axis}
+        for axis in range(a.ndim):
+            if axis in free:
+                continue
+            self.index_row.addWidget(QLabel(f"axis {axis}"))
+            spin = QSpinBox()
+            spin.setRange(0, max(a.shape[axis] - 1, 0))
+            spin.setValue(self.values.fixed[axis] if axis < len(self.values.fixed) else 0)
+            spin.setProperty("axis", axis)
+            spin.valueChanged.connect(self._index_changed)
+            self.index_row.addWidget(spin)
+            self.index_spins.append(spin)
+        self.index_row.addStretch(1)
+
+    def _axes_changed(self) -> None:
+        a = self.values.array
+        if a is None or a.ndim < 2:
+            return
+        r, c = self.row_axis.currentIndex(), self.col_axis.currentIndex()
+        if r == c:  # keep two distinct axes: swap the other one out
+            c = self.values.row_axis if c != self.values.row_axis else self.values.col_axis
+            if c == r:
+                c = (r + 1) % a.ndim
+            self.col_axis.blockSignals(True)
+            self.col_axis.setCurrentIndex(c)
+            self.col_axis.blockSignals(False)
+        self.values.set_view(r, c, self.values.fixed)
+        self._rebuild_spins()
+
+    def _index_changed(self) -> None:
+        fixed = list(self.values.fixed)
+        for spin in self.index_spins:
+            fixed[int(spin.property("axis"))] = spin.value()
+        self.values.set_view(self.values.row_axis, self.values.col_axis, fixed)

@@ -1,0 +1,242 @@
+"""The window's edit flow: the edit session, applying EditCommands, undo and redo, and
+showing the re-read model in place after each of them.
+
+A mixin of `MainWindow` (DESIGN "Data flow", Edit path): panels and context menus emit
+EditCommands; the window applies them through its `EditSession` (a `ModelDocument` made on
+the first edit, plus the QUndoStack mirroring its history).  After every apply/undo/redo the
+document's freshly serialized and re-read model replaces ``self.model``: the shown
+subgraph's scene is rebuilt (keeping the layout when the graph's structure did not change),
+the panels show the same objects again, the selection (a `Selection`, which finds its
+operator again by the tensors it produces), the view and the keyboard focus stay, and
+``model_replaced`` tells anyone holding state derived from the old model (a debugger) to
+reset.
+"""
+from __future__ import annotations
+
+import logging
+
+from PySide6.QtCore import QPoint
+from PySide6.QtWidgets import QMenu
+
+from ..edit import EditResult, ExposeTensor, ModelDocument, RemoveOperator
+from ..model import Model
+from .editing import EditSession, change_notes, human_size
+from .panels import common as panel_common
+from .scene_data import SceneData
+from .selection import find_op
+from .workers import lay_out
+
+log = logging.getLogger(__name__)
+
+
+class EditFlow:
+    """Editing of `MainWindow` (see the module docstring)."""
+
+
+    # editing
+    @property
+    def session(self) -> EditSession | None:
+        """The edit session of the open model, made on first use (opening stays fast)."""
+        if self._session is None and self.model is not None:
+            session = EditSession(ModelDocument(self.model), self)
+            session.changed.connect(self._document_changed)
+            session.failed.connect(self._edit_failed)
+            session.stack.cleanChanged.connect(self._clean_changed)  # a method: Qt disconnects it
+            self.undo_group.addStack(session.stack)
+            self.undo_group.setActiveStack(session.stack)
+            self._session = session
+        return self._session
+
+    @property
+    def document(self) -> ModelDocument | None:
+        session = self.session
+        return session.document if session is not None else None
+
+    @property
+    def undo_stack(self):
+        session = self.session
+        return session.stack if session is not None else None
+
+    @property
+    def is_modified(self) -> bool:
+        return self._session is not None and self._session.is_modified
+
+    def _close_session(self) -> None:
+        if self._session is not None:
+            self.undo_group.removeStack(self._session.stack)
+            self._session.close()
+            self._session.deleteLater()
+            self._session = None
+        self.setWindowModified(False)
+
+    def apply_edit(self, command) -> EditResult | None:
+        """Apply one EditCommand as one undoable step.  A refused edit shows its message,
+        puts the editors back and changes nothing; returns None then."""
+        if self.model is None:
+            return None
+        try:
+            session = self.session
+        except Exception as exc:  # noqa: BLE001 - a model the edit layer cannot unpack
+            log.exception("making the edit document")
+            self._edit_failed(f"this model cannot be edited: {exc}")
+            return None
+        return session.apply(command)
+
+    def remove_operator(self, k: int) -> EditResult | None:
+        return self.apply_edit(RemoveOperator(self.subgraph, k))
+
+    def expose_tensor(self, t: int) -> EditResult | None:
+        return self.apply_edit(ExposeTensor(self.subgraph, t))
+
+    def undo(self) -> None:
+        if self.undo_group.canUndo():
+            self.undo_group.undo()
+
+    def redo(self) -> None:
+        if self.undo_group.canRedo():
+            self.undo_group.redo()
+
+    def _edit_failed(self, message: str) -> None:
+        self.last_edit_message = f"Edit refused: {message}"
+        self.statusBar().showMessage(self.last_edit_message, 20000)
+        self.notice.show_notice(f"Not changed: {message}", "error")
+        self._refresh_panels()  # the editors show the model's values again
+        self.editFailed.emit(message)
+
+    def _document_changed(self, model: Model, result: EditResult, seconds: float) -> None:
+        """The document has a new model (apply, undo or redo): show it in place."""
+        old = self.model
+        keys = self._panel_keys()
+        selection = self.selection
+        self.model = model
+        self._references = None
+        self.tensor_panel.forget_values()
+        if not 0 <= self.subgraph < len(model.subgraphs):
+            self.subgraph = 0
+        current = self.graph_scene.data
+        reuse = None
+        if current is not None and current.subgraph == self.subgraph and not result.scope.structural:
+            reuse = current.layout
+        sd = lay_out(model, self.subgraph, self.measure, reuse)
+        self.scenes = {self.subgraph: sd}  # the other subgraphs are laid out again when shown
+        self.nav.set_model(model)
+        self._redisplay(sd)
+        self.selection = selection.resolve(model.subgraphs[self.subgraph]) if selection else None
+        self._refresh_panels(keys)
+        self._refresh_highlight(False)
+        self.model_panel.show_model(model, keep_scroll=True, path=self.path)
+        self.problems_panel.show_model(model)
+        self.problems_dock.setWindowTitle(f"Problems ({len(model.findings)})")
+        self._changes_stale = True
+        self._refresh_changes()
+        self._update_title()
+        self._report_change(old, model, result, seconds)
+        self._show_edit_docks_once()
+        self.model_replaced.emit(model)
+        self.selectionChanged.emit(self.selection)
+        self.edited.emit(result)
+
+    def _report_change(self, old: Model | None, model: Model, result: EditResult, seconds: float) -> None:
+        size = len(self._session.document.to_bytes()) if self._session else model.file_size
+        message = (f"{result.description} \u2014 {human_size(size)}, "
+                   f"re-serialized in {seconds * 1000:.0f} ms")
+        notes = change_notes(old, model)
+        lines = []
+        if notes:
+            message += f"; {notes.text()}"
+            lines.append(notes.text())
+        for w in result.warnings:
+            lines.append(f"Warning: {w}")
+        if result.warnings:
+            message += f"; warning: {result.warnings[0]}" + (
+                f" (+{len(result.warnings) - 1} more)" if len(result.warnings) > 1 else "")
+        self.last_edit_message = message
+        self.statusBar().showMessage(message, 20000)
+        if lines:
+            self.notice.show_notice("\n".join(lines), "warning" if result.warnings else "info")
+        elif self.notice.isVisible() and self.notice.level == "error":
+            self.notice.dismiss()
+
+    def _refresh_changes(self) -> None:
+        if self._changes_stale and self.changes_dock.isVisible():
+            self._changes_stale = False
+            self.changes_panel.show_changes(self._session.document if self._session else None)
+
+    def _show_edit_docks_once(self) -> None:
+        """The first edit in a window opens History and Changes (once: closed, they stay so)."""
+        if self._edit_docks_shown:
+            return
+        self._edit_docks_shown = True
+        if self.history_dock.isHidden() and self.changes_dock.isHidden():
+            self.history_dock.show()
+            self.changes_dock.show()
+            self.changes_dock.raise_()
+
+    def _redisplay(self, sd: SceneData) -> None:
+        """Show a rebuilt scene of the subgraph on screen, keeping zoom and scroll."""
+        transform = self.view.transform()
+        center = self.view.mapToScene(self.view.viewport().rect().center())
+        self.graph_scene.set_data(sd)
+        self.view.setTransform(transform)
+        self.view.centerOn(center)
+        self.nav.set_trail(self.trail)
+        self.minimap.rebuild()
+        if self.find_bar.isVisible() and self.find_bar.edit.text():
+            self.find(self.find_bar.edit.text())
+        self._update_zoom_label()
+
+    def _panel_keys(self) -> tuple:
+        op = self.properties_panel.operator
+        t = self.tensor_panel.tensor
+        return ((op.subgraph.index, op.index, tuple(op.outputs)) if op is not None else None,
+                (t.subgraph.index, t.index) if t is not None else None)
+
+    def _refresh_panels(self, keys: tuple | None = None) -> None:
+        """Show the objects the panels showed again, from the current model."""
+        if self.model is None:
+            return
+        op_key, t_key = keys if keys is not None else self._panel_keys()
+        subs = self.model.subgraphs
+        if op_key is not None:
+            s, n, outs = op_key
+            k = find_op(subs[s], n, outs) if s < len(subs) else None
+            self.properties_panel.show_operator(subs[s].operators[k] if k is not None else None,
+                                                self.properties_panel.context, keep_scroll=True)
+        if t_key is not None:
+            s, t = t_key
+            tensor = subs[s].tensors[t] if s < len(subs) and t < len(subs[s].tensors) else None
+            self.tensor_panel.show_tensor(tensor, keep_view=True)
+
+    def _canvas_menu(self, kind: str, index: int, pos: QPoint) -> None:
+        sd = self.graph_scene.data
+        if sd is None or self.model is None:
+            return
+        menu = QMenu(self)
+        if kind == "node" and sd.labels[index].kind == "op":
+            k = int(sd.labels[index].op_index)
+            self.select_op(k, center=False)
+            menu.addAction(f"Remove operator #{k} {sd.labels[index].title}", lambda: self.remove_operator(k))
+        else:
+            t = sd.labels[index].tensor if kind == "node" else int(sd.edge_tensor[index])
+            if t is None or t < 0:
+                return
+            self.select_tensor(int(t), center=False)
+            action = menu.addAction("Expose as subgraph output", lambda: self.expose_tensor(int(t)))
+            action.setEnabled(int(t) not in self.model.subgraphs[self.subgraph].outputs)
+            if self.model.subgraphs[self.subgraph].tensors[int(t)].is_constant:
+                menu.addAction("Replace data from .npy\u2026", self.tensor_panel.replace_dialog)
+        panel_common.exec_menu(menu, pos)
+
+    def _update_edit_actions(self) -> None:
+        sel = self.selection
+        self.expose_action.setEnabled(sel is not None and sel.is_tensor and sel.index not in
+                                      self.model.subgraphs[self.subgraph].outputs)
+        self.remove_op_action.setEnabled(sel is not None and sel.is_op)
+
+    def _expose_selected(self) -> None:
+        if self.selection is not None and self.selection.is_tensor:
+            self.expose_tensor(self.selection.index)
+
+    def _remove_selected(self) -> None:
+        if self.selection is not None and self.selection.is_op:
+            self.remove_operator(self.selection.index)

@@ -1,0 +1,279 @@
+"""The window's file flows: open (with its worker and stale-result guard), reload, save,
+save as, the unsaved-changes prompt, image export, recent files and drag and drop.
+
+A mixin of `MainWindow`: it reads and sets the window's state (``model``, ``path``,
+``save_target``, the edit session) and calls its display methods; it holds no state of
+its own.  Opening runs in a worker task; a result is applied only if it answers the newest
+request, so a slow open can never overwrite a later one, and a failure leaves the open
+model untouched.  Nothing is written to the opened file unless the user confirms it.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QFileDialog, QMessageBox
+
+from ..model import EditError, ModelFormatError
+from .editing import human_size
+from .recent import add_recent, clear_recent, recent_files
+from .render import render_scene
+from .workers import Opened, Task, open_model
+
+APP_NAME = "tflite-viewer"
+
+
+class FileFlows:
+    """Open / save / export / recent files of `MainWindow` (see the module docstring)."""
+
+    # opening
+    def open_dialog(self) -> None:
+        if not self.maybe_save():
+            return
+        start = str(self.path.parent) if self.path else ""
+        path, _ = QFileDialog.getOpenFileName(self, "Open model", start,
+                                              "TFLite models (*.tflite *.lite *.tfl);;All files (*)")
+        if path:
+            self.open_path(path)
+
+    def reload(self) -> None:
+        if self.path is not None:
+            self.open_path(self.path, subgraph=self.subgraph, keep_selection=True)
+
+    def open_path(self, path: str | Path, *, subgraph: int | str | None = None, wait: bool = False,
+                  keep_selection: bool = False) -> bool:
+        """Open ``path``; in a worker unless ``wait``.  Returns False when a synchronous open
+        failed or the user kept unsaved edits (the open model, if any, stays)."""
+        if not self.maybe_save():
+            return False
+        path = Path(path)
+        selection = self.selection if keep_selection else None
+        self._busy(f"Opening {path.name}\u2026")
+        if wait:
+            try:
+                opened = open_model(path, subgraph, self.measure)
+            except BaseException as exc:  # noqa: BLE001 - reported, never raised to Qt
+                self._open_failed(path, exc)
+                return False
+            self._opened(opened, selection)
+            return True
+        task = Task(open_model, path, subgraph, self.measure)
+        self._open_serial = task.serial
+        task.signals.finished.connect(lambda serial, result: self._task_done(serial, result, selection))
+        task.signals.failed.connect(lambda serial, exc: self._task_failed(serial, exc, path))
+        self._tasks[task.serial] = task
+        task.start()
+        return True
+
+    def _task_done(self, serial: int, result: Opened, selection) -> None:
+        self._tasks.pop(serial, None)
+        if serial == self._open_serial:
+            self._opened(result, selection)
+
+    def _task_failed(self, serial: int, exc: BaseException, path: Path) -> None:
+        self._tasks.pop(serial, None)
+        if serial == self._open_serial:
+            self._open_failed(path, exc)
+
+    def _open_failed(self, path: Path, exc: BaseException) -> None:
+        self._idle()
+        if isinstance(exc, ModelFormatError):
+            title, message = "Cannot open model", f"{path.name} is not a valid TFLite model:\n\n{exc}"
+        elif isinstance(exc, OSError):
+            title, message = "Cannot open model", f"{path.name} cannot be read:\n\n{exc.strerror or exc}"
+        elif isinstance(exc, KeyError):
+            title, message = "Cannot open model", f"{path.name}: {exc.args[0] if exc.args else exc}"
+        else:
+            self.errors.unexpected(exc)
+            self.openFailed.emit(str(exc))
+            return
+        if self.model is not None:
+            message += f"\n\n{self.path.name if self.path else 'The open model'} stays open."
+        self.errors.report(title, message, parent=self)
+        self.openFailed.emit(message)
+
+    def _opened(self, opened: Opened, selection=None) -> None:
+        self._idle()
+        self._close_session()
+        self.model = opened.model
+        self.path = opened.path
+        self.save_target = opened.path
+        self.scenes = {opened.scene.subgraph: opened.scene}
+        self._references = None
+        self.selection = None
+        self._clear_find()
+        self.notice.dismiss()
+        for panel in (self.properties_panel, self.tensor_panel, self.model_panel):
+            panel.editable = True
+        self.tensor_panel.forget_values()
+        self.changes_panel.show_changes(None)
+        self._changes_stale = False
+        title = opened.path.name if opened.path else "model"
+        self._update_title()
+        if opened.path is not None:
+            add_recent(self.settings, opened.path)
+        self.nav.set_model(self.model)
+        self.model_panel.show_model(self.model, opened.summary)
+        self.problems_panel.show_model(self.model)
+        self.problems_dock.setWindowTitle(f"Problems ({len(self.model.findings)})")
+        self.properties_panel.show_operator(None)
+        self.tensor_panel.show_tensor(None)
+        self.trail = self._trail_to(opened.scene.subgraph)
+        self._display(opened.scene)
+        n_ops = opened.summary.n_ops
+        self.statusBar().showMessage(f"Opened {title}: {n_ops:,} operators in {opened.seconds:.2f} s", 8000)
+        self.modelOpened.emit(self.model)
+        self.model_replaced.emit(self.model)
+        if selection is not None:
+            self._restore_selection(selection)
+        if self._pending_select:
+            spec, self._pending_select = self._pending_select, None
+            self.select_spec(spec)
+
+    def _busy(self, text: str) -> None:
+        self.progress.show()
+        self.statusBar().showMessage(text)
+
+    def _idle(self) -> None:
+        if not self._tasks:
+            self.progress.hide()
+        self.statusBar().clearMessage()
+
+
+    # -- saving --------------------------------------------------------------------------------
+    def _clean_changed(self, _clean: bool) -> None:
+        self._update_title()
+
+    def _update_title(self) -> None:
+        target = self.save_target or self.path
+        name = target.name if target is not None else ("model" if self.model is not None else "")
+        self.setWindowTitle(f"{name}[*] \u2014 {APP_NAME}" if name else APP_NAME)
+        self.setWindowModified(self.is_modified)
+
+    def _is_original(self, target: Path) -> bool:
+        """Whether ``target`` is the file the model was opened from."""
+        original = self._session.document.path if self._session is not None else self.path
+        if original is None or not target.exists():
+            return False
+        try:
+            return os.path.samefile(target, original)
+        except OSError:
+            return False
+
+    def save(self) -> bool:
+        """Save the edits where the model came from (or was last saved as).  Replacing the
+        opened file needs the user's confirmation; without it nothing is written."""
+        if self.model is None:
+            return False
+        if not self.is_modified:
+            self.statusBar().showMessage("No changes to save", 5000)
+            return True
+        if self.save_target is None:
+            return self.save_as()
+        return self.save_to(self.save_target)
+
+    def save_as(self) -> bool:
+        """Write the edited model to a file the user picks (Save As / Export)."""
+        if self.model is None:
+            return False
+        base = self.save_target or self.path
+        suggestion = str(base.with_name(f"{base.stem}_edited{base.suffix or '.tflite'}")) if base else "model.tflite"
+        path, _ = QFileDialog.getSaveFileName(self, "Save model as", suggestion,
+                                              "TFLite models (*.tflite);;All files (*)")
+        if not path:
+            return False
+        target = Path(path)
+        if not target.suffix:
+            target = target.with_suffix(".tflite")
+        return self.save_to(target)
+
+    def save_to(self, target: str | Path) -> bool:
+        target = Path(target)
+        session = self.session
+        if session is None:
+            return False
+        overwrite = self._is_original(target)
+        if overwrite:
+            answer = QMessageBox.question(
+                self, "Replace the opened model?",
+                f"Save the changes into {target.name}, replacing the model you opened?\n\n{target}"
+                "\n\nChoose No and use Save As to keep the original.",
+                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
+            if answer != QMessageBox.StandardButton.Yes:
+                self.statusBar().showMessage(f"Not saved: {target.name} was left unchanged", 10000)
+                return False
+        try:
+            out = session.document.save(target, overwrite_original=overwrite)
+        except (EditError, OSError) as exc:
+            self.errors.report("Cannot save model", f"{target}: {getattr(exc, 'strerror', None) or exc}",
+                               parent=self)
+            return False
+        session.mark_saved()
+        self.save_target = out
+        self.path = out
+        add_recent(self.settings, out)
+        self._update_title()
+        self.statusBar().showMessage(f"Saved {out.name} ({human_size(out.stat().st_size)})", 10000)
+        return True
+
+    def maybe_save(self) -> bool:
+        """Before discarding unsaved edits (close, open another file): Save / Discard / Cancel.
+        True when it is fine to go on."""
+        if not self.is_modified or not self.ask_before_discarding:
+            return True
+        target = self.save_target or self.path
+        name = target.name if target is not None else "The model"
+        answer = QMessageBox.question(
+            self, "Unsaved changes", f"{name} has unsaved changes.\n\nSave them before going on?",
+            QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+            | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Save)
+        if answer == QMessageBox.StandardButton.Save:
+            return self.save()
+        return answer == QMessageBox.StandardButton.Discard
+
+
+
+    # export, recent, drag and drop
+    def export_dialog(self) -> None:
+        if self.graph_scene.data is None:
+            return
+        stem = self.path.stem if self.path else "graph"
+        path, _ = QFileDialog.getSaveFileName(self, "Export image", f"{stem}_{self.subgraph}.svg",
+                                              "SVG image (*.svg);;PNG image (*.png)")
+        if path:
+            self.export_image(path)
+
+    def export_image(self, path: str | Path) -> Path:
+        out = render_scene(self.graph_scene, path)
+        self.statusBar().showMessage(f"Saved {out}", 5000)
+        return out
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        files = recent_files(self.settings)
+        for f in files:
+            action = self.recent_menu.addAction(f)
+            action.triggered.connect(lambda _=False, p=f: self.open_path(p))
+        if not files:
+            self.recent_menu.addAction("(none)").setEnabled(False)
+        else:
+            self.recent_menu.addSeparator()
+            self.recent_menu.addAction("Clear", lambda: clear_recent(self.settings))
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt API
+        if event.mimeData().hasUrls() and any(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 - Qt API
+        files = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if files:
+            event.acceptProposedAction()
+            self.open_path(files[0])
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
+        if not self.maybe_save():
+            event.ignore()
+            return
+        self.settings.sync()
+        super().closeEvent(event)
