@@ -81,6 +81,9 @@ class Interpreter(Executor):
         self.resource_ids: dict[tuple[str, str], int] = {}
         self.resources: dict[int, np.ndarray | None] = {}
         self.called_once: set[int] = set()
+        #: run WHILE loops recognised as a Keras LSTM step as one compiled loop in invoke()
+        #: (`fused_loops`); False runs every loop op by op
+        self.fuse_loops = True
         # debugger state
         self.breakpoints: list[Breakpoint] = []
         self._before_hooks: list[Callable[["Interpreter", OpEvent], Any]] = []
