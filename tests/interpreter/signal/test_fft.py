@@ -96,3 +96,9 @@ def test_energy_matches_tflm_in_its_bins():
             assert not ours[:start].any() and not ours[end:].any()
     pairs = np.array([-32768, -32768, 3, -4], I16)  # 2 * 2**30 overflows TFLM's int32
     assert energy(pairs, 0, 2, np.zeros(2, U32)).tolist() == [2**31, 25]
+
+
+def test_most_significant_bit_is_the_bit_length():
+    values = [0, 1, 2, 3, 4, 255, 256, 2**31 - 1, 2**31, 2**32 - 1]
+    got = fft.most_significant_bit(np.array(values, np.uint64)).tolist()
+    assert got == [v.bit_length() if v else 32 for v in values]  # gcc's build: 32 for 0
