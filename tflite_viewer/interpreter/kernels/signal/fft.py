@@ -17,7 +17,7 @@ import numpy as np
 
 from ...registration import register
 from ...tensor import FLOAT32, INT16, INT32
-from .common import SignalKernel, T_KINDS, OptionError, int_option, require, type_option
+from .common import OptionError, SignalKernel, int_option, require, type_option
 from . import kissfft
 
 
