@@ -1,6 +1,6 @@
 """Opening benchmark: parse + graph + layout + scene, and how responsive the window stays.
 
-Targets (shared/DESIGN.md, "Performance targets"): a 5,000-op graph parsed, laid out and
+Targets (docs/ARCHITECTURE.md, "Performance targets"): a 5,000-op graph parsed, laid out and
 drawn in 1 s; 20,000 ops in 4 s.  Stages, each timed separately:
 
     parse   load_model (mmap + verify + checks)
