@@ -30,14 +30,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
 
 import numpy as np
 
-from ..model import Model, load_model
 from ..interpreter.outputs import top_k_lines, value_summary
+from ..model import load_model
 from ..model.errors import TFLiteViewerError
-
 
 
 def add_parser(subparsers) -> None:

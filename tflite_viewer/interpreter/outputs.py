@@ -1,6 +1,6 @@
-"""What a model's outputs say, in words: a one-line summary of an array, and the top-k of a
-classifier with the labels of the model's associated TENSOR_AXIS_LABELS file.  Shared by
-`tflite-viewer run` and the window's Outputs dock (Qt-free)."""
+"""A run's outputs in words: one line of statistics and first values per tensor, and the
+top-k of a classifier's output with the labels the model's metadata names.  Qt-free: the
+`run` command prints these and the window's Outputs dock shows them."""
 from __future__ import annotations
 
 from typing import Any
@@ -13,7 +13,7 @@ TOP_K = 5
 FIRST_VALUES = 8
 
 
-def format_scalar(v: Any) -> str:
+def _fmt(v: Any) -> str:
     if isinstance(v, (bool, np.bool_)):
         return str(bool(v))
     if isinstance(v, (int, np.integer)):
@@ -33,15 +33,15 @@ def value_summary(arr: np.ndarray | None) -> str:
     if arr.size == 0:
         return "empty"
     flat = arr.reshape(-1)
-    first = ", ".join(format_scalar(v) for v in flat[:FIRST_VALUES])
+    first = ", ".join(_fmt(v) for v in flat[:FIRST_VALUES])
     more = ", ..." if flat.size > FIRST_VALUES else ""
     if arr.dtype.kind == "c":
         return f"first [{first}{more}]"
     vals = flat.astype(np.float64)
     with np.errstate(all="ignore"):
-        stats = (f"min {format_scalar(np.nanmin(vals) if not np.isnan(vals).all() else np.nan)} "
-                 f"max {format_scalar(np.nanmax(vals) if not np.isnan(vals).all() else np.nan)} "
-                 f"mean {format_scalar(np.mean(vals))}")
+        stats = (f"min {_fmt(np.nanmin(vals) if not np.isnan(vals).all() else np.nan)} "
+                 f"max {_fmt(np.nanmax(vals) if not np.isnan(vals).all() else np.nan)} "
+                 f"mean {_fmt(np.mean(vals))}")
     nonfinite = int(np.count_nonzero(~np.isfinite(vals)))
     if nonfinite:
         stats += f" ({nonfinite} non-finite)"
@@ -113,5 +113,5 @@ def top_k_lines(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None
     best = top_k(model, subgraph, tensor, arr, producer)
     if not best:
         return []
-    parts = [f"#{i}{f' {label!r}' if label else ''} {format_scalar(score)}" for i, label, score in best]
+    parts = [f"#{i}{f' {label!r}' if label else ''} {_fmt(score)}" for i, label, score in best]
     return [f"    top-{len(best)}: " + ", ".join(parts)]

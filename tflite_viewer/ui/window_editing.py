@@ -1,8 +1,8 @@
 """The window's edit flow: the edit session, applying EditCommands, undo and redo, and
 showing the re-read model in place after each of them.
 
-A mixin of `MainWindow` (DESIGN "Data flow", Edit path): panels and context menus emit
-EditCommands; the window applies them through its `EditSession` (a `ModelDocument` made on
+A mixin of `MainWindow` (docs/ARCHITECTURE.md, "Three data flows": Edit): panels and
+context menus emit EditCommands; the window applies them through its `EditSession` (a `ModelDocument` made on
 the first edit, plus the QUndoStack mirroring its history).  After every apply/undo/redo the
 document's freshly serialized and re-read model replaces ``self.model``: the shown
 subgraph's scene is rebuilt (keeping the layout when the graph's structure did not change),
