@@ -74,3 +74,25 @@ def test_undo_redo_shortcuts_work_from_the_tensor_panel_and_a_floating_dock(wind
     focus(qtbot, window.tensor_dock, window.tensor_panel.info)
     qtbot.keyClick(window.tensor_panel.info, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     assert window.model.subgraphs[0].operators[DW].builtin_options["dilation_w_factor"] == 1
+
+
+def test_open_asks_about_unsaved_changes_once(window, qtbot, private_copy, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    assert window.open_path(private_copy(), wait=True)
+    window.select_op(DW)
+    window.properties_panel.set_option("dilation_w_factor", 2)
+    assert window.is_modified
+    window.ask_before_discarding = True
+    questions = []
+
+    def question(parent, title, *args, **kwargs):
+        questions.append(title)
+        return QMessageBox.StandardButton.Discard
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(question))
+    other = model_path("sine_float.tflite")
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (str(other), "")))
+    with qtbot.waitSignal(window.modelOpened, timeout=10000):
+        window.open_dialog()
+    assert questions == ["Unsaved changes"]
+    assert window.path == other and not window.is_modified
