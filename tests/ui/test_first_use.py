@@ -96,3 +96,40 @@ def test_open_asks_about_unsaved_changes_once(window, qtbot, private_copy, monke
         window.open_dialog()
     assert questions == ["Unsaved changes"]
     assert window.path == other and not window.is_modified
+
+
+def _if_op(window):
+    return next(op for op in window.model.subgraphs[0].operators if op.name == "IF")
+
+
+def test_if_opens_then_with_else_one_click_beside_the_trail(window, qtbot):
+    window.open_path(model_path("control_flow.tflite"), wait=True)
+    if_op = _if_op(window)
+    calls = if_op.called_subgraphs
+    window.open_called(if_op.index, wait=True)  # what a double-click does
+    assert window.subgraph == calls["then"]
+    names = {role: window.model.subgraphs[i].display_name for role, i in calls.items()}
+    buttons = window.nav.sibling_buttons
+    assert [b.text() for b in buttons] == [f"else \u2192 {names['else']}"]
+    with qtbot.waitSignal(window.subgraphShown, timeout=10_000) as shown:
+        qtbot.mouseClick(buttons[0], Qt.MouseButton.LeftButton)
+    assert shown.args == [calls["else"]]
+    assert [c.label for c in window.trail] == [
+        window.model.subgraphs[0].display_name, f"IF #{if_op.index} else \u2192 {names['else']}"]
+    assert [b.text() for b in window.nav.sibling_buttons] == [f"then \u2192 {names['then']}"]
+
+
+def test_else_link_in_properties_from_the_then_view_builds_the_right_trail(window, qtbot):
+    window.open_path(model_path("control_flow.tflite"), wait=True)
+    if_op = _if_op(window)
+    calls = if_op.called_subgraphs
+    window.open_called(if_op.index, "then", wait=True)
+    assert window.properties_panel.operator.index == if_op.index  # the IF stays in Properties
+    else_row = next(r for r in window.properties_panel.rows() if r.section == "Calls" and r.key == "else")
+    with qtbot.waitSignal(window.subgraphShown, timeout=10_000):
+        window.properties_panel._follow(else_row.link)  # a click on the link
+    main = window.model.subgraphs[0].display_name
+    cond_false = window.model.subgraphs[calls["else"]].display_name
+    # main > IF #3 else > cond_false, not main > IF #3 then > cond_true > cond_false
+    assert [c.subgraph for c in window.trail] == [0, calls["else"]]
+    assert [c.label for c in window.trail] == [main, f"IF #{if_op.index} else \u2192 {cond_false}"]

@@ -187,7 +187,7 @@ class EditFlow:
         self.graph_scene.set_data(sd)
         self.view.setTransform(transform)
         self.view.centerOn(center)
-        self.nav.set_trail(self.trail)
+        self._show_trail()
         self.minimap.rebuild()
         if self.find_bar.isVisible() and self.find_bar.edit.text():
             self.find(self.find_bar.edit.text())
