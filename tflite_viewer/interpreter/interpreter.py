@@ -160,7 +160,7 @@ class Interpreter:
                     if i >= 0:
                         sg.tensors[i].consumers.append(node)
         for sg in self.subgraphs:  # arity, omitted inputs, tensors: before any kernel
-            validation.check_subgraph(sg)
+            validation.check_subgraph(sg, self.subgraphs, order=not problems)
         if True:  # type checks of resolved ops, reported with the missing ones
             for sg, node in pending:
                 why = self._kernel_hook(sg, node, "check")
