@@ -499,6 +499,20 @@ def _option_fields(options) -> list[str]:
             if isinstance(v, (int, float, bool, np.integer, np.floating)) and not k.endswith("Type")]
 
 
+_INT_RANGES = {"Bool": (0, 1), "Byte": (-128, 127), "UByte": (0, 255), "Short": (-2**15, 2**15 - 1),
+               "UShort": (0, 2**16 - 1), "Int": (-2**31, INT32_MAX), "UInt": (0, 2**32 - 1),
+               "Long": (-2**63, 2**63 - 1), "ULong": (0, 2**64 - 1)}
+
+
+def _int_range(table: str, attr: str) -> tuple[int, int]:
+    """The values the schema's type for an options field can hold (enums are bytes)."""
+    from tflite_viewer.edit.tree import attr_map, schema_fields
+    by_attr = {a: f for f, a in attr_map(table).items()}
+    field = schema_fields(table).get(by_attr.get(attr, ""))
+    base = field["type"]["base"] if field else "Byte"
+    return _INT_RANGES.get(base, (-128, 127))
+
+
 @mutation
 def option_value(tree, rng):
     picked = _pick_op(tree, rng, lambda op: op.builtinOptions is not None
@@ -513,8 +527,8 @@ def option_value(tree, rng):
     elif isinstance(old, (float, np.floating)):
         new = rng.choice(WILD_FLOATS)
     else:
-        new = rng.choice((-1, 0, 2, 3, 5, 127, 2**20, INT32_MAX)) if field not in (
-            "fusedActivationFunction", "padding") else rng.choice((0, 1, 6, 100, 127))
+        lo, hi = _int_range(type(op.builtinOptions).__name__[:-1], field)
+        new = rng.choice([v for v in (-1, 0, 2, 3, 5, 100, 127, 2**20, INT32_MAX) if lo <= v <= hi])
     setattr(op.builtinOptions, field, new)
     return f"subgraph {s} op {k} ({_opname(tree, op)}): {field} {old} -> {new}"
 

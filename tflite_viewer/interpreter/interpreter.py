@@ -77,6 +77,8 @@ class Interpreter:
         self.max_allocation_bytes = int(max_allocation_bytes)
         #: the iteration and time budgets and the stop request (`request_stop`)
         self.budget = Budget(max_iterations, timeout)
+        #: (subgraph, op) of each WHILE -> the iteration it is in (for budget messages)
+        self.loop_iterations: dict[tuple[int, int], int] = {}
         self.op_resolver = op_resolver if op_resolver is not None else BuiltinOpResolver()
         self.subgraphs: list[Subgraph] = [Subgraph(self, sg) for sg in model.subgraphs]
         # resource variables (VAR_HANDLE ids -> values) and CALL_ONCE bookkeeping
@@ -349,6 +351,8 @@ class Interpreter:
                 raise ValueError(f"input {t.name!r} is {t.type_name}; got {arr.dtype} values")
             check_bytes(arr.size * t.dtype.itemsize, self.max_allocation_bytes,
                         f"input {t.name!r} (tensor {t.index})")
+            if arr.dtype.kind == "c" and t.dtype.kind != "c":
+                arr = arr.real  # what astype keeps, without its ComplexWarning
             arr = arr.astype(t.dtype)
         if t.shape != arr.shape:
             if self._state == "paused":
@@ -610,6 +614,18 @@ class Interpreter:
         self._paused_since = time.perf_counter()
         return True
 
+    def call_path(self) -> str:
+        """Where the run is, outermost first, with the iteration of each enclosing WHILE:
+        ``subgraph 0 op 0 (WHILE, iteration 1,204) > subgraph 4 op 2 (ADD)``."""
+        parts = []
+        for f in self._stack:
+            nodes = self.subgraphs[f.subgraph].nodes
+            name = nodes[f.op].name if f.op < len(nodes) else "return"
+            it = self.loop_iterations.get((f.subgraph, f.op)) if name == "WHILE" else None
+            parts.append(f"subgraph {f.subgraph} op {f.op} ({name}"
+                         + (f", iteration {it:,})" if it else ")"))
+        return " > ".join(parts) or "before the first op"
+
     def _interrupted(self) -> Stop:
         """A stop request seen at a pause point of a stepped run: pause there."""
         self.budget.stop_requested = False
@@ -721,7 +737,7 @@ class Interpreter:
                 yield None
                 node = nodes[ni]
                 if budget.exceeded() and not budget.stop_requested:
-                    budget.check(f"subgraph {sg.index} op {ni} ({node.name})")
+                    budget.check(self.call_path())
                 sg.check_prepared(node)
                 if node.registration.kernel.calls_subgraphs:
                     yield from self._invoke_calling(sg, node)
@@ -748,7 +764,7 @@ class Interpreter:
             for node in sg.plan_nodes:
                 frame.op = node.index
                 if budget.exceeded():
-                    budget.check(f"subgraph {sg.index} op {node.index} ({node.name})")
+                    budget.check(self.call_path())
                 if node.shapes_dirty:
                     sg.check_prepared(node)
                 if node.calls_subgraphs:
