@@ -62,9 +62,9 @@ def test_mutated_models_succeed_or_raise_documented_errors(kind, model, seed, mo
 def test_every_mutation_kind_applies_to_some_corpus_model():
     """No kind is dead code: each changes at least one of the fuzzed models."""
     for kind in MUTATIONS:
-        applied = [m for m in FUZZ_MODELS for seed in range(3)
-                   if mutate(model_bytes(m), [(kind, seed)])[1]]
-        assert applied, kind
+        assert any(mutate(model_bytes(m), [(kind, seed)])[1]
+                   for m in ("control_flow.tflite", "sparse_conv_float.tflite") for seed in range(3)
+                   ), kind
 
 
 def test_memory_of_a_case_is_bounded_under_tracemalloc():
