@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from .model.errors import TFLiteViewerError
 
-SUBCOMMANDS = ("info", "run", "layout", "render", "edit")
+SUBCOMMANDS = ("info", "run", "layout", "render", "edit", "ops")
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 

@@ -1,0 +1,152 @@
+"""Op coverage: the interpreter's builtin kernels against LiteRT's builtin op resolver.
+
+`LITERT_BUILTINS` (generated from LiteRT's register.cc, version ranges confirmed on the
+installed wheel) says what LiteRT runs; the `BuiltinOpResolver` says what runs here.  Every
+LiteRT op or version not covered here needs a written reason in `MISSING` or
+`VERSION_GAPS` (tests/interpreter/test_op_coverage.py fails otherwise, and fails on a reason
+left for an op that is now covered).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..schema.schema_generated import BuiltinOperator
+from .litert_builtins import LITERT_BUILTINS
+from .op_resolver import BuiltinOpResolver, OpResolver
+
+#: LiteRT builtins with no kernel here, and why.
+MISSING: dict[str, str] = {
+    "BIDIRECTIONAL_SEQUENCE_RNN": "not written yet (issue 14)",
+    "CONV_3D": "not written yet (issue 14)",
+    "CONV_3D_TRANSPOSE": "not written yet (issue 14)",
+    "HASHTABLE": "not written yet (issue 14)",
+    "HASHTABLE_FIND": "not written yet (issue 14)",
+    "HASHTABLE_IMPORT": "not written yet (issue 14)",
+    "HASHTABLE_LOOKUP": "not written yet (issue 14)",
+    "HASHTABLE_SIZE": "not written yet (issue 14)",
+    "LSH_PROJECTION": "not written yet (issue 14)",
+    "LSTM": "not written yet (issue 14)",
+    "MULTINOMIAL": "not written yet (issue 14)",
+    "RANDOM_STANDARD_NORMAL": "not written yet (issue 14)",
+    "RANDOM_UNIFORM": "not written yet (issue 14)",
+    "REDUCE_WINDOW": "not written yet (issue 14)",
+    "RNN": "not written yet (issue 14)",
+    "SKIP_GRAM": "not written yet (issue 14)",
+    "STABLEHLO_CASE": "not written yet (issue 14)",
+    "STABLEHLO_COMPOSITE": "not written yet (issue 14)",
+    "STABLEHLO_GATHER": "not written yet (issue 14)",
+    "STABLEHLO_PAD": "not written yet (issue 14)",
+    "STABLEHLO_REDUCE_WINDOW": "not written yet (issue 14)",
+    "STABLEHLO_RNG_BIT_GENERATOR": "not written yet (issue 14)",
+    "STABLEHLO_SCATTER": "not written yet (issue 14)",
+}
+
+_F16 = "FLOAT16 input (op_version.cc): float16 kernels not verified against LiteRT yet"
+_F8 = "FLOAT8 types: no float8 arithmetic here yet"
+#: LiteRT builtins covered here for fewer versions than LiteRT resolves: what the missing
+#: versions add (from LiteRT's op_version.cc) and why they are not run here.
+VERSION_GAPS: dict[str, str] = {
+    "ADD": f"v6: {_F16}",
+    "BROADCAST_TO": f"v4: {_F8}",
+    "CAST": "v9: FLOAT8 in or out; no float8 conversion here yet",
+    "CONCATENATION": f"v6: {_F16}; v7: {_F8}",
+    "COS": f"v2: {_F16}",
+    "DEQUANTIZE": "v9: FLOAT8 input; no float8 decoding in this kernel yet",
+    "DYNAMIC_UPDATE_SLICE": "v6: BFLOAT16 operand, not verified against LiteRT yet",
+    "FILL": f"v4: {_F16}; v5: {_F8}",
+    "GATHER": f"v8: {_F8}",
+    "GATHER_ND": f"v6: {_F8}",
+    "GELU": f"v3: {_F16}",
+    "MUL": f"v8: {_F16}",
+    "PACK": f"v5: {_F8}",
+    "PAD": f"v6: {_F8}",
+    "PADV2": f"v6: {_F8}",
+    "QUANTIZE": "v4-6: INT4/UINT4/INT2 outputs (sub-byte quantization) not written yet",
+    "REVERSE_V2": f"v4: {_F8}",
+    "SIN": f"v2: {_F16}",
+    "SLICE": f"v8: {_F16}",
+    "SOFTMAX": f"v4: {_F16}",
+    "SPLIT": f"v5: {_F8}",
+    "SPLIT_V": f"v3: {_F8}",
+    "TRANSPOSE": f"v8: BFLOAT16 or rank > 6; v9: {_F16}",
+    "UNPACK": f"v5: FLOAT16/BFLOAT16; v6: {_F8}",
+}
+
+
+@dataclass(frozen=True)
+class OpCoverage:
+    """One builtin code: its versions and types here and in LiteRT's builtin resolver."""
+
+    code: int
+    name: str
+    here_versions: tuple[tuple[int, int], ...]
+    here_types: str
+    litert_versions: tuple[int, int] | None
+    litert_types: tuple[str, ...]
+    litert_types_checked: bool
+    note: str
+
+    @property
+    def status(self) -> str:
+        """"both", "versions" (fewer versions here), "litert only", "here only", "neither"."""
+        if self.litert_versions is None:
+            return "here only" if self.here_versions else "neither"
+        if not self.here_versions:
+            return "litert only"
+        return "both" if _covers(self.here_versions, self.litert_versions) else "versions"
+
+    def as_dict(self) -> dict:
+        lv = self.litert_versions
+        return {"code": self.code, "name": self.name, "status": self.status,
+                "versions": [list(r) for r in self.here_versions], "types": self.here_types,
+                "litert_versions": list(lv) if lv else None,
+                "litert_types": list(self.litert_types),
+                "litert_types_from_checks": self.litert_types_checked, "note": self.note}
+
+
+def _covers(ranges, wanted: tuple[int, int]) -> bool:
+    return all(any(a <= v <= b for a, b in ranges) for v in range(wanted[0], wanted[1] + 1))
+
+
+def kernel_types(kernel) -> str:
+    """What a kernel computes, in words: its declared ``dtypes`` or its ``types`` kinds."""
+    declared = getattr(kernel, "dtypes", None)
+    if declared:
+        return ", ".join(declared)
+    types = getattr(kernel, "types", "float")
+    if types == "any":
+        return "any (type-agnostic)"
+    if types == "float":
+        return "float (and unquantized integers)"
+    return ", ".join(types.split("+"))
+
+
+def builtin_codes() -> dict[str, int]:
+    return {name: int(value) for name, value in vars(BuiltinOperator).items()
+            if not name.startswith("_") and isinstance(value, int)}
+
+
+def coverage(resolver: OpResolver | None = None) -> list[OpCoverage]:
+    """Every builtin code of the schema, in code order."""
+    resolver = resolver or BuiltinOpResolver()
+    rows = []
+    for name, code in sorted(builtin_codes().items(), key=lambda kv: kv[1]):
+        regs = resolver._builtins.get(code, [])
+        lit = LITERT_BUILTINS.get(name)
+        note = MISSING.get(name) or VERSION_GAPS.get(name, "")
+        rows.append(OpCoverage(
+            code, name, tuple((r.version_min, r.version_max) for r in regs),
+            "; ".join(dict.fromkeys(kernel_types(r.kernel) for r in regs)),
+            (lit[0], lit[1]) if lit else None, lit[2] if lit else (), bool(lit and lit[3]),
+            note))
+    return rows
+
+
+def summary(rows: list[OpCoverage]) -> dict:
+    """The coverage figures: LiteRT builtins with a kernel here, with all their versions."""
+    litert = [r for r in rows if r.litert_versions is not None]
+    return {"builtin_codes": len(rows), "litert_builtins": len(litert),
+            "covered": sum(r.status in ("both", "versions") for r in litert),
+            "all_versions": sum(r.status == "both" for r in litert),
+            "here_only": sum(r.status == "here only" for r in rows),
+            "here": sum(bool(r.here_versions) for r in rows)}
