@@ -67,7 +67,7 @@ def test_readme_table_is_the_generated_one():
     m = re.search(r"<!-- ops-table:start -->\n(.*?)<!-- ops-table:end -->", text, re.S)
     assert m, "README.md lacks the ops table markers"
     assert m.group(1) == markdown(list(ROWS.values())), \
-        "README's op table is stale: regenerate with `tflite-viewer ops --markdown`"
+        "README's op table is stale: run tools/update_readme_ops_table.py"
     figures = summary(list(ROWS.values()))
     assert f"{figures['covered']} of LiteRT's {figures['litert_builtins']}" in text
 

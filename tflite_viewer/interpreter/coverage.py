@@ -17,8 +17,6 @@ from .op_resolver import BuiltinOpResolver, OpResolver
 #: LiteRT builtins with no kernel here, and why.
 MISSING: dict[str, str] = {
     "BIDIRECTIONAL_SEQUENCE_RNN": "not written yet (issue 14)",
-    "CONV_3D": "not written yet (issue 14)",
-    "CONV_3D_TRANSPOSE": "not written yet (issue 14)",
     "HASHTABLE": "not written yet (issue 14)",
     "HASHTABLE_FIND": "not written yet (issue 14)",
     "HASHTABLE_IMPORT": "not written yet (issue 14)",
