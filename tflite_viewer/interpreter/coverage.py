@@ -16,19 +16,16 @@ from .op_resolver import BuiltinOpResolver, OpResolver
 
 #: LiteRT builtins with no kernel here, and why.
 MISSING: dict[str, str] = {
-    "BIDIRECTIONAL_SEQUENCE_RNN": "not written yet (issue 14)",
     "HASHTABLE": "not written yet (issue 14)",
     "HASHTABLE_FIND": "not written yet (issue 14)",
     "HASHTABLE_IMPORT": "not written yet (issue 14)",
     "HASHTABLE_LOOKUP": "not written yet (issue 14)",
     "HASHTABLE_SIZE": "not written yet (issue 14)",
     "LSH_PROJECTION": "not written yet (issue 14)",
-    "LSTM": "not written yet (issue 14)",
     "MULTINOMIAL": "not written yet (issue 14)",
     "RANDOM_STANDARD_NORMAL": "not written yet (issue 14)",
     "RANDOM_UNIFORM": "not written yet (issue 14)",
     "REDUCE_WINDOW": "not written yet (issue 14)",
-    "RNN": "not written yet (issue 14)",
     "SKIP_GRAM": "not written yet (issue 14)",
     "STABLEHLO_CASE": "not written yet (issue 14)",
     "STABLEHLO_COMPOSITE": "not written yet (issue 14)",
