@@ -2,4 +2,5 @@
 from . import (activations, control_flow, conv, detection, elementwise, image, matmul,  # noqa: F401
                mediapipe, pooling, signal,
                quantize, recurrent, reduce, shape_ops, unary_math,
-               data_ops, segment_ops, stablehlo, conv3d, rnn)
+               data_ops, segment_ops, stablehlo, stablehlo_control,
+               conv3d, rnn)
