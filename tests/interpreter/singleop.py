@@ -24,7 +24,9 @@ _ENUMS = {"padding": S.Padding, "fused_activation_function": S.ActivationFunctio
           "mode": S.MirrorPadMode, "out_type": S.TensorType, "output_type": S.TensorType,
           "idx_out_type": S.TensorType, "weights_format": S.FullyConnectedOptionsWeightsFormat,
           "combiner": S.CombinerType, "lsh_type": S.LSHProjectionType,
-          "quantized_bias_type": S.TensorType, "kernel_type": S.LSTMKernelType}
+          "quantized_bias_type": S.TensorType, "kernel_type": S.LSTMKernelType,
+          "key_dtype": S.TensorType, "value_dtype": S.TensorType, "algorithm": S.RngAlgorithm,
+          "reduce_function": S.ReduceWindowFunction}
 
 
 @dataclass

@@ -16,11 +16,6 @@ from .op_resolver import BuiltinOpResolver, OpResolver
 
 #: LiteRT builtins with no kernel here, and why.
 MISSING: dict[str, str] = {
-    "HASHTABLE": "not written yet (issue 14)",
-    "HASHTABLE_FIND": "not written yet (issue 14)",
-    "HASHTABLE_IMPORT": "not written yet (issue 14)",
-    "HASHTABLE_LOOKUP": "not written yet (issue 14)",
-    "HASHTABLE_SIZE": "not written yet (issue 14)",
     "LSH_PROJECTION": "not written yet (issue 14)",
     "MULTINOMIAL": "not written yet (issue 14)",
     "RANDOM_STANDARD_NORMAL": "not written yet (issue 14)",
