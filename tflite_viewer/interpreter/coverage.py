@@ -17,9 +17,6 @@ from .op_resolver import BuiltinOpResolver, OpResolver
 #: LiteRT builtins with no kernel here, and why.
 MISSING: dict[str, str] = {
     "LSH_PROJECTION": "not written yet (issue 14)",
-    "MULTINOMIAL": "not written yet (issue 14)",
-    "RANDOM_STANDARD_NORMAL": "not written yet (issue 14)",
-    "RANDOM_UNIFORM": "not written yet (issue 14)",
     "REDUCE_WINDOW": "not written yet (issue 14)",
     "SKIP_GRAM": "not written yet (issue 14)",
     "STABLEHLO_GATHER": "not written yet (issue 14)",
