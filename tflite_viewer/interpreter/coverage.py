@@ -17,10 +17,8 @@ from .op_resolver import BuiltinOpResolver, OpResolver
 #: LiteRT builtins with no kernel here, and why.
 MISSING: dict[str, str] = {
     "LSH_PROJECTION": "not written yet (issue 14)",
-    "REDUCE_WINDOW": "not written yet (issue 14)",
     "SKIP_GRAM": "not written yet (issue 14)",
     "STABLEHLO_GATHER": "not written yet (issue 14)",
-    "STABLEHLO_REDUCE_WINDOW": "not written yet (issue 14)",
     "STABLEHLO_RNG_BIT_GENERATOR": "not written yet (issue 14)",
     "STABLEHLO_SCATTER": "not written yet (issue 14)",
 }
