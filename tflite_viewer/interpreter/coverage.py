@@ -18,7 +18,6 @@ from .op_resolver import BuiltinOpResolver, OpResolver
 MISSING: dict[str, str] = {
     "LSH_PROJECTION": "not written yet (issue 14)",
     "SKIP_GRAM": "not written yet (issue 14)",
-    "STABLEHLO_RNG_BIT_GENERATOR": "not written yet (issue 14)",
 }
 
 _F16 = "FLOAT16 input (op_version.cc): float16 kernels not verified against LiteRT yet"

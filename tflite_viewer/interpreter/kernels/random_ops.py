@@ -211,3 +211,97 @@ class Multinomial(Kernel):
         if n < 0:
             raise ValueError(f"MULTINOMIAL num_samples {n} is negative")
         ctx.set_output(ctx.output(node, 0), multinomial(node.user_data, logits, n))
+
+
+# -- STABLEHLO_RNG_BIT_GENERATOR -----------------------------------------------------------
+_U32 = 0xFFFFFFFF
+
+
+def _rotl32(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _U32
+
+
+def threefry2x32(k0: int, k1: int, ctr: tuple[int, int]) -> tuple[int, int]:
+    """Threefry-2x32 with 20 rounds (rng_util.cc's)."""
+    k2 = k0 ^ k1 ^ 0x1BD11BDA
+    x0, x1 = (ctr[0] + k0) & _U32, (ctr[1] + k1) & _U32
+    schedule = ((0, k1, k2, 1), (1, k2, k0, 2), (0, k0, k1, 3), (1, k1, k2, 4),
+                (0, k2, k0, 5))
+    rotations = ((13, 15, 26, 6), (17, 29, 16, 24))
+    for r, ks0, ks1, b in schedule:
+        for rot in rotations[r]:
+            x0 = (x0 + x1) & _U32
+            x1 = _rotl32(x1, rot) ^ x0
+        x0 = (x0 + ks0) & _U32
+        x1 = (x1 + ks1 + b) & _U32
+    return x0, x1
+
+
+def philox4x32(k0: int, k1: int, ctr: tuple[int, int, int, int]) -> tuple[int, ...]:
+    """Philox-4x32 with 10 rounds on one counter (rng_util.cc's)."""
+    c = list(ctr)
+    for _ in range(10):
+        p0 = 0xD2511F53 * c[0]
+        p1 = 0xCD9E8D57 * c[2]
+        c = [(p1 >> 32) ^ c[1] ^ k0, p1 & _U32, (p0 >> 32) ^ c[3] ^ k1, p0 & _U32]
+        k0, k1 = (k0 + 0x9E3779B9) & _U32, (k1 + 0xBB67AE85) & _U32
+    return tuple(c)
+
+
+def rng_bit_generator(state: np.ndarray, algorithm: str, count_u32: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """(new state, ``count_u32`` random 32-bit words) as LiteRT's kernel fills them: one
+    generator call per 2 (Threefry) or 4 (Philox) words, the 64-bit counter in state
+    words 2-3 advancing by one per call."""
+    words = np.ascontiguousarray(state, np.uint64).view(np.uint32).astype(np.int64).tolist()
+    k0, k1 = words[0], words[1]
+    if algorithm == "THREEFRY":
+        if len(words) != 4:
+            raise ValueError("THREEFRY needs a state of 2 uint64")
+        ctr = [words[2], words[3]]
+        fn = lambda c: threefry2x32(k0, k1, tuple(c))  # noqa: E731
+    else:
+        if len(words) not in (4, 6):
+            raise ValueError("PHILOX needs a state of 2 or 3 uint64")
+        ctr = [words[2], words[3], words[4] if len(words) == 6 else words[0],
+               words[5] if len(words) == 6 else words[1]]
+        fn = lambda c: philox4x32(k0, k1, tuple(c))  # noqa: E731
+    out: list[int] = []
+    while len(out) < count_u32:
+        out.extend(fn(ctr)[:count_u32 - len(out)])
+        ctr[0] = (ctr[0] + 1) & _U32
+        if ctr[0] == 0:
+            ctr[1] = (ctr[1] + 1) & _U32
+    new = list(words)
+    new[:4] = [k0, k1, ctr[0], ctr[1]]
+    return (np.array(new, np.uint32).view(np.uint64),
+            np.array(out, np.uint32))
+
+
+@register(B.STABLEHLO_RNG_BIT_GENERATOR, versions=(1, 1))
+class StablehloRngBitGenerator(Kernel):
+    """Input: the state (UINT64 [2] or, for Philox, [3]); outputs: the next state and
+    random bits of the output's declared shape (INT32, INT64, UINT32 or UINT64)."""
+
+    types = "any"
+
+    def check(self, ctx, node):
+        state, key, out = ctx.input(node, 0), ctx.output(node, 0), ctx.output(node, 1)
+        if state.type_name != "UINT64" or key.type_name != "UINT64":
+            return f"STABLEHLO_RNG_BIT_GENERATOR v{node.version}: the state must be UINT64"
+        if out.type_name not in ("INT32", "INT64", "UINT32", "UINT64"):
+            return f"STABLEHLO_RNG_BIT_GENERATOR v{node.version} to {out.type_name}"
+        return None
+
+    def prepare(self, ctx, node):
+        ctx.resize(ctx.output(node, 0), ctx.input(node, 0).shape)
+        declared = ctx.model_subgraph.tensors[node.outputs[1]].shape
+        ctx.resize(ctx.output(node, 1), tuple(declared))
+
+    def invoke(self, ctx, node):
+        out = ctx.output(node, 1)
+        n = int(np.prod(out.shape, dtype=np.int64)) * (out.dtype.itemsize // 4)
+        algorithm = str(opt(node, "algorithm", "DEFAULT"))
+        state, bits = rng_bit_generator(ctx.value(node, 0), algorithm, n)
+        ctx.set_output(ctx.output(node, 0), state.reshape(ctx.input(node, 0).shape))
+        ctx.set_output(out, bits.view(out.dtype).reshape(out.shape))
