@@ -26,7 +26,7 @@ _ENUMS = {"padding": S.Padding, "fused_activation_function": S.ActivationFunctio
           "combiner": S.CombinerType, "lsh_type": S.LSHProjectionType,
           "quantized_bias_type": S.TensorType, "kernel_type": S.LSTMKernelType,
           "key_dtype": S.TensorType, "value_dtype": S.TensorType, "algorithm": S.RngAlgorithm,
-          "reduce_function": S.ReduceWindowFunction}
+          "reduce_function": S.ReduceWindowFunction, "type": S.LSHProjectionType}
 
 
 @dataclass

@@ -16,8 +16,6 @@ from .op_resolver import BuiltinOpResolver, OpResolver
 
 #: LiteRT builtins with no kernel here, and why.
 MISSING: dict[str, str] = {
-    "LSH_PROJECTION": "not written yet (issue 14)",
-    "SKIP_GRAM": "not written yet (issue 14)",
 }
 
 _F16 = "FLOAT16 input (op_version.cc): float16 kernels not verified against LiteRT yet"

@@ -3,4 +3,5 @@ from . import (activations, control_flow, conv, detection, elementwise, image, m
                mediapipe, pooling, signal,
                quantize, recurrent, reduce, shape_ops, unary_math,
                data_ops, segment_ops, stablehlo, stablehlo_control,
-               stablehlo_gather, conv3d, rnn, hashtable, random_ops, reduce_window)
+               stablehlo_gather, conv3d, rnn, hashtable, random_ops, reduce_window,
+               text_ops)
