@@ -165,7 +165,7 @@ def _prepare_softmax(ctx, node):
     return isoftmax.prepared_softmax(p, x.dtype, ctx.output(node, 0).dtype)
 
 
-define(B.SOFTMAX, (1, 3),
+define(B.SOFTMAX, (1, 4),
        lambda ctx, node: softmax(ctx.value(node, 0), float(opt(node, "beta", 1.0))), same_shape,
        types=QUANTIZED, int_prepare=_prepare_softmax,
        int_compute=lambda ctx, node, run: run(ctx.value(node, 0)))

@@ -98,7 +98,7 @@ for _op, _fn, _fused in (
         (B.DIV, div, True), (B.SQUARED_DIFFERENCE, lambda a, b: np.square(a - b), False),
         (B.MAXIMUM, np.maximum, False), (B.MINIMUM, np.minimum, False), (B.POW, power, False),
         (B.FLOOR_DIV, floor_div, False), (B.FLOOR_MOD, floor_mod, False)):
-    _versions = {B.ADD: (1, 5), B.SUB: (1, 5), B.MUL: (1, 7), B.DIV: (1, 2),
+    _versions = {B.ADD: (1, 6), B.SUB: (1, 5), B.MUL: (1, 8), B.DIV: (1, 2),
                  B.SQUARED_DIFFERENCE: (1, 2), B.MAXIMUM: (1, 4), B.MINIMUM: (1, 4),
                  B.FLOOR_DIV: (1, 3), B.FLOOR_MOD: (1, 2)}.get(_op, (1, 1))
     _prep, _icomp, _types = _INT.get(_op, (None, None, "float"))
@@ -204,8 +204,8 @@ def _unary(fn):
 
 
 for _op, _fn, _versions in (
-        (B.NEG, np.negative, (1, 1)), (B.SIN, np.sin, (1, 1)),
-        (B.COS, np.cos, (1, 1)), (B.EXP, np.exp, (1, 2)), (B.SQUARE, np.square, (1, 1)),
+        (B.NEG, np.negative, (1, 1)), (B.SIN, np.sin, (1, 2)),
+        (B.COS, np.cos, (1, 2)), (B.EXP, np.exp, (1, 2)), (B.SQUARE, np.square, (1, 1)),
         (B.FLOOR, np.floor, (1, 1)), (B.CEIL, np.ceil, (1, 1)),
         (B.ROUND, np.round, (1, 1)),  # round half to even, as TFLite's RoundToNearest
         (B.SIGN, np.sign, (1, 2))):

@@ -130,7 +130,7 @@ def _transpose_shape(ctx, node):
     return [tuple(shape[i] for i in _perm(as_int_list(p), len(shape)))]
 
 
-define(B.TRANSPOSE, (1, 7),
+define(B.TRANSPOSE, (1, 9),
        lambda ctx, node: np.ascontiguousarray(np.transpose(
            ctx.value(node, 0), _perm(as_int_list(ctx.value(node, 1)), ctx.value(node, 0).ndim))),
        _transpose_shape, types="any")
@@ -186,7 +186,7 @@ def _concat_int(ctx, node, p):
                                  out.quantization)
 
 
-define(B.CONCATENATION, (1, 5), _concat, _concat_shape, types="float+uint8+int8+int16",
+define(B.CONCATENATION, (1, 6), _concat, _concat_shape, types="float+uint8+int8+int16",
        check=_concat_check, int_compute=_concat_int)
 
 
@@ -234,7 +234,7 @@ def _unpack_shape(ctx, node):
     return [out] * len(node.outputs)
 
 
-define(B.UNPACK, (1, 4), _unpack, _unpack_shape, types="any", same_quantization=True)
+define(B.UNPACK, (1, 5), _unpack, _unpack_shape, types="any", same_quantization=True)
 
 
 def _split_sizes(total: int, sizes) -> list[int]:
@@ -324,7 +324,7 @@ def _zeros_view(shape, dtype=np.float32):
     return np.broadcast_to(np.zeros((), dtype), shape)
 
 
-define(B.SLICE, (1, 7),
+define(B.SLICE, (1, 8),
        lambda ctx, node: ctx.value(node, 0)[slice_index(
            ctx.value(node, 0).shape, as_int_list(ctx.value(node, 1)), as_int_list(ctx.value(node, 2)))],
        lambda ctx, node: None if _const(ctx, node, 1) is None or _const(ctx, node, 2) is None else

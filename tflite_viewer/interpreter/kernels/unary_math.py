@@ -96,7 +96,7 @@ define(B.ABS, (1, 5), lambda ctx, node: np.abs(ctx.value(node, 0)), same_shape,
        int_prepare=_abs_prepare, int_compute=_abs_int)
 
 # -- GELU ----------------------------------------------------------------------------
-define(B.GELU, (1, 2),
+define(B.GELU, (1, 3),
        lambda ctx, node: gelu(ctx.value(node, 0), bool(opt(node, "approximate", False))),
        same_shape, types="float+uint8+int8+int16",
        check=_unary_check(("FLOAT32", "FLOAT16", "UINT8", "INT8", "INT16"), "GELU"),
