@@ -38,7 +38,7 @@ def test_every_missing_op_is_listed_at_once():
 
 
 @pytest.mark.parametrize("op,dtype,version", [
-    ("SIN", np.int8, 1), ("EXP", np.int8, 2), ("LOCAL_RESPONSE_NORMALIZATION", np.uint8, 1),
+    ("SIN", np.int8, 1), ("COS", np.int16, 1), ("LOCAL_RESPONSE_NORMALIZATION", np.uint8, 1),
     ("SQUARED_DIFFERENCE", np.int16, 2),
 ])
 def test_quantized_ops_without_integer_kernels_are_refused_not_miscomputed(op, dtype, version):

@@ -41,6 +41,14 @@ VERSION_GAPS: dict[str, str] = {
     "UNPACK": f"v6: {_F8}",
 }
 
+#: Type paths LiteRT's builtin kernels run that are refused here, found by
+#: tools/sweep_op_types.py (which sweeps unary, binary, comparison, reduction and data
+#: movement ops over FLOAT32, FLOAT16, INT8/UINT8/INT16 quantized, INT32, INT64, BOOL).
+TYPE_GAPS: dict[str, str] = {
+    "REDUCE_PROD": "INT8, INT16 quantized (LiteRT's EvalQuantizedProd): not written yet",
+    "PRELU": "INT16 quantized: not written yet",
+}
+
 
 @dataclass(frozen=True)
 class OpCoverage:
@@ -102,7 +110,9 @@ def coverage(resolver: OpResolver | None = None) -> list[OpCoverage]:
     for name, code in sorted(builtin_codes().items(), key=lambda kv: kv[1]):
         regs = resolver._builtins.get(code, [])
         lit = LITERT_BUILTINS.get(name)
-        note = MISSING.get(name) or VERSION_GAPS.get(name, "")
+        note = "; ".join(n for n in (MISSING.get(name), VERSION_GAPS.get(name),
+                                     f"types: {TYPE_GAPS[name]}" if name in TYPE_GAPS else None)
+                         if n)
         rows.append(OpCoverage(
             code, name, tuple((r.version_min, r.version_max) for r in regs),
             "; ".join(dict.fromkeys(kernel_types(r.kernel) for r in regs)),

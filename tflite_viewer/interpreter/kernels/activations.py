@@ -26,8 +26,8 @@ def _relu_int(kind: str):
 
 
 define(B.RELU, (1, 3), lambda ctx, node: np.maximum(ctx.value(node, 0), 0), same_shape,
-       types="float+uint8+int8", **_relu_int("RELU"))
-define(B.RELU6, (1, 3), _clip(0, 6), same_shape, types="float+uint8+int8",
+       types="float+uint8+int8+int16", **_relu_int("RELU"))
+define(B.RELU6, (1, 3), _clip(0, 6), same_shape, types="float+uint8+int8+int16",
        **_relu_int("RELU6"))
 define(B.RELU_N1_TO_1, (1, 1), _clip(-1, 1), same_shape, types="float+uint8+int8",
        **_relu_int("RELU_N1_TO_1"))

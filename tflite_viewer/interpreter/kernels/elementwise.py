@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..integer import compare as icmp
+from ..integer import div as idiv
 from ..integer import elementwise as iew
 from .common import (QUANTIZED, BuiltinOperator as B, activation, apply_activation,
                      broadcast_shape, define, rounding, same_shape, tq)
@@ -76,6 +77,11 @@ def _prepare_sqdiff(ctx, node):
     return iew.prepare_squared_difference(tq(a), tq(b), tq(o), rounding(ctx))
 
 
+def _prepare_div(ctx, node):
+    a, b, o = ctx.input(node, 0), ctx.input(node, 1), ctx.output(node, 0)
+    return idiv.prepare_div(tq(a), tq(b), tq(o), node.builtin_data, o.dtype, rounding(ctx))
+
+
 def _int_binary(fn):
     return lambda ctx, node, p: fn(ctx.value(node, 0), ctx.value(node, 1), None, None, None,
                                    node.builtin_data, p.rounding, p)
@@ -87,6 +93,14 @@ _INT = {
     B.MUL: (_prepare_mul, _int_binary(iew.mul), QUANTIZED),
     B.SQUARED_DIFFERENCE: (_prepare_sqdiff, lambda ctx, node, p: iew.squared_difference(
         ctx.value(node, 0), ctx.value(node, 1), None, None, None, p.rounding, p), "float+int8"),
+    B.DIV: (_prepare_div, lambda ctx, node, p: idiv.div(ctx.value(node, 0), ctx.value(node, 1), p),
+            QUANTIZED),
+    # FLOOR_DIV / FLOOR_MOD on int8 and int16 divide the stored integers (floor_div.cc and
+    # floor_mod.cc ignore quantization)
+    B.FLOOR_DIV: (None, lambda ctx, node, p: floor_div(ctx.value(node, 0), ctx.value(node, 1)),
+                  "float+int8+int16"),
+    B.FLOOR_MOD: (None, lambda ctx, node, p: floor_mod(ctx.value(node, 0), ctx.value(node, 1)),
+                  "float+int8+int16"),
     B.MAXIMUM: (None, lambda ctx, node, p: iew.maximum(ctx.value(node, 0), ctx.value(node, 1)),
                 QUANTIZED),
     B.MINIMUM: (None, lambda ctx, node, p: iew.minimum(ctx.value(node, 0), ctx.value(node, 1)),
@@ -204,10 +218,10 @@ def _unary(fn):
 
 
 for _op, _fn, _versions in (
-        (B.NEG, np.negative, (1, 1)), (B.SIN, np.sin, (1, 2)),
-        (B.COS, np.cos, (1, 2)), (B.EXP, np.exp, (1, 2)), (B.SQUARE, np.square, (1, 1)),
+        (B.SIN, np.sin, (1, 2)),
+        (B.COS, np.cos, (1, 2)), (B.SQUARE, np.square, (1, 1)),
         (B.FLOOR, np.floor, (1, 1)), (B.CEIL, np.ceil, (1, 1)),
         (B.ROUND, np.round, (1, 1)),  # round half to even, as TFLite's RoundToNearest
         (B.SIGN, np.sign, (1, 2))):
     define(_op, _versions, _unary(_fn), same_shape)
-# ABS, SQRT, RSQRT and LOG (with their quantized paths) are in unary_math.py
+# ABS, SQRT, RSQRT, LOG, EXP and NEG (with their integer paths) are in unary_math.py

@@ -1,0 +1,87 @@
+"""Type paths of registered ops found by sweeping op x type against LiteRT
+(tools/sweep_op_types.py): quantized DIV (uint8, int8, int16), EXP (int8, int16 tables),
+NEG (int8, int16 stored integers), RELU / RELU6 (int16), FLOOR_DIV / FLOOR_MOD (int8, int16
+stored integers); bit-exact against LiteRT's reference kernels."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from .singleop import Input, assert_matches_litert, single_op_model
+
+ACTS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
+SHAPES = [((2, 3, 4), (2, 3, 4)), ((2, 3, 4), (4,)), ((2, 1, 4), (1, 3, 1)), ((5,), ()),
+          ((0, 3), (3,))]
+
+
+def _q(rng, dtype):
+    if dtype == np.int16:
+        return (float(rng.uniform(2e-4, 2e-3)), 0)
+    info = np.iinfo(dtype)
+    return (float(rng.uniform(0.01, 0.2)), int(rng.integers(info.min + 20, info.max - 20)))
+
+
+def _ints(rng, dtype, shape):
+    info = np.iinfo(dtype)
+    return rng.integers(int(info.min), int(info.max), shape, endpoint=True).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16])
+@pytest.mark.parametrize("shapes", SHAPES)
+@pytest.mark.parametrize("seed", range(8))
+def test_quantized_div_bit_exact(dtype, shapes, seed):
+    rng = np.random.default_rng(seed)
+    q1, q2, qo = _q(rng, dtype), _q(rng, dtype), _q(rng, dtype)
+    a, b = _ints(rng, dtype, shapes[0]), _ints(rng, dtype, shapes[1])
+    b = np.where(b.astype(np.int64) == q2[1], b.astype(np.int64) + 1, b).astype(dtype)
+    act = ACTS[seed % 4]
+    model = single_op_model("DIV", [Input(a.shape, dtype, q1), Input(b.shape, dtype, q2)],
+                            [(dtype, qo)], "DivOptions", {"fused_activation_function": act},
+                            version=2)
+    assert_matches_litert(model, [a, b])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16])
+@pytest.mark.parametrize("seed", range(8))
+def test_quantized_exp_bit_exact(dtype, seed):
+    rng = np.random.default_rng(100 + seed)
+    qi, qo = _q(rng, dtype), _q(rng, dtype)
+    if dtype == np.int16:
+        qi, qo = (float(rng.uniform(5e-5, 1e-4)), 0), (float(rng.uniform(5e-4, 1e-3)), 0)
+    x = _ints(rng, dtype, (4, 40))
+    model = single_op_model("EXP", [Input(x.shape, dtype, qi)], [(dtype, qo)], version=2)
+    assert_matches_litert(model, [x])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16])
+def test_neg_negates_stored_integers(dtype):
+    rng = np.random.default_rng(3)
+    x = _ints(rng, dtype, (3, 9))
+    x.flat[0] = np.iinfo(dtype).min  # wraps, as the C++ cast does
+    q = _q(rng, dtype)
+    model = single_op_model("NEG", [Input(x.shape, dtype, q)], [(dtype, q)])
+    assert_matches_litert(model, [x])
+
+
+@pytest.mark.parametrize("op", ["RELU", "RELU6"])
+@pytest.mark.parametrize("seed", range(6))
+def test_relu_int16_bit_exact(op, seed):
+    rng = np.random.default_rng(200 + seed)
+    qi, qo = (float(rng.uniform(1e-4, 5e-4)), 0), (float(rng.uniform(1e-4, 5e-4)), 0)
+    x = _ints(rng, np.int16, (3, 50))
+    model = single_op_model(op, [Input(x.shape, np.int16, qi)], [(np.int16, qo)], version=3)
+    assert_matches_litert(model, [x])
+
+
+@pytest.mark.parametrize("op", ["FLOOR_DIV", "FLOOR_MOD"])
+@pytest.mark.parametrize("dtype", [np.int8, np.int16])
+@pytest.mark.parametrize("shapes", SHAPES[:4])
+def test_floor_div_mod_small_integers(op, dtype, shapes):
+    rng = np.random.default_rng(7)
+    a = _ints(rng, dtype, shapes[0])
+    b = _ints(rng, dtype, shapes[1])
+    b = np.where(b == 0, 3, b).astype(dtype)
+    version = 2 if op == "FLOOR_DIV" else 2
+    model = single_op_model(op, [Input(a.shape, dtype), Input(b.shape, dtype)], [dtype],
+                            version=version)
+    assert_matches_litert(model, [a, b])
