@@ -159,8 +159,10 @@ class Tensor:
     # -- role ----------------------------------------------------------------------------
     @property
     def is_constant(self) -> bool:
-        """Has data in the model (a weight, bias or other constant)."""
-        return self.buffer_nbytes > 0 or self.external_buffer != 0
+        """Has data in the model (a weight, bias or other constant).  A sparse tensor whose
+        every block is zero stores no values, and is a constant all the same."""
+        return (self.buffer_nbytes > 0 or self.external_buffer != 0
+                or (self.sparsity is not None and 0 < self.buffer < len(self.model.buffers)))
 
     @property
     def kind(self) -> str:
@@ -195,7 +197,9 @@ class Tensor:
         """
         raw = self.raw_bytes()
         if raw is None:
-            return None
+            if self.sparsity is None or not self.is_constant:
+                return None
+            raw = np.zeros(0, np.uint8)  # a sparse constant with no stored (nonzero) value
         info = dtypes.type_info(self.type)
         if info.name == "STRING":
             return _decode_strings(raw, self.shape, self.where)
