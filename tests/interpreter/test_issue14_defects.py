@@ -24,6 +24,15 @@ def test_reshape_to_scalar_with_an_empty_constant_shape():
     assert_matches_litert(model, [x])
 
 
+def test_the_reader_gives_a_zero_element_constant_its_empty_value():
+    from tflite_viewer.model import load_model
+    model = load_model(single_op_model("RESHAPE", [Input((1,)), np.zeros((0,), np.int32)], [F32]))
+    shape_tensor = model.subgraphs[0].tensors[1]
+    value = shape_tensor.data()
+    assert value is not None and value.shape == (0,) and value.dtype == np.int32
+    assert model.subgraphs[0].tensors[0].data() is None  # an input has no stored value
+
+
 def test_sum_over_an_empty_constant_axis_list_is_the_identity():
     x = np.arange(6, dtype=F32).reshape(2, 3)
     model = single_op_model("SUM", [Input(x.shape), np.zeros((0,), np.int32)], [F32],
