@@ -85,3 +85,37 @@ def test_floor_div_mod_small_integers(op, dtype, shapes):
     model = single_op_model(op, [Input(a.shape, dtype), Input(b.shape, dtype)], [dtype],
                             version=version)
     assert_matches_litert(model, [a, b])
+
+
+@pytest.mark.parametrize("alpha_shape", [(3, 8), (8,), (1, 1)])
+@pytest.mark.parametrize("seed", range(4))
+def test_prelu_int16_with_int8_alpha(alpha_shape, seed):
+    rng = np.random.default_rng(300 + seed)
+    x = _ints(rng, np.int16, (3, 8))
+    alpha = rng.integers(-128, 128, alpha_shape).astype(np.int8)
+    qi, qo = (float(rng.uniform(1e-4, 5e-4)), 0), (float(rng.uniform(1e-4, 5e-4)), 0)
+    qa = (float(rng.uniform(0.002, 0.01)), int(rng.integers(-10, 10)))
+    model = single_op_model("PRELU", [Input(x.shape, np.int16, qi), alpha],
+                            [(np.int16, qo)])
+    from tflite_viewer.schema import schema_generated as S
+    import flatbuffers
+    m = S.ModelT.InitFromPackedBuf(model, 0)
+    q = S.QuantizationParametersT()
+    q.scale, q.zeroPoint = [qa[0]], [qa[1]]
+    m.subgraphs[0].tensors[1].quantization = q
+    b = flatbuffers.Builder(0)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    assert_matches_litert(bytes(b.Output()), [x])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16])
+@pytest.mark.parametrize("axes,keep", [([1], False), ([0, 2], True), ([-1], False), ([0, 1, 2], False)])
+@pytest.mark.parametrize("seed", range(3))
+def test_quantized_reduce_prod_bit_exact(dtype, axes, keep, seed):
+    rng = np.random.default_rng(400 + seed)
+    x = rng.integers(-6, 7, (2, 3, 4)).astype(dtype)
+    qi = (float(rng.uniform(0.1, 0.5)), 0 if dtype == np.int16 else int(rng.integers(-3, 3)))
+    qo = (float(rng.uniform(0.5, 4.0)), 0 if dtype == np.int16 else int(rng.integers(-3, 3)))
+    model = single_op_model("REDUCE_PROD", [Input(x.shape, dtype, qi), np.array(axes, np.int32)],
+                            [(dtype, qo)], "ReducerOptions", {"keep_dims": keep}, version=2)
+    assert_matches_litert(model, [x])

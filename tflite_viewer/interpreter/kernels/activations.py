@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..integer import l2norm as il2norm, lut, softmax as isoftmax
+from ..registration import check_types
 from .common import (QUANTIZED, BuiltinOperator as B, broadcast_shape, define, opt, rounding,
                      same_shape, tq)
 
@@ -60,8 +61,18 @@ def _prepare_prelu(ctx, node):
                              tq(ctx.output(node, 0)), rounding(ctx))
 
 
+def _prelu_check(ctx, node):
+    """int16 PRELU takes int8 alphas (LiteRT's 16x8 kernel reads the alpha as int8)."""
+    x, a = ctx.input(node, 0), ctx.input(node, 1)
+    if x.type_name == "INT16" and a is not None and a.type_name != "INT8":
+        return (f"PRELU v{node.version} with INT16 input and {a.type_name} alpha: LiteRT's "
+                "int16 kernel reads the alpha as INT8")
+    return check_types(ctx, node, "float+uint8+int8+int16")
+
+
 define(B.PRELU, (1, 1), lambda ctx, node: prelu(ctx.value(node, 0), ctx.value(node, 1)),
-       broadcast_shape, types="float+uint8+int8", int_prepare=_prepare_prelu,
+       broadcast_shape, types="float+uint8+int8+int16", check=_prelu_check,
+       int_prepare=_prepare_prelu,
        int_compute=lambda ctx, node, p: lut.prelu(ctx.value(node, 0), ctx.value(node, 1), None,
                                                   None, None, p.rounding, p))
 

@@ -73,7 +73,19 @@ _INT = {
     B.SUM: dict(int_prepare=_prepare_mean, int_compute=_int_mean_sum(True)),
     B.REDUCE_MAX: dict(int_compute=_int_raw(ireduce.reduce_max)),
     B.REDUCE_MIN: dict(int_compute=_int_raw(ireduce.reduce_min)),
+    B.REDUCE_PROD: dict(int_compute=lambda ctx, node, p: _int_prod(ctx, node)),
 }
+
+
+def _int_prod(ctx, node):
+    """int8/int16 REDUCE_PROD: quantized (QuantizedReduceProd), or the plain product of
+    unquantized integers."""
+    x, o = ctx.input(node, 0), ctx.output(node, 0)
+    keep = bool(opt(node, "keep_dims", False))
+    if x.quantization is None or not x.quantization.has_scale:
+        return _reducer(np.multiply.reduce)(ctx, node)
+    return ireduce.reduce_prod(ctx.value(node, 0), ctx.value(node, 1), keep, tq(x), tq(o),
+                               rounding(ctx))
 
 # SUM, REDUCE_MAX/MIN/PROD: the ufunc reductions np.sum, np.max, np.min and np.prod call
 # for arrays, without their Python wrappers (about a microsecond each)
@@ -81,7 +93,7 @@ for _op, _fn, _versions, _types in (
         (B.MEAN, mean, (1, 3), QUANTIZED), (B.SUM, np.add.reduce, (1, 2), QUANTIZED),
         (B.REDUCE_MAX, np.maximum.reduce, (1, 3), QUANTIZED),
         (B.REDUCE_MIN, np.minimum.reduce, (1, 3), QUANTIZED),
-        (B.REDUCE_PROD, np.multiply.reduce, (1, 2), "float"), (B.REDUCE_ANY, np.any, (1, 1), "any"),
+        (B.REDUCE_PROD, np.multiply.reduce, (1, 2), "float+int8+int16"), (B.REDUCE_ANY, np.any, (1, 1), "any"),
         (B.REDUCE_ALL, np.all, (1, 1), "any")):
     define(_op, _versions, _reducer(_fn), _reduce_shape, types=_types, **_INT.get(_op, {}))
 
