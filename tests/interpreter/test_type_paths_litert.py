@@ -119,3 +119,87 @@ def test_quantized_reduce_prod_bit_exact(dtype, axes, keep, seed):
     model = single_op_model("REDUCE_PROD", [Input(x.shape, dtype, qi), np.array(axes, np.int32)],
                             [(dtype, qo)], "ReducerOptions", {"keep_dims": keep}, version=2)
     assert_matches_litert(model, [x])
+
+
+def _retype(model: bytes, tensor: int, type_code: int) -> bytes:
+    import flatbuffers
+    from tflite_viewer.schema import schema_generated as S
+    m = S.ModelT.InitFromPackedBuf(model, 0)
+    m.subgraphs[0].tensors[tensor].type = type_code
+    b = flatbuffers.Builder(0)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+@pytest.mark.parametrize("type_code,zp_range", [(17, (-8, 7)), (20, (0, 15))])
+@pytest.mark.parametrize("seed", range(4))
+def test_quantize_to_4_bits_and_back(type_code, zp_range, seed):
+    """QUANTIZE v4 (INT4) / v5 (UINT4) then DEQUANTIZE: values clamped to the nibble range."""
+    from .singleop import Op, graph_model
+    rng = np.random.default_rng(500 + seed)
+    x = (rng.standard_normal(37) * 2).astype(np.float32)
+    q = (float(rng.uniform(0.05, 0.5)), int(rng.integers(*zp_range)))
+    model = graph_model([((37,), np.float32), ((37,), np.int8, q), ((37,), np.float32)],
+                        [Op("QUANTIZE", [0], [1], version=4 if type_code == 17 else 5),
+                         Op("DEQUANTIZE", [1], [2], version=6 if type_code == 17 else 8)],
+                        [0], [2])
+    assert_matches_litert(_retype(model, 1, type_code), [x], tol=0.0)
+
+
+@pytest.mark.parametrize("float8", [21, 22])
+def test_float8_broadcast_to_and_fill_move_raw_bytes(float8):
+    """BROADCAST_TO v4 and FILL v5 (FLOAT8), the two whose LiteRT kernels take FLOAT8: the
+    bytes are broadcast / repeated unchanged (LiteRT's Python API cannot read FLOAT8
+    tensors back, so the bytes are checked against numpy, and LiteRT is checked to run)."""
+    import flatbuffers
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+    from tflite_viewer.interpreter import Interpreter
+    from tflite_viewer.schema import schema_generated as S
+    from .singleop import Op, graph_model
+    raw = np.arange(0, 24 * 9, 9).astype(np.uint8).reshape(2, 3, 4)
+    tensors = [(raw,), (np.array([2, 2, 3, 4], np.int32),), ((2, 2, 3, 4), np.uint8),
+               (np.array([2, 3], np.int32),), (np.array(0x3C, np.uint8),), ((2, 3), np.uint8)]
+    ops = [Op("BROADCAST_TO", [0, 1], [2], version=4), Op("FILL", [3, 4], [5], version=5)]
+    m = S.ModelT.InitFromPackedBuf(graph_model(tensors, ops, [], [2, 5]), 0)
+    for k in (0, 2, 4, 5):
+        m.subgraphs[0].tensors[k].type = float8
+    b = flatbuffers.Builder(0)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    model = bytes(b.Output())
+    li = LiteRT(model_content=model)
+    li.allocate_tensors()
+    li.invoke()
+    interp = Interpreter(model)
+    interp.invoke([])
+    sg = interp.subgraphs[0]
+    np.testing.assert_array_equal(sg.tensors[2].data.view(np.uint8),
+                                  np.broadcast_to(raw, (2, 2, 3, 4)))
+    np.testing.assert_array_equal(sg.tensors[5].data.view(np.uint8), np.full((2, 3), 0x3C))
+
+
+def test_bfloat16_dynamic_update_slice_moves_raw_bits():
+    """DYNAMIC_UPDATE_SLICE v6 (BFLOAT16): LiteRT runs it; the raw 16-bit values are
+    updated as numpy does (LiteRT's Python API cannot read BFLOAT16 back)."""
+    import flatbuffers
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+    from tflite_viewer.interpreter import Interpreter
+    from tflite_viewer.schema import schema_generated as S
+    from .singleop import Op, graph_model
+    base = np.arange(20, dtype=np.uint16).reshape(4, 5) * 257
+    update = np.full((2, 2), 0x3F80, np.uint16)  # bfloat16 1.0
+    tensors = [(base,), (update,), (np.array([1, 3], np.int32),), ((4, 5), np.uint16)]
+    m = S.ModelT.InitFromPackedBuf(graph_model(
+        tensors, [Op("DYNAMIC_UPDATE_SLICE", [0, 1, 2], [3], version=6)], [], [3]), 0)
+    for k in (0, 1, 3):
+        m.subgraphs[0].tensors[k].type = S.TensorType.BFLOAT16
+    b = flatbuffers.Builder(0)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    model = bytes(b.Output())
+    li = LiteRT(model_content=model)
+    li.allocate_tensors()
+    li.invoke()
+    interp = Interpreter(model)
+    interp.invoke([])
+    expected = base.copy()
+    expected[1:3, 3:5] = update
+    np.testing.assert_array_equal(interp.subgraphs[0].tensors[3].data.view(np.uint16), expected)

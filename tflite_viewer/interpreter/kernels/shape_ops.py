@@ -547,7 +547,7 @@ def _broadcast_to(ctx, node):
     return np.array(np.broadcast_to(ctx.value(node, 0), shape))
 
 
-define(B.BROADCAST_TO, (2, 3), _broadcast_to,
+define(B.BROADCAST_TO, (2, 4), _broadcast_to,
        lambda ctx, node: None if _const(ctx, node, 1) is None else
        [tuple(as_int_list(_const(ctx, node, 1)))], types="any")
 
@@ -558,7 +558,7 @@ def _fill(ctx, node):
     return np.full(shape, ctx.value(node, 1).reshape(-1)[0], dtype=ctx.output(node, 0).dtype)
 
 
-define(B.FILL, (1, 4), _fill, lambda ctx, node: None if _const(ctx, node, 0) is None else
+define(B.FILL, (1, 5), _fill, lambda ctx, node: None if _const(ctx, node, 0) is None else
        [tuple(as_int_list(_const(ctx, node, 0)))], types="any")
 def _zeros_like_check(ctx, node):
     """Integer zeros are not real zeros in a quantized tensor, and LiteRT's ZEROS_LIKE
@@ -645,6 +645,6 @@ def dynamic_update_slice(x: np.ndarray, update: np.ndarray, start) -> np.ndarray
     return out
 
 
-define(B.DYNAMIC_UPDATE_SLICE, (1, 5), lambda ctx, node: dynamic_update_slice(
+define(B.DYNAMIC_UPDATE_SLICE, (1, 6), lambda ctx, node: dynamic_update_slice(
     ctx.value(node, 0), ctx.value(node, 1), as_int_list(ctx.value(node, 2))), same_shape,
     types="any")
