@@ -189,6 +189,9 @@ def check_order(sg: "Subgraph") -> None:
     a variable, or the output of an earlier node (what TFLite's execution plan assumes)."""
     ready = set(sg.inputs)
     ready.update(t.index for t in sg.tensors if t.is_constant or t.is_variable)
+    # a static shape with no element has its value (the empty array) without a writer:
+    # an INT32 shape-[0] constant stores no bytes, as the converter writes it
+    ready.update(t.index for t in sg.tensors if t.shape is not None and 0 in t.shape)
     for ni in sg.execution_plan:
         node = sg.nodes[ni]
         for k, i in enumerate(node.inputs):
