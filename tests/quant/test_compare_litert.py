@@ -120,11 +120,31 @@ def test_interpreter_metrics_equal_litert_small_cnn():
 
 def test_interpreter_metrics_close_to_litert_mobilenet_v2_int8():
     """mobilenet_v2_int8: LiteRT's reference kernels abort on it; its optimized kernels
-    differ from ours (and from its reference kernels) by one unit on some outputs, so the
-    metrics agree to within that (SQNR within 0.5 dB, cosine within 5e-4)."""
+    differ from ours (and from its reference kernels) by one unit on some op outputs, which
+    accumulates along the graph.  Where our quantized tensor equals LiteRT's, every metric
+    agrees with the numpy computation on LiteRT's tensors; elsewhere the SQNR is within
+    0.5 dB (measured: 0.37 dB at worst)."""
+    from tests.litert_oracle import litert
+    from tflite_viewer.quant.runner import ModelRunner
+    from tflite_viewer.quant.samples import model_inputs
+
     report = analyze(MNV2_INT8, MNV2_FLOAT, samples=1)
-    samples = make_samples(load_model(MNV2_INT8), load_model(MNV2_FLOAT), count=1)
-    ref = _litert_reference(MNV2_INT8, MNV2_FLOAT, report, samples)[0]
+    qm, fm = load_model(MNV2_INT8), load_model(MNV2_FLOAT)
+    sample = make_samples(qm, fm, count=1)[0]
+    ref = _litert_reference(MNV2_INT8, MNV2_FLOAT, report, [sample])[0]
+    ours = ModelRunner(qm).run(sample)
+    li = litert(MNV2_INT8)
+    li.allocate_tensors()
+    li.set_tensor(li.get_input_details()[0]["index"], model_inputs(qm, sample)[0])
+    li.invoke()
+    same = 0
     for t in report.compared():
-        assert abs(t.metrics["sqnr_db"] - ref[t.tensor]["sqnr_db"]) < 0.5, t.tensor
-        assert abs(t.metrics["cosine"] - ref[t.tensor]["cosine"]) < 5e-4, t.tensor
+        units = np.abs(ours[t.tensor].astype(np.int64) - li.get_tensor(t.tensor).astype(np.int64))
+        if units.max() == 0:
+            same += 1
+            for k in METRICS:
+                tol = 0.01 if k == "sqnr_db" else 1e-6
+                assert _close(t.metrics[k], ref[t.tensor][k], 2e-3, tol), (t.tensor, k)
+        else:  # one-unit differences op by op, accumulated along the graph
+            assert abs(t.metrics["sqnr_db"] - ref[t.tensor]["sqnr_db"]) < 0.5, t.tensor
+    assert same >= 10, same  # the first 13 of 66 tensors are identical
