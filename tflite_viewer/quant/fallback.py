@@ -139,8 +139,9 @@ class FallbackRunner:
                                            for p in g.per_input]))
                 g.cosine_gain = float(np.mean([p["cosine"] - p["baseline_cosine"]
                                                for p in g.per_input]))
-            if g._local:
-                g.local = average([x for x in g._local if x])
+            measured = [x for x in g._local if x]
+            if measured:
+                g.local = average(measured)
         return sorted(self.gains.values(), key=lambda g: (
             g.gain_db is None, -(g.gain_db if g.gain_db is not None else 0.0), g.op))
 
