@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QM
 from ..edit import EditResult, ExposeTensor, ModelDocument, RemoveOperator
 from ..graph.build import subgraph_references
 from ..model import EditError, Model, ModelFormatError
-from . import style
+from . import quant_overlay, style
 from .breadcrumbs import Crumb, NavigationBar
 from .editing import EditSession, change_notes, human_size
 from .errors import ErrorReporter, reporter
@@ -101,6 +101,7 @@ class MainWindow(QMainWindow):
         self._build_docks()
         self._build_actions()
         self._build_status()
+        quant_overlay.install(self)  # the Quantization dock, its overlay, Problems entries
 
     # ==========================================================================================
     # construction
