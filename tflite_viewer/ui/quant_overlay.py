@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QLinearGradient, QPainter, QPen
+from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsItem, QWidget
 
 from ..model.errors import Finding as ModelFinding
@@ -68,16 +68,16 @@ class Legend(QWidget):
 
     def __init__(self, parent: QWidget) -> None:
         super().__init__(parent)
-        self.metric = ""
+        self.metric_name = ""
         self.best = self.worst = ""
         self.setFixedSize(230, 46)
         self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
         self.hide()
 
     def set_range(self, metric: str, best: float, worst: float) -> None:
-        self.metric = metric
+        self.metric_name = metric
         self.best, self.worst = ts.format_number(best, 4), ts.format_number(worst, 4)
-        self.move(10, 10)
+        self.move(12, 12)
         self.show()
         self.raise_()
         self.update()
@@ -88,11 +88,11 @@ class Legend(QWidget):
         p.setPen(QColor("#57606a"))
         p.drawRect(self.rect().adjusted(0, 0, -1, -1))
         p.setPen(QColor("#1f2328"))
-        p.drawText(QPointF(8, 14), f"{self.metric}  (worst red)")
-        grad = QLinearGradient(8, 0, self.width() - 8, 0)
-        for t in (0.0, 0.5, 1.0):
-            grad.setColorAt(t, colour(t))
-        p.fillRect(QRectF(8, 19, self.width() - 16, 10), grad)
+        p.drawText(QPointF(8, 14), f"{self.metric_name}  (worst red)")
+        steps = 32
+        width = (self.width() - 16) / steps
+        for i in range(steps):
+            p.fillRect(QRectF(8 + i * width, 19, width + 1, 10), colour(i / (steps - 1)))
         p.drawText(QPointF(8, 41), f"best {self.best}")
         text = f"worst {self.worst}"
         p.drawText(QPointF(self.width() - 8 - p.fontMetrics().horizontalAdvance(text), 41), text)
@@ -104,7 +104,7 @@ class QuantCanvasOverlay:
     def __init__(self, window: "MainWindow", dock: QuantDock) -> None:
         self.window, self.dock = window, dock
         self.item: QuantOverlayItem | None = None
-        self.legend = Legend(window.view.viewport())
+        self.legend = Legend(window.view)  # not the viewport: scrolling moves its children
         self.fractions: dict[int, float] = {}  # op index -> [0, 1], 1 worst
 
     def refresh(self) -> None:
@@ -150,6 +150,10 @@ def install(window: "MainWindow") -> QuantDock:
                                      "quantization")
     window.tabifyDockWidget(window.problems_dock, window.quant_dock)
     window.problems_dock.raise_()
+    # a comparison needs room: the bottom area grows when the dock is brought forward
+    window.quant_dock.visibilityChanged.connect(
+        lambda shown: shown and window.resizeDocks([window.quant_dock], [max(
+            window.quant_dock.height(), window.height() // 3)], Qt.Orientation.Vertical))
     view_menu = next((a.menu() for a in window.menuBar().actions() if a.text() == "&View"), None)
     if view_menu is not None:
         view_menu.addAction(window.quant_dock.toggleViewAction())

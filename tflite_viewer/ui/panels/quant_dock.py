@@ -222,21 +222,25 @@ class QuantDock(QWidget):
         self.overlay_hist = OverlayHistogram()
         self.error_hist = HistogramWidget()
         self.detail = QLabel("")
-        detail = QWidget()
-        dl = QHBoxLayout(detail)
-        dl.setContentsMargins(0, 0, 0, 0)
-        dl.addWidget(self.overlay_hist, 1)
-        dl.addWidget(self.error_hist, 1)
-        split = QSplitter(Qt.Orientation.Vertical)
-        split.addWidget(self.findings_tree)
-        split.addWidget(self.table)
-        split.addWidget(detail)
-        split.setSizes([80, 240, 150])
+        left = QSplitter(Qt.Orientation.Vertical)
+        left.addWidget(self.findings_tree)
+        left.addWidget(self.table)
+        left.setSizes([70, 300])
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        rl.addWidget(self.detail)
+        rl.addWidget(self.overlay_hist, 1)
+        rl.addWidget(self.error_hist, 1)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(left)
+        split.addWidget(right)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addLayout(bar)
         layout.addWidget(self.status)
-        layout.addWidget(self.detail)
         layout.addWidget(split, 1)
 
     # -- the model -----------------------------------------------------------------------
@@ -261,6 +265,7 @@ class QuantDock(QWidget):
         self.status.setText("" if model is None else
                             f"{len(self.findings)} spec finding(s). Compare with the float "
                             "original to measure the error of every tensor.")
+        self.findings_tree.setVisible(bool(self.findings))
         self.findingsChanged.emit(self.findings)
         self.reportReady.emit(None)
 
@@ -394,8 +399,9 @@ class QuantDock(QWidget):
         self.overlay_hist.set_data(edges, fc, qc, f"t{t.tensor} float vs dequantized")
         self.error_hist.set_histogram(ts.Histogram(ec, eedges, False),
                                       caption="error (dequantized - float)")
-        self.detail.setText(f"tensor {t.tensor} {t.name}  \u2190 float tensor {t.float_tensor} "
-                            f"(paired by {t.paired_by}); first sample shown")
+        self.detail.setText(f"t{t.tensor} ({t.opcode}) vs float t{t.float_tensor}, paired by "
+                            f"{t.paired_by}; first sample")
+        self.detail.setToolTip(t.name)
 
     def export_dialog(self) -> None:
         if self.report is None:
