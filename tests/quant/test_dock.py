@@ -81,6 +81,7 @@ def test_dock_end_to_end(window, qtbot, tmp_path):
     ov = window.quant_overlay
     assert ov.item is not None and ov.item.scene() is window.graph_scene
     assert ov.legend.isVisible() and "sqnr_db" in ov.legend.metric_name
+    assert not ov.legend.grab().isNull() and not window.view.grab().isNull()  # both paint
     worst_op = max(ov.fractions, key=ov.fractions.get)
     assert worst_op == api.ranked()[0].op and ov.fractions[worst_op] == 1.0
     assert set(ov.fractions) == {r["op"] for r in expect if r["op"] is not None
