@@ -120,12 +120,20 @@ def test_tiny_channel_is_reported():
 
 
 def test_hybrid_model():
-    r = analyze(MNV2_DYNAMIC, MNV2_FLOAT, samples=1, per_layer_fallback=True)
+    from tflite_viewer.quant.fallback import candidate_ops
+    qm = load_model(MNV2_DYNAMIC)
+    ops = candidate_ops(qm)
+    # hybrid ops (float activations, int8 weights) are the fallback candidates
+    assert {qm.subgraphs[0].operators[k].opcode.name for k in ops} == {
+        "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"}
+    chosen = [ops[0], ops[1], ops[-1]]  # the first two hybrid ops and the fully connected one
+    r = analyze(qm, MNV2_FLOAT, samples=1, per_layer_fallback=True, fallback_ops=chosen)
     assert len(r.compared()) == 66 and not r.unpaired_quantized
     assert all(t.type_name == "FLOAT32" for t in r.compared())
-    # hybrid ops (float activations, int8 weights) are the fallback candidates
-    assert {g.opcode for g in r.fallback} == {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"}
+    assert sorted(g.op for g in r.fallback) == sorted(chosen)
     assert all(g.error is None and g.weights == "float model" for g in r.fallback)
+    # a hybrid op differs from its float computation (int8 weights, quantized inputs)
+    assert all(g.local["sqnr_db"] < 80 for g in r.fallback)
     assert all(w.metrics is not None for w in r.weights)
 
 
