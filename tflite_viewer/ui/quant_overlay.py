@@ -135,9 +135,14 @@ class QuantCanvasOverlay:
 
 
 def _problems(window: "MainWindow", findings) -> None:
-    """The dock's spec findings listed in Problems too (after the reader's own)."""
+    """The dock's spec findings listed in Problems too, after the reader's own; one the
+    reader already reports on the same tensor (person_detect's quantized_dimension) is not
+    listed twice."""
+    known = {(f.subgraph, f.tensor) for f in window.problems_panel.findings
+             if f.tensor is not None}
     extra = [ModelFinding(f.severity, f"quantization spec [{f.rule}]", f.message, f.subgraph,
-                          f.tensor, f.op) for f in findings]
+                          f.tensor, f.op) for f in findings
+             if f.tensor is None or (f.subgraph, f.tensor) not in known]
     window.problems_panel.add_findings(extra)
     window.problems_dock.setWindowTitle(f"Problems ({window.problems_panel.count()})")
 

@@ -99,7 +99,7 @@ class OverlayHistogram(QWidget):
         self.edges: np.ndarray | None = None
         self.counts: tuple[np.ndarray, np.ndarray] | None = None
         self.caption = ""
-        self.setMinimumHeight(120)
+        self.setMinimumHeight(60)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
 
     def set_data(self, edges, float_counts, quant_counts, caption: str = "") -> None:
@@ -202,11 +202,16 @@ class QuantDock(QWidget):
             self.overlay_metric.addItem(f"Overlay: {m}", m)
         self.status = QLabel("")
         self.status.setWordWrap(True)
-        bar = QHBoxLayout()
-        for w in (self.compare_button, self.samples, self.fallback, self.progress,
-                  self.cancel_button, self.overlay_metric, self.export_button):
-            bar.addWidget(w)
-        bar.addStretch(1)
+        # two short rows: the dock must not widen the window (it shares the bottom area)
+        bar = QVBoxLayout()
+        for widgets in ((self.compare_button, self.samples, self.fallback, self.cancel_button),
+                        (self.overlay_metric, self.export_button, self.progress)):
+            row = QHBoxLayout()
+            for w in widgets:
+                row.addWidget(w)
+            row.addStretch(1)
+            bar.addLayout(row)
+        self.progress.setMinimumWidth(60)
         self.table_model = QuantTableModel(self)
         self.proxy = QSortFilterProxyModel(self)
         self.proxy.setSourceModel(self.table_model)
@@ -221,6 +226,7 @@ class QuantDock(QWidget):
         self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._row_clicked(cur))
         self.overlay_hist = OverlayHistogram()
         self.error_hist = HistogramWidget()
+        self.error_hist.setMinimumHeight(60)
         self.detail = QLabel("")
         left = QSplitter(Qt.Orientation.Vertical)
         left.addWidget(self.findings_tree)
