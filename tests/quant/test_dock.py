@@ -18,24 +18,6 @@ from tflite_viewer.quant.report import rows as report_rows  # noqa: E402
 from .helpers import SMALL_FLOAT, SMALL_INT8, edited  # noqa: E402
 
 
-@pytest.fixture
-def window(qtbot, tmp_path):
-    from PySide6.QtCore import QSettings
-    from tflite_viewer.ui.errors import ErrorReporter
-    from tflite_viewer.ui.main_window import MainWindow
-
-    errors = ErrorReporter(interactive=False)
-    win = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat),
-                     errors=errors)
-    win.reported = []
-    errors.reported.connect(lambda title, message: win.reported.append((title, message)))
-    qtbot.addWidget(win)
-    win.ask_before_discarding = False
-    win.resize(1400, 900)
-    win.show()
-    return win
-
-
 def _run(qtbot, dock, samples=2, fallback=True):
     with qtbot.waitSignal(dock.reportReady, timeout=60_000, check_params_cb=lambda r: r is not None):
         dock.compare(SMALL_FLOAT, samples=samples, fallback=fallback)

@@ -25,7 +25,7 @@ from ..model.errors import TFLiteViewerError
 from . import samples as smp
 from .activations import ActivationStats, new_stats
 from .fallback import FallbackGain, FallbackRunner, output_quality
-from .metrics import METRICS, average, badness, tensor_metrics
+from .metrics import average, badness, tensor_metrics
 from .pairing import Pairing, is_real, pair_models
 from .ranges import dequantize, integer_range
 from .runner import ModelRunner
