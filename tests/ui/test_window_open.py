@@ -25,7 +25,11 @@ def test_every_corpus_model_opens_and_draws_every_subgraph(window, path):
         ops = sorted(lab.op_index for lab in data.labels if lab.kind == "op")
         assert ops == list(range(len(sg.operators)))
         assert window.graph_scene.items(), "the scene has items"
-        assert window.problems_panel.count() == len(model.findings)
+        # the reader's findings first, then the quantization spec findings it did not make
+        listed = window.problems_panel.findings
+        assert listed[:len(model.findings)] == list(model.findings)
+        assert all(f.where.startswith("quantization spec") for f in listed[len(model.findings):])
+        assert window.problems_panel.count() == len(listed)
 
 
 def test_open_runs_in_a_worker_and_the_window_keeps_processing_events(window, qtbot):

@@ -67,8 +67,10 @@ class ActivationStats:
             self.float_count += r.size
             self.float_below += int(np.count_nonzero(r < lo - half))
             self.float_above += int(np.count_nonzero(r > hi + half))
-            h, _ = np.histogram(np.clip(r, lo, hi), bins=self.edges())
-            self.float_hist += h
+            # equal bins over [lo, hi] (values beyond it in the end bins): a bincount, where
+            # np.histogram with explicit edges would sort the values
+            b = ((r - lo) * (HIST_BINS / (hi - lo))).astype(np.int64).clip(0, HIST_BINS - 1)
+            self.float_hist += np.bincount(b, minlength=HIST_BINS)
 
     def to_dict(self) -> dict[str, Any]:
         n = max(self.count, 1)

@@ -25,7 +25,7 @@ from ..model.errors import TFLiteViewerError
 from . import samples as smp
 from .activations import ActivationStats, new_stats
 from .fallback import FallbackGain, FallbackRunner, output_quality
-from .metrics import METRICS, average, badness, tensor_metrics
+from .metrics import average, badness, tensor_metrics
 from .pairing import Pairing, is_real, pair_models
 from .ranges import dequantize, integer_range
 from .runner import ModelRunner
@@ -164,12 +164,16 @@ def analyze(model: Model | str | os.PathLike | bytes,
             float_model: Model | str | os.PathLike | bytes | None = None, *,
             samples: int = 10, seed: int = 0, inputs: str | os.PathLike | None = None,
             images: str | os.PathLike | None = None, given: Sequence | None = None,
-            per_layer_fallback: bool = False, backend: str = "interpreter",
+            per_layer_fallback: bool = False, fallback_ops: Sequence[int] | None = None,
+            backend: str = "interpreter",
             keep_values: bool = False, progress: Progress | None = None,
             cancel: Callable[[], bool] | None = None) -> QuantReport:
     """Spec checks, weight and activation analysis, and (with ``float_model``) the float vs
     quantized comparison of every paired tensor and, with ``per_layer_fallback``, the gain
-    of computing each quantized op in float.  See the module docstring."""
+    of computing each quantized op (or each of ``fallback_ops``) in float.  ``backend``
+    "litert" reads the tensors from LiteRT instead of this interpreter (no fallback then).
+    ``progress(done, total, message)`` is called as it goes; ``cancel()`` returning True
+    stops it with `Cancelled`.  See the module docstring."""
     qm = _load(model)
     fm = _load(float_model)
     findings = check_spec(qm)
@@ -193,7 +197,7 @@ def analyze(model: Model | str | os.PathLike | bytes,
         reports[t.index] = rep
     fb: FallbackRunner | None = None
     if per_layer_fallback and fm is not None and backend == "interpreter":
-        fb = FallbackRunner(qm, fm, pairing)
+        fb = FallbackRunner(qm, fm, pairing, None if fallback_ops is None else list(fallback_ops))
     runnable = [k for k in (fb.float_ops if fb else {})]
     total = len(batch) * (1 + len(runnable))
     done = 0

@@ -135,14 +135,20 @@ class FallbackRunner:
             if g.per_input:
                 g.sqnr_db = float(np.mean([p["sqnr_db"] for p in g.per_input]))
                 g.cosine = float(np.mean([p["cosine"] for p in g.per_input]))
-                g.gain_db = float(np.mean([p["sqnr_db"] - p["baseline_sqnr_db"]
+                g.gain_db = float(np.mean([_gain(p["sqnr_db"], p["baseline_sqnr_db"])
                                            for p in g.per_input]))
                 g.cosine_gain = float(np.mean([p["cosine"] - p["baseline_cosine"]
                                                for p in g.per_input]))
-            if g._local:
-                g.local = average([x for x in g._local if x])
+            measured = [x for x in g._local if x]
+            if measured:
+                g.local = average(measured)
         return sorted(self.gains.values(), key=lambda g: (
             g.gain_db is None, -(g.gain_db if g.gain_db is not None else 0.0), g.op))
+
+
+def _gain(value: float, baseline: float) -> float:
+    """value - baseline, 0 when equal (both +inf: the outputs were exact either way)."""
+    return 0.0 if value == baseline else value - baseline
 
 
 def output_quality(reference: list[np.ndarray], approx: list[np.ndarray]) -> tuple[float, float]:

@@ -113,3 +113,57 @@ def format_text(report: QuantReport, limit: int = 40) -> str:
             out.append(f"  op {g.op:>4} {g.opcode:18} gain {_num(g.gain_db, '.3f'):>8} dB  "
                        f"cosine gain {_num(g.cosine_gain, '.2e'):>9}  weights: {g.weights}{extra}")
     return "\n".join(out) + "\n"
+
+
+# -- for the window (plain numbers; the widgets only draw them) ----------------------------
+OVERLAY_METRICS = ("sqnr_db", "cosine", "rmse_scale", "max_abs_error", "median_diff_ratio",
+                   "layer_sqnr_db", "fallback_gain_db")
+
+
+def op_values(report: QuantReport, metric: str) -> dict[int, float]:
+    """The value of ``metric`` for every op whose output was measured (its first real
+    output's row), by op index."""
+    out: dict[int, float] = {}
+    for r in rows(report):
+        v = r.get(metric)
+        if r["op"] is not None and r["op"] not in out and v is not None and math.isfinite(v):
+            out[r["op"]] = float(v)
+    return out
+
+
+def badness_fractions(values: dict[int, float], metric: str) -> dict[int, float]:
+    """Each value placed on [0, 1], 1 the worst (red) and 0 the best, linearly between the
+    extremes.  Worst is the lowest SQNR / cosine, the highest error, and for the fallback
+    gain the largest gain (the layer that most needs attention)."""
+    if not values:
+        return {}
+    higher_is_worse = metric in ("rmse_scale", "max_abs_error", "median_diff_ratio",
+                                 "fallback_gain_db", "mean_squared_error", "stddev")
+    lo, hi = min(values.values()), max(values.values())
+    span = hi - lo
+    out = {}
+    for op, v in values.items():
+        t = 0.5 if span == 0 else (v - lo) / span
+        out[op] = t if higher_is_worse else 1.0 - t
+    return out
+
+
+def comparison_histograms(reference, dequantized, bins: int = 48):
+    """(edges, float counts, dequantized counts) on shared bins, and (edges, counts) of the
+    error dequantized - float: what the window overlays for one tensor."""
+    import numpy as np
+    f = np.asarray(reference, np.float64).ravel()
+    q = np.asarray(dequantized, np.float64).ravel()
+    lo = float(min(f.min(), q.min())) if f.size else 0.0
+    hi = float(max(f.max(), q.max())) if f.size else 1.0
+    if hi <= lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    edges = np.linspace(lo, hi, bins + 1)
+    fc, _ = np.histogram(f, edges)
+    qc, _ = np.histogram(q, edges)
+    err = q - f
+    elo, ehi = (float(err.min()), float(err.max())) if err.size else (0.0, 1.0)
+    if ehi <= elo:
+        elo, ehi = elo - 0.5, ehi + 0.5
+    ec, eedges = np.histogram(err, bins=bins, range=(elo, ehi))
+    return (edges, fc, qc), (eedges, ec)

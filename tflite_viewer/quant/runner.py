@@ -52,6 +52,3 @@ class ModelRunner:
             if after_op is not None:
                 interp.remove_hook(after_op)
         return {t.index: t.data for t in interp.subgraphs[0].tensors if t.data is not None}
-
-    def outputs(self, tensors: dict[int, np.ndarray]) -> list[int]:
-        return list(self.model.subgraphs[0].outputs)

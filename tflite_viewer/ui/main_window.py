@@ -22,7 +22,7 @@ from ..graph.build import subgraph_references
 from ..model import Model
 from ..model.op_metadata import first_call
 from . import navigation as nav
-from . import style
+from . import quant_overlay, style
 from .breadcrumbs import NavigationBar
 from .editing import EditSession
 from .errors import ErrorReporter, reporter
@@ -94,6 +94,7 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
         self._build_status()
         from .debugger import DebuggerController  # the Debug menu, its docks and canvas marks
         self.debugger = DebuggerController(self)
+        quant_overlay.install(self)  # the Quantization dock, its overlay, Problems entries
 
     # ==========================================================================================
     # construction

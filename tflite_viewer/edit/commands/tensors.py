@@ -126,7 +126,6 @@ def _dims(value: Any, where: str) -> list:
 
 
 
-_QRANGE = INTEGER_RANGES  # the one table of integer ranges (tflite_viewer.quant.ranges)
 
 
 class SetQuantization(EditCommand):
@@ -191,7 +190,7 @@ class SetQuantization(EditCommand):
             raise EditError(f"{where}.quantized_dimension: {qd} out of range for a tensor of "
                             f"rank {len(shape)}")
         tname = dtypes.type_name(int(t.type))
-        lo, hi = _QRANGE.get(tname, (None, None))
+        lo, hi = INTEGER_RANGES.get(tname, (None, None))
         if lo is not None and (zp.min() < lo or zp.max() > hi):
             raise EditError(f"{where}.zero_point: {zp.tolist()} outside the range of "
                             f"{tname} ({lo}..{hi})")
@@ -302,7 +301,7 @@ class ReplaceTensorData(EditCommand):
         q = t.quantization
         if q is None or q.scale is None or len(q.scale) == 0:
             raise EditError(f"{where}: requantize needs the tensor's scale, and it has none")
-        lo, hi = _QRANGE.get(info.name, (None, None))
+        lo, hi = INTEGER_RANGES.get(info.name, (None, None))
         if lo is None:
             raise EditError(f"{where}: cannot quantize into {info.name}")
         scale = np.asarray(q.scale, dtype=np.float64)

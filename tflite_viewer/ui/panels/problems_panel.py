@@ -38,8 +38,13 @@ class ProblemsPanel(QWidget):
 
     def show_model(self, model: Model | None) -> None:
         self.tree.clear()
-        self.findings = list(model.findings) if model is not None else []
-        for f in self.findings:
+        self.findings = []
+        self.add_findings(model.findings if model is not None else [])
+
+    def add_findings(self, findings) -> None:
+        """List more findings (the quantization spec checks add theirs)."""
+        self.findings += list(findings)
+        for f in findings:
             obj = ""
             if f.operator is not None:
                 obj = f"op #{f.operator}"

@@ -1,0 +1,125 @@
+"""`tflite-viewer quant`: JSON and CSV agree with the Python API; exit codes."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+
+from tflite_viewer.cli import main
+from tflite_viewer.edit import SetQuantization
+from tflite_viewer.model import load_model
+from tflite_viewer.quant import analyze
+from tflite_viewer.quant.metrics import METRICS
+
+from .helpers import SMALL_FLOAT, SMALL_INT8, edited
+
+
+def _strict(text):
+    def bad(name):
+        raise ValueError(f"non-strict JSON constant {name}")
+    return json.loads(text, parse_constant=bad)
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("quant")
+    rc = main(["quant", str(SMALL_INT8), "--float", str(SMALL_FLOAT), "--samples", "2",
+               "--per-layer-fallback", "--csv", str(d / "out.csv"), "--json", str(d / "out.json")])
+    return rc, _strict((d / "out.json").read_text()), list(csv.DictReader(open(d / "out.csv")))
+
+
+def test_json_and_csv_agree_with_the_api(cli_run):
+    rc, data, rows = cli_run
+    assert rc == 0
+    api = analyze(SMALL_INT8, SMALL_FLOAT, samples=2, per_layer_fallback=True)
+    ranked = api.ranked()
+    assert [t["tensor"] for t in data["tensors"][:len(ranked)]] == [t.tensor for t in ranked]
+    assert [int(r["tensor"]) for r in rows[:len(ranked)]] == [t.tensor for t in ranked]
+    for t, jt, row in zip(ranked, data["tensors"], rows):
+        for k in METRICS:
+            v = t.metrics[k]
+            if v is None or not math.isfinite(v):
+                assert jt["metrics"][k] is None
+                continue
+            assert jt["metrics"][k] == pytest.approx(v, rel=1e-12, abs=1e-15)
+            assert float(row[k]) == pytest.approx(v, rel=1e-12, abs=1e-15)
+        assert len(jt["per_input"]) == 2
+    gains = {g.op: g.gain_db for g in api.fallback}
+    assert {g["op"]: g["gain_db"] for g in data["fallback"]} == pytest.approx(gains)
+    for row in rows:
+        if row["fallback_gain_db"]:
+            assert float(row["fallback_gain_db"]) == pytest.approx(gains[int(row["op"])])
+    assert data["findings"] == [] and data["samples"] == 2
+    assert data["outputs"]["sqnr_db"] == pytest.approx(api.outputs["sqnr_db"])
+
+
+def test_fail_below_sqnr(capsys):
+    rc = main(["quant", str(SMALL_INT8), "--float", str(SMALL_FLOAT), "--samples", "1",
+               "--fail-below-sqnr", "200"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "below 200 dB" in err and "Traceback" not in err
+    assert main(["quant", str(SMALL_INT8), "--float", str(SMALL_FLOAT), "--samples", "1",
+                 "--fail-below-sqnr", "-100"]) == 0
+
+
+def test_spec_violation_exits_1(tmp_path, capsys):
+    q = load_model(SMALL_INT8).subgraphs[0].tensors[13].quantization
+    bad = edited(SMALL_INT8, SetQuantization(0, 13, q.scale, np.full(8, 3), 0))
+    path = tmp_path / "bad.tflite"
+    path.write_bytes(bytes(bad.data))
+    rc = main(["quant", str(path), "--samples", "1"])
+    out, err = capsys.readouterr()
+    assert rc == 1 and "weight-zero-point" in out and "1 spec violation" in err
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["nope.tflite"], "no such file"),
+    ([str(SMALL_INT8), "--per-layer-fallback"], "needs --float"),
+    ([str(SMALL_INT8), "--samples", "0"], "at least 1"),
+    ([str(SMALL_INT8), "--images", "/nonexistent"], "no such folder"),
+])
+def test_bad_input_exits_2(args, needle, capsys):
+    rc = main(["quant", *args])
+    err = capsys.readouterr().err
+    assert rc == 2 and needle in err and err.count("\n") == 1
+
+
+def test_not_a_model_exits_2(tmp_path, capsys):
+    p = tmp_path / "x.tflite"
+    p.write_bytes(b"not a model at all, just bytes")
+    assert main(["quant", str(p)]) == 2
+    assert "not a valid TFLite model" in capsys.readouterr().err
+
+
+def test_npz_and_images(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1, 1, (3, 1, 32, 32, 3)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", **{"serving_default_keras_tensor_156:0": x})
+    rc = main(["quant", str(SMALL_INT8), "--float", str(SMALL_FLOAT), "--inputs",
+               str(tmp_path / "in.npz"), "--json", str(tmp_path / "a.json")])
+    assert rc == 0 and _strict((tmp_path / "a.json").read_text())["samples"] == 3
+    # a folder of images: an 8-bit PNG written by hand (zlib, filter 0) and a .npy
+    import struct
+    import zlib
+    img = rng.integers(0, 256, (40, 50, 3), dtype=np.uint8)
+    raw = b"".join(b"\x00" + img[y].tobytes() for y in range(40))
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 50, 40, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    (tmp_path / "imgs").mkdir()
+    (tmp_path / "imgs" / "a.png").write_bytes(png)
+    np.save(tmp_path / "imgs" / "b.npy", img)
+    from tflite_viewer.quant.samples import image_samples, load_image
+    np.testing.assert_array_equal(load_image(tmp_path / "imgs" / "a.png"), img)
+    s = image_samples(load_model(SMALL_FLOAT), tmp_path / "imgs")
+    assert len(s) == 2 and s[0][0].shape == (1, 32, 32, 3)
+    np.testing.assert_allclose(s[0][0], s[1][0])
+    assert s[0][0].min() >= -1 and s[0][0].max() <= 1
+    rc = main(["quant", str(SMALL_INT8), "--float", str(SMALL_FLOAT), "--images",
+               str(tmp_path / "imgs"), "--json", str(tmp_path / "b.json")])
+    assert rc == 0 and _strict((tmp_path / "b.json").read_text())["samples"] == 2

@@ -1,0 +1,175 @@
+"""The quantization overlay on the canvas, its legend, and the Quantization dock's hookup
+to the main window (`install`).
+
+The overlay is its own QGraphicsItem added to the window's scene: every op measured by the
+chosen metric gets a coloured frame and tint, green (best) to red (worst), from
+`quant.report.badness_fractions`; the legend names the metric and its range.  It covers
+subgraph 0, the one the analysis runs.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QPainter, QPen
+from PySide6.QtWidgets import QGraphicsItem, QWidget
+
+from ..model.errors import Finding as ModelFinding
+from ..quant import report as qreport
+from . import tensor_stats as ts
+from .panels.quant_dock import QuantDock
+
+if TYPE_CHECKING:
+    from .main_window import MainWindow
+
+BEST, MID, WORST = QColor("#2da44e"), QColor("#e3b341"), QColor("#cf222e")
+
+
+def colour(t: float) -> QColor:
+    """0 -> green, 0.5 -> yellow, 1 -> red."""
+    a, b, u = (BEST, MID, t * 2) if t <= 0.5 else (MID, WORST, (t - 0.5) * 2)
+    return QColor(int(a.red() + (b.red() - a.red()) * u), int(a.green() + (b.green() - a.green()) * u),
+                  int(a.blue() + (b.blue() - a.blue()) * u))
+
+
+class QuantOverlayItem(QGraphicsItem):
+    """Tints and frames op boxes: ``fractions`` maps node rows to [0, 1] (1 worst)."""
+
+    def __init__(self, rects, fractions: dict[int, float]) -> None:
+        super().__init__()
+        self._rects = rects
+        self.fractions = fractions
+        rows = list(fractions)
+        if rows:
+            r = rects[rows]
+            self._bounds = QRectF(float(r[:, 0].min()) - 6, float(r[:, 1].min()) - 6,
+                                  float((r[:, 0] + r[:, 2]).max() - r[:, 0].min()) + 12,
+                                  float((r[:, 1] + r[:, 3]).max() - r[:, 1].min()) + 12)
+        else:
+            self._bounds = QRectF()
+        self.setZValue(5)
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
+        return self._bounds
+
+    def paint(self, painter: QPainter, option, widget=None) -> None:
+        for row, t in self.fractions.items():
+            x, y, w, h = self._rects[row].tolist()
+            c = colour(t)
+            fill = QColor(c)
+            fill.setAlpha(70)
+            painter.setBrush(fill)
+            painter.setPen(QPen(c, 4))
+            painter.drawRoundedRect(QRectF(x - 3, y - 3, w + 6, h + 6), 7, 7)
+
+
+class Legend(QWidget):
+    """The metric, a green-to-red bar, and the best and worst values."""
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.metric_name = ""
+        self.best = self.worst = ""
+        self.setFixedSize(230, 46)
+        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self.hide()
+
+    def set_range(self, metric: str, best: float, worst: float) -> None:
+        self.metric_name = metric
+        self.best, self.worst = ts.format_number(best, 4), ts.format_number(worst, 4)
+        self.move(12, 12)
+        self.show()
+        self.raise_()
+        self.update()
+
+    def paintEvent(self, event) -> None:  # noqa: N802 - Qt API
+        p = QPainter(self)
+        p.fillRect(self.rect(), QColor(255, 255, 255, 230))
+        p.setPen(QColor("#57606a"))
+        p.drawRect(self.rect().adjusted(0, 0, -1, -1))
+        p.setPen(QColor("#1f2328"))
+        p.drawText(QPointF(8, 14), f"{self.metric_name}  (worst red)")
+        steps = 32
+        width = (self.width() - 16) / steps
+        for i in range(steps):
+            p.fillRect(QRectF(8 + i * width, 19, width + 1, 10), colour(i / (steps - 1)))
+        p.drawText(QPointF(8, 41), f"best {self.best}")
+        text = f"worst {self.worst}"
+        p.drawText(QPointF(self.width() - 8 - p.fontMetrics().horizontalAdvance(text), 41), text)
+
+
+class QuantCanvasOverlay:
+    """Keeps the overlay item on the window's scene in step with the report and metric."""
+
+    def __init__(self, window: "MainWindow", dock: QuantDock) -> None:
+        self.window, self.dock = window, dock
+        self.item: QuantOverlayItem | None = None
+        self.legend = Legend(window.view)  # not the viewport: scrolling moves its children
+        self.fractions: dict[int, float] = {}  # op index -> [0, 1], 1 worst
+
+    def refresh(self) -> None:
+        w = self.window
+        if self.item is not None:
+            try:
+                if self.item.scene() is not None:
+                    self.item.scene().removeItem(self.item)
+            except RuntimeError:  # the scene was cleared (another subgraph, an edit)
+                pass
+        self.item = None
+        self.legend.hide()
+        metric = self.dock.overlay_metric.currentData()
+        report = self.dock.report
+        data = w.graph_scene.data
+        if metric is None or report is None or data is None or w.subgraph != 0:
+            self.fractions = {}
+            return
+        values = qreport.op_values(report, metric)
+        self.fractions = qreport.badness_fractions(values, metric)
+        rows = {data.op_node[op]: t for op, t in self.fractions.items() if op in data.op_node}
+        self.item = QuantOverlayItem(data.rects, rows)
+        w.graph_scene.addItem(self.item)
+        if values:
+            worst = max(self.fractions, key=self.fractions.get)
+            best = min(self.fractions, key=self.fractions.get)
+            self.legend.set_range(metric, values[best], values[worst])
+
+
+def _problems(window: "MainWindow", findings) -> None:
+    """The dock's spec findings listed in Problems too, after the reader's own; one the
+    reader already reports on the same tensor (person_detect's quantized_dimension) is not
+    listed twice."""
+    known = {(f.subgraph, f.tensor) for f in window.problems_panel.findings
+             if f.tensor is not None}
+    extra = [ModelFinding(f.severity, f"quantization spec [{f.rule}]", f.message, f.subgraph,
+                          f.tensor, f.op) for f in findings
+             if f.tensor is None or (f.subgraph, f.tensor) not in known]
+    window.problems_panel.add_findings(extra)
+    window.problems_dock.setWindowTitle(f"Problems ({window.problems_panel.count()})")
+
+
+def install(window: "MainWindow") -> QuantDock:
+    """Add the Quantization dock (tabbed with Problems), its View menu entry and overlay."""
+    dock = QuantDock(window.settings)
+    window.quant_panel = dock
+    window.quant_dock = window._dock("Quantization", dock, Qt.DockWidgetArea.BottomDockWidgetArea,
+                                     "quantization")
+    window.tabifyDockWidget(window.problems_dock, window.quant_dock)
+    window.problems_dock.raise_()
+    # a comparison needs room: the bottom area grows when the dock is brought forward
+    window.quant_dock.visibilityChanged.connect(
+        lambda shown: shown and window.resizeDocks([window.quant_dock], [max(
+            window.quant_dock.height(), window.height() // 3)], Qt.Orientation.Vertical))
+    view_menu = next((a.menu() for a in window.menuBar().actions() if a.text() == "&View"), None)
+    if view_menu is not None:
+        view_menu.addAction(window.quant_dock.toggleViewAction())
+    overlay = QuantCanvasOverlay(window, dock)
+    window.quant_overlay = overlay
+    window.model_replaced.connect(lambda m: dock.set_model(m, window.path))
+    dock.findingsChanged.connect(lambda fs: _problems(window, fs))
+    dock.tensorActivated.connect(lambda t: window.select_tensor(t) if window.subgraph == 0 else None)
+    dock.opActivated.connect(lambda k: window.select_op(k) if window.subgraph == 0 else None)
+    dock.reportReady.connect(lambda _r: overlay.refresh())
+    dock.overlay_metric.currentIndexChanged.connect(lambda _i: overlay.refresh())
+    window.subgraphShown.connect(lambda _s: overlay.refresh())
+    dock.failed.connect(lambda msg: window.errors.report("Quantization analysis", msg, parent=window))
+    return dock
