@@ -126,8 +126,6 @@ def _dims(value: Any, where: str) -> list:
 
 
 
-
-
 class SetQuantization(EditCommand):
     """Set a tensor's quantization: per-tensor (one scale) or per-channel along a dimension.
 
