@@ -109,6 +109,9 @@ class DebuggerController(QObject):
         self.outputs_dock = self._dock("Outputs", self.outputs_panel, "outputs")
         self.profile_dock = self._dock("Profile", self.profile_panel, "profile")
         w = self.window
+        problems = getattr(w, "problems_dock", None)
+        if problems is not None:  # share the bottom area with Problems, as tabs
+            w.tabifyDockWidget(problems, self.callstack_dock)
         w.tabifyDockWidget(self.callstack_dock, self.breakpoints_dock)
         w.tabifyDockWidget(self.breakpoints_dock, self.watch_dock)
         w.tabifyDockWidget(self.watch_dock, self.outputs_dock)
