@@ -143,3 +143,39 @@ def test_stop_returns_control_during_a_long_run(qtbot, window):
     qtbot.waitUntil(lambda: dbg.last_stop is not None and dbg.last_stop.state == STOPPED
                     and not dbg.busy, timeout=TIMEOUT)
     assert dbg.worker.session.ops_run < 50_000_000
+
+
+def test_cross_check_table_equals_numpy_on_the_two_dumps(qtbot, window):
+    from tflite_viewer.interpreter.inputs import complete_inputs, positional
+    open_model(window, "mobilenet_v2_float.tflite")
+    dbg = window.debugger
+    with qtbot.waitSignal(dbg.crossCheckDone, timeout=120000):
+        dbg.crosscheck_action.trigger()
+    panel = dbg.crosscheck_panel
+    report = dbg.last_cross_check.report
+    assert "reference kernels (BUILTIN_REF)" in panel.header.text()
+    # our dump: a separate interpreter on the same (seeded) inputs
+    ours = Interpreter(model_path("mobilenet_v2_float.tflite"))
+    arrays, _ = complete_inputs(window.model, {}, 0)
+    ours.invoke(positional(window.model, arrays))
+    litert = report.litert_tensors
+    assert panel.table.rowCount() == len(report.rows) == 65
+    for row, r in enumerate(report.rows):
+        a = ours.tensor(0, r.tensor).astype(np.float64)
+        b = litert[r.tensor].astype(np.float64)
+        d = np.abs(a - b)
+        assert panel.cell(row, "max |error|") == format(float(d.max()), ".3g")
+        span = float(b.max() - b.min()) or float(np.abs(b).max())  # constant: magnitude
+        assert panel.cell(row, "error / range") == format(float(d.max()) / span, ".3g")
+        cos = float(a.ravel() @ b.ravel() / np.linalg.norm(a) / np.linalg.norm(b))
+        assert panel.cell(row, "cosine") == format(cos, ".6f")
+        noise = float(np.sum((a - b) ** 2))
+        sqnr = "inf" if noise == 0 else format(10 * np.log10(np.sum(b ** 2) / noise), ".1f")
+        assert panel.cell(row, "SQNR dB") == sqnr
+        assert panel.cell(row, "bit-exact") == ("yes" if np.array_equal(a, b) else "no")
+    panel.table.selectRow(7)
+    assert window.selection == ("op", report.rows[7].op)
+    assert "ours" in panel.detail.text() and "LiteRT" in panel.detail.text()
+    panel.colour.setChecked(True)
+    overlay = window.graph_scene.debug_overlay(65)
+    assert overlay._heat is not None and np.isfinite(overlay._heat).sum() == 65

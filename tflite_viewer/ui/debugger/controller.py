@@ -50,6 +50,7 @@ class DebuggerController(QObject):
     request = Signal(object)  # a worker.Request
     stopReceived = Signal(object)                  # DebugStop, after the window updated
     sessionEnded = Signal(str)                     # why
+    crossCheckDone = Signal(object)                # crosscheck_dock.CrossCheck
 
     def __init__(self, window) -> None:
         super().__init__(window)
@@ -63,7 +64,9 @@ class DebuggerController(QObject):
         self.breakpoint_infos: tuple = ()
         self.inputs: dict[str, np.ndarray] = {}
         self.specs: tuple = ()
-        self.heat = False
+        self.heat: str | None = None  # what colours the ops: "time", "error" or nothing
+        self.crosscheck_dock = None  # made by the first cross-check
+        self.last_cross_check = None
         self.thread = QThread(self)
         self.thread.setObjectName("tflite-viewer debugger")
         self.worker = DebugWorker()
@@ -248,6 +251,11 @@ class DebuggerController(QObject):
             self.end_session("The debug session ended: the model changed. Start it again "
                              "(F5 / F10) to run the new model.")
         self.inputs = {}
+        self.last_cross_check = None
+        if self.heat == "error":
+            self.heat = None
+        if self.crosscheck_dock is not None:
+            self.crosscheck_panel.show_message("The model changed: run the cross-check again.")
         self._update_actions()
 
     def _interest(self) -> list[tuple[int, int]]:
@@ -406,9 +414,9 @@ class DebuggerController(QObject):
     def _result(self, command: str, value, serial) -> None:
         if serial != self.serial:
             return
-        if command == "cross_check":
-            from .crosscheck_dock import show_cross_check
-            show_cross_check(self, value)
+        if command == "set_inputs":
+            self.window.statusBar().showMessage("Inputs set: they apply from the next start "
+                                                "(Ctrl+Shift+F5 restarts)", 8000)
 
     def _failed(self, command: str, message: str, serial) -> None:
         if serial != self.serial:
@@ -455,21 +463,28 @@ class DebuggerController(QObject):
     def _paint_canvas(self, scroll: bool) -> None:
         """Mark the shown subgraph: executed ops, computed edges, breakpoints, current op."""
         w = self.window
-        if not self.active or w.model is None or w.graph_scene.data is None:
+        if w.model is None or w.graph_scene.data is None or \
+                not (self.active or self.heat == "error"):
             return
         sg = w.subgraph
         n_ops = len(w.model.subgraphs[sg].operators)
         overlay = w.graph_scene.debug_overlay(n_ops)
         if overlay is None:
             return
-        stop = self.last_stop
+        stop = self.last_stop if self.active else None
         current = self._frame_op(sg)
         if stop is not None and sg < len(stop.executed):
             overlay.set_state(executed=stop.executed[sg], computed=stop.computed[sg],
                               current=current)
         overlay.set_breakpoints({i.op: i.enabled for i in self.breakpoint_infos
                                  if i.op is not None and (i.subgraph or 0) == sg})
-        overlay.set_heat(self._heat_values(sg, n_ops) if self.heat else None)
+        if self.heat == "time":
+            overlay.set_heat(self._heat_values(sg, n_ops))
+        elif self.heat == "error" and self.last_cross_check is not None and \
+                sg == self.last_cross_check.report.subgraph:
+            overlay.set_heat(self.crosscheck_panel.op_errors(n_ops))
+        else:
+            overlay.set_heat(None)
         if scroll and current is not None:
             rect = overlay.op_rect(current)
             if rect is not None:
@@ -489,7 +504,11 @@ class DebuggerController(QObject):
         return values / top if top > 0 else None
 
     def _set_heat(self, on: bool) -> None:
-        self.heat = bool(on)
+        self.heat = "time" if on else (None if self.heat == "time" else self.heat)
+        self._paint_canvas(scroll=False)
+
+    def _set_error_colours(self, on: bool) -> None:
+        self.heat = "error" if on else (None if self.heat == "error" else self.heat)
         self._paint_canvas(scroll=False)
 
     def _update_profile(self, stop: DebugStop) -> None:
