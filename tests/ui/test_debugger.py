@@ -179,3 +179,92 @@ def test_cross_check_table_equals_numpy_on_the_two_dumps(qtbot, window):
     panel.colour.setChecked(True)
     overlay = window.graph_scene.debug_overlay(65)
     assert overlay._heat is not None and np.isfinite(overlay._heat).sum() == 65
+
+
+def test_image_input_through_the_dialog_matches_a_hand_computation(qtbot, window, tmp_path,
+                                                                   settings):
+    from PySide6.QtGui import QImage, qRgb
+    from tflite_viewer.ui.debugger.inputs_dialog import InputsDialog
+    open_model(window, "mobilenet_v1_0.25_224_quant.tflite")
+    image = QImage(224, 224, QImage.Format.Format_RGB888)
+    for y in range(224):
+        for x in range(224):
+            image.setPixel(x, y, qRgb(x, y, (x + y) % 256))
+    path = tmp_path / "gradient.png"
+    assert image.save(str(path))
+    dialog = InputsDialog(window.model, window.path, settings, window)
+    qtbot.addWidget(dialog)
+    row = dialog.rows[0]
+    assert row.norm.text() == "127.5 / 127.5"  # from the model's metadata
+    row.source.setCurrentText("image")
+    row.value.setText(str(path))
+    dialog.accept()
+    arr = dialog.arrays()[row.spec.name]
+    q = window.model.subgraphs[0].tensors[row.spec.tensor].quantization
+    scale, zp = float(q.scale[0]), int(q.zero_point[0])
+    assert arr.shape == (1, 224, 224, 3) and arr.dtype == np.uint8
+    for (x, y) in ((0, 0), (100, 30), (223, 223)):
+        for c, p in enumerate((x, y, (x + y) % 256)):
+            want = min(255, max(0, int(np.round((p - 127.5) / 127.5 / scale)) + zp))
+            assert arr[0, y, x, c] == want
+    # remembered (the path, not the values) and offered again
+    again = InputsDialog(window.model, window.path, settings, window)
+    qtbot.addWidget(again)
+    assert again.rows[0].source.currentText() == "image"
+    assert again.rows[0].value.text() == str(path)
+    assert "gradient.png" in str(settings.value(next(k for k in settings.allKeys()
+                                                     if k.startswith("debugger/inputs"))))
+    # a refused input says which and why, and the dialog stays open
+    again.rows[0].source.setCurrentText("file (.npy/.npz)")
+    np.save(tmp_path / "small.npy", np.zeros((2, 2), np.uint8))
+    again.rows[0].value.setText(str(tmp_path / "small.npy"))
+    again.accept()
+    assert row.spec.name in again.error.text() and "shape" in again.error.text()
+    assert again.result() == 0
+    # the inputs drive the run
+    window.debugger.set_inputs(dialog.arrays())
+    stop = press(qtbot, window, Qt.Key.Key_F10)
+    window.select_tensor(row.spec.tensor)
+    qtbot.waitUntil(lambda: window.tensor_panel.current_histogram_input() is not None,
+                    timeout=TIMEOUT)
+    np.testing.assert_array_equal(window.tensor_panel.current_histogram_input(), arr)
+    assert stop.state == PAUSED
+
+
+def test_set_tensor_while_paused_changes_what_follows(qtbot, window):
+    from tflite_viewer.ui.debugger.set_tensor import tensor_values
+    open_model(window, "mobilenet_v2_float.tflite")
+    dbg = window.debugger
+    sg = window.model.subgraphs[0]
+    logits = sg.operators[64].inputs[0]
+    dbg.run_to(0, 64)
+    qtbot.waitUntil(lambda: dbg.last_stop is not None and not dbg.busy, timeout=TIMEOUT)
+    values = tensor_values(sg.tensors[logits], "0")
+    dbg.set_tensor(0, logits, values)
+    stop = press(qtbot, window, Qt.Key.Key_F5)
+    out = list(stop.outputs.values())[0]
+    np.testing.assert_allclose(out, np.full(out.shape, 0.1), rtol=1e-6)  # softmax of zeros
+    with pytest.raises(ValueError, match="not an integer|cannot read"):
+        tensor_values(sg.tensors[logits], "nope.npy")
+
+
+def test_condition_dialog_makes_the_interpreters_breakpoints(qtbot, window):
+    from tflite_viewer.interpreter import RangeBreakpoint, SaturationBreakpoint
+    from tflite_viewer.ui.debugger.condition_dialog import ConditionDialog
+    open_model(window, "mobilenet_v2_float.tflite")
+    d = ConditionDialog(window.model, 0, 12, window)
+    qtbot.addWidget(d)
+    d.kind.setCurrentIndex(1)
+    d.low.setValue(-1)
+    d.high.setValue(1)
+    d.scope.setCurrentIndex(2)
+    bp = d.breakpoint()
+    assert isinstance(bp, RangeBreakpoint) and (bp.low, bp.high, bp.op, bp.subgraph) == (-1, 1, 12, 0)
+    d.kind.setCurrentIndex(2)
+    d.scope.setCurrentIndex(0)
+    assert isinstance(d.breakpoint(), SaturationBreakpoint)
+    d.kind.setCurrentIndex(3)
+    d.op_type.setCurrentText("MEAN")
+    window.debugger.add_breakpoint(d.breakpoint())
+    stop = press(qtbot, window, Qt.Key.Key_F5)
+    assert stop.op_names[-1] == "MEAN"

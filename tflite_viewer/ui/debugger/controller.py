@@ -342,6 +342,8 @@ class DebuggerController(QObject):
                               self.window)
         if dialog.exec():
             self.set_inputs(dialog.arrays())
+            if dialog.notes:
+                self.window.notice.show_notice("; ".join(dialog.notes), "info")
 
     def set_inputs(self, arrays: dict[str, np.ndarray]) -> None:
         """Use these inputs from the next start (a running session restarts with them)."""
