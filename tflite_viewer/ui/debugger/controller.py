@@ -130,6 +130,9 @@ class DebuggerController(QObject):
         self.callstack_panel.frameActivated.connect(self.show_op)
         self.watch_panel.tensorActivated.connect(self._show_tensor)
         self.profile_panel.opActivated.connect(self.show_op)
+        self.profile_dock.visibilityChanged.connect(
+            lambda shown: shown and self.last_stop is not None
+            and self._update_profile(self.last_stop))
         self.profile_panel.heatToggled.connect(self._set_heat)
 
     def _build_actions(self) -> None:
@@ -387,7 +390,8 @@ class DebuggerController(QObject):
         self._refresh_inspector()
         self.watch_panel.show_snapshots(self.snapshots)
         self.callstack_panel.set_stop(stop, self._subgraph_names())
-        self._update_profile(stop)
+        if self.profile_dock.isVisible() or stop.state != PAUSED:
+            self._update_profile(stop)  # else when the dock is shown
         if stop.state == FINISHED and stop.outputs is not None:
             self._show_outputs(stop)
         self._show_state(stop)

@@ -24,8 +24,8 @@ from ...interpreter.crosscheck import (CrossCheckReport, compare_with_litert, li
 from ..histogram_widget import HistogramWidget
 from ..tensor_stats import histogram
 
-COLUMNS = ("op", "opcode", "tensor", "max |error|", "error / range", "cosine", "SQNR dB",
-           "bit-exact", "isolated", "status")
+COLUMNS = ("op", "opcode", "max |error|", "error / range", "cosine", "SQNR dB", "bit-exact",
+           "isolated", "status", "tensor")
 DIVERGING = QColor("#ffd8d3")
 
 
@@ -125,17 +125,19 @@ class CrossCheckDock(QWidget):
     def show_check(self, check: CrossCheck) -> None:
         self.check = check
         rep = check.report
-        self.header.setText(f"Against {rep.kernels}; {rep.summary()}")
+        summary = rep.summary()
+        self.header.setText(summary[:1].upper() + summary[1:])
         self.table.setRowCount(len(rep.rows))
         first = rep.first_divergence
         for k, r in enumerate(rep.rows):
-            cells = [str(r.op), r.opcode, f"t{r.tensor} {r.name}", _fmt(r.max_abs),
+            cells = [str(r.op), r.opcode, _fmt(r.max_abs),
                      _fmt(check.range_errors.get(r.tensor)), _fmt(r.cosine, ".6f"),
                      _fmt(r.sqnr_db, ".1f"), "-" if r.exact is None else ("yes" if r.exact else "no"),
-                     r.isolated_text(), ("ok" if r.ok else "DIVERGES") + (f" ({r.note})" if r.note else "")]
+                     r.isolated_text(), ("ok" if r.ok else "DIVERGES") + (f" ({r.note})" if r.note else ""),
+                     f"t{r.tensor} {r.name}"]
             for c, text in enumerate(cells):
                 item = QTableWidgetItem(text)
-                if c in (0, 3, 4, 5, 6):
+                if c in (0, 2, 3, 4, 5):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if r is first:
                     item.setBackground(DIVERGING)
