@@ -268,3 +268,21 @@ def test_condition_dialog_makes_the_interpreters_breakpoints(qtbot, window):
     window.debugger.add_breakpoint(d.breakpoint())
     stop = press(qtbot, window, Qt.Key.Key_F5)
     assert stop.op_names[-1] == "MEAN"
+
+
+def test_screenshot_run_to_shows_the_paused_window(tmp_path, capsys):
+    """`--screenshot OUT --run-to N`: the current-op frame (the overlay's colour) is drawn,
+    and bad arguments are one line and exit 2."""
+    from tflite_viewer import cli
+    from tflite_viewer.ui.debug_overlay import CURRENT
+
+    from .test_screenshot_render import _has_color, _pixels
+    out = tmp_path / "paused.png"
+    assert cli.main([str(model_path("mobilenet_v2_float.tflite")), "--screenshot", str(out),
+                     "--run-to", "20"]) == 0
+    assert _has_color(_pixels(out), CURRENT.name(), tolerance=10, at_least=100)
+    assert cli.main([str(model_path("mobilenet_v2_float.tflite")), "--screenshot",
+                     str(tmp_path / "x.png"), "--run-to", "999"]) == 2
+    assert "--run-to 999: subgraph 0 has 65 operators" in capsys.readouterr().err
+    assert cli.main([str(model_path("sine_float.tflite")), "--run-to", "1"]) == 2
+    assert "--run-to goes with --screenshot" in capsys.readouterr().err
