@@ -40,7 +40,7 @@ def test_f10_steps_and_highlights_the_current_op(qtbot, window):
         stop = press(qtbot, window, Qt.Key.Key_F10)
         assert stop.position == ((0, k),) and stop.ops_run == k
         assert overlay.current == k and overlay.executed.sum() == k
-        assert f"op {k}" in window.debugger.state_label.text()
+        assert f"/op {k} {window.model.subgraphs[0].operators[k].name}" in window.debugger.state_label.text()
     stop = press(qtbot, window, Qt.Key.Key_F10)
     assert stop.state == FINISHED and overlay.current is None
     assert "finished" in window.debugger.state_label.text()

@@ -124,12 +124,15 @@ class DebugStop:
         sg, op = self.position[-1]
         return (sg, op) if op < len(self.executed[sg]) else None
 
-    def describe(self) -> str:
-        """The status-bar text: ``paused at main/op 12 CONV_2D``."""
+    def describe(self, subgraph_names: list[str] | None = None) -> str:
+        """The status-bar text: ``paused at main/op 12 CONV_2D`` (``subgraph 0/op 12 ...``
+        without names)."""
         if self.state == PAUSED and self.position:
             sg, op = self.position[-1]
             name = self.op_names[-1]
-            where = f"subgraph {sg}/op {op} {name}" if name else f"subgraph {sg} (returning)"
+            label = subgraph_names[sg] if subgraph_names and sg < len(subgraph_names) \
+                else f"subgraph {sg}"
+            where = f"{label}/op {op} {name}" if name else f"{label} (returning)"
             return f"paused at {where}"
         return {READY: "ready", FINISHED: "finished", STOPPED: "stopped",
                 ERROR: "error"}.get(self.state, self.state)

@@ -394,6 +394,7 @@ class DebuggerController(QObject):
             self._update_profile(stop)  # else when the dock is shown
         if stop.state == FINISHED and stop.outputs is not None:
             self._show_outputs(stop)
+            self.outputs_dock.raise_()
         self._show_state(stop)
         self._update_actions()
         if stop.state == ERROR:
@@ -443,7 +444,8 @@ class DebuggerController(QObject):
         return [] if model is None else [sg.display_name for sg in model.subgraphs]
 
     def _show_state(self, stop: DebugStop) -> None:
-        text = f"Debug: {stop.describe()} \u2014 {stop.ops_run:,} ops run"
+        ops = f"{stop.ops_run:,} op{'' if stop.ops_run == 1 else 's'} run"
+        text = f"Debug: {stop.describe(self._subgraph_names())} \u2014 {ops}"
         self.state_label.setText(text)
         if stop.message and stop.reason == "breakpoint":
             self.window.statusBar().showMessage(stop.message, 10000)
