@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEventLoop, QTimer
 
-from ...commands.run import _load_inputs
+from ...commands.run import load_inputs
 from ...interpreter.inputs import match_inputs
 
 WAIT_MS = 600_000
@@ -45,7 +45,7 @@ def pause_before(window, op: int, inputs_path: str | None = None) -> None:
         raise ValueError(f"--run-to {op}: subgraph {sg} has {n} operators (0..{n - 1})")
     dbg = window.debugger
     if inputs_path:
-        dbg.set_inputs(match_inputs(model, _load_inputs(inputs_path)))
+        dbg.set_inputs(match_inputs(model, load_inputs(inputs_path)))
     dbg.run_to(sg, op)
     stop = wait_for_stop(dbg)
     if stop.state == "error":
