@@ -286,3 +286,36 @@ def test_screenshot_run_to_shows_the_paused_window(tmp_path, capsys):
     assert "--run-to 999: subgraph 0 has 65 operators" in capsys.readouterr().err
     assert cli.main([str(model_path("sine_float.tflite")), "--run-to", "1"]) == 2
     assert "--run-to goes with --screenshot" in capsys.readouterr().err
+
+
+def test_run_to_screenshot_takes_inputs_and_names_bad_ones(tmp_path, capsys):
+    from tflite_viewer import cli
+    from tflite_viewer.model import load_model
+    model = load_model(model_path("sine_float.tflite"))
+    name = model.subgraphs[0].tensors[model.subgraphs[0].inputs[0]].name
+    np.savez(tmp_path / "in.npz", **{name: np.full((1, 1), 0.25, F32)})
+    assert cli.main([str(model_path("sine_float.tflite")), "--screenshot",
+                     str(tmp_path / "a.png"), "--run-to", "2", "--inputs",
+                     str(tmp_path / "in.npz")]) == 0
+    np.savez(tmp_path / "bad.npz", **{name: np.zeros((3, 3), F32)})
+    assert cli.main([str(model_path("sine_float.tflite")), "--screenshot",
+                     str(tmp_path / "b.png"), "--run-to", "2", "--inputs",
+                     str(tmp_path / "bad.npz")]) == 2
+    err = capsys.readouterr().err
+    assert name in err and "shape" in err
+
+
+def test_canvas_menu_actions_follow_the_selection(qtbot, window):
+    from PySide6.QtWidgets import QMenu
+    open_model(window, "sine_float.tflite")
+    dbg = window.debugger
+    window.select_op(1)
+    menu = QMenu(window)
+    dbg.add_menu_actions(menu)
+    assert dbg.toggle_action in menu.actions() and dbg.run_to_action in menu.actions()
+    window.select_tensor(0)
+    menu = QMenu(window)
+    dbg.add_menu_actions(menu)
+    assert dbg.watch_action in menu.actions()
+    dbg.watch_action.trigger()
+    assert dbg.watch_panel.pinned == [(0, 0)]

@@ -93,11 +93,6 @@ def _fail(message: str) -> int:
 # ------------------------------------------------------------------------------------------
 # inputs
 # ------------------------------------------------------------------------------------------
-def load_inputs(path: str) -> dict[str, np.ndarray]:
-    """The arrays of an inputs .npz (ValueError with one readable line otherwise)."""
-    return _load_inputs(path)
-
-
 def _load_inputs(path: str) -> dict[str, np.ndarray]:
     try:
         with open(path, "rb") as f:

@@ -188,6 +188,19 @@ class DebuggerController(QObject):
         for dock in self.docks:
             menu.addAction(dock.toggleViewAction())
 
+    def add_menu_actions(self, menu: QMenu) -> None:
+        """The canvas's context menu, for the selection it was opened on: breakpoint and
+        run-to for an operator, Watch for a tensor."""
+        sel = self.window.selection
+        if sel is None:
+            return
+        menu.addSeparator()
+        if sel[0] == "op":
+            menu.addAction(self.toggle_action)
+            menu.addAction(self.run_to_action)
+        else:
+            menu.addAction(self.watch_action)
+
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
         if obj is self.window and event.type() == QEvent.Type.Close:
             self.shutdown()

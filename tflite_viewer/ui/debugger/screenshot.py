@@ -1,9 +1,9 @@
 """``--screenshot OUT.png --run-to N``: the window paused before an operator."""
 from __future__ import annotations
 
+import numpy as np
 from PySide6.QtCore import QEventLoop, QTimer
 
-from ...commands.run import load_inputs
 from ...interpreter.inputs import match_inputs
 
 WAIT_MS = 600_000
@@ -23,6 +23,20 @@ def wait_for_stop(controller, timeout_ms: int = WAIT_MS):
     if not got:
         raise ValueError(f"the run did not pause within {timeout_ms / 1000:g} s")
     return got[0]
+
+
+def read_npz(path: str) -> dict[str, np.ndarray]:
+    """The arrays of an inputs .npz, never unpickled (ValueError naming the file)."""
+    try:
+        data = np.load(path, allow_pickle=False)
+        if isinstance(data, np.ndarray):
+            raise ValueError("a single array (.npy), not an .npz of arrays keyed by input")
+        with data:
+            return {k: np.array(data[k]) for k in data.files}
+    except ValueError as exc:
+        raise ValueError(f"--inputs {path}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is one message
+        raise ValueError(f"--inputs {path}: cannot read it ({exc})") from None
 
 
 def wait_for_snapshot(window, subgraph: int, tensor: int, timeout_ms: int = 10_000) -> None:
@@ -45,7 +59,7 @@ def pause_before(window, op: int, inputs_path: str | None = None) -> None:
         raise ValueError(f"--run-to {op}: subgraph {sg} has {n} operators (0..{n - 1})")
     dbg = window.debugger
     if inputs_path:
-        dbg.set_inputs(match_inputs(model, load_inputs(inputs_path)))
+        dbg.set_inputs(match_inputs(model, read_npz(inputs_path)))
     dbg.run_to(sg, op)
     stop = wait_for_stop(dbg)
     if stop.state == "error":
