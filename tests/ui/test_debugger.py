@@ -319,3 +319,51 @@ def test_canvas_menu_actions_follow_the_selection(qtbot, window):
     assert dbg.watch_action in menu.actions()
     dbg.watch_action.trigger()
     assert dbg.watch_panel.pinned == [(0, 0)]
+
+
+def test_docks_breakpoint_checkbox_call_stack_click_outputs_labels(qtbot, window):
+    open_model(window, "mobilenet_v1_0.25_224_quant.tflite")
+    dbg = window.debugger
+    dbg.toggle_breakpoint(0, 5)
+    qtbot.waitUntil(lambda: len(dbg.breakpoint_infos) == 1, timeout=TIMEOUT)
+    item = dbg.breakpoints_panel.tree.topLevelItem(0)
+    item.setCheckState(0, Qt.CheckState.Unchecked)  # disable from the dock
+    qtbot.waitUntil(lambda: not dbg.breakpoint_infos[0].enabled, timeout=TIMEOUT)
+    stop = press(qtbot, window, Qt.Key.Key_F5)
+    assert stop.state == FINISHED  # the disabled breakpoint did not stop the run
+    # Outputs: the classifier's top-5 with the labels the model carries
+    from tflite_viewer.interpreter.inputs import complete_inputs, positional
+    ref = Interpreter(model_path("mobilenet_v1_0.25_224_quant.tflite"))
+    out = list(ref.invoke(positional(window.model, complete_inputs(window.model, {}, 0)[0]))
+               .values())[0]
+    best = int(np.argmax(out.reshape(-1)))
+    labels = window.model.read_associated_file("labels.txt").decode().splitlines()
+    text = dbg.outputs_panel.texts[0]
+    assert text.startswith(f"1. #{best} {labels[best].strip()}")
+    # the call stack: clicking the frame shows that op
+    dbg.breakpoints_panel.tree.topLevelItem(0).setCheckState(0, Qt.CheckState.Checked)
+    stop = press(qtbot, window, Qt.Key.Key_F5)
+    assert stop.position == ((0, 5),)
+    window.clear_selection()
+    panel = dbg.callstack_panel
+    panel._clicked(panel.tree.topLevelItem(0), 0)
+    assert window.selection == ("op", 5)
+
+
+def test_a_kernel_error_is_reported_and_the_run_stays_inspectable(qtbot, window):
+    open_model(window, "sine_float.tflite")
+    dbg = window.debugger
+    press(qtbot, window, Qt.Key.Key_F10)
+    press(qtbot, window, Qt.Key.Key_F10)
+
+    def boom(interp, ev):
+        raise RuntimeError("kernel exploded")
+    dbg.worker.session.interpreter.add_hook("before", boom)
+    stop = press(qtbot, window, Qt.Key.Key_F10)
+    assert stop.state == "error" and "kernel exploded" in stop.message
+    assert window.reported and "kernel exploded" in window.reported[-1][1]
+    assert "subgraph 0" in stop.message and "op 1" in stop.message
+    first = window.model.subgraphs[0].operators[0].outputs[0]
+    window.select_tensor(first)
+    qtbot.waitUntil(lambda: window.tensor_panel.current_histogram_input() is not None,
+                    timeout=TIMEOUT)
