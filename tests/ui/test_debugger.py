@@ -367,3 +367,27 @@ def test_a_kernel_error_is_reported_and_the_run_stays_inspectable(qtbot, window)
     window.select_tensor(first)
     qtbot.waitUntil(lambda: window.tensor_panel.current_histogram_input() is not None,
                     timeout=TIMEOUT)
+
+
+def test_signature_selector_runs_the_chosen_signature(qtbot, window, settings):
+    from tflite_viewer.ui.debugger.inputs_dialog import InputsDialog
+    open_model(window, "multi_signature.tflite")
+    dialog = InputsDialog(window.model, window.path, settings, window)
+    qtbot.addWidget(dialog)
+    assert dialog.signature_combo.isVisibleTo(dialog)
+    dialog.signature_combo.setCurrentIndex(dialog.signature_combo.findData("encode"))
+    assert [r.spec.name for r in dialog.rows] == ["x"]
+    dialog.rows[0].source.setCurrentText("constant")
+    dialog.rows[0].value.setText("0.5")
+    dialog.accept()
+    dbg = window.debugger
+    dbg.set_inputs(dialog.arrays(), dialog.signature)
+    stop = press(qtbot, window, Qt.Key.Key_F10)
+    assert stop.position[0][0] == 1  # encode's subgraph, shown on the canvas
+    assert window.subgraph == 1
+    stop = press(qtbot, window, Qt.Key.Key_F5)
+    x = np.full(window.model.signature("encode").inputs and
+                window.model.subgraphs[1].tensors[window.model.signature("encode").inputs[0]
+                                                  .tensor_index].shape, 0.5, F32)
+    ref = Interpreter(model_path("multi_signature.tflite")).signature_runner("encode")(x=x)
+    np.testing.assert_array_equal(stop.outputs["code"], ref["code"])

@@ -63,6 +63,7 @@ class DebuggerController(QObject):
         self._pending: set[tuple[int, int]] = set()
         self.breakpoint_infos: tuple = ()
         self.inputs: dict[str, np.ndarray] = {}
+        self.signature: str | None = None  # the signature the run uses (None: subgraph 0)
         self.specs: tuple = ()
         self.heat: str | None = None  # what colours the ops: "time", "error" or nothing
         self.crosscheck_dock = None  # made by the first cross-check
@@ -232,7 +233,8 @@ class DebuggerController(QObject):
             self.snapshots = {}
             self.last_stop = None
             self.request.emit(Request("open", {"model": self.window.model,
-                                               "inputs": self.inputs}, None, self.serial))
+                                               "inputs": self.inputs,
+                                               "signature": self.signature}, None, self.serial))
             for dock in (self.callstack_dock, self.breakpoints_dock, self.watch_dock,
                          self.outputs_dock, self.profile_dock):
                 dock.show()
@@ -267,6 +269,7 @@ class DebuggerController(QObject):
             self.end_session("The debug session ended: the model changed. Start it again "
                              "(F5 / F10) to run the new model.")
         self.inputs = {}
+        self.signature = None
         self.last_cross_check = None
         if self.heat == "error":
             self.heat = None
@@ -355,16 +358,20 @@ class DebuggerController(QObject):
         if self.window.model is None:
             return
         dialog = InputsDialog(self.window.model, self.window.path, self.window.settings,
-                              self.window)
+                              self.window, self.signature)
         if dialog.exec():
-            self.set_inputs(dialog.arrays())
+            self.set_inputs(dialog.arrays(), dialog.signature)
             if dialog.notes:
                 self.window.notice.show_notice("; ".join(dialog.notes), "info")
 
-    def set_inputs(self, arrays: dict[str, np.ndarray]) -> None:
-        """Use these inputs from the next start (a running session restarts with them)."""
+    def set_inputs(self, arrays: dict[str, np.ndarray], signature: str | None = None) -> None:
+        """Use these inputs (of ``signature``, or of subgraph 0) from the next start; another
+        signature ends the session (its run has other inputs and another entry)."""
         self.inputs = dict(arrays)
-        if self.active:
+        if signature != self.signature:
+            self.signature = signature
+            self.end_session()
+        elif self.active:
             self._send("set_inputs", self.inputs)
 
     def condition_dialog(self) -> None:

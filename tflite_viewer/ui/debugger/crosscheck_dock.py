@@ -204,7 +204,7 @@ def start_cross_check(controller) -> None:
     controller.crosscheck_panel.show_message("Running LiteRT and the interpreter on the same "
                                              "inputs\u2026")
     model = w.model
-    task = Task(run_cross_check, model, dict(controller.inputs), None)
+    task = Task(run_cross_check, model, dict(controller.inputs), controller.signature)
     task.signals.finished.connect(lambda _s, check: _done(controller, model, check))
     task.signals.failed.connect(lambda _s, exc: _failed(controller, exc))
     controller._cross_task = task  # keep its signal object alive

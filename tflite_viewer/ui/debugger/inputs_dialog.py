@@ -113,24 +113,23 @@ class InputsDialog(QDialog):
         self.signature = signature
         self.notes: list[str] = []
         self._arrays: dict[str, np.ndarray] = {}
-        self.specs = input_specs(model, signature)
-        self.table = QTableWidget(len(self.specs), 5)
+        self.signature_combo = QComboBox()
+        self.signature_combo.addItem("subgraph 0 (its inputs)", None)
+        for sig in model.signature_defs:
+            self.signature_combo.addItem(f"signature {sig.key!r} (subgraph "
+                                         f"{sig.subgraph_index})", sig.key)
+        if signature is not None:
+            self.signature_combo.setCurrentIndex(max(self.signature_combo.findData(signature), 0))
+        self.signature_combo.setVisible(bool(model.signature_defs))
+        self.signature_combo.currentIndexChanged.connect(
+            lambda _i: self._build_rows(self.signature_combo.currentData()))
+        self.table = QTableWidget(0, 5)
         self.table.setHorizontalHeaderLabels(["input", "type", "source", "value / file",
                                               "image mean / std"])
         self.table.verticalHeader().hide()
         self.rows: list[InputRow] = []
-        for k, spec in enumerate(self.specs):
-            self.table.setCellWidget(k, 0, QLabel(f" {spec.name}"))
-            self.table.setCellWidget(k, 1, QLabel(f" {spec.describe()}"))
-            row = InputRow(spec, self.table, k)
-            row.browse.clicked.connect(lambda _c=False, r=row: self._browse(r))
-            mean, std, where = src.normalization(model, spec)
-            row.norm.setText(f"{', '.join(f'{v:g}' for v in mean)} / "
-                             f"{', '.join(f'{v:g}' for v in std)}")
-            row.norm.setToolTip(row.norm.toolTip() + f" ({where})")
-            self.rows.append(row)
-        self.table.resizeColumnsToContents()
-        self.table.setColumnWidth(3, 260)
+        self.specs: list[InputSpec] = []
+        self._build_rows(signature)
         self.error = QLabel("")
         self.error.setStyleSheet("color: #cf222e;")
         self.error.setWordWrap(True)
@@ -139,10 +138,31 @@ class InputsDialog(QDialog):
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
+        layout.addWidget(self.signature_combo)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.error)
         layout.addWidget(buttons)
-        self.resize(900, 120 + 34 * len(self.specs))
+        self.resize(900, 150 + 34 * len(self.specs))
+
+    def _build_rows(self, signature: str | None) -> None:
+        """One row per input of subgraph 0, or of the signature (then named as in it)."""
+        self.signature = signature
+        self.specs = input_specs(self.model, signature)
+        self.table.setRowCount(0)
+        self.table.setRowCount(len(self.specs))
+        self.rows = []
+        for k, spec in enumerate(self.specs):
+            self.table.setCellWidget(k, 0, QLabel(f" {spec.name}"))
+            self.table.setCellWidget(k, 1, QLabel(f" {spec.describe()}"))
+            row = InputRow(spec, self.table, k)
+            row.browse.clicked.connect(lambda _c=False, r=row: self._browse(r))
+            mean, std, where = src.normalization(self.model, spec)
+            row.norm.setText(f"{', '.join(f'{v:g}' for v in mean)} / "
+                             f"{', '.join(f'{v:g}' for v in std)}")
+            row.norm.setToolTip(row.norm.toolTip() + f" ({where})")
+            self.rows.append(row)
+        self.table.resizeColumnsToContents()
+        self.table.setColumnWidth(3, 260)
         self._restore()
 
     # -- remembering -------------------------------------------------------------------------
