@@ -391,3 +391,16 @@ def test_signature_selector_runs_the_chosen_signature(qtbot, window, settings):
                                                   .tensor_index].shape, 0.5, F32)
     ref = Interpreter(model_path("multi_signature.tflite")).signature_runner("encode")(x=x)
     np.testing.assert_array_equal(stop.outputs["code"], ref["code"])
+
+
+def test_outputs_image_view_greyscale_and_segmentation():
+    from tflite_viewer.ui.debugger.outputs_dock import PALETTE, image_of
+    grey = np.linspace(0, 1, 64, dtype=np.float32).reshape(1, 8, 8, 1)
+    img = image_of(grey)
+    assert img.shape == (8, 8, 3) and img[0, 0].tolist() == [0, 0, 0]
+    assert img[-1, -1].tolist() == [255, 255, 255]
+    seg = np.zeros((1, 6, 6, 5), np.float32)
+    seg[0, :3, :, 2] = 1.0  # top half class 2, bottom half class 0
+    img = image_of(seg)
+    assert img[0, 0].tolist() == PALETTE[2].tolist() and img[5, 5].tolist() == PALETTE[0].tolist()
+    assert image_of(np.zeros((1, 10), np.float32)) is None
