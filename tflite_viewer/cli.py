@@ -50,6 +50,11 @@ def _window_parser() -> argparse.ArgumentParser:
     parser.add_argument("--select", metavar="op:N|tensor:N", help="select an operator or tensor")
     parser.add_argument("--subgraph", metavar="S", default=None,
                         help="subgraph index, name or signature key to show")
+    parser.add_argument("--run-to", metavar="N", type=int, default=None,
+                        help="with --screenshot: run the model in the debugger and pause before "
+                             "operator N (of --subgraph, default 0), the debugger docks shown")
+    parser.add_argument("--inputs", metavar="IN.npz", default=None,
+                        help="with --run-to: input arrays keyed by input name (else seeded)")
     return parser
 
 

@@ -152,3 +152,18 @@ def test_inputs_are_checked_and_named():
     stop = s.continue_()
     ref = Interpreter(model_path("sine_float")).invoke([np.full((1, 1), 0.5, F32)])
     np.testing.assert_array_equal(list(stop.outputs.values())[0], list(ref.values())[0])
+
+
+def test_summarize_quantized_snapshot_saturation_and_real_values():
+    from tflite_viewer.interpreter.session import TensorSnapshot, summarize
+    values = np.array([[-128, -128, 0, 127], [5, 6, 7, 8]], np.int8)
+    snap = TensorSnapshot(0, 1, "t", "INT8", values.shape, values, False, (0.5,), (2,))
+    s = summarize(snap)
+    real = (values.astype(np.float64) - 2) * 0.5
+    assert (s.min, s.max, s.mean) == (real.min(), real.max(), real.mean())
+    assert s.std == pytest.approx(real.std())
+    assert s.saturation == 3 / 8 and s.nan == 0
+    f = np.array([1.0, np.nan, np.inf, -2.0], np.float32)
+    s = summarize(TensorSnapshot(0, 2, "f", "FLOAT32", f.shape, f, False))
+    assert (s.nan, s.inf, s.min, s.max, s.saturation) == (1, 1, -2.0, 1.0, None)
+    assert summarize(TensorSnapshot(0, 3, "n", "FLOAT32", (2,), None, False)) is None

@@ -40,7 +40,7 @@ def test_f10_steps_and_highlights_the_current_op(qtbot, window):
         stop = press(qtbot, window, Qt.Key.Key_F10)
         assert stop.position == ((0, k),) and stop.ops_run == k
         assert overlay.current == k and overlay.executed.sum() == k
-        assert f"op {k}" in window.debugger.state_label.text()
+        assert f"/op {k} {window.model.subgraphs[0].operators[k].name}" in window.debugger.state_label.text()
     stop = press(qtbot, window, Qt.Key.Key_F10)
     assert stop.state == FINISHED and overlay.current is None
     assert "finished" in window.debugger.state_label.text()
@@ -143,3 +143,264 @@ def test_stop_returns_control_during_a_long_run(qtbot, window):
     qtbot.waitUntil(lambda: dbg.last_stop is not None and dbg.last_stop.state == STOPPED
                     and not dbg.busy, timeout=TIMEOUT)
     assert dbg.worker.session.ops_run < 50_000_000
+
+
+def test_cross_check_table_equals_numpy_on_the_two_dumps(qtbot, window):
+    from tflite_viewer.interpreter.inputs import complete_inputs, positional
+    open_model(window, "mobilenet_v2_float.tflite")
+    dbg = window.debugger
+    with qtbot.waitSignal(dbg.crossCheckDone, timeout=120000):
+        dbg.crosscheck_action.trigger()
+    panel = dbg.crosscheck_panel
+    report = dbg.last_cross_check.report
+    assert "reference kernels (BUILTIN_REF)" in panel.header.text()
+    # our dump: a separate interpreter on the same (seeded) inputs
+    ours = Interpreter(model_path("mobilenet_v2_float.tflite"))
+    arrays, _ = complete_inputs(window.model, {}, 0)
+    ours.invoke(positional(window.model, arrays))
+    litert = report.litert_tensors
+    assert panel.table.rowCount() == len(report.rows) == 65
+    for row, r in enumerate(report.rows):
+        a = ours.tensor(0, r.tensor).astype(np.float64)
+        b = litert[r.tensor].astype(np.float64)
+        d = np.abs(a - b)
+        assert panel.cell(row, "max |error|") == format(float(d.max()), ".3g")
+        span = float(b.max() - b.min()) or float(np.abs(b).max())  # constant: magnitude
+        assert panel.cell(row, "error / range") == format(float(d.max()) / span, ".3g")
+        cos = float(a.ravel() @ b.ravel() / np.linalg.norm(a) / np.linalg.norm(b))
+        assert panel.cell(row, "cosine") == format(cos, ".6f")
+        noise = float(np.sum((a - b) ** 2))
+        sqnr = "inf" if noise == 0 else format(10 * np.log10(np.sum(b ** 2) / noise), ".1f")
+        assert panel.cell(row, "SQNR dB") == sqnr
+        assert panel.cell(row, "bit-exact") == ("yes" if np.array_equal(a, b) else "no")
+    panel.table.selectRow(7)
+    assert window.selection == ("op", report.rows[7].op)
+    assert "ours" in panel.detail.text() and "LiteRT" in panel.detail.text()
+    panel.colour.setChecked(True)
+    overlay = window.graph_scene.debug_overlay(65)
+    assert overlay._heat is not None and np.isfinite(overlay._heat).sum() == 65
+
+
+def test_image_input_through_the_dialog_matches_a_hand_computation(qtbot, window, tmp_path,
+                                                                   settings):
+    from PySide6.QtGui import QImage, qRgb
+    from tflite_viewer.ui.debugger.inputs_dialog import InputsDialog
+    open_model(window, "mobilenet_v1_0.25_224_quant.tflite")
+    image = QImage(224, 224, QImage.Format.Format_RGB888)
+    for y in range(224):
+        for x in range(224):
+            image.setPixel(x, y, qRgb(x, y, (x + y) % 256))
+    path = tmp_path / "gradient.png"
+    assert image.save(str(path))
+    dialog = InputsDialog(window.model, window.path, settings, window)
+    qtbot.addWidget(dialog)
+    row = dialog.rows[0]
+    assert row.norm.text() == "127.5 / 127.5"  # from the model's metadata
+    row.source.setCurrentText("image")
+    row.value.setText(str(path))
+    dialog.accept()
+    arr = dialog.arrays()[row.spec.name]
+    q = window.model.subgraphs[0].tensors[row.spec.tensor].quantization
+    scale, zp = float(q.scale[0]), int(q.zero_point[0])
+    assert arr.shape == (1, 224, 224, 3) and arr.dtype == np.uint8
+    for (x, y) in ((0, 0), (100, 30), (223, 223)):
+        for c, p in enumerate((x, y, (x + y) % 256)):
+            want = min(255, max(0, int(np.round((p - 127.5) / 127.5 / scale)) + zp))
+            assert arr[0, y, x, c] == want
+    # remembered (the path, not the values) and offered again
+    again = InputsDialog(window.model, window.path, settings, window)
+    qtbot.addWidget(again)
+    assert again.rows[0].source.currentText() == "image"
+    assert again.rows[0].value.text() == str(path)
+    assert "gradient.png" in str(settings.value(next(k for k in settings.allKeys()
+                                                     if k.startswith("debugger/inputs"))))
+    # a refused input says which and why, and the dialog stays open
+    again.rows[0].source.setCurrentText("file (.npy/.npz)")
+    np.save(tmp_path / "small.npy", np.zeros((2, 2), np.uint8))
+    again.rows[0].value.setText(str(tmp_path / "small.npy"))
+    again.accept()
+    assert row.spec.name in again.error.text() and "shape" in again.error.text()
+    assert again.result() == 0
+    # the inputs drive the run
+    window.debugger.set_inputs(dialog.arrays())
+    stop = press(qtbot, window, Qt.Key.Key_F10)
+    window.select_tensor(row.spec.tensor)
+    qtbot.waitUntil(lambda: window.tensor_panel.current_histogram_input() is not None,
+                    timeout=TIMEOUT)
+    np.testing.assert_array_equal(window.tensor_panel.current_histogram_input(), arr)
+    assert stop.state == PAUSED
+
+
+def test_set_tensor_while_paused_changes_what_follows(qtbot, window):
+    from tflite_viewer.ui.debugger.set_tensor import tensor_values
+    open_model(window, "mobilenet_v2_float.tflite")
+    dbg = window.debugger
+    sg = window.model.subgraphs[0]
+    logits = sg.operators[64].inputs[0]
+    dbg.run_to(0, 64)
+    qtbot.waitUntil(lambda: dbg.last_stop is not None and not dbg.busy, timeout=TIMEOUT)
+    values = tensor_values(sg.tensors[logits], "0")
+    dbg.set_tensor(0, logits, values)
+    stop = press(qtbot, window, Qt.Key.Key_F5)
+    out = list(stop.outputs.values())[0]
+    np.testing.assert_allclose(out, np.full(out.shape, 0.1), rtol=1e-6)  # softmax of zeros
+    with pytest.raises(ValueError, match="not an integer|cannot read"):
+        tensor_values(sg.tensors[logits], "nope.npy")
+
+
+def test_condition_dialog_makes_the_interpreters_breakpoints(qtbot, window):
+    from tflite_viewer.interpreter import RangeBreakpoint, SaturationBreakpoint
+    from tflite_viewer.ui.debugger.condition_dialog import ConditionDialog
+    open_model(window, "mobilenet_v2_float.tflite")
+    d = ConditionDialog(window.model, 0, 12, window)
+    qtbot.addWidget(d)
+    d.kind.setCurrentIndex(1)
+    d.low.setValue(-1)
+    d.high.setValue(1)
+    d.scope.setCurrentIndex(2)
+    bp = d.breakpoint()
+    assert isinstance(bp, RangeBreakpoint) and (bp.low, bp.high, bp.op, bp.subgraph) == (-1, 1, 12, 0)
+    d.kind.setCurrentIndex(2)
+    d.scope.setCurrentIndex(0)
+    assert isinstance(d.breakpoint(), SaturationBreakpoint)
+    d.kind.setCurrentIndex(3)
+    d.op_type.setCurrentText("MEAN")
+    window.debugger.add_breakpoint(d.breakpoint())
+    stop = press(qtbot, window, Qt.Key.Key_F5)
+    assert stop.op_names[-1] == "MEAN"
+
+
+def test_screenshot_run_to_shows_the_paused_window(tmp_path, capsys):
+    """`--screenshot OUT --run-to N`: the current-op frame (the overlay's colour) is drawn,
+    and bad arguments are one line and exit 2."""
+    from tflite_viewer import cli
+    from tflite_viewer.ui.debug_overlay import CURRENT
+
+    from .test_screenshot_render import _has_color, _pixels
+    out = tmp_path / "paused.png"
+    assert cli.main([str(model_path("mobilenet_v2_float.tflite")), "--screenshot", str(out),
+                     "--run-to", "20"]) == 0
+    assert _has_color(_pixels(out), CURRENT.name(), tolerance=10, at_least=100)
+    assert cli.main([str(model_path("mobilenet_v2_float.tflite")), "--screenshot",
+                     str(tmp_path / "x.png"), "--run-to", "999"]) == 2
+    assert "--run-to 999: subgraph 0 has 65 operators" in capsys.readouterr().err
+    assert cli.main([str(model_path("sine_float.tflite")), "--run-to", "1"]) == 2
+    assert "--run-to goes with --screenshot" in capsys.readouterr().err
+
+
+def test_run_to_screenshot_takes_inputs_and_names_bad_ones(tmp_path, capsys):
+    from tflite_viewer import cli
+    from tflite_viewer.model import load_model
+    model = load_model(model_path("sine_float.tflite"))
+    name = model.subgraphs[0].tensors[model.subgraphs[0].inputs[0]].name
+    np.savez(tmp_path / "in.npz", **{name: np.full((1, 1), 0.25, F32)})
+    assert cli.main([str(model_path("sine_float.tflite")), "--screenshot",
+                     str(tmp_path / "a.png"), "--run-to", "2", "--inputs",
+                     str(tmp_path / "in.npz")]) == 0
+    np.savez(tmp_path / "bad.npz", **{name: np.zeros((3, 3), F32)})
+    assert cli.main([str(model_path("sine_float.tflite")), "--screenshot",
+                     str(tmp_path / "b.png"), "--run-to", "2", "--inputs",
+                     str(tmp_path / "bad.npz")]) == 2
+    err = capsys.readouterr().err
+    assert name in err and "shape" in err
+
+
+def test_canvas_menu_actions_follow_the_selection(qtbot, window):
+    from PySide6.QtWidgets import QMenu
+    open_model(window, "sine_float.tflite")
+    dbg = window.debugger
+    window.select_op(1)
+    menu = QMenu(window)
+    dbg.add_menu_actions(menu)
+    assert dbg.toggle_action in menu.actions() and dbg.run_to_action in menu.actions()
+    window.select_tensor(0)
+    menu = QMenu(window)
+    dbg.add_menu_actions(menu)
+    assert dbg.watch_action in menu.actions()
+    dbg.watch_action.trigger()
+    assert dbg.watch_panel.pinned == [(0, 0)]
+
+
+def test_docks_breakpoint_checkbox_call_stack_click_outputs_labels(qtbot, window):
+    open_model(window, "mobilenet_v1_0.25_224_quant.tflite")
+    dbg = window.debugger
+    dbg.toggle_breakpoint(0, 5)
+    qtbot.waitUntil(lambda: len(dbg.breakpoint_infos) == 1, timeout=TIMEOUT)
+    item = dbg.breakpoints_panel.tree.topLevelItem(0)
+    item.setCheckState(0, Qt.CheckState.Unchecked)  # disable from the dock
+    qtbot.waitUntil(lambda: not dbg.breakpoint_infos[0].enabled, timeout=TIMEOUT)
+    stop = press(qtbot, window, Qt.Key.Key_F5)
+    assert stop.state == FINISHED  # the disabled breakpoint did not stop the run
+    # Outputs: the classifier's top-5 with the labels the model carries
+    from tflite_viewer.interpreter.inputs import complete_inputs, positional
+    ref = Interpreter(model_path("mobilenet_v1_0.25_224_quant.tflite"))
+    out = list(ref.invoke(positional(window.model, complete_inputs(window.model, {}, 0)[0]))
+               .values())[0]
+    best = int(np.argmax(out.reshape(-1)))
+    labels = window.model.read_associated_file("labels.txt").decode().splitlines()
+    text = dbg.outputs_panel.texts[0]
+    assert text.startswith(f"1. #{best} {labels[best].strip()}")
+    # the call stack: clicking the frame shows that op
+    dbg.breakpoints_panel.tree.topLevelItem(0).setCheckState(0, Qt.CheckState.Checked)
+    stop = press(qtbot, window, Qt.Key.Key_F5)
+    assert stop.position == ((0, 5),)
+    window.clear_selection()
+    panel = dbg.callstack_panel
+    panel._clicked(panel.tree.topLevelItem(0), 0)
+    assert window.selection == ("op", 5)
+
+
+def test_a_kernel_error_is_reported_and_the_run_stays_inspectable(qtbot, window):
+    open_model(window, "sine_float.tflite")
+    dbg = window.debugger
+    press(qtbot, window, Qt.Key.Key_F10)
+    press(qtbot, window, Qt.Key.Key_F10)
+
+    def boom(interp, ev):
+        raise RuntimeError("kernel exploded")
+    dbg.worker.session.interpreter.add_hook("before", boom)
+    stop = press(qtbot, window, Qt.Key.Key_F10)
+    assert stop.state == "error" and "kernel exploded" in stop.message
+    assert window.reported and "kernel exploded" in window.reported[-1][1]
+    assert "subgraph 0" in stop.message and "op 1" in stop.message
+    first = window.model.subgraphs[0].operators[0].outputs[0]
+    window.select_tensor(first)
+    qtbot.waitUntil(lambda: window.tensor_panel.current_histogram_input() is not None,
+                    timeout=TIMEOUT)
+
+
+def test_signature_selector_runs_the_chosen_signature(qtbot, window, settings):
+    from tflite_viewer.ui.debugger.inputs_dialog import InputsDialog
+    open_model(window, "multi_signature.tflite")
+    dialog = InputsDialog(window.model, window.path, settings, window)
+    qtbot.addWidget(dialog)
+    assert dialog.signature_combo.isVisibleTo(dialog)
+    dialog.signature_combo.setCurrentIndex(dialog.signature_combo.findData("encode"))
+    assert [r.spec.name for r in dialog.rows] == ["x"]
+    dialog.rows[0].source.setCurrentText("constant")
+    dialog.rows[0].value.setText("0.5")
+    dialog.accept()
+    dbg = window.debugger
+    dbg.set_inputs(dialog.arrays(), dialog.signature)
+    stop = press(qtbot, window, Qt.Key.Key_F10)
+    assert stop.position[0][0] == 1  # encode's subgraph, shown on the canvas
+    assert window.subgraph == 1
+    stop = press(qtbot, window, Qt.Key.Key_F5)
+    x = np.full(window.model.signature("encode").inputs and
+                window.model.subgraphs[1].tensors[window.model.signature("encode").inputs[0]
+                                                  .tensor_index].shape, 0.5, F32)
+    ref = Interpreter(model_path("multi_signature.tflite")).signature_runner("encode")(x=x)
+    np.testing.assert_array_equal(stop.outputs["code"], ref["code"])
+
+
+def test_outputs_image_view_greyscale_and_segmentation():
+    from tflite_viewer.ui.debugger.outputs_dock import PALETTE, image_of
+    grey = np.linspace(0, 1, 64, dtype=np.float32).reshape(1, 8, 8, 1)
+    img = image_of(grey)
+    assert img.shape == (8, 8, 3) and img[0, 0].tolist() == [0, 0, 0]
+    assert img[-1, -1].tolist() == [255, 255, 255]
+    seg = np.zeros((1, 6, 6, 5), np.float32)
+    seg[0, :3, :, 2] = 1.0  # top half class 2, bottom half class 0
+    img = image_of(seg)
+    assert img[0, 0].tolist() == PALETTE[2].tolist() and img[5, 5].tolist() == PALETTE[0].tolist()
+    assert image_of(np.zeros((1, 10), np.float32)) is None

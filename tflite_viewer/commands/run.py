@@ -19,8 +19,10 @@ default applies.
   `tflite_viewer.interpreter.budget`): iterations of one WHILE, seconds of the run, bytes
   of any tensor, input or the arena (``512M``, ``8G``).  Seeded inputs and the arrays of
   ``--inputs`` are checked against ``--max-memory`` before they are allocated.
-* ``--compare-litert``: LiteRT (in a child process, reference kernels first) on the same
-  inputs; a table of every op output's error; exit 1 when one is outside the tolerance.
+* ``--compare-litert``: LiteRT (in a child process, reference kernels first, its optimized
+  kernels when those cannot run the model) on the same inputs; a table of every op
+  output's end-to-end and op-isolated error, naming the kernels compared against; exit 1
+  when one is outside the tolerance (``--compare-mode`` says which error decides).
 
 Exit codes: 0 success, 1 the cross-check found a divergence, 2 bad input (model, inputs,
 unsupported operators, LiteRT unable to run or crashing), one line on stderr.
@@ -68,7 +70,14 @@ def add_parser(subparsers) -> None:
                         "(default: a quarter of physical memory, at most 4G)")
     p.add_argument("--tolerance-units", type=int, default=None, metavar="N",
                    help="largest difference of an integer tensor, in units, for "
-                        "--compare-litert (default 0)")
+                        "--compare-litert (default 0 against LiteRT's reference kernels, "
+                        "1 against its optimized kernels)")
+    p.add_argument("--compare-mode", choices=("auto", "end-to-end", "isolated"),
+                   default="auto",
+                   help="which error decides --compare-litert: end-to-end (whole runs), "
+                        "isolated (each op fed LiteRT's own inputs), or auto (end-to-end "
+                        "against the reference kernels, isolated when LiteRT falls back "
+                        "to its optimized kernels); both are always printed")
 
 
 def _budget():
@@ -271,15 +280,13 @@ def _main(args: argparse.Namespace) -> int:
 
     if not args.compare_litert:
         return 0
-    from ..interpreter.crosscheck import (DEFAULT_TOLERANCE, DEFAULT_UNITS, compare_runs,
-                                          run_litert)
+    from ..interpreter.crosscheck import DEFAULT_TOLERANCE, compare_runs, run_litert
     out.flush()
     run = run_litert(args.model, arrays, signature, "BUILTIN_REF")
     report = compare_runs(interp, run,
                           tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
-                          units=DEFAULT_UNITS if args.tolerance_units is None
-                          else args.tolerance_units,
-                          model_name=str(args.model))
+                          units=args.tolerance_units, model_name=str(args.model),
+                          mode=getattr(args, "compare_mode", "auto"))
     out.write("\n" + report.format_table() + "\n")
     if not report.ok:
         out.flush()

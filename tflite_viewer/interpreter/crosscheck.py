@@ -17,26 +17,21 @@ Nothing here imports LiteRT: `litert_available` looks for the ``ai_edge_litert``
 without importing it (it is only in the ``litert`` and ``test`` extras), and only the
 child process imports it.
 
-Error metric, per operator output of the entry subgraph (LiteRT exposes the tensors of the
-subgraph it ran, not those of the WHILE/IF bodies it called):
-
-* floats: ``max|ours - LiteRT|`` and that relative to the range of LiteRT's tensor,
-  ``max|a - b| / max(max(b) - min(b), tiny)`` (when LiteRT's tensor is constant, its
-  magnitude ``max|b|`` stands in for the range); within tolerance when at most ``tolerance``;
-* integers (quantized or not) and bools: the largest difference in units (integer steps);
-  within tolerance when at most ``units``.
+LiteRT exposes the tensors of the subgraph it ran, not those of the WHILE/IF bodies it
+called, so the comparison covers every operator output of the entry subgraph: end to end
+and op-isolated, with the metrics and tolerances described in `.comparison`.
 """
 from __future__ import annotations
 
 import importlib.util
 import json
 import os
+import re
 import signal as _signal
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -44,17 +39,18 @@ import numpy as np
 
 from ..model import Model, load_model
 from ..model.errors import TFLiteViewerError
+# the comparison itself lives in .comparison; these names stay importable from here
+from .comparison import (DEFAULT_TOLERANCE, DEFAULT_UNITS, KERNELS, MODES,  # noqa: F401
+                         OPTIMIZED_UNITS, CrossCheckReport, Error, LiteRTRun, TensorRow,
+                         compare_runs, compare_tensor, isolated_run, real_values,
+                         resolve_mode, similarity)
 from .inputs import complete_inputs, input_specs, positional
 
-DEFAULT_TOLERANCE = 1e-5
-DEFAULT_UNITS = 0
 DEFAULT_TIMEOUT = 600.0
-TINY = 1e-30
 RESOLVERS = ("BUILTIN_REF", "BUILTIN", "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
 #: what a failed BUILTIN_REF run falls back to: LiteRT's optimized kernels, without the
 #: default (XNNPACK) delegate, which would hide the intermediate tensors it fuses
 FALLBACK_RESOLVER = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"
-_CONTROL_FLOW = {"WHILE", "IF", "CALL_ONCE", "CALL"}
 
 
 class LiteRTUnavailableError(TFLiteViewerError):
@@ -148,16 +144,50 @@ except BaseException as exc:
 """
 
 
-@dataclass
-class LiteRTRun:
-    """What a LiteRT run gave: every readable tensor of the subgraph it ran, its outputs."""
+_RUN_TOGETHER = re.compile(
+    r"\.(?=[A-Za-z_])(?!(?:tflite|cc|h|py|so|npz|npy|json|txt|bin|pb)\b)")
+_NUMBER = re.compile(r"\d+")
 
-    resolver: str
-    subgraph: int
-    tensors: dict[int, np.ndarray]
-    outputs: dict[str, np.ndarray]
-    seconds: float
-    fallback_reason: str | None = None  # why the requested resolver was not used
+
+def tidy_litert_message(text: str, limit: int = 600) -> str:
+    """LiteRT's error reporter runs its messages together ("... Was 3.Tensor 33 has ...")
+    and repeats one per tensor: split them into sentences, fold repeats that differ only
+    in their numbers ("Tensor 33 has ... (also 36, 40, ...: 14 in all)"), and cut only
+    between sentences."""
+    pieces: list[str] = []
+    for part in _RUN_TOGETHER.split(" ".join(text.split())):
+        part = part.strip()
+        if not part:
+            continue
+        pieces.append(part)
+    groups: dict[str, list[str]] = {}
+    for p in pieces:
+        p = p if p.endswith((".", "!", "?", ":")) else p + "."
+        groups.setdefault(_NUMBER.sub("#", p), []).append(p)
+    out = []
+    for sentences in groups.values():
+        first = sentences[0]
+        if len(sentences) > 1:
+            firsts = _NUMBER.findall(first)
+            others = []
+            for other in sentences[1:]:
+                nums = _NUMBER.findall(other)
+                diff = [b for a, b in zip(firsts, nums) if a != b]
+                if diff and diff[0] not in others:
+                    others.append(diff[0])
+            if others:
+                shown = ", ".join(others[:8]) + (", ..." if len(others) > 8 else "")
+                first = first.rstrip(".") + f" (also {shown}: {len(sentences)} in all)."
+            else:
+                first += f" [{len(sentences)} times]"
+        out.append(first)
+    message = ""
+    for k, sentence in enumerate(out):
+        candidate = (message + " " + sentence).strip()
+        if len(candidate) > limit and message:
+            return message + f" (and {len(out) - k} more message{'s' if len(out) - k > 1 else ''})"
+        message = candidate
+    return message
 
 
 def _signal_name(number: int) -> str:
@@ -202,8 +232,7 @@ def _run_child(model_path: str, arrays: list[np.ndarray], names: list[str],
             else:
                 lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
                 why = lines[-1] if lines else f"exit status {proc.returncode}"
-            if len(why) > 300:
-                why = why[:297] + "..."
+            why = tidy_litert_message(why)
             raise LiteRTError(f"LiteRT ({resolver}) cannot run this model: {why}",
                               f"LiteRT {resolver} failed: {why}")
         with np.load(out_path, allow_pickle=False) as data:
@@ -285,211 +314,11 @@ def run_litert(model: Model | str | os.PathLike | bytes, inputs: Mapping[str, An
                 pass
 
 
-# ------------------------------------------------------------------------------------------
-# comparing
-# ------------------------------------------------------------------------------------------
-@dataclass
-class TensorRow:
-    """One operator output compared with LiteRT."""
-
-    subgraph: int
-    op: int
-    opcode: str
-    output: int               # which output of the op
-    tensor: int
-    name: str
-    type_name: str
-    shape: tuple[int, ...] | None
-    kind: str                 # "float", "quantized", "integer", "bool"
-    max_abs: float | None = None    # real units (dequantized for quantized tensors)
-    relative: float | None = None   # floats: max|a-b| / range of LiteRT's tensor
-    units: int | None = None        # integers: largest difference in integer steps
-    ok: bool = True
-    note: str = ""            # why it was not compared, or what went wrong
-
-    @property
-    def compared(self) -> bool:
-        return self.max_abs is not None or self.units is not None
-
-    def error_text(self) -> str:
-        if self.kind == "float" and self.relative is not None:
-            return f"rel {self.relative:.3g}"
-        if self.units is not None:
-            return f"{self.units} unit{'s' if self.units != 1 else ''}"
-        return "-"
-
-
-@dataclass
-class CrossCheckReport:
-    """Every operator output of the run's entry subgraph, ours against LiteRT's."""
-
-    model: str
-    subgraph: int
-    signature: str | None
-    resolver: str
-    rows: list[TensorRow]
-    tolerance: float
-    units: int
-    fallback_reason: str | None = None
-    rounding: str = ""
-    litert_seconds: float = 0.0
-    our_outputs: dict[str, np.ndarray | None] = field(default_factory=dict)
-    litert_outputs: dict[str, np.ndarray] = field(default_factory=dict)
-
-    @property
-    def failures(self) -> list[TensorRow]:
-        return [r for r in self.rows if not r.ok]
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures
-
-    @property
-    def first_divergence(self) -> TensorRow | None:
-        """The first op output (in execution order) outside the tolerance."""
-        bad = self.failures
-        return bad[0] if bad else None
-
-    def divergence_text(self) -> str:
-        row = self.first_divergence
-        if row is None:
-            return "no divergence"
-        what = row.note or (f"relative error {row.relative:.3g} > {self.tolerance:g}"
-                            if row.kind == "float" and row.relative is not None
-                            else f"{row.units} units > {self.units}")
-        return (f"first divergence: subgraph {row.subgraph} op {row.op} ({row.opcode}) output "
-                f"{row.output}, tensor {row.tensor} {row.name!r}: {what}")
-
-    def summary(self) -> str:
-        compared = sum(1 for r in self.rows if r.compared)
-        head = (f"{compared - len([r for r in self.failures if r.compared])} of {compared} "
-                f"compared op outputs within tolerance")
-        skipped = len(self.rows) - compared - len([r for r in self.failures if not r.compared])
-        if skipped:
-            head += f" ({skipped} not compared)"
-        return head + ("" if self.ok else "; " + self.divergence_text())
-
-    def format_table(self, max_name: int = 40) -> str:
-        resolver = self.resolver + (" (fallback)" if self.fallback_reason else "")
-        lines = [f"LiteRT cross-check: {resolver} resolver, subgraph {self.subgraph}"
-                 + (f" (signature {self.signature!r})" if self.signature else "")
-                 + f", tolerance rel {self.tolerance:g} / {self.units} units"]
-        if self.fallback_reason:
-            lines.append(f"  ({self.fallback_reason})")
-        header = (f"  {'op':>4}  {'opcode':<24} {'tensor':<{max_name + 6}} {'dtype':<8} "
-                  f"{'shape':<18} {'max|diff|':>10} {'error':>12}  status")
-        lines.append(header)
-        for r in self.rows:
-            name = r.name if len(r.name) <= max_name else "..." + r.name[-(max_name - 3):]
-            shape = "?" if r.shape is None else str(list(r.shape)).replace(" ", "")
-            diff = "-" if r.max_abs is None else f"{r.max_abs:.3g}"
-            status = "ok" if r.ok else "DIVERGES"
-            if r.note:
-                status += f" ({r.note})"
-            tensor = f"T#{r.tensor} {name}"
-            lines.append(f"  {r.op:>4}  {r.opcode:<24} {tensor:<{max_name + 6}} "
-                         f"{r.type_name:<8} {shape:<18} {diff:>10} {r.error_text():>12}  {status}")
-        lines.append(self.summary())
-        return "\n".join(lines)
-
-
-def _kind(t) -> str:
-    dt = t.dtype
-    if dt is None:
-        return "other"
-    if dt.kind in "fc":
-        return "float"
-    if dt.kind == "b":
-        return "bool"
-    q = t.quantization
-    if q is not None and q.has_scale:
-        return "quantized"
-    return "integer"
-
-
-def _float_error(ours: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
-    """(max|a - b|, that relative to the range of b); equal NaNs and equal infinities
-    count as equal, any other NaN or infinity as an infinite error."""
-    complex_ = ours.dtype.kind == "c" or ref.dtype.kind == "c"
-    a = ours.astype(np.complex128 if complex_ else np.float64)
-    b = ref.astype(a.dtype)
-    with np.errstate(all="ignore"):
-        same = (a == b) | (np.isnan(a) & np.isnan(b))
-        diff = np.where(same, 0.0, np.abs(a - b))
-        diff = np.where(np.isnan(diff), np.inf, diff)
-        max_abs = float(diff.max()) if diff.size else 0.0
-        fb = b[np.isfinite(b)]
-        if fb.size == 0:
-            scale = 0.0
-        elif complex_:
-            scale = float(np.abs(fb).max())
-        else:
-            scale = float(fb.max() - fb.min()) or float(np.abs(fb).max())
-    return max_abs, max_abs / max(scale, TINY)
-
-
-def compare_runs(interpreter, litert: LiteRTRun, *, tolerance: float = DEFAULT_TOLERANCE,
-                 units: int = DEFAULT_UNITS, model_name: str = "") -> CrossCheckReport:
-    """Compare every op output of the interpreter's entry subgraph (after a run) with a
-    LiteRT run of the same subgraph on the same inputs."""
-    sgi = litert.subgraph
-    sg = interpreter.subgraphs[sgi]
-    msg = sg.model_subgraph
-    read = set(sg.outputs)
-    for op in msg.operators:
-        read.update(i for i in op.inputs if i >= 0)
-    rows: list[TensorRow] = []
-    for ni in sg.execution_plan:
-        node = sg.nodes[ni]
-        for k, ti in enumerate(node.outputs):
-            if ti < 0:
-                continue
-            if node.name in _CONTROL_FLOW and ti not in read:
-                continue  # LiteRT leaves unread pass-through outputs of a WHILE unwritten
-            t = sg.tensors[ti]
-            row = TensorRow(sgi, node.index, node.name, k, ti, t.name, t.type_name,
-                            None if t.data is None else tuple(t.data.shape), _kind(t))
-            rows.append(row)
-            ours = t.data
-            ref = litert.tensors.get(ti)
-            if ref is None:
-                row.note = "LiteRT gave no value"
-                continue
-            if ours is None:
-                row.ok, row.note = False, "not computed by the interpreter"
-                continue
-            if ours.dtype == object:
-                row.note = "strings: not compared"
-                continue
-            if tuple(ours.shape) != tuple(ref.shape):
-                row.ok = False
-                row.note = f"shape {list(ours.shape)} vs LiteRT {list(ref.shape)}"
-                continue
-            if row.kind == "float" or ref.dtype.kind in "fc":
-                row.max_abs, row.relative = _float_error(ours, ref)
-                row.ok = row.relative <= tolerance
-            else:
-                if ours.size:
-                    d = np.abs(ours.astype(np.int64) - ref.astype(np.int64))
-                    row.units = int(d.max())
-                else:
-                    row.units = 0
-                row.max_abs = float(row.units)
-                if row.kind == "quantized" and t.quantization is not None \
-                        and t.quantization.scale.size == 1:
-                    row.max_abs = float(row.units * float(t.quantization.scale[0]))
-                row.ok = row.units <= units
-    return CrossCheckReport(model_name, sgi, interpreter.signature, litert.resolver, rows,
-                            float(tolerance), int(units), litert.fallback_reason,
-                            interpreter.rounding, litert.seconds, interpreter.outputs(),
-                            litert.outputs)
-
-
 def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
                         inputs: Mapping[str, Any] | None = None, rounding: str | None = None,
                         resolver: str = "BUILTIN_REF", *, signature: str | None = None,
                         seed: int = 0, tolerance: float = DEFAULT_TOLERANCE,
-                        units: int = DEFAULT_UNITS,
+                        units: int | None = None, mode: str = "auto",
                         hook: Callable[[Any, Any], Any] | None = None,
                         interpreter=None, fallback: bool = True,
                         timeout: float = DEFAULT_TIMEOUT) -> CrossCheckReport:
@@ -519,7 +348,7 @@ def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
             raise ValueError("pass either an interpreter that already ran or a hook, not both")
         run = run_litert(path, arrays, signature, resolver, fallback=fallback, timeout=timeout)
         return compare_runs(interpreter, run, tolerance=tolerance, units=units,
-                            model_name=str(model.path or path))
+                            model_name=str(model.path or path), mode=mode)
     finally:
         for p in tmp:
             try:

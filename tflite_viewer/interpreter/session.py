@@ -34,6 +34,7 @@ import numpy as np
 
 from ..model import Model, load_model
 from . import debugger as dbg
+from .errors import ExecutionError
 from .inputs import complete_inputs, input_specs, positional
 from .interpreter import Interpreter
 from .tensor import AllocationType
@@ -124,12 +125,15 @@ class DebugStop:
         sg, op = self.position[-1]
         return (sg, op) if op < len(self.executed[sg]) else None
 
-    def describe(self) -> str:
-        """The status-bar text: ``paused at main/op 12 CONV_2D``."""
+    def describe(self, subgraph_names: list[str] | None = None) -> str:
+        """The status-bar text: ``paused at main/op 12 CONV_2D`` (``subgraph 0/op 12 ...``
+        without names)."""
         if self.state == PAUSED and self.position:
             sg, op = self.position[-1]
             name = self.op_names[-1]
-            where = f"subgraph {sg}/op {op} {name}" if name else f"subgraph {sg} (returning)"
+            label = subgraph_names[sg] if subgraph_names and sg < len(subgraph_names) \
+                else f"subgraph {sg}"
+            where = f"{label}/op {op} {name}" if name else f"{label} (returning)"
             return f"paused at {where}"
         return {READY: "ready", FINISHED: "finished", STOPPED: "stopped",
                 ERROR: "error"}.get(self.state, self.state)
@@ -286,11 +290,22 @@ class DebugSession:
             return self._from(fn(*args))
         except Exception as exc:  # noqa: BLE001 - a kernel failure is a state, not a crash
             self.state = ERROR
-            self.error = str(exc)
-            return self._record(self._make_stop(ERROR, "error", self.last.position, str(exc)))
+            position = interp.position or self.last.position
+            self.error = self._where(exc, position)
+            return self._record(self._make_stop(ERROR, "error", position, self.error))
         finally:
             interp.breakpoints.remove(self._cancel_bp)
             self._cancel.clear()
+
+    def _where(self, exc: Exception, position) -> str:
+        """The failure's message, naming the subgraph, op index and op when it does not
+        already (an `ExecutionError` does; a hook's or a budget's may not)."""
+        if isinstance(exc, ExecutionError) or not position:
+            return str(exc)
+        sg, op = position[-1]
+        sub = self.interpreter.subgraphs[sg]
+        name = sub.nodes[op].name if op < len(sub.nodes) else "return"
+        return f"subgraph {sg} ({sub.name}), op {op} ({name}): {type(exc).__name__}: {exc}"
 
     # -- commands ----------------------------------------------------------------------------
     @property

@@ -48,8 +48,13 @@ def run_app(args: Namespace) -> int:
     model = Path(args.model) if getattr(args, "model", None) else sample_model_path()
     select = getattr(args, "select", None)
     subgraph = getattr(args, "subgraph", None)
+    run_to = getattr(args, "run_to", None)
+    if run_to is not None and not screenshot:
+        sys.stderr.write("tflite-viewer: error: --run-to goes with --screenshot\n")
+        return 2
     if screenshot:
-        return take_screenshot(model, Path(screenshot), select=select, subgraph=subgraph)
+        return take_screenshot(model, Path(screenshot), select=select, subgraph=subgraph,
+                               run_to=run_to, inputs=getattr(args, "inputs", None))
 
     install_excepthook()
     window = MainWindow(errors=reporter())
@@ -61,8 +66,10 @@ def run_app(args: Namespace) -> int:
 
 
 def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgraph: str | None = None,
-                    size: tuple[int, int] = SCREENSHOT_SIZE) -> int:
-    """Open ``model`` in a window of ``size``, select, and save the window to ``out``."""
+                    size: tuple[int, int] = SCREENSHOT_SIZE, run_to: int | None = None,
+                    inputs: str | None = None) -> int:
+    """Open ``model`` in a window of ``size``, select, and save the window to ``out``;
+    with ``run_to``, first run the debugger to just before that operator."""
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
@@ -83,6 +90,9 @@ def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgra
         window.close()
         return 2
     try:
+        if run_to is not None:
+            from .debugger.screenshot import pause_before
+            pause_before(window, run_to, inputs)
         if select:
             window.select_spec(select)
     except ValueError as exc:

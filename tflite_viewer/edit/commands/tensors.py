@@ -125,7 +125,6 @@ def _dims(value: Any, where: str) -> list:
         raise EditError(f"{where}: expected a list of dimensions, got {value!r}") from None
 
 
-
 class SetQuantization(EditCommand):
     """Set a tensor's quantization: per-tensor (one scale) or per-channel along a dimension.
 

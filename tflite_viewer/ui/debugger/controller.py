@@ -50,6 +50,7 @@ class DebuggerController(QObject):
     request = Signal(object)  # a worker.Request
     stopReceived = Signal(object)                  # DebugStop, after the window updated
     sessionEnded = Signal(str)                     # why
+    crossCheckDone = Signal(object)                # crosscheck_dock.CrossCheck
 
     def __init__(self, window) -> None:
         super().__init__(window)
@@ -62,8 +63,11 @@ class DebuggerController(QObject):
         self._pending: set[tuple[int, int]] = set()
         self.breakpoint_infos: tuple = ()
         self.inputs: dict[str, np.ndarray] = {}
+        self.signature: str | None = None  # the signature the run uses (None: subgraph 0)
         self.specs: tuple = ()
-        self.heat = False
+        self.heat: str | None = None  # what colours the ops: "time", "error" or nothing
+        self.crosscheck_dock = None  # made by the first cross-check
+        self.last_cross_check = None
         self.thread = QThread(self)
         self.thread.setObjectName("tflite-viewer debugger")
         self.worker = DebugWorker()
@@ -109,6 +113,9 @@ class DebuggerController(QObject):
         self.outputs_dock = self._dock("Outputs", self.outputs_panel, "outputs")
         self.profile_dock = self._dock("Profile", self.profile_panel, "profile")
         w = self.window
+        problems = getattr(w, "problems_dock", None)
+        if problems is not None:  # share the bottom area with Problems, as tabs
+            w.tabifyDockWidget(problems, self.callstack_dock)
         w.tabifyDockWidget(self.callstack_dock, self.breakpoints_dock)
         w.tabifyDockWidget(self.breakpoints_dock, self.watch_dock)
         w.tabifyDockWidget(self.watch_dock, self.outputs_dock)
@@ -124,6 +131,9 @@ class DebuggerController(QObject):
         self.callstack_panel.frameActivated.connect(self.show_op)
         self.watch_panel.tensorActivated.connect(self._show_tensor)
         self.profile_panel.opActivated.connect(self.show_op)
+        self.profile_dock.visibilityChanged.connect(
+            lambda shown: shown and self.last_stop is not None
+            and self._update_profile(self.last_stop))
         self.profile_panel.heatToggled.connect(self._set_heat)
 
     def _build_actions(self) -> None:
@@ -179,6 +189,19 @@ class DebuggerController(QObject):
         for dock in self.docks:
             menu.addAction(dock.toggleViewAction())
 
+    def add_menu_actions(self, menu: QMenu) -> None:
+        """The canvas's context menu, for the selection it was opened on: breakpoint and
+        run-to for an operator, Watch for a tensor."""
+        sel = self.window.selection
+        if sel is None:
+            return
+        menu.addSeparator()
+        if sel[0] == "op":
+            menu.addAction(self.toggle_action)
+            menu.addAction(self.run_to_action)
+        else:
+            menu.addAction(self.watch_action)
+
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
         if obj is self.window and event.type() == QEvent.Type.Close:
             self.shutdown()
@@ -210,7 +233,8 @@ class DebuggerController(QObject):
             self.snapshots = {}
             self.last_stop = None
             self.request.emit(Request("open", {"model": self.window.model,
-                                               "inputs": self.inputs}, None, self.serial))
+                                               "inputs": self.inputs,
+                                               "signature": self.signature}, None, self.serial))
             for dock in (self.callstack_dock, self.breakpoints_dock, self.watch_dock,
                          self.outputs_dock, self.profile_dock):
                 dock.show()
@@ -245,6 +269,12 @@ class DebuggerController(QObject):
             self.end_session("The debug session ended: the model changed. Start it again "
                              "(F5 / F10) to run the new model.")
         self.inputs = {}
+        self.signature = None
+        self.last_cross_check = None
+        if self.heat == "error":
+            self.heat = None
+        if self.crosscheck_dock is not None:
+            self.crosscheck_panel.show_message("The model changed: run the cross-check again.")
         self._update_actions()
 
     def _interest(self) -> list[tuple[int, int]]:
@@ -328,14 +358,20 @@ class DebuggerController(QObject):
         if self.window.model is None:
             return
         dialog = InputsDialog(self.window.model, self.window.path, self.window.settings,
-                              self.window)
+                              self.window, self.signature)
         if dialog.exec():
-            self.set_inputs(dialog.arrays())
+            self.set_inputs(dialog.arrays(), dialog.signature)
+            if dialog.notes:
+                self.window.notice.show_notice("; ".join(dialog.notes), "info")
 
-    def set_inputs(self, arrays: dict[str, np.ndarray]) -> None:
-        """Use these inputs from the next start (a running session restarts with them)."""
+    def set_inputs(self, arrays: dict[str, np.ndarray], signature: str | None = None) -> None:
+        """Use these inputs (of ``signature``, or of subgraph 0) from the next start; another
+        signature ends the session (its run has other inputs and another entry)."""
         self.inputs = dict(arrays)
-        if self.active:
+        if signature != self.signature:
+            self.signature = signature
+            self.end_session()
+        elif self.active:
             self._send("set_inputs", self.inputs)
 
     def condition_dialog(self) -> None:
@@ -374,9 +410,11 @@ class DebuggerController(QObject):
         self._refresh_inspector()
         self.watch_panel.show_snapshots(self.snapshots)
         self.callstack_panel.set_stop(stop, self._subgraph_names())
-        self._update_profile(stop)
+        if self.profile_dock.isVisible() or stop.state != PAUSED:
+            self._update_profile(stop)  # else when the dock is shown
         if stop.state == FINISHED and stop.outputs is not None:
             self._show_outputs(stop)
+            self.outputs_dock.raise_()
         self._show_state(stop)
         self._update_actions()
         if stop.state == ERROR:
@@ -403,9 +441,9 @@ class DebuggerController(QObject):
     def _result(self, command: str, value, serial) -> None:
         if serial != self.serial:
             return
-        if command == "cross_check":
-            from .crosscheck_dock import show_cross_check
-            show_cross_check(self, value)
+        if command == "set_inputs":
+            self.window.statusBar().showMessage("Inputs set: they apply from the next start "
+                                                "(Ctrl+Shift+F5 restarts)", 8000)
 
     def _failed(self, command: str, message: str, serial) -> None:
         if serial != self.serial:
@@ -426,7 +464,8 @@ class DebuggerController(QObject):
         return [] if model is None else [sg.display_name for sg in model.subgraphs]
 
     def _show_state(self, stop: DebugStop) -> None:
-        text = f"Debug: {stop.describe()} \u2014 {stop.ops_run:,} ops run"
+        ops = f"{stop.ops_run:,} op{'' if stop.ops_run == 1 else 's'} run"
+        text = f"Debug: {stop.describe(self._subgraph_names())} \u2014 {ops}"
         self.state_label.setText(text)
         if stop.message and stop.reason == "breakpoint":
             self.window.statusBar().showMessage(stop.message, 10000)
@@ -452,21 +491,28 @@ class DebuggerController(QObject):
     def _paint_canvas(self, scroll: bool) -> None:
         """Mark the shown subgraph: executed ops, computed edges, breakpoints, current op."""
         w = self.window
-        if not self.active or w.model is None or w.graph_scene.data is None:
+        if w.model is None or w.graph_scene.data is None or \
+                not (self.active or self.heat == "error"):
             return
         sg = w.subgraph
         n_ops = len(w.model.subgraphs[sg].operators)
         overlay = w.graph_scene.debug_overlay(n_ops)
         if overlay is None:
             return
-        stop = self.last_stop
+        stop = self.last_stop if self.active else None
         current = self._frame_op(sg)
         if stop is not None and sg < len(stop.executed):
             overlay.set_state(executed=stop.executed[sg], computed=stop.computed[sg],
                               current=current)
         overlay.set_breakpoints({i.op: i.enabled for i in self.breakpoint_infos
                                  if i.op is not None and (i.subgraph or 0) == sg})
-        overlay.set_heat(self._heat_values(sg, n_ops) if self.heat else None)
+        if self.heat == "time":
+            overlay.set_heat(self._heat_values(sg, n_ops))
+        elif self.heat == "error" and self.last_cross_check is not None and \
+                sg == self.last_cross_check.report.subgraph:
+            overlay.set_heat(self.crosscheck_panel.op_errors(n_ops))
+        else:
+            overlay.set_heat(None)
         if scroll and current is not None:
             rect = overlay.op_rect(current)
             if rect is not None:
@@ -486,7 +532,11 @@ class DebuggerController(QObject):
         return values / top if top > 0 else None
 
     def _set_heat(self, on: bool) -> None:
-        self.heat = bool(on)
+        self.heat = "time" if on else (None if self.heat == "time" else self.heat)
+        self._paint_canvas(scroll=False)
+
+    def _set_error_colours(self, on: bool) -> None:
+        self.heat = "error" if on else (None if self.heat == "error" else self.heat)
         self._paint_canvas(scroll=False)
 
     def _update_profile(self, stop: DebugStop) -> None:

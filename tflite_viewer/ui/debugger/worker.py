@@ -85,9 +85,6 @@ class DebugWorker(QObject):
             elif command == "set_inputs":
                 s.set_inputs(args)
                 self.result.emit(command, dict(s.inputs), serial)
-            elif command == "cross_check":
-                from .crosscheck_runner import cross_check
-                self.result.emit(command, cross_check(s, **(args or {})), serial)
             else:
                 self.result.emit(command, getattr(s, command)(*args), serial)
         except Exception as exc:  # noqa: BLE001 - every failure goes back as a message

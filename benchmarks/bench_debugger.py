@@ -1,0 +1,200 @@
+"""The debugger in the window: how long a step takes, and Continue against a headless run.
+
+    python benchmarks/bench_debugger.py [--steps 40] [--rounds 3] [--blas-threads N]
+
+* Step latency: from triggering Step Over (F10) to the stop applied in the window (canvas
+  marks set, inspector refreshed from the new snapshot) and the pending repaints processed
+  (the overlay repaints only what changed); median over ``--steps`` steps.  On palm_detection_lite (232 ops) and on
+  the 20,000-op synthetic residual model (`benchmarks.synthetic_models.residual_model`).
+  The inspector shows the output of the op about to run, so every step ships a snapshot.
+  Target (DESIGN): at most 30 ms.
+* Continue to the end (F5 from ready, no breakpoints) against `Interpreter.invoke` on the
+  same inputs in the same process, on the largest float (yamnet) and quantized
+  (ssd_mobilenet_v1) corpus models; best of ``--rounds``.  Target: at most 1.3x the
+  headless time plus 100 ms.
+
+* Responsiveness: the longest gap between ticks of a 5 ms timer on the GUI thread while
+  Continue runs a model on the worker thread (target: never blocked over 50 ms).
+
+Runs offscreen; prints figures, asserts nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+if "--blas-threads" in sys.argv:  # must be set before numpy loads its BLAS
+    _n = sys.argv[sys.argv.index("--blas-threads") + 1]
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[_var] = _n
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from PySide6.QtCore import QEventLoop, QSettings, QTimer  # noqa: E402
+
+from benchmarks.synthetic_models import residual_model  # noqa: E402
+from tflite_viewer.interpreter import Interpreter  # noqa: E402
+from tflite_viewer.interpreter.inputs import complete_inputs, positional  # noqa: E402
+from tflite_viewer.ui.app import make_app  # noqa: E402
+from tflite_viewer.ui.errors import ErrorReporter  # noqa: E402
+
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "models"
+
+
+def _window(path: Path):
+    from tflite_viewer.ui.main_window import MainWindow
+    settings = QSettings(str(Path(tempfile.mkdtemp()) / "s.ini"), QSettings.Format.IniFormat)
+    w = MainWindow(settings=settings, errors=ErrorReporter(interactive=False))
+    w.resize(1600, 1000)
+    w.show()
+    if not w.open_path(path, wait=True):
+        raise SystemExit(f"cannot open {path}")
+    return w
+
+
+def _until_stop(dbg, timeout_ms: int = 600_000):
+    loop = QEventLoop()
+    got = []
+    dbg.stopReceived.connect(lambda s: (got.append(s), loop.quit()))
+    QTimer.singleShot(timeout_ms, loop.quit)
+    loop.exec()
+    dbg.stopReceived.disconnect()
+    return got[0] if got else None
+
+
+def headless_steps(path: Path, steps: int) -> float:
+    """Median `DebugSession.step_over` alone (no window): the kernels' share of a step."""
+    from tflite_viewer.interpreter.session import DebugSession
+    s = DebugSession(path)
+    s.step_over()
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        stop = s.step_over()
+        times.append(time.perf_counter() - t0)
+        if stop.state != "paused":
+            break
+    return statistics.median(times)
+
+
+def step_latency(path: Path, steps: int) -> tuple[float, int]:
+    w = _window(path)
+    dbg = w.debugger
+    dbg.step_over_action.trigger()
+    stop = _until_stop(dbg)
+    times = []
+    for _ in range(steps):
+        cur = stop.current
+        if cur is None:
+            break
+        op = w.model.subgraphs[cur[0]].operators[cur[1]]
+        out = next((t for t in op.outputs if t >= 0), None)
+        if out is not None:  # the inspector follows the op's output (selected beforehand)
+            w.tensor_panel.show_tensor(w.model.subgraphs[cur[0]].tensors[out])
+            deadline = time.perf_counter() + 10
+            while (cur[0], out) not in dbg.snapshots and time.perf_counter() < deadline:
+                make_app().processEvents()
+        t0 = time.perf_counter()
+        dbg.step_over_action.trigger()
+        stop = _until_stop(dbg)
+        make_app().processEvents()  # the canvas's pending repaint (of what changed)
+        times.append(time.perf_counter() - t0)
+    n = len(w.model.subgraphs[0].operators)
+    dbg.shutdown()
+    w.close()
+    return statistics.median(times), n
+
+
+def continue_vs_invoke(path: Path, rounds: int) -> tuple[float, float]:
+    model_inputs = None
+    interp = Interpreter(path)
+    arrays, _ = complete_inputs(interp.model, {}, 0)
+    model_inputs = positional(interp.model, arrays)
+    headless = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        interp.invoke(model_inputs)
+        headless.append(time.perf_counter() - t0)
+    w = _window(path)
+    dbg = w.debugger
+    dbg.step_over_action.trigger()  # the session exists (its interpreter built) ...
+    _until_stop(dbg)
+    window = []
+    for _ in range(rounds):
+        dbg.stop_action.trigger()  # ... back to ready, then F5 to the end
+        _until_stop(dbg)
+        t0 = time.perf_counter()
+        dbg.continue_action.trigger()
+        stop = _until_stop(dbg)
+        window.append(time.perf_counter() - t0)
+        assert stop is not None and stop.state == "finished", stop
+    dbg.shutdown()
+    w.close()
+    return min(headless), min(window)
+
+
+def responsiveness(path: Path) -> tuple[float, float]:
+    """The longest gap between ticks of a 5 ms QTimer on the GUI thread while F5 runs the
+    model to the end on the worker thread (the event loop's longest block), and the run's
+    time."""
+    w = _window(path)
+    dbg = w.debugger
+    dbg.step_over_action.trigger()
+    _until_stop(dbg)
+    dbg.stop_action.trigger()
+    _until_stop(dbg)
+    ticks: list[float] = []
+    timer = QTimer()
+    timer.setInterval(5)
+    timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    timer.start()
+    t0 = time.perf_counter()
+    dbg.continue_action.trigger()
+    _until_stop(dbg)
+    seconds = time.perf_counter() - t0
+    timer.stop()
+    gaps = [b - a for a, b in zip([t0] + ticks, ticks)]
+    dbg.shutdown()
+    w.close()
+    return max(gaps) if gaps else seconds, seconds
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--blas-threads", type=int, default=None,
+                    help="BLAS threads (set before numpy loads; 1 on a shared machine)")
+    args = ap.parse_args(argv)
+    make_app()
+    print("Step latency (F10 -> canvas and inspector updated), median:")
+    palm = CORPUS / "palm_detection_lite.tflite"
+    med, n = step_latency(palm, args.steps)
+    print(f"  palm_detection_lite ({n} ops): {med * 1e3:.1f} ms "
+          f"(the session's step alone, no window: {headless_steps(palm, args.steps) * 1e3:.1f} ms)")
+    with tempfile.TemporaryDirectory() as tmp:
+        big = Path(tmp) / "residual_20000.tflite"
+        big.write_bytes(residual_model(20_000))
+        med, n = step_latency(big, args.steps)
+        print(f"  synthetic residual_model ({n:,} ops): {med * 1e3:.1f} ms "
+              f"(session alone: {headless_steps(big, args.steps) * 1e3:.1f} ms)")
+    print("Continue to the end vs headless invoke (best of rounds):")
+    for name in ("yamnet_audio_classifier_with_metadata", "ssd_mobilenet_v1"):
+        head, win = continue_vs_invoke(CORPUS / f"{name}.tflite", args.rounds)
+        budget = 1.3 * head + 0.1
+        print(f"  {name}: window {win * 1e3:.1f} ms, invoke {head * 1e3:.1f} ms "
+              f"(ratio {win / head:.2f}; budget 1.3x + 100 ms = {budget * 1e3:.0f} ms)")
+    print("Event loop while F5 runs on the worker thread (5 ms timer, longest gap):")
+    for name in ("ssd_mobilenet_v1", "palm_detection_lite"):
+        gap, run = responsiveness(CORPUS / f"{name}.tflite")
+        print(f"  {name}: longest gap {gap * 1e3:.1f} ms during a {run * 1e3:.0f} ms run")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

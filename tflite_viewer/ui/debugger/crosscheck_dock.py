@@ -1,0 +1,246 @@
+"""The Cross-check dock: every operator output of a run against LiteRT's.
+
+The comparison is `interpreter.crosscheck.compare_with_litert` (what ``run
+--compare-litert`` prints), run on a pool thread with the session's inputs: LiteRT in its
+own process (a LiteRT crash is a message), our interpreter fresh on the same inputs.  The
+table shows, per op output, the max absolute error, the error relative to the range of
+LiteRT's tensor, cosine similarity, SQNR in dB, bit-exactness and the op-isolated error;
+the first diverging op is highlighted here and on the canvas, and "Colour by error" tints
+every op.  Selecting a row selects the op and shows ours, LiteRT's and the difference.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (QCheckBox, QLabel, QSplitter, QTableWidget, QTableWidgetItem,
+                               QVBoxLayout, QWidget)
+
+from ...interpreter.crosscheck import (CrossCheckReport, compare_with_litert, litert_available,
+                                       real_values)
+from ..histogram_widget import HistogramWidget
+from ..tensor_stats import histogram
+
+COLUMNS = ("op", "opcode", "max |error|", "error / range", "cosine", "SQNR dB", "bit-exact",
+           "isolated", "status", "tensor")
+DIVERGING = QColor("#ffd8d3")
+
+
+@dataclass
+class CrossCheck:
+    """A report and the values it compared: ours and LiteRT's, by tensor index."""
+
+    report: CrossCheckReport
+    ours: dict[int, np.ndarray]
+    model: object = None
+    range_errors: dict[int, float] = field(default_factory=dict)
+
+
+def run_cross_check(model, inputs: dict, signature: str | None) -> CrossCheck:
+    """Qt-free: our run and LiteRT's on ``inputs``, compared (runs on a pool thread)."""
+    from ...interpreter import Interpreter
+    from ...interpreter.inputs import complete_inputs, positional
+
+    arrays, _ = complete_inputs(model, inputs or {}, 0, signature)
+    interp = Interpreter(model)
+    interp.invoke(positional(model, arrays, signature), signature=signature)
+    report = compare_with_litert(model, arrays, signature=signature, interpreter=interp)
+    sg = interp.subgraphs[report.subgraph]
+    ours = {r.tensor: np.array(sg.tensors[r.tensor].data) for r in report.rows
+            if sg.tensors[r.tensor].data is not None}
+    check = CrossCheck(report, ours, model)
+    for r in report.rows:
+        check.range_errors[r.tensor] = range_error(sg.tensors[r.tensor], ours.get(r.tensor),
+                                                   report.litert_tensors.get(r.tensor))
+    return check
+
+
+def range_error(t, ours: np.ndarray | None, ref: np.ndarray | None) -> float:
+    """max|ours - LiteRT| / (max - min of LiteRT's), on real (dequantized) values."""
+    if ours is None or ref is None or ours.shape != ref.shape or ours.dtype == object:
+        return math.nan
+    a, b = real_values(t, ours), real_values(t, ref)
+    if a.dtype.kind == "c":
+        a, b = np.abs(a), np.abs(b)
+    with np.errstate(all="ignore"):
+        d = np.abs(a - b)
+        fb = b[np.isfinite(b)]
+        span = float(fb.max() - fb.min()) if fb.size else 0.0
+        span = span or (float(np.abs(fb).max()) if fb.size else 0.0)
+        err = float(np.nanmax(d)) if d.size else 0.0
+    return err / span if span > 0 else (0.0 if err == 0 else math.inf)
+
+
+def _fmt(x: float | None, spec: str = ".3g") -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return format(x, spec)
+
+
+class CrossCheckDock(QWidget):
+    """The table and the selected row's comparison."""
+
+    opActivated = Signal(int, int)       # subgraph, op
+    colourToggled = Signal(bool)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.check: CrossCheck | None = None
+        self.header = QLabel("Debug \u203a Cross-check with LiteRT runs LiteRT on the same inputs")
+        self.header.setWordWrap(True)
+        self.colour = QCheckBox("Colour by error")
+        self.colour.toggled.connect(self.colourToggled)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(list(COLUMNS))
+        self.table.verticalHeader().hide()
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.table.currentCellChanged.connect(lambda row, *_: self.select_row(row))
+        self.detail = QLabel("")
+        self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.diff_histogram = HistogramWidget()
+        bottom = QWidget()
+        bl = QVBoxLayout(bottom)
+        bl.setContentsMargins(0, 0, 0, 0)
+        bl.addWidget(self.detail)
+        bl.addWidget(self.diff_histogram, 1)
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.table)
+        split.addWidget(bottom)
+        split.setStretchFactor(0, 3)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addWidget(self.header)
+        layout.addWidget(self.colour)
+        layout.addWidget(split, 1)
+
+    def show_message(self, text: str) -> None:
+        self.header.setText(text)
+
+    def show_check(self, check: CrossCheck) -> None:
+        self.check = check
+        rep = check.report
+        summary = rep.summary()
+        self.header.setText(summary[:1].upper() + summary[1:])
+        self.table.setRowCount(len(rep.rows))
+        first = rep.first_divergence
+        for k, r in enumerate(rep.rows):
+            cells = [str(r.op), r.opcode, _fmt(r.max_abs),
+                     _fmt(check.range_errors.get(r.tensor)), _fmt(r.cosine, ".6f"),
+                     _fmt(r.sqnr_db, ".1f"), "-" if r.exact is None else ("yes" if r.exact else "no"),
+                     r.isolated_text(), ("ok" if r.ok else "DIVERGES") + (f" ({r.note})" if r.note else ""),
+                     f"t{r.tensor} {r.name}"]
+            for c, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                if c in (0, 2, 3, 4, 5):
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if r is first:
+                    item.setBackground(DIVERGING)
+                self.table.setItem(k, c, item)
+        self.table.resizeColumnsToContents()
+
+    def cell(self, row: int, column: str) -> str:
+        return self.table.item(row, COLUMNS.index(column)).text()
+
+    def op_errors(self, n_ops: int) -> np.ndarray:
+        """A value in [0, 1] per op for the canvas: log-scaled error relative to range
+        (1e-7 and below: 0, 1e-1 and above: 1); NaN where there is nothing to show."""
+        values = np.full(n_ops, np.nan)
+        if self.check is None:
+            return values
+        for r in self.check.report.rows:
+            e = self.check.range_errors.get(r.tensor, math.nan)
+            if 0 <= r.op < n_ops and not math.isnan(e):
+                level = 1.0 if math.isinf(e) else (0.0 if e <= 1e-7 else
+                                                    min(1.0, (math.log10(e) + 7) / 6))
+                values[r.op] = max(level, 0.0 if math.isnan(values[r.op]) else values[r.op])
+        return values
+
+    def select_row(self, row: int) -> None:
+        if self.check is None or not 0 <= row < len(self.check.report.rows):
+            return
+        r = self.check.report.rows[row]
+        ours = self.check.ours.get(r.tensor)
+        ref = self.check.report.litert_tensors.get(r.tensor)
+        lines = [f"op {r.op} {r.opcode}, output {r.output}: t{r.tensor} {r.name}"]
+        for label, a in (("ours", ours), ("LiteRT", ref)):
+            lines.append(f"{label}: " + ("no value" if a is None else
+                                         f"{a.dtype.name}{list(a.shape)} min {_fmt(float(np.min(a)))} "
+                                         f"max {_fmt(float(np.max(a)))} mean {_fmt(float(np.mean(a)))}"
+                                         if a.size and a.dtype.kind in "biuf" else f"{a.dtype}"))
+        if ours is not None and ref is not None and ours.shape == ref.shape \
+                and ours.dtype.kind in "biuf" and ref.dtype.kind in "biuf":
+            diff = ours.astype(np.float64) - ref.astype(np.float64)
+            lines.append(f"ours \u2212 LiteRT (stored values): min {_fmt(float(diff.min()))} "
+                         f"max {_fmt(float(diff.max()))}, {int(np.count_nonzero(diff)):,} of "
+                         f"{diff.size:,} differ")
+            self.diff_histogram.set_histogram(histogram(diff), caption="ours \u2212 LiteRT")
+        else:
+            self.diff_histogram.set_histogram(None, message="No difference to show")
+        self.detail.setText("\n".join(lines))
+        self.opActivated.emit(r.subgraph, r.op)
+
+
+def start_cross_check(controller) -> None:
+    """Debug > Cross-check with LiteRT: run it on a pool thread, show the dock."""
+    from ..workers import Task
+
+    w = controller.window
+    dock = ensure_dock(controller)
+    dock.show()
+    dock.raise_()
+    if w.model is None:
+        return
+    if not litert_available():
+        controller.crosscheck_panel.show_message(
+            "LiteRT is not installed: the cross-check needs the ai-edge-litert package "
+            "(pip install 'tflite-viewer[litert]').")
+        return
+    controller.crosscheck_panel.show_message("Running LiteRT and the interpreter on the same "
+                                             "inputs\u2026")
+    model = w.model
+    task = Task(run_cross_check, model, dict(controller.inputs), controller.signature)
+    task.signals.finished.connect(lambda _s, check: _done(controller, model, check))
+    task.signals.failed.connect(lambda _s, exc: _failed(controller, exc))
+    controller._cross_task = task  # keep its signal object alive
+    task.start()
+
+
+def _done(controller, model, check: CrossCheck) -> None:
+    if model is not controller.window.model:
+        controller.crosscheck_panel.show_message("The model changed during the cross-check: "
+                                                 "run it again.")
+        return
+    show_cross_check(controller, check)
+
+
+def _failed(controller, exc: BaseException) -> None:
+    controller.crosscheck_panel.show_message(f"Cross-check failed: {exc}")
+    controller.window.errors.report("Cross-check with LiteRT", str(exc), parent=controller.window)
+
+
+def show_cross_check(controller, check: CrossCheck) -> None:
+    panel = ensure_dock(controller) and controller.crosscheck_panel
+    panel.show_check(check)
+    controller.last_cross_check = check
+    controller.crossCheckDone.emit(check)
+    first = check.report.first_divergence
+    if first is not None:
+        controller.show_op(first.subgraph, first.op)
+
+
+def ensure_dock(controller):
+    """The dock, made on first use."""
+    if getattr(controller, "crosscheck_dock", None) is None:
+        panel = CrossCheckDock()
+        controller.crosscheck_panel = panel
+        controller.crosscheck_dock = controller._dock("Cross-check", panel, "crosscheck")
+        controller.window.tabifyDockWidget(controller.profile_dock, controller.crosscheck_dock)
+        panel.opActivated.connect(controller.show_op)
+        panel.colourToggled.connect(controller._set_error_colours)
+    return controller.crosscheck_dock
