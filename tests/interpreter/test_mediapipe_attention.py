@@ -1,6 +1,7 @@
 """MediaPipe's attention ops (face landmark models with attention): Landmarks2TransformMatrix,
-TransformLandmarks, TransformTensorBilinear.  No published runtime runs them outside
-MediaPipe's graphs, so each is checked against a hand computation written here from the
+TransformLandmarks, TransformTensorBilinear.  Only MediaPipe's graphs run them (see
+mediapipe_graph_oracle.py, a bit-exact comparison outside CI: MediaPipe is no test
+dependency), so here each is checked against a hand computation written from the
 definition in mediapipe/util/tflite/operations (float64 loops), and its shapes and options
 through models written by the project's writer."""
 from __future__ import annotations

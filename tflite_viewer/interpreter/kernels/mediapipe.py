@@ -10,9 +10,11 @@ an int32; padding 1 = SAME, 2 = VALID.  The attention ops take FlexBuffer maps.
 MediaPipe's CPU resolver registers the attention ops' version 2 (3-D landmarks
 [1, N, 3], align-corners sampling); version 1, which its GPU delegate and older graphs use,
 runs here too (4-D landmarks, TransformTensorBilinear also under its v1 name
-"TransformTensor").  Their arithmetic is float32 as in C++, including the places where the
-C++ mixes in double constants; MediaPipe publishes no runtime that runs them outside its
-graphs, so they are tested against hand computations.
+"TransformTensor").  Their arithmetic is float32 in C++'s order, including where the C++
+mixes in double constants, and takes cosf/sinf/atan2f from the C library as
+``std::cos(float)`` does: version 2 is bit-exact against MediaPipe's own kernels run by its
+graph (tests/interpreter/mediapipe_graph_oracle.py, outside CI); CI checks both versions
+against hand computations.
 """
 from __future__ import annotations
 
