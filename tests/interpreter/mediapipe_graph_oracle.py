@@ -152,12 +152,16 @@ def compare_ops(bindings, pb2, trials: int, seed: int) -> dict[str, int]:
     return exact
 
 
-def compare_face_landmarks(bindings, pb2, wheel_site: Path, seed: int) -> dict[str, float]:
+def compare_face_landmarks(bindings, pb2, wheel_site: Path, seed: int,
+                           record: Path | None = None) -> dict[str, float]:
     """The published face_landmark_with_attention (from the wheel) on a random image:
-    the largest difference of each output relative to its largest value."""
+    the largest difference of each output relative to its largest value.  ``record``
+    saves the image and MediaPipe's outputs (tests/data/mediapipe's reference)."""
     model = wheel_site / "mediapipe/modules/face_landmark/face_landmark_with_attention.tflite"
     image = np.random.default_rng(seed).integers(0, 256, (192, 192, 3)).astype(np.uint8)
     theirs = run_graph(bindings, pb2, model, image, 7, (0.0, 1.0))
+    if record is not None:
+        np.savez_compressed(record, image=image, **{f"output{k}": v for k, v in enumerate(theirs)})
     # ImageToTensor's [0, 1] range: pixel * (1/255), as OpenCV's convertTo computes it
     ours = Interpreter(model.read_bytes()).invoke([(image.astype(F32) * F32(1 / 255))[None]])
     return {name: float(np.max(np.abs(a.reshape(-1) - b)) / np.max(np.abs(b)))
@@ -169,11 +173,14 @@ def main() -> None:
     parser.add_argument("site", type=Path, help="where the mediapipe wheel was installed")
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--record", type=Path, help="save the face model's input and "
+                        "MediaPipe's outputs to this .npz")
     args = parser.parse_args()
     bindings, pb2 = load_bindings(args.site)
     for name, n in compare_ops(bindings, pb2, args.trials, args.seed).items():
         print(f"{name:28s} {n}/{args.trials} random graphs bit-exact")
-    for name, rel in compare_face_landmarks(bindings, pb2, args.site, args.seed).items():
+    for name, rel in compare_face_landmarks(bindings, pb2, args.site, args.seed,
+                                           args.record).items():
         print(f"face_landmark_with_attention {name:22s} max difference {rel:.1e} of its range")
 
 
