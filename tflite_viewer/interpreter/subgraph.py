@@ -183,7 +183,9 @@ class Subgraph:
             if t.is_variable:
                 t.reset_variable()
         for node in self.nodes:
-            node.kernel.reset(self, node)
+            reset = getattr(node.kernel, "reset", None)  # a user's kernel may lack it
+            if reset is not None:
+                reset(self, node)
 
     def clear_activations(self, keep_inputs: bool = True) -> None:
         """Forget computed values (not constants, variables or, optionally, inputs)."""
