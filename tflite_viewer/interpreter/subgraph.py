@@ -200,7 +200,9 @@ class Subgraph:
                     self.interpreter._check_allocation(self, t, t.nbytes, t.shape)
                 t.reset_variable()
         for node in self.nodes:
-            node.kernel.reset(self, node)
+            reset = getattr(node.kernel, "reset", None)  # a user's kernel may lack it
+            if reset is not None:
+                reset(self, node)
 
     def clear_activations(self, keep_inputs: bool = True) -> None:
         """Forget computed values (not constants, variables or, optionally, inputs)."""

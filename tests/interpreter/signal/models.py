@@ -9,8 +9,8 @@ A model is a list of tensors and a list of custom ops::
         inputs=[0], outputs=[2])
 
 A tensor is ``(shape, dtype)`` (computed, or a model input) or ``(constant array,)``.
-Options are a dict written as a FlexBuffer map (`flexbuffers.Dumps`), as TensorFlow's
-converter writes the attributes of a custom op.
+Options are a dict written as a FlexBuffer map (`flex_map`), as TensorFlow's converter
+writes the attributes of a custom op.
 """
 from __future__ import annotations
 
@@ -34,6 +34,27 @@ _TYPES = {np.dtype(np.float32): S.TensorType.FLOAT32, np.dtype(np.int16): S.Tens
 #: TensorType codes TFLM's signal ops take as their "T" option
 TYPE_CODE = {np.dtype(np.int16): S.TensorType.INT16, np.dtype(np.int32): S.TensorType.INT32,
              np.dtype(np.float32): S.TensorType.FLOAT32}
+
+
+def flex_map(options: dict[str, Any]) -> bytes:
+    """A FlexBuffer map of ints, floats, bools, strings and lists of ints; lists become
+    typed vectors, which MediaPipe's parsers require (``AsTypedVector``)."""
+    b = flexbuffers.Builder()
+    with b.Map():
+        for key in sorted(options):
+            value = options[key]
+            if isinstance(value, bool):
+                b.Bool(key, value)
+            elif isinstance(value, int):
+                b.Int(key, value)
+            elif isinstance(value, float):
+                b.Float(key, value)
+            elif isinstance(value, str):
+                b.String(key, value)
+            else:
+                b.Key(key)
+                b.TypedVectorFromElements([int(v) for v in value])
+    return bytes(b.Finish())
 
 
 @dataclass
@@ -91,7 +112,7 @@ def custom_model(tensors: Sequence[tuple], ops: Sequence[CustomOp], inputs: Sequ
         o.opcodeIndex = codes[key]
         o.inputs, o.outputs = list(spec.inputs), list(spec.outputs)
         if spec.options is not None:
-            raw = spec.options if isinstance(spec.options, bytes) else flexbuffers.Dumps(spec.options)
+            raw = spec.options if isinstance(spec.options, bytes) else flex_map(spec.options)
             o.customOptions = np.frombuffer(raw, np.uint8)
             o.customOptionsFormat = S.CustomOptionsFormat.FLEXBUFFERS
         sg.operators.append(o)

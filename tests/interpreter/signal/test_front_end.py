@@ -117,3 +117,19 @@ def test_front_end_reset_starts_the_stream_over():
     # without the reset, the stream goes on: the state (framer backlog, noise estimate)
     # makes the same block give other features
     assert not np.array_equal(interp.invoke([blocks[0]])["t23"], first[0])
+
+
+def test_stepping_the_front_end_gives_what_invoke_gives():
+    """The debugger's stepped runs carry the streaming state exactly as invoke does."""
+    model, _, _ = front_end_model()
+    stepped, invoked = Interpreter(model), Interpreter(model)
+    for block in audio_blocks(3):
+        expect = invoked.invoke([block])
+        stop = stepped.start([block])
+        steps = 0
+        while not stop.finished:
+            stop = stepped.step()
+            steps += 1
+        assert steps == 12
+        for name, value in expect.items():
+            np.testing.assert_array_equal(stop.outputs[name], value)

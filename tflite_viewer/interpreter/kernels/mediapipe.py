@@ -10,12 +10,16 @@ an int32; padding 1 = SAME, 2 = VALID.  The attention ops take FlexBuffer maps.
 MediaPipe's CPU resolver registers the attention ops' version 2 (3-D landmarks
 [1, N, 3], align-corners sampling); version 1, which its GPU delegate and older graphs use,
 runs here too (4-D landmarks, TransformTensorBilinear also under its v1 name
-"TransformTensor").  Their arithmetic is float32 as in C++, including the places where the
-C++ mixes in double constants; MediaPipe publishes no runtime that runs them outside its
-graphs, so they are tested against hand computations.
+"TransformTensor").  Their arithmetic is float32 in C++'s order, including where the C++
+mixes in double constants, and takes cosf/sinf/atan2f from the C library as
+``std::cos(float)`` does: version 2 is bit-exact against MediaPipe's own kernels run by its
+graph (tests/interpreter/mediapipe_graph_oracle.py, outside CI); CI checks both versions
+against hand computations.
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import struct
 
 import numpy as np
@@ -217,6 +221,23 @@ def landmarks_matrix_params(node) -> dict:
 F32 = np.float32
 
 
+def _libm_float(name: str, numpy_fallback):
+    """The C library's float function (``cosf`` ...) that MediaPipe's ``std::cos(float)``
+    calls, for scalars; numpy's float32 version (within an ulp) where there is none."""
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+        fn = getattr(lib, name)
+    except (OSError, AttributeError):  # pragma: no cover - no C math library to load
+        return lambda *args: numpy_fallback(*(F32(a) for a in args), dtype=F32)
+    fn.restype = ctypes.c_float
+    fn.argtypes = [ctypes.c_float] * (2 if name == "atan2f" else 1)
+    return lambda *args: F32(fn(*(float(a) for a in args)))
+
+
+_cosf, _sinf = _libm_float("cosf", np.cos), _libm_float("sinf", np.sin)
+_atanf, _atan2f = _libm_float("atanf", np.arctan), _libm_float("atan2f", np.arctan2)
+
+
 def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """MediaPipe's Mat3/Mat4 product: float32 sums over k in order, from 0."""
     acc = np.zeros((a.shape[0], b.shape[1]), F32)
@@ -227,7 +248,7 @@ def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _rotation(r: np.float32, size: int = 3) -> np.ndarray:
     m = np.eye(size, dtype=F32)
-    c, s = np.cos(r, dtype=F32), np.sin(r, dtype=F32)
+    c, s = _cosf(r), _sinf(r)
     m[:2, :2] = [[c, -s], [s, c]]
     return m
 
@@ -237,7 +258,7 @@ def landmarks_to_matrix_v2(landmarks: np.ndarray, p: dict) -> np.ndarray:
     subset, rotated so that left -> right points at target_rotation_radians."""
     lm = landmarks.reshape(-1, 3).astype(F32)
     left, right = lm[p["left"]], lm[p["right"]]
-    rotation = p["target"] - np.arctan2(right[1] - left[1], right[0] - left[0], dtype=F32)
+    rotation = p["target"] - _atan2f(right[1] - left[1], right[0] - left[0])
     idx = [i for pair in p["subset"] for i in pair]
     pts = np.stack([lm[idx, 0], lm[idx, 1], np.ones(len(idx), F32)])
     rotated = _matmul(_rotation(rotation), pts)
@@ -263,8 +284,8 @@ def landmarks_to_matrix_v1(landmarks: np.ndarray, p: dict) -> np.ndarray:
     from output pixels to input pixels, in the [1, 4, 4] layout the v1 ops read."""
     lm = landmarks.reshape(-1, 3).astype(F32)
     left, right = lm[p["left"]], lm[p["right"]]
-    alpha = -np.arctan((right[1] - left[1]) / (right[0] - left[0]), dtype=F32)
-    c, s = np.cos(alpha, dtype=F32), np.sin(alpha, dtype=F32)
+    alpha = -_atanf((right[1] - left[1]) / (right[0] - left[0]))
+    c, s = _cosf(alpha), _sinf(alpha)
     idx = [i for pair in p["subset"] for i in pair]
     x, y = lm[idx, 0], lm[idx, 1]
     rx, ry = x * c - y * s, x * s + y * c
@@ -274,7 +295,7 @@ def landmarks_to_matrix_v1(landmarks: np.ndarray, p: dict) -> np.ndarray:
     bbox = (hi[0] - lo[0]) * p["multiplier"], (hi[1] - lo[1]) * p["multiplier"]
     scale = np.diag([bbox[0] / rng, bbox[1] / rng, 1]).astype(F32)
     mx, my = F32(float(hi[0] + lo[0]) / 2.0), F32(float(hi[1] + lo[1]) / 2.0)
-    cn, sn = np.cos(-alpha, dtype=F32), np.sin(-alpha, dtype=F32)
+    cn, sn = _cosf(-alpha), _sinf(-alpha)
     rmx, rmy = mx * cn - my * sn, mx * sn + my * cn
     rotation = np.array([[cn, -sn, float(rmx / rng) * 2.0 - 1.0],
                          [sn, cn, float(rmy / rng) * 2.0 - 1.0], [0, 0, 1]], F32)
