@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .gen import ACTIVATIONS
-from .singleop import Op, T, build
+from tests.interpreter.singleop import Op, T, batch_model
 
 
 #: Elementwise tolerance: |ours - litert| <= TOL * (1 + |litert|).
@@ -277,8 +277,8 @@ def _run(cases: list[Case], oracle: list[Case] | None = None):
 
     from tflite_viewer.interpreter import Interpreter
 
-    ours_model = build([c.op for c in cases])
-    ref_model = build([c.op for c in oracle]) if oracle is not None else ours_model
+    ours_model = batch_model([c.op for c in cases])
+    ref_model = batch_model([c.op for c in oracle]) if oracle is not None else ours_model
     lite = LiteRT(model_content=ref_model.model,
                   experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     lite.allocate_tensors()
