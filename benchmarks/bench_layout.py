@@ -8,6 +8,14 @@ blocks and parallel edges). Quality is put next to two references on the same gr
 straightening) and, if the ``dot`` binary is installed, Graphviz dot.
 
     python benchmarks/bench_layout.py [--sizes 1000 5000 20000] [--repeat 3] [--no-dot]
+                                      [--adapter-rounds 5] [--no-adapter]
+
+The last table is the anchor of the opening target: ``tflite-viewer layout FILE`` as a
+whole process (start-up and imports included) against Model Explorer's C++ adapter
+(``ai-edge-model-explorer-adapter``, a benchmark-only dependency: ``pip install
+ai-edge-model-explorer-adapter==0.2.1``) converting the same synthetic .tflite to its
+JSON, which is the work it does before any layout. The two alternate, round by round,
+in fresh processes; medians are compared.
 
 Figures are printed, never asserted: the tests check behaviour, not speed.
 """
@@ -114,7 +122,13 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 20000])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-dot", action="store_true")
+    parser.add_argument("--adapter-rounds", type=int, default=5)
+    parser.add_argument("--no-adapter", action="store_true")
+    parser.add_argument("--adapter-only", action="store_true", help="only the table against the adapter")
     args = parser.parse_args()
+    if args.adapter_only:
+        versus_adapter([n for n in args.sizes if n >= 5000] or args.sizes, args.adapter_rounds)
+        return
 
     rows = [measure(n, args.repeat) for n in args.sizes]
     print(f"layout of residual_dag(n), median of {args.repeat} runs (seconds)")
@@ -156,6 +170,72 @@ def main() -> None:
                 )
     print("(dot's edges are splines, sampled; crossings of every layout are counted on its drawing)")
     corpus_quality(use_dot=not args.no_dot)
+    if not args.no_adapter:
+        versus_adapter([n for n in args.sizes if n >= 5000] or args.sizes, args.adapter_rounds)
+
+
+# Model Explorer's default TFLite adapter ("TFLite adapter (Flatbuffer)") calls the direct
+# flatbuffer converter; the MLIR one is its alternative. Only the conversion is timed.
+_ADAPTER_SCRIPT = """
+import sys, time
+import ai_edge_model_explorer_adapter as a
+a._ffi.get_lib()
+fn = getattr(a, sys.argv[2])
+t = time.perf_counter()
+out = fn(a.VisualizeConfig(), sys.argv[1])
+print(time.perf_counter() - t, len(out))
+"""
+
+
+def _fresh_env(pycache: Path) -> dict:
+    """The environment of an installed tool: bytecode cached (in ``pycache``), our code first."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    return env
+
+
+def adapter_seconds(path: Path, function: str = "ConvertFlatbufferDirectlyToJson", env: dict | None = None) -> float:
+    """Seconds the adapter takes to convert ``path`` to its JSON (in a fresh process)."""
+    cmd = [sys.executable, "-c", _ADAPTER_SCRIPT, str(path), function]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    return float(out.split()[0])
+
+
+def versus_adapter(sizes: list[int], rounds: int) -> None:
+    """``tflite-viewer layout`` (whole process) vs the adapter's conversion, alternating."""
+    import importlib.util
+    import tempfile
+
+    from benchmarks.synthetic_models import residual_model
+
+    print("\ntflite-viewer layout (whole process) vs Model Explorer adapter 0.2.1 (conversion to JSON)")
+    if importlib.util.find_spec("ai_edge_model_explorer_adapter") is None:
+        print("ai-edge-model-explorer-adapter is not installed: pip install ai-edge-model-explorer-adapter==0.2.1")
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="bench_layout_"))
+    env = _fresh_env(tmp / "pycache")
+    print(f"median of {rounds} alternating rounds, seconds; residual_model(n) .tflite files")
+    print(f"{'n ops':>7} {'ours':>7} {'adapter':>8} {'ratio':>6} {'adapter MLIR':>13} {'crossings':>10}")
+    for n in sizes:
+        path = tmp / f"residual_{n}.tflite"
+        path.write_bytes(residual_model(n))
+        ours_cmd = [sys.executable, "-m", "tflite_viewer", "layout", str(path)]
+        summary = subprocess.run(ours_cmd, env=env, capture_output=True, text=True, check=True).stdout  # warm-up
+        ours, theirs, theirs_mlir = [], [], []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            subprocess.run(ours_cmd, env=env, capture_output=True, check=True)
+            ours.append(time.perf_counter() - start)
+            theirs.append(adapter_seconds(path, env=env))
+            theirs_mlir.append(adapter_seconds(path, "ConvertFlatbufferToJson", env))
+        a, b, c = statistics.median(ours), statistics.median(theirs), statistics.median(theirs_mlir)
+        crossings = summary.split(" crossings")[0].rsplit(" ", 1)[-1]
+        print(f"{n:>7} {a:>7.3f} {b:>8.3f} {a / b:>6.2f} {c:>13.3f} {crossings:>10}")
+    print("ratio = ours / adapter (direct flatbuffer converter, Model Explorer's default for .tflite);"
+          " target <= 1.00")
 
 
 def corpus_quality(use_dot: bool) -> None:

@@ -102,7 +102,7 @@ def graph_arrays(model, subgraph: int = 0) -> GraphArrays:
     orphan = (source < 0) & ~is_const[ins]
     # Tensors nothing produces become var:/src: nodes in the order they are first read.
     orphan_node = np.full(n_tensors, -1, dtype=np.int64)
-    is_variable = sg.tensor_columns.is_variable
+    # (orphans are rare: their views are read one by one, not every tensor's columns)
 
     def add_orphans(tensors: np.ndarray) -> None:
         nonlocal next_node
@@ -111,7 +111,8 @@ def graph_arrays(model, subgraph: int = 0) -> GraphArrays:
             return
         orphan_node[fresh] = next_node + np.arange(len(fresh))
         next_node += len(fresh)
-        kind.append(np.where(is_variable[fresh], VARIABLE, SOURCE).astype(np.int64))
+        kind.append(np.array([VARIABLE if sg.tensors[t].is_variable else SOURCE for t in fresh.tolist()],
+                             dtype=np.int64))
         ref.append(fresh.astype(np.int64))
 
     add_orphans(_first_occurrence(ins[orphan]))

@@ -1,17 +1,14 @@
-"""The Interpreter: loading, allocation, signatures, and the stepping executor.
+"""The Interpreter: the model's runtime state and its public API.
 
-Execution is a chain of Python generators: running a subgraph yields at every op boundary,
-and control-flow kernels ``yield from`` the subgraphs they call.  The debugger API (`step`,
-`step_into`, `step_out`, `run`, `run_to`) pulls on that chain until a stop condition holds,
-so a run can pause anywhere, even inside the third iteration of a WHILE body, and resume.
-`invoke()`, which nothing can pause, runs the same plan through `_execute`, a plain loop
-with the same re-preparation, hooks and op timing but no pause points.
+Shaped like LiteRT's: `builder` turns operators into nodes bound to kernel registrations
+(interpreter_builder), each runtime `Subgraph` prepares and allocates its tensors, and the
+`executor` runs the execution plans (Subgraph::Invoke), op by op and pausable for the
+debugger.  This module holds what ties them together: allocation and the memory limit,
+inputs and outputs, variables, hooks and breakpoints, signatures.
 """
 from __future__ import annotations
 
 import os
-import time
-from time import perf_counter
 from collections import defaultdict
 from typing import Any, Callable, Generator, Mapping, Sequence
 
@@ -20,11 +17,12 @@ import numpy as np
 from ..model import Model, load_model
 from ..model.dtypes import type_name
 from . import debugger as dbg
-from .debugger import Breakpoint, Frame, OpEvent, Position, Stop
-from . import validation
+from .builder import build_nodes, kernel_hook
+from .debugger import Breakpoint, Frame, OpEvent
+from .executor import Executor
 from .budget import (DEFAULT_MAX_ALLOCATION_BYTES, DEFAULT_MAX_ITERATIONS, DEFAULT_TIMEOUT,
                      HOW_TO_RAISE_MEMORY, Budget, check_bytes)
-from .errors import PASS_THROUGH, AllocationError, ExecutionError, UnsupportedOpError
+from .errors import AllocationError
 from .node import Node
 from .op_resolver import BuiltinOpResolver, OpResolver
 from .quant_math import check_rounding
@@ -34,7 +32,7 @@ from .tensor import AllocationType, Tensor
 _NO_BYTES = (bytes, bytearray, memoryview)
 
 
-class Interpreter:
+class Interpreter(Executor):
     """Runs a model with numpy kernels and lets a debugger drive it op by op.
 
     ``Interpreter(model)`` resolves every operator (raising one `UnsupportedOpError` that
@@ -83,6 +81,9 @@ class Interpreter:
         self.resource_ids: dict[tuple[str, str], int] = {}
         self.resources: dict[int, np.ndarray | None] = {}
         self.called_once: set[int] = set()
+        #: run WHILE loops recognised as a Keras LSTM step as one compiled loop in invoke()
+        #: (`fused_loops`); False runs every loop op by op
+        self.fuse_loops = True
         # debugger state
         self.breakpoints: list[Breakpoint] = []
         self._before_hooks: list[Callable[["Interpreter", OpEvent], Any]] = []
@@ -117,82 +118,13 @@ class Interpreter:
     # loading and allocation
     # ======================================================================================
     def _build_nodes(self) -> None:
-        """Resolve every operator of every subgraph; report every problem at once."""
-        problems: dict[tuple[str, int, str], list[str]] = {}
-        pending: list[tuple[Subgraph, Node]] = []
-        for sg in self.subgraphs:
-            sg.nodes = []
-            for op in sg.model_subgraph.operators:
-                code = op.opcode
-                version = code.version
-                if code.is_custom:
-                    name = code.custom_code or "CUSTOM"
-                    reg = self.op_resolver.find_custom(name, version)
-                    ranges = self.op_resolver.custom_versions(name)
-                    label = f"custom op {name!r}"
-                else:
-                    name = code.builtin_name
-                    reg = self.op_resolver.find_builtin(code.builtin_code, version)
-                    ranges = self.op_resolver.builtin_versions(code.builtin_code)
-                    label = name
-                where = f"subgraph {sg.index} op {op.index}"
-                if reg is None:
-                    if ranges:
-                        rng = ", ".join(f"{a}..{b}" for a, b in ranges)
-                        why = (f"{label} version {version} is not supported "
-                               f"(supported versions: {rng})")
-                    else:
-                        why = f"{label} (v{version}): no kernel"
-                    problems.setdefault((name, version, why), []).append(where)
-                    continue
-                node = Node(op.index, sg.index, name, version, op.inputs, op.outputs,
-                            op.intermediates, op.options, None, reg, op)
-                if code.is_custom:
-                    node.custom_data = op.custom_options
-                sg.nodes.append(node)
-                pending.append((sg, node))
-            sg.execution_plan = list(range(len(sg.nodes)))
-            sg.plan_nodes = list(sg.nodes)
-            for t in sg.tensors:
-                t.consumers = []
-            for node in sg.nodes:
-                for i in node.inputs:
-                    if i >= 0:
-                        sg.tensors[i].consumers.append(node)
-        for sg in self.subgraphs:  # arity, omitted inputs, tensors: before any kernel
-            validation.check_subgraph(sg)
-        if True:  # type checks of resolved ops, reported with the missing ones
-            for sg, node in pending:
-                why = self._kernel_hook(sg, node, "check")
-                if why:
-                    problems.setdefault((node.name, node.version, why), []).append(
-                        f"subgraph {sg.index} op {node.index}")
-        if problems:
-            lines = []
-            for (name, version, why), wheres in problems.items():
-                more = f" and {len(wheres) - 3} more" if len(wheres) > 3 else ""
-                lines.append(f"  {why} [{', '.join(wheres[:3])}{more}]")
-            err = UnsupportedOpError(
-                f"cannot run this model: {len(problems)} unsupported operator"
-                f"{'s' if len(problems) > 1 else ''}:\n" + "\n".join(lines))
-            err.problems = [  # type: ignore[attr-defined]
-                {"op": n, "version": v, "reason": w, "where": ws}
-                for (n, v, w), ws in problems.items()]
-            raise err
-        for sg, node in pending:
-            node.user_data = self._kernel_hook(sg, node, "init")
+        """Resolve every operator of every subgraph (see `builder.build_nodes`)."""
+        build_nodes(self)
         self._nodes_built = True
 
     def _kernel_hook(self, sg: Subgraph, node: Node, hook: str) -> Any:
         """A kernel's load-time hook (check, init); a failure names the op."""
-        try:
-            return getattr(node.registration.kernel, hook)(sg, node)
-        except PASS_THROUGH:
-            raise
-        except Exception as exc:  # noqa: BLE001 - any kernel failure names its op
-            raise ExecutionError(f"subgraph {sg.index} ({sg.name}), op {node.index} "
-                                 f"({node.name}): {hook} failed: {type(exc).__name__}: "
-                                 f"{exc}") from exc
+        return kernel_hook(sg, node, hook)
 
     def request_stop(self) -> None:
         """Interrupt the current run from any thread (a window's Stop button).
@@ -450,380 +382,6 @@ class Interpreter:
 
     def clear_breakpoints(self) -> None:
         self.breakpoints.clear()
-
-    # ======================================================================================
-    # execution
-    # ======================================================================================
-    @property
-    def state(self) -> str:
-        """"ready" (nothing run yet), "paused" (mid-run) or "finished"."""
-        return self._state
-
-    @property
-    def position(self) -> Position:
-        """The call stack, outermost first: ((subgraph, op about to run), ...)."""
-        return tuple((f.subgraph, f.op) for f in self._stack)
-
-    @property
-    def current_op(self) -> tuple[int, int] | None:
-        """(subgraph, op) about to run, or None when no op is next."""
-        if not self._stack or self._state != "paused":
-            return None
-        f = self._stack[-1]
-        return (f.subgraph, f.op) if f.op < len(self.subgraphs[f.subgraph].nodes) else None
-
-    def current_node(self) -> Node | None:
-        cur = self.current_op
-        return None if cur is None else self.subgraphs[cur[0]].nodes[cur[1]]
-
-    def _abort(self) -> None:
-        if self._gen is not None:
-            self._gen.close()
-        self._gen = None
-        self._stack = []
-        self._active.clear()
-        self._pending.clear()
-        self._state = "ready"
-        self._paused_since = None
-
-    def reset(self) -> None:
-        """Abandon the current run: back to the start, computed values forgotten (inputs,
-        constants and variables are kept)."""
-        self._abort()
-        for sg in self.subgraphs:
-            sg.clear_activations(keep_inputs=sg.index == self._entry)
-
-    def start(self, inputs: Mapping[str, Any] | Sequence[Any] | None = None, *,
-              signature: str | None = None, subgraph: int | None = None) -> Stop:
-        """Begin a new run (paused before its first op), optionally of a signature or
-        subgraph and with inputs."""
-        entry = self._begin(inputs, signature, subgraph)
-        self._gen = self._run_subgraph(entry)
-        self._state = "paused"
-        with np.errstate(all="ignore"):
-            self._advance_gen()  # to the first op boundary
-        if self._state == "finished":
-            return self._finished_stop()
-        return Stop("step", self.position)
-
-    def _begin(self, inputs, signature: str | None, subgraph: int | None = None) -> Subgraph:
-        """What every run starts with: a clean state, the entry subgraph, its inputs."""
-        if not self._allocated:
-            self.allocate_tensors()
-        self._abort()
-        self.budget.stop_requested = False  # a request made while nothing ran
-        self.budget.start()
-        if signature is not None:
-            sig = self.model.signature(signature)
-            self._signature, self._entry = sig.key, sig.subgraph_index
-        elif subgraph is not None:
-            self._signature, self._entry = None, int(subgraph)
-        if inputs is not None:
-            self.set_inputs(inputs)
-        entry = self.entry
-        for t in self._entry_io()[0]:
-            if t.data is None:
-                raise ValueError(f"input {t.name!r} (tensor {t.index}) has no value: "
-                                 "set_input() it")
-        entry.clear_activations(keep_inputs=True)
-        self.op_times.clear()
-        self.op_calls.clear()
-        self._paused_total = 0.0
-        return entry
-
-    def _ensure_running(self, inputs=None, signature=None) -> Stop | None:
-        """Start a run if none is in progress (or new inputs/signature were given)."""
-        sig_changed = signature is not None and signature != self._signature
-        if self._state != "paused" or inputs is not None or sig_changed:
-            stop = self.start(inputs, signature=signature)
-            if stop.finished:
-                return stop
-        return None
-
-    def invoke(self, inputs: Mapping[str, Any] | Sequence[Any] | None = None, *,
-               signature: str | None = None) -> dict[str, np.ndarray | None]:
-        """Run the whole entry subgraph from the start, ignoring breakpoints; returns the
-        named outputs (TFLite's Invoke).
-
-        Nothing can pause such a run, so it takes the direct executor (`_execute`): the
-        same plan, re-preparation, hooks and op timing as a stepped run, without the
-        generator machinery that pause points need."""
-        entry = self._begin(inputs, signature)
-        self._collect_after = False
-        self._state = "paused"  # running: hooks see the position as during a stepped run
-        self._direct = True
-        self.budget.start()
-        try:
-            self._execute_ieee(entry)
-        except BaseException:
-            self._state = "ready"
-            self._active.clear()
-            raise
-        finally:
-            self._direct = False
-        self._state = "finished"
-        return self.outputs()
-
-    def run(self, inputs: Mapping[str, Any] | Sequence[Any] | None = None, *,
-            signature: str | None = None) -> Stop:
-        """Run (or continue) until a breakpoint or the end; a finished run starts anew."""
-        stop = self._ensure_running(inputs, signature)
-        return stop or self._resume("continue")
-
-    def step(self) -> Stop:
-        """Run one op of the current subgraph (a WHILE/IF/CALL_ONCE runs whole)."""
-        return self._ensure_running() or self._resume("step")
-
-    def step_into(self) -> Stop:
-        """Like step, but enter the subgraph a control-flow op calls."""
-        return self._ensure_running() or self._resume("step_into")
-
-    def step_out(self) -> Stop:
-        """Run until the current subgraph has returned and its calling op has finished."""
-        return self._ensure_running() or self._resume("step_out")
-
-    def run_to(self, op: int | str | tuple[int, int], subgraph: int | None = None) -> Stop:
-        """Run until just before an op: an index (of `subgraph`, default the entry), a
-        (subgraph, op) pair, or an op type name; stops earlier at breakpoints."""
-        if isinstance(op, tuple):
-            subgraph, op = op
-        target = (self._entry if subgraph is None else subgraph, op)
-        return self._ensure_running() or self._resume("run_to", target=target)
-
-    # -- the driver ----------------------------------------------------------------------
-    def _advance_gen(self) -> bool:
-        """Run to the next op boundary; False when the run finished."""
-        if self._paused_since is not None:
-            self._paused_total += time.perf_counter() - self._paused_since
-            self._paused_since = None
-        try:
-            next(self._gen)
-        except StopIteration:
-            self._gen = None
-            self._state = "finished"
-            return False
-        except BaseException:
-            self._gen = None
-            self._state = "ready"
-            self._active.clear()
-            raise
-        self._paused_since = time.perf_counter()
-        return True
-
-    def _interrupted(self) -> Stop:
-        """A stop request seen at a pause point of a stepped run: pause there."""
-        self.budget.stop_requested = False
-        return Stop("interrupted", self.position, message="stopped on request")
-
-    def _finished_stop(self) -> Stop:
-        return Stop("finished", self.position, outputs=self.outputs())
-
-    def _resume(self, mode: str, target: tuple[int, Any] | None = None,
-                use_breakpoints: bool = True) -> Stop:
-        self.budget.start()
-        with np.errstate(all="ignore"):  # float kernels follow IEEE (inf, nan), silently
-            return self._resume_loop(mode, target, use_breakpoints)
-
-    def _resume_loop(self, mode: str, target: tuple[int, Any] | None,
-                     use_breakpoints: bool) -> Stop:
-        depth0 = len(self._stack)
-        befores = [b for b in self.breakpoints if b.enabled and b.when == "before"] \
-            if use_breakpoints else []
-        self._collect_after = use_breakpoints and any(
-            b.enabled and b.when == "after" for b in self.breakpoints)
-        self._pending.clear()
-        if mode == "continue" and not befores and not self._collect_after:
-            # nothing can stop the run: drain the executor without per-op checks
-            if self._paused_since is not None:
-                self._paused_total += time.perf_counter() - self._paused_since
-                self._paused_since = None
-            budget = self.budget
-            try:
-                for _ in self._gen:
-                    if budget.stop_requested:
-                        return self._interrupted()
-            except BaseException:
-                self._gen = None
-                self._state = "ready"
-                self._active.clear()
-                raise
-            self._gen = None
-            self._state = "finished"
-            return self._finished_stop()
-        while True:
-            if self.budget.stop_requested:
-                return self._interrupted()
-            if not self._advance_gen():
-                if self._pending:  # the last op of the run tripped a breakpoint
-                    bp, msg, where = self._pending[0]
-                    self._pending.clear()
-                    bp.hits += 1
-                    return Stop("breakpoint", self.position, bp, where, msg,
-                                outputs=self.outputs())
-                return self._finished_stop()
-            depth = len(self._stack)
-            frame = self._stack[-1]
-            if self._pending:
-                bp, msg, where = self._pending[0]
-                self._pending.clear()
-                bp.hits += 1
-                return Stop("breakpoint", self.position, bp, where, msg)
-            if mode == "step_into" or (mode == "step" and depth <= depth0) or \
-                    (mode == "step_out" and depth < depth0):
-                return Stop("step", self.position)
-            sg = self.subgraphs[frame.subgraph]
-            at_op = frame.op < len(sg.nodes)
-            if not at_op:
-                continue
-            node = sg.nodes[frame.op]
-            if mode == "run_to":
-                tsg, top = target
-                if (isinstance(top, str) and node.name == top) or \
-                        (frame.subgraph == tsg and frame.op == top):
-                    return Stop("run_to", self.position, None, (frame.subgraph, frame.op))
-            for bp in befores:
-                if bp.applies(frame.subgraph, node):
-                    bp.hits += 1
-                    return Stop("breakpoint", self.position, bp, (frame.subgraph, frame.op),
-                                bp.check(self, sg, node) or "")
-
-    # -- the executor --------------------------------------------------------------------
-    def call_subgraph(self, index: int, inputs: Sequence[np.ndarray]) -> Generator:
-        """Run subgraph ``index`` on ``inputs`` (a generator: control-flow kernels ``yield
-        from`` it); its return value is the list of the subgraph's output arrays."""
-        if not 0 <= index < len(self.subgraphs):
-            raise ValueError(f"subgraph index {index} out of range (0..{len(self.subgraphs) - 1})")
-        if index in self._active:
-            raise ExecutionError(f"subgraph {index} calls itself recursively")
-        sg = self.subgraphs[index]
-        sg.set_inputs(inputs)
-        if self._direct:
-            self._execute(sg)
-        else:
-            yield from self._run_subgraph(sg)
-        outs = []
-        for o in sg.outputs:
-            data = sg.tensors[o].data
-            if data is None:
-                raise ExecutionError(f"subgraph {index} output tensor {o} was never computed")
-            outs.append(data)
-        return outs
-
-    def _run_subgraph(self, sg: Subgraph) -> Generator:
-        frame = Frame(sg.index, 0)
-        self._stack.append(frame)
-        self._active.add(sg.index)
-        nodes = sg.nodes
-        budget = self.budget
-        try:
-            for ni in sg.execution_plan:
-                frame.op = ni
-                yield None
-                node = nodes[ni]
-                if budget.exceeded() and not budget.stop_requested:
-                    budget.check(f"subgraph {sg.index} op {ni} ({node.name})")
-                sg.check_prepared(node)
-                if node.registration.kernel.calls_subgraphs:
-                    yield from self._invoke_calling(sg, node)
-                else:
-                    self._invoke(sg, node)
-            frame.op = len(nodes)
-            if len(self._stack) > 1:
-                yield None  # pause point: the subgraph is about to return
-        finally:
-            self._active.discard(sg.index)
-        self._stack.pop()
-        if not self._stack:
-            self._stack.append(frame)  # a finished run stays positioned at its end
-
-    def _execute(self, sg: Subgraph) -> None:
-        """`_run_subgraph` without pause points, for runs nothing can pause (`invoke`): the
-        call stack, re-preparation, hooks and timing are the same."""
-        frame = Frame(sg.index, 0)
-        self._stack.append(frame)
-        self._active.add(sg.index)
-        invoke = self._invoke
-        budget = self.budget
-        try:
-            for node in sg.plan_nodes:
-                frame.op = node.index
-                if budget.exceeded():
-                    budget.check(f"subgraph {sg.index} op {node.index} ({node.name})")
-                if node.shapes_dirty:
-                    sg.check_prepared(node)
-                if node.calls_subgraphs:
-                    for _ in self._invoke_calling(sg, node):  # call_subgraph does not pause
-                        pass
-                else:
-                    invoke(sg, node)
-            frame.op = len(sg.nodes)
-        finally:
-            self._active.discard(sg.index)
-        self._stack.pop()
-        if not self._stack:
-            self._stack.append(frame)  # a finished run stays positioned at its end
-
-    #: `_execute` for `invoke`: float kernels follow IEEE (inf, nan), silently.  The
-    #: decorator form of np.errstate costs half of what a with-block does per run.
-    _execute_ieee = np.errstate(all="ignore")(_execute)
-
-    def _fail(self, sg: Subgraph, node: Node, exc: BaseException) -> ExecutionError:
-        return ExecutionError(f"subgraph {sg.index} ({sg.name}), op {node.index} "
-                              f"({node.name}): {type(exc).__name__}: {exc}")
-
-    def _invoke(self, sg: Subgraph, node: Node) -> None:
-        if self._before_hooks:
-            ev = OpEvent(sg.index, node.index, node.name, node, len(self._stack))
-            for h in self._before_hooks:
-                h(self, ev)
-        t0 = perf_counter()
-        try:
-            node.kernel.invoke(sg, node)
-        except PASS_THROUGH:
-            raise
-        except Exception as exc:  # noqa: BLE001 - every kernel failure names its op
-            raise self._fail(sg, node, exc) from exc
-        seconds = perf_counter() - t0
-        key = node.key
-        self.op_times[key] += seconds
-        self.op_calls[key] += 1
-        if self._after_hooks or self._collect_after:
-            self._after(sg, node, seconds, counted=True)
-
-    def _invoke_calling(self, sg: Subgraph, node: Node) -> Generator:
-        if self._before_hooks:
-            ev = OpEvent(sg.index, node.index, node.name, node, len(self._stack))
-            for h in self._before_hooks:
-                h(self, ev)
-        t0 = time.perf_counter()
-        paused0 = self._paused_total
-        try:
-            yield from node.registration.kernel.invoke(sg, node)
-        except PASS_THROUGH:
-            raise
-        except GeneratorExit:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            raise self._fail(sg, node, exc) from exc
-        elapsed = time.perf_counter() - t0 - (self._paused_total - paused0)
-        self._after(sg, node, max(elapsed, 0.0))
-
-    def _after(self, sg: Subgraph, node: Node, seconds: float, counted: bool = False) -> None:
-        key = node.key
-        if not counted:
-            self.op_times[key] += seconds
-            self.op_calls[key] += 1
-        if self._after_hooks:
-            ev = OpEvent(sg.index, node.index, node.name, node, len(self._stack), seconds)
-            for h in self._after_hooks:
-                h(self, ev)
-        if self._collect_after:
-            for bp in self.breakpoints:
-                if bp.enabled and bp.when == "after" and bp.applies(sg.index, node):
-                    msg = bp.check(self, sg, node)
-                    if msg:
-                        self._pending.append((bp, msg, key))
-                        break
 
     # ======================================================================================
     # signatures

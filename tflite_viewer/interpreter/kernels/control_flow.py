@@ -1,6 +1,10 @@
 """Control flow (WHILE, IF, CALL_ONCE) and resource variables (VAR_HANDLE, READ_VARIABLE,
 ASSIGN_VARIABLE).
 
+A WHILE whose cond and body are a standard Keras LSTM step (`fused_loops`) runs as one
+compiled loop in `invoke()` when no hook watches its operators; stepping, breakpoints and
+hooks always see the body op by op.
+
 WHILE runs within the interpreter's budgets (`tflite_viewer.interpreter.budget`): an
 iteration count, a deadline and a stop request are checked before every iteration.
 
@@ -63,6 +67,10 @@ class While(Kernel):
                 ctx.resize(ctx.tensors[o], s)
             else:
                 ctx.set_dynamic(ctx.tensors[o])
+        from ..fused_loops import match_keras_lstm  # it imports kernels: not at load time
+
+        interp = ctx.interpreter
+        node.user_data = match_keras_lstm(interp.subgraphs[cond], interp.subgraphs[body])
 
     def invoke(self, ctx, node):
         interp = ctx.interpreter
@@ -70,6 +78,13 @@ class While(Kernel):
         values = [ctx.value(node, k) for k in range(len(node.inputs))]
         budget = interp.budget
         where = f"subgraph {ctx.index} op {node.index} (WHILE)"
+        fused = node.user_data
+        if fused is not None and interp._direct and interp.fuse_loops \
+                and not interp._before_hooks and not interp._after_hooks:
+            # a Keras LSTM loop in a run nothing watches op by op: one compiled step
+            values = fused.run(values, lambda count: budget.iteration(where, count, True))
+            _finish(ctx, node, values)
+            return
         count = 0
         while True:
             count += 1
@@ -78,11 +93,16 @@ class While(Kernel):
             if not bool(np.asarray(flag).reshape(-1)[0]):
                 break
             values = yield from interp.call_subgraph(body, values)
-        for o, v in zip(node.outputs, values):
-            t = ctx.tensors[o]
-            if t.shape is not None and not t.is_dynamic and t.shape != np.shape(v):
-                ctx.set_dynamic(t)
-        _set_outputs(ctx, node, values)
+        _finish(ctx, node, values)
+
+
+def _finish(ctx, node, values) -> None:
+    """The loop's final values become the WHILE's outputs (dynamic if their shape moved)."""
+    for o, v in zip(node.outputs, values):
+        t = ctx.tensors[o]
+        if t.shape is not None and not t.is_dynamic and t.shape != np.shape(v):
+            ctx.set_dynamic(t)
+    _set_outputs(ctx, node, values)
 
 
 @register(Op.IF, versions=(1, 1))

@@ -1,0 +1,103 @@
+"""Building the runtime graph from a model: LiteRT's interpreter_builder.
+
+`build_nodes` turns every operator of every subgraph into a `Node` bound to the kernel
+registration the op resolver returns for it, and refuses, all at once, what cannot run.
+Allocation and preparation stay with the subgraphs (`Subgraph.prepare`), execution with
+`executor.Executor`.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import validation
+from .errors import PASS_THROUGH, ExecutionError, UnsupportedOpError
+from .node import Node
+from .subgraph import Subgraph
+
+if TYPE_CHECKING:
+    from .interpreter import Interpreter
+
+
+def build_nodes(interp: "Interpreter") -> None:
+    """Resolve every operator of every subgraph into a `Node`; report every problem at once.
+
+    LiteRT's InterpreterBuilder::ParseNodes: each operator's (builtin code, version) or
+    custom name is looked up in the op resolver, the nodes are validated (arity, tensor
+    references) before any kernel sees them, each kernel's ``check`` refuses what it cannot
+    compute, and only then does every kernel's ``init`` run. Missing kernels, unsupported
+    versions and refused types are gathered into one `UnsupportedOpError`.
+    """
+    problems: dict[tuple[str, int, str], list[str]] = {}
+    pending: list[tuple[Subgraph, Node]] = []
+    for sg in interp.subgraphs:
+        sg.nodes = []
+        for op in sg.model_subgraph.operators:
+            code = op.opcode
+            version = code.version
+            if code.is_custom:
+                name = code.custom_code or "CUSTOM"
+                reg = interp.op_resolver.find_custom(name, version)
+                ranges = interp.op_resolver.custom_versions(name)
+                label = f"custom op {name!r}"
+            else:
+                name = code.builtin_name
+                reg = interp.op_resolver.find_builtin(code.builtin_code, version)
+                ranges = interp.op_resolver.builtin_versions(code.builtin_code)
+                label = name
+            where = f"subgraph {sg.index} op {op.index}"
+            if reg is None:
+                if ranges:
+                    rng = ", ".join(f"{a}..{b}" for a, b in ranges)
+                    why = (f"{label} version {version} is not supported "
+                           f"(supported versions: {rng})")
+                else:
+                    why = f"{label} (v{version}): no kernel"
+                problems.setdefault((name, version, why), []).append(where)
+                continue
+            node = Node(op.index, sg.index, name, version, op.inputs, op.outputs,
+                        op.intermediates, op.options, None, reg, op)
+            if code.is_custom:
+                node.custom_data = op.custom_options
+            sg.nodes.append(node)
+            pending.append((sg, node))
+        sg.execution_plan = list(range(len(sg.nodes)))
+        sg.plan_nodes = list(sg.nodes)
+        for t in sg.tensors:
+            t.consumers = []
+        for node in sg.nodes:
+            for i in node.inputs:
+                if i >= 0:
+                    sg.tensors[i].consumers.append(node)
+    for sg in interp.subgraphs:  # arity, omitted inputs, tensors: before any kernel
+        validation.check_subgraph(sg)
+    if True:  # type checks of resolved ops, reported with the missing ones
+        for sg, node in pending:
+            why = kernel_hook(sg, node, "check")
+            if why:
+                problems.setdefault((node.name, node.version, why), []).append(
+                    f"subgraph {sg.index} op {node.index}")
+    if problems:
+        lines = []
+        for (name, version, why), wheres in problems.items():
+            more = f" and {len(wheres) - 3} more" if len(wheres) > 3 else ""
+            lines.append(f"  {why} [{', '.join(wheres[:3])}{more}]")
+        err = UnsupportedOpError(
+            f"cannot run this model: {len(problems)} unsupported operator"
+            f"{'s' if len(problems) > 1 else ''}:\n" + "\n".join(lines))
+        err.problems = [  # type: ignore[attr-defined]
+            {"op": n, "version": v, "reason": w, "where": ws}
+            for (n, v, w), ws in problems.items()]
+        raise err
+    for sg, node in pending:
+        node.user_data = kernel_hook(sg, node, "init")
+
+def kernel_hook(sg: Subgraph, node: Node, hook: str) -> Any:
+    """A kernel's load-time hook (check, init); a failure names the op."""
+    try:
+        return getattr(node.registration.kernel, hook)(sg, node)
+    except PASS_THROUGH:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any kernel failure names its op
+        raise ExecutionError(f"subgraph {sg.index} ({sg.name}), op {node.index} "
+                             f"({node.name}): {hook} failed: {type(exc).__name__}: "
+                             f"{exc}") from exc
