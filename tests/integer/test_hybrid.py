@@ -2,8 +2,9 @@
 activations with int8 weights, per-tensor and per-channel, through our Interpreter against
 LiteRT's reference kernels (BUILTIN_REF).
 
-Hundreds of randomized single-op cases go into a few models (tests/integer/singleop.py);
-the same model bytes run in LiteRT and in our `Interpreter`, so the kernel wiring
+Hundreds of randomized single-op cases go into a few models (`batch_model` of
+tests/interpreter/singleop.py); the same model bytes run in LiteRT and in our
+`Interpreter`, so the kernel wiring
 (node kind, per-node filter caches) is exercised as well as integer/hybrid.py.  Each
 interpreter is invoked twice with different inputs (the second run reuses the prepared
 nodes and caches).  Inputs: normal, one-signed, wide-range, all-zero, constant, a zero
