@@ -12,11 +12,13 @@ import dataclasses
 
 import numpy as np
 
-from ..integer import conv as int_conv, hybrid as int_hybrid, transpose_conv as int_transpose_conv
+from ..integer import conv as int_conv, hybrid as int_hybrid
+from ..integer import transpose_conv as int_transpose_conv
 from ..integer.common import Window, im2col
-from .common import (BuiltinOperator, INT_KINDS, Kernel, activation, apply_activation,
-                     compute_out_size, compute_padding, kind, option, pad_for_windows, register,
-                     rounding, tensor_qparams, window_geometry)
+from ..padding import scatter_taps, transpose_conv_padding
+from .common import (BuiltinOperator, INT_KINDS, Kernel, activation, apply_activation, kind,
+                     option, pad_for_windows, register, rounding, tensor_qparams,
+                     window_geometry)
 
 
 def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
@@ -108,20 +110,9 @@ def transpose_conv2d(x: np.ndarray, w: np.ndarray, output_shape: tuple[int, ...]
     on, oh, ow, oc = (int(v) for v in output_shape)
     if oc != o or on != n:
         raise ValueError(f"output shape {list(output_shape)} does not fit the filter/input")
-    sh, sw = strides
-    # the padding of the forward convolution output -> input
-    fh = compute_out_size(padding, oh, kh, sh)
-    fw = compute_out_size(padding, ow, kw, sw)
-    pt = compute_padding(sh, 1, oh, kh, fh)
-    pl = compute_padding(sw, 1, ow, kw, fw)
+    pads = transpose_conv_padding(padding, (oh, ow), (kh, kw), strides)
     cols = (x.reshape(-1, ci) @ w.reshape(o * kh * kw, ci).T).reshape(n, h, wd, o, kh, kw)
-    full_h = max((h - 1) * sh + kh, pt + oh)
-    full_w = max((wd - 1) * sw + kw, pl + ow)
-    full = np.zeros((n, full_h, full_w, o), dtype=cols.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            full[:, i:i + (h - 1) * sh + 1:sh, j:j + (wd - 1) * sw + 1:sw, :] += cols[..., i, j]
-    out = np.ascontiguousarray(full[:, pt:pt + oh, pl:pl + ow, :])
+    out = np.ascontiguousarray(scatter_taps(cols, strides, pads, (oh, ow)))
     if b is not None:
         out += b
     return apply_activation(out, act)
