@@ -169,15 +169,19 @@ def _bias(ctx, node, k=2):
     return None if b is None else b.data
 
 
-@register(BuiltinOperator.CONV_2D, versions=(1, 8))
-class Conv2D(Kernel):
-    """CONV_2D: float; uint8 (v1), int8 per-channel (v2/v3), int16x8 (v4) bit-exact with
-    LiteRT; hybrid float input with int8 weights (v2/v5)."""
+class _ConvKernel(Kernel):
+    """What CONV_2D and DEPTHWISE_CONV_2D share: the node kinds and the per-node cache."""
 
     types = "float+uint8+int8+int16+hybrid"
 
     def init(self, ctx, node):
         return _Cache()
+
+
+@register(BuiltinOperator.CONV_2D, versions=(1, 8))
+class Conv2D(_ConvKernel):
+    """CONV_2D: float; uint8 (v1), int8 per-channel (v2/v3), int16x8 (v4) bit-exact with
+    LiteRT; hybrid float input with int8 weights (v2/v5)."""
 
     def prepare(self, ctx, node):
         x, w = ctx.input(node, 0), ctx.input(node, 1)
@@ -219,14 +223,9 @@ class Conv2D(Kernel):
 
 
 @register(BuiltinOperator.DEPTHWISE_CONV_2D, versions=(1, 7))
-class DepthwiseConv2D(Kernel):
+class DepthwiseConv2D(_ConvKernel):
     """DEPTHWISE_CONV_2D: float; uint8 (v1), int8 (v3), int16x8 (v5) bit-exact with LiteRT;
     hybrid float input with int8 weights (v6)."""
-
-    types = "float+uint8+int8+int16+hybrid"
-
-    def init(self, ctx, node):
-        return _Cache()
 
     def prepare(self, ctx, node):
         x, w = ctx.input(node, 0), ctx.input(node, 1)
