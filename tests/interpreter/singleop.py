@@ -31,7 +31,9 @@ _ENUMS = {"padding": S.Padding, "fused_activation_function": S.ActivationFunctio
           "mode": S.MirrorPadMode, "out_type": S.TensorType, "output_type": S.TensorType,
           "idx_out_type": S.TensorType, "weights_format": S.FullyConnectedOptionsWeightsFormat,
           "combiner": S.CombinerType, "lsh_type": S.LSHProjectionType,
-          "quantized_bias_type": S.TensorType, "kernel_type": S.LSTMKernelType}
+          "quantized_bias_type": S.TensorType, "kernel_type": S.LSTMKernelType,
+          "key_dtype": S.TensorType, "value_dtype": S.TensorType, "algorithm": S.RngAlgorithm,
+          "reduce_function": S.ReduceWindowFunction, "type": S.LSHProjectionType}
 
 
 @dataclass
@@ -58,6 +60,17 @@ def options_table(options_type: str, options: dict[str, Any]):
             raise AttributeError(f"{options_type} has no field {k} ({attr})")
         setattr(obj, attr, v)
     return obj
+
+
+def set_options(o: S.OperatorT, options_type: str, options: dict[str, Any]) -> None:
+    """An operator's options table: in builtin_options, or builtin_options_2 for the
+    options the second union holds (the StableHLO ones)."""
+    if hasattr(S.BuiltinOptions, options_type):
+        o.builtinOptionsType = getattr(S.BuiltinOptions, options_type)
+        o.builtinOptions = options_table(options_type, options)
+    else:
+        o.builtinOptions2Type = getattr(S.BuiltinOptions2, options_type)
+        o.builtinOptions2 = options_table(options_type, options)
 
 
 def _tensor(name: str, shape, dtype, buffer: int, quant=None) -> S.TensorT:
@@ -125,8 +138,7 @@ def single_op_model(op: str, inputs: Sequence[Input | np.ndarray | None],
     o.opcodeIndex = 0
     o.inputs, o.outputs = op_inputs, op_outputs
     if options_type is not None:
-        o.builtinOptionsType = getattr(S.BuiltinOptions, options_type)
-        o.builtinOptions = options_table(options_type, options or {})
+        set_options(o, options_type, options or {})
     if custom_options is not None:
         o.customOptions = list(custom_options)
     sg.operators = [o]
@@ -254,8 +266,7 @@ def graph_model(tensors: Sequence[tuple], ops: Sequence[Op], inputs: Sequence[in
             o.opcodeIndex = codes[key]
             o.inputs, o.outputs = list(spec.inputs), list(spec.outputs)
             if spec.options_type is not None:
-                o.builtinOptionsType = getattr(S.BuiltinOptions, spec.options_type)
-                o.builtinOptions = options_table(spec.options_type, spec.options or {})
+                set_options(o, spec.options_type, spec.options or {})
             sg.operators.append(o)
         return sg
 

@@ -27,18 +27,18 @@ def test_version_beyond_range_names_op_version_and_range():
 def test_every_missing_op_is_listed_at_once():
     tensors = [((1, 4), F32), ((1, 4), F32), ((1, 4), F32), ((1, 4), F32)]
     ops = [Op("CUSTOM", [0], [1], custom_code="MyFancyOp"),
-           Op("HASHTABLE_SIZE", [1], [2]),
+           Op("STABLEHLO_WHILE", [1], [2]),
            Op("RELU", [2], [3])]
     with pytest.raises(UnsupportedOpError) as info:
         Interpreter(graph_model(tensors, ops, [0], [3]))
     msg = str(info.value)
-    assert "MyFancyOp" in msg and "HASHTABLE_SIZE" in msg and "2 unsupported" in msg
+    assert "MyFancyOp" in msg and "STABLEHLO_WHILE" in msg and "2 unsupported" in msg
     assert "RELU" not in msg
-    assert {p["op"] for p in info.value.problems} == {"MyFancyOp", "HASHTABLE_SIZE"}
+    assert {p["op"] for p in info.value.problems} == {"MyFancyOp", "STABLEHLO_WHILE"}
 
 
 @pytest.mark.parametrize("op,dtype,version", [
-    ("SIN", np.int8, 1), ("EXP", np.int8, 2), ("LOCAL_RESPONSE_NORMALIZATION", np.uint8, 1),
+    ("SIN", np.int8, 1), ("COS", np.int16, 1), ("LOCAL_RESPONSE_NORMALIZATION", np.uint8, 1),
     ("SQUARED_DIFFERENCE", np.int16, 2),
 ])
 def test_quantized_ops_without_integer_kernels_are_refused_not_miscomputed(op, dtype, version):

@@ -24,6 +24,15 @@ def test_reshape_to_scalar_with_an_empty_constant_shape():
     assert_matches_litert(model, [x])
 
 
+def test_the_reader_gives_a_zero_element_constant_its_empty_value():
+    from tflite_viewer.model import load_model
+    model = load_model(single_op_model("RESHAPE", [Input((1,)), np.zeros((0,), np.int32)], [F32]))
+    shape_tensor = model.subgraphs[0].tensors[1]
+    value = shape_tensor.data()
+    assert value is not None and value.shape == (0,) and value.dtype == np.int32
+    assert model.subgraphs[0].tensors[0].data() is None  # an input has no stored value
+
+
 def test_sum_over_an_empty_constant_axis_list_is_the_identity():
     x = np.arange(6, dtype=F32).reshape(2, 3)
     model = single_op_model("SUM", [Input(x.shape), np.zeros((0,), np.int32)], [F32],
@@ -145,3 +154,37 @@ def test_sparse_int8_fully_connected_bit_exact(seed):
     # BUILTIN_REF: the BUILTIN resolver's XNNPACK delegate takes the compressed values for
     # a dense matrix (its outputs here are unrelated to the weights)
     np.testing.assert_array_equal(run_ours(model, [x])[0], run_litert(model, [x])[0])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sparse_float_fully_connected(seed):
+    """Float weights in the same block-sparse format (LiteRT's float kernel accepts them)."""
+    rng = np.random.default_rng(400 + seed)
+    units, depth = int(rng.integers(1, 6)), 16 * int(rng.integers(1, 4))
+    dense = rng.standard_normal((units, depth)).astype(np.float32)
+    dense.reshape(units, -1, 16)[rng.random((units, depth // 16)) < 0.5] = 0
+    bias = rng.standard_normal(units).astype(np.float32)
+    model = graph_model([((2, depth), np.float32), (dense,), (bias,), ((2, units), np.float32)],
+                        [Op("FULLY_CONNECTED", [0, 1, 2], [3], "FullyConnectedOptions",
+                            {"fused_activation_function": "RELU"})], [0], [3])
+    model = _sparsify_1x16(model, 1, dense)
+    x = rng.standard_normal((2, depth)).astype(np.float32)
+    assert_matches_litert(model, [x])
+
+
+def test_sparse_weights_with_no_stored_value_are_a_constant():
+    """Every block zero: the buffer is rightly empty, and still a (zero) constant."""
+    dense = np.zeros((3, 32), np.int8)
+    model = graph_model([((1, 32), np.int8, (0.1, 0)), (dense, (0.01, 0)),
+                         ((1, 3), np.int8, (0.05, -5))],
+                        [Op("FULLY_CONNECTED", [0, 1, -1], [2], "FullyConnectedOptions", {},
+                            version=4)], [0], [2])
+    model = _sparsify_1x16(model, 1, dense)
+    from tflite_viewer.model import load_model
+    weights = load_model(model).subgraphs[0].tensors[1]
+    assert weights.is_constant and weights.data().size == 0
+    np.testing.assert_array_equal(weights.densified(), dense)
+    x = np.full((1, 32), 7, np.int8)
+    out = run_ours(model, [x])[0]
+    np.testing.assert_array_equal(out, np.full((1, 3), -5, np.int8))
+    np.testing.assert_array_equal(out, run_litert(model, [x])[0])

@@ -52,3 +52,19 @@ def test_stablehlo_shift_left(dtype):
     model = single_op_model("STABLEHLO_SHIFT_LEFT", [Input(a.shape, dtype), Input(b.shape, dtype)],
                             [dtype])
     assert_matches_litert(model, [a, b], reference=False)
+
+
+@pytest.mark.parametrize("dtype", [F32, np.int8, np.int32, np.float16, np.int64])
+@pytest.mark.parametrize("seed", range(8))
+def test_stablehlo_pad(dtype, seed):
+    rng = np.random.default_rng(30 + seed)
+    shape = tuple(int(d) for d in rng.integers(1, 5, int(rng.integers(1, 4))))
+    low = [int(v) for v in rng.integers(-1, 3, len(shape))]
+    high = [int(v) for v in rng.integers(-1, 3, len(shape))]
+    interior = [int(v) for v in rng.integers(0, 3, len(shape))]
+    x = _values(rng, dtype, shape)
+    model = single_op_model("STABLEHLO_PAD", [Input(shape, dtype), np.array(7, dtype)],
+                            [dtype], "StablehloPadOptions",
+                            {"edge_padding_low": low, "edge_padding_high": high,
+                             "interior_padding": interior})
+    assert_matches_litert(model, [x], reference=False)

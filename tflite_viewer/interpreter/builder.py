@@ -50,6 +50,9 @@ def build_nodes(interp: "Interpreter") -> None:
                     rng = ", ".join(f"{a}..{b}" for a, b in ranges)
                     why = (f"{label} version {version} is not supported "
                            f"(supported versions: {rng})")
+                elif code.is_custom and name.startswith("Flex"):
+                    why = (f"{label} (v{version}) is a Flex (TF Select) op: it needs "
+                           "TensorFlow's own kernel (the Flex delegate), not a TFLite one")
                 else:
                     why = f"{label} (v{version}): no kernel"
                 problems.setdefault((name, version, why), []).append(where)
@@ -69,7 +72,7 @@ def build_nodes(interp: "Interpreter") -> None:
                 if i >= 0:
                     sg.tensors[i].consumers.append(node)
     for sg in interp.subgraphs:  # arity, omitted inputs, tensors: before any kernel
-        validation.check_subgraph(sg)
+        validation.check_subgraph(sg, interp.subgraphs, order=not problems)
     if True:  # type checks of resolved ops, reported with the missing ones
         for sg, node in pending:
             why = kernel_hook(sg, node, "check")

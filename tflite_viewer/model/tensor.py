@@ -159,8 +159,10 @@ class Tensor:
     # -- role ----------------------------------------------------------------------------
     @property
     def is_constant(self) -> bool:
-        """Has data in the model (a weight, bias or other constant)."""
-        return self.buffer_nbytes > 0 or self.external_buffer != 0
+        """Has data in the model (a weight, bias or other constant).  A sparse tensor whose
+        every block is zero stores no values, and is a constant all the same."""
+        return (self.buffer_nbytes > 0 or self.external_buffer != 0
+                or (self.sparsity is not None and 0 < self.buffer < len(self.model.buffers)))
 
     @property
     def kind(self) -> str:
@@ -195,7 +197,12 @@ class Tensor:
         """
         raw = self.raw_bytes()
         if raw is None:
-            return None
+            if self.sparsity is not None and self.is_constant:
+                raw = np.zeros(0, np.uint8)  # a sparse constant with no stored (nonzero) value
+            elif self._zero_elements_with_buffer():
+                raw = np.zeros(0, np.uint8)  # a zero-element tensor: its one value is empty
+            else:
+                return None
         info = dtypes.type_info(self.type)
         if info.name == "STRING":
             return _decode_strings(raw, self.shape, self.where)
@@ -222,6 +229,14 @@ class Tensor:
             raise ModelFormatError(self.where, f"buffer holds {raw.size} bytes, shape "
                                    f"{list(self.shape)} of {info.name} needs {need}")
         return raw.view(info.storage).reshape(self.shape)
+
+    def _zero_elements_with_buffer(self) -> bool:
+        """A static shape with no element and a buffer of its own: its value is the empty
+        array, whatever the (rightly empty) buffer holds (an INT32 shape-[0] constant)."""
+        sig = self.shape_signature
+        static = sig is None or all(d >= 0 for d in sig)
+        return (static and self.num_elements == 0 and self.sparsity is None
+                and 0 < self.buffer < len(self.model.buffers))
 
     def densified(self) -> np.ndarray | None:
         """The dense values of a sparse constant (what LiteRT's DENSIFY op produces)."""

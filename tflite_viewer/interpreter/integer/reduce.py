@@ -115,3 +115,30 @@ def arg_min(input: np.ndarray, axis: int, output_dtype=np.int64) -> np.ndarray:
     """ARG_MIN: index of the first minimum along ``axis``."""
     a = resolve_axes(axis, input.ndim)[0]
     return np.asarray(np.argmin(input, axis=a)).astype(output_dtype)
+
+
+def reduce_prod(x: np.ndarray, axes, keep_dims: bool, input_q, output_q,
+                rounding: Rounding = "double") -> np.ndarray:
+    """QuantizedReduceProd (int8, int16): the product of (q - zp) over the reduced axes in
+    input order, each step rescaled by s_in / s_out^(1/n) (n the reduced size) with the
+    int64 MultiplyByQuantizedMultiplier, then once more, plus the output zero point."""
+    iq, oq = qparams(input_q), qparams(output_q)
+    rank = x.ndim
+    red = sorted({int(a) + rank if int(a) < 0 else int(a) for a in np.asarray(axes).reshape(-1)})
+    keep = [d for d in range(rank) if d not in red]
+    out_shape = tuple(1 if d in red else x.shape[d] for d in range(rank)) if keep_dims else \
+        tuple(x.shape[d] for d in keep)
+    moved = np.transpose(x, keep + red).reshape(
+        int(np.prod([x.shape[d] for d in keep], dtype=np.int64)), -1).astype(np.int64)
+    n = moved.shape[1]
+    if moved.size == 0 or n == 0:
+        return np.zeros(out_shape, x.dtype)
+    scaling = float(np.float32(iq.s)) / (float(np.float32(oq.s)) ** (1.0 / n))
+    m, s = qm.quantize_multiplier(scaling, rounding)
+    acc = moved[:, 0] - iq.zp
+    for j in range(1, n):
+        acc = qm.multiply_by_quantized_multiplier_int64(acc * (moved[:, j] - iq.zp), m, s,
+                                                        rounding)
+    out = qm.multiply_by_quantized_multiplier_int64(acc, m, s, rounding) + oq.zp
+    lo, hi = dtype_range(x.dtype)
+    return np.clip(out, lo, hi).astype(x.dtype).reshape(out_shape)

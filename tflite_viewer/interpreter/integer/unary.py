@@ -68,6 +68,11 @@ def log_table(dtype, input_q: QParams, output_q: QParams) -> np.ndarray:
                   lambda v: output_min if v <= 0 else log(v))
 
 
+def exp_table(dtype, input_q: QParams, output_q: QParams) -> np.ndarray:
+    """exp.cc Prepare: LUTPopulate of expf for int8 and int16."""
+    return _table(dtype, input_q, output_q, _float_fn("expf", math.exp))
+
+
 def rsqrt_int16_table(input_q: QParams, output_q: QParams) -> np.ndarray:
     """PrepareRsqrt's int16 table: 1/sqrt(v), values <= 0 mapped to 32767 * output scale."""
     out_scale = F32(output_q.s)

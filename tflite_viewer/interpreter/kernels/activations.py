@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..integer import l2norm as int_l2norm, lut, softmax as int_softmax
+from ..registration import check_types
 from .common import (QUANTIZED, BuiltinOperator as Op, broadcast_shape, define, option, rounding,
                      same_shape, tensor_qparams)
 
@@ -26,8 +27,8 @@ def _relu_int(kind: str):
 
 
 define(Op.RELU, (1, 3), lambda ctx, node: np.maximum(ctx.value(node, 0), 0), same_shape,
-       types="float+uint8+int8", **_relu_int("RELU"))
-define(Op.RELU6, (1, 3), _clip(0, 6), same_shape, types="float+uint8+int8",
+       types="float+uint8+int8+int16", **_relu_int("RELU"))
+define(Op.RELU6, (1, 3), _clip(0, 6), same_shape, types="float+uint8+int8+int16",
        **_relu_int("RELU6"))
 define(Op.RELU_N1_TO_1, (1, 1), _clip(-1, 1), same_shape, types="float+uint8+int8",
        **_relu_int("RELU_N1_TO_1"))
@@ -61,10 +62,20 @@ def _prepare_prelu(ctx, node):
                              tensor_qparams(ctx.output(node, 0)), rounding(ctx))
 
 
+def _prelu_check(ctx, node):
+    """int16 PRELU takes int8 alphas (LiteRT's 16x8 kernel reads the alpha as int8)."""
+    x, a = ctx.input(node, 0), ctx.input(node, 1)
+    if x.type_name == "INT16" and a is not None and a.type_name != "INT8":
+        return (f"PRELU v{node.version} with INT16 input and {a.type_name} alpha: LiteRT's "
+                "int16 kernel reads the alpha as INT8")
+    return check_types(ctx, node, "float+uint8+int8+int16")
+
+
 define(Op.PRELU, (1, 1), lambda ctx, node: prelu(ctx.value(node, 0), ctx.value(node, 1)),
-       broadcast_shape, types="float+uint8+int8", int_prepare=_prepare_prelu,
-       int_compute=lambda ctx, node, p: lut.prelu(ctx.value(node, 0), ctx.value(node, 1),
-                                                  params=p))
+       broadcast_shape, types="float+uint8+int8+int16", check=_prelu_check,
+       int_prepare=_prepare_prelu,
+       int_compute=lambda ctx, node, p: lut.prelu(ctx.value(node, 0), ctx.value(node, 1), None,
+                                                  None, None, p.rounding, p))
 
 
 def hard_swish(x: np.ndarray) -> np.ndarray:
@@ -166,7 +177,7 @@ def _prepare_softmax(ctx, node):
     return int_softmax.prepared_softmax(p, x.dtype, ctx.output(node, 0).dtype)
 
 
-define(Op.SOFTMAX, (1, 3),
+define(Op.SOFTMAX, (1, 4),
        lambda ctx, node: softmax(ctx.value(node, 0), float(option(node, "beta", 1.0))), same_shape,
        types=QUANTIZED, int_prepare=_prepare_softmax,
        int_compute=lambda ctx, node, run: run(ctx.value(node, 0)))

@@ -88,7 +88,8 @@ class While(Kernel):
         count = 0
         while True:
             count += 1
-            budget.iteration(where, count, interp._direct)  # iterations, time, stop
+            interp.loop_iterations[(ctx.index, node.index)] = count
+            budget.iteration(where, count, interp._direct, interp.call_path)
             (flag,) = yield from interp.call_subgraph(cond, values)
             if not bool(np.asarray(flag).reshape(-1)[0]):
                 break

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..integer import compare as int_compare
+from ..integer import div as int_div
 from ..integer import elementwise as int_elementwise
 from .common import (QUANTIZED, BuiltinOperator as Op, activation, apply_activation,
                      broadcast_shape, define, rounding, same_shape, tensor_qparams)
@@ -79,6 +80,11 @@ def _prepare_sqdiff(ctx, node):
                                                       tensor_qparams(o), rounding(ctx))
 
 
+def _prepare_div(ctx, node):
+    a, b, o = ctx.input(node, 0), ctx.input(node, 1), ctx.output(node, 0)
+    return int_div.prepare_div(tensor_qparams(a), tensor_qparams(b), tensor_qparams(o), node.builtin_data, o.dtype, rounding(ctx))
+
+
 def _int_binary(fn):
     """An integer core ``fn(input1, input2, params=...)`` as `define`'s int_compute."""
     return lambda ctx, node, p: fn(ctx.value(node, 0), ctx.value(node, 1), params=p)
@@ -89,14 +95,21 @@ def _int_moving(fn):
     return lambda ctx, node, p: fn(ctx.value(node, 0), ctx.value(node, 1))
 
 
+def _stored(fn):
+    """FLOOR_DIV / FLOOR_MOD on int8 and int16 divide the stored integers (floor_div.cc and
+    floor_mod.cc ignore quantization)."""
+    return lambda ctx, node, p: fn(ctx.value(node, 0), ctx.value(node, 1))
+
+
 #: op, versions, float function, fused activation, node kinds, integer prepare and compute
 _BINARY = (
-    (Op.ADD, (1, 5), np.add, True, QUANTIZED, _prepare_add, _int_binary(int_elementwise.add)),
+    (Op.ADD, (1, 6), np.add, True, QUANTIZED, _prepare_add, _int_binary(int_elementwise.add)),
     (Op.SUB, (1, 5), np.subtract, True, QUANTIZED, _prepare_add,
      _int_binary(int_elementwise.sub)),
-    (Op.MUL, (1, 7), np.multiply, True, QUANTIZED, _prepare_mul,
+    (Op.MUL, (1, 8), np.multiply, True, QUANTIZED, _prepare_mul,
      _int_binary(int_elementwise.mul)),
-    (Op.DIV, (1, 2), div, True, "float", None, None),
+    (Op.DIV, (1, 2), div, True, QUANTIZED, _prepare_div,
+     lambda ctx, node, p: int_div.div(ctx.value(node, 0), ctx.value(node, 1), p)),
     (Op.SQUARED_DIFFERENCE, (1, 2), lambda a, b: np.square(a - b), False, "float+int8",
      _prepare_sqdiff, _int_binary(int_elementwise.squared_difference)),
     (Op.MAXIMUM, (1, 4), np.maximum, False, QUANTIZED, None,
@@ -104,8 +117,8 @@ _BINARY = (
     (Op.MINIMUM, (1, 4), np.minimum, False, QUANTIZED, None,
      _int_moving(int_elementwise.minimum)),
     (Op.POW, (1, 1), power, False, "float", None, None),
-    (Op.FLOOR_DIV, (1, 3), floor_div, False, "float", None, None),
-    (Op.FLOOR_MOD, (1, 2), floor_mod, False, "float", None, None),
+    (Op.FLOOR_DIV, (1, 3), floor_div, False, "float+int8+int16", None, _stored(floor_div)),
+    (Op.FLOOR_MOD, (1, 2), floor_mod, False, "float+int8+int16", None, _stored(floor_mod)),
 )
 for _op, _versions, _fn, _fused, _types, _int_prepare, _int_compute in _BINARY:
     define(_op, _versions, _binary(_fn, _fused), broadcast_shape, types=_types,
@@ -211,10 +224,10 @@ def _unary(fn):
 
 
 for _op, _fn, _versions in (
-        (Op.NEG, np.negative, (1, 1)), (Op.SIN, np.sin, (1, 1)),
-        (Op.COS, np.cos, (1, 1)), (Op.EXP, np.exp, (1, 2)), (Op.SQUARE, np.square, (1, 1)),
+        (Op.SIN, np.sin, (1, 2)),
+        (Op.COS, np.cos, (1, 2)), (Op.SQUARE, np.square, (1, 1)),
         (Op.FLOOR, np.floor, (1, 1)), (Op.CEIL, np.ceil, (1, 1)),
         (Op.ROUND, np.round, (1, 1)),  # round half to even, as TFLite's RoundToNearest
         (Op.SIGN, np.sign, (1, 2))):
     define(_op, _versions, _unary(_fn), same_shape)
-# ABS, SQRT, RSQRT and LOG (with their quantized paths) are in unary_math.py
+# ABS, SQRT, RSQRT, LOG, EXP and NEG (with their integer paths) are in unary_math.py

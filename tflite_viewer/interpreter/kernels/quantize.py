@@ -10,9 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..integer import quantize as int_quantize
-from ..tensor import FLOAT16, FLOAT32, INT8, INT16, INT32, QUANTIZED_INT_TYPES, UINT8
+from ..tensor import FLOAT16, FLOAT32, INT4, INT8, INT16, INT32, QUANTIZED_INT_TYPES, UINT8
 from .common import (BuiltinOperator as Op, Kernel, qparams, register, rounding, same_shape,
                      tensor_qparams)
+
+UINT4 = 20  # TensorType.UINT4
 
 
 def dequantize(values: np.ndarray, quantization=None) -> np.ndarray:
@@ -30,10 +32,13 @@ _QUANTIZE_PAIRS = {
     (FLOAT32, UINT8), (FLOAT32, INT8), (FLOAT32, INT16),
     (INT16, INT8), (INT16, INT16), (INT16, INT32), (INT32, INT8), (INT32, INT16),
     (INT8, INT8), (INT8, UINT8), (UINT8, INT8), (UINT8, UINT8),
+    (FLOAT32, INT4), (FLOAT32, UINT4),  # v4, v5: per-tensor only, as AffineQuantizeToInt4
 }
+#: the value range of the 4-bit types (their runtime arrays hold one value per int8/uint8)
+_NIBBLE_RANGE = {INT4: (-8, 7), UINT4: (0, 15)}
 
 
-@register(Op.QUANTIZE, versions=(1, 3))
+@register(Op.QUANTIZE, versions=(1, 6))
 class Quantize(Kernel):
     """QUANTIZE: AffineQuantize / PerChannelQuantize from float32, Requantize between
     integer types (multiplier of double(s_in) / double(s_out))."""
@@ -46,6 +51,8 @@ class Quantize(Kernel):
             return f"QUANTIZE v{node.version} from {x.type_name} to {o.type_name}: not supported"
         if o.quantization is None or not o.quantization.has_scale:
             return f"QUANTIZE v{node.version} to a tensor without quantization parameters"
+        if o.type in _NIBBLE_RANGE and o.quantization.scale.size > 1:
+            return f"QUANTIZE v{node.version} to per-channel {o.type_name}: not supported"
         return None
 
     def prepare(self, ctx, node):
@@ -60,7 +67,11 @@ class Quantize(Kernel):
     def invoke(self, ctx, node):
         o = ctx.output(node, 0)
         x = ctx.value(node, 0)
-        if node.user_data is None:
+        if o.type in _NIBBLE_RANGE:
+            lo, hi = _NIBBLE_RANGE[o.type]
+            wide = int_quantize.quantize(x, qparams(o.quantization), np.int32)
+            out = np.clip(wide, lo, hi).astype(o.dtype)
+        elif node.user_data is None:
             out = int_quantize.quantize(x, qparams(o.quantization), o.dtype)
         else:
             out = int_quantize.requantize(x, output_dtype=o.dtype, params=node.user_data)
@@ -93,7 +104,7 @@ class _ConstantCached(Kernel):
 class Dequantize(_ConstantCached):
     def check(self, ctx, node):
         x = ctx.input(node, 0)
-        if x.type not in QUANTIZED_INT_TYPES and x.type != FLOAT16:
+        if x.type not in QUANTIZED_INT_TYPES and x.type not in (FLOAT16, UINT4):
             return f"DEQUANTIZE v{node.version} of {x.type_name}: not supported"
         if ctx.output(node, 0).type != FLOAT32:
             return f"DEQUANTIZE v{node.version} to {ctx.output(node, 0).type_name}: not supported"

@@ -69,6 +69,17 @@ def _int_raw(fn):
                                    bool(option(node, "keep_dims", False)))
 
 
+def _int_prod(ctx, node, p):
+    """int8/int16 REDUCE_PROD: quantized (QuantizedReduceProd), or the plain product of
+    unquantized integers."""
+    x, o = ctx.input(node, 0), ctx.output(node, 0)
+    keep = bool(option(node, "keep_dims", False))
+    if x.quantization is None or not x.quantization.has_scale:
+        return _reducer(np.multiply.reduce)(ctx, node)
+    return int_reduce.reduce_prod(ctx.value(node, 0), ctx.value(node, 1), keep,
+                                  tensor_qparams(x), tensor_qparams(o), rounding(ctx))
+
+
 # SUM, REDUCE_MAX/MIN/PROD: the ufunc reductions np.sum, np.max, np.min and np.prod call
 # for arrays, without their Python wrappers (about a microsecond each)
 #: op, versions, float function, node kinds, integer prepare and compute
@@ -77,7 +88,7 @@ _REDUCTIONS = (
     (Op.SUM, (1, 2), np.add.reduce, QUANTIZED, _prepare_mean, _int_mean_sum(True)),
     (Op.REDUCE_MAX, (1, 3), np.maximum.reduce, QUANTIZED, None, _int_raw(int_reduce.reduce_max)),
     (Op.REDUCE_MIN, (1, 3), np.minimum.reduce, QUANTIZED, None, _int_raw(int_reduce.reduce_min)),
-    (Op.REDUCE_PROD, (1, 2), np.multiply.reduce, "float", None, None),
+    (Op.REDUCE_PROD, (1, 2), np.multiply.reduce, "float+int8+int16", None, _int_prod),
     (Op.REDUCE_ANY, (1, 1), np.any, "any", None, None),
     (Op.REDUCE_ALL, (1, 1), np.all, "any", None, None),
 )

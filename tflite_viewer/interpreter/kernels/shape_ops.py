@@ -131,7 +131,7 @@ def _transpose_shape(ctx, node):
     return [tuple(shape[i] for i in _perm(as_int_list(p), len(shape)))]
 
 
-define(Op.TRANSPOSE, (1, 7),
+define(Op.TRANSPOSE, (1, 9),
        lambda ctx, node: np.ascontiguousarray(np.transpose(
            ctx.value(node, 0), _perm(as_int_list(ctx.value(node, 1)), ctx.value(node, 0).ndim))),
        _transpose_shape, types="any")
@@ -187,7 +187,7 @@ def _concat_int(ctx, node, p):
                                         out.quantization)
 
 
-define(Op.CONCATENATION, (1, 5), _concat, _concat_shape, types="float+uint8+int8+int16",
+define(Op.CONCATENATION, (1, 6), _concat, _concat_shape, types="float+uint8+int8+int16",
        check=_concat_check, int_compute=_concat_int)
 
 
@@ -235,7 +235,7 @@ def _unpack_shape(ctx, node):
     return [out] * len(node.outputs)
 
 
-define(Op.UNPACK, (1, 4), _unpack, _unpack_shape, types="any", same_quantization=True)
+define(Op.UNPACK, (1, 5), _unpack, _unpack_shape, types="any", same_quantization=True)
 
 
 def _split_sizes(total: int, sizes) -> list[int]:
@@ -325,7 +325,7 @@ def _zeros_view(shape, dtype=np.float32):
     return np.broadcast_to(np.zeros((), dtype), shape)
 
 
-define(Op.SLICE, (1, 7),
+define(Op.SLICE, (1, 8),
        lambda ctx, node: ctx.value(node, 0)[slice_index(
            ctx.value(node, 0).shape, as_int_list(ctx.value(node, 1)), as_int_list(ctx.value(node, 2)))],
        lambda ctx, node: None if _const(ctx, node, 1) is None or _const(ctx, node, 2) is None else
@@ -548,7 +548,7 @@ def _broadcast_to(ctx, node):
     return np.array(np.broadcast_to(ctx.value(node, 0), shape))
 
 
-define(Op.BROADCAST_TO, (2, 3), _broadcast_to,
+define(Op.BROADCAST_TO, (2, 4), _broadcast_to,
        lambda ctx, node: None if _const(ctx, node, 1) is None else
        [tuple(as_int_list(_const(ctx, node, 1)))], types="any")
 
@@ -559,7 +559,7 @@ def _fill(ctx, node):
     return np.full(shape, ctx.value(node, 1).reshape(-1)[0], dtype=ctx.output(node, 0).dtype)
 
 
-define(Op.FILL, (1, 4), _fill, lambda ctx, node: None if _const(ctx, node, 0) is None else
+define(Op.FILL, (1, 5), _fill, lambda ctx, node: None if _const(ctx, node, 0) is None else
        [tuple(as_int_list(_const(ctx, node, 0)))], types="any")
 def _zeros_like_check(ctx, node):
     """Integer zeros are not real zeros in a quantized tensor, and LiteRT's ZEROS_LIKE
@@ -646,6 +646,6 @@ def dynamic_update_slice(x: np.ndarray, update: np.ndarray, start) -> np.ndarray
     return out
 
 
-define(Op.DYNAMIC_UPDATE_SLICE, (1, 5), lambda ctx, node: dynamic_update_slice(
+define(Op.DYNAMIC_UPDATE_SLICE, (1, 6), lambda ctx, node: dynamic_update_slice(
     ctx.value(node, 0), ctx.value(node, 1), as_int_list(ctx.value(node, 2))), same_shape,
     types="any")

@@ -96,10 +96,27 @@ define(Op.ABS, (1, 5), lambda ctx, node: np.abs(ctx.value(node, 0)), same_shape,
        int_prepare=_abs_prepare, int_compute=_abs_int)
 
 # -- GELU ----------------------------------------------------------------------------
-define(Op.GELU, (1, 2),
+define(Op.GELU, (1, 3),
        lambda ctx, node: gelu(ctx.value(node, 0), bool(option(node, "approximate", False))),
        same_shape, types="float+uint8+int8+int16",
        check=_unary_check(("FLOAT32", "FLOAT16", "UINT8", "INT8", "INT16"), "GELU"),
        int_prepare=lambda ctx, node: iu.gelu_table(ctx.input(node, 0).dtype, *_io(ctx, node),
                                                    bool(option(node, "approximate", False))),
        int_compute=lambda ctx, node, p: iu.lookup(ctx.value(node, 0), p))
+
+# -- EXP -----------------------------------------------------------------------------
+define(Op.EXP, (1, 2), lambda ctx, node: np.exp(ctx.value(node, 0)), same_shape,
+       types="float+int8+int16", check=_unary_check(("FLOAT32", "INT8", "INT16"), "EXP"),
+       int_prepare=lambda ctx, node: iu.exp_table(ctx.input(node, 0).dtype, *_io(ctx, node)),
+       int_compute=lambda ctx, node, p: iu.lookup(ctx.value(node, 0), p))
+
+
+# -- NEG -----------------------------------------------------------------------------
+def _negate_stored(ctx, node, p):
+    """reference_ops::Negate on the stored integers (quantization is ignored), wrapping."""
+    x = ctx.value(node, 0)
+    return (-x.astype(np.int32)).astype(x.dtype)
+
+
+define(Op.NEG, (1, 1), lambda ctx, node: np.negative(ctx.value(node, 0)), same_shape,
+       types="float+int8+int16", int_compute=_negate_stored)

@@ -1,0 +1,97 @@
+"""Op coverage against LiteRT's builtin op resolver: every op LiteRT registers runs here in
+every version, or its gap has a written reason; the README's table is the generated one;
+Flex ops are refused with a message that they need TensorFlow."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tflite_viewer.cli import main as cli_main
+from tflite_viewer.commands.ops import markdown
+from tflite_viewer.interpreter import Interpreter, UnsupportedOpError
+from tflite_viewer.interpreter.coverage import MISSING, VERSION_GAPS, coverage, summary
+from tflite_viewer.interpreter.litert_builtins import LITERT_BUILTINS
+
+from .singleop import Input, Op, graph_model, single_op_model
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+ROWS = {r.name: r for r in coverage()}
+
+
+def test_every_litert_builtin_runs_here_or_has_a_written_reason():
+    unexplained = []
+    for name in LITERT_BUILTINS:
+        row = ROWS[name]
+        if row.status == "litert only" and not MISSING.get(name, "").strip():
+            unexplained.append(f"{name}: no kernel")
+        if row.status == "versions" and not VERSION_GAPS.get(name, "").strip():
+            unexplained.append(f"{name}: versions {row.here_versions} of {row.litert_versions}")
+    assert not unexplained, "LiteRT runs these, this interpreter does not, no reason given: " \
+        + "; ".join(unexplained)
+
+
+def test_no_reason_is_left_for_an_op_that_is_covered():
+    stale = [n for n in MISSING if ROWS[n].status != "litert only"]
+    stale += [n for n in VERSION_GAPS if ROWS[n].status != "versions"]
+    assert not stale, f"reasons left for covered ops: {stale}"
+
+
+def _lone_op(op: str, version: int) -> bytes:
+    return graph_model([], [Op(op, [], [], version=version)], [], [])
+
+
+def test_litert_table_matches_the_installed_wheels_resolver():
+    """The generated table's version ranges are what the wheel resolves (construction of a
+    model holding the op fails with "Didn't find op" exactly outside them)."""
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+
+    def resolves(op, version):
+        try:
+            LiteRT(model_content=_lone_op(op, version))
+        except ValueError as exc:
+            return "Didn't find op" not in str(exc)
+        return True
+
+    wrong = [op for op, (lo, hi, _, _) in LITERT_BUILTINS.items()
+             if not resolves(op, hi) or resolves(op, hi + 1) or not resolves(op, lo)]
+    assert not wrong
+    assert len(LITERT_BUILTINS) == 172
+
+
+def test_readme_table_is_the_generated_one():
+    text = README.read_text()
+    m = re.search(r"<!-- ops-table:start -->\n(.*?)<!-- ops-table:end -->", text, re.S)
+    assert m, "README.md lacks the ops table markers"
+    assert m.group(1) == markdown(list(ROWS.values())), \
+        "README's op table is stale: run tools/update_readme_ops_table.py"
+    figures = summary(list(ROWS.values()))
+    assert f"{figures['covered']} of LiteRT's {figures['litert_builtins']}" in text
+
+
+def test_ops_json_is_strict_and_consistent(capsys):
+    assert cli_main(["ops", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    ops = {o["name"]: o for o in doc["ops"]}
+    assert doc["summary"]["litert_builtins"] == 172 == sum(o["litert_versions"] is not None
+                                                          for o in ops.values())
+    assert ops["RSQRT"]["status"] == "both" and ops["RSQRT"]["versions"] == [[1, 3]]
+    assert doc["summary"]["covered"] == sum(o["status"] in ("both", "versions")
+                                            for o in ops.values())
+
+
+def test_ops_text_report(capsys):
+    assert cli_main(["ops"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^ADD_N\s+yes\s+1\s+1\s", out, re.M)
+    assert "of LiteRT's 172 builtin ops run here" in out
+
+
+def test_flex_ops_are_refused_as_needing_tensorflow():
+    model = single_op_model("CUSTOM", [Input((2,))], [np.float32],
+                            custom_code="FlexRaggedRange")
+    with pytest.raises(UnsupportedOpError, match="Flex .*TensorFlow"):
+        Interpreter(model)

@@ -1,0 +1,128 @@
+"""Op coverage: the interpreter's builtin kernels against LiteRT's builtin op resolver.
+
+`LITERT_BUILTINS` (generated from LiteRT's register.cc, version ranges confirmed on the
+installed wheel) says what LiteRT runs; the `BuiltinOpResolver` says what runs here.  Every
+LiteRT op or version not covered here needs a written reason in `MISSING` or
+`VERSION_GAPS` (tests/interpreter/test_op_coverage.py fails otherwise, and fails on a reason
+left for an op that is now covered).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..schema.schema_generated import BuiltinOperator
+from .litert_builtins import LITERT_BUILTINS
+from .op_resolver import BuiltinOpResolver, OpResolver
+
+#: LiteRT builtins with no kernel here, and why.
+MISSING: dict[str, str] = {
+}
+
+_F8 = ("FLOAT8 tensors (op_version.cc): the ai-edge-litert 2.3.0 wheel resolves this "
+       "version but its kernel refuses FLOAT8 tensors (measured), so it is refused here too")
+#: LiteRT builtins covered here for fewer versions than LiteRT resolves: what the missing
+#: versions add (from LiteRT's op_version.cc) and why they are not run here.
+VERSION_GAPS: dict[str, str] = {
+    "CAST": "v9: FLOAT8 in or out; the wheel resolves it but its kernel refuses FLOAT8 "
+            "(measured both ways)",
+    "CONCATENATION": f"v7: {_F8}",
+    "DEQUANTIZE": "v9: FLOAT8 input; the wheel resolves it but its Prepare refuses FLOAT8 "
+                  "(measured)",
+    "GATHER": f"v8: {_F8}",
+    "GATHER_ND": f"v6: {_F8}",
+    "PACK": f"v5: {_F8}",
+    "PAD": f"v6: {_F8}",
+    "PADV2": f"v6: {_F8} (measured on PAD, the same kernel)",
+    "REVERSE_V2": f"v4: {_F8}",
+    "SPLIT": f"v5: {_F8}",
+    "SPLIT_V": f"v3: {_F8}",
+    "UNPACK": f"v6: {_F8}",
+}
+
+#: Type paths LiteRT's builtin kernels run that are refused here, found by
+#: tools/sweep_op_types.py (which sweeps unary, binary, comparison, reduction and data
+#: movement ops over FLOAT32, FLOAT16, INT8/UINT8/INT16 quantized, INT32, INT64, BOOL).
+#: (Empty at the last sweep; PRELU with INT16 input and INT16 alpha is refused on purpose:
+#: LiteRT's int16 kernel reads the alpha as INT8, so its output is not meaningful.)
+TYPE_GAPS: dict[str, str] = {}
+
+
+@dataclass(frozen=True)
+class OpCoverage:
+    """One builtin code: its versions and types here and in LiteRT's builtin resolver."""
+
+    code: int
+    name: str
+    here_versions: tuple[tuple[int, int], ...]
+    here_types: str
+    litert_versions: tuple[int, int] | None
+    litert_types: tuple[str, ...]
+    litert_types_checked: bool
+    note: str
+
+    @property
+    def status(self) -> str:
+        """"both", "versions" (fewer versions here), "litert only", "here only", "neither"."""
+        if self.litert_versions is None:
+            return "here only" if self.here_versions else "neither"
+        if not self.here_versions:
+            return "litert only"
+        return "both" if _covers(self.here_versions, self.litert_versions) else "versions"
+
+    def as_dict(self) -> dict:
+        lv = self.litert_versions
+        return {"code": self.code, "name": self.name, "status": self.status,
+                "versions": [list(r) for r in self.here_versions], "types": self.here_types,
+                "litert_versions": list(lv) if lv else None,
+                "litert_types": list(self.litert_types),
+                "litert_types_from_checks": self.litert_types_checked, "note": self.note}
+
+
+def _covers(ranges, wanted: tuple[int, int]) -> bool:
+    return all(any(a <= v <= b for a, b in ranges) for v in range(wanted[0], wanted[1] + 1))
+
+
+def kernel_types(kernel) -> str:
+    """What a kernel computes, in words: its declared ``dtypes`` or its ``types`` kinds."""
+    declared = getattr(kernel, "dtypes", None)
+    if declared:
+        return ", ".join(declared)
+    types = getattr(kernel, "types", "float")
+    if types == "any":
+        return "any (type-agnostic)"
+    if types == "float":
+        return "float (and unquantized integers)"
+    return ", ".join(types.split("+"))
+
+
+def builtin_codes() -> dict[str, int]:
+    return {name: int(value) for name, value in vars(BuiltinOperator).items()
+            if not name.startswith("_") and isinstance(value, int)}
+
+
+def coverage(resolver: OpResolver | None = None) -> list[OpCoverage]:
+    """Every builtin code of the schema, in code order."""
+    resolver = resolver or BuiltinOpResolver()
+    rows = []
+    for name, code in sorted(builtin_codes().items(), key=lambda kv: kv[1]):
+        regs = resolver._builtins.get(code, [])
+        lit = LITERT_BUILTINS.get(name)
+        note = "; ".join(n for n in (MISSING.get(name), VERSION_GAPS.get(name),
+                                     f"types: {TYPE_GAPS[name]}" if name in TYPE_GAPS else None)
+                         if n)
+        rows.append(OpCoverage(
+            code, name, tuple((r.version_min, r.version_max) for r in regs),
+            "; ".join(dict.fromkeys(kernel_types(r.kernel) for r in regs)),
+            (lit[0], lit[1]) if lit else None, lit[2] if lit else (), bool(lit and lit[3]),
+            note))
+    return rows
+
+
+def summary(rows: list[OpCoverage]) -> dict:
+    """The coverage figures: LiteRT builtins with a kernel here, with all their versions."""
+    litert = [r for r in rows if r.litert_versions is not None]
+    return {"builtin_codes": len(rows), "litert_builtins": len(litert),
+            "covered": sum(r.status in ("both", "versions") for r in litert),
+            "all_versions": sum(r.status == "both" for r in litert),
+            "here_only": sum(r.status == "here only" for r in rows),
+            "here": sum(bool(r.here_versions) for r in rows)}
