@@ -136,11 +136,6 @@ def option(node: Node, key: str, default: Any = None) -> Any:
     return default if v is None else v
 
 
-#: The names these helpers had before issue 15; kernel modules written before the rename
-#: (on branches merged after it) still import them.  Use tensor_qparams and option.
-tq, opt = tensor_qparams, option
-
-
 def as_int_list(a: np.ndarray | None) -> list[int]:
     if a is None:
         return []
