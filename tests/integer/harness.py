@@ -6,7 +6,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .singleop import Op, build, run_litert
+from tests.interpreter.singleop import Op, batch_model, run_batch_litert
 
 #: Ops where LiteRT's optimized kernels (BUILTIN) disagreed with its reference kernels
 #: (BUILTIN_REF) in our runs: {op label: (differing outputs, total outputs)}.
@@ -28,9 +28,9 @@ def check_cases(cases: Sequence[Case], compare_builtin: bool = False, chunk: int
     total = 0
     for start in range(0, len(cases), chunk):
         part = cases[start:start + chunk]
-        built = build([c.op for c in part])
-        ref = run_litert(built, [c.inputs for c in part], resolver)
-        opt = run_litert(built, [c.inputs for c in part], "BUILTIN_WITHOUT_DEFAULT_DELEGATES") if compare_builtin else None
+        built = batch_model([c.op for c in part])
+        ref = run_batch_litert(built, [c.inputs for c in part], resolver)
+        opt = run_batch_litert(built, [c.inputs for c in part], "BUILTIN_WITHOUT_DEFAULT_DELEGATES") if compare_builtin else None
         for k, case in enumerate(part):
             ours = case.ours()
             ours = [ours] if isinstance(ours, np.ndarray) else list(ours)

@@ -8,7 +8,7 @@ from tflite_viewer.interpreter.integer import lut, softmax
 
 from .gen import LITERT_ROUNDING, rand_data, rand_q
 from .harness import Case, check_cases
-from .singleop import Op, T
+from tests.interpreter.singleop import Op, T
 
 IDS = lambda d: np.dtype(d).name  # noqa: E731
 OUT_ZP = {np.uint8: 0, np.int8: -128, np.int16: 0}

@@ -9,7 +9,7 @@ from tflite_viewer.interpreter.integer import batch_matmul as bmm
 
 from .gen import LITERT_ROUNDING, rand_data, rand_q
 from .harness import Case, check_cases
-from .singleop import Op, T, build, run_litert
+from tests.interpreter.singleop import Op, T, batch_model, run_batch_litert
 
 IDS = lambda d: np.dtype(d).name  # noqa: E731
 
@@ -79,7 +79,7 @@ def test_hybrid_batch_matmul(asymmetric):
         inputs.append([a])
         ours.append(bmm.hybrid_batch_matmul(a, b, (fs, np.zeros(fs.size, np.int64),
                                                    len(b_shape) - 1), opts))
-    ref = run_litert(build(ops), inputs)
+    ref = run_batch_litert(batch_model(ops), inputs)
     for o, (r,), op in zip(ours, ref, ops):
         assert o.shape == r.shape and o.dtype == r.dtype
         np.testing.assert_array_equal(o, r, err_msg=str(op.options))

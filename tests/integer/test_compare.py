@@ -18,7 +18,7 @@ from tflite_viewer.interpreter.integer import compare as icmp
 
 from .gen import LITERT_ROUNDING
 from .harness import Case, check_cases
-from .singleop import Op, T, build, run_litert
+from tests.interpreter.singleop import Op, T, batch_model, run_batch_litert
 
 OPS = list(icmp.OPS)
 RAW = {name: fn for name, fn in icmp.OPS.items()}
@@ -157,7 +157,7 @@ def _plain_case(rng, op: str, dtype) -> Case:
 def _check(cases: Sequence[Case]) -> int:
     """Every case against LiteRT through the core (the harness) and through our interpreter
     running the same batched model."""
-    built = build([c.op for c in cases])
+    built = batch_model([c.op for c in cases])
     flat: list[np.ndarray] = []
     for c in cases:
         flat.extend(c.inputs)
@@ -205,9 +205,9 @@ def _run_both(op: str, dtype, q1, q2, x1, x2, rounding: str = LITERT_ROUNDING):
     o = Op(op, [T(np.shape(x1), dtype, *q1), T(np.shape(x2), dtype, *q2)],
            [T(np.broadcast_shapes(np.shape(x1), np.shape(x2)), np.bool_)], None, {},
            _version(op, dtype))
-    built = build([o])
+    built = batch_model([o])
     x1, x2 = np.asarray(x1, dtype), np.asarray(x2, dtype)
-    ref = run_litert(built, [[x1, x2]])[0][0]
+    ref = run_batch_litert(built, [[x1, x2]])[0][0]
     ours = list(Interpreter(built.model, rounding=rounding).invoke([x1, x2]).values())[0]
     return ours, ref
 
@@ -291,8 +291,8 @@ def test_single_rounding_handles_scales_above_one():
 
 
 def _expect_refusal(op: str, inputs: list[T], match: str) -> None:
-    built = build([Op(op, inputs, [T(np.broadcast_shapes(*(t.shape for t in inputs)), np.bool_)],
-                      None, {}, 1)])
+    built = batch_model([Op(op, inputs, [T(np.broadcast_shapes(*(t.shape for t in inputs)), np.bool_)],
+                            None, {}, 1)])
     data = [np.zeros(t.shape, t.dtype) for t in inputs]
     with pytest.raises(Exception, match=match):
         Interpreter(built.model, rounding=LITERT_ROUNDING).invoke(data)
@@ -331,9 +331,9 @@ def test_scalars():
     for op in OPS:
         for x1, x2 in pairs:
             x1, x2 = np.asarray(x1), np.asarray(x2)
-            built = build([Op(op, [T(x1.shape, np.int8, *q1), T(x2.shape, np.int8, *q2)],
-                              [T(np.broadcast_shapes(x1.shape, x2.shape), np.bool_)], None, {},
-                              2)])
+            built = batch_model([Op(op, [T(x1.shape, np.int8, *q1), T(x2.shape, np.int8, *q2)],
+                                    [T(np.broadcast_shapes(x1.shape, x2.shape), np.bool_)], None, {},
+                                    2)])
             li = LiteRT(model_content=built.model,
                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
             li.allocate_tensors()

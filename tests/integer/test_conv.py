@@ -10,7 +10,7 @@ from tflite_viewer.interpreter.integer import conv
 
 from .gen import ACTIVATIONS, LITERT_ROUNDING, rand_bias, rand_data, rand_filter, rand_q
 from .harness import Case, check_cases
-from .singleop import Op, T
+from tests.interpreter.singleop import Op, T
 
 DTYPES = [np.uint8, np.int8, np.int16]
 

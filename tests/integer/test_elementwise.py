@@ -8,7 +8,7 @@ from tflite_viewer.interpreter.integer import elementwise as ew
 
 from .gen import ACTIVATIONS, LITERT_ROUNDING, rand_data, rand_q
 from .harness import Case, check_cases
-from .singleop import Op, T
+from tests.interpreter.singleop import Op, T
 
 DTYPES = [np.uint8, np.int8, np.int16]
 VERSIONS = {"ADD": {np.uint8: 1, np.int8: 2, np.int16: 3},

@@ -2,8 +2,9 @@
 activations with int8 weights, per-tensor and per-channel, through our Interpreter against
 LiteRT's reference kernels (BUILTIN_REF).
 
-Hundreds of randomized single-op cases go into a few models (tests/integer/singleop.py);
-the same model bytes run in LiteRT and in our `Interpreter`, so the kernel wiring
+Hundreds of randomized single-op cases go into a few models (`batch_model` of
+tests/interpreter/singleop.py); the same model bytes run in LiteRT and in our
+`Interpreter`, so the kernel wiring
 (node kind, per-node filter caches) is exercised as well as integer/hybrid.py.  Each
 interpreter is invoked twice with different inputs (the second run reuses the prepared
 nodes and caches).  Inputs: normal, one-signed, wide-range, all-zero, constant, a zero
@@ -38,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .gen import ACTIVATIONS
-from .singleop import Op, T, build
+from tests.interpreter.singleop import Op, T, batch_model
 
 
 #: Elementwise tolerance: |ours - litert| <= TOL * (1 + |litert|).
@@ -277,8 +278,8 @@ def _run(cases: list[Case], oracle: list[Case] | None = None):
 
     from tflite_viewer.interpreter import Interpreter
 
-    ours_model = build([c.op for c in cases])
-    ref_model = build([c.op for c in oracle]) if oracle is not None else ours_model
+    ours_model = batch_model([c.op for c in cases])
+    ref_model = batch_model([c.op for c in oracle]) if oracle is not None else ours_model
     lite = LiteRT(model_content=ref_model.model,
                   experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     lite.allocate_tensors()

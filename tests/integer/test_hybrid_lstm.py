@@ -23,7 +23,7 @@ import pytest
 from tflite_viewer.interpreter import Interpreter, UnsupportedOpError
 from tflite_viewer.interpreter.integer import hybrid
 
-from .singleop import Op, T, build
+from tests.interpreter.singleop import Op, T, batch_model
 
 ACTIVATIONS = ["TANH", "RELU", "RELU6", "RELU_N1_TO_1", "NONE", "SIGN_BIT"]
 GATES = {"i": (1, 5, 12), "f": (2, 6, 13), "c": (3, 7, 14), "o": (4, 8, 15)}
@@ -134,7 +134,7 @@ def test_random_hybrid_lstms_match_litert(seed):
     cfgs = [_config(rng) for _ in range(200)]
     ops = [_lstm_op(rng, c) for c in cfgs]
     xs = [_input(rng, op, c) for op, c in zip(ops, cfgs)]
-    built = build(ops)
+    built = batch_model(ops)
     ref_rt = _LiteRT(built.model, "BUILTIN_REF")
     opt_rt = _LiteRT(built.model, "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
     ref, opt = ref_rt.run(xs), opt_rt.run(xs)
@@ -172,7 +172,7 @@ def test_every_feature_combination_at_the_edges_matches_litert():
     ops = [_lstm_op(rng, c) for c in cfgs]
     xs = [_input(rng, op, c) for op, c in zip(ops, cfgs)]
     xs[0][...] = 0  # a sequence of zeros: every input product skipped
-    built = build(ops)
+    built = batch_model(ops)
     ref = _LiteRT(built.model, "BUILTIN_REF").run(xs)
     ours = list(Interpreter(built.model).invoke(xs).values())
     exact = 0
@@ -195,7 +195,7 @@ def test_states_carry_over_invocations_like_litert_variables():
                     peephole=False, cifg=True, ln=False, asym=True, time_major=False,
                     act="TANH", cell_clip=1.0, proj_clip=0.0)]
     ops = [_lstm_op(rng, c) for c in cfgs]
-    built = build(ops)
+    built = batch_model(ops)
     lite = _LiteRT(built.model, "BUILTIN_REF")
     ours = Interpreter(built.model)
     by_name = {t.name: t.index for t in ours.subgraphs[0].tensors}
@@ -233,7 +233,7 @@ def test_activation_none_outputs_output_gate_times_cell_gate():
                   act="NONE", cell_clip=0.0, proj_clip=0.0)
     op = _lstm_op(rng, cfg)
     x = rng.normal(0, 1, op.inputs[0].shape).astype(np.float32)
-    ref = _LiteRT(build([op]).model, "BUILTIN_REF").run([x])[0][0]
+    ref = _LiteRT(batch_model([op]).model, "BUILTIN_REF").run([x])[0][0]
     q, sf = hybrid.symmetric_quantize(x[0])
 
     def pre(g):
@@ -250,7 +250,7 @@ def test_activation_none_outputs_output_gate_times_cell_gate():
 
 def _refused(op: Op) -> str:
     with pytest.raises(UnsupportedOpError) as err:
-        Interpreter(build([op]).model)
+        Interpreter(batch_model([op]).model)
     return str(err.value)
 
 
@@ -293,6 +293,6 @@ def test_supported_hybrid_variant_loads():
     op = _lstm_op(rng, cfg)
     op.inputs = op.inputs[:20]
     x = rng.normal(0, 1, op.inputs[0].shape).astype(np.float32)
-    built = build([op])
+    built = batch_model([op])
     ref = _LiteRT(built.model, "BUILTIN_REF").run([x])[0]
     assert _close(list(Interpreter(built.model).invoke([x]).values())[0], ref)

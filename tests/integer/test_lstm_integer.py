@@ -26,7 +26,7 @@ from tflite_viewer.interpreter.integer.common import qparams, wrap32
 from tflite_viewer.model import load_model
 
 from .gen import LITERT_ROUNDING
-from .singleop import Op, T, build
+from tests.interpreter.singleop import Op, T, batch_model
 
 GATES = ("i", "f", "c", "o")
 
@@ -108,7 +108,7 @@ def _case(rng, cifg, peephole, ln, proj, time_major):
     op = Op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [T(out_shape, np.int8, s_out, zp_h)],
             "UnidirectionalSequenceLSTMOptions",
             {"fused_activation_function": "TANH", "cell_clip": cell_clip,
-             "proj_clip": proj_clip, "time_major": time_major}, 3, inter)
+             "proj_clip": proj_clip, "time_major": time_major}, 3, intermediates=inter)
     return op, shape
 
 
@@ -122,7 +122,7 @@ def _run_against_litert(cases, invokes: int = 3, seed: int = 0) -> int:
     compared after each.  Returns the number of comparisons."""
     from ai_edge_litert.interpreter import Interpreter as LiteRT, OpResolverType
 
-    built = build([op for op, _ in cases])
+    built = batch_model([op for op, _ in cases])
     model = load_model(built.model)
     sg = model.subgraphs[0]
     li = LiteRT(model_content=built.model,
@@ -441,7 +441,7 @@ def _refusal(mutate) -> str:
     op, _ = _case(rng, False, True, False, True, False)
     mutate(op, rng)
     with pytest.raises(UnsupportedOpError) as err:
-        Interpreter(build([op]).model)
+        Interpreter(batch_model([op]).model)
     return str(err.value)
 
 

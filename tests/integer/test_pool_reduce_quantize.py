@@ -10,7 +10,7 @@ from tflite_viewer.interpreter.integer import concat_pad, pooling, quantize, red
 
 from .gen import ACTIVATIONS, LITERT_ROUNDING, rand_data, rand_q
 from .harness import Case, check_cases
-from .singleop import Op, T
+from tests.interpreter.singleop import Op, T
 
 DTYPES = [np.uint8, np.int8, np.int16]
 IDS = lambda d: np.dtype(d).name  # noqa: E731
@@ -211,7 +211,7 @@ def test_sum_against_optimized_kernel():
     """LiteRT 2.3.0's *reference* quantized SUM returns values unrelated to the sum (int8,
     int16; see the report), so SUM is checked against the optimized kernel, which rescales
     in float: equal within one quantum."""
-    from .singleop import build, run_litert
+    from tests.interpreter.singleop import batch_model, run_batch_litert
 
     rng = np.random.default_rng(33)
     ops, inputs, ours = [], [], []
@@ -229,7 +229,7 @@ def test_sum_against_optimized_kernel():
                       [T(out_shape or (1,), np.int8, *oq)], "ReducerOptions", {"keep_dims": False}, 2))
         inputs.append([x])
         ours.append(reduce.sum(x, axes, iq, oq, False, LITERT_ROUNDING))
-    got = run_litert(build(ops), inputs, "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
+    got = run_batch_litert(batch_model(ops), inputs, "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
     for a, r in zip(ours, got):
         assert a.shape == r[0].shape
         assert np.abs(a.astype(int) - r[0].astype(int)).max() <= 1

@@ -10,7 +10,7 @@ from tflite_viewer.interpreter.integer import l2norm, resize, softmax
 
 from .gen import LITERT_ROUNDING, rand_data, rand_q
 from .harness import Case, check_cases
-from .singleop import Op, T
+from tests.interpreter.singleop import Op, T
 
 IDS = lambda d: np.dtype(d).name  # noqa: E731
 MAX = {np.uint8: 255, np.int8: 127}

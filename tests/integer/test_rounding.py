@@ -9,7 +9,7 @@ from tflite_viewer.interpreter.integer import conv, elementwise
 
 from .harness import Case, check_cases
 from .gen import LITERT_ROUNDING
-from .singleop import Op, T, build, run_litert
+from tests.interpreter.singleop import Op, T, batch_model, run_batch_litert
 
 
 def test_roundings_differ_on_ties():
@@ -94,8 +94,8 @@ def test_rounding_census_against_litert():
               for d in (np.int8, np.uint8) for dw in (False, True) for i in range(150)]
              + [test_elementwise._binary_case(rng, "MUL", d) for d in (np.int8, np.uint8)
                 for _ in range(150)])
-    built = build([c.op for c in cases])
-    litert = run_litert(built, [c.inputs for c in cases])
+    built = batch_model([c.op for c in cases])
+    litert = run_batch_litert(built, [c.inputs for c in cases])
     census = {}
     for rounding in ("double", "single"):
         differing = total = 0

@@ -30,10 +30,10 @@ import pytest
 from tflite_viewer.edit.op_version import op_required_version
 from tflite_viewer.schema import schema_generated as S
 
-from tests.interpreter.singleop import random_strided_slice
 
 from .gen import rand_data, rand_q
-from .singleop import Op, T, build, run_litert, run_ours
+from tests.interpreter.singleop import (Op, T, batch_model, random_strided_slice,
+                                        run_batch_litert, run_batch_ours)
 
 
 I32 = np.int32
@@ -309,7 +309,7 @@ GENERATORS: dict[str, Gen] = {
 
 def _versioned(op: Op) -> Op:
     """``op`` at the version the converter would give it (the project's version rules)."""
-    model = S.ModelT.InitFromPackedBuf(build([op]).model, 0)
+    model = S.ModelT.InitFromPackedBuf(batch_model([op]).model, 0)
     op.version = op_required_version(model, model.subgraphs[0], model.subgraphs[0].operators[0])
     return op
 
@@ -325,15 +325,15 @@ def _resolver(name: str, dtype) -> str:
 
 def _declare_output_shapes(ops: list[Op], inputs: list[list[np.ndarray]]) -> None:
     """Give every op's outputs the shapes our interpreter computes for them."""
-    for op, outs in zip(ops, run_ours(build(ops), inputs)):
+    for op, outs in zip(ops, run_batch_ours(batch_model(ops), inputs)):
         for t, a in zip(op.outputs, outs):
             t.shape = a.shape
 
 
 def _assert_same(name: str, ops: list[Op], inputs: list[list[np.ndarray]], resolver: str) -> int:
     _declare_output_shapes(ops, inputs)
-    built = build(ops)
-    theirs, ours = run_litert(built, inputs, resolver), run_ours(built, inputs)
+    built = batch_model(ops)
+    theirs, ours = run_batch_litert(built, inputs, resolver), run_batch_ours(built, inputs)
     for k, (op, t, o) in enumerate(zip(ops, theirs, ours)):
         assert len(o) == len(t)
         for j, (a, r) in enumerate(zip(o, t)):
@@ -404,9 +404,9 @@ def test_different_quantization_refused_where_litert_refuses(name, dtype):
     _declare_output_shapes([op], [x])  # a valid model but for the parameters
     for t in op.outputs:
         t.scale, t.zero_point = oq
-    built = build([_versioned(op)])
+    built = batch_model([_versioned(op)])
     with pytest.raises(RuntimeError, match=r"params\.(scale|zero_point)"):
-        run_litert(built, [x], _resolver(name, dtype))
+        run_batch_litert(built, [x], _resolver(name, dtype))
     with pytest.raises(UnsupportedOpError) as err:
         Interpreter(built.model)
     msg = str(err.value)
@@ -426,9 +426,9 @@ def test_int8_concatenation_needs_equal_parameters_int16_copies():
     _assert_same("CONCATENATION", [_versioned(op)], [[a, b]], "BUILTIN_REF")
     op = Op("CONCATENATION", [T((2, 3), np.int8, 0.01, 1), T((4, 3), np.int8, 0.03, 1)],
             [T((6, 3), np.int8, 0.02, 1)], "ConcatenationOptions", {"axis": 0})
-    built = build([_versioned(op)])
+    built = batch_model([_versioned(op)])
     with pytest.raises(RuntimeError):
-        run_litert(built, [[a.astype(np.int8), b.astype(np.int8)]])
+        run_batch_litert(built, [[a.astype(np.int8), b.astype(np.int8)]])
     with pytest.raises(UnsupportedOpError, match="CONCATENATION.*quantization"):
         Interpreter(built.model)
 
@@ -443,8 +443,8 @@ def test_select_keeps_a_declared_one_element_shape(name, declared):
     cond = np.array([[True]])
     op = Op(name, [T((1, 1), np.bool_), T((1, 1), np.int8, 0.1, 2), T((1, 1), np.int8, 0.1, 2)],
             [T(declared, np.int8, 0.1, 2)])
-    built = build([op])
-    theirs, ours = run_litert(built, [[cond, x, y]])[0][0], run_ours(built, [[cond, x, y]])[0][0]
+    built = batch_model([op])
+    theirs, ours = run_batch_litert(built, [[cond, x, y]])[0][0], run_batch_ours(built, [[cond, x, y]])[0][0]
     assert theirs.shape == declared
     assert ours.shape == theirs.shape and np.array_equal(ours, theirs)
 
@@ -456,9 +456,9 @@ def test_zeros_like_refuses_quantized_tensors_as_litert(dtype):
     from tflite_viewer.interpreter import Interpreter, UnsupportedOpError
 
     x = rand_data(np.random.default_rng(3), (2, 3), dtype)
-    built = build([Op("ZEROS_LIKE", [T((2, 3), dtype, *_quant(np.random.default_rng(4), dtype))],
-                      [T((2, 3), dtype, 0.1, 0)])])
+    built = batch_model([Op("ZEROS_LIKE", [T((2, 3), dtype, *_quant(np.random.default_rng(4), dtype))],
+                            [T((2, 3), dtype, 0.1, 0)])])
     with pytest.raises(RuntimeError, match="ZerosLike"):
-        run_litert(built, [[x]])
+        run_batch_litert(built, [[x]])
     with pytest.raises(UnsupportedOpError, match="ZEROS_LIKE.*quantized"):
         Interpreter(built.model)

@@ -9,7 +9,7 @@ from tflite_viewer.interpreter import Interpreter
 from tflite_viewer.interpreter.integer import svdf as isvdf
 
 from .gen import LITERT_ROUNDING, rand_data
-from .singleop import Op, T, build
+from tests.interpreter.singleop import Op, T, batch_model
 
 
 def _case(rng):
@@ -39,7 +39,7 @@ def test_integer_svdf_steps_match_litert(seed):
 
     rng = np.random.default_rng(900 + seed)
     op, in_shape = _case(rng)
-    built = build([op])
+    built = batch_model([op])
     li = LiteRT(model_content=built.model,
                 experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     li.allocate_tensors()

@@ -24,7 +24,7 @@ from tflite_viewer.interpreter import quant_math as qm
 from tflite_viewer.interpreter.integer import svdf as isvdf
 
 from .gen import rand_data
-from .singleop import Built, Op, T, build
+from tests.interpreter.singleop import BatchModel, Op, T, batch_model
 from tests.conftest import MODELS_DIR
 from tests.micro_oracle import tflm as _tflm, tflm_tensor as _tflm_tensor
 
@@ -78,11 +78,11 @@ def _case(rng, activation=None) -> tuple[Op, tuple[int, int]]:
 
 
 def _state_indices(n_ops: int) -> list[int]:
-    # singleop.build adds each op's five inputs, then its output
+    # batch_model adds each op's five inputs, then its output
     return [6 * k + 4 for k in range(n_ops)]
 
 
-def _run_both(built: Built, n_ops: int, steps: list[list[np.ndarray]], ours: Interpreter):
+def _run_both(built: BatchModel, n_ops: int, steps: list[list[np.ndarray]], ours: Interpreter):
     """Yield (step, op, ours (out, state), TFLM's (out, state)) for every step."""
     micro = _tflm(built.model)
     states = _state_indices(n_ops)
@@ -122,7 +122,7 @@ def test_random_int8_svdf_steps_match_tflm(seed):
     rng = np.random.default_rng(4200 + seed)
     cases = [_case(rng) for _ in range(150)]
     ops = [op for op, _ in cases]
-    built = build(ops)
+    built = batch_model(ops)
     steps = [[rand_data(rng, shape, np.int8) for _, shape in cases] for _ in range(STEPS)]
     ours = Interpreter(built.model)
     assert _compare(built, ops, steps, ours) == 150 * STEPS
@@ -137,7 +137,7 @@ def test_reset_variables_restarts_from_the_zero_point():
     rng = np.random.default_rng(4300)
     cases = [_case(rng) for _ in range(20)]
     ops = [op for op, _ in cases]
-    built = build(ops)
+    built = batch_model(ops)
     xs = [rand_data(rng, shape, np.int8) for _, shape in cases]
     ours, micro = Interpreter(built.model), _tflm(built.model)
     for k in range(len(ops)):
@@ -169,7 +169,7 @@ def _one_op(n_input, batch, in_q, wf, wt, bias, st_q, out_q, act="RELU") -> Op:
 
 
 def _micro_single(op: Op, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    built = build([op])
+    built = batch_model([op])
     micro = _tflm(built.model)
     micro.set_input(x, 0)
     micro.invoke()
@@ -261,7 +261,7 @@ def test_tflm_wheel_computes_effective_scales_in_double(which):
     scales every time and float32 scales never."""
     rng = np.random.default_rng(70 + which)
     ops, xs = _scale_sensitive_ops(rng, 60, which)
-    built = build(ops)
+    built = batch_model(ops)
     micro = _tflm(built.model)
     for k, x in enumerate(xs):
         micro.set_input(x, built.inputs[k][0])
@@ -303,7 +303,7 @@ def test_no_activation_is_applied(act):
                  np.zeros(1, np.int32), (1.0, 0), (1.0, 0), act)
     out, _ = _micro_single(op, x)
     np.testing.assert_array_equal(out.ravel(), [-120, -10, 10, 120])
-    built = build([op])
+    built = batch_model([op])
     np.testing.assert_array_equal(list(Interpreter(built.model).invoke([x]).values())[0], out)
 
 
@@ -316,7 +316,7 @@ def test_mixed_state_and_time_weight_types_are_refused():
             [T((1, 2), np.int8, 0.1, 0)], "SVDFOptions",
             {"rank": 1, "fused_activation_function": "RELU"}, 4)
     with pytest.raises(UnsupportedOpError, match="INT16 and INT8"):
-        Interpreter(build([op]).model)
+        Interpreter(batch_model([op]).model)
 
 
 # ------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from tflite_viewer.interpreter.integer import transpose_conv as tc
 
 from .gen import ACTIVATIONS, LITERT_ROUNDING, rand_data, rand_filter, rand_q
 from .harness import Case, check_cases
-from .singleop import Op, T
+from tests.interpreter.singleop import Op, T
 
 DTYPES = [np.uint8, np.int8, np.int16]
 IDS = lambda d: np.dtype(d).name  # noqa: E731

@@ -1,4 +1,11 @@
-"""Build one-operator .tflite models with the flatc object API, for kernel tests.
+"""Build small .tflite models with the flatc object API, for kernel tests: the one model
+builder every test uses.
+
+* `single_op_model`: one operator, its runtime inputs the model's inputs;
+* `graph_model`: several operators (and subgraphs) wired by tensor index;
+* `batch_model`: many independent operators in one model (each an `Op` with tensors of its
+  own, `T`), so one LiteRT interpreter checks hundreds of parameter combinations at once
+  (`run_batch_litert`, `run_batch_ours`).
 
 >>> data = single_op_model("CONV_2D", [Input((1, 8, 8, 3)), filt, bias], [np.float32],
 ...                        "Conv2DOptions", {"padding": "SAME", "stride_w": 2})
@@ -196,15 +203,17 @@ def assert_matches_litert(model: bytes, inputs: Sequence[np.ndarray], tol: float
 
 @dataclass
 class Op:
-    """One operator of a `graph_model`: tensor indices into the model's tensor list."""
+    """One operator: of a `graph_model`, its inputs and outputs are tensor indices into the
+    model's tensor list; of a `batch_model`, tensors of its own (`T`, None: omitted)."""
 
     op: str
-    inputs: Sequence[int]
-    outputs: Sequence[int]
+    inputs: Sequence[Any]
+    outputs: Sequence[Any]
     options_type: str | None = None
     options: dict[str, Any] | None = None
     version: int = 1
     custom_code: str | None = None
+    intermediates: Sequence[Any] = ()
 
 
 def graph_model(tensors: Sequence[tuple], ops: Sequence[Op], inputs: Sequence[int],
@@ -282,3 +291,135 @@ def random_strided_slice(rng: np.random.Generator, shape: Sequence[int]
         if opts["shrink_axis_mask"] & (1 << i):
             strides[i] = 1
     return begin, end, strides, opts
+
+
+# -- many independent operators in one model -------------------------------------------------
+@dataclass
+class T:
+    """A tensor of a `BatchOp`: a runtime input when ``data`` is None, else a constant."""
+
+    shape: Sequence[int]
+    dtype: Any = np.int8
+    scale: Any = None  # float or per-channel sequence
+    zero_point: Any = None
+    data: np.ndarray | None = None
+    quantized_dimension: int = 0
+    variable: bool = False
+
+    @staticmethod
+    def const(data: np.ndarray, scale=None, zero_point=None, quantized_dimension: int = 0) -> "T":
+        data = np.asarray(data)
+        return T(data.shape, data.dtype, scale, zero_point, data, quantized_dimension)
+
+
+@dataclass
+class BatchModel:
+    model: bytes
+    inputs: list[list[int]]  # per op: positions of its runtime inputs in the model's inputs
+    outputs: list[list[int]]  # per op: positions of its outputs in the model's outputs
+
+
+def batch_model(ops: Sequence[Op]) -> BatchModel:
+    """One model running every op of ``ops`` side by side: each op's runtime inputs become
+    model inputs and its outputs model outputs."""
+    model = S.ModelT()
+    model.version = 3
+    model.buffers = [S.BufferT()]
+    sg = S.SubGraphT()
+    sg.tensors, sg.inputs, sg.outputs, sg.operators = [], [], [], []
+    codes: dict[tuple[str, int], int] = {}
+    model.operatorCodes = []
+    in_pos: list[list[int]] = []
+    out_pos: list[list[int]] = []
+
+    def add_tensor(t: T, name: str) -> int:
+        buffer = 0
+        if t.data is not None:
+            buf = S.BufferT()
+            buf.data = np.ascontiguousarray(t.data, dtype=t.dtype).view(np.uint8).reshape(-1)
+            model.buffers.append(buf)
+            buffer = len(model.buffers) - 1
+        quant = None if t.scale is None else (
+            t.scale, 0 if t.zero_point is None else t.zero_point, t.quantized_dimension)
+        tensor = _tensor(name, t.shape, t.dtype, buffer, quant)
+        tensor.isVariable = t.variable
+        sg.tensors.append(tensor)
+        return len(sg.tensors) - 1
+
+    for k, op in enumerate(ops):
+        o = S.OperatorT()
+        code = getattr(S.BuiltinOperator, op.op)
+        key = (op.op, op.version)
+        if key not in codes:
+            oc = S.OperatorCodeT()
+            oc.builtinCode = code
+            oc.deprecatedBuiltinCode = min(code, 127)
+            oc.version = op.version
+            model.operatorCodes.append(oc)
+            codes[key] = len(model.operatorCodes) - 1
+        o.opcodeIndex = codes[key]
+        o.inputs, positions = [], []
+        for j, t in enumerate(op.inputs):
+            if t is None:
+                o.inputs.append(-1)
+                continue
+            idx = add_tensor(t, f"op{k}_in{j}")
+            o.inputs.append(idx)
+            if t.data is None and not t.variable:
+                positions.append(len(sg.inputs))
+                sg.inputs.append(idx)
+        o.outputs, opos = [], []
+        for j, t in enumerate(op.outputs):
+            idx = add_tensor(t, f"op{k}_out{j}")
+            o.outputs.append(idx)
+            opos.append(len(sg.outputs))
+            sg.outputs.append(idx)
+        if op.intermediates:
+            o.intermediates = [add_tensor(t, f"op{k}_im{j}")
+                               for j, t in enumerate(op.intermediates)]
+        if op.options_type:
+            o.builtinOptionsType = getattr(S.BuiltinOptions, op.options_type)
+            o.builtinOptions = options_table(op.options_type, op.options or {})
+        sg.operators.append(o)
+        in_pos.append(positions)
+        out_pos.append(opos)
+    model.subgraphs = [sg]
+    builder = flatbuffers.Builder(0)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return BatchModel(bytes(builder.Output()), in_pos, out_pos)
+
+
+def run_batch_litert(built: BatchModel, inputs: Sequence[Sequence[np.ndarray]],
+                     resolver: str = "BUILTIN_REF") -> list[list[np.ndarray]]:
+    """Run every op of ``built`` in LiteRT; ``inputs[k]`` are op k's runtime inputs."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    interp = Interpreter(model_content=built.model,
+                         experimental_op_resolver_type=getattr(OpResolverType, resolver))
+    interp.allocate_tensors()
+    details = interp.get_input_details()
+    for positions, arrays in zip(built.inputs, inputs):
+        for pos, arr in zip(positions, arrays):
+            interp.set_tensor(details[pos]["index"], np.ascontiguousarray(arr))
+    interp.invoke()
+    out = interp.get_output_details()
+    return [[interp.get_tensor(out[p]["index"]) for p in positions] for positions in built.outputs]
+
+
+def batch_inputs(built: BatchModel, inputs: Sequence[Sequence[np.ndarray]]) -> list[np.ndarray]:
+    """The model's input list from per-op runtime inputs (``inputs[k]`` for op k)."""
+    flat: list[np.ndarray | None] = [None] * sum(len(p) for p in built.inputs)
+    for positions, arrays in zip(built.inputs, inputs):
+        for pos, arr in zip(positions, arrays):
+            flat[pos] = np.ascontiguousarray(arr)
+    return flat  # type: ignore[return-value]
+
+
+def run_batch_ours(built: BatchModel, inputs: Sequence[Sequence[np.ndarray]],
+                   **interpreter_options: Any) -> list[list[np.ndarray]]:
+    """`run_batch_litert` through our `Interpreter`: every op's outputs, in the same layout."""
+    from tflite_viewer.interpreter import Interpreter
+
+    outs = list(Interpreter(built.model, **interpreter_options)
+                .invoke(batch_inputs(built, inputs)).values())
+    return [[outs[p] for p in positions] for positions in built.outputs]

@@ -1,6 +1,6 @@
 """Output sizes and padding of windowed ops (conv, depthwise, transpose conv, pooling), as
-LiteRT's tflite/kernels/padding.h computes them; the float and the integer kernels both
-use these.
+LiteRT's tflite/kernels/padding.h computes them, and transpose convolution's scatter of
+products into its output; the float and the integer kernels both use these.
 
 LiteRT refuses a stride, dilation or filter size below 1 in Prepare (conv and depthwise
 through ComputePaddingHeightWidthChecked, pooling with TF_LITE_ENSURE(stride > 0)), so
@@ -8,6 +8,8 @@ through ComputePaddingHeightWidthChecked, pooling with TF_LITE_ENSURE(stride > 0
 ExecutionError.
 """
 from __future__ import annotations
+
+import numpy as np
 
 
 def effective_filter_size(filt: int, dilation: int) -> int:
@@ -40,3 +42,28 @@ def window_geometry(in_hw: tuple[int, int], filt_hw: tuple[int, int], strides: t
     ow = compute_out_size(padding, in_hw[1], filt_hw[1], strides[1], dilations[1])
     return (oh, ow, compute_padding(strides[0], dilations[0], in_hw[0], filt_hw[0], oh),
             compute_padding(strides[1], dilations[1], in_hw[1], filt_hw[1], ow))
+
+
+def transpose_conv_padding(padding: str, out_hw: tuple[int, int], filt_hw: tuple[int, int],
+                           strides: tuple[int, int]) -> tuple[int, int]:
+    """(pad_top, pad_left) of TRANSPOSE_CONV: the padding of the forward convolution that
+    maps its output back to its input (ComputePaddingHeightWidth, dilation 1)."""
+    fh = compute_out_size(padding, out_hw[0], filt_hw[0], strides[0])
+    fw = compute_out_size(padding, out_hw[1], filt_hw[1], strides[1])
+    return (compute_padding(strides[0], 1, out_hw[0], filt_hw[0], fh),
+            compute_padding(strides[1], 1, out_hw[1], filt_hw[1], fw))
+
+
+def scatter_taps(products: np.ndarray, strides: tuple[int, int], pads: tuple[int, int],
+                 out_hw: tuple[int, int]) -> np.ndarray:
+    """TRANSPOSE_CONV's col2im: ``products`` [N, H, W, O, KH, KW] (each input pixel times
+    each filter tap) added into the [N, OH, OW, O] output at stride, less the leading pads;
+    contributions outside the output are dropped, as the kernel does."""
+    n, h, w, o, kh, kw = products.shape
+    (sh, sw), (pt, pl), (oh, ow) = strides, pads, out_hw
+    full = np.zeros((n, max((h - 1) * sh + kh, pt + oh), max((w - 1) * sw + kw, pl + ow), o),
+                    dtype=products.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            full[:, i:i + (h - 1) * sh + 1:sh, j:j + (w - 1) * sw + 1:sw, :] += products[..., i, j]
+    return full[:, pt:pt + oh, pl:pl + ow, :]

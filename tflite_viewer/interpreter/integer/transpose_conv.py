@@ -20,8 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import quant_math as qm
-from .common import (Options, Rounding, activation_of, check_rounding, compute_out_size,
-                     compute_padding, fused_activation_range, int_matmul, qparams, wrap32)
+from ..padding import scatter_taps, transpose_conv_padding
+from .common import (Options, Rounding, activation_of, check_rounding,
+                     fused_activation_range, int_matmul, qparams, wrap32)
 from .conv import filter_multipliers
 
 
@@ -54,16 +55,6 @@ def prepare_transpose_conv(input_q, filter_q, output_q, options: Options, input_
                                int64_scratch, rounding)
 
 
-def transpose_conv_padding(options: Options, out_h: int, out_w: int, kh: int,
-                           kw: int) -> tuple[int, int]:
-    """(pad_h, pad_w): ComputePaddingHeightWidth on the output size, dilation 1."""
-    padding = str(options.get("padding", "SAME"))
-    sh, sw = int(options.get("stride_h", 1)), int(options.get("stride_w", 1))
-    fh = compute_out_size(padding, out_h, kh, sh)
-    fw = compute_out_size(padding, out_w, kw, sw)
-    return compute_padding(sh, 1, out_h, kh, fh), compute_padding(sw, 1, out_w, kw, fw)
-
-
 def col2im_accumulate(input_off: np.ndarray, filt: np.ndarray, output_shape, strides,
                       pads) -> np.ndarray:
     """sum over (input pixel, tap) of input * filter scattered into the output, as int64.
@@ -74,17 +65,8 @@ def col2im_accumulate(input_off: np.ndarray, filt: np.ndarray, output_shape, str
     n, h, w, ci = input_off.shape
     o, kh, kw, _ = filt.shape
     _, oh, ow, _ = (int(v) for v in output_shape)
-    sh, sw = strides
-    pt, pl = pads
     prod = int_matmul(input_off.reshape(-1, ci), filt.reshape(o * kh * kw, ci).T)
-    prod = prod.reshape(n, h, w, o, kh, kw)
-    full_h = max((h - 1) * sh + kh, pt + oh)
-    full_w = max((w - 1) * sw + kw, pl + ow)
-    full = np.zeros((n, full_h, full_w, o), dtype=np.int64)
-    for i in range(kh):
-        for j in range(kw):
-            full[:, i:i + (h - 1) * sh + 1:sh, j:j + (w - 1) * sw + 1:sw, :] += prod[..., i, j]
-    return full[:, pt:pt + oh, pl:pl + ow, :]
+    return scatter_taps(prod.reshape(n, h, w, o, kh, kw), strides, pads, (oh, ow))
 
 
 def transpose_conv(input: np.ndarray, filter: np.ndarray, output_shape, bias: np.ndarray | None,
@@ -97,8 +79,9 @@ def transpose_conv(input: np.ndarray, filter: np.ndarray, output_shape, bias: np
     p = params or prepare_transpose_conv(input_q, filter_q, output_q, options, input.dtype,
                                          out_ch, rounding, quantized_bias_type)
     output_shape = tuple(int(v) for v in output_shape)
-    pads = transpose_conv_padding(options, output_shape[1], output_shape[2], kh, kw)
     strides = (int(options.get("stride_h", 1)), int(options.get("stride_w", 1)))
+    pads = transpose_conv_padding(str(options.get("padding", "SAME")), output_shape[1:3],
+                                  (kh, kw), strides)
     x = input.astype(np.int32) + p.input_offset
     f = filter.astype(np.int32) + p.filter_offset
     acc = col2im_accumulate(x, f, output_shape, strides, pads)

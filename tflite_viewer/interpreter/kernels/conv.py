@@ -12,11 +12,13 @@ import dataclasses
 
 import numpy as np
 
-from ..integer import conv as int_conv, hybrid as int_hybrid, transpose_conv as int_transpose_conv
+from ..integer import conv as int_conv, hybrid as int_hybrid
+from ..integer import transpose_conv as int_transpose_conv
 from ..integer.common import Window, im2col
-from .common import (BuiltinOperator, INT_KINDS, Kernel, activation, apply_activation,
-                     compute_out_size, compute_padding, kind, option, pad_for_windows, register,
-                     rounding, tensor_qparams, window_geometry)
+from ..padding import scatter_taps, transpose_conv_padding
+from .common import (BuiltinOperator, INT_KINDS, Kernel, activation, apply_activation, kind,
+                     option, pad_for_windows, register, rounding, tensor_qparams,
+                     window_geometry)
 
 
 def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
@@ -108,20 +110,9 @@ def transpose_conv2d(x: np.ndarray, w: np.ndarray, output_shape: tuple[int, ...]
     on, oh, ow, oc = (int(v) for v in output_shape)
     if oc != o or on != n:
         raise ValueError(f"output shape {list(output_shape)} does not fit the filter/input")
-    sh, sw = strides
-    # the padding of the forward convolution output -> input
-    fh = compute_out_size(padding, oh, kh, sh)
-    fw = compute_out_size(padding, ow, kw, sw)
-    pt = compute_padding(sh, 1, oh, kh, fh)
-    pl = compute_padding(sw, 1, ow, kw, fw)
+    pads = transpose_conv_padding(padding, (oh, ow), (kh, kw), strides)
     cols = (x.reshape(-1, ci) @ w.reshape(o * kh * kw, ci).T).reshape(n, h, wd, o, kh, kw)
-    full_h = max((h - 1) * sh + kh, pt + oh)
-    full_w = max((wd - 1) * sw + kw, pl + ow)
-    full = np.zeros((n, full_h, full_w, o), dtype=cols.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            full[:, i:i + (h - 1) * sh + 1:sh, j:j + (wd - 1) * sw + 1:sw, :] += cols[..., i, j]
-    out = np.ascontiguousarray(full[:, pt:pt + oh, pl:pl + ow, :])
+    out = np.ascontiguousarray(scatter_taps(cols, strides, pads, (oh, ow)))
     if b is not None:
         out += b
     return apply_activation(out, act)
@@ -178,15 +169,19 @@ def _bias(ctx, node, k=2):
     return None if b is None else b.data
 
 
-@register(BuiltinOperator.CONV_2D, versions=(1, 8))
-class Conv2D(Kernel):
-    """CONV_2D: float; uint8 (v1), int8 per-channel (v2/v3), int16x8 (v4) bit-exact with
-    LiteRT; hybrid float input with int8 weights (v2/v5)."""
+class _ConvKernel(Kernel):
+    """What CONV_2D and DEPTHWISE_CONV_2D share: the node kinds and the per-node cache."""
 
     types = "float+uint8+int8+int16+hybrid"
 
     def init(self, ctx, node):
         return _Cache()
+
+
+@register(BuiltinOperator.CONV_2D, versions=(1, 8))
+class Conv2D(_ConvKernel):
+    """CONV_2D: float; uint8 (v1), int8 per-channel (v2/v3), int16x8 (v4) bit-exact with
+    LiteRT; hybrid float input with int8 weights (v2/v5)."""
 
     def prepare(self, ctx, node):
         x, w = ctx.input(node, 0), ctx.input(node, 1)
@@ -228,14 +223,9 @@ class Conv2D(Kernel):
 
 
 @register(BuiltinOperator.DEPTHWISE_CONV_2D, versions=(1, 7))
-class DepthwiseConv2D(Kernel):
+class DepthwiseConv2D(_ConvKernel):
     """DEPTHWISE_CONV_2D: float; uint8 (v1), int8 (v3), int16x8 (v5) bit-exact with LiteRT;
     hybrid float input with int8 weights (v6)."""
-
-    types = "float+uint8+int8+int16+hybrid"
-
-    def init(self, ctx, node):
-        return _Cache()
 
     def prepare(self, ctx, node):
         x, w = ctx.input(node, 0), ctx.input(node, 1)

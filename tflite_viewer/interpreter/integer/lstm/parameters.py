@@ -224,31 +224,36 @@ def uses_layer_norm(inputs) -> bool:
     return len(inputs) == 24 and inputs[LN["f"]] is not None
 
 
-def prepare_from_tensors(inputs, intermediates, output, options, tq,
+def prepare_from_tensors(inputs, intermediates, output, options, qparams_of,
                          rounding: Rounding = "double") -> LstmParams:
-    """`prepare_lstm` from the node's runtime tensors (``tq`` maps a tensor to QParams)."""
-    d = lambda k: inputs[k]  # noqa: E731
+    """`prepare_lstm` from the node's runtime tensors (``qparams_of`` maps a tensor to its
+    QParams; absent inputs are None)."""
+    def const(k: int) -> tuple:
+        """Input ``k``'s values and quantization."""
+        return inputs[k].data, qparams_of(inputs[k])
+
     weights, biases, peephole, layer_norm = {}, {}, {}, {}
     for g in GATE_ORDER:
-        if d(W_X[g]) is None:
+        if inputs[W_X[g]] is None:
             continue
-        weights[g] = (d(W_X[g]).data, tq(d(W_X[g])), d(W_H[g]).data, tq(d(W_H[g])))
-        biases[g] = None if d(BIAS[g]) is None else d(BIAS[g]).data
-    if d(PEEP["o"]) is not None:
-        for g, k in PEEP.items():
-            if g in weights:
-                peephole[g] = (d(k).data, tq(d(k)))
+        weights[g] = const(W_X[g]) + const(W_H[g])
+        biases[g] = None if inputs[BIAS[g]] is None else inputs[BIAS[g]].data
+    if inputs[PEEP["o"]] is not None:
+        peephole = {g: const(k) for g, k in PEEP.items() if g in weights}
     gate_qs = None
     if uses_layer_norm(inputs):
-        for g in weights:
-            layer_norm[g] = (d(LN[g]).data, tq(d(LN[g])))
-        gate_qs = [tq(t) for t in intermediates[:4]]
+        layer_norm = {g: const(LN[g]) for g in weights}
+        gate_qs = [qparams_of(t) for t in intermediates[:4]]
     projection = None
-    if d(PROJ_W) is not None:
-        pb = d(PROJ_B)
-        projection = (d(PROJ_W).data, tq(d(PROJ_W)), None if pb is None else pb.data)
-    opt = lambda k: float(options.get(k) or 0.0)  # noqa: E731
-    return prepare_lstm(tq(d(0)), weights, biases, tq(d(STATE_H)), tq(d(STATE_C)),
-                        tq(intermediates[4]), opt("cell_clip"), rounding,
-                        peephole=peephole, layer_norm=layer_norm, gate_qs=gate_qs,
-                        projection=projection, proj_clip=opt("proj_clip"), output_q=tq(output))
+    if inputs[PROJ_W] is not None:
+        pb = inputs[PROJ_B]
+        projection = const(PROJ_W) + (None if pb is None else pb.data,)
+
+    def clip(key: str) -> float:
+        return float(options.get(key) or 0.0)
+
+    return prepare_lstm(qparams_of(inputs[0]), weights, biases, qparams_of(inputs[STATE_H]),
+                        qparams_of(inputs[STATE_C]), qparams_of(intermediates[4]),
+                        clip("cell_clip"), rounding, peephole=peephole, layer_norm=layer_norm,
+                        gate_qs=gate_qs, projection=projection, proj_clip=clip("proj_clip"),
+                        output_q=qparams_of(output))
