@@ -10,7 +10,7 @@ from tflite_viewer.model import load_model
 from tflite_viewer.quant import metrics as M
 from tflite_viewer.quant.ranges import INTEGER_RANGES, dequantize, integer_range, quantize
 
-from .helpers import MNV2_INT8
+from .helpers import MNV2_INT8, SMALL_INT8
 
 
 @pytest.mark.parametrize("name", ["INT8", "UINT8", "INT16", "UINT16", "INT32", "INT64", "UINT32"])
@@ -35,15 +35,23 @@ def test_narrow_range_and_type_codes():
 
 
 def test_the_three_old_tables_now_read_this_one():
-    from tflite_viewer.edit import commands
-    assert commands._QRANGE is INTEGER_RANGES
     from tflite_viewer.ui import tensor_stats
     for name, rng in INTEGER_RANGES.items():
         assert tensor_stats.quantized_range(name) == rng
-    from tflite_viewer.ui.panels import tensor_panel
-    assert tensor_panel.ZERO_POINT_RANGES["UINT16"] == (0, 65535)
-    assert all(tensor_panel.ZERO_POINT_RANGES[k] == INTEGER_RANGES[k]
-               for k in tensor_panel.ZERO_POINT_RANGES)
+    try:  # the tensor panel's quantization section (moved by the panel split)
+        from tflite_viewer.ui.panels.tensor_quantization import ZERO_POINT_RANGES
+    except ImportError:
+        from tflite_viewer.ui.panels.tensor_panel import ZERO_POINT_RANGES
+    assert ZERO_POINT_RANGES["UINT16"] == (0, 65535)
+    assert all(ZERO_POINT_RANGES[k] == INTEGER_RANGES[k] for k in ZERO_POINT_RANGES)
+    # the editor refuses zero points outside the same table's range
+    from tflite_viewer.edit import ModelDocument, SetQuantization
+    from tflite_viewer.model import EditError
+    doc = ModelDocument(SMALL_INT8)
+    with pytest.raises(EditError, match=r"-128\.\.127"):
+        doc.apply(SetQuantization(0, 14, [0.01], [200]))
+    with pytest.raises(EditError, match=r"-2147483648\.\.2147483647"):
+        doc.apply(SetQuantization(0, 11, [1e-4] * 8, [2**31] * 8, 0))
 
 
 def test_per_channel_dequantize_matches_the_reader():
