@@ -24,8 +24,9 @@ def _run(qtbot, dock, samples=2, fallback=True):
 
 
 def test_dock_end_to_end(window, qtbot, tmp_path):
-    assert window.open_path(SMALL_INT8, wait=True)
     dock = window.quant_panel
+    with qtbot.waitSignal(dock.findingsChanged, timeout=20_000):
+        assert window.open_path(SMALL_INT8, wait=True)
     assert dock.findings == [] and dock.findings_tree.topLevelItemCount() == 0
     seen = []
     dock._progress.changed.connect(lambda d, t, m: seen.append((d, t)))
@@ -87,8 +88,10 @@ def test_dock_findings_also_in_problems(window, qtbot, tmp_path):
     bad = edited(SMALL_INT8, SetQuantization(0, 13, q.scale, np.full(8, 3), 0))
     path = tmp_path / "bad.tflite"
     path.write_bytes(bytes(bad.data))
-    assert window.open_path(path, wait=True)
     dock = window.quant_panel
+    with qtbot.waitSignal(dock.findingsChanged, timeout=20_000,
+                          check_params_cb=lambda fs: bool(fs)):
+        assert window.open_path(path, wait=True)
     assert [f.rule for f in dock.findings] == ["weight-zero-point"]
     problems = window.problems_panel
     mine = [f for f in problems.findings if f.where.startswith("quantization spec")]
