@@ -117,3 +117,22 @@ def test_cancel_and_failure(window, qtbot, tmp_path):
         dock.compare(bad, samples=1, fallback=False)
     assert window.reported and "comparison failed" in window.reported[-1][1]
     assert dock.compare_button.isEnabled()
+
+
+def test_dock_settings_are_remembered(tmp_path, qtbot):
+    from PySide6.QtCore import QSettings
+    from tflite_viewer.ui.panels.quant_dock import QuantDock
+    settings = QSettings(str(tmp_path / "q.ini"), QSettings.Format.IniFormat)
+    dock = QuantDock(settings)
+    qtbot.addWidget(dock)
+    dock.overlay_metric.setCurrentIndex(dock.overlay_metric.findData("cosine"))
+    dock.samples.setValue(7)
+    dock.fallback.setChecked(False)
+    from tflite_viewer.model import load_model
+    dock.model = load_model(SMALL_INT8)
+    dock.compare(SMALL_FLOAT)  # saves samples and fallback
+    dock.cancel()
+    again = QuantDock(settings)
+    qtbot.addWidget(again)
+    assert again.overlay_metric.currentData() == "cosine"
+    assert again.samples.value() == 7 and not again.fallback.isChecked()

@@ -200,6 +200,10 @@ class QuantDock(QWidget):
         self.overlay_metric.addItem("Overlay: off", None)
         for m in qreport.OVERLAY_METRICS:
             self.overlay_metric.addItem(f"Overlay: {m}", m)
+        self.overlay_metric.setCurrentIndex(max(self.overlay_metric.findData(
+            self.settings.value("quant/overlay", None)), 0))
+        self.overlay_metric.currentIndexChanged.connect(
+            lambda _i: self.settings.setValue("quant/overlay", self.overlay_metric.currentData() or ""))
         self.status = QLabel("")
         self.status.setWordWrap(True)
         # two short rows: the dock must not widen the window (it shares the bottom area)
