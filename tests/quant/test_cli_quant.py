@@ -123,3 +123,41 @@ def test_npz_and_images(tmp_path, capsys):
     rc = main(["quant", str(SMALL_INT8), "--float", str(SMALL_FLOAT), "--images",
                str(tmp_path / "imgs"), "--json", str(tmp_path / "b.json")])
     assert rc == 0 and _strict((tmp_path / "b.json").read_text())["samples"] == 2
+
+
+def test_png_row_filters():
+    """PNG rows filtered with each of the five filter types (encoded here from the PNG
+    spec's definitions) decode to the same pixels."""
+    import struct
+    import zlib
+
+    from tflite_viewer.quant.samples import _png
+    rng = np.random.default_rng(3)
+    img = rng.integers(0, 256, (6, 7, 3), dtype=np.uint8)
+    bpp, rows = 3, []
+    prev = np.zeros(7 * 3, np.int64)
+    for y in range(6):
+        cur = img[y].reshape(-1).astype(np.int64)
+        ft = y % 5
+        a = np.concatenate([np.zeros(bpp, np.int64), cur[:-bpp]])
+        c = np.concatenate([np.zeros(bpp, np.int64), prev[:-bpp]])
+        if ft == 0:
+            pred = np.zeros_like(cur)
+        elif ft == 1:
+            pred = a
+        elif ft == 2:
+            pred = prev
+        elif ft == 3:
+            pred = (a + prev) // 2
+        else:
+            p = a + prev - c
+            pa, pb, pc = abs(p - a), abs(p - prev), abs(p - c)
+            pred = np.where((pa <= pb) & (pa <= pc), a, np.where(pb <= pc, prev, c))
+        rows.append(bytes([ft]) + ((cur - pred) % 256).astype(np.uint8).tobytes())
+        prev = cur
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 7, 6, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(b"".join(rows))) + chunk(b"IEND", b""))
+    np.testing.assert_array_equal(_png(png), img)

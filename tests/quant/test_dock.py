@@ -24,8 +24,9 @@ def _run(qtbot, dock, samples=2, fallback=True):
 
 
 def test_dock_end_to_end(window, qtbot, tmp_path):
-    assert window.open_path(SMALL_INT8, wait=True)
     dock = window.quant_panel
+    with qtbot.waitSignal(dock.findingsChanged, timeout=20_000):
+        assert window.open_path(SMALL_INT8, wait=True)
     assert dock.findings == [] and dock.findings_tree.topLevelItemCount() == 0
     seen = []
     dock._progress.changed.connect(lambda d, t, m: seen.append((d, t)))
@@ -87,8 +88,10 @@ def test_dock_findings_also_in_problems(window, qtbot, tmp_path):
     bad = edited(SMALL_INT8, SetQuantization(0, 13, q.scale, np.full(8, 3), 0))
     path = tmp_path / "bad.tflite"
     path.write_bytes(bytes(bad.data))
-    assert window.open_path(path, wait=True)
     dock = window.quant_panel
+    with qtbot.waitSignal(dock.findingsChanged, timeout=20_000,
+                          check_params_cb=lambda fs: bool(fs)):
+        assert window.open_path(path, wait=True)
     assert [f.rule for f in dock.findings] == ["weight-zero-point"]
     problems = window.problems_panel
     mine = [f for f in problems.findings if f.where.startswith("quantization spec")]
@@ -114,3 +117,22 @@ def test_cancel_and_failure(window, qtbot, tmp_path):
         dock.compare(bad, samples=1, fallback=False)
     assert window.reported and "comparison failed" in window.reported[-1][1]
     assert dock.compare_button.isEnabled()
+
+
+def test_dock_settings_are_remembered(tmp_path, qtbot):
+    from PySide6.QtCore import QSettings
+    from tflite_viewer.ui.panels.quant_dock import QuantDock
+    settings = QSettings(str(tmp_path / "q.ini"), QSettings.Format.IniFormat)
+    dock = QuantDock(settings)
+    qtbot.addWidget(dock)
+    dock.overlay_metric.setCurrentIndex(dock.overlay_metric.findData("cosine"))
+    dock.samples.setValue(7)
+    dock.fallback.setChecked(False)
+    from tflite_viewer.model import load_model
+    dock.model = load_model(SMALL_INT8)
+    dock.compare(SMALL_FLOAT)  # saves samples and fallback
+    dock.cancel()
+    again = QuantDock(settings)
+    qtbot.addWidget(again)
+    assert again.overlay_metric.currentData() == "cosine"
+    assert again.samples.value() == 7 and not again.fallback.isChecked()

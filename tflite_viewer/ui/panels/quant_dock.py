@@ -200,6 +200,10 @@ class QuantDock(QWidget):
         self.overlay_metric.addItem("Overlay: off", None)
         for m in qreport.OVERLAY_METRICS:
             self.overlay_metric.addItem(f"Overlay: {m}", m)
+        self.overlay_metric.setCurrentIndex(max(self.overlay_metric.findData(
+            self.settings.value("quant/overlay", None)), 0))
+        self.overlay_metric.currentIndexChanged.connect(
+            lambda _i: self.settings.setValue("quant/overlay", self.overlay_metric.currentData() or ""))
         self.status = QLabel("")
         self.status.setWordWrap(True)
         # two short rows: the dock must not widen the window (it shares the bottom area)
@@ -251,8 +255,9 @@ class QuantDock(QWidget):
 
     # -- the model -----------------------------------------------------------------------
     def set_model(self, model: Model | None, path: Path | None = None) -> None:
-        """A new or edited model: its spec findings; a comparison made on the old one is
-        dropped (its numbers describe another model)."""
+        """A new or edited model: its spec findings (checked in a worker: the first check
+        loads the interpreter's kernels); a comparison made on the old one is dropped (its
+        numbers describe another model)."""
         self.cancel()
         self.model, self.path = model, path
         self.report = None
@@ -260,7 +265,29 @@ class QuantDock(QWidget):
         self.overlay_hist.clear()
         self.error_hist.set_histogram(None)
         self.export_button.setEnabled(False)
-        self.findings = check_spec(model) if model is not None else []
+        self._show_findings([])
+        self.reportReady.emit(None)
+        if model is None:
+            return
+        task = Task(check_spec, model)
+        self._spec_serial = task.serial
+        task.signals.finished.connect(self._spec_done)
+        task.signals.failed.connect(lambda serial, exc: self._spec_done(serial, []))
+        self._spec_task = task  # keep its signal object alive
+        task.start()
+
+    def _spec_done(self, serial: int, findings: list) -> None:
+        if serial != getattr(self, "_spec_serial", None):
+            return  # another model was shown since
+        self._spec_task = None
+        self._show_findings(findings)
+        if self.model is not None and not self.running and self.report is None:
+            self.status.setText(f"{len(findings)} spec finding(s). Compare with the float "
+                                "original to measure the error of every tensor.")
+        self.findingsChanged.emit(findings)
+
+    def _show_findings(self, findings: list) -> None:
+        self.findings = list(findings)
         self.findings_tree.clear()
         for f in self.findings:
             obj = f"op #{f.op}" if f.op is not None else f"tensor {f.tensor}"
@@ -268,12 +295,7 @@ class QuantDock(QWidget):
             item.setForeground(0, SEVERITY_COLOURS.get(f.severity, QColor("#1f2328")))
             item.setToolTip(3, f.message)
             item.setData(0, Qt.ItemDataRole.UserRole, f)
-        self.status.setText("" if model is None else
-                            f"{len(self.findings)} spec finding(s). Compare with the float "
-                            "original to measure the error of every tensor.")
         self.findings_tree.setVisible(bool(self.findings))
-        self.findingsChanged.emit(self.findings)
-        self.reportReady.emit(None)
 
     def _finding_clicked(self, item: QTreeWidgetItem, _column: int = 0) -> None:
         f = item.data(0, Qt.ItemDataRole.UserRole)
