@@ -5,28 +5,53 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import BuiltinOperator as B, Kernel, activation, opt, register
+from ..integer import hybrid_rnn as ihrnn
+from .common import BuiltinOperator as B, Kernel, activation, apply_activation, opt, register, tq
 from .recurrent import _data, _time_major, _weights, lstm_sequence, rnn_sequence
 
 
 class _FloatRecurrent(Kernel):
-    """Float weights only: hybrid (quantized weights) recurrent cells are refused."""
+    """Float weights; ``hybrid_weights`` lists the weight inputs that may instead be int8
+    (a hybrid cell, as LiteRT's EvalHybrid)."""
 
-    name = ""
+    hybrid_weights: tuple[int, ...] = ()
 
     def check(self, ctx, node):
         for k, i in enumerate(node.inputs):
-            if i >= 0 and ctx.tensors[i].type_name not in ("FLOAT32",) and \
-                    not ctx.tensors[i].is_variable:
-                return (f"{node.name} v{node.version} with {ctx.tensors[i].type_name} input "
-                        f"{k}: only float32 cells run here (hybrid weights not yet)")
+            if i < 0 or ctx.tensors[i].is_variable:
+                continue
+            t = ctx.tensors[i]
+            if t.type_name == "FLOAT32":
+                continue
+            if k in self.hybrid_weights and t.type_name == "INT8" and \
+                    t.quantization is not None and t.quantization.has_scale:
+                continue
+            return (f"{node.name} v{node.version} with {t.type_name} input {k}: float32 "
+                    "cells" + (" or int8 hybrid weights" if self.hybrid_weights else "")
+                    + " only")
         return None
+
+
+def _hybrid_rnn(ctx, node, x, hs, w_k: int, r_k: int, b_k: int):
+    """(outputs [T, B, U], last state) of a hybrid RNN over time-major ``x``."""
+    w, r = ctx.input(node, w_k), ctx.input(node, r_k)
+    act = activation(node)
+    return ihrnn.rnn_sequence(x, hs.data, w.data, tq(w).s, r.data, tq(r).s,
+                              ctx.value(node, b_k), lambda v: apply_activation(v, act),
+                              bool(opt(node, "asymmetric_quantize_inputs", False)))
+
+
+def _is_hybrid(ctx, node, w_k: int) -> bool:
+    return ctx.input(node, w_k).type_name == "INT8"
 
 
 @register(B.RNN, versions=(1, 3))
 class Rnn(_FloatRecurrent):
     """Inputs: x [batch, input], weights [units, input], recurrent weights [units, units],
-    bias [units], hidden state [batch, units] (a variable); output [batch, units]."""
+    bias [units], hidden state [batch, units] (a variable); output [batch, units].  Int8
+    weights make a hybrid cell."""
+
+    hybrid_weights = (1, 2)
 
     def check(self, ctx, node):
         if ctx.input(node, 3) is None:
@@ -38,8 +63,11 @@ class Rnn(_FloatRecurrent):
 
     def invoke(self, ctx, node):
         hs = ctx.input(node, 4)
-        outs, h = rnn_sequence(ctx.value(node, 0)[None], hs.data, ctx.value(node, 1),
-                               ctx.value(node, 2), _data(ctx, node, 3), activation(node))
+        if _is_hybrid(ctx, node, 1):
+            outs, h = _hybrid_rnn(ctx, node, ctx.value(node, 0)[None], hs, 1, 2, 3)
+        else:
+            outs, h = rnn_sequence(ctx.value(node, 0)[None], hs.data, ctx.value(node, 1),
+                                   ctx.value(node, 2), _data(ctx, node, 3), activation(node))
         ctx.set_output(hs, h)
         ctx.set_output(ctx.output(node, 0), outs[0])
 
@@ -52,7 +80,9 @@ def _reverse(x: np.ndarray) -> np.ndarray:
 class BidirectionalSequenceRnn(_FloatRecurrent):
     """Inputs: x, forward weights, recurrent weights, bias, hidden state (1-4), backward
     ones (5-8), auxiliary input and weights (9-11, not supported); outputs forward and
-    backward sequences, or one merged sequence (``merge_outputs``)."""
+    backward sequences, or one merged sequence (``merge_outputs``).  Float32 only: with
+    int8 (hybrid) weights LiteRT's kernel gave unrelated results or crashed on the models
+    the tests built, so there is no reference to follow and they are refused."""
 
     def check(self, ctx, node):
         if len(node.inputs) > 9 and node.inputs[9] >= 0:
@@ -76,8 +106,12 @@ class BidirectionalSequenceRnn(_FloatRecurrent):
         for base, rev in ((1, False), (5, True)):
             hs = ctx.input(node, base + 3)
             seq = _reverse(x) if rev else x
-            outs, h = rnn_sequence(seq, hs.data, ctx.value(node, base), ctx.value(node, base + 1),
-                                   _data(ctx, node, base + 2), act)
+            if _is_hybrid(ctx, node, base):
+                outs, h = _hybrid_rnn(ctx, node, seq, hs, base, base + 1, base + 2)
+            else:
+                outs, h = rnn_sequence(seq, hs.data, ctx.value(node, base),
+                                       ctx.value(node, base + 1), _data(ctx, node, base + 2),
+                                       act)
             ctx.set_output(hs, h)
             results.append(_reverse(outs) if rev else outs)
         if opt(node, "merge_outputs", False):
