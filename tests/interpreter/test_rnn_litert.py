@@ -150,3 +150,20 @@ def test_hybrid_bidirectional_sequence_rnn_is_refused():
                                 "fused_activation_function": "TANH"}, version=3)], [0], outs)
     with pytest.raises(UnsupportedOpError, match="INT8 input 1"):
         Interpreter(model)
+
+
+@pytest.mark.parametrize("asymmetric", [False, True])
+@pytest.mark.parametrize("time_major", [False, True])
+def test_hybrid_unidirectional_sequence_rnn(asymmetric, time_major):
+    rng = np.random.default_rng(21)
+    T, B, I, U = 4, 2, 5, 3
+    shape = (T, B, I) if time_major else (B, T, I)
+    t = _Tensors([(shape, F32)])
+    ins = [0, t.add(_int8_weights(rng, (U, I))), t.add(_int8_weights(rng, (U, U))),
+           t.add((rng.standard_normal(U).astype(F32),)), t.add(((B, U), F32, "variable"))]
+    out = t.add((shape[:-1] + (U,), F32))
+    model = graph_model(t, [Op("UNIDIRECTIONAL_SEQUENCE_RNN", ins, [out], "SequenceRNNOptions",
+                               {"time_major": time_major, "fused_activation_function": "TANH",
+                                "asymmetric_quantize_inputs": asymmetric}, version=3)],
+                        [0], [out])
+    _twice(model, [[rng.standard_normal(shape).astype(F32)] for _ in range(2)])
