@@ -1,5 +1,5 @@
-"""RNN (one step of a basic RNN cell), BIDIRECTIONAL_SEQUENCE_RNN and LSTM (one step of the
-full LSTM cell), float32.  Hidden and cell states are variable tensors the kernels write
+"""RNN (one step of a basic RNN cell; float or hybrid), BIDIRECTIONAL_SEQUENCE_RNN (float)
+and LSTM (one step of the full LSTM cell: float, integer 8x8_16, hybrid).  Hidden and cell states are variable tensors the kernels write
 back, as TFLite does, so they carry over to the next invocation."""
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import numpy as np
 
 from ..integer import hybrid_rnn as ihrnn
 from .common import BuiltinOperator as B, Kernel, activation, apply_activation, opt, register, tq
-from .recurrent import _data, _time_major, _weights, lstm_sequence, rnn_sequence
+from .recurrent import (UnidirectionalSequenceLstm, _data, _time_major, _weights,
+                        lstm_sequence, rnn_sequence)
 
 
 class _FloatRecurrent(Kernel):
@@ -122,27 +123,73 @@ class BidirectionalSequenceRnn(_FloatRecurrent):
             ctx.set_output(ctx.output(node, 1), _time_major(results[1], tm))
 
 
+class _StepInput:
+    """A [batch, input] tensor seen as the batch-major sequence [batch, 1, input]."""
+
+    def __init__(self, t) -> None:
+        self._t = t
+
+    def __getattr__(self, name):
+        return getattr(self._t, name)
+
+    @property
+    def shape(self):
+        shape = tuple(self._t.shape)
+        return shape[:1] + (1,) + shape[1:]
+
+
+class _OneStep:
+    """The kernel context with input 0 seen as a one-step sequence (for the checks and
+    preparation of UNIDIRECTIONAL_SEQUENCE_LSTM's cores); everything else passes through."""
+
+    def __init__(self, ctx, node) -> None:
+        self._ctx, self._node = ctx, node
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
+
+    def input(self, node, k):
+        t = self._ctx.input(node, k)
+        return _StepInput(t) if k == 0 and t is not None else t
+
+    def resize(self, tensor, shape):
+        if tensor is self._ctx.output(self._node, 0):
+            shape = tuple(shape)[:1] + tuple(shape)[2:]  # [batch, 1, output] -> [batch, output]
+        self._ctx.resize(tensor, shape)
+
+
 @register(B.LSTM, versions=(1, 4))
-class Lstm(_FloatRecurrent):
-    """The full LSTM kernel (24 inputs as UNIDIRECTIONAL_SEQUENCE_LSTM's, one time step):
-    x [batch, input] -> output [batch, output]; CIFG, peepholes, projection, layer norm,
-    cell and projection clipping.  The BASIC kernel type (5 inputs) is refused."""
+class Lstm(UnidirectionalSequenceLstm):
+    """The full LSTM kernel: UNIDIRECTIONAL_SEQUENCE_LSTM's 24 inputs and cores (float,
+    integer 8x8_16 with its 5 intermediates, hybrid int8 weights) for one time step,
+    x [batch, input] -> output [batch, output].  The BASIC kernel type (5 inputs) is
+    refused."""
 
     def check(self, ctx, node):
         if opt(node, "kernel_type", "FULL") not in ("FULL", 0):
             return f"LSTM v{node.version} with the BASIC kernel type: not implemented"
-        return super().check(ctx, node)
+        x = ctx.input(node, 0)
+        if x is None or x.shape is None or len(x.shape) != 2:
+            return f"LSTM v{node.version}: the input must be [batch, input]"
+        # the sequence kernel's rules, on the input seen as a sequence of one step
+        return super().check(_OneStep(ctx, node), node)
 
     def prepare(self, ctx, node):
-        x = ctx.input(node, 0).shape
-        ctx.resize(ctx.output(node, 0), tuple(x[:-1]) + (ctx.input(node, 18).shape[-1],))
+        super().prepare(_OneStep(ctx, node), node)  # LSTMOptions has no time_major: False
 
     def invoke(self, ctx, node):
         hs, cs = ctx.input(node, 18), ctx.input(node, 19)
-        wts = _weights(ctx, node, 1, 12, 16, 20 if len(node.inputs) > 20 else None)
-        outs, h, c = lstm_sequence(ctx.value(node, 0)[None], hs.data, cs.data, wts,
-                                   activation(node), float(opt(node, "cell_clip", 0.0)),
-                                   float(opt(node, "proj_clip", 0.0)))
+        x = ctx.value(node, 0)
+        if node.user_data is not None:  # integer or hybrid core, batch-major [batch, 1, input]
+            sequence, params, _ = node.user_data
+            outs, h, c = sequence(x[None], hs.data, cs.data, params, True)  # time major
+            out = outs[0]
+        else:
+            wts = _weights(ctx, node, 1, 12, 16, 20 if len(node.inputs) > 20 else None)
+            outs, h, c = lstm_sequence(x[None], hs.data, cs.data, wts, activation(node),
+                                       float(opt(node, "cell_clip", 0.0)),
+                                       float(opt(node, "proj_clip", 0.0)))
+            out = outs[0]
         ctx.set_output(hs, h)
         ctx.set_output(cs, c)
-        ctx.set_output(ctx.output(node, 0), outs[0])
+        ctx.set_output(ctx.output(node, 0), out)
