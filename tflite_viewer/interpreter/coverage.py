@@ -87,7 +87,8 @@ def _covers(ranges, wanted: tuple[int, int]) -> bool:
 
 def kernel_types(kernel) -> str:
     """What a kernel computes, in words: its declared ``dtypes`` or its ``types`` kinds."""
-    declared = getattr(kernel, "dtypes", None)
+    declared = getattr(kernel, "dtypes", None) or getattr(
+        getattr(kernel, "check_fn", None), "input_types", None)
     if declared:
         return ", ".join(declared)
     types = getattr(kernel, "types", "float")
