@@ -60,7 +60,7 @@ class OpCoverage:
     here_types: str
     litert_versions: tuple[int, int] | None
     litert_types: tuple[str, ...]
-    litert_types_checked: bool
+    litert_types_how: str  # "checks", "measured" or "source" (see litert_builtins.py)
     note: str
 
     @property
@@ -78,7 +78,7 @@ class OpCoverage:
                 "versions": [list(r) for r in self.here_versions], "types": self.here_types,
                 "litert_versions": list(lv) if lv else None,
                 "litert_types": list(self.litert_types),
-                "litert_types_from_checks": self.litert_types_checked, "note": self.note}
+                "litert_types_from": self.litert_types_how, "note": self.note}
 
 
 def _covers(ranges, wanted: tuple[int, int]) -> bool:
@@ -117,7 +117,7 @@ def coverage(resolver: OpResolver | None = None) -> list[OpCoverage]:
         rows.append(OpCoverage(
             code, name, tuple((r.version_min, r.version_max) for r in regs),
             "; ".join(dict.fromkeys(kernel_types(r.kernel) for r in regs)),
-            (lit[0], lit[1]) if lit else None, lit[2] if lit else (), bool(lit and lit[3]),
+            (lit[0], lit[1]) if lit else None, lit[2] if lit else (), lit[3] if lit else "",
             note))
     return rows
 
