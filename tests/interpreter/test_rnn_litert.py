@@ -109,3 +109,61 @@ def test_lstm_step(cifg, peephole, projection, layer_norm, act):
                                 "proj_clip": 2.0 if projection else 0.0}, version=1)],
                         [0], [out])
     _twice(model, [[w(B, I)] for _ in range(3)], reference=False)
+
+
+def _int8_weights(rng, shape):
+    w = rng.integers(-127, 128, shape).astype(np.int8)
+    return (w, (float(rng.uniform(0.002, 0.02)), 0))
+
+
+@pytest.mark.parametrize("asymmetric", [False, True])
+@pytest.mark.parametrize("act", ["TANH", "RELU"])
+@pytest.mark.parametrize("seed", range(3))
+def test_hybrid_rnn(asymmetric, act, seed):
+    rng = np.random.default_rng(10 + seed)
+    B, I, U = 2, 5, 4
+    t = _Tensors([((B, I), F32)])
+    ins = [0, t.add(_int8_weights(rng, (U, I))), t.add(_int8_weights(rng, (U, U))),
+           t.add((rng.standard_normal(U).astype(F32),)), t.add(((B, U), F32, "variable"))]
+    out = t.add(((B, U), F32))
+    model = graph_model(t, [Op("RNN", ins, [out], "RNNOptions",
+                               {"fused_activation_function": act,
+                                "asymmetric_quantize_inputs": asymmetric}, version=3)], [0], [out])
+    xs = [[rng.standard_normal((B, I)).astype(F32)] for _ in range(3)]
+    xs[1][0][0] = 0.0  # an all-zero row
+    _twice(model, xs)
+
+
+def test_hybrid_bidirectional_sequence_rnn_is_refused():
+    rng = np.random.default_rng(5)
+    T, B, I, U = 3, 2, 4, 3
+    t = _Tensors([((T, B, I), F32)])
+    ins = [0]
+    for _ in range(2):
+        ins += [t.add(_int8_weights(rng, (U, I))), t.add(_int8_weights(rng, (U, U))),
+                t.add((rng.standard_normal(U).astype(F32),)), t.add(((B, U), F32, "variable"))]
+    ins += [-1, -1, -1]
+    outs = [t.add(((T, B, 2 * U), F32))]
+    model = graph_model(t, [Op("BIDIRECTIONAL_SEQUENCE_RNN", ins, outs,
+                               "BidirectionalSequenceRNNOptions",
+                               {"time_major": True, "merge_outputs": True,
+                                "fused_activation_function": "TANH"}, version=3)], [0], outs)
+    with pytest.raises(UnsupportedOpError, match="INT8 input 1"):
+        Interpreter(model)
+
+
+@pytest.mark.parametrize("asymmetric", [False, True])
+@pytest.mark.parametrize("time_major", [False, True])
+def test_hybrid_unidirectional_sequence_rnn(asymmetric, time_major):
+    rng = np.random.default_rng(21)
+    T, B, I, U = 4, 2, 5, 3
+    shape = (T, B, I) if time_major else (B, T, I)
+    t = _Tensors([(shape, F32)])
+    ins = [0, t.add(_int8_weights(rng, (U, I))), t.add(_int8_weights(rng, (U, U))),
+           t.add((rng.standard_normal(U).astype(F32),)), t.add(((B, U), F32, "variable"))]
+    out = t.add((shape[:-1] + (U,), F32))
+    model = graph_model(t, [Op("UNIDIRECTIONAL_SEQUENCE_RNN", ins, [out], "SequenceRNNOptions",
+                               {"time_major": time_major, "fused_activation_function": "TANH",
+                                "asymmetric_quantize_inputs": asymmetric}, version=3)],
+                        [0], [out])
+    _twice(model, [[rng.standard_normal(shape).astype(F32)] for _ in range(2)])

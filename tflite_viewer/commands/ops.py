@@ -41,8 +41,8 @@ def markdown(rows: list[OpCoverage]) -> str:
         if r.status == "neither":
             continue
         lt = ", ".join(r.litert_types) or "-"
-        if r.litert_types and not r.litert_types_checked:
-            lt += " (source)"
+        if r.litert_types and r.litert_types_how != "checks":
+            lt += f" ({r.litert_types_how})"
         lv = "-" if r.litert_versions is None else _versions([r.litert_versions])
         lines.append(f"| {r.code} | {r.name} | {_STATUS[r.status]} | "
                      f"{_versions(r.here_versions)} | {lv} | {lt} | {r.note} |")

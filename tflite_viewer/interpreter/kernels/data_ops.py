@@ -40,6 +40,7 @@ def types_check(name: str, allowed: dict[int, tuple[str, ...]], same: tuple[int,
                 return (f"{name} v{node.version}: output {o.type_name} differs from input "
                         f"{output_like} {i.type_name}")
         return None
+    check.input_types = allowed.get(0) or next(iter(allowed.values()), ())
     return check
 
 
@@ -67,9 +68,10 @@ def _add_n_check(ctx, node):
     return None
 
 
-define(Op.ADD_N, (1, 1), lambda ctx, node: add_n([ctx.value(node, k)
+_AddN = define(Op.ADD_N, (1, 1), lambda ctx, node: add_n([ctx.value(node, k)
                                                  for k in range(len(node.inputs))]),
        same_shape, types="any", check=_add_n_check)
+_AddN.dtypes = ("FLOAT32", "INT32")
 
 # -- ATAN2 ---------------------------------------------------------------------------
 def _atan2_shape(ctx, node):
@@ -116,7 +118,8 @@ def _bitcast_check(ctx, node):
     return None
 
 
-define(Op.BITCAST, (1, 1), _bitcast, _bitcast_shape, types="any", check=_bitcast_check)
+define(Op.BITCAST, (1, 1), _bitcast, _bitcast_shape, types="any",
+       check=_bitcast_check).dtypes = ("any fixed-size type",)
 
 # -- BITWISE_XOR, RIGHT_SHIFT ----------------------------------------------------------
 define(Op.BITWISE_XOR, (1, 1),
@@ -204,10 +207,11 @@ def _one_hot(ctx, node):
     return one_hot(ctx.value(node, 0), depth, on, off, _one_hot_axis(ctx, node))
 
 
-define(Op.ONE_HOT, (1, 1), _one_hot, _one_hot_shape, types="any",
+_OneHot = define(Op.ONE_HOT, (1, 1), _one_hot, _one_hot_shape, types="any",
        check=types_check("ONE_HOT", {0: ("INT32", "INT64"), 1: ("INT32",),
                                      2: ("FLOAT32", "INT32", "INT64", "INT8", "UINT8",
                                          "BOOL")}, (2, 3), 2))  # (Prepare lists INT16, Eval not)
+_OneHot.dtypes = ("INT32/INT64 indices -> FLOAT32, INT32, INT64, INT8, UINT8, BOOL",)
 
 
 # -- SPARSE_TO_DENSE -----------------------------------------------------------------
@@ -303,8 +307,8 @@ def _dilate_check(ctx, node):
 
 
 define(Op.DILATE, (1, 1), lambda ctx, node: dilate(ctx.value(node, 0), ctx.value(node, 1),
-                                                   ctx.value(node, 2)),
-       _dilate_shape, types="any", check=_dilate_check)
+                                                  ctx.value(node, 2)),
+       _dilate_shape, types="any", check=_dilate_check).dtypes = ("any fixed-size type",)
 
 
 # -- FAKE_QUANT ----------------------------------------------------------------------
@@ -339,6 +343,5 @@ def _fake_quant_check(ctx, node):
 
 define(Op.FAKE_QUANT, (1, 2),
        lambda ctx, node: fake_quant(ctx.value(node, 0), float(option(node, "min", 0.0)),
-                                    float(option(node, "max", 0.0)),
-                                    int(option(node, "num_bits", 8))),
-       same_shape, types="any", check=_fake_quant_check)
+                                    float(option(node, "max", 0.0)), int(option(node, "num_bits", 8))),
+       same_shape, types="any", check=_fake_quant_check).dtypes = ("FLOAT32",)

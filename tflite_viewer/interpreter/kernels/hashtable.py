@@ -62,6 +62,7 @@ class Hashtable(Kernel):
     """Creates table ``table_id`` (once) and outputs its id."""
 
     types = "any"
+    dtypes = ("STRING->INT64 or INT64->STRING tables",)
 
     def check(self, ctx, node):
         pair = (str(option(node, "key_dtype", "")), str(option(node, "value_dtype", "")))
@@ -87,6 +88,7 @@ class HashtableImport(Kernel):
     """Inputs: the table handle, keys, values (same size); no output."""
 
     types = "any"
+    dtypes = ("RESOURCE handle; STRING/INT64 keys and values",)
 
     def prepare(self, ctx, node):
         pass
@@ -100,6 +102,7 @@ class HashtableFind(Kernel):
     """Inputs: the table handle, keys, the default value; output: a value per key."""
 
     types = "any"
+    dtypes = ("RESOURCE handle; STRING/INT64 keys and values",)
 
     def prepare(self, ctx, node):
         out = ctx.output(node, 0)
@@ -118,6 +121,7 @@ class HashtableSize(Kernel):
     """The number of entries, as INT64 [1]."""
 
     types = "any"
+    dtypes = ("RESOURCE handle; STRING/INT64 keys and values",)
 
     def prepare(self, ctx, node):
         ctx.resize(ctx.output(node, 0), (1,))
@@ -147,6 +151,7 @@ class HashtableLookup(Kernel):
     """Inputs: lookup keys (INT32 [n]), sorted keys (INT32 [rows]), values [rows, ...]."""
 
     types = "any"
+    dtypes = ("INT32 keys; values of any type",)
 
     def check(self, ctx, node):
         lk, keys = ctx.input(node, 0), ctx.input(node, 1)

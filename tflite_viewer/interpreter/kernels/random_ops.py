@@ -149,6 +149,7 @@ def _generator(node) -> Philox:
 
 class _Random(Kernel):
     types = "any"
+    dtypes = ("INT32 shape -> FLOAT32",)
     draw = staticmethod(random_uniform)
 
     def check(self, ctx, node):
@@ -189,6 +190,7 @@ class Multinomial(Kernel):
     [batch, num_samples] class indices, INT32 or INT64."""
 
     types = "any"
+    dtypes = ("FLOAT32 logits -> INT32, INT64",)
 
     def check(self, ctx, node):
         logits, n, out = ctx.input(node, 0), ctx.input(node, 1), ctx.output(node, 0)
@@ -284,6 +286,7 @@ class StablehloRngBitGenerator(Kernel):
     random bits of the output's declared shape (INT32, INT64, UINT32 or UINT64)."""
 
     types = "any"
+    dtypes = ("UINT64 state -> INT32, INT64, UINT32, UINT64",)
 
     def check(self, ctx, node):
         state, key, out = ctx.input(node, 0), ctx.output(node, 0), ctx.output(node, 1)

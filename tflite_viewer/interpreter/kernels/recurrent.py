@@ -13,6 +13,7 @@ import numpy as np
 from .activations import logistic
 from ..integer import lstm as int_lstm, svdf as int_svdf
 from ..integer import hybrid_lstm as int_hybrid_lstm
+from ..integer import hybrid_rnn as int_hybrid_rnn
 from .common import (BuiltinOperator as Op, Kernel, activation, apply_activation, kind, option,
                      register, rounding, tensor_qparams)
 
@@ -236,7 +237,10 @@ def rnn_sequence(x, h, w, r, b, act):
 
 @register(Op.UNIDIRECTIONAL_SEQUENCE_RNN, versions=(1, 3))
 class UnidirectionalSequenceRnn(Kernel):
-    """Inputs: x, weights [units, input], recurrent weights, bias, hidden state."""
+    """Inputs: x, weights [units, input], recurrent weights, bias, hidden state; int8
+    weights make a hybrid cell (integer/hybrid_rnn.py)."""
+
+    types = "float+hybrid"
 
     def prepare(self, ctx, node):
         x = ctx.input(node, 0).shape
@@ -246,8 +250,16 @@ class UnidirectionalSequenceRnn(Kernel):
         tm = bool(option(node, "time_major", False))
         x = _time_major(ctx.value(node, 0), tm)
         hs = ctx.input(node, 4)
-        outs, h = rnn_sequence(x, hs.data, ctx.value(node, 1), ctx.value(node, 2),
-                               _data(ctx, node, 3), activation(node))
+        w, r = ctx.input(node, 1), ctx.input(node, 2)
+        if w.type_name == "INT8":
+            act = activation(node)
+            outs, h = int_hybrid_rnn.rnn_sequence(
+                x, hs.data, w.data, tensor_qparams(w).s, r.data, tensor_qparams(r).s, ctx.value(node, 3),
+                lambda v: apply_activation(v, act),
+                bool(option(node, "asymmetric_quantize_inputs", False)))
+        else:
+            outs, h = rnn_sequence(x, hs.data, ctx.value(node, 1), ctx.value(node, 2),
+                                   _data(ctx, node, 3), activation(node))
         ctx.set_output(hs, h)
         ctx.set_output(ctx.output(node, 0), _time_major(outs, tm))
 

@@ -76,6 +76,7 @@ class ReduceWindow(Kernel):
     """Inputs: x, init value, window shape, strides, window dilations (INT64 [rank])."""
 
     types = "any"
+    dtypes = _TYPES
 
     def check(self, ctx, node):
         if str(option(node, "reduce_function", "UNSUPPORTED")) not in _FUNCTIONS:
@@ -107,6 +108,7 @@ class StablehloReduceWindow(Kernel):
     dilations, padding (low, high per dim), and a body subgraph of one reduction op."""
 
     types = "any"
+    dtypes = _TYPES
 
     def check(self, ctx, node):
         if _body_function(ctx, node) is None:

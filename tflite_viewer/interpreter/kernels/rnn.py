@@ -1,32 +1,59 @@
-"""RNN (one step of a basic RNN cell), BIDIRECTIONAL_SEQUENCE_RNN and LSTM (one step of the
-full LSTM cell), float32.  Hidden and cell states are variable tensors the kernels write
+"""RNN (one step of a basic RNN cell; float or hybrid), BIDIRECTIONAL_SEQUENCE_RNN (float)
+and LSTM (one step of the full LSTM cell: float, integer 8x8_16, hybrid).  Hidden and cell states are variable tensors the kernels write
 back, as TFLite does, so they carry over to the next invocation."""
 from __future__ import annotations
 
 import numpy as np
 
-from .common import BuiltinOperator as Op, Kernel, activation, option, register
-from .recurrent import _data, _time_major, _weights, lstm_sequence, rnn_sequence
+from ..integer import hybrid_rnn as int_hybrid_rnn
+from .common import BuiltinOperator as Op, Kernel, activation, apply_activation, option, register, tensor_qparams
+from .recurrent import (UnidirectionalSequenceLstm, _data, _time_major, _weights,
+                        lstm_sequence, rnn_sequence)
 
 
 class _FloatRecurrent(Kernel):
-    """Float weights only: hybrid (quantized weights) recurrent cells are refused."""
+    """Float weights; ``hybrid_weights`` lists the weight inputs that may instead be int8
+    (a hybrid cell, as LiteRT's EvalHybrid)."""
 
-    name = ""
+    hybrid_weights: tuple[int, ...] = ()
 
     def check(self, ctx, node):
         for k, i in enumerate(node.inputs):
-            if i >= 0 and ctx.tensors[i].type_name not in ("FLOAT32",) and \
-                    not ctx.tensors[i].is_variable:
-                return (f"{node.name} v{node.version} with {ctx.tensors[i].type_name} input "
-                        f"{k}: only float32 cells run here (hybrid weights not yet)")
+            if i < 0 or ctx.tensors[i].is_variable:
+                continue
+            t = ctx.tensors[i]
+            if t.type_name == "FLOAT32":
+                continue
+            if k in self.hybrid_weights and t.type_name == "INT8" and \
+                    t.quantization is not None and t.quantization.has_scale:
+                continue
+            return (f"{node.name} v{node.version} with {t.type_name} input {k}: float32 "
+                    "cells" + (" or int8 hybrid weights" if self.hybrid_weights else "")
+                    + " only")
         return None
+
+
+def _hybrid_rnn(ctx, node, x, hs, w_k: int, r_k: int, b_k: int):
+    """(outputs [T, B, U], last state) of a hybrid RNN over time-major ``x``."""
+    w, r = ctx.input(node, w_k), ctx.input(node, r_k)
+    act = activation(node)
+    return int_hybrid_rnn.rnn_sequence(x, hs.data, w.data, tensor_qparams(w).s, r.data, tensor_qparams(r).s,
+                              ctx.value(node, b_k), lambda v: apply_activation(v, act),
+                              bool(option(node, "asymmetric_quantize_inputs", False)))
+
+
+def _is_hybrid(ctx, node, w_k: int) -> bool:
+    return ctx.input(node, w_k).type_name == "INT8"
 
 
 @register(Op.RNN, versions=(1, 3))
 class Rnn(_FloatRecurrent):
     """Inputs: x [batch, input], weights [units, input], recurrent weights [units, units],
-    bias [units], hidden state [batch, units] (a variable); output [batch, units]."""
+    bias [units], hidden state [batch, units] (a variable); output [batch, units].  Int8
+    weights make a hybrid cell."""
+
+    hybrid_weights = (1, 2)
+    types = "float+hybrid"  # (what the op coverage report shows; check() decides)
 
     def check(self, ctx, node):
         if ctx.input(node, 3) is None:
@@ -38,8 +65,11 @@ class Rnn(_FloatRecurrent):
 
     def invoke(self, ctx, node):
         hs = ctx.input(node, 4)
-        outs, h = rnn_sequence(ctx.value(node, 0)[None], hs.data, ctx.value(node, 1),
-                               ctx.value(node, 2), _data(ctx, node, 3), activation(node))
+        if _is_hybrid(ctx, node, 1):
+            outs, h = _hybrid_rnn(ctx, node, ctx.value(node, 0)[None], hs, 1, 2, 3)
+        else:
+            outs, h = rnn_sequence(ctx.value(node, 0)[None], hs.data, ctx.value(node, 1),
+                                   ctx.value(node, 2), _data(ctx, node, 3), activation(node))
         ctx.set_output(hs, h)
         ctx.set_output(ctx.output(node, 0), outs[0])
 
@@ -52,7 +82,9 @@ def _reverse(x: np.ndarray) -> np.ndarray:
 class BidirectionalSequenceRnn(_FloatRecurrent):
     """Inputs: x, forward weights, recurrent weights, bias, hidden state (1-4), backward
     ones (5-8), auxiliary input and weights (9-11, not supported); outputs forward and
-    backward sequences, or one merged sequence (``merge_outputs``)."""
+    backward sequences, or one merged sequence (``merge_outputs``).  Float32 only: with
+    int8 (hybrid) weights LiteRT's kernel gave unrelated results or crashed on the models
+    the tests built, so there is no reference to follow and they are refused."""
 
     def check(self, ctx, node):
         if len(node.inputs) > 9 and node.inputs[9] >= 0:
@@ -76,8 +108,12 @@ class BidirectionalSequenceRnn(_FloatRecurrent):
         for base, rev in ((1, False), (5, True)):
             hs = ctx.input(node, base + 3)
             seq = _reverse(x) if rev else x
-            outs, h = rnn_sequence(seq, hs.data, ctx.value(node, base), ctx.value(node, base + 1),
-                                   _data(ctx, node, base + 2), act)
+            if _is_hybrid(ctx, node, base):
+                outs, h = _hybrid_rnn(ctx, node, seq, hs, base, base + 1, base + 2)
+            else:
+                outs, h = rnn_sequence(seq, hs.data, ctx.value(node, base),
+                                       ctx.value(node, base + 1), _data(ctx, node, base + 2),
+                                       act)
             ctx.set_output(hs, h)
             results.append(_reverse(outs) if rev else outs)
         if option(node, "merge_outputs", False):
@@ -87,27 +123,73 @@ class BidirectionalSequenceRnn(_FloatRecurrent):
             ctx.set_output(ctx.output(node, 1), _time_major(results[1], tm))
 
 
+class _StepInput:
+    """A [batch, input] tensor seen as the batch-major sequence [batch, 1, input]."""
+
+    def __init__(self, t) -> None:
+        self._t = t
+
+    def __getattr__(self, name):
+        return getattr(self._t, name)
+
+    @property
+    def shape(self):
+        shape = tuple(self._t.shape)
+        return shape[:1] + (1,) + shape[1:]
+
+
+class _OneStep:
+    """The kernel context with input 0 seen as a one-step sequence (for the checks and
+    preparation of UNIDIRECTIONAL_SEQUENCE_LSTM's cores); everything else passes through."""
+
+    def __init__(self, ctx, node) -> None:
+        self._ctx, self._node = ctx, node
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
+
+    def input(self, node, k):
+        t = self._ctx.input(node, k)
+        return _StepInput(t) if k == 0 and t is not None else t
+
+    def resize(self, tensor, shape):
+        if tensor is self._ctx.output(self._node, 0):
+            shape = tuple(shape)[:1] + tuple(shape)[2:]  # [batch, 1, output] -> [batch, output]
+        self._ctx.resize(tensor, shape)
+
+
 @register(Op.LSTM, versions=(1, 4))
-class Lstm(_FloatRecurrent):
-    """The full LSTM kernel (24 inputs as UNIDIRECTIONAL_SEQUENCE_LSTM's, one time step):
-    x [batch, input] -> output [batch, output]; CIFG, peepholes, projection, layer norm,
-    cell and projection clipping.  The BASIC kernel type (5 inputs) is refused."""
+class Lstm(UnidirectionalSequenceLstm):
+    """The full LSTM kernel: UNIDIRECTIONAL_SEQUENCE_LSTM's 24 inputs and cores (float,
+    integer 8x8_16 with its 5 intermediates, hybrid int8 weights) for one time step,
+    x [batch, input] -> output [batch, output].  The BASIC kernel type (5 inputs) is
+    refused."""
 
     def check(self, ctx, node):
         if option(node, "kernel_type", "FULL") not in ("FULL", 0):
             return f"LSTM v{node.version} with the BASIC kernel type: not implemented"
-        return super().check(ctx, node)
+        x = ctx.input(node, 0)
+        if x is None or x.shape is None or len(x.shape) != 2:
+            return f"LSTM v{node.version}: the input must be [batch, input]"
+        # the sequence kernel's rules, on the input seen as a sequence of one step
+        return super().check(_OneStep(ctx, node), node)
 
     def prepare(self, ctx, node):
-        x = ctx.input(node, 0).shape
-        ctx.resize(ctx.output(node, 0), tuple(x[:-1]) + (ctx.input(node, 18).shape[-1],))
+        super().prepare(_OneStep(ctx, node), node)  # LSTMOptions has no time_major: False
 
     def invoke(self, ctx, node):
         hs, cs = ctx.input(node, 18), ctx.input(node, 19)
-        wts = _weights(ctx, node, 1, 12, 16, 20 if len(node.inputs) > 20 else None)
-        outs, h, c = lstm_sequence(ctx.value(node, 0)[None], hs.data, cs.data, wts,
-                                   activation(node), float(option(node, "cell_clip", 0.0)),
-                                   float(option(node, "proj_clip", 0.0)))
+        x = ctx.value(node, 0)
+        if node.user_data is not None:  # integer or hybrid core, batch-major [batch, 1, input]
+            sequence, params, _ = node.user_data
+            outs, h, c = sequence(x[None], hs.data, cs.data, params, True)  # time major
+            out = outs[0]
+        else:
+            wts = _weights(ctx, node, 1, 12, 16, 20 if len(node.inputs) > 20 else None)
+            outs, h, c = lstm_sequence(x[None], hs.data, cs.data, wts, activation(node),
+                                       float(option(node, "cell_clip", 0.0)),
+                                       float(option(node, "proj_clip", 0.0)))
+            out = outs[0]
         ctx.set_output(hs, h)
         ctx.set_output(cs, c)
-        ctx.set_output(ctx.output(node, 0), outs[0])
+        ctx.set_output(ctx.output(node, 0), out)

@@ -181,6 +181,7 @@ class LshProjection(Kernel):
     weights [n]; output INT32: [num_hash] (SPARSE) or [num_hash * num_bits] (DENSE)."""
 
     types = "any"
+    dtypes = ("FLOAT32 seeds; numeric input rows",)
 
     def check(self, ctx, node):
         h = ctx.input(node, 0)
@@ -255,6 +256,7 @@ class SkipGram(Kernel):
     """A STRING sentence in, its skip-grams out (a STRING vector)."""
 
     types = "any"
+    dtypes = ("STRING",)
 
     def check(self, ctx, node):
         if ctx.input(node, 0).type_name != "STRING" or ctx.output(node, 0).type_name != "STRING":

@@ -35,6 +35,7 @@ def _unary_check(allowed: tuple[str, ...], name: str):
                 and (tensor_qparams(x).zp or tensor_qparams(o).zp)):
             return f"{name} v{node.version}: int16 needs zero points 0 (LiteRT's Prepare)"
         return None
+    check.input_types = allowed
     return check
 
 
