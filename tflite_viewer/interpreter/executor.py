@@ -324,6 +324,10 @@ class Executor:
         self._active.add(sg.index)
         invoke = self._invoke
         budget = self.budget
+        # Nothing watches single ops (no hooks): each node's kernel is called directly,
+        # timed and counted here, without the per-op hook and breakpoint checks.
+        direct = not (self._before_hooks or self._after_hooks or self._collect_after)
+        times, calls = self.op_times, self.op_calls
         try:
             for node in sg.plan_nodes:
                 frame.op = node.index
@@ -334,6 +338,17 @@ class Executor:
                 if node.calls_subgraphs:
                     for _ in self._invoke_calling(sg, node):  # call_subgraph does not pause
                         pass
+                elif direct:
+                    t0 = perf_counter()
+                    try:
+                        node.kernel.invoke(sg, node)
+                    except PASS_THROUGH:
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - every kernel failure names its op
+                        raise self._fail(sg, node, exc) from exc
+                    key = node.key
+                    times[key] += perf_counter() - t0
+                    calls[key] += 1
                 else:
                     invoke(sg, node)
             frame.op = len(sg.nodes)
