@@ -1,7 +1,7 @@
 """Editing against a flatbuffers object-API round trip.
 
-DESIGN's target: one option edit re-serialized and re-read within 50 ms for models up to
-10 MB, and faster than ``ModelT.InitFromPackedBuf`` + ``Pack`` on large ones.  Run::
+The target (docs/ARCHITECTURE.md, "Performance targets"): one option edit re-serialized and
+re-read within 50 ms for models up to 10 MB, and faster than ``ModelT.InitFromPackedBuf`` + ``Pack`` on large ones.  Run::
 
     python benchmarks/bench_edit.py [--repeat 7] [--no-synthetic] [--no-corpus]
 

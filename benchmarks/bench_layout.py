@@ -1,6 +1,6 @@
 """Layered layout benchmark: build + layout wall time and drawing quality.
 
-Targets (shared/DESIGN.md, "Performance targets"): a 5,000-op graph laid out within 1 s
+Targets (docs/ARCHITECTURE.md, "Performance targets"): a 5,000-op graph laid out within 1 s
 and 20,000 ops within 4 s, growing close to linearly. Graphs come from
 ``benchmarks.synthetic_graphs.residual_dag`` (a trunk with residual skips, inception
 blocks and parallel edges). Quality is put next to two references on the same graphs:

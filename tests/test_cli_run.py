@@ -403,7 +403,7 @@ def test_kernel_failure_exits_2_naming_the_op(tmp_path):
 # output summaries (library functions of the command)
 # ------------------------------------------------------------------------------------------
 def test_top5_uses_the_labels_file_named_by_metadata():
-    from tflite_viewer.commands.run import top_k_lines
+    from tflite_viewer.interpreter.outputs import top_k_lines
     model = load_model(_model("mobilenet_v1_0.25_224_quant"))
     out = model.subgraphs[0].outputs[0]
     scores = np.zeros((1, 1001), np.uint8)
@@ -418,7 +418,7 @@ def test_top5_uses_the_labels_file_named_by_metadata():
 
 
 def test_value_summary_handles_non_finite_and_empty():
-    from tflite_viewer.commands.run import value_summary
+    from tflite_viewer.interpreter.outputs import value_summary
     text = value_summary(np.array([np.nan, 1, np.inf], np.float32))
     assert "2 non-finite" in text and "first [nan, 1, inf]" in text
     assert value_summary(np.zeros((0, 3), np.float32)) == "empty"

@@ -355,3 +355,16 @@ def test_replacing_a_shared_buffer_gives_the_tensor_its_own():
                                   load_model(before).subgraphs[0].tensors[b].data())
     doc.undo()
     assert doc.to_bytes() == before
+
+
+def test_shape_warning_from_the_op_table():
+    """ADD_N's entry in model/op_metadata.py (keeps_shape) is all the shape check needs."""
+    from tests.interpreter.singleop import Input, single_op_model
+    model = single_op_model("ADD_N", [Input((2, 3)), Input((2, 3))], [np.float32],
+                            output_shapes=[(2, 3)])
+    doc = ModelDocument(model)
+    result = doc.apply(SetTensorShape(0, 0, [2, 4]))
+    assert any("operators[0] (ADD_N)" in w and "[2, 3] but its inputs give [2, 4]" in w
+               for w in result.warnings), result.warnings
+    result = doc.apply(SetTensorShape(0, 0, [2, 3]))
+    assert not any("ADD_N" in w for w in result.warnings), result.warnings

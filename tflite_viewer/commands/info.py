@@ -70,7 +70,7 @@ def _metadata(model: Model) -> list[dict]:
 
 
 def summarize(model: Model) -> dict:
-    """The `info --json` document (DESIGN.md's contract, plus sizes and findings)."""
+    """The `info --json` document (docs/ARCHITECTURE.md's contract, plus sizes and findings)."""
     subgraphs = []
     for sg in model.subgraphs:
         tensors = [{"index": t.index, "name": t.name, "dtype": t.type_name,

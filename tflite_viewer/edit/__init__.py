@@ -11,6 +11,7 @@ from .commands import (EditCommand, ExposeTensor, RemoveCustomOption, RemoveMeta
                        ReplaceTensorData, Scope, SetCustomOption, SetDescription, SetMetadata,
                        SetOpVersion, SetOption, SetQuantization, SetTensorShape)
 from .document import EditResult, ModelDocument, VersionRaise
+from .shape_commands import UpdateStoredShapes
 from .tree import ModelTree, unpack
 from .writer import serialize
 
@@ -19,5 +20,5 @@ __all__ = [
     "RemoveCustomOption", "RemoveMetadata", "RemoveOperator", "RenameSignature",
     "RenameSignatureTensor", "RenameTensor", "ReplaceTensorData", "Scope", "SetCustomOption",
     "SetDescription", "SetMetadata", "SetOpVersion", "SetOption", "SetQuantization",
-    "SetTensorShape", "VersionRaise", "serialize", "unpack",
+    "SetTensorShape", "UpdateStoredShapes", "VersionRaise", "serialize", "unpack",
 ]

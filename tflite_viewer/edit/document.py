@@ -1,7 +1,7 @@
 """ModelDocument: an open model, its edits, and their undo history.
 
-Every change goes the same way (DESIGN, "Data flow"): the command mutates the object tree
--> op versions that became too low are raised and ``min_runtime_version`` follows ->
+Every change goes the same way (docs/ARCHITECTURE.md, "Three data flows"): the command
+mutates the object tree -> op versions that became too low are raised and ``min_runtime_version`` follows ->
 the tree is checked -> written -> re-read with `load_model` -> listeners get the new
 `Model`.  So what the UI shows is always a model that was just serialized and read back:
 what you see is what you export.  If any step fails, everything done so far is reverted

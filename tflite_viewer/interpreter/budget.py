@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 from time import perf_counter
+from typing import Callable
 
 from .errors import AllocationError, IterationBudgetError, RunCancelled, TimeBudgetError
 
@@ -97,14 +98,16 @@ class Budget:
                                   f"of {self.timeout:g} s (raise it with "
                                   "Interpreter(timeout=...) or run --timeout SECONDS)")
 
-    def iteration(self, where: str, count: int, stop: bool = True) -> None:
+    def iteration(self, where: str, count: int, stop: bool = True,
+                  path: Callable[[], str] | None = None) -> None:
         """Called by WHILE before iteration ``count`` (1-based): iteration, time and (when
         ``stop``: a run nothing pauses) the stop request.  A stepped run sees the stop
-        request at its next pause point instead, and pauses there."""
+        request at its next pause point instead, and pauses there.  ``path`` gives the
+        call path for time and stop messages (`Interpreter.call_path`)."""
         if self.max_iterations is not None and count > self.max_iterations:
             raise IterationBudgetError(
                 f"{where}: still looping after {self.max_iterations:,} iterations, the "
                 "iteration budget (raise it with Interpreter(max_iterations=...) or run "
                 "--max-iterations N)")
         if self.exceeded() and (stop or not self.stop_requested):
-            self.check(f"{where} (iteration {count:,})")
+            self.check(path() if path is not None else f"{where} (iteration {count:,})")

@@ -69,7 +69,7 @@ def build_nodes(interp: "Interpreter") -> None:
                 if i >= 0:
                     sg.tensors[i].consumers.append(node)
     for sg in interp.subgraphs:  # arity, omitted inputs, tensors: before any kernel
-        validation.check_subgraph(sg)
+        validation.check_subgraph(sg, interp.subgraphs, order=not problems)
     if True:  # type checks of resolved ops, reported with the missing ones
         for sg, node in pending:
             why = kernel_hook(sg, node, "check")

@@ -190,6 +190,18 @@ class Executor:
         self._paused_since = time.perf_counter()
         return True
 
+    def call_path(self) -> str:
+        """Where the run is, outermost first, with the iteration of each enclosing WHILE:
+        ``subgraph 0 op 0 (WHILE, iteration 1,204) > subgraph 4 op 2 (ADD)``."""
+        parts = []
+        for f in self._stack:
+            nodes = self.subgraphs[f.subgraph].nodes
+            name = nodes[f.op].name if f.op < len(nodes) else "return"
+            it = self.loop_iterations.get((f.subgraph, f.op)) if name == "WHILE" else None
+            parts.append(f"subgraph {f.subgraph} op {f.op} ({name}"
+                         + (f", iteration {it:,})" if it else ")"))
+        return " > ".join(parts) or "before the first op"
+
     def _interrupted(self) -> Stop:
         """A stop request seen at a pause point of a stepped run: pause there."""
         self.budget.stop_requested = False
@@ -301,7 +313,7 @@ class Executor:
                 yield None
                 node = nodes[ni]
                 if budget.exceeded() and not budget.stop_requested:
-                    budget.check(f"subgraph {sg.index} op {ni} ({node.name})")
+                    budget.check(self.call_path())
                 sg.check_prepared(node)
                 if node.registration.kernel.calls_subgraphs:
                     yield from self._invoke_calling(sg, node)
@@ -332,7 +344,7 @@ class Executor:
             for node in sg.plan_nodes:
                 frame.op = node.index
                 if budget.exceeded():
-                    budget.check(f"subgraph {sg.index} op {node.index} ({node.name})")
+                    budget.check(self.call_path())
                 if node.shapes_dirty:
                     sg.check_prepared(node)
                 if node.calls_subgraphs:

@@ -75,6 +75,8 @@ class Interpreter(Executor):
         self.max_allocation_bytes = int(max_allocation_bytes)
         #: the iteration and time budgets and the stop request (`request_stop`)
         self.budget = Budget(max_iterations, timeout)
+        #: (subgraph, op) of each WHILE -> the iteration it is in (for budget messages)
+        self.loop_iterations: dict[tuple[int, int], int] = {}
         self.op_resolver = op_resolver if op_resolver is not None else BuiltinOpResolver()
         self.subgraphs: list[Subgraph] = [Subgraph(self, sg) for sg in model.subgraphs]
         # resource variables (VAR_HANDLE ids -> values) and CALL_ONCE bookkeeping
@@ -281,6 +283,8 @@ class Interpreter(Executor):
                 raise ValueError(f"input {t.name!r} is {t.type_name}; got {arr.dtype} values")
             check_bytes(arr.size * t.dtype.itemsize, self.max_allocation_bytes,
                         f"input {t.name!r} (tensor {t.index})")
+            if arr.dtype.kind == "c" and t.dtype.kind != "c":
+                arr = arr.real  # what astype keeps, without its ComplexWarning
             arr = arr.astype(t.dtype)
         if t.shape != arr.shape:
             if self._state == "paused":

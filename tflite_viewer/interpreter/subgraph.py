@@ -119,6 +119,8 @@ class Subgraph:
         arr = array if type(array) is np.ndarray else np.asarray(array)
         dtype = tensor.dtype
         if dtype is not None and arr.dtype != dtype:
+            if arr.dtype.kind == "c" and dtype.kind != "c":
+                arr = arr.real  # what astype keeps, without its ComplexWarning on stderr
             arr = arr.astype(dtype)
         shape = tensor._shape
         if arr.shape == shape and tensor.allocation_type is not AllocationType.DYNAMIC:
@@ -145,6 +147,8 @@ class Subgraph:
             t = self.tensors[i]
             arr = np.asarray(arr)
             if t.dtype is not None and arr.dtype != t.dtype:
+                if arr.dtype.kind == "c" and t.dtype.kind != "c":
+                    arr = arr.real
                 arr = arr.astype(t.dtype)
             if t.shape != arr.shape:
                 self.interpreter._check_allocation(self, t, arr.nbytes, arr.shape)
@@ -192,6 +196,8 @@ class Subgraph:
         ResetVariableTensors plus TFLM's per-kernel reset)."""
         for t in self.tensors:
             if t.is_variable:
+                if t.shape is not None:  # checked before allocating: the shape is untrusted
+                    self.interpreter._check_allocation(self, t, t.nbytes, t.shape)
                 t.reset_variable()
         for node in self.nodes:
             node.kernel.reset(self, node)

@@ -132,12 +132,23 @@ class Tensor:
         if not self.is_variable or self.shape is None or self.dtype is None:
             return
         if self._initial is not None:
-            self.data = np.array(self._initial, dtype=self.dtype).reshape(self.shape)
+            initial = np.array(self._initial, dtype=self.dtype)
+            needed = int(np.prod(self.shape, dtype=np.int64))
+            if initial.size != needed:
+                raise ModelFormatError(f"tensors[{self.index}]",
+                                       f"variable tensor {self.name!r}: its stored initial value "
+                                       f"has {initial.size} elements, its shape "
+                                       f"{list(self.shape)} needs {needed}")
+            self.data = initial.reshape(self.shape)
             return
         zp = 0
         q = self.quantization
         if q is not None and q.zero_point.size:
             zp = int(q.zero_point[0])
+        if self.dtype.kind in "iu" and not np.iinfo(self.dtype).min <= zp <= np.iinfo(self.dtype).max:
+            raise ModelFormatError(f"tensors[{self.index}]",
+                                   f"variable tensor {self.name!r}: zero point {zp} is outside "
+                                   f"the range of its type {self.type_name}")
         self.data = np.full(self.shape, zp, dtype=self.dtype)
 
     def snapshot(self) -> np.ndarray | None:

@@ -161,8 +161,52 @@ def check_tensors(sg: "Subgraph") -> None:
                                        "positive scales")
 
 
-def check_subgraph(sg: "Subgraph") -> None:
-    """Every tensor and node of a runtime subgraph (see the module docstring)."""
+def check_calls(sg: "Subgraph", node: "Node", subgraphs: list["Subgraph"]) -> None:
+    """A control-flow node's callees take and return what the node passes and expects."""
+    where = f"subgraphs[{sg.index}].operators[{node.index}]"
+    n_in, n_out = len(node.inputs), len(node.outputs)
+    expect = {"WHILE": {"cond": (n_in, 1), "body": (n_in, n_in)},
+              "IF": {"then": (n_in - 1, n_out), "else": (n_in - 1, n_out)},
+              "CALL_ONCE": {"init": (0, None)}}.get(node.name)
+    if expect is None or node.op is None:
+        return
+    calls = node.op.called_subgraphs
+    for role, (ins, outs) in expect.items():
+        if role not in calls:
+            raise ModelFormatError(f"{where}.builtin_options", f"{node.name} names no {role} "
+                                   "subgraph")
+        callee = subgraphs[calls[role]]
+        if len(callee.inputs) != ins or (outs is not None and len(callee.outputs) != outs):
+            raise ModelFormatError(
+                f"{where}.builtin_options.{role}", f"{node.name} passes {ins} inputs"
+                + (f" and expects {outs} outputs" if outs is not None else "")
+                + f"; its {role} subgraph {callee.index} takes {len(callee.inputs)} and "
+                f"returns {len(callee.outputs)}")
+
+
+def check_order(sg: "Subgraph") -> None:
+    """Every input a node reads exists by the time it runs: a subgraph input, a constant,
+    a variable, or the output of an earlier node (what TFLite's execution plan assumes)."""
+    ready = set(sg.inputs)
+    ready.update(t.index for t in sg.tensors if t.is_constant or t.is_variable)
+    for ni in sg.execution_plan:
+        node = sg.nodes[ni]
+        for k, i in enumerate(node.inputs):
+            if i >= 0 and i not in ready:
+                raise ModelFormatError(
+                    f"subgraphs[{sg.index}].operators[{node.index}].inputs[{k}]",
+                    f"{node.name} reads tensor {i} ({sg.tensors[i].name!r}) before anything "
+                    "gives it a value (it is not a subgraph input, a constant, a variable or "
+                    "the output of an earlier operator)")
+        ready.update(node.outputs)
+
+
+def check_subgraph(sg: "Subgraph", subgraphs: list["Subgraph"], order: bool = True) -> None:
+    """Every tensor and node of a runtime subgraph (see the module docstring); ``order``
+    is False while some operators have no kernel (their outputs would look unwritten)."""
     check_tensors(sg)
     for node in sg.nodes:
         check_node(sg, node)
+        check_calls(sg, node, subgraphs)
+    if order:
+        check_order(sg)

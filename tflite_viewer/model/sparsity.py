@@ -13,6 +13,10 @@ import numpy as np
 
 from .errors import ModelFormatError
 
+#: the largest dense array a sparse constant may expand to (its shape is untrusted: a
+#: 20 KB file can claim [2147483647, 32])
+MAX_DENSE_BYTES = 1 << 30
+
 DENSE, SPARSE_CSR = 0, 1
 
 
@@ -97,6 +101,11 @@ class Sparsity:
         if orig.shape[1] != values.size:
             raise ModelFormatError(where, f"sparsity describes {orig.shape[1]} stored values "
                                    f"but the buffer holds {values.size}")
+        nbytes = float(np.prod(shape, dtype=np.float64)) * values.dtype.itemsize
+        if nbytes > MAX_DENSE_BYTES:  # checked before allocating: the shape is untrusted
+            raise ModelFormatError(where, f"shape {list(shape)} would densify to "
+                                   f"{nbytes:,.0f} bytes, more than the {MAX_DENSE_BYTES:,} "
+                                   "bytes a sparse constant may expand to here")
         dense = np.zeros(shape, dtype=values.dtype)
         if rank:
             flat = np.ravel_multi_index(tuple(orig), shape) if values.size else np.zeros(0, int)

@@ -1,12 +1,13 @@
-"""The bar above the canvas: a subgraph selector and the trail of subgraphs opened through
-control-flow operators ("main > WHILE #0 body > ...")."""
+"""The bar above the canvas: a subgraph selector, the trail of subgraphs opened through
+control-flow operators ("main > WHILE #0 body > ..."), and beside it the other subgraphs the
+last call's operator runs (an IF's else-branch while its then-branch is shown)."""
 from __future__ import annotations
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolButton, QWidget
 
 from ..model import Model
-from .navigation import Crumb
+from .navigation import Call, Crumb
 
 __all__ = ["Crumb", "NavigationBar", "subgraph_label"]
 
@@ -24,6 +25,7 @@ class NavigationBar(QWidget):
 
     subgraphChosen = Signal(int)
     crumbChosen = Signal(int)  # position in the trail
+    callChosen = Signal(object)  # a navigation.Call beside the trail (a sibling branch)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -41,6 +43,7 @@ class NavigationBar(QWidget):
         layout.addLayout(self._crumbs)
         layout.addStretch(1)
         self.trail: list[Crumb] = []
+        self.sibling_buttons: list[QToolButton] = []
 
     def set_model(self, model: Model | None) -> None:
         self.combo.blockSignals(True)
@@ -50,8 +53,10 @@ class NavigationBar(QWidget):
                 self.combo.addItem(subgraph_label(model, i), i)
         self.combo.blockSignals(False)
 
-    def set_trail(self, trail: list[Crumb]) -> None:
+    def set_trail(self, trail: list[Crumb], siblings: list[tuple[Call, str]] = ()) -> None:
+        """Show ``trail``; ``siblings`` are (call, label) pairs offered beside it."""
         self.trail = list(trail)
+        self.sibling_buttons = []
         if trail:
             self.combo.blockSignals(True)
             self.combo.setCurrentIndex(trail[-1].subgraph)
@@ -62,6 +67,21 @@ class NavigationBar(QWidget):
                 item.widget().deleteLater()
         if len(trail) < 2:
             return
+        self._add_crumbs(trail)
+        if siblings:
+            self._crumbs.addSpacing(10)
+            self._crumbs.addWidget(QLabel("also:"))
+        for call, label in siblings:
+            button = QToolButton()
+            button.setText(label)
+            button.setAutoRaise(True)
+            button.setToolTip(f"Show the {call.role} subgraph of the same operator instead")
+            button.setStyleSheet("color: #0969da;")
+            button.clicked.connect(lambda _=False, c=call: self.callChosen.emit(c))
+            self._crumbs.addWidget(button)
+            self.sibling_buttons.append(button)
+
+    def _add_crumbs(self, trail: list[Crumb]) -> None:
         for i, crumb in enumerate(trail):
             if i:
                 self._crumbs.addWidget(QLabel("\u203a"))

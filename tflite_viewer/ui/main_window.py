@@ -127,6 +127,7 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
         self.view.viewChanged.connect(self._update_zoom_label)
         self.nav.subgraphChosen.connect(lambda i: self.show_subgraph(i))
         self.nav.crumbChosen.connect(self._crumb_chosen)
+        self.nav.callChosen.connect(self.follow_call)
         self.find_bar.queryChanged.connect(self.find)
         self.find_bar.currentChanged.connect(self._goto_match)
         self.find_bar.closed.connect(self._clear_find)
@@ -171,7 +172,7 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self._size_docks()
         self.properties_panel.tensorActivated.connect(self.select_tensor)
-        self.properties_panel.subgraphActivated.connect(lambda i: self.enter_subgraph(i))
+        self.properties_panel.callActivated.connect(self.follow_call)
         self.tensor_panel.opActivated.connect(self.select_op)
         self.model_panel.subgraphActivated.connect(lambda i: self.show_subgraph(i))
         self.problems_panel.findingActivated.connect(self._finding_activated)
@@ -226,6 +227,10 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
         self.trail = nav.enter(self.trail, self.model, index, via)
         self._show(index, wait)
 
+    def _show_trail(self) -> None:
+        siblings = [(c, nav.sibling_label(self.model, c)) for c in nav.sibling_calls(self.trail, self.model)]
+        self.nav.set_trail(self.trail, siblings)
+
     def go_back(self) -> None:
         if len(self.trail) > 1:
             self._crumb_chosen(len(self.trail) - 2)
@@ -276,7 +281,7 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
         self.selection = None
         self.graph_scene.set_data(sd)
         self.placeholder.hide()
-        self.nav.set_trail(self.trail)
+        self._show_trail()
         self.minimap.rebuild()
         self.initial_view()
         if self.find_bar.isVisible() and self.find_bar.edit.text():

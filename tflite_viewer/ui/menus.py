@@ -9,7 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QMenu, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QMenu, QWidget
+
+from .focus import UndoKeys
 
 if TYPE_CHECKING:
     from .main_window import MainWindow
@@ -64,6 +67,11 @@ def _edit_menu(w: MainWindow, m: QMenu) -> None:
     w.undo_action.setShortcut(QKeySequence.StandardKey.Undo)
     w.redo_action = w.undo_group.createRedoAction(w, "&Redo")
     w.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
+    # from anywhere: a floating dock too, and a text field with nothing of its own to undo
+    w.undo_action.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
+    w.redo_action.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
+    w.undo_keys = UndoKeys(w.undo_action, w.redo_action, w)
+    QApplication.instance().installEventFilter(w.undo_keys)
     m.addAction(w.undo_action)
     m.addAction(w.redo_action)
     history = w.history_dock.toggleViewAction()

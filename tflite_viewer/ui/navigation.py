@@ -40,9 +40,20 @@ def call_text(model: Model, call: Call) -> str:
     return f"{op.name} #{call.op} {call.role}"
 
 
+def call_target(model: Model, call: Call) -> int:
+    """The subgraph ``call`` runs."""
+    return model.subgraphs[call.subgraph].operators[call.op].called_subgraphs[call.role]
+
+
 def call_crumb(model: Model, call: Call) -> Crumb:
-    target = model.subgraphs[call.subgraph].operators[call.op].called_subgraphs[call.role]
+    target = call_target(model, call)
     return Crumb(target, crumb_label(model, target, call_text(model, call)), call)
+
+
+def sibling_label(model: Model, call: Call) -> str:
+    """``else → cond_false``: a sibling call as offered beside the trail."""
+    return f"{call.role} \u2192 {model.subgraphs[call_target(model, call)].display_name}"
+
 
 
 def trail_to(model: Model, index: int, references: dict | None = None) -> list[Crumb]:

@@ -1,8 +1,8 @@
 """The window's edit flow: the edit session, applying EditCommands, undo and redo, and
 showing the re-read model in place after each of them.
 
-A mixin of `MainWindow` (DESIGN "Data flow", Edit path): panels and context menus emit
-EditCommands; the window applies them through its `EditSession` (a `ModelDocument` made on
+A mixin of `MainWindow` (docs/ARCHITECTURE.md, "Three data flows": Edit): panels and
+context menus emit EditCommands; the window applies them through its `EditSession` (a `ModelDocument` made on
 the first edit, plus the QUndoStack mirroring its history).  After every apply/undo/redo the
 document's freshly serialized and re-read model replaces ``self.model``: the shown
 subgraph's scene is rebuilt (keeping the layout when the graph's structure did not change),
@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QMenu
 from ..edit import EditResult, ExposeTensor, ModelDocument, RemoveOperator
 from ..model import Model
 from .editing import EditSession, change_notes, human_size
+from .focus import remember_focus, restore_focus
 from .panels import common as panel_common
 from .scene_data import SceneData
 from .selection import find_op
@@ -96,16 +97,22 @@ class EditFlow:
         if self.undo_group.canRedo():
             self.undo_group.redo()
 
+    def _editing_panels(self) -> tuple:
+        return (self.properties_panel, self.tensor_panel, self.model_panel)
+
     def _edit_failed(self, message: str) -> None:
+        focus = remember_focus(self._editing_panels())
         self.last_edit_message = f"Edit refused: {message}"
         self.statusBar().showMessage(self.last_edit_message, 20000)
         self.notice.show_notice(f"Not changed: {message}", "error")
         self._refresh_panels()  # the editors show the model's values again
+        restore_focus(focus)
         self.editFailed.emit(message)
 
     def _document_changed(self, model: Model, result: EditResult, seconds: float) -> None:
         """The document has a new model (apply, undo or redo): show it in place."""
         old = self.model
+        focus = remember_focus(self._editing_panels())
         keys = self._panel_keys()
         selection = self.selection
         self.model = model
@@ -132,6 +139,7 @@ class EditFlow:
         self._update_title()
         self._report_change(old, model, result, seconds)
         self._show_edit_docks_once()
+        restore_focus(focus)
         self.model_replaced.emit(model)
         self.selectionChanged.emit(self.selection)
         self.edited.emit(result)
@@ -179,7 +187,7 @@ class EditFlow:
         self.graph_scene.set_data(sd)
         self.view.setTransform(transform)
         self.view.centerOn(center)
-        self.nav.set_trail(self.trail)
+        self._show_trail()
         self.minimap.rebuild()
         if self.find_bar.isVisible() and self.find_bar.edit.text():
             self.find(self.find_bar.edit.text())

@@ -29,23 +29,25 @@ class FileFlows:
 
     # opening
     def open_dialog(self) -> None:
+        """File > Open: the unsaved-changes question first (once), then the file."""
         if not self.maybe_save():
             return
         start = str(self.path.parent) if self.path else ""
         path, _ = QFileDialog.getOpenFileName(self, "Open model", start,
                                               "TFLite models (*.tflite *.lite *.tfl);;All files (*)")
         if path:
-            self.open_path(path)
+            self.open_path(path, ask=False)
 
     def reload(self) -> None:
         if self.path is not None:
             self.open_path(self.path, subgraph=self.subgraph, keep_selection=True)
 
     def open_path(self, path: str | Path, *, subgraph: int | str | None = None, wait: bool = False,
-                  keep_selection: bool = False) -> bool:
+                  keep_selection: bool = False, ask: bool = True) -> bool:
         """Open ``path``; in a worker unless ``wait``.  Returns False when a synchronous open
-        failed or the user kept unsaved edits (the open model, if any, stays)."""
-        if not self.maybe_save():
+        failed or the user kept unsaved edits (the open model, if any, stays).  ``ask``
+        False: the caller already asked about unsaved edits."""
+        if ask and not self.maybe_save():
             return False
         path = Path(path)
         selection = self.selection if keep_selection else None

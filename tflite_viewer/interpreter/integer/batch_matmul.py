@@ -80,10 +80,11 @@ def output_shape(lhs_shape, rhs_shape, options: Options) -> tuple[int, ...]:
     return tuple(batch) + (a[-2], b[-1])
 
 
-def batch_matmul(lhs: np.ndarray, rhs: np.ndarray, lhs_q, rhs_q, output_q,
-                 options: Options, rounding: Rounding = "double", output_dtype=None,
+def batch_matmul(lhs: np.ndarray, rhs: np.ndarray, lhs_q=None, rhs_q=None, output_q=None,
+                 options: Options | None = None, rounding: Rounding = "double", output_dtype=None,
                  params: BatchMatmulParams | None = None) -> np.ndarray:
     """BATCH_MATMUL of int8/int16 tensors (numpy matmul broadcasting of the batch dims)."""
+    options = options or {}
     p = params or prepare_batch_matmul(lhs_q, rhs_q, output_q, lhs.dtype, output_dtype,
                                        rounding)
     a, b = _operands(lhs, rhs, options)

@@ -213,8 +213,9 @@ def filter_matrix(filter: np.ndarray, filter_offset: int) -> np.ndarray:
                                 .reshape(out_ch, -1).T)
 
 
-def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, input_q, filter_q,
-            output_q, options: Options, rounding: Rounding = "double",
+def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, input_q=None,
+            filter_q=None, output_q=None, options: Options | None = None,
+            rounding: Rounding = "double",
             params: ConvParams | None = None, fmat: np.ndarray | None = None,
             plan: ConvPlan | None = None) -> np.ndarray:
     """CONV_2D on an NHWC input and an OHWI filter (grouped when filter depth < input depth).
@@ -224,6 +225,7 @@ def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, inpu
     sums are exact float64 BLAS products while they stay below 2**53 (else int64).
     ``fmat`` is `filter_matrix` and ``plan`` `plan_conv` (caches of the kernel).
     """
+    options = options or {}
     out_ch, kh, kw, in_ch_f = filter.shape
     p = params or prepare_conv(input_q, filter_q, output_q, options, input.dtype, out_ch, rounding)
     if plan is None or plan.input_shape != input.shape:
@@ -292,8 +294,9 @@ def _depthwise_bounds(input_dtype, filter_dtype, p: ConvParams) -> tuple[int, in
     return offset, in_bound, f_bound
 
 
-def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, input_q,
-                      filter_q, output_q, options: Options, rounding: Rounding = "double",
+def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None,
+                      input_q=None, filter_q=None, output_q=None,
+                      options: Options | None = None, rounding: Rounding = "double",
                       params: ConvParams | None = None, ftaps: np.ndarray | None = None,
                       plan: ConvPlan | None = None) -> np.ndarray:
     """DEPTHWISE_CONV_2D on an NHWC input and a 1HW(C*M) filter.
@@ -304,6 +307,7 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     ``ftaps`` is `depthwise_filter` in the plan's float type and ``plan`` `plan_conv`
     (caches of the kernel).
     """
+    options = options or {}
     _, kh, kw, out_ch = filter.shape
     p = params or prepare_conv(input_q, filter_q, output_q, options, input.dtype, out_ch, rounding)
     if plan is None or plan.input_shape != input.shape:

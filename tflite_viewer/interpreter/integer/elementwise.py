@@ -118,9 +118,11 @@ def _pot_int16(x1: np.ndarray, x2: np.ndarray, p: ArithmeticParams, sign: int) -
     return np.clip(out, p.act_min, p.act_max).astype(np.int16)
 
 
-def add(input1: np.ndarray, input2: np.ndarray, input1_q, input2_q, output_q, options: Options,
-        rounding: Rounding = "double", params: ArithmeticParams | None = None) -> np.ndarray:
+def add(input1: np.ndarray, input2: np.ndarray, input1_q=None, input2_q=None, output_q=None,
+        options: Options | None = None, rounding: Rounding = "double",
+        params: ArithmeticParams | None = None) -> np.ndarray:
     """Quantized ADD (AddElementwise / BroadcastAdd6DSlow)."""
+    options = options or {}
     p = params or prepare_add(input1_q, input2_q, output_q, options, input1.dtype, rounding)
     if p.pot_int16:
         return _pot_int16(input1, input2, p, +1)
@@ -128,9 +130,11 @@ def add(input1: np.ndarray, input2: np.ndarray, input1_q, input2_q, output_q, op
     return _finish(a + b, p)
 
 
-def sub(input1: np.ndarray, input2: np.ndarray, input1_q, input2_q, output_q, options: Options,
-        rounding: Rounding = "double", params: ArithmeticParams | None = None) -> np.ndarray:
+def sub(input1: np.ndarray, input2: np.ndarray, input1_q=None, input2_q=None, output_q=None,
+        options: Options | None = None, rounding: Rounding = "double",
+        params: ArithmeticParams | None = None) -> np.ndarray:
     """Quantized SUB (SubElementwise / BroadcastQuantSubSlow, or Sub16 for POT int16)."""
+    options = options or {}
     p = params or prepare_add(input1_q, input2_q, output_q, options, input1.dtype, rounding)
     if p.pot_int16:
         return _pot_int16(input1, input2, p, -1)
@@ -148,8 +152,8 @@ def prepare_squared_difference(input1_q, input2_q, output_q, rounding: Rounding 
                     7, (lo, hi), rounding, squared=True)
 
 
-def squared_difference(input1: np.ndarray, input2: np.ndarray, input1_q, input2_q, output_q,
-                       rounding: Rounding = "double",
+def squared_difference(input1: np.ndarray, input2: np.ndarray, input1_q=None, input2_q=None,
+                       output_q=None, rounding: Rounding = "double",
                        params: ArithmeticParams | None = None) -> np.ndarray:
     """Quantized SQUARED_DIFFERENCE (int8): (scaled1 - scaled2)^2 in int32, rescaled."""
     p = params or prepare_squared_difference(input1_q, input2_q, output_q, rounding)
@@ -183,10 +187,12 @@ def prepare_mul(input1_q, input2_q, output_q, options: Options, dtype,
     return MulParams(dtype, -iq1.zp, -iq2.zp, oq.zp, m, s, lo, hi, rounding)
 
 
-def mul(input1: np.ndarray, input2: np.ndarray, input1_q, input2_q, output_q, options: Options,
-        rounding: Rounding = "double", params: MulParams | None = None) -> np.ndarray:
+def mul(input1: np.ndarray, input2: np.ndarray, input1_q=None, input2_q=None, output_q=None,
+        options: Options | None = None, rounding: Rounding = "double",
+        params: MulParams | None = None) -> np.ndarray:
     """Quantized MUL (MulElementwise / BroadcastMul6DSlow): the int32 product of the
     offset inputs times the quantized multiplier."""
+    options = options or {}
     p = params or prepare_mul(input1_q, input2_q, output_q, options, input1.dtype, rounding)
     prod = wrap32((input1.astype(np.int64) + p.input1_offset)
                   * (input2.astype(np.int64) + p.input2_offset))

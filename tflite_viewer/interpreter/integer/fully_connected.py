@@ -183,8 +183,9 @@ class FloatScaleTail:
         return out if out.shape == out_shape else out.reshape(out_shape)
 
 
-def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, input_q,
-                    filter_q, output_q, options: Options, rounding: Rounding = "double",
+def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None,
+                    input_q=None, filter_q=None, output_q=None,
+                    options: Options | None = None, rounding: Rounding = "double",
                     params: FullyConnectedParams | None = None,
                     output_dtype=None, float_scales: bool = True,
                     fmat: np.ndarray | None = None,
@@ -200,6 +201,7 @@ def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | No
     below 2**53; ``fmat`` is `conv.filter_matrix` of the filter and its offset and ``tail``
     the `FloatScaleTail` of that matrix and ``bias`` (caches of the kernel).
     """
+    options = options or {}
     p = params or prepare_fully_connected(input_q, filter_q, output_q, options, input.dtype,
                                           rounding)
     units, accum = filter.shape[-2], filter.shape[-1]

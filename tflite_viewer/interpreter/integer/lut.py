@@ -330,7 +330,8 @@ def prepare_relu(kind: str, input_q, output_q, dtype, rounding: Rounding = "doub
     return ReluParams(m, s, iq.zp, oq.zp, act_min, act_max, rounding)
 
 
-def relu(x: np.ndarray, input_q, output_q, kind: str = "RELU", rounding: Rounding = "double",
+def relu(x: np.ndarray, input_q=None, output_q=None, kind: str = "RELU",
+         rounding: Rounding = "double",
          params: ReluParams | None = None) -> np.ndarray:
     """Quantized RELU / RELU6 / RELU_N1_TO_1 / RELU_0_TO_1 (optimized_ops::ReluX, which
     both resolvers use)."""
@@ -364,8 +365,9 @@ def prepare_leaky_relu(input_q, output_q, alpha: float, rounding: Rounding = "do
     return LeakyReluParams(ma, sa, mi, si, iq.zp, oq.zp, rounding)
 
 
-def leaky_relu(x: np.ndarray, input_q, output_q, alpha: float, rounding: Rounding = "double",
-               params: LeakyReluParams | None = None) -> np.ndarray:
+def leaky_relu(x: np.ndarray, input_q=None, output_q=None, alpha: float | None = None,
+               rounding: Rounding = "double", params: LeakyReluParams | None = None
+               ) -> np.ndarray:
     """QuantizeLeakyRelu: identity or alpha multiplier by the sign of (q - zp_in)."""
     p = params or prepare_leaky_relu(input_q, output_q, alpha, rounding)
     v = x.astype(np.int64) - p.input_zero_point
@@ -399,7 +401,7 @@ def prepare_prelu(input_q, alpha_q, output_q, rounding: Rounding = "double") -> 
     return PreluParams(m1, s1, m2, s2, -iq.zp, -aq.zp, oq.zp, rounding)
 
 
-def prelu(x: np.ndarray, alpha: np.ndarray, input_q, alpha_q, output_q,
+def prelu(x: np.ndarray, alpha: np.ndarray, input_q=None, alpha_q=None, output_q=None,
           rounding: Rounding = "double", params: PreluParams | None = None) -> np.ndarray:
     """reference_ops::Prelu / BroadcastPrelu4DSlow (alpha broadcast against the input)."""
     p = params or prepare_prelu(input_q, alpha_q, output_q, rounding)
@@ -469,7 +471,7 @@ def _sat_shift16(v: np.ndarray, amount: int) -> np.ndarray:
     return np.clip(v * (1 << amount), -32768, 32767)
 
 
-def hard_swish(x: np.ndarray, input_q, output_q, rounding: Rounding = "double",
+def hard_swish(x: np.ndarray, input_q=None, output_q=None, rounding: Rounding = "double",
                params: HardSwishParams | None = None) -> np.ndarray:
     """reference_ops::HardSwish (uint8/int8): x * relu6(x + 3) / 6 in 16-bit fixed point."""
     p = params or prepare_hard_swish(input_q, output_q, rounding)

@@ -109,7 +109,7 @@ def separable(op, x: np.ndarray, p: PoolPlan) -> np.ndarray:
     return out
 
 
-def average_pool_2d(input: np.ndarray, output_q, options: Options,
+def average_pool_2d(input: np.ndarray, output_q=None, options: Options | None = None,
                     plan: PoolPlan | None = None) -> np.ndarray:
     """AVERAGE_POOL_2D: the window sum over in-image taps divided by their count, rounded
     half away from zero with C integer division ((acc +- count/2) / count)."""
@@ -135,7 +135,7 @@ def average_pool_2d(input: np.ndarray, output_q, options: Options,
     return avg.astype(input.dtype)
 
 
-def max_pool_2d(input: np.ndarray, output_q, options: Options,
+def max_pool_2d(input: np.ndarray, output_q=None, options: Options | None = None,
                 plan: PoolPlan | None = None) -> np.ndarray:
     """MAX_POOL_2D: the maximum over in-image taps, clamped to the activation range."""
     p = _plan(input, output_q, options, plan)

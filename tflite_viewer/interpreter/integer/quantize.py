@@ -64,9 +64,12 @@ def prepare_requantize(input_q, output_q, rounding: Rounding = "double") -> Requ
     return RequantizeParams(int(m), int(s), iq.zp, oq.zp, rounding)
 
 
-def requantize(input: np.ndarray, input_q, output_q, output_dtype, rounding: Rounding = "double",
-               params: RequantizeParams | None = None) -> np.ndarray:
-    """Integer to integer QUANTIZE (Requantize): (x - zp_in) * M + zp_out, clamped."""
+def requantize(input: np.ndarray, input_q=None, output_q=None, output_dtype=None,
+               rounding: Rounding = "double", params: RequantizeParams | None = None
+               ) -> np.ndarray:
+    """Integer to integer QUANTIZE (Requantize): (x - zp_in) * M + zp_out, clamped to
+    ``output_dtype`` (default: the input's type)."""
+    output_dtype = np.dtype(input.dtype if output_dtype is None else output_dtype)
     p = params or prepare_requantize(input_q, output_q, rounding)
     x = input.astype(np.int64) - p.input_zero_point
     out = qm.multiply_by_quantized_multiplier(x, p.multiplier, p.shift, p.rounding)

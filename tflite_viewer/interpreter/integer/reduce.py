@@ -51,7 +51,7 @@ def _reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keep_dims: boo
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
-def mean_or_sum(input: np.ndarray, axis, input_q, output_q, keep_dims: bool,
+def mean_or_sum(input: np.ndarray, axis, input_q=None, output_q=None, keep_dims: bool = False,
                 compute_sum: bool = False, rounding: Rounding = "double",
                 params: MeanParams | None = None) -> np.ndarray:
     """QuantizedMeanOrSum for uint8, int8 and int16 (``compute_sum`` selects SUM)."""

@@ -257,7 +257,7 @@ def prepare_log_softmax(input_q, rounding: Rounding = "double") -> LogSoftmaxPar
     return LogSoftmaxParams(m, s, int(rm), int(rs), diff_min, rounding)
 
 
-def log_softmax(x: np.ndarray, input_q, rounding: Rounding = "double",
+def log_softmax(x: np.ndarray, input_q=None, rounding: Rounding = "double",
                 params: LogSoftmaxParams | None = None) -> np.ndarray:
     """Quantized LOG_SOFTMAX over the last axis (uint8 or int8).
 

@@ -88,10 +88,11 @@ def col2im_accumulate(input_off: np.ndarray, filt: np.ndarray, output_shape, str
 
 
 def transpose_conv(input: np.ndarray, filter: np.ndarray, output_shape, bias: np.ndarray | None,
-                   input_q, filter_q, output_q, options: Options,
+                   input_q=None, filter_q=None, output_q=None, options: Options | None = None,
                    rounding: Rounding = "double", params: TransposeConvParams | None = None,
                    quantized_bias_type: str | None = None) -> np.ndarray:
     """TRANSPOSE_CONV of an NHWC input with an OHWI filter into ``output_shape`` (NHWC)."""
+    options = options or {}
     out_ch, kh, kw, _ = filter.shape
     p = params or prepare_transpose_conv(input_q, filter_q, output_q, options, input.dtype,
                                          out_ch, rounding, quantized_bias_type)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..integer import l2norm as il2norm, lut, softmax as isoftmax
-from .common import (QUANTIZED, BuiltinOperator as B, broadcast_shape, define, opt, rounding,
-                     same_shape, tq)
+from ..integer import l2norm as int_l2norm, lut, softmax as int_softmax
+from .common import (QUANTIZED, BuiltinOperator as Op, broadcast_shape, define, option, rounding,
+                     same_shape, tensor_qparams)
 
 
 def _clip(lo, hi):
@@ -20,18 +20,18 @@ def _io(ctx, node):
 def _relu_int(kind: str):
     def prepare(ctx, node):
         x, o = _io(ctx, node)
-        return lut.prepare_relu(kind, tq(x), tq(o), x.dtype, rounding(ctx))
+        return lut.prepare_relu(kind, tensor_qparams(x), tensor_qparams(o), x.dtype, rounding(ctx))
     return dict(int_prepare=prepare, int_compute=lambda ctx, node, p: lut.relu(
-        ctx.value(node, 0), None, None, kind, p.rounding, p))
+        ctx.value(node, 0), kind=kind, params=p))
 
 
-define(B.RELU, (1, 3), lambda ctx, node: np.maximum(ctx.value(node, 0), 0), same_shape,
+define(Op.RELU, (1, 3), lambda ctx, node: np.maximum(ctx.value(node, 0), 0), same_shape,
        types="float+uint8+int8", **_relu_int("RELU"))
-define(B.RELU6, (1, 3), _clip(0, 6), same_shape, types="float+uint8+int8",
+define(Op.RELU6, (1, 3), _clip(0, 6), same_shape, types="float+uint8+int8",
        **_relu_int("RELU6"))
-define(B.RELU_N1_TO_1, (1, 1), _clip(-1, 1), same_shape, types="float+uint8+int8",
+define(Op.RELU_N1_TO_1, (1, 1), _clip(-1, 1), same_shape, types="float+uint8+int8",
        **_relu_int("RELU_N1_TO_1"))
-define(B.RELU_0_TO_1, (1, 1), _clip(0, 1), same_shape, types="float+uint8+int8",
+define(Op.RELU_0_TO_1, (1, 1), _clip(0, 1), same_shape, types="float+uint8+int8",
        **_relu_int("RELU_0_TO_1"))
 
 
@@ -41,14 +41,14 @@ def leaky_relu(x: np.ndarray, alpha: float) -> np.ndarray:
 
 def _prepare_leaky(ctx, node):
     x, o = _io(ctx, node)
-    return lut.prepare_leaky_relu(tq(x), tq(o), float(opt(node, "alpha", 0.2)), rounding(ctx))
+    return lut.prepare_leaky_relu(tensor_qparams(x), tensor_qparams(o),
+                                  float(option(node, "alpha", 0.2)), rounding(ctx))
 
 
-define(B.LEAKY_RELU, (1, 2),
-       lambda ctx, node: leaky_relu(ctx.value(node, 0), float(opt(node, "alpha", 0.2))),
+define(Op.LEAKY_RELU, (1, 2),
+       lambda ctx, node: leaky_relu(ctx.value(node, 0), float(option(node, "alpha", 0.2))),
        same_shape, types="float+uint8+int8+int16", int_prepare=_prepare_leaky,
-       int_compute=lambda ctx, node, p: lut.leaky_relu(ctx.value(node, 0), None, None, 0.0,
-                                                       p.rounding, p))
+       int_compute=lambda ctx, node, p: lut.leaky_relu(ctx.value(node, 0), params=p))
 
 
 def prelu(x: np.ndarray, alpha: np.ndarray) -> np.ndarray:
@@ -56,14 +56,15 @@ def prelu(x: np.ndarray, alpha: np.ndarray) -> np.ndarray:
 
 
 def _prepare_prelu(ctx, node):
-    return lut.prepare_prelu(tq(ctx.input(node, 0)), tq(ctx.input(node, 1)),
-                             tq(ctx.output(node, 0)), rounding(ctx))
+    return lut.prepare_prelu(tensor_qparams(ctx.input(node, 0)),
+                             tensor_qparams(ctx.input(node, 1)),
+                             tensor_qparams(ctx.output(node, 0)), rounding(ctx))
 
 
-define(B.PRELU, (1, 1), lambda ctx, node: prelu(ctx.value(node, 0), ctx.value(node, 1)),
+define(Op.PRELU, (1, 1), lambda ctx, node: prelu(ctx.value(node, 0), ctx.value(node, 1)),
        broadcast_shape, types="float+uint8+int8", int_prepare=_prepare_prelu,
-       int_compute=lambda ctx, node, p: lut.prelu(ctx.value(node, 0), ctx.value(node, 1), None,
-                                                  None, None, p.rounding, p))
+       int_compute=lambda ctx, node, p: lut.prelu(ctx.value(node, 0), ctx.value(node, 1),
+                                                  params=p))
 
 
 def hard_swish(x: np.ndarray) -> np.ndarray:
@@ -93,7 +94,7 @@ def erf(x: np.ndarray) -> np.ndarray:
     a = np.abs(x)
     t = 1.0 / (1.0 + 0.3275911 * a)
     poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027
-                                                                        + t * 1.061405429))))
+                                                                          + t * 1.061405429))))
     return s * (1.0 - poly * np.exp(-a * a))
 
 
@@ -112,7 +113,7 @@ def elu(x: np.ndarray) -> np.ndarray:
 
 def _prepare_hard_swish(ctx, node):
     x, o = _io(ctx, node)
-    return lut.prepare_hard_swish(tq(x), tq(o), rounding(ctx))
+    return lut.prepare_hard_swish(tensor_qparams(x), tensor_qparams(o), rounding(ctx))
 
 
 def _table_op(table_fn, tanh: bool):
@@ -120,8 +121,8 @@ def _table_op(table_fn, tanh: bool):
     def prepare(ctx, node):
         x, o = _io(ctx, node)
         if x.dtype == np.int16:
-            return ("int16", lut.prepare_int16_activation(tq(x), tanh))
-        return ("table", table_fn(tq(x), tq(o), x.dtype))
+            return ("int16", lut.prepare_int16_activation(tensor_qparams(x), tanh))
+        return ("table", table_fn(tensor_qparams(x), tensor_qparams(o), x.dtype))
 
     def compute(ctx, node, p):
         x = ctx.value(node, 0)
@@ -131,19 +132,18 @@ def _table_op(table_fn, tanh: bool):
     return dict(int_prepare=prepare, int_compute=compute)
 
 
-define(B.HARD_SWISH, (1, 1), lambda ctx, node: hard_swish(ctx.value(node, 0)), same_shape,
+define(Op.HARD_SWISH, (1, 1), lambda ctx, node: hard_swish(ctx.value(node, 0)), same_shape,
        types="float+uint8+int8", int_prepare=_prepare_hard_swish,
-       int_compute=lambda ctx, node, p: lut.hard_swish(ctx.value(node, 0), None, None,
-                                                       params=p))
-define(B.LOGISTIC, (1, 3), lambda ctx, node: logistic(ctx.value(node, 0)), same_shape,
+       int_compute=lambda ctx, node, p: lut.hard_swish(ctx.value(node, 0), params=p))
+define(Op.LOGISTIC, (1, 3), lambda ctx, node: logistic(ctx.value(node, 0)), same_shape,
        types=QUANTIZED, **_table_op(lut.logistic_table, False))
-define(B.TANH, (1, 3), lambda ctx, node: np.tanh(ctx.value(node, 0)), same_shape,
+define(Op.TANH, (1, 3), lambda ctx, node: np.tanh(ctx.value(node, 0)), same_shape,
        types=QUANTIZED, **_table_op(lut.tanh_table, True))
 # GELU (with its quantized tables) is in unary_math.py
-define(B.ELU, (1, 1), lambda ctx, node: elu(ctx.value(node, 0)), same_shape,
+define(Op.ELU, (1, 1), lambda ctx, node: elu(ctx.value(node, 0)), same_shape,
        types="float+int8",
-       int_prepare=lambda ctx, node: lut.elu_table(tq(ctx.input(node, 0)),
-                                                   tq(ctx.output(node, 0))),
+       int_prepare=lambda ctx, node: lut.elu_table(tensor_qparams(ctx.input(node, 0)),
+                                                   tensor_qparams(ctx.output(node, 0))),
        int_compute=lambda ctx, node, p: lut.lut_lookup_int8(ctx.value(node, 0), p))
 
 
@@ -161,20 +161,20 @@ def log_softmax(x: np.ndarray) -> np.ndarray:
 def _prepare_softmax(ctx, node):
     """The node's quantized softmax as one function of the input."""
     x = ctx.input(node, 0)
-    p = isoftmax.prepare_softmax(tq(x), float(opt(node, "beta", 1.0)), x.dtype, rounding(ctx))
-    return isoftmax.prepared_softmax(p, x.dtype, ctx.output(node, 0).dtype)
+    p = int_softmax.prepare_softmax(tensor_qparams(x), float(option(node, "beta", 1.0)), x.dtype,
+                                    rounding(ctx))
+    return int_softmax.prepared_softmax(p, x.dtype, ctx.output(node, 0).dtype)
 
 
-define(B.SOFTMAX, (1, 3),
-       lambda ctx, node: softmax(ctx.value(node, 0), float(opt(node, "beta", 1.0))), same_shape,
+define(Op.SOFTMAX, (1, 3),
+       lambda ctx, node: softmax(ctx.value(node, 0), float(option(node, "beta", 1.0))), same_shape,
        types=QUANTIZED, int_prepare=_prepare_softmax,
        int_compute=lambda ctx, node, run: run(ctx.value(node, 0)))
-define(B.LOG_SOFTMAX, (1, 2), lambda ctx, node: log_softmax(ctx.value(node, 0)), same_shape,
+define(Op.LOG_SOFTMAX, (1, 2), lambda ctx, node: log_softmax(ctx.value(node, 0)), same_shape,
        types="float+uint8+int8",
-       int_prepare=lambda ctx, node: isoftmax.prepare_log_softmax(tq(ctx.input(node, 0)),
-                                                                  rounding(ctx)),
-       int_compute=lambda ctx, node, p: isoftmax.log_softmax(ctx.value(node, 0), None,
-                                                             params=p))
+       int_prepare=lambda ctx, node: int_softmax.prepare_log_softmax(
+           tensor_qparams(ctx.input(node, 0)), rounding(ctx)),
+       int_compute=lambda ctx, node, p: int_softmax.log_softmax(ctx.value(node, 0), params=p))
 
 
 def l2_normalize(x: np.ndarray, epsilon: float = 1e-6) -> np.ndarray:
@@ -183,10 +183,10 @@ def l2_normalize(x: np.ndarray, epsilon: float = 1e-6) -> np.ndarray:
     return x / np.sqrt(np.maximum(sq, np.asarray(epsilon, dtype=x.dtype)))
 
 
-define(B.L2_NORMALIZATION, (1, 2), lambda ctx, node: l2_normalize(ctx.value(node, 0)),
+define(Op.L2_NORMALIZATION, (1, 2), lambda ctx, node: l2_normalize(ctx.value(node, 0)),
        same_shape, types="float+uint8+int8",
-       int_prepare=lambda ctx, node: (tq(ctx.input(node, 0)), rounding(ctx)),
-       int_compute=lambda ctx, node, p: il2norm.l2_normalization(ctx.value(node, 0), *p))
+       int_prepare=lambda ctx, node: (tensor_qparams(ctx.input(node, 0)), rounding(ctx)),
+       int_compute=lambda ctx, node, p: int_l2norm.l2_normalization(ctx.value(node, 0), *p))
 
 
 def local_response_normalization(x: np.ndarray, radius: int, bias: float, alpha: float,
@@ -203,7 +203,7 @@ def local_response_normalization(x: np.ndarray, radius: int, bias: float, alpha:
     return (x * np.power(bias + alpha * accum, -beta)).astype(x.dtype)
 
 
-define(B.LOCAL_RESPONSE_NORMALIZATION, (1, 1),
+define(Op.LOCAL_RESPONSE_NORMALIZATION, (1, 1),
        lambda ctx, node: local_response_normalization(
-           ctx.value(node, 0), int(opt(node, "radius", 5)), float(opt(node, "bias", 1.0)),
-           float(opt(node, "alpha", 1.0)), float(opt(node, "beta", 0.5))), same_shape)
+           ctx.value(node, 0), int(option(node, "radius", 5)), float(option(node, "bias", 1.0)),
+           float(option(node, "alpha", 1.0)), float(option(node, "beta", 0.5))), same_shape)

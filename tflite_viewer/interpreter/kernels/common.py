@@ -29,7 +29,7 @@ def rounding(ctx) -> str:
     return ctx.interpreter.rounding
 
 
-def tq(t) -> QParams:
+def tensor_qparams(t) -> QParams:
     """A runtime tensor's quantization as the integer cores take it (scale 0 if none)."""
     q = t.quantization
     if q is None or not q.has_scale:
@@ -130,7 +130,8 @@ def pad_for_windows(x: np.ndarray, oh: int, ow: int, eff_h: int, eff_w: int, sh:
     return x[:, :need_h, :need_w]
 
 
-def opt(node: Node, key: str, default: Any = None) -> Any:
+def option(node: Node, key: str, default: Any = None) -> Any:
+    """The node's builtin option ``key`` (its builtin_data), or ``default`` when unset."""
     v = node.builtin_data.get(key)
     return default if v is None else v
 
@@ -192,6 +193,10 @@ def define(op: int, versions: tuple[int, int], compute, shape=None, types: str =
            name: str | None = None, check=None, int_prepare=None, int_compute=None,
            same_quantization: bool = False) -> type:
     """Register a kernel from two functions, for the many ops that need no more:
+    the rule (docs/ARCHITECTURE.md, "Add an op kernel") is `define` when an op is a
+    compute function, an optional shape function and an optional integer prepare/compute
+    pair, and a `register`-ed `Kernel` class when it keeps caches of its own, chooses
+    among several paths in prepare, or runs subgraphs.
 
     ``compute(ctx, node) -> array | tuple of arrays`` (one per output) and
     ``shape(ctx, node) -> list of output shapes | None`` (None: outputs dynamic, shaped by

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import BuiltinOperator as B, Kernel, opt, register
+from .common import BuiltinOperator as Op, Kernel, option, register
 
 
 def _prepare_callee(ctx, index: int, shapes) -> list | None:
@@ -46,14 +46,19 @@ def _set_outputs(ctx, node, values) -> None:
             ctx.set_output(ctx.tensors[o], v)
 
 
-@register(B.WHILE, versions=(1, 1))
+def _cond_and_body(node) -> tuple[int, int]:
+    """WHILE's condition and body subgraph indices."""
+    return int(option(node, "cond_subgraph_index")), int(option(node, "body_subgraph_index"))
+
+
+@register(Op.WHILE, versions=(1, 1))
 class While(Kernel):
     types = "any"
     calls_subgraphs = True
 
     def prepare(self, ctx, node):
         shapes = [ctx.tensors[i].shape for i in node.inputs]
-        cond, body = int(opt(node, "cond_subgraph_index")), int(opt(node, "body_subgraph_index"))
+        cond, body = _cond_and_body(node)
         _prepare_callee(ctx, cond, shapes)
         outs = _prepare_callee(ctx, body, shapes)
         static = outs is not None and all(o == s for o, s in zip(outs, shapes))
@@ -69,7 +74,7 @@ class While(Kernel):
 
     def invoke(self, ctx, node):
         interp = ctx.interpreter
-        cond, body = int(opt(node, "cond_subgraph_index")), int(opt(node, "body_subgraph_index"))
+        cond, body = _cond_and_body(node)
         values = [ctx.value(node, k) for k in range(len(node.inputs))]
         budget = interp.budget
         where = f"subgraph {ctx.index} op {node.index} (WHILE)"
@@ -83,7 +88,8 @@ class While(Kernel):
         count = 0
         while True:
             count += 1
-            budget.iteration(where, count, interp._direct)  # iterations, time, stop
+            interp.loop_iterations[(ctx.index, node.index)] = count
+            budget.iteration(where, count, interp._direct, interp.call_path)
             (flag,) = yield from interp.call_subgraph(cond, values)
             if not bool(np.asarray(flag).reshape(-1)[0]):
                 break
@@ -100,15 +106,15 @@ def _finish(ctx, node, values) -> None:
     _set_outputs(ctx, node, values)
 
 
-@register(B.IF, versions=(1, 1))
+@register(Op.IF, versions=(1, 1))
 class If(Kernel):
     types = "any"
     calls_subgraphs = True
 
     def prepare(self, ctx, node):
         shapes = [ctx.tensors[i].shape for i in node.inputs[1:]]
-        a = _prepare_callee(ctx, int(opt(node, "then_subgraph_index")), shapes)
-        b = _prepare_callee(ctx, int(opt(node, "else_subgraph_index")), shapes)
+        a = _prepare_callee(ctx, int(option(node, "then_subgraph_index")), shapes)
+        b = _prepare_callee(ctx, int(option(node, "else_subgraph_index")), shapes)
         for k, o in enumerate(node.outputs):
             if a is not None and b is not None and a[k] is not None and a[k] == b[k]:
                 ctx.resize(ctx.tensors[o], a[k])
@@ -117,7 +123,7 @@ class If(Kernel):
 
     def invoke(self, ctx, node):
         flag = bool(np.asarray(ctx.value(node, 0)).reshape(-1)[0])
-        branch = int(opt(node, "then_subgraph_index" if flag else "else_subgraph_index"))
+        branch = int(option(node, "then_subgraph_index" if flag else "else_subgraph_index"))
         values = [ctx.value(node, k) for k in range(1, len(node.inputs))]
         outs = yield from ctx.interpreter.call_subgraph(branch, values)
         for o, v in zip(node.outputs, outs):
@@ -127,7 +133,7 @@ class If(Kernel):
         _set_outputs(ctx, node, outs)
 
 
-@register(B.CALL_ONCE, versions=(1, 1))
+@register(Op.CALL_ONCE, versions=(1, 1))
 class CallOnce(Kernel):
     """Runs its init subgraph the first time only (until `reset_variables`)."""
 
@@ -138,7 +144,7 @@ class CallOnce(Kernel):
         pass
 
     def invoke(self, ctx, node):
-        index = int(opt(node, "init_subgraph_index"))
+        index = int(option(node, "init_subgraph_index"))
         interp = ctx.interpreter
         if index in interp.called_once:
             return
@@ -146,7 +152,7 @@ class CallOnce(Kernel):
         interp.called_once.add(index)
 
 
-@register(B.VAR_HANDLE, versions=(1, 1))
+@register(Op.VAR_HANDLE, versions=(1, 1))
 class VarHandle(Kernel):
     """A resource id for (container, shared_name), shared by every subgraph."""
 
@@ -157,7 +163,7 @@ class VarHandle(Kernel):
 
     def invoke(self, ctx, node):
         interp = ctx.interpreter
-        key = (str(opt(node, "container", "")), str(opt(node, "shared_name", "")))
+        key = (str(option(node, "container", "")), str(option(node, "shared_name", "")))
         rid = interp.resource_ids.setdefault(key, len(interp.resource_ids))
         out = ctx.output(node, 0)
         ctx.set_output(out, np.full(out.shape, rid, dtype=np.int32))
@@ -167,7 +173,7 @@ def _resource_id(ctx, node) -> int:
     return int(np.asarray(ctx.value(node, 0)).reshape(-1)[0])
 
 
-@register(B.READ_VARIABLE, versions=(1, 1))
+@register(Op.READ_VARIABLE, versions=(1, 1))
 class ReadVariable(Kernel):
     types = "any"
 
@@ -179,7 +185,7 @@ class ReadVariable(Kernel):
         ctx.set_output(ctx.output(node, 0), value)
 
 
-@register(B.ASSIGN_VARIABLE, versions=(1, 1))
+@register(Op.ASSIGN_VARIABLE, versions=(1, 1))
 class AssignVariable(Kernel):
     types = "any"
 

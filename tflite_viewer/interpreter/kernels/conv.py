@@ -12,11 +12,11 @@ import dataclasses
 
 import numpy as np
 
-from ..integer import conv as iconv, hybrid as ihybrid, transpose_conv as itconv
+from ..integer import conv as int_conv, hybrid as int_hybrid, transpose_conv as int_transpose_conv
 from ..integer.common import Window, im2col
 from .common import (BuiltinOperator, INT_KINDS, Kernel, activation, apply_activation,
-                     compute_out_size, compute_padding, kind, opt, pad_for_windows, register,
-                     rounding, tq, window_geometry)
+                     compute_out_size, compute_padding, kind, option, pad_for_windows, register,
+                     rounding, tensor_qparams, window_geometry)
 
 
 def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
@@ -128,11 +128,11 @@ def transpose_conv2d(x: np.ndarray, w: np.ndarray, output_shape: tuple[int, ...]
 
 
 def _strides(node):
-    return (int(opt(node, "stride_h", 1)), int(opt(node, "stride_w", 1)))
+    return (int(option(node, "stride_h", 1)), int(option(node, "stride_w", 1)))
 
 
 def _dilations(node):
-    return (int(opt(node, "dilation_h_factor", 1)), int(opt(node, "dilation_w_factor", 1)))
+    return (int(option(node, "dilation_h_factor", 1)), int(option(node, "dilation_w_factor", 1)))
 
 
 class _Cache:
@@ -145,7 +145,7 @@ class _Cache:
         self.value = None
         self.kind = "float"
         self.params = None
-        self.plan = None  # integer kinds: iconv.ConvPlan of the prepared input shape
+        self.plan = None  # integer kinds: int_conv.ConvPlan of the prepared input shape
         #: float CONV_2D: (strides, dilations, padding, activation, window geometry) of the
         #: node's options and prepared input shape, read once
         self.args: tuple | None = None
@@ -166,10 +166,11 @@ def _int_prepare(ctx, node, channels: int, depthwise: bool = False) -> None:
     cache.plan = None
     if k in INT_KINDS:
         x, w, o = ctx.input(node, 0), ctx.input(node, 1), ctx.output(node, 0)
-        cache.params = iconv.prepare_conv(tq(x), tq(w), tq(o), node.builtin_data, x.dtype,
-                                          channels, rounding(ctx))
-        cache.plan = iconv.plan_conv(x.shape, x.dtype, w.shape, w.dtype, node.builtin_data,
-                                     cache.params, depthwise)
+        cache.params = int_conv.prepare_conv(tensor_qparams(x), tensor_qparams(w),
+                                             tensor_qparams(o), node.builtin_data, x.dtype,
+                                             channels, rounding(ctx))
+        cache.plan = int_conv.plan_conv(x.shape, x.dtype, w.shape, w.dtype, node.builtin_data,
+                                        cache.params, depthwise)
 
 
 def _bias(ctx, node, k=2):
@@ -195,8 +196,8 @@ class Conv2D(Kernel):
         if w.shape[3] <= 0 or x.shape[3] % w.shape[3]:
             raise ValueError(f"input depth {x.shape[3]} is not a multiple of the filter depth "
                              f"{w.shape[3]}")
-        strides, dilations, padding = _strides(node), _dilations(node), opt(node, "padding",
-                                                                             "SAME")
+        strides, dilations, padding = _strides(node), _dilations(node), option(node, "padding",
+                                                                               "SAME")
         geometry = window_geometry(x.shape[1:3], w.shape[1:3], strides, dilations, padding)
         ctx.resize(ctx.output(node, 0), (x.shape[0], geometry[0], geometry[1], w.shape[0]))
         _int_prepare(ctx, node, w.shape[0])
@@ -208,15 +209,15 @@ class Conv2D(Kernel):
         if k in INT_KINDS:
             cache = node.user_data
             p = cache.params
-            fmat = cache.get(w, lambda w: iconv.filter_matrix(w, p.filter_offset))
-            out = iconv.conv_2d(x, w, _bias(ctx, node), None, None, None, node.builtin_data,
-                                params=p, fmat=fmat, plan=cache.plan)
+            fmat = cache.get(w, lambda w: int_conv.filter_matrix(w, p.filter_offset))
+            out = int_conv.conv_2d(x, w, _bias(ctx, node), options=node.builtin_data, params=p,
+                                   fmat=fmat, plan=cache.plan)
             ctx.set_output(ctx.output(node, 0), out)
             return
         if k == "hybrid":
-            out = ihybrid.conv_2d(x, w, _bias(ctx, node), tq(ctx.input(node, 1)),
-                                  node.builtin_data,
-                                  fmat=node.user_data.get(w, ihybrid.conv_filter_matrix))
+            out = int_hybrid.conv_2d(x, w, _bias(ctx, node), tensor_qparams(ctx.input(node, 1)),
+                                     node.builtin_data,
+                                     fmat=node.user_data.get(w, int_hybrid.conv_filter_matrix))
             ctx.set_output(ctx.output(node, 0), out)
             return
         b = ctx.input(node, 2)
@@ -244,7 +245,7 @@ class DepthwiseConv2D(Kernel):
             raise ValueError(f"filter depth {w.shape[3]} is not a multiple of the input depth "
                              f"{x.shape[3]}")
         oh, ow, _, _ = window_geometry(x.shape[1:3], w.shape[1:3], _strides(node),
-                                       _dilations(node), opt(node, "padding", "SAME"))
+                                       _dilations(node), option(node, "padding", "SAME"))
         ctx.resize(ctx.output(node, 0), (x.shape[0], oh, ow, w.shape[3]))
         _int_prepare(ctx, node, w.shape[3], depthwise=True)
 
@@ -254,22 +255,23 @@ class DepthwiseConv2D(Kernel):
         if k in INT_KINDS:
             x, w = ctx.value(node, 0), ctx.value(node, 1)
             p, plan = cache.params, cache.plan
-            ftaps = cache.get(w, lambda w: iconv.depthwise_filter(w, p.filter_offset,
-                                                                  plan.ftype))
-            out = iconv.depthwise_conv_2d(x, w, _bias(ctx, node), None, None, None,
-                                          node.builtin_data, params=p, ftaps=ftaps, plan=plan)
+            ftaps = cache.get(w, lambda w: int_conv.depthwise_filter(w, p.filter_offset,
+                                                                     plan.ftype))
+            out = int_conv.depthwise_conv_2d(x, w, _bias(ctx, node), options=node.builtin_data,
+                                             params=p, ftaps=ftaps, plan=plan)
             ctx.set_output(ctx.output(node, 0), out)
             return
         if k == "hybrid":
-            out = ihybrid.depthwise_conv_2d(ctx.value(node, 0), ctx.value(node, 1),
-                                            _bias(ctx, node), tq(ctx.input(node, 1)),
-                                            node.builtin_data)
+            out = int_hybrid.depthwise_conv_2d(ctx.value(node, 0), ctx.value(node, 1),
+                                               _bias(ctx, node),
+                                               tensor_qparams(ctx.input(node, 1)),
+                                               node.builtin_data)
             ctx.set_output(ctx.output(node, 0), out)
             return
         b = ctx.input(node, 2)
         out = depthwise_conv2d(ctx.value(node, 0), ctx.value(node, 1),
                                None if b is None else b.data, _strides(node), _dilations(node),
-                               opt(node, "padding", "SAME"), activation(node))
+                               option(node, "padding", "SAME"), activation(node))
         ctx.set_output(ctx.output(node, 0), out)
 
 
@@ -306,20 +308,20 @@ class TransposeConv(Kernel):
         x, w = ctx.input(node, 2), ctx.input(node, 1)
         cache["kind"] = k = kind(ctx, self._data_first(node))
         if k in INT_KINDS:
-            cache["params"] = itconv.prepare_transpose_conv(
-                tq(x), tq(w), tq(ctx.output(node, 0)), node.builtin_data, x.dtype,
-                int(w.shape[0]), rounding(ctx))
+            cache["params"] = int_transpose_conv.prepare_transpose_conv(
+                tensor_qparams(x), tensor_qparams(w), tensor_qparams(ctx.output(node, 0)),
+                node.builtin_data, x.dtype, int(w.shape[0]), rounding(ctx))
 
     def invoke(self, ctx, node):
         b = ctx.input(node, 3)
         out_shape = tuple(int(v) for v in ctx.value(node, 0))
         if node.user_data.get("kind") in INT_KINDS:
-            out = itconv.transpose_conv(ctx.value(node, 2), ctx.value(node, 1), out_shape,
-                                        None if b is None else b.data, None, None, None,
-                                        node.builtin_data, params=node.user_data["params"])
+            out = int_transpose_conv.transpose_conv(
+                ctx.value(node, 2), ctx.value(node, 1), out_shape, None if b is None else b.data,
+                options=node.builtin_data, params=node.user_data["params"])
             ctx.set_output(ctx.output(node, 0), out)
             return
         out = transpose_conv2d(ctx.value(node, 2), ctx.value(node, 1), out_shape,
                                None if b is None else b.data, _strides(node),
-                               opt(node, "padding", "SAME"), activation(node))
+                               option(node, "padding", "SAME"), activation(node))
         ctx.set_output(ctx.output(node, 0), out)

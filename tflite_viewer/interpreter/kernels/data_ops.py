@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import BuiltinOperator as B, as_int_list, broadcast_shape, define, opt, \
+from .common import BuiltinOperator as Op, as_int_list, broadcast_shape, define, option, \
     same_shape
 
 F32 = np.float32
@@ -67,7 +67,7 @@ def _add_n_check(ctx, node):
     return None
 
 
-define(B.ADD_N, (1, 1), lambda ctx, node: add_n([ctx.value(node, k)
+define(Op.ADD_N, (1, 1), lambda ctx, node: add_n([ctx.value(node, k)
                                                  for k in range(len(node.inputs))]),
        same_shape, types="any", check=_add_n_check)
 
@@ -79,7 +79,7 @@ def _atan2_shape(ctx, node):
     return [a]
 
 
-define(B.ATAN2, (1, 1), lambda ctx, node: np.arctan2(ctx.value(node, 0), ctx.value(node, 1)),
+define(Op.ATAN2, (1, 1), lambda ctx, node: np.arctan2(ctx.value(node, 0), ctx.value(node, 1)),
        _atan2_shape, types="any",
        check=types_check("ATAN2", {0: ("FLOAT32", "FLOAT64", "FLOAT16")}, (0, 1), 0))
 
@@ -116,10 +116,10 @@ def _bitcast_check(ctx, node):
     return None
 
 
-define(B.BITCAST, (1, 1), _bitcast, _bitcast_shape, types="any", check=_bitcast_check)
+define(Op.BITCAST, (1, 1), _bitcast, _bitcast_shape, types="any", check=_bitcast_check)
 
 # -- BITWISE_XOR, RIGHT_SHIFT ----------------------------------------------------------
-define(B.BITWISE_XOR, (1, 1),
+define(Op.BITWISE_XOR, (1, 1),
        lambda ctx, node: np.bitwise_xor(ctx.value(node, 0), ctx.value(node, 1)),
        broadcast_shape, types="any", check=types_check("BITWISE_XOR", {0: INTS}, (0, 1), 0))
 
@@ -130,8 +130,8 @@ def right_shift(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.right_shift(x, np.clip(y, 0, bits - 1).astype(x.dtype))
 
 
-define(B.RIGHT_SHIFT, (1, 1), lambda ctx, node: right_shift(ctx.value(node, 0),
-                                                            ctx.value(node, 1)),
+define(Op.RIGHT_SHIFT, (1, 1), lambda ctx, node: right_shift(ctx.value(node, 0),
+                                                             ctx.value(node, 1)),
        broadcast_shape, types="any", check=types_check("RIGHT_SHIFT", {0: INTS}, (0, 1), 0))
 
 
@@ -152,7 +152,7 @@ def _broadcast_args_shape(ctx, node):
     return [(max(a[0], b[0]),)]
 
 
-define(B.BROADCAST_ARGS, (1, 1), _broadcast_args, _broadcast_args_shape, types="any",
+define(Op.BROADCAST_ARGS, (1, 1), _broadcast_args, _broadcast_args_shape, types="any",
        check=types_check("BROADCAST_ARGS", {0: ("INT32", "INT64")}, (0, 1), 0))
 
 
@@ -165,8 +165,8 @@ def bucketize(x: np.ndarray, boundaries) -> np.ndarray:
     return np.searchsorted(bounds, x, side="right").astype(np.int32)
 
 
-define(B.BUCKETIZE, (1, 1),
-       lambda ctx, node: bucketize(ctx.value(node, 0), opt(node, "boundaries", [])),
+define(Op.BUCKETIZE, (1, 1),
+       lambda ctx, node: bucketize(ctx.value(node, 0), option(node, "boundaries", [])),
        same_shape, types="any",
        check=types_check("BUCKETIZE", {0: ("FLOAT32", "FLOAT64", "INT32", "INT64")}))
 
@@ -182,7 +182,7 @@ def one_hot(indices: np.ndarray, depth: int, on, off, axis: int) -> np.ndarray:
 
 
 def _one_hot_axis(ctx, node) -> int:
-    axis = int(opt(node, "axis", -1))
+    axis = int(option(node, "axis", -1))
     return ctx.input(node, 0).shape.__len__() if axis == -1 else axis
 
 
@@ -204,7 +204,7 @@ def _one_hot(ctx, node):
     return one_hot(ctx.value(node, 0), depth, on, off, _one_hot_axis(ctx, node))
 
 
-define(B.ONE_HOT, (1, 1), _one_hot, _one_hot_shape, types="any",
+define(Op.ONE_HOT, (1, 1), _one_hot, _one_hot_shape, types="any",
        check=types_check("ONE_HOT", {0: ("INT32", "INT64"), 1: ("INT32",),
                                      2: ("FLOAT32", "INT32", "INT64", "INT8", "UINT8",
                                          "BOOL")}, (2, 3), 2))  # (Prepare lists INT16, Eval not)
@@ -240,10 +240,10 @@ def _std_shape(ctx, node):
     return None if shape is None else [tuple(as_int_list(shape))]
 
 
-define(B.SPARSE_TO_DENSE, (1, 3),
+define(Op.SPARSE_TO_DENSE, (1, 3),
        lambda ctx, node: sparse_to_dense(ctx.value(node, 0), ctx.value(node, 1),
                                          ctx.value(node, 2), ctx.value(node, 3),
-                                         bool(opt(node, "validate_indices", False))),
+                                         bool(option(node, "validate_indices", False))),
        _std_shape, types="any",
        check=types_check("SPARSE_TO_DENSE", {0: ("INT32", "INT64"), 1: ("INT32", "INT64"),
                                              2: ("INT32", "INT64", "INT8", "UINT8",
@@ -267,7 +267,7 @@ def _unique(ctx, node):
     return unique(x)
 
 
-define(B.UNIQUE, (1, 1), _unique, lambda ctx, node: [None, ctx.input(node, 0).shape],
+define(Op.UNIQUE, (1, 1), _unique, lambda ctx, node: [None, ctx.input(node, 0).shape],
        types="any",
        check=types_check("UNIQUE", {0: ("INT8", "INT16", "INT32", "INT64", "FLOAT32",
                                         "UINT8")}, output_like=0))
@@ -302,8 +302,8 @@ def _dilate_check(ctx, node):
     return None
 
 
-define(B.DILATE, (1, 1), lambda ctx, node: dilate(ctx.value(node, 0), ctx.value(node, 1),
-                                                  ctx.value(node, 2)),
+define(Op.DILATE, (1, 1), lambda ctx, node: dilate(ctx.value(node, 0), ctx.value(node, 1),
+                                                   ctx.value(node, 2)),
        _dilate_shape, types="any", check=_dilate_check)
 
 
@@ -331,13 +331,14 @@ def fake_quant(x: np.ndarray, rmin: float, rmax: float, num_bits: int) -> np.nda
 
 
 def _fake_quant_check(ctx, node):
-    if opt(node, "narrow_range", False):
+    if option(node, "narrow_range", False):
         return (f"FAKE_QUANT v{node.version} with narrow_range: LiteRT refuses it at run "
                 "time (narrow_range is for weights only)")
     return types_check("FAKE_QUANT", {0: ("FLOAT32",)})(ctx, node)
 
 
-define(B.FAKE_QUANT, (1, 2),
-       lambda ctx, node: fake_quant(ctx.value(node, 0), float(opt(node, "min", 0.0)),
-                                    float(opt(node, "max", 0.0)), int(opt(node, "num_bits", 8))),
+define(Op.FAKE_QUANT, (1, 2),
+       lambda ctx, node: fake_quant(ctx.value(node, 0), float(option(node, "min", 0.0)),
+                                    float(option(node, "max", 0.0)),
+                                    int(option(node, "num_bits", 8))),
        same_shape, types="any", check=_fake_quant_check)

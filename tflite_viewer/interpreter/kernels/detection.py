@@ -6,7 +6,7 @@ import heapq
 
 import numpy as np
 
-from .common import BuiltinOperator as B, Kernel, as_int_list, define, register
+from .common import BuiltinOperator as Op, Kernel, as_int_list, define, register
 
 
 # -- TOPK_V2 ---------------------------------------------------------------------------
@@ -30,8 +30,8 @@ def _topk_shape(ctx, node):
     return [shape, shape]
 
 
-define(B.TOPK_V2, (1, 3), lambda ctx, node: top_k(ctx.value(node, 0),
-                                                    as_int_list(ctx.value(node, 1))[0]),
+define(Op.TOPK_V2, (1, 3), lambda ctx, node: top_k(ctx.value(node, 0),
+                                                   as_int_list(ctx.value(node, 1))[0]),
        _topk_shape, types="any")
 
 
@@ -122,12 +122,12 @@ class _Nms(Kernel):
         ctx.set_output(ctx.output(node, len(node.outputs) - 1), np.array(len(sel), np.int32))
 
 
-@register(B.NON_MAX_SUPPRESSION_V4, versions=(1, 1))
+@register(Op.NON_MAX_SUPPRESSION_V4, versions=(1, 1))
 class NonMaxSuppressionV4(_Nms):
     pass
 
 
-@register(B.NON_MAX_SUPPRESSION_V5, versions=(1, 1))
+@register(Op.NON_MAX_SUPPRESSION_V5, versions=(1, 1))
 class NonMaxSuppressionV5(_Nms):
     soft = True
 

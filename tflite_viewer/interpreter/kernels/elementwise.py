@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..integer import compare as icmp
-from ..integer import elementwise as iew
-from .common import (QUANTIZED, BuiltinOperator as B, activation, apply_activation,
-                     broadcast_shape, define, rounding, same_shape, tq)
+from ..integer import compare as int_compare
+from ..integer import elementwise as int_elementwise
+from .common import (QUANTIZED, BuiltinOperator as Op, activation, apply_activation,
+                     broadcast_shape, define, rounding, same_shape, tensor_qparams)
 
 
 def _binary(fn, fused=False):
@@ -63,47 +63,54 @@ def power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _prepare_add(ctx, node):
     a, b, o = ctx.input(node, 0), ctx.input(node, 1), ctx.output(node, 0)
-    return iew.prepare_add(tq(a), tq(b), tq(o), node.builtin_data, a.dtype, rounding(ctx))
+    return int_elementwise.prepare_add(tensor_qparams(a), tensor_qparams(b), tensor_qparams(o),
+                                       node.builtin_data, a.dtype, rounding(ctx))
 
 
 def _prepare_mul(ctx, node):
     a, b, o = ctx.input(node, 0), ctx.input(node, 1), ctx.output(node, 0)
-    return iew.prepare_mul(tq(a), tq(b), tq(o), node.builtin_data, a.dtype, rounding(ctx))
+    return int_elementwise.prepare_mul(tensor_qparams(a), tensor_qparams(b), tensor_qparams(o),
+                                       node.builtin_data, a.dtype, rounding(ctx))
 
 
 def _prepare_sqdiff(ctx, node):
     a, b, o = ctx.input(node, 0), ctx.input(node, 1), ctx.output(node, 0)
-    return iew.prepare_squared_difference(tq(a), tq(b), tq(o), rounding(ctx))
+    return int_elementwise.prepare_squared_difference(tensor_qparams(a), tensor_qparams(b),
+                                                      tensor_qparams(o), rounding(ctx))
 
 
 def _int_binary(fn):
-    return lambda ctx, node, p: fn(ctx.value(node, 0), ctx.value(node, 1), None, None, None,
-                                   node.builtin_data, p.rounding, p)
+    """An integer core ``fn(input1, input2, params=...)`` as `define`'s int_compute."""
+    return lambda ctx, node, p: fn(ctx.value(node, 0), ctx.value(node, 1), params=p)
 
 
-_INT = {
-    B.ADD: (_prepare_add, _int_binary(iew.add), QUANTIZED),
-    B.SUB: (_prepare_add, _int_binary(iew.sub), QUANTIZED),
-    B.MUL: (_prepare_mul, _int_binary(iew.mul), QUANTIZED),
-    B.SQUARED_DIFFERENCE: (_prepare_sqdiff, lambda ctx, node, p: iew.squared_difference(
-        ctx.value(node, 0), ctx.value(node, 1), None, None, None, p.rounding, p), "float+int8"),
-    B.MAXIMUM: (None, lambda ctx, node, p: iew.maximum(ctx.value(node, 0), ctx.value(node, 1)),
-                QUANTIZED),
-    B.MINIMUM: (None, lambda ctx, node, p: iew.minimum(ctx.value(node, 0), ctx.value(node, 1)),
-                QUANTIZED),
-}
+def _int_moving(fn):
+    """An integer core that needs no parameters (MAXIMUM/MINIMUM keep the integers)."""
+    return lambda ctx, node, p: fn(ctx.value(node, 0), ctx.value(node, 1))
 
-for _op, _fn, _fused in (
-        (B.ADD, np.add, True), (B.SUB, np.subtract, True), (B.MUL, np.multiply, True),
-        (B.DIV, div, True), (B.SQUARED_DIFFERENCE, lambda a, b: np.square(a - b), False),
-        (B.MAXIMUM, np.maximum, False), (B.MINIMUM, np.minimum, False), (B.POW, power, False),
-        (B.FLOOR_DIV, floor_div, False), (B.FLOOR_MOD, floor_mod, False)):
-    _versions = {B.ADD: (1, 5), B.SUB: (1, 5), B.MUL: (1, 7), B.DIV: (1, 2),
-                 B.SQUARED_DIFFERENCE: (1, 2), B.MAXIMUM: (1, 4), B.MINIMUM: (1, 4),
-                 B.FLOOR_DIV: (1, 3), B.FLOOR_MOD: (1, 2)}.get(_op, (1, 1))
-    _prep, _icomp, _types = _INT.get(_op, (None, None, "float"))
+
+#: op, versions, float function, fused activation, node kinds, integer prepare and compute
+_BINARY = (
+    (Op.ADD, (1, 5), np.add, True, QUANTIZED, _prepare_add, _int_binary(int_elementwise.add)),
+    (Op.SUB, (1, 5), np.subtract, True, QUANTIZED, _prepare_add,
+     _int_binary(int_elementwise.sub)),
+    (Op.MUL, (1, 7), np.multiply, True, QUANTIZED, _prepare_mul,
+     _int_binary(int_elementwise.mul)),
+    (Op.DIV, (1, 2), div, True, "float", None, None),
+    (Op.SQUARED_DIFFERENCE, (1, 2), lambda a, b: np.square(a - b), False, "float+int8",
+     _prepare_sqdiff, _int_binary(int_elementwise.squared_difference)),
+    (Op.MAXIMUM, (1, 4), np.maximum, False, QUANTIZED, None,
+     _int_moving(int_elementwise.maximum)),
+    (Op.MINIMUM, (1, 4), np.minimum, False, QUANTIZED, None,
+     _int_moving(int_elementwise.minimum)),
+    (Op.POW, (1, 1), power, False, "float", None, None),
+    (Op.FLOOR_DIV, (1, 3), floor_div, False, "float", None, None),
+    (Op.FLOOR_MOD, (1, 2), floor_mod, False, "float", None, None),
+)
+for _op, _versions, _fn, _fused, _types, _int_prepare, _int_compute in _BINARY:
     define(_op, _versions, _binary(_fn, _fused), broadcast_shape, types=_types,
-           int_prepare=_prep, int_compute=_icomp)
+           int_prepare=_int_prepare, int_compute=_int_compute)
+
 
 # -- comparisons and logic (output BOOL) -----------------------------------------------------
 def _comparison_shape(ctx, node):
@@ -115,7 +122,7 @@ def _comparison_shape(ctx, node):
                         "compares tensors of one type only")
     if a.type_name == "STRING" and node.name not in ("EQUAL", "NOT_EQUAL"):
         raise TypeError(f"{node.name} does not compare strings")
-    icmp.check_broadcast_rank(a.shape, b.shape)
+    int_compare.check_broadcast_rank(a.shape, b.shape)
     return broadcast_shape(ctx, node)
 
 
@@ -124,31 +131,31 @@ def _comparison_prepare(op_name: str):
     def prepare(ctx, node):
         a, b = ctx.input(node, 0), ctx.input(node, 1)
         quantized = a.quantization is not None and a.quantization.has_scale
-        return icmp.prepare_comparison(op_name, a.dtype, tq(a), tq(b), quantized,
-                                       rounding(ctx))
+        return int_compare.prepare_comparison(op_name, a.dtype, tensor_qparams(a),
+                                              tensor_qparams(b), quantized, rounding(ctx))
     return prepare
 
 
 def _comparison_int(ctx, node, p):
-    return icmp.compare(p.op, ctx.value(node, 0), ctx.value(node, 1), params=p)
+    return int_compare.compare(p.op, ctx.value(node, 0), ctx.value(node, 1), params=p)
 
 
 for _op, _name, _fn, _versions in (
-        (B.EQUAL, "EQUAL", np.equal, (1, 5)), (B.NOT_EQUAL, "NOT_EQUAL", np.not_equal, (1, 4)),
-        (B.LESS, "LESS", np.less, (1, 3)), (B.LESS_EQUAL, "LESS_EQUAL", np.less_equal, (1, 2)),
-        (B.GREATER, "GREATER", np.greater, (1, 2)),
-        (B.GREATER_EQUAL, "GREATER_EQUAL", np.greater_equal, (1, 3))):
+        (Op.EQUAL, "EQUAL", np.equal, (1, 5)), (Op.NOT_EQUAL, "NOT_EQUAL", np.not_equal, (1, 4)),
+        (Op.LESS, "LESS", np.less, (1, 3)), (Op.LESS_EQUAL, "LESS_EQUAL", np.less_equal, (1, 2)),
+        (Op.GREATER, "GREATER", np.greater, (1, 2)),
+        (Op.GREATER_EQUAL, "GREATER_EQUAL", np.greater_equal, (1, 3))):
     define(_op, _versions, (lambda f: lambda ctx, node: f(ctx.value(node, 0),
                                                           ctx.value(node, 1)))(_fn),
            _comparison_shape, types="any", check=lambda ctx, node: None,
            int_prepare=_comparison_prepare(_name), int_compute=_comparison_int)
 
-for _op, _fn in ((B.LOGICAL_AND, np.logical_and), (B.LOGICAL_OR, np.logical_or)):
+for _op, _fn in ((Op.LOGICAL_AND, np.logical_and), (Op.LOGICAL_OR, np.logical_or)):
     define(_op, (1, 1), (lambda f: lambda ctx, node: f(ctx.value(node, 0),
                                                        ctx.value(node, 1)))(_fn),
            broadcast_shape, types="any")
 
-define(B.LOGICAL_NOT, (1, 1), lambda ctx, node: np.logical_not(ctx.value(node, 0)), same_shape)
+define(Op.LOGICAL_NOT, (1, 1), lambda ctx, node: np.logical_not(ctx.value(node, 0)), same_shape)
 
 
 def select_v1(cond: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -190,8 +197,8 @@ def _selected(select):
     return compute
 
 
-define(B.SELECT, (1, 4), _selected(select_v1), _select_shape, types="any")
-define(B.SELECT_V2, (1, 2), _selected(np.where), _select_v2_shape, types="any")
+define(Op.SELECT, (1, 4), _selected(select_v1), _select_shape, types="any")
+define(Op.SELECT_V2, (1, 2), _selected(np.where), _select_v2_shape, types="any")
 
 
 # -- unary math ----------------------------------------------------------------------------
@@ -204,10 +211,10 @@ def _unary(fn):
 
 
 for _op, _fn, _versions in (
-        (B.NEG, np.negative, (1, 1)), (B.SIN, np.sin, (1, 1)),
-        (B.COS, np.cos, (1, 1)), (B.EXP, np.exp, (1, 2)), (B.SQUARE, np.square, (1, 1)),
-        (B.FLOOR, np.floor, (1, 1)), (B.CEIL, np.ceil, (1, 1)),
-        (B.ROUND, np.round, (1, 1)),  # round half to even, as TFLite's RoundToNearest
-        (B.SIGN, np.sign, (1, 2))):
+        (Op.NEG, np.negative, (1, 1)), (Op.SIN, np.sin, (1, 1)),
+        (Op.COS, np.cos, (1, 1)), (Op.EXP, np.exp, (1, 2)), (Op.SQUARE, np.square, (1, 1)),
+        (Op.FLOOR, np.floor, (1, 1)), (Op.CEIL, np.ceil, (1, 1)),
+        (Op.ROUND, np.round, (1, 1)),  # round half to even, as TFLite's RoundToNearest
+        (Op.SIGN, np.sign, (1, 2))):
     define(_op, _versions, _unary(_fn), same_shape)
 # ABS, SQRT, RSQRT and LOG (with their quantized paths) are in unary_math.py

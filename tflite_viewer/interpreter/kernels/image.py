@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from ..integer import resize as iresize
-from .common import BuiltinOperator as B, as_int_list, define, derived, opt
+from ..integer import resize as int_resize
+from .common import BuiltinOperator as Op, as_int_list, define, derived, option
 
 
 def space_to_batch_nd(x: np.ndarray, block, paddings, pad_value=0) -> np.ndarray:
@@ -150,9 +150,9 @@ def _batch_to_space(ctx, node):
     return batch_to_space_nd(x, as_int_list(block), crops) if out is None else out
 
 
-define(B.SPACE_TO_BATCH_ND, (1, 4), _space_to_batch, _s2b_shape, types="any",
+define(Op.SPACE_TO_BATCH_ND, (1, 4), _space_to_batch, _s2b_shape, types="any",
        same_quantization=True)
-define(B.BATCH_TO_SPACE_ND, (1, 4), _batch_to_space, _b2s_shape, types="any",
+define(Op.BATCH_TO_SPACE_ND, (1, 4), _batch_to_space, _b2s_shape, types="any",
        same_quantization=True)
 
 
@@ -170,7 +170,7 @@ def space_to_depth(x: np.ndarray, bs: int) -> np.ndarray:
 
 def _d2s_shape(ctx, node):
     n, h, w, c = ctx.input(node, 0).shape
-    bs = int(opt(node, "block_size", 1))
+    bs = int(option(node, "block_size", 1))
     if bs < 1 or c % (bs * bs):
         raise ValueError(f"depth {c} is not a multiple of block_size^2 = {bs * bs}")
     return [(n, h * bs, w * bs, c // (bs * bs))]
@@ -178,28 +178,28 @@ def _d2s_shape(ctx, node):
 
 def _s2d_shape(ctx, node):
     n, h, w, c = ctx.input(node, 0).shape
-    bs = int(opt(node, "block_size", 1))
+    bs = int(option(node, "block_size", 1))
     if bs < 1 or h % bs or w % bs:
         raise ValueError(f"height/width {h}x{w} are not multiples of block_size {bs}")
     return [(n, h // bs, w // bs, c * bs * bs)]
 
 
-define(B.DEPTH_TO_SPACE, (1, 2), lambda ctx, node: depth_to_space(
-    ctx.value(node, 0), int(opt(node, "block_size", 1))), _d2s_shape, types="any")
-define(B.SPACE_TO_DEPTH, (1, 2), lambda ctx, node: space_to_depth(
-    ctx.value(node, 0), int(opt(node, "block_size", 1))), _s2d_shape, types="any")
+define(Op.DEPTH_TO_SPACE, (1, 2), lambda ctx, node: depth_to_space(
+    ctx.value(node, 0), int(option(node, "block_size", 1))), _d2s_shape, types="any")
+define(Op.SPACE_TO_DEPTH, (1, 2), lambda ctx, node: space_to_depth(
+    ctx.value(node, 0), int(option(node, "block_size", 1))), _s2d_shape, types="any")
 
 
 def resize_bilinear(x: np.ndarray, size, align_corners=False, half_pixel_centers=False):
     """TFLite's ResizeBilinear: the float template for float32 and uint8, fixed point for
     int8 and int16 (integer/resize.py)."""
-    return iresize.resize_bilinear(x, size, bool(align_corners), bool(half_pixel_centers))
+    return int_resize.resize_bilinear(x, size, bool(align_corners), bool(half_pixel_centers))
 
 
 def resize_nearest(x: np.ndarray, size, align_corners=False, half_pixel_centers=False):
     """TFLite's ResizeNearestNeighbor: a gather, any type (no requantization)."""
-    return iresize.resize_nearest_neighbor(x, size, bool(align_corners),
-                                           bool(half_pixel_centers))
+    return int_resize.resize_nearest_neighbor(x, size, bool(align_corners),
+                                              bool(half_pixel_centers))
 
 
 def _resize_shape(ctx, node):
@@ -211,11 +211,14 @@ def _resize_shape(ctx, node):
     return [(n, oh, ow, c)]
 
 
-define(B.RESIZE_BILINEAR, (1, 4), lambda ctx, node: resize_bilinear(
-    ctx.value(node, 0), as_int_list(ctx.value(node, 1)), bool(opt(node, "align_corners", False)),
-    bool(opt(node, "half_pixel_centers", False))), _resize_shape,
-    types="float+uint8+int8+int16")
-define(B.RESIZE_NEAREST_NEIGHBOR, (1, 4), lambda ctx, node: resize_nearest(
-    ctx.value(node, 0), as_int_list(ctx.value(node, 1)), bool(opt(node, "align_corners", False)),
-    bool(opt(node, "half_pixel_centers", False))), _resize_shape,
-    types="float+uint8+int8+int16")
+def _resized(resize):
+    """A resize function as `define`'s compute: input, size, and the two corner options."""
+    return lambda ctx, node: resize(ctx.value(node, 0), as_int_list(ctx.value(node, 1)),
+                                    bool(option(node, "align_corners", False)),
+                                    bool(option(node, "half_pixel_centers", False)))
+
+
+define(Op.RESIZE_BILINEAR, (1, 4), _resized(resize_bilinear), _resize_shape,
+       types="float+uint8+int8+int16")
+define(Op.RESIZE_NEAREST_NEIGHBOR, (1, 4), _resized(resize_nearest), _resize_shape,
+       types="float+uint8+int8+int16")

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..integer import (batch_matmul as ibmm, conv as iconv, fully_connected as ifc,
-                       hybrid as ihybrid)
+from ..integer import batch_matmul as int_batch_matmul, conv as int_conv
+from ..integer import fully_connected as int_fully_connected, hybrid as int_hybrid
 from ..tensor import AllocationType
-from .common import (BuiltinOperator as B, INT_KINDS, Kernel, activation, apply_activation,
-                     kind, opt, register, rounding, tq)
+from .common import (BuiltinOperator as Op, INT_KINDS, Kernel, activation, apply_activation,
+                     kind, option, register, rounding, tensor_qparams)
 
 
 def fully_connected(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
@@ -38,7 +38,7 @@ def _fc_shape(x_shape, w_shape, keep):
     return (n // k, o)
 
 
-@register(B.FULLY_CONNECTED, versions=(1, 14))
+@register(Op.FULLY_CONNECTED, versions=(1, 14))
 class FullyConnected(Kernel):
     """FULLY_CONNECTED: float; uint8 (v1), int8 (v4+, per-tensor or per-channel), int16x8
     bit-exact with LiteRT's reference kernel (double effective scale, round half away);
@@ -55,7 +55,7 @@ class FullyConnected(Kernel):
     def init(self, ctx, node):
         return {"src": None, "wt": None, "bsrc": None, "brow": None, "kind": "float",
                 "params": None, "tail": (None, None, None), "act": activation(node),
-                "keep": bool(opt(node, "keep_num_dims", False))}
+                "keep": bool(option(node, "keep_num_dims", False))}
 
     def prepare(self, ctx, node):
         x, w = ctx.input(node, 0), ctx.input(node, 1)
@@ -65,9 +65,9 @@ class FullyConnected(Kernel):
         ctx.resize(ctx.output(node, 0), _fc_shape(x.shape, w.shape, cache["keep"]))
         cache["kind"] = k = kind(ctx, node)
         if k in INT_KINDS:
-            cache["params"] = ifc.prepare_fully_connected(
-                tq(x), tq(w), tq(ctx.output(node, 0)), node.builtin_data, x.dtype,
-                rounding(ctx))
+            cache["params"] = int_fully_connected.prepare_fully_connected(
+                tensor_qparams(x), tensor_qparams(w), tensor_qparams(ctx.output(node, 0)),
+                node.builtin_data, x.dtype, rounding(ctx))
             cache["src"] = None  # the filter matrix follows the (possibly new) offsets
             cache["tail"] = (None, None, None)
         cache["bound"] = self._bind(ctx, node, w, cache) if k == "float" else None
@@ -117,20 +117,21 @@ class FullyConnected(Kernel):
                 cache["dense"] = wt.sparsity.densify(w, wt.shape, f"tensor {wt.index}")
             w = cache["dense"]
             if k == "int8":  # FullyConnectedSparseWeight1x16: quantized multipliers
-                ctx.set_output(o, ifc.sparse_int8(ctx.value(node, 0), w, bias,
-                                                  cache["params"], o.shape))
+                ctx.set_output(o, int_fully_connected.sparse_int8(ctx.value(node, 0), w, bias,
+                                                                  cache["params"], o.shape))
                 return
         if k in INT_KINDS:
             tail = self._float_tail(cache, w, bias, o.dtype)
             if tail is not None:
                 out = tail(ctx.value(node, 0), o.shape)
             else:
-                out = ifc.fully_connected(ctx.value(node, 0), w, bias, None, None, None,
-                                          node.builtin_data, params=cache["params"],
-                                          output_dtype=o.dtype, fmat=cache["wt"])
+                out = int_fully_connected.fully_connected(
+                    ctx.value(node, 0), w, bias, options=node.builtin_data,
+                    params=cache["params"], output_dtype=o.dtype, fmat=cache["wt"])
         elif k == "hybrid":
-            out = ihybrid.fully_connected(ctx.value(node, 0), w, bias, tq(ctx.input(node, 1)),
-                                          node.builtin_data, o.shape)
+            out = int_hybrid.fully_connected(ctx.value(node, 0), w, bias,
+                                             tensor_qparams(ctx.input(node, 1)),
+                                             node.builtin_data, o.shape)
         else:
             if cache["src"] is not w:
                 cache["src"], cache["wt"] = w, np.ascontiguousarray(w.T)
@@ -144,18 +145,18 @@ class FullyConnected(Kernel):
 
     @staticmethod
     def _float_tail(cache: dict, w: np.ndarray, bias: np.ndarray | None,
-                    out_dtype) -> "ifc.FloatScaleTail | None":
+                    out_dtype) -> "int_fully_connected.FloatScaleTail | None":
         """The node's `FloatScaleTail` (None: the general path), rebuilt when the filter
         or the bias array is another one (an edited constant, a computed filter); the
         filter matrix `conv.filter_matrix` follows the filter."""
         if cache["src"] is not w:
             cache["src"] = w
-            cache["wt"] = iconv.filter_matrix(w.reshape(w.shape[0], -1),
-                                              cache["params"].filter_offset)
+            cache["wt"] = int_conv.filter_matrix(w.reshape(w.shape[0], -1),
+                                                 cache["params"].filter_offset)
         fmat, src_bias, tail = cache["tail"]
         if fmat is not cache["wt"] or src_bias is not bias:
-            tail = ifc.FloatScaleTail.build(cache["params"], cache["wt"], bias, w.dtype,
-                                            out_dtype)
+            tail = int_fully_connected.FloatScaleTail.build(cache["params"], cache["wt"], bias,
+                                                            w.dtype, out_dtype)
             cache["tail"] = (cache["wt"], bias, tail)
         return tail
 
@@ -171,9 +172,9 @@ def batch_matmul(a: np.ndarray, b: np.ndarray, adj_x: bool = False,
 
 def _bmm_shape(ctx, node):
     a, b = list(ctx.input(node, 0).shape), list(ctx.input(node, 1).shape)
-    if opt(node, "adj_x", False):
+    if option(node, "adj_x", False):
         a[-1], a[-2] = a[-2], a[-1]
-    if opt(node, "adj_y", False):
+    if option(node, "adj_y", False):
         b[-1], b[-2] = b[-2], b[-1]
     if a[-1] != b[-2]:
         raise ValueError(f"BATCH_MATMUL shapes {a} and {b} do not contract")
@@ -181,7 +182,7 @@ def _bmm_shape(ctx, node):
     return tuple(batch) + (a[-2], b[-1])
 
 
-@register(B.BATCH_MATMUL, versions=(1, 4))
+@register(Op.BATCH_MATMUL, versions=(1, 4))
 class BatchMatmul(Kernel):
     """BATCH_MATMUL: float; int8 (int8 or int32 output) and int16 bit-exact with LiteRT's
     reference kernel; hybrid float LHS with int8 RHS (integer/batch_matmul.py)."""
@@ -198,19 +199,21 @@ class BatchMatmul(Kernel):
         cache["kind"] = k = kind(ctx, node)
         if k in INT_KINDS:
             lhs, rhs = ctx.input(node, 0), ctx.input(node, 1)
-            cache["params"] = ibmm.prepare_batch_matmul(tq(lhs), tq(rhs), tq(out), lhs.dtype,
-                                                        out.dtype, rounding(ctx))
+            cache["params"] = int_batch_matmul.prepare_batch_matmul(
+                tensor_qparams(lhs), tensor_qparams(rhs), tensor_qparams(out), lhs.dtype,
+                out.dtype, rounding(ctx))
 
     def invoke(self, ctx, node):
         cache = node.user_data
         k = cache["kind"]
         a, b = ctx.value(node, 0), ctx.value(node, 1)
         if k in INT_KINDS:
-            out = ibmm.batch_matmul(a, b, None, None, None, node.builtin_data,
-                                    params=cache["params"])
+            out = int_batch_matmul.batch_matmul(a, b, options=node.builtin_data,
+                                                params=cache["params"])
         elif k == "hybrid":
-            out = ibmm.hybrid_batch_matmul(a, b, tq(ctx.input(node, 1)), node.builtin_data)
+            out = int_batch_matmul.hybrid_batch_matmul(a, b, tensor_qparams(ctx.input(node, 1)),
+                                                       node.builtin_data)
         else:
-            out = batch_matmul(a, b, bool(opt(node, "adj_x", False)),
-                               bool(opt(node, "adj_y", False)))
+            out = batch_matmul(a, b, bool(option(node, "adj_x", False)),
+                               bool(option(node, "adj_y", False)))
         ctx.set_output(ctx.output(node, 0), out)

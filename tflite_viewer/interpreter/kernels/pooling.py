@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..integer import pooling as ipool
-from .common import (QUANTIZED, BuiltinOperator as B, INT_KINDS, Kernel, activation,
-                     apply_activation, kind, opt, pad_for_windows, register, tq,
+from ..integer import pooling as int_pooling
+from .common import (QUANTIZED, BuiltinOperator as Op, INT_KINDS, Kernel, activation,
+                     apply_activation, kind, option, pad_for_windows, register, tensor_qparams,
                      window_geometry)
 
 
@@ -22,7 +22,7 @@ def max_pool2d(x: np.ndarray, fh: int, fw: int, sh: int = 1, sw: int = 1,
     oh, ow, pt, pl = _geometry(x, fh, fw, sh, sw, padding)
     xp = pad_for_windows(x, oh, ow, fh, fw, sh, sw, pt, pl, value=-np.inf)
     out = None
-    for tap in ipool.taps(xp, oh, ow, fh, fw, sh, sw):
+    for tap in int_pooling.taps(xp, oh, ow, fh, fw, sh, sw):
         out = np.array(tap) if out is None else np.maximum(out, tap, out=out)
     return apply_activation(out, act)
 
@@ -32,10 +32,10 @@ def average_pool2d(x: np.ndarray, fh: int, fw: int, sh: int = 1, sw: int = 1,
     oh, ow, pt, pl = _geometry(x, fh, fw, sh, sw, padding)
     xp = pad_for_windows(x, oh, ow, fh, fw, sh, sw, pt, pl)
     out = None
-    for tap in ipool.taps(xp, oh, ow, fh, fw, sh, sw):
+    for tap in int_pooling.taps(xp, oh, ow, fh, fw, sh, sw):
         out = np.array(tap) if out is None else np.add(out, tap, out=out)
-    count = (ipool.in_image_counts(x.shape[1], oh, fh, sh, pt)[:, None] *
-             ipool.in_image_counts(x.shape[2], ow, fw, sw, pl)[None, :]).astype(x.dtype)
+    count = (int_pooling.in_image_counts(x.shape[1], oh, fh, sh, pt)[:, None] *
+             int_pooling.in_image_counts(x.shape[2], ow, fw, sw, pl)[None, :]).astype(x.dtype)
     out /= count[None, :, :, None]
     return apply_activation(out, act)
 
@@ -51,9 +51,9 @@ class _Pool(Kernel):
     int_fn = None
 
     def _params(self, node):
-        return (int(opt(node, "filter_height", 1)), int(opt(node, "filter_width", 1)),
-                int(opt(node, "stride_h", 1)), int(opt(node, "stride_w", 1)),
-                opt(node, "padding", "VALID"))
+        return (int(option(node, "filter_height", 1)), int(option(node, "filter_width", 1)),
+                int(option(node, "stride_h", 1)), int(option(node, "stride_w", 1)),
+                option(node, "padding", "VALID"))
 
     def prepare(self, ctx, node):
         x = ctx.input(node, 0)
@@ -64,12 +64,13 @@ class _Pool(Kernel):
         ctx.resize(ctx.output(node, 0), (x.shape[0], oh, ow, x.shape[3]))
         node.user_data = None
         if kind(ctx, node) in INT_KINDS:
-            node.user_data = ipool.prepare_pool(x.shape, x.dtype, tq(ctx.output(node, 0)),
-                                                node.builtin_data)
+            node.user_data = int_pooling.prepare_pool(x.shape, x.dtype,
+                                                      tensor_qparams(ctx.output(node, 0)),
+                                                      node.builtin_data)
 
     def invoke(self, ctx, node):
         if node.user_data is not None:  # quantized: raw values, the prepared PoolPlan
-            out = type(self).int_fn(ctx.value(node, 0), None, node.builtin_data, node.user_data)
+            out = type(self).int_fn(ctx.value(node, 0), plan=node.user_data)
             ctx.set_output(ctx.output(node, 0), out)
             return
         fh, fw, sh, sw, padding = self._params(node)
@@ -77,20 +78,20 @@ class _Pool(Kernel):
         ctx.set_output(ctx.output(node, 0), out)
 
 
-@register(B.MAX_POOL_2D, versions=(1, 3))
+@register(Op.MAX_POOL_2D, versions=(1, 3))
 class MaxPool2D(_Pool):
     types = QUANTIZED
     fn = staticmethod(max_pool2d)
-    int_fn = staticmethod(ipool.max_pool_2d)
+    int_fn = staticmethod(int_pooling.max_pool_2d)
 
 
-@register(B.AVERAGE_POOL_2D, versions=(1, 3))
+@register(Op.AVERAGE_POOL_2D, versions=(1, 3))
 class AveragePool2D(_Pool):
     types = QUANTIZED
     fn = staticmethod(average_pool2d)
-    int_fn = staticmethod(ipool.average_pool_2d)
+    int_fn = staticmethod(int_pooling.average_pool_2d)
 
 
-@register(B.L2_POOL_2D, versions=(1, 1))
+@register(Op.L2_POOL_2D, versions=(1, 1))
 class L2Pool2D(_Pool):
     fn = staticmethod(l2_pool2d)

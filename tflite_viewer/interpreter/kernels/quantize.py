@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..integer import quantize as iquant
+from ..integer import quantize as int_quantize
 from ..tensor import FLOAT16, FLOAT32, INT8, INT16, INT32, QUANTIZED_INT_TYPES, UINT8
-from .common import BuiltinOperator as B, Kernel, qparams, register, rounding, same_shape, tq
+from .common import (BuiltinOperator as Op, Kernel, qparams, register, rounding, same_shape,
+                     tensor_qparams)
 
 
 def dequantize(values: np.ndarray, quantization=None) -> np.ndarray:
@@ -21,7 +22,7 @@ def dequantize(values: np.ndarray, quantization=None) -> np.ndarray:
         return values.astype(np.float32)
     if quantization is None or not quantization.has_scale:
         raise ValueError("DEQUANTIZE of an integer tensor without quantization parameters")
-    return iquant.dequantize(values, qparams(quantization))
+    return int_quantize.dequantize(values, qparams(quantization))
 
 
 #: QUANTIZE's (input type, output type) pairs, as quantize.cc's Prepare accepts them.
@@ -32,7 +33,7 @@ _QUANTIZE_PAIRS = {
 }
 
 
-@register(B.QUANTIZE, versions=(1, 3))
+@register(Op.QUANTIZE, versions=(1, 3))
 class Quantize(Kernel):
     """QUANTIZE: AffineQuantize / PerChannelQuantize from float32, Requantize between
     integer types (multiplier of double(s_in) / double(s_out))."""
@@ -53,15 +54,16 @@ class Quantize(Kernel):
         if x.type == FLOAT32:
             node.user_data = None
         else:
-            node.user_data = iquant.prepare_requantize(tq(x), tq(o), rounding(ctx))
+            node.user_data = int_quantize.prepare_requantize(tensor_qparams(x), tensor_qparams(o),
+                                                             rounding(ctx))
 
     def invoke(self, ctx, node):
         o = ctx.output(node, 0)
         x = ctx.value(node, 0)
         if node.user_data is None:
-            out = iquant.quantize(x, qparams(o.quantization), o.dtype)
+            out = int_quantize.quantize(x, qparams(o.quantization), o.dtype)
         else:
-            out = iquant.requantize(x, None, None, o.dtype, params=node.user_data)
+            out = int_quantize.requantize(x, output_dtype=o.dtype, params=node.user_data)
         ctx.set_output(o, out)
 
 
@@ -87,7 +89,7 @@ class _ConstantCached(Kernel):
         ctx.set_output(ctx.output(node, 0), out)
 
 
-@register(B.DEQUANTIZE, versions=(1, 8))
+@register(Op.DEQUANTIZE, versions=(1, 8))
 class Dequantize(_ConstantCached):
     def check(self, ctx, node):
         x = ctx.input(node, 0)
@@ -105,7 +107,7 @@ class Dequantize(_ConstantCached):
         return dequantize(ctx.value(node, 0), x.quantization)
 
 
-@register(B.DENSIFY, versions=(1, 1))
+@register(Op.DENSIFY, versions=(1, 1))
 class Densify(_ConstantCached):
     def check(self, ctx, node):
         x = ctx.input(node, 0)

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .activations import logistic
-from ..integer import lstm as ilstm, svdf as isvdf
-from ..integer import hybrid_lstm as ihlstm
-from .common import (BuiltinOperator as B, Kernel, activation, apply_activation, kind, opt,
-                     register, rounding, tq)
+from ..integer import lstm as int_lstm, svdf as int_svdf
+from ..integer import hybrid_lstm as int_hybrid_lstm
+from .common import (BuiltinOperator as Op, Kernel, activation, apply_activation, kind, option,
+                     register, rounding, tensor_qparams)
 
 
 @dataclass
@@ -167,7 +167,7 @@ def _time_major(x: np.ndarray, time_major: bool) -> np.ndarray:
     return x if time_major else np.swapaxes(x, 0, 1)
 
 
-@register(B.UNIDIRECTIONAL_SEQUENCE_LSTM, versions=(1, 4))
+@register(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, versions=(1, 4))
 class UnidirectionalSequenceLstm(Kernel):
     """Inputs: x, 4 input weights, 4 recurrent weights, 3 peepholes, 4 biases, projection
     weights and bias, output state, cell state, 4 layer-norm coefficients.
@@ -181,16 +181,16 @@ class UnidirectionalSequenceLstm(Kernel):
     types = "float+int8+hybrid"
 
     def check(self, ctx, node):
-        if opt(node, "diagonal_recurrent_tensors", False):
+        if option(node, "diagonal_recurrent_tensors", False):
             return "UNIDIRECTIONAL_SEQUENCE_LSTM with diagonal recurrent tensors: not implemented"
         why = super().check(ctx, node)
         if not why and kind(ctx, node) == "hybrid":
-            return ihlstm.unsupported_reason(
+            return int_hybrid_lstm.unsupported_reason(
                 [ctx.input(node, k) for k in range(len(node.inputs))], node.builtin_data,
                 f"UNIDIRECTIONAL_SEQUENCE_LSTM v{node.version} (hybrid)")
         if why or kind(ctx, node) != "int8":
             return why
-        return ilstm.unsupported_reason(
+        return int_lstm.unsupported_reason(
             [ctx.input(node, k) for k in range(len(node.inputs))],
             [ctx.tensors[i] for i in node.intermediates], ctx.output(node, 0),
             node.builtin_data, f"UNIDIRECTIONAL_SEQUENCE_LSTM v{node.version} with INT8 input")
@@ -199,20 +199,20 @@ class UnidirectionalSequenceLstm(Kernel):
         x = ctx.input(node, 0).shape
         n_out = ctx.input(node, 18).shape[-1]
         ctx.resize(ctx.output(node, 0), tuple(x[:-1]) + (n_out,))
-        tm = bool(opt(node, "time_major", False))
+        tm = bool(option(node, "time_major", False))
         # integer and hybrid nodes keep (the core's lstm_sequence, its parameters, time
         # major), so that invoke only runs it
         if kind(ctx, node) == "hybrid":
             ts = [ctx.input(node, k) for k in range(len(node.inputs))]
-            node.user_data = (ihlstm.lstm_sequence, ihlstm.prepare_hybrid_lstm(
+            node.user_data = (int_hybrid_lstm.lstm_sequence, int_hybrid_lstm.prepare_hybrid_lstm(
                 [None if t is None else t.data for t in ts],
-                [0.0 if t is None else tq(t).s for t in ts], node.builtin_data), tm)
+                [0.0 if t is None else tensor_qparams(t).s for t in ts], node.builtin_data), tm)
             return
         if kind(ctx, node) == "int8":
-            node.user_data = (ilstm.lstm_sequence, ilstm.prepare_from_tensors(
+            node.user_data = (int_lstm.lstm_sequence, int_lstm.prepare_from_tensors(
                 [ctx.input(node, k) for k in range(len(node.inputs))],
                 [ctx.tensors[i] for i in node.intermediates], ctx.output(node, 0),
-                node.builtin_data, tq, rounding(ctx)), tm)
+                node.builtin_data, tensor_qparams, rounding(ctx)), tm)
         else:  # float: the stacked gate weights, made on first use (`_stacked`)
             node.user_data = {"arrays": None, "stacked": None}
 
@@ -225,18 +225,18 @@ class UnidirectionalSequenceLstm(Kernel):
             ctx.set_output(cs, c)
             ctx.set_output(ctx.output(node, 0), outs)
             return
-        tm = bool(opt(node, "time_major", False))
+        tm = bool(option(node, "time_major", False))
         x = _time_major(ctx.value(node, 0), tm)
         hs, cs = ctx.input(node, 18), ctx.input(node, 19)
         wts = _weights(ctx, node, 1, 12, 16, 20 if len(node.inputs) > 20 else None)
         stacked = _stacked(node, wts) if x.dtype == np.float32 and _plain(wts) else None
         if stacked is not None:
             outs, h, c = lstm_sequence_stacked(x, hs.data, cs.data, stacked, activation(node),
-                                               float(opt(node, "cell_clip", 0.0)))
+                                               float(option(node, "cell_clip", 0.0)))
         else:
             outs, h, c = lstm_sequence(x, hs.data, cs.data, wts, activation(node),
-                                       float(opt(node, "cell_clip", 0.0)),
-                                       float(opt(node, "proj_clip", 0.0)))
+                                       float(option(node, "cell_clip", 0.0)),
+                                       float(option(node, "proj_clip", 0.0)))
         ctx.set_output(hs, h)
         ctx.set_output(cs, c)
         ctx.set_output(ctx.output(node, 0), _time_major(outs, tm))
@@ -253,7 +253,7 @@ def _stacked(node, wts: LstmWeights) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return cache["stacked"]
 
 
-@register(B.BIDIRECTIONAL_SEQUENCE_LSTM, versions=(1, 3))
+@register(Op.BIDIRECTIONAL_SEQUENCE_LSTM, versions=(1, 3))
 class BidirectionalSequenceLstm(Kernel):
     """48 inputs: x, forward weights (1-17), backward weights (18-34), forward states
     (35, 36), backward states (37, 38), auxiliary input and weights (39-47)."""
@@ -267,17 +267,17 @@ class BidirectionalSequenceLstm(Kernel):
         x = ctx.input(node, 0).shape
         fw = ctx.input(node, 35).shape[-1]
         bw = ctx.input(node, 37).shape[-1]
-        if opt(node, "merge_outputs", False):
+        if option(node, "merge_outputs", False):
             ctx.resize(ctx.output(node, 0), tuple(x[:-1]) + (fw + bw,))
         else:
             ctx.resize(ctx.output(node, 0), tuple(x[:-1]) + (fw,))
             ctx.resize(ctx.output(node, 1), tuple(x[:-1]) + (bw,))
 
     def invoke(self, ctx, node):
-        tm = bool(opt(node, "time_major", True))
+        tm = bool(option(node, "time_major", True))
         x = _time_major(ctx.value(node, 0), tm)
         act = activation(node)
-        clip = float(opt(node, "cell_clip", 0.0)), float(opt(node, "proj_clip", 0.0))
+        clip = float(option(node, "cell_clip", 0.0)), float(option(node, "proj_clip", 0.0))
         results = []
         for base, bias, proj, hs_k, rev in ((1, 12, 16, 35, False), (18, 29, 33, 37, True)):
             hs, cs = ctx.input(node, hs_k), ctx.input(node, hs_k + 1)
@@ -286,7 +286,7 @@ class BidirectionalSequenceLstm(Kernel):
             ctx.set_output(hs, h)
             ctx.set_output(cs, c)
             results.append(outs)
-        if opt(node, "merge_outputs", False):
+        if option(node, "merge_outputs", False):
             ctx.set_output(ctx.output(node, 0), _time_major(np.concatenate(results, -1), tm))
         else:
             ctx.set_output(ctx.output(node, 0), _time_major(results[0], tm))
@@ -304,7 +304,7 @@ def rnn_sequence(x, h, w, r, b, act):
     return outs, h
 
 
-@register(B.UNIDIRECTIONAL_SEQUENCE_RNN, versions=(1, 3))
+@register(Op.UNIDIRECTIONAL_SEQUENCE_RNN, versions=(1, 3))
 class UnidirectionalSequenceRnn(Kernel):
     """Inputs: x, weights [units, input], recurrent weights, bias, hidden state."""
 
@@ -313,7 +313,7 @@ class UnidirectionalSequenceRnn(Kernel):
         ctx.resize(ctx.output(node, 0), tuple(x[:-1]) + (ctx.input(node, 1).shape[0],))
 
     def invoke(self, ctx, node):
-        tm = bool(opt(node, "time_major", False))
+        tm = bool(option(node, "time_major", False))
         x = _time_major(ctx.value(node, 0), tm)
         hs = ctx.input(node, 4)
         outs, h = rnn_sequence(x, hs.data, ctx.value(node, 1), ctx.value(node, 2),
@@ -333,7 +333,7 @@ def svdf_step(x, state, w_feature, w_time, bias, rank: int, act):
     return apply_activation(out.astype(np.float32), act), state
 
 
-@register(B.SVDF, versions=(1, 4))
+@register(Op.SVDF, versions=(1, 4))
 class Svdf(Kernel):
     """Inputs: x [batch, input], feature weights [filters, input], time weights
     [filters, memory], bias [units], state [batch, filters * memory].
@@ -358,22 +358,22 @@ class Svdf(Kernel):
         if pair != ("INT16", "INT16"):
             return (f"SVDF v{node.version} with INT8 input needs INT16 or INT8 time weights "
                     f"and state of the same type (got {pair[0]} and {pair[1]})")
-        if opt(node, "fused_activation_function", "NONE") != "RELU":
+        if option(node, "fused_activation_function", "NONE") != "RELU":
             return f"SVDF v{node.version} with INT8 input supports only the RELU activation"
         return None
 
     def prepare(self, ctx, node):
         x = ctx.input(node, 0).shape
         filters = ctx.input(node, 1).shape[0]
-        rank = int(opt(node, "rank", 1))
+        rank = int(option(node, "rank", 1))
         if rank <= 0 or filters % rank:
             raise ValueError(f"{filters} filters are not a multiple of rank {rank}")
         ctx.resize(ctx.output(node, 0), (x[0], filters // rank))
         if kind(ctx, node) == "int8":
             micro = ctx.input(node, 4).type_name == "INT8"  # TFLM's flavour (integer/svdf.py)
-            prep = isvdf.prepare_svdf_micro if micro else isvdf.prepare_svdf
-            node.user_data = prep(*(tq(ctx.input(node, k)) for k in (0, 1, 2, 4)),
-                                  tq(ctx.output(node, 0)), rounding(ctx))
+            prep = int_svdf.prepare_svdf_micro if micro else int_svdf.prepare_svdf
+            node.user_data = prep(*(tensor_qparams(ctx.input(node, k)) for k in (0, 1, 2, 4)),
+                                  tensor_qparams(ctx.output(node, 0)), rounding(ctx))
         else:
             node.user_data = None
 
@@ -381,16 +381,16 @@ class Svdf(Kernel):
         x = ctx.value(node, 0)
         if node.user_data is not None:
             st = ctx.input(node, 4)
-            out, state = isvdf.svdf(x, ctx.value(node, 1), ctx.value(node, 2),
-                                    _data(ctx, node, 3), st.data, int(opt(node, "rank", 1)),
-                                    node.user_data)
+            out, state = int_svdf.svdf(x, ctx.value(node, 1), ctx.value(node, 2),
+                                       _data(ctx, node, 3), st.data, int(option(node, "rank", 1)),
+                                       node.user_data)
             ctx.set_output(st, state.reshape(st.shape))
             ctx.set_output(ctx.output(node, 0), out)
             return
         wf, wt = ctx.value(node, 1), ctx.value(node, 2)
         st = ctx.input(node, 4)
         state = st.data.reshape(x.shape[0], wf.shape[0], wt.shape[1])
-        out, state = svdf_step(x, state, wf, wt, _data(ctx, node, 3), int(opt(node, "rank", 1)),
+        out, state = svdf_step(x, state, wf, wt, _data(ctx, node, 3), int(option(node, "rank", 1)),
                                activation(node))
         ctx.set_output(st, state.reshape(st.shape))
         ctx.set_output(ctx.output(node, 0), out)

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..integer import reduce as ireduce
-from .common import (QUANTIZED, BuiltinOperator as B, as_int_list, define, derived, opt,
-                     rounding, same_shape, tq)
+from ..integer import reduce as int_reduce
+from .common import (QUANTIZED, BuiltinOperator as Op, as_int_list, define, derived, option,
+                     rounding, same_shape, tensor_qparams)
 
 
 def normalize_axes(axes, rank: int) -> tuple[int, ...]:
@@ -32,7 +32,7 @@ def _reducer(fn):
         x, axes = ctx.value(node, 0), ctx.value(node, 1)
         axes = derived(node, "axes", (axes, x.ndim),
                        lambda: normalize_axes(as_int_list(axes), x.ndim))
-        out = fn(x, axis=axes, keepdims=bool(opt(node, "keep_dims", False)))
+        out = fn(x, axis=axes, keepdims=bool(option(node, "keep_dims", False)))
         return np.asarray(out).astype(x.dtype, copy=False)
     return compute
 
@@ -42,7 +42,7 @@ def _reduce_shape(ctx, node):
     if axes is None:
         return None
     return [reduced_shape(ctx.input(node, 0).shape, as_int_list(axes),
-                          bool(opt(node, "keep_dims", False)))]
+                          bool(option(node, "keep_dims", False)))]
 
 
 def mean(x, axis, keepdims):
@@ -54,36 +54,36 @@ def mean(x, axis, keepdims):
 
 
 def _prepare_mean(ctx, node):
-    return ireduce.prepare_mean(tq(ctx.input(node, 0)), tq(ctx.output(node, 0)), rounding(ctx))
+    return int_reduce.prepare_mean(tensor_qparams(ctx.input(node, 0)),
+                                   tensor_qparams(ctx.output(node, 0)), rounding(ctx))
 
 
 def _int_mean_sum(compute_sum: bool):
-    return lambda ctx, node, p: ireduce.mean_or_sum(
-        ctx.value(node, 0), ctx.value(node, 1), None, None, bool(opt(node, "keep_dims", False)),
-        compute_sum, p.rounding, p)
+    return lambda ctx, node, p: int_reduce.mean_or_sum(
+        ctx.value(node, 0), ctx.value(node, 1), keep_dims=bool(option(node, "keep_dims", False)),
+        compute_sum=compute_sum, params=p)
 
 
 def _int_raw(fn):
     return lambda ctx, node, p: fn(ctx.value(node, 0), ctx.value(node, 1),
-                                   bool(opt(node, "keep_dims", False)))
+                                   bool(option(node, "keep_dims", False)))
 
-
-_INT = {
-    B.MEAN: dict(int_prepare=_prepare_mean, int_compute=_int_mean_sum(False)),
-    B.SUM: dict(int_prepare=_prepare_mean, int_compute=_int_mean_sum(True)),
-    B.REDUCE_MAX: dict(int_compute=_int_raw(ireduce.reduce_max)),
-    B.REDUCE_MIN: dict(int_compute=_int_raw(ireduce.reduce_min)),
-}
 
 # SUM, REDUCE_MAX/MIN/PROD: the ufunc reductions np.sum, np.max, np.min and np.prod call
 # for arrays, without their Python wrappers (about a microsecond each)
-for _op, _fn, _versions, _types in (
-        (B.MEAN, mean, (1, 3), QUANTIZED), (B.SUM, np.add.reduce, (1, 2), QUANTIZED),
-        (B.REDUCE_MAX, np.maximum.reduce, (1, 3), QUANTIZED),
-        (B.REDUCE_MIN, np.minimum.reduce, (1, 3), QUANTIZED),
-        (B.REDUCE_PROD, np.multiply.reduce, (1, 2), "float"), (B.REDUCE_ANY, np.any, (1, 1), "any"),
-        (B.REDUCE_ALL, np.all, (1, 1), "any")):
-    define(_op, _versions, _reducer(_fn), _reduce_shape, types=_types, **_INT.get(_op, {}))
+#: op, versions, float function, node kinds, integer prepare and compute
+_REDUCTIONS = (
+    (Op.MEAN, (1, 3), mean, QUANTIZED, _prepare_mean, _int_mean_sum(False)),
+    (Op.SUM, (1, 2), np.add.reduce, QUANTIZED, _prepare_mean, _int_mean_sum(True)),
+    (Op.REDUCE_MAX, (1, 3), np.maximum.reduce, QUANTIZED, None, _int_raw(int_reduce.reduce_max)),
+    (Op.REDUCE_MIN, (1, 3), np.minimum.reduce, QUANTIZED, None, _int_raw(int_reduce.reduce_min)),
+    (Op.REDUCE_PROD, (1, 2), np.multiply.reduce, "float", None, None),
+    (Op.REDUCE_ANY, (1, 1), np.any, "any", None, None),
+    (Op.REDUCE_ALL, (1, 1), np.all, "any", None, None),
+)
+for _op, _versions, _fn, _types, _int_prepare, _int_compute in _REDUCTIONS:
+    define(_op, _versions, _reducer(_fn), _reduce_shape, types=_types,
+           int_prepare=_int_prepare, int_compute=_int_compute)
 
 
 def _arg(fn):
@@ -103,9 +103,9 @@ def _arg_shape(ctx, node):
     return [reduced_shape(ctx.input(node, 0).shape, as_int_list(axes), False)]
 
 
-define(B.ARG_MAX, (1, 3), _arg(np.argmax), _arg_shape, types=QUANTIZED,
+define(Op.ARG_MAX, (1, 3), _arg(np.argmax), _arg_shape, types=QUANTIZED,
        int_compute=lambda ctx, node, p: _arg(np.argmax)(ctx, node))
-define(B.ARG_MIN, (1, 3), _arg(np.argmin), _arg_shape, types=QUANTIZED,
+define(Op.ARG_MIN, (1, 3), _arg(np.argmin), _arg_shape, types=QUANTIZED,
        int_compute=lambda ctx, node, p: _arg(np.argmin)(ctx, node))
 
 
@@ -123,6 +123,6 @@ def cumsum(x: np.ndarray, axis: int, exclusive: bool = False, reverse: bool = Fa
     return np.ascontiguousarray(out)
 
 
-define(B.CUMSUM, (1, 1), lambda ctx, node: cumsum(
+define(Op.CUMSUM, (1, 1), lambda ctx, node: cumsum(
     ctx.value(node, 0), normalize_axes(as_int_list(ctx.value(node, 1)), ctx.value(node, 0).ndim)[0],
-    bool(opt(node, "exclusive", False)), bool(opt(node, "reverse", False))), same_shape)
+    bool(option(node, "exclusive", False)), bool(option(node, "reverse", False))), same_shape)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import BuiltinOperator as B, as_int_list, define, opt, same_shape
+from .common import BuiltinOperator as Op, as_int_list, define, option, same_shape
 from .data_ops import types_check
 
 F32 = np.float32
@@ -24,8 +24,8 @@ def segment_sum(data: np.ndarray, ids: np.ndarray) -> np.ndarray:
     return out
 
 
-define(B.SEGMENT_SUM, (1, 1), lambda ctx, node: segment_sum(ctx.value(node, 0),
-                                                            ctx.value(node, 1)),
+define(Op.SEGMENT_SUM, (1, 1), lambda ctx, node: segment_sum(ctx.value(node, 0),
+                                                             ctx.value(node, 1)),
        None, types="any",
        check=types_check("SEGMENT_SUM", {0: ("FLOAT32", "INT32"), 1: ("INT32",)},
                          output_like=0))
@@ -70,8 +70,8 @@ def _unsorted_shape(ctx, node):
     return [(int(np.asarray(num).reshape(-1)[0]),) + tuple(ctx.input(node, 0).shape[ids_rank:])]
 
 
-for _kind, _op in (("SUM", B.UNSORTED_SEGMENT_SUM), ("PROD", B.UNSORTED_SEGMENT_PROD),
-                   ("MAX", B.UNSORTED_SEGMENT_MAX), ("MIN", B.UNSORTED_SEGMENT_MIN)):
+for _kind, _op in (("SUM", Op.UNSORTED_SEGMENT_SUM), ("PROD", Op.UNSORTED_SEGMENT_PROD),
+                   ("MAX", Op.UNSORTED_SEGMENT_MAX), ("MIN", Op.UNSORTED_SEGMENT_MIN)):
     define(_op, (1, 1), (lambda k: lambda ctx, node: unsorted_segment(
         k, ctx.value(node, 0), ctx.value(node, 1),
         int(np.asarray(ctx.value(node, 2)).reshape(-1)[0])))(_kind),
@@ -105,10 +105,10 @@ def matrix_set_diag(x: np.ndarray, diag: np.ndarray) -> np.ndarray:
     return out
 
 
-define(B.MATRIX_DIAG, (1, 1), lambda ctx, node: matrix_diag(ctx.value(node, 0)),
+define(Op.MATRIX_DIAG, (1, 1), lambda ctx, node: matrix_diag(ctx.value(node, 0)),
        lambda ctx, node: [tuple(ctx.input(node, 0).shape) + (ctx.input(node, 0).shape[-1],)],
        types="any", check=types_check("MATRIX_DIAG", {0: _DIAG_TYPES}, output_like=0))
-define(B.MATRIX_SET_DIAG, (1, 1),
+define(Op.MATRIX_SET_DIAG, (1, 1),
        lambda ctx, node: matrix_set_diag(ctx.value(node, 0), ctx.value(node, 1)),
        same_shape, types="any",
        check=types_check("MATRIX_SET_DIAG", {0: _DIAG_TYPES}, (0, 1), 0))
@@ -131,10 +131,10 @@ def reverse_sequence(x: np.ndarray, lengths, seq_dim: int, batch_dim: int) -> np
     return out
 
 
-define(B.REVERSE_SEQUENCE, (1, 1),
+define(Op.REVERSE_SEQUENCE, (1, 1),
        lambda ctx, node: reverse_sequence(ctx.value(node, 0), ctx.value(node, 1),
-                                          int(opt(node, "seq_dim", 0)),
-                                          int(opt(node, "batch_dim", 0))),
+                                          int(option(node, "seq_dim", 0)),
+                                          int(option(node, "batch_dim", 0))),
        same_shape, types="any",
        check=types_check("REVERSE_SEQUENCE", {0: ("FLOAT32", "UINT8", "INT16", "INT32",
                                                   "INT64"), 1: ("INT32", "INT64")},
@@ -183,9 +183,9 @@ def embedding_lookup_sparse(ids, indices, dense_shape, weights, params,
     return out.reshape(tuple(shape[:-1]) + emb_shape)
 
 
-define(B.EMBEDDING_LOOKUP_SPARSE, (1, 1),
+define(Op.EMBEDDING_LOOKUP_SPARSE, (1, 1),
        lambda ctx, node: embedding_lookup_sparse(
-           *(ctx.value(node, k) for k in range(5)), str(opt(node, "combiner", "SUM"))),
+           *(ctx.value(node, k) for k in range(5)), str(option(node, "combiner", "SUM"))),
        None, types="any",
        check=types_check("EMBEDDING_LOOKUP_SPARSE", {0: ("INT32",), 1: ("INT32",),
                                                      2: ("INT32",), 3: ("FLOAT32",),

@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 
-from ..integer import concat_pad as iconcat
+from ..integer import concat_pad as int_concat_pad
 from ..tensor import UINT8
-from .common import (BuiltinOperator as B, as_int_list, define, quantization_mismatch,
-                     derived, opt, same_shape)
+from .common import (BuiltinOperator as Op, as_int_list, define, quantization_mismatch,
+                     derived, option, same_shape)
 from .reduce import normalize_axes
 
 
@@ -73,7 +73,7 @@ def _reshape(ctx, node):
     return x.reshape(target)
 
 
-define(B.RESHAPE, (1, 1), _reshape, _reshape_shape, types="any")
+define(Op.RESHAPE, (1, 1), _reshape, _reshape_shape, types="any")
 
 
 # -- SQUEEZE / EXPAND_DIMS -----------------------------------------------------------------
@@ -87,10 +87,11 @@ def squeeze_shape(shape, dims) -> tuple[int, ...]:
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
-define(B.SQUEEZE, (1, 2),
+define(Op.SQUEEZE, (1, 2),
        lambda ctx, node: ctx.value(node, 0).reshape(
-           squeeze_shape(ctx.value(node, 0).shape, opt(node, "squeeze_dims", []))),
-       lambda ctx, node: [squeeze_shape(ctx.input(node, 0).shape, opt(node, "squeeze_dims", []))],
+           squeeze_shape(ctx.value(node, 0).shape, option(node, "squeeze_dims", []))),
+       lambda ctx, node: [squeeze_shape(ctx.input(node, 0).shape,
+                                        option(node, "squeeze_dims", []))],
        types="any")
 
 
@@ -108,7 +109,7 @@ def _expand_shape(ctx, node):
     return None if a is None else [expand_dims_shape(ctx.input(node, 0).shape, as_int_list(a)[0])]
 
 
-define(B.EXPAND_DIMS, (1, 1),
+define(Op.EXPAND_DIMS, (1, 1),
        lambda ctx, node: ctx.value(node, 0).reshape(expand_dims_shape(
            ctx.value(node, 0).shape, as_int_list(ctx.value(node, 1))[0])),
        _expand_shape, types="any", same_quantization=True)
@@ -130,7 +131,7 @@ def _transpose_shape(ctx, node):
     return [tuple(shape[i] for i in _perm(as_int_list(p), len(shape)))]
 
 
-define(B.TRANSPOSE, (1, 7),
+define(Op.TRANSPOSE, (1, 7),
        lambda ctx, node: np.ascontiguousarray(np.transpose(
            ctx.value(node, 0), _perm(as_int_list(ctx.value(node, 1)), ctx.value(node, 0).ndim))),
        _transpose_shape, types="any")
@@ -140,7 +141,7 @@ define(B.TRANSPOSE, (1, 7),
 def _concat(ctx, node):
     from .common import activation, apply_activation
     arrays = [ctx.value(node, k) for k in range(len(node.inputs))]
-    axis = int(opt(node, "axis", 0))
+    axis = int(option(node, "axis", 0))
     out = np.concatenate(arrays, axis=axis + arrays[0].ndim if axis < 0 else axis)
     return apply_activation(out, activation(node))
 
@@ -148,10 +149,10 @@ def _concat(ctx, node):
 def _concat_shape(ctx, node):
     shapes = [ctx.input(node, k).shape for k in range(len(node.inputs))]
     rank = len(shapes[0])
-    axis = int(opt(node, "axis", 0))
+    axis = int(option(node, "axis", 0))
     axis = axis + rank if axis < 0 else axis
     if not 0 <= axis < rank:
-        raise ValueError(f"axis {opt(node, 'axis', 0)} out of range for rank {rank}")
+        raise ValueError(f"axis {option(node, 'axis', 0)} out of range for rank {rank}")
     for s in shapes[1:]:
         if len(s) != rank or any(a != b for i, (a, b) in enumerate(zip(s, shapes[0])) if i != axis):
             raise ValueError(f"cannot concatenate shapes {[list(x) for x in shapes]} on axis {axis}")
@@ -181,18 +182,18 @@ def _concat_check(ctx, node):
 def _concat_int(ctx, node, p):
     arrays = [ctx.value(node, k) for k in range(len(node.inputs))]
     out = ctx.output(node, 0)
-    return iconcat.concatenation(arrays, int(opt(node, "axis", 0)),
-                                 [ctx.input(node, k).quantization for k in range(len(node.inputs))],
-                                 out.quantization)
+    inputs_q = [ctx.input(node, k).quantization for k in range(len(node.inputs))]
+    return int_concat_pad.concatenation(arrays, int(option(node, "axis", 0)), inputs_q,
+                                        out.quantization)
 
 
-define(B.CONCATENATION, (1, 5), _concat, _concat_shape, types="float+uint8+int8+int16",
+define(Op.CONCATENATION, (1, 5), _concat, _concat_shape, types="float+uint8+int8+int16",
        check=_concat_check, int_compute=_concat_int)
 
 
 def _pack(ctx, node):
     arrays = [ctx.value(node, k) for k in range(len(node.inputs))]
-    axis = int(opt(node, "axis", 0))
+    axis = int(option(node, "axis", 0))
     shape = arrays[0].shape
     axis = axis + len(shape) + 1 if axis < 0 else axis
     dtype = ctx.output(node, 0).dtype
@@ -211,30 +212,30 @@ def _pack(ctx, node):
 
 def _pack_shape(ctx, node):
     shape = ctx.input(node, 0).shape
-    axis = int(opt(node, "axis", 0))
+    axis = int(option(node, "axis", 0))
     axis = axis + len(shape) + 1 if axis < 0 else axis
     return [tuple(shape[:axis]) + (len(node.inputs),) + tuple(shape[axis:])]
 
 
-define(B.PACK, (1, 4), _pack, _pack_shape, types="any", same_quantization=True)
+define(Op.PACK, (1, 4), _pack, _pack_shape, types="any", same_quantization=True)
 
 
 def _unpack(ctx, node):
     x = ctx.value(node, 0)
-    axis = int(opt(node, "axis", 0))
+    axis = int(option(node, "axis", 0))
     axis = axis + x.ndim if axis < 0 else axis
     return tuple(np.take(x, i, axis=axis) for i in range(x.shape[axis]))
 
 
 def _unpack_shape(ctx, node):
     shape = ctx.input(node, 0).shape
-    axis = int(opt(node, "axis", 0))
+    axis = int(option(node, "axis", 0))
     axis = axis + len(shape) if axis < 0 else axis
     out = tuple(d for i, d in enumerate(shape) if i != axis)
     return [out] * len(node.outputs)
 
 
-define(B.UNPACK, (1, 4), _unpack, _unpack_shape, types="any", same_quantization=True)
+define(Op.UNPACK, (1, 4), _unpack, _unpack_shape, types="any", same_quantization=True)
 
 
 def _split_sizes(total: int, sizes) -> list[int]:
@@ -282,7 +283,7 @@ def _split_shape(ctx, node):
     return [tuple(out)] * n
 
 
-define(B.SPLIT, (1, 4), _split, _split_shape, types="any")
+define(Op.SPLIT, (1, 4), _split, _split_shape, types="any")
 
 
 def _split_v(ctx, node):
@@ -305,7 +306,7 @@ def _split_v_shape(ctx, node):
     return out
 
 
-define(B.SPLIT_V, (1, 2), _split_v, _split_v_shape, types="any")
+define(Op.SPLIT_V, (1, 2), _split_v, _split_v_shape, types="any")
 
 
 # -- SLICE / STRIDED_SLICE ---------------------------------------------------------------
@@ -324,7 +325,7 @@ def _zeros_view(shape, dtype=np.float32):
     return np.broadcast_to(np.zeros((), dtype), shape)
 
 
-define(B.SLICE, (1, 7),
+define(Op.SLICE, (1, 7),
        lambda ctx, node: ctx.value(node, 0)[slice_index(
            ctx.value(node, 0).shape, as_int_list(ctx.value(node, 1)), as_int_list(ctx.value(node, 2)))],
        lambda ctx, node: None if _const(ctx, node, 1) is None or _const(ctx, node, 2) is None else
@@ -363,10 +364,10 @@ def _ss_index(ctx, node, value, rank):
     if b is None or e is None or s is None:
         return None
     return strided_slice_index(
-        rank, as_int_list(b), as_int_list(e), as_int_list(s), int(opt(node, "begin_mask", 0)),
-        int(opt(node, "end_mask", 0)), int(opt(node, "ellipsis_mask", 0)),
-        int(opt(node, "new_axis_mask", 0)), int(opt(node, "shrink_axis_mask", 0)),
-        bool(opt(node, "offset", False)))
+        rank, as_int_list(b), as_int_list(e), as_int_list(s), int(option(node, "begin_mask", 0)),
+        int(option(node, "end_mask", 0)), int(option(node, "ellipsis_mask", 0)),
+        int(option(node, "new_axis_mask", 0)), int(option(node, "shrink_axis_mask", 0)),
+        bool(option(node, "offset", False)))
 
 
 def _check_shrink(shape, idx):
@@ -390,7 +391,7 @@ def _strided_slice_shape(ctx, node):
     return None if idx is None else [_zeros_view(shape)[idx].shape]
 
 
-define(B.STRIDED_SLICE, (1, 8), _strided_slice, _strided_slice_shape, types="any")
+define(Op.STRIDED_SLICE, (1, 8), _strided_slice, _strided_slice_shape, types="any")
 
 
 # -- GATHER / GATHER_ND / SCATTER_ND / EMBEDDING_LOOKUP -----------------------------------
@@ -411,16 +412,16 @@ def gather(params: np.ndarray, indices: np.ndarray, axis: int = 0, batch_dims: i
 
 def _gather_shape(ctx, node):
     p, i = ctx.input(node, 0).shape, ctx.input(node, 1).shape
-    axis = int(opt(node, "axis", 0))
+    axis = int(option(node, "axis", 0))
     axis = axis + len(p) if axis < 0 else axis
-    bd = int(opt(node, "batch_dims", 0))
+    bd = int(option(node, "batch_dims", 0))
     bd = bd + len(i) if bd < 0 else bd
     return [tuple(p[:axis]) + tuple(i[bd:]) + tuple(p[axis + 1:])]
 
 
-define(B.GATHER, (1, 7), lambda ctx, node: gather(
-    ctx.value(node, 0), ctx.value(node, 1), int(opt(node, "axis", 0)),
-    int(opt(node, "batch_dims", 0))), _gather_shape, types="any")
+define(Op.GATHER, (1, 7), lambda ctx, node: gather(
+    ctx.value(node, 0), ctx.value(node, 1), int(option(node, "axis", 0)),
+    int(option(node, "batch_dims", 0))), _gather_shape, types="any")
 
 
 def gather_nd(params: np.ndarray, indices: np.ndarray) -> np.ndarray:
@@ -433,7 +434,7 @@ def gather_nd(params: np.ndarray, indices: np.ndarray) -> np.ndarray:
     return out.reshape(indices.shape[:-1] + params.shape[k:])
 
 
-define(B.GATHER_ND, (1, 5), lambda ctx, node: gather_nd(ctx.value(node, 0), ctx.value(node, 1)),
+define(Op.GATHER_ND, (1, 5), lambda ctx, node: gather_nd(ctx.value(node, 0), ctx.value(node, 1)),
        lambda ctx, node: [tuple(ctx.input(node, 1).shape[:-1]) +
                           tuple(ctx.input(node, 0).shape[ctx.input(node, 1).shape[-1]:])],
        types="any")
@@ -452,7 +453,7 @@ def scatter_nd(indices: np.ndarray, updates: np.ndarray, shape) -> np.ndarray:
     return out
 
 
-define(B.SCATTER_ND, (1, 1), lambda ctx, node: scatter_nd(
+define(Op.SCATTER_ND, (1, 1), lambda ctx, node: scatter_nd(
     ctx.value(node, 0), ctx.value(node, 1), as_int_list(ctx.value(node, 2))),
     lambda ctx, node: None if _const(ctx, node, 2) is None else [tuple(as_int_list(_const(ctx, node, 2)))],
     types="any")
@@ -464,7 +465,7 @@ def embedding_lookup(ids: np.ndarray, table: np.ndarray) -> np.ndarray:
     return table[ids.reshape(-1)]
 
 
-define(B.EMBEDDING_LOOKUP, (1, 5),
+define(Op.EMBEDDING_LOOKUP, (1, 5),
        lambda ctx, node: embedding_lookup(ctx.value(node, 0), ctx.value(node, 1)),
        lambda ctx, node: [(ctx.input(node, 0).shape[0],) + tuple(ctx.input(node, 1).shape[1:])])
 
@@ -510,17 +511,17 @@ def _pad(ctx, node):
     return np.pad(x, _paddings(ctx.value(node, 1), x.ndim), constant_values=_pad_value(ctx, node))
 
 
-define(B.PAD, (1, 5), _pad, _pad_shape, types="any")
-define(B.PADV2, (1, 5), _pad, _pad_shape, types="any", check=_padv2_check)
+define(Op.PAD, (1, 5), _pad, _pad_shape, types="any")
+define(Op.PADV2, (1, 5), _pad, _pad_shape, types="any", check=_padv2_check)
 
 
 def mirror_pad(x: np.ndarray, paddings, mode: str) -> np.ndarray:
     return np.pad(x, paddings, mode="reflect" if mode == "REFLECT" else "symmetric")
 
 
-define(B.MIRROR_PAD, (1, 3), lambda ctx, node: mirror_pad(
+define(Op.MIRROR_PAD, (1, 3), lambda ctx, node: mirror_pad(
     ctx.value(node, 0), _paddings(ctx.value(node, 1), ctx.value(node, 0).ndim),
-    opt(node, "mode", "REFLECT")), _pad_shape, types="any", same_quantization=True)
+    option(node, "mode", "REFLECT")), _pad_shape, types="any", same_quantization=True)
 
 
 # -- TILE / BROADCAST_TO / FILL / *_LIKE -----------------------------------------------------
@@ -536,7 +537,7 @@ def _tile(ctx, node):
     return np.tile(x, reps)
 
 
-define(B.TILE, (1, 3), _tile, lambda ctx, node: None if _const(ctx, node, 1) is None else
+define(Op.TILE, (1, 3), _tile, lambda ctx, node: None if _const(ctx, node, 1) is None else
        [tuple(d * r for d, r in zip(ctx.input(node, 0).shape, as_int_list(_const(ctx, node, 1))))],
        types="any")
 
@@ -547,7 +548,7 @@ def _broadcast_to(ctx, node):
     return np.array(np.broadcast_to(ctx.value(node, 0), shape))
 
 
-define(B.BROADCAST_TO, (2, 3), _broadcast_to,
+define(Op.BROADCAST_TO, (2, 3), _broadcast_to,
        lambda ctx, node: None if _const(ctx, node, 1) is None else
        [tuple(as_int_list(_const(ctx, node, 1)))], types="any")
 
@@ -558,7 +559,7 @@ def _fill(ctx, node):
     return np.full(shape, ctx.value(node, 1).reshape(-1)[0], dtype=ctx.output(node, 0).dtype)
 
 
-define(B.FILL, (1, 4), _fill, lambda ctx, node: None if _const(ctx, node, 0) is None else
+define(Op.FILL, (1, 4), _fill, lambda ctx, node: None if _const(ctx, node, 0) is None else
        [tuple(as_int_list(_const(ctx, node, 0)))], types="any")
 def _zeros_like_check(ctx, node):
     """Integer zeros are not real zeros in a quantized tensor, and LiteRT's ZEROS_LIKE
@@ -570,7 +571,7 @@ def _zeros_like_check(ctx, node):
     return None
 
 
-define(B.ZEROS_LIKE, (1, 1), lambda ctx, node: np.zeros_like(ctx.value(node, 0)), same_shape,
+define(Op.ZEROS_LIKE, (1, 1), lambda ctx, node: np.zeros_like(ctx.value(node, 0)), same_shape,
        types="any", check=_zeros_like_check)
 # (TFLite has no ONES_LIKE builtin: converters lower it to FILL.)
 
@@ -581,16 +582,16 @@ def _shape(ctx, node):
     shape = ctx.value(node, 0).shape
 
     def make():
-        dims = np.array(shape, dtype=np.int64 if opt(node, "out_type", "INT32") == "INT64"
+        dims = np.array(shape, dtype=np.int64 if option(node, "out_type", "INT32") == "INT64"
                         else np.int32)
         dims.flags.writeable = False
         return dims
     return derived(node, "dims", (shape,), make)
 
 
-define(B.SHAPE, (1, 1), _shape, lambda ctx, node: [(len(ctx.input(node, 0).shape),)],
+define(Op.SHAPE, (1, 1), _shape, lambda ctx, node: [(len(ctx.input(node, 0).shape),)],
        types="any", check=lambda ctx, node: None)
-define(B.RANK, (1, 1), lambda ctx, node: np.array(ctx.value(node, 0).ndim, dtype=np.int32),
+define(Op.RANK, (1, 1), lambda ctx, node: np.array(ctx.value(node, 0).ndim, dtype=np.int32),
        lambda ctx, node: [()], types="any", check=lambda ctx, node: None)
 
 
@@ -604,7 +605,7 @@ def _range(ctx, node):
     return (start + np.arange(n) * delta).astype(ctx.output(node, 0).dtype)
 
 
-define(B.RANGE, (1, 2), _range, None, types="any")
+define(Op.RANGE, (1, 2), _range, None, types="any")
 
 
 def _cast(ctx, node):
@@ -617,11 +618,11 @@ def _cast(ctx, node):
     return x.real.astype(out_t.dtype)
 
 
-define(B.CAST, (1, 8), _cast, same_shape, types="any", check=lambda ctx, node: None)
+define(Op.CAST, (1, 8), _cast, same_shape, types="any", check=lambda ctx, node: None)
 
 
 # -- WHERE / REVERSE_V2 / DYNAMIC_UPDATE_SLICE ------------------------------------------------
-define(B.WHERE, (1, 2), lambda ctx, node: np.argwhere(ctx.value(node, 0)).astype(
+define(Op.WHERE, (1, 2), lambda ctx, node: np.argwhere(ctx.value(node, 0)).astype(
     ctx.output(node, 0).dtype), None, types="any", check=lambda ctx, node: None)
 
 
@@ -631,7 +632,7 @@ def _reverse(ctx, node):
     return np.ascontiguousarray(np.flip(x, axis=axes)) if axes else x
 
 
-define(B.REVERSE_V2, (1, 3), _reverse, same_shape, types="any")
+define(Op.REVERSE_V2, (1, 3), _reverse, same_shape, types="any")
 
 
 def dynamic_update_slice(x: np.ndarray, update: np.ndarray, start) -> np.ndarray:
@@ -645,6 +646,6 @@ def dynamic_update_slice(x: np.ndarray, update: np.ndarray, start) -> np.ndarray
     return out
 
 
-define(B.DYNAMIC_UPDATE_SLICE, (1, 5), lambda ctx, node: dynamic_update_slice(
+define(Op.DYNAMIC_UPDATE_SLICE, (1, 5), lambda ctx, node: dynamic_update_slice(
     ctx.value(node, 0), ctx.value(node, 1), as_int_list(ctx.value(node, 2))), same_shape,
     types="any")

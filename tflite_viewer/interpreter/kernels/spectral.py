@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import BuiltinOperator as B, as_int_list, define, same_shape
+from .common import BuiltinOperator as Op, as_int_list, define, same_shape
 
 
 def rfft2d(x: np.ndarray, fft_length) -> np.ndarray:
@@ -20,8 +20,8 @@ def _rfft_shape(ctx, node):
     return [tuple(ctx.input(node, 0).shape[:-2]) + (fh, fw // 2 + 1)]
 
 
-define(B.RFFT2D, (1, 1), lambda ctx, node: rfft2d(ctx.value(node, 0), ctx.value(node, 1)),
+define(Op.RFFT2D, (1, 1), lambda ctx, node: rfft2d(ctx.value(node, 0), ctx.value(node, 1)),
        _rfft_shape)
-define(B.COMPLEX_ABS, (1, 1), lambda ctx, node: np.abs(ctx.value(node, 0)), same_shape)
-define(B.REAL, (1, 1), lambda ctx, node: np.real(ctx.value(node, 0)), same_shape)
-define(B.IMAG, (1, 1), lambda ctx, node: np.imag(ctx.value(node, 0)), same_shape)
+define(Op.COMPLEX_ABS, (1, 1), lambda ctx, node: np.abs(ctx.value(node, 0)), same_shape)
+define(Op.REAL, (1, 1), lambda ctx, node: np.real(ctx.value(node, 0)), same_shape)
+define(Op.IMAG, (1, 1), lambda ctx, node: np.imag(ctx.value(node, 0)), same_shape)

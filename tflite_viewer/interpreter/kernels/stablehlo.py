@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import BuiltinOperator as B, define
+from .common import BuiltinOperator as Op, define
 from .data_ops import types_check
 
 _ELEMENTWISE_TYPES = ("FLOAT16", "FLOAT32", "FLOAT64", "INT8", "INT16", "INT32", "INT64",
@@ -33,12 +33,12 @@ def _bool_add(a, b):
 
 
 for _op, _name, _fn, _types in (
-        (B.STABLEHLO_ADD, "STABLEHLO_ADD", _bool_add, _ELEMENTWISE_TYPES),
-        (B.STABLEHLO_MULTIPLY, "STABLEHLO_MULTIPLY", np.multiply, _ELEMENTWISE_TYPES),
-        (B.STABLEHLO_MAXIMUM, "STABLEHLO_MAXIMUM", np.maximum, _ELEMENTWISE_TYPES),
-        (B.STABLEHLO_MINIMUM, "STABLEHLO_MINIMUM", np.minimum, _ELEMENTWISE_TYPES),
-        (B.STABLEHLO_AND, "STABLEHLO_AND", np.bitwise_and, _ELEMENTWISE_TYPES[3:]),
-        (B.STABLEHLO_SHIFT_LEFT, "STABLEHLO_SHIFT_LEFT", np.left_shift,
+        (Op.STABLEHLO_ADD, "STABLEHLO_ADD", _bool_add, _ELEMENTWISE_TYPES),
+        (Op.STABLEHLO_MULTIPLY, "STABLEHLO_MULTIPLY", np.multiply, _ELEMENTWISE_TYPES),
+        (Op.STABLEHLO_MAXIMUM, "STABLEHLO_MAXIMUM", np.maximum, _ELEMENTWISE_TYPES),
+        (Op.STABLEHLO_MINIMUM, "STABLEHLO_MINIMUM", np.minimum, _ELEMENTWISE_TYPES),
+        (Op.STABLEHLO_AND, "STABLEHLO_AND", np.bitwise_and, _ELEMENTWISE_TYPES[3:]),
+        (Op.STABLEHLO_SHIFT_LEFT, "STABLEHLO_SHIFT_LEFT", np.left_shift,
          ("INT8", "INT16", "INT32"))):
     define(_op, (1, 1), _binary(_fn), _same_shape_operands, types="any",
            check=types_check(_name, {0: _types}, (0, 1), 0))

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..integer import unary as iu
 from .activations import gelu
-from .common import BuiltinOperator as B, define, opt, rounding, same_shape, tq
+from .common import BuiltinOperator as Op, define, option, rounding, same_shape, tensor_qparams
 
 
 def _quantized(t) -> bool:
@@ -32,14 +32,14 @@ def _unary_check(allowed: tuple[str, ...], name: str):
             if not (_quantized(x) and _quantized(o)):
                 return f"{name} v{node.version}: quantized input and output need scales"
         if (x.type_name == "INT16" and name != "GELU" and _quantized(x)
-                and (tq(x).zp or tq(o).zp)):
+                and (tensor_qparams(x).zp or tensor_qparams(o).zp)):
             return f"{name} v{node.version}: int16 needs zero points 0 (LiteRT's Prepare)"
         return None
     return check
 
 
 def _io(ctx, node):
-    return tq(ctx.input(node, 0)), tq(ctx.output(node, 0))
+    return tensor_qparams(ctx.input(node, 0)), tensor_qparams(ctx.output(node, 0))
 
 
 # -- RSQRT ---------------------------------------------------------------------------
@@ -59,18 +59,18 @@ def _rsqrt_int(ctx, node, p):
     return iu.rsqrt_int8(x, p[2], rounding(ctx))
 
 
-define(B.RSQRT, (1, 3), lambda ctx, node: 1.0 / np.sqrt(ctx.value(node, 0)), same_shape,
+define(Op.RSQRT, (1, 3), lambda ctx, node: 1.0 / np.sqrt(ctx.value(node, 0)), same_shape,
        types="float+int8+int16", check=_unary_check(("FLOAT32", "INT8", "INT16"), "RSQRT"),
        int_prepare=_rsqrt_prepare, int_compute=_rsqrt_int)
 
 # -- SQRT ----------------------------------------------------------------------------
-define(B.SQRT, (1, 2), lambda ctx, node: np.sqrt(ctx.value(node, 0)), same_shape,
+define(Op.SQRT, (1, 2), lambda ctx, node: np.sqrt(ctx.value(node, 0)), same_shape,
        types="float+int8+int16", check=_unary_check(("FLOAT32", "INT8", "INT16"), "SQRT"),
        int_prepare=lambda ctx, node: _io(ctx, node),
        int_compute=lambda ctx, node, p: iu.sqrt_quantized(ctx.value(node, 0), *p))
 
 # -- LOG -----------------------------------------------------------------------------
-define(B.LOG, (1, 2), lambda ctx, node: np.log(ctx.value(node, 0)), same_shape,
+define(Op.LOG, (1, 2), lambda ctx, node: np.log(ctx.value(node, 0)), same_shape,
        types="float+int8+int16", check=_unary_check(("FLOAT32", "INT8", "INT16"), "LOG"),
        int_prepare=lambda ctx, node: iu.log_table(ctx.input(node, 0).dtype, *_io(ctx, node)),
        int_compute=lambda ctx, node, p: iu.lookup(ctx.value(node, 0), p))
@@ -90,16 +90,16 @@ def _abs_int(ctx, node, p):
     return iu.abs_quantized(x, p, rounding(ctx))
 
 
-define(B.ABS, (1, 5), lambda ctx, node: np.abs(ctx.value(node, 0)), same_shape,
+define(Op.ABS, (1, 5), lambda ctx, node: np.abs(ctx.value(node, 0)), same_shape,
        types="float+int8+int16",
        check=_unary_check(("FLOAT32", "INT8", "INT16", "INT32"), "ABS"),
        int_prepare=_abs_prepare, int_compute=_abs_int)
 
 # -- GELU ----------------------------------------------------------------------------
-define(B.GELU, (1, 2),
-       lambda ctx, node: gelu(ctx.value(node, 0), bool(opt(node, "approximate", False))),
+define(Op.GELU, (1, 2),
+       lambda ctx, node: gelu(ctx.value(node, 0), bool(option(node, "approximate", False))),
        same_shape, types="float+uint8+int8+int16",
        check=_unary_check(("FLOAT32", "FLOAT16", "UINT8", "INT8", "INT16"), "GELU"),
        int_prepare=lambda ctx, node: iu.gelu_table(ctx.input(node, 0).dtype, *_io(ctx, node),
-                                                   bool(opt(node, "approximate", False))),
+                                                   bool(option(node, "approximate", False))),
        int_compute=lambda ctx, node, p: iu.lookup(ctx.value(node, 0), p))

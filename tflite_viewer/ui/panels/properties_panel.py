@@ -23,6 +23,7 @@ from ...model import Operator
 from ...model.op_metadata import input_roles
 from .. import editors as ed
 from ..editing import parse_value
+from ..navigation import Call
 from . import common
 from .common import LinkTree, Row, format_value
 
@@ -40,7 +41,7 @@ class PropertiesPanel(QWidget):
     """Shows one operator; emits links the window follows."""
 
     tensorActivated = Signal(int)
-    subgraphActivated = Signal(int)
+    callActivated = Signal(object)  # navigation.Call: follow a call of the shown operator
     editRequested = Signal(object)  # an EditCommand
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -117,8 +118,12 @@ class PropertiesPanel(QWidget):
         kind, _, value = link.partition(":")
         if kind == "tensor":
             self.tensorActivated.emit(int(value))
-        elif kind == "subgraph":
-            self.subgraphActivated.emit(int(value))
+        elif kind == "subgraph" and self.operator is not None:
+            # a call of the shown operator: the window cuts the trail back to its subgraph
+            op, target = self.operator, int(value)
+            role = next((r for r, i in op.called_subgraphs.items() if i == target), None)
+            if role is not None:
+                self.callActivated.emit(Call(op.subgraph.index, op.index, role))
 
     def show_operator(self, op: Operator | None, context: str = "", keep_scroll: bool = False) -> None:
         """Show ``op``; ``context`` says why when it is shown for a selected tensor."""

@@ -168,7 +168,7 @@ def gate_table() -> np.ndarray:
 
 @lru_cache(maxsize=64)
 def cell_table(integer_bits: int, c_lo: int, c_hi: int, multiplier: int, offset: int,
-                nudge: int, with_cell: bool) -> np.ndarray:
+               nudge: int, with_cell: bool) -> np.ndarray:
     """[2 or 3, 65536] by the new cell state's index ``c + 32768`` (lookups along axis 1
     fill contiguous planes; in 'clip' mode they saturate an unclipped sum to int16; the
     columns clip c to [c_lo, c_hi]):

@@ -233,7 +233,7 @@ class _Runner:
         if self.premultiplied:
             nudge = 0 if hid.neg is None else int(np.asarray(hid.neg).min())
             table = cell_table(15 + p.cell_scale, self.c_lo, self.c_hi, int(hid.m),
-                                int(hid.off), nudge, self.late)
+                               int(hid.off), nudge, self.late)
             self.h_shift = filled(hid.total, nb)
             self.h_add = filled(hid.add, nb) if hid.add else None
         else:
@@ -494,7 +494,7 @@ class _Runner:
         if self.fold:   # (part + lut) << shift + round
             calls += [(np.left_shift, (contrib, filled(self.part_shift, contrib.shape), contrib)),
                       (np.add, (contrib, filled((lut << self.part_shift) + self.part_round,
-                                               contrib.shape), contrib))]
+                                                contrib.shape), contrib))]
         elif self.biased:
             calls.append((np.add, (contrib, filled(lut, contrib.shape), contrib)))
         if not np.shares_memory(parts, contrib):

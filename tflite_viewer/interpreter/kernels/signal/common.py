@@ -22,8 +22,6 @@ from ...tensor import BOOL, FLOAT32, INT16, INT32, UINT32, UINT64
 
 TYPE_NAMES = {FLOAT32: "FLOAT32", INT16: "INT16", INT32: "INT32", UINT32: "UINT32",
               UINT64: "UINT64", BOOL: "BOOL"}
-#: the TensorType of a "T" option -> the KissFFT / overlap-add arithmetic
-T_KINDS = {INT16: "int16", INT32: "int32", FLOAT32: "float32"}
 
 
 class OptionError(ValueError):
@@ -88,15 +86,17 @@ class SignalKernel(Kernel):
     types = "any"  # the checks below are the op's own
     inputs: tuple = ()
     outputs: tuple = ()
+    #: False for the ops TFLM gives no options (FftAutoScale, FilterBankSquareRoot)
+    needs_options = True
 
     def parse(self, opts: dict, node) -> dict:
+        """The op's parameters from its options map; `OptionError` when TFLM could not
+        use them."""
         return {}
 
     def _parse(self, node) -> dict:
         opts = options_map(node) if self.needs_options else {}
         return self.parse(opts, node)
-
-    needs_options = True
 
     def check(self, ctx, node) -> str | None:
         try:
@@ -128,12 +128,3 @@ class SignalKernel(Kernel):
     def prepare(self, ctx, node) -> None:
         for i in node.outputs:
             ctx.set_dynamic(ctx.tensors[i])
-
-
-def shape_of(ctx, node, k: int) -> tuple[int, ...]:
-    return tuple(ctx.input(node, k).shape)
-
-
-def set_outputs(ctx, node, *arrays: np.ndarray) -> None:
-    for k, arr in enumerate(arrays):
-        ctx.set_output(ctx.output(node, k), arr)

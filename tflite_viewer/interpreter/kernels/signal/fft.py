@@ -17,7 +17,7 @@ import numpy as np
 
 from ...registration import register
 from ...tensor import FLOAT32, INT16, INT32
-from .common import SignalKernel, T_KINDS, OptionError, int_option, require, type_option
+from .common import OptionError, SignalKernel, int_option, require, type_option
 from . import kissfft
 
 
@@ -43,14 +43,12 @@ def irfft(spectrum: np.ndarray, fft_length: int) -> np.ndarray:
 
 
 def most_significant_bit(x: np.ndarray) -> np.ndarray:
-    """TFLM's MostSignificantBit32 (gcc build): the bit length of a uint32, and 32 for 0."""
-    x = np.asarray(x, np.uint64)
-    bits = np.zeros(x.shape, np.int64)
-    for shift in (16, 8, 4, 2, 1):
-        high = x >> np.uint64(shift) > 0
-        bits += np.where(high, shift, 0)
-        x = np.where(high, x >> np.uint64(shift), x)
-    return np.where(x > 0, bits + 1, 32)
+    """TFLM's MostSignificantBit32 (gcc build): the bit length of a uint32, and 32 for 0.
+
+    frexp's exponent is the bit length; float64 holds every uint32 exactly."""
+    x = np.asarray(x)
+    bits = np.frexp(x.astype(np.float64))[1].astype(np.int64)
+    return np.where(x > 0, bits, 32)
 
 
 def max_abs16(x: np.ndarray) -> int:

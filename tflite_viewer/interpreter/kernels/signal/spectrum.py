@@ -4,8 +4,9 @@
   the int32 product), saturating to int16.
 - Energy turns int16 (real, imag) pairs into uint32 power ``re*re + im*im`` for the bins
   in [start_index, end_index).  The product sum is an int32 in TFLM (two -32768 squared
-  overflow it) stored as a uint32: the value modulo 2**32.  Bins outside the range are not
-  written: they keep what the output held (zeros before the first run), as on a device.
+  overflow it) stored as a uint32: the value modulo 2**32.  Bins outside the range are
+  zero, as TensorFlow's kernel of the op defines them (TFLM does not write them: they hold
+  whatever its arena held).
 """
 from __future__ import annotations
 
@@ -23,12 +24,12 @@ def window(x: np.ndarray, weights: np.ndarray, shift: int) -> np.ndarray:
     return np.clip(raw, -32768, 32767).astype(np.int16).reshape(x.shape)
 
 
-def energy(spectrum: np.ndarray, start: int, end: int, out: np.ndarray) -> np.ndarray:
-    """``out`` with bins [start, end) set to the power of the interleaved int16 spectrum."""
-    pairs = spectrum.reshape(-1, 2)[start:end].astype(np.int64)
-    power = pairs[:, 0] * pairs[:, 0] + pairs[:, 1] * pairs[:, 1]
-    out = out.copy()
-    out[start:end] = (power & 0xFFFFFFFF).astype(np.uint32)
+def energy(spectrum: np.ndarray, start: int, end: int) -> np.ndarray:
+    """The power of bins [start, end) of the interleaved int16 spectrum, zero elsewhere."""
+    pairs = spectrum.reshape(-1, 2)
+    power = pairs[start:end].astype(np.int64) ** 2
+    out = np.zeros(pairs.shape[0], np.uint32)
+    out[start:end] = (power[:, 0] + power[:, 1]) & 0xFFFFFFFF
     return out
 
 
@@ -85,10 +86,5 @@ class SignalEnergy(SignalKernel):
 
     def invoke(self, ctx, node):
         p = node.user_data["params"]
-        x = ctx.value(node, 0)
-        previous = node.user_data["state"]
-        if previous is None or previous.shape != (x.size // 2,):
-            previous = np.zeros(x.size // 2, np.uint32)
-        out = energy(x, p["start_index"], p["end_index"], previous)
-        node.user_data["state"] = out
+        out = energy(ctx.value(node, 0), p["start_index"], p["end_index"])
         ctx.set_output(ctx.output(node, 0), out)

@@ -1,0 +1,175 @@
+"""One fuzz case: a (mutated) model through every layer, with budgets and a watchdog.
+
+`run_case` takes model bytes and drives them through what a user can do with a file:
+
+1. `load_model`, then every view and value accessor (`walk`);
+2. `info`: the summary, its text, and its JSON (which must be strict);
+3. `graph.build_graph` and `graph.layout` of every subgraph, the layout's JSON;
+4. the interpreter with small budgets: build, prepare, seeded inputs, `invoke`;
+5. re-serialization through the editor's tree and writer, and loading the result.
+
+Each step either succeeds or raises a documented error: a `TFLiteViewerError` subclass
+(ModelFormatError, UnsupportedOpError, ExecutionError, the budget errors, InputError,
+EditError).  Anything else is an *undocumented* exception; a case still running when
+the watchdog fires is a *hang*.  The outcome names the first documented error per step,
+so the long mode can print outcomes by error type.
+"""
+from __future__ import annotations
+
+import json
+import signal
+import time
+import traceback
+from dataclasses import dataclass, field
+
+from tflite_viewer.model import ModelFormatError, load_model
+from tflite_viewer.model.errors import TFLiteViewerError
+
+#: budgets the fuzzer runs the interpreter with (small: thousands of cases must be quick)
+MAX_BYTES = 64 << 20
+MAX_ITERATIONS = 200
+TIMEOUT = 3.0  # seconds, the interpreter's own wall-clock budget
+WATCHDOG = 20.0  # seconds: a case still running then is a hang
+
+
+class Hang(BaseException):
+    """Raised by the watchdog (a BaseException, so no `except Exception` swallows it)."""
+
+
+class Undocumented(AssertionError):
+    """An exception that is not one of the documented errors."""
+
+
+@dataclass
+class Outcome:
+    steps: dict[str, str] = field(default_factory=dict)  # step -> "ok" or error class
+    seconds: float = 0.0
+    undocumented: str | None = None  # traceback text
+    hang: bool = False
+
+    @property
+    def summary(self) -> str:
+        errors = [v for v in self.steps.values() if v != "ok"]
+        return errors[0] if errors else "ok"
+
+
+def _strict_json(text: str) -> None:
+    def refuse(name: str):
+        raise AssertionError(f"non-standard JSON constant {name}")
+    json.loads(text, parse_constant=refuse)
+
+
+def walk(model) -> None:
+    """Every view and value accessor; data-level defects may raise ModelFormatError per
+    object (the rest of the model is still walked)."""
+    def attempt(fn):
+        try:
+            fn()
+        except ModelFormatError:
+            pass
+
+    for name in ("version", "description", "operator_codes", "signature_defs",
+                 "metadata_buffer", "external_buffer_groups", "external_buffers",
+                 "weights_nbytes", "parameter_count"):
+        attempt(lambda name=name: getattr(model, name))
+    for name in ("min_runtime_version", "conversion_metadata", "tflite_metadata"):
+        attempt(lambda name=name: getattr(model, name))
+    attempt(model.op_histogram)
+    for b in model.buffers:
+        _ = (b.nbytes, b.is_external_layout)
+    for m in model.metadata:
+        attempt(m.decoded)
+    try:
+        for f in model.associated_files():
+            attempt(lambda f=f: model.read_associated_file(f))
+    except ModelFormatError:
+        pass
+    for sg in model.subgraphs:
+        _ = (sg.name, sg.display_name, sg.inputs, sg.outputs)
+        for op in sg.operators:
+            for name in ("name", "version", "opcode", "options", "custom_options",
+                         "called_subgraphs", "inputs", "outputs", "intermediates",
+                         "mutating_variable_inputs", "builtin_code", "category"):
+                attempt(lambda name=name: getattr(op, name))
+        for t in sg.tensors:
+            for name in ("name", "type_name", "dtype", "shape", "shape_signature", "rank",
+                         "num_elements", "quantization", "sparsity", "kind", "is_constant",
+                         "buffer_nbytes", "variant_tensors"):
+                attempt(lambda name=name: getattr(t, name))
+            q = t.quantization
+            if q is not None:
+                _ = (q.is_empty, q.is_per_channel, q.problems(t.shape))
+            for fn in (t.raw_bytes, t.data, t.densified, t.values, t.dequantized):
+                attempt(fn)
+
+
+def _info(model) -> None:
+    from tflite_viewer.commands import jsonout
+    from tflite_viewer.commands.info import render_text, summarize
+    _strict_json(jsonout.dumps(summarize(model)))
+    render_text(model)
+
+
+def _layout(model) -> None:
+    from tflite_viewer.commands import jsonout
+    from tflite_viewer.graph.build import build_graph
+    from tflite_viewer.graph.layout import layout
+    for index in range(min(len(model.subgraphs), 4)):
+        doc = layout(build_graph(model, index)).to_json()
+        _strict_json(jsonout.dumps(doc))
+
+
+def _interpret(model) -> None:
+    from tflite_viewer.interpreter import Interpreter
+    from tflite_viewer.interpreter.inputs import complete_inputs, positional
+    interp = Interpreter(model, max_allocation_bytes=MAX_BYTES, max_iterations=MAX_ITERATIONS,
+                         timeout=TIMEOUT)
+    arrays, _ = complete_inputs(model, {}, 0, None, max_bytes=MAX_BYTES)
+    interp.invoke(positional(model, arrays))
+    interp.outputs()
+
+
+def _reserialize(model) -> None:
+    from tflite_viewer.edit.tree import unpack
+    from tflite_viewer.edit.writer import serialize
+    again = load_model(serialize(unpack(model)))
+    assert [len(sg.operators) for sg in again.subgraphs] == \
+        [len(sg.operators) for sg in model.subgraphs], "re-serialization lost operators"
+
+
+STEPS = (("walk", walk), ("info", _info), ("layout", _layout), ("interpreter", _interpret),
+         ("reserialize", _reserialize))
+
+
+def _alarm(signum, frame):
+    raise Hang()
+
+
+def run_case(data: bytes, watchdog: float = WATCHDOG) -> Outcome:
+    """Run every step on ``data`` (see the module docstring); never raises."""
+    out = Outcome()
+    start = time.perf_counter()
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, watchdog)
+    try:
+        try:
+            model = load_model(data)
+            out.steps["load"] = "ok"
+        except TFLiteViewerError as exc:
+            out.steps["load"] = type(exc).__name__
+            return out
+        for name, step in STEPS:
+            try:
+                step(model)
+                out.steps[name] = "ok"
+            except TFLiteViewerError as exc:
+                out.steps[name] = type(exc).__name__
+    except Hang:
+        out.hang = True
+    except Exception:  # noqa: BLE001 - exactly what the fuzzer looks for
+        out.undocumented = traceback.format_exc()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+        out.seconds = time.perf_counter() - start
+    return out

@@ -1,0 +1,87 @@
+"""The structural fuzzer in CI: every mutation kind, 40 derandomized cases each (1,040).
+
+Each case mutates a corpus model through the project's object tree and writer
+(`tests.fuzz.mutations`), sometimes damages the bytes too, and runs it through load, every
+accessor, info (strict JSON), layout, the interpreter under budgets and re-serialization
+(`tests.fuzz.harness.run_case`).  A case passes when every step succeeded or raised a
+documented error, nothing hung, and memory stayed bounded.  Hypothesis is derandomized, so
+CI runs the same cases every time; `benchmarks/fuzz.py --minutes N` keeps going with fresh
+ones.
+"""
+from __future__ import annotations
+
+import resource
+import tracemalloc
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.fuzz.corpus import FUZZ_MODELS, model_bytes
+from tests.fuzz.harness import run_case
+from tests.fuzz.mutations import MUTATIONS, damage_bytes, mutate
+
+CASES_PER_KIND = 40
+#: how far the process's peak resident memory may rise over what it was when the fuzz
+#: tests began (the interpreter runs with a 64 MiB allocation limit per tensor)
+RSS_RISE_BOUND = 768 << 20
+_RSS_START: list[int] = []
+
+
+def _rss_peak() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _check(model: str, steps: list[tuple[str, int]], damage: int | None) -> None:
+    data, done = mutate(model_bytes(model), steps)
+    if damage is not None:
+        data, what = damage_bytes(data, damage)
+        done.append(f"damage: {what}")
+    out = run_case(data)
+    case = f"{model} {steps} damage={damage}: {done}"
+    assert out.undocumented is None, f"undocumented exception for {case}\n{out.undocumented}"
+    assert not out.hang, f"hang for {case}"
+    if not _RSS_START:
+        _RSS_START.append(_rss_peak())
+    assert _rss_peak() <= _RSS_START[0] + RSS_RISE_BOUND, f"memory ran away for {case}"
+
+
+steps_of = st.lists(st.tuples(st.sampled_from(sorted(MUTATIONS)), st.integers(0, 2**32 - 1)),
+                    max_size=2)
+
+
+@pytest.mark.parametrize("kind", sorted(MUTATIONS))
+@settings(max_examples=CASES_PER_KIND, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(model=st.sampled_from(FUZZ_MODELS), seed=st.integers(0, 2**32 - 1), more=steps_of,
+       damage=st.none() | st.none() | st.none() | st.integers(0, 2**32 - 1))
+def test_mutated_models_succeed_or_raise_documented_errors(kind, model, seed, more, damage):
+    _check(model, [(kind, seed), *more], damage)
+
+
+def test_every_mutation_kind_applies_to_some_corpus_model():
+    """No kind is dead code: each changes at least one of the fuzzed models."""
+    for kind in MUTATIONS:
+        assert any(mutate(model_bytes(m), [(kind, seed)])[1]
+                   for m in ("control_flow.tflite", "sparse_conv_float.tflite",
+                             "small_cnn_dilated_int8.tflite")  # the last for quantization kinds
+                   for seed in range(3)), kind
+
+
+def test_memory_of_a_case_is_bounded_under_tracemalloc():
+    """A sample of hostile cases (huge dimensions, huge inputs) measured allocation by
+    allocation: no case's peak passes 256 MiB (the interpreter's limit here is 64 MiB)."""
+    cases = [("sine_float.tflite", [("huge_dimension", s)]) for s in range(4)] + \
+            [("sparse_conv_float.tflite", [("huge_dimension", s)]) for s in range(4)] + \
+            [("control_flow.tflite", [("while_always_true", s)]) for s in range(2)]
+    tracemalloc.start()
+    try:
+        for model, steps in cases:
+            data, done = mutate(model_bytes(model), steps)
+            tracemalloc.reset_peak()
+            out = run_case(data)
+            peak = tracemalloc.get_traced_memory()[1]
+            assert out.undocumented is None and not out.hang, (done, out.undocumented)
+            assert peak < 256 << 20, (done, peak)
+    finally:
+        tracemalloc.stop()

@@ -1,0 +1,72 @@
+"""The window's Qt-free state (issue 15): selection that survives edits, the navigation
+trail, Find matching.  No QApplication here: these modules import no Qt."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tflite_viewer.edit import ModelDocument, RemoveOperator
+from tflite_viewer.model import load_model
+from tflite_viewer.model.op_metadata import first_call
+from tflite_viewer.ui import navigation as nav
+from tflite_viewer.ui.selection import Selection, parse_spec
+
+from .conftest import model_path
+
+DILATED = "small_cnn_dilated_float.tflite"
+SOFTMAX = 12  # the last operator of small_cnn_dilated_float
+
+
+def test_state_modules_import_without_qt():
+    code = ("import sys; import tflite_viewer.ui.selection, tflite_viewer.ui.navigation, "
+            "tflite_viewer.ui.search; print(any(m.startswith('PySide6') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_selection_follows_its_operator_through_remove_and_undo():
+    doc = ModelDocument(load_model(model_path(DILATED)))
+    sg = doc.model.subgraphs[0]
+    sel = Selection.op(sg, SOFTMAX)
+    assert sel == ("op", SOFTMAX) and tuple(sel) == ("op", SOFTMAX)  # the old pair still works
+    assert sel.outputs == tuple(sg.operators[SOFTMAX].outputs)
+    doc.apply(RemoveOperator(0, SOFTMAX))
+    assert sel.resolve(doc.model.subgraphs[0]) is None  # gone with its operator
+    doc.undo()
+    assert sel.resolve(doc.model.subgraphs[0]) == ("op", SOFTMAX)
+    assert Selection.tensor(3).resolve(doc.model.subgraphs[0]) == ("tensor", 3)
+
+
+def test_a_stale_operator_index_is_found_again_by_the_tensors_it_produces():
+    sg = load_model(model_path(DILATED)).subgraphs[0]
+    k = 7
+    stale = Selection("op", 5, tuple(sg.operators[k].outputs))  # moved from 5 to 7 (undo put two back)
+    assert stale.resolve(sg) == ("op", k)
+
+
+def test_parse_spec_checks_the_subgraph():
+    model = load_model(model_path(DILATED))
+    assert parse_spec(model, 0, "op:2") == Selection.op(model.subgraphs[0], 2)
+    for bad in ("op:x", "node:1", f"op:{len(model.subgraphs[0].operators)}"):
+        try:
+            parse_spec(model, 0, bad)
+        except ValueError as exc:
+            assert "--select" in str(exc)
+        else:
+            raise AssertionError(bad)
+
+
+def test_trail_follows_if_branches_without_nesting_them():
+    model = load_model(model_path("control_flow.tflite"))
+    if_k, if_op = next((k, op) for k, op in enumerate(model.subgraphs[0].operators) if op.name == "IF")
+    calls = if_op.called_subgraphs
+    root = nav.trail_to(model, 0)
+    assert [c.subgraph for c in root] == [0]
+    then = nav.enter_call(root, model, nav.Call(0, if_k, first_call(if_op.name, calls)))
+    assert then[-1].subgraph == calls["then"] and then[-1].call.role == "then"
+    assert nav.sibling_calls(then, model) == [nav.Call(0, if_k, "else")]
+    other = nav.enter_call(then, model, nav.sibling_calls(then, model)[0])
+    assert [c.subgraph for c in other] == [0, calls["else"]]
+    assert other[-1].label.startswith(f"IF #{if_k} else \u2192 ")
+    # the trail computed for a subgraph shown from the selector names its caller
+    assert [c.subgraph for c in nav.trail_to(model, calls["else"])] == [0, calls["else"]]

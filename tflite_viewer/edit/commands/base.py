@@ -1,0 +1,124 @@
+"""The base of every edit command, what it touches (`Scope`), and the lookups that turn
+indices into tree objects or refuse them with `EditError` before anything changes."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...model.errors import EditError
+from ..patch import FieldTarget
+from ..tree import ModelTree, text
+
+
+@dataclass
+class Scope:
+    """What a command touches, by index in the state it applies to."""
+
+    subgraph: int | None = None
+    operators: set[int] = field(default_factory=set)
+    tensors: set[int] = field(default_factory=set)
+    structural: bool = False  # operators/tensors added or removed: views must rebuild
+
+
+class EditCommand:
+    """Base of every edit.  Subclasses implement `_check`, `_do` and `_undo`."""
+
+    description = "edit"
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+        self._applied = False
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {self.description}>"
+
+    def scope(self, tree: ModelTree) -> Scope:
+        return Scope()
+
+    def targets(self, tree: ModelTree) -> list[FieldTarget] | None:
+        """After `apply`: every field the command changed, if all of them are fixed-size
+        fields of tables that were already there (see `patch`); None otherwise.
+
+        The document then overwrites those bytes in place instead of re-serializing.
+        """
+        return None
+
+    def apply(self, tree: ModelTree) -> None:
+        """Check, then change the tree; raises EditError (tree untouched) when invalid."""
+        if self._applied:
+            raise EditError(f"{self.description}: already applied")
+        self.warnings = []
+        self._check(tree)
+        self._do(tree)
+        self._applied = True
+
+    def revert(self, tree: ModelTree) -> None:
+        if not self._applied:
+            raise EditError(f"{self.description}: not applied")
+        self._undo(tree)
+        self._applied = False
+
+    # -- for subclasses ------------------------------------------------------------------
+    def _check(self, tree: ModelTree) -> None:
+        pass
+
+    def _do(self, tree: ModelTree) -> None:
+        raise NotImplementedError
+
+    def _undo(self, tree: ModelTree) -> None:
+        raise NotImplementedError
+
+
+# -- lookups ---------------------------------------------------------------------------------
+
+def lookup_subgraph(tree: ModelTree, s: int):
+    subs = tree.model.subgraphs or []
+    if not isinstance(s, int) or not 0 <= s < len(subs):
+        raise EditError(f"subgraph {s} out of range (0..{len(subs) - 1})")
+    return subs[s]
+
+
+def lookup_operator(tree: ModelTree, s: int, n: int):
+    sg = lookup_subgraph(tree, s)
+    ops = sg.operators or []
+    if not isinstance(n, int) or not 0 <= n < len(ops):
+        raise EditError(f"subgraphs[{s}].operators[{n}]: operator index out of range "
+                        f"(0..{len(ops) - 1})")
+    return sg, ops[n]
+
+
+def lookup_tensor(tree: ModelTree, s: int, t: int):
+    sg = lookup_subgraph(tree, s)
+    tensors = sg.tensors or []
+    if not isinstance(t, int) or not 0 <= t < len(tensors):
+        raise EditError(f"subgraphs[{s}].tensors[{t}]: tensor index out of range "
+                        f"(0..{len(tensors) - 1})")
+    return sg, tensors[t]
+
+
+def utf8_name(value: Any, what: str) -> bytes:
+    """Names are stored as UTF-8; refuse what cannot be (lone surrogates) before changing."""
+    if not isinstance(value, str):
+        raise EditError(f"{what} must be text, got {value!r}")
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise EditError(f"{what} cannot be stored as UTF-8: {exc.reason}") from None
+
+
+def lookup_signature(tree: ModelTree, key: str):
+    for sig in tree.model.signatureDefs or []:
+        if text(sig.signatureKey) == key:
+            return sig
+    keys = ", ".join(text(s.signatureKey) for s in tree.model.signatureDefs or []) or "none"
+    raise EditError(f"no signature {key!r} (signatures: {keys})")
+
+
+def buffer_data(tree: ModelTree, t) -> np.ndarray | None:
+    """A tensor's constant data as stored in the tree (None: no buffer or no data)."""
+    bufs = tree.model.buffers or []
+    if 0 < t.buffer < len(bufs):
+        return None if bufs[t.buffer].data is None else np.asarray(bufs[t.buffer].data)
+    return None

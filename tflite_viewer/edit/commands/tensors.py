@@ -1,0 +1,355 @@
+"""Tensor edits: name, shape, quantization and constant data."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...model import dtypes
+from ...model.errors import EditError
+from ...quant.ranges import INTEGER_RANGES
+from ...schema import schema_generated as S
+from ..patch import FieldTarget
+from ..shapes import shape_warnings
+from ..tree import ModelTree, text
+from ..values import coerce_int
+from .base import EditCommand, Scope, buffer_data, lookup_tensor, utf8_name
+
+# -- tensors ---------------------------------------------------------------------------------
+
+class RenameTensor(EditCommand):
+    def __init__(self, subgraph: int, tensor: int, name: str) -> None:
+        super().__init__()
+        self.subgraph, self.tensor, self.name = subgraph, tensor, name
+        self._t: Any = None
+        self._old: Any = None
+        self.description = f"Rename subgraphs[{subgraph}].tensors[{tensor}] to {name!r}"
+
+    def scope(self, tree: ModelTree) -> Scope:
+        return Scope(self.subgraph, tensors={self.tensor})
+
+    def _check(self, tree: ModelTree) -> None:
+        sg, t = lookup_tensor(tree, self.subgraph, self.tensor)
+        self._raw = utf8_name(self.name, "a tensor name")
+        self._t = t
+        self.description = f"Rename tensor {text(t.name)!r} to {self.name!r}"
+        dup = [k for k, o in enumerate(sg.tensors) if k != self.tensor and text(o.name) == self.name]
+        if dup:
+            self.warnings.append(f"tensors {dup} of subgraph {self.subgraph} already have the "
+                                 f"name {self.name!r}")
+
+    def _do(self, tree: ModelTree) -> None:
+        self._old = self._t.name
+        self._t.name = self._raw
+
+    def _undo(self, tree: ModelTree) -> None:
+        self._t.name = self._old
+
+
+_UNSET = object()
+
+
+class SetTensorShape(EditCommand):
+    """Change a tensor's shape (and shape_signature; by default kept consistent with it)."""
+
+    def __init__(self, subgraph: int, tensor: int, shape, shape_signature: Any = _UNSET) -> None:
+        super().__init__()
+        self.subgraph, self.tensor = subgraph, tensor
+        self.shape = shape
+        self.shape_signature = shape_signature
+        self._t: Any = None
+        self._old: tuple = ()
+        self._new: tuple = ()
+        self.description = f"Set shape of subgraphs[{subgraph}].tensors[{tensor}] to {list(shape)}"
+
+    def scope(self, tree: ModelTree) -> Scope:
+        return Scope(self.subgraph, tensors={self.tensor})
+
+    def _check(self, tree: ModelTree) -> None:
+        sg, t = lookup_tensor(tree, self.subgraph, self.tensor)
+        where = f"subgraphs[{self.subgraph}].tensors[{self.tensor}]"
+        shape = [coerce_int(d, f"{where}.shape", "Int") for d in _dims(self.shape, where)]
+        if any(d < 0 for d in shape):
+            raise EditError(f"{where}.shape: dimensions must be >= 0 (use shape_signature "
+                            f"for unknown sizes), got {shape}")
+        if self.shape_signature is _UNSET:
+            if t.shapeSignature is None:
+                sig = None
+            else:
+                old_sig = [int(d) for d in t.shapeSignature]
+                sig = ([-1 if o == -1 else n for o, n in zip(old_sig, shape)]
+                       if len(old_sig) == len(shape) else list(shape))
+        elif self.shape_signature is None:
+            sig = None
+        else:
+            sig = [coerce_int(d, f"{where}.shape_signature", "Int")
+                   for d in _dims(self.shape_signature, where)]
+            if len(sig) != len(shape):
+                raise EditError(f"{where}.shape_signature: rank {len(sig)} differs from the "
+                                f"shape's rank {len(shape)}")
+            bad = [(s, d) for s, d in zip(sig, shape) if s != -1 and s != d]
+            if any(s < -1 for s in sig) or bad:
+                raise EditError(f"{where}.shape_signature: {sig} does not match shape {shape} "
+                                "(each entry is the dimension or -1)")
+        info = dtypes.type_info(int(t.type))
+        data = buffer_data(tree, t)
+        if data is not None and data.size and t.sparsity is None and info.bits:
+            n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+            need = (n * info.bits + 7) // 8
+            if need != data.size:
+                raise EditError(f"{where}: constant data holds {data.size} bytes; shape {shape} "
+                                f"of {info.name} needs {need} (replace the data too)")
+        self._t = t
+        self._new = (np.asarray(shape, dtype=np.int32),
+                     None if sig is None else np.asarray(sig, dtype=np.int32))
+        self.description = (f"Set shape of tensor {text(t.name)!r} to {shape}"
+                            + (f" (signature {sig})" if sig is not None and sig != shape else ""))
+
+    def _do(self, tree: ModelTree) -> None:
+        self._old = (self._t.shape, self._t.shapeSignature)
+        self._t.shape, self._t.shapeSignature = self._new
+        sg = tree.model.subgraphs[self.subgraph]
+        self.warnings.extend(shape_warnings(tree.model, sg, self.subgraph, self.tensor))
+
+    def _undo(self, tree: ModelTree) -> None:
+        self._t.shape, self._t.shapeSignature = self._old
+
+
+def _dims(value: Any, where: str) -> list:
+    if isinstance(value, str):
+        text_ = value.strip().strip("[]()")
+        return [p.strip() for p in text_.split(",") if p.strip()]
+    try:
+        return list(value)
+    except TypeError:
+        raise EditError(f"{where}: expected a list of dimensions, got {value!r}") from None
+
+
+
+_QRANGE = INTEGER_RANGES  # the one table of integer ranges (tflite_viewer.quant.ranges)
+
+
+class SetQuantization(EditCommand):
+    """Set a tensor's quantization: per-tensor (one scale) or per-channel along a dimension.
+
+    ``scale=None`` removes the quantization table.  Other fields of the table (min/max,
+    details) are kept unless given.
+    """
+
+    def __init__(self, subgraph: int, tensor: int, scale, zero_point=None,
+                 quantized_dimension: int = 0, min=None, max=None) -> None:  # noqa: A002
+        super().__init__()
+        self.subgraph, self.tensor = subgraph, tensor
+        self.scale, self.zero_point, self.quantized_dimension = scale, zero_point, quantized_dimension
+        self.min, self.max = min, max
+        self._t: Any = None
+        self._old: Any = None
+        self._new: Any = None
+        self.description = f"Set quantization of subgraphs[{subgraph}].tensors[{tensor}]"
+
+    def scope(self, tree: ModelTree) -> Scope:
+        return Scope(self.subgraph, tensors={self.tensor})
+
+    def _check(self, tree: ModelTree) -> None:
+        sg, t = lookup_tensor(tree, self.subgraph, self.tensor)
+        where = f"subgraphs[{self.subgraph}].tensors[{self.tensor}].quantization"
+        self._t = t
+        if self.scale is None:
+            self._new = None
+            self.description = f"Remove quantization of tensor {text(t.name)!r}"
+            return
+        try:
+            scale = np.atleast_1d(np.asarray(self.scale, dtype=np.float64)).astype(np.float32)
+        except (TypeError, ValueError):
+            raise EditError(f"{where}.scale: expected numbers, got {self.scale!r}") from None
+        if scale.ndim != 1 or scale.size == 0:
+            raise EditError(f"{where}.scale: expected a non-empty list of scales")
+        if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
+            raise EditError(f"{where}.scale: scales must be finite and > 0, got {scale.tolist()}")
+        zp_in = 0 if self.zero_point is None else self.zero_point
+        try:
+            zp = np.atleast_1d(np.asarray(zp_in))
+        except (TypeError, ValueError):
+            raise EditError(f"{where}.zero_point: expected integers, got {zp_in!r}") from None
+        if zp.dtype.kind == "f" and not np.all(np.mod(zp, 1) == 0) or zp.dtype.kind not in "iuf":
+            raise EditError(f"{where}.zero_point: expected integers, got {zp.tolist()}")
+        zp = zp.astype(np.int64)
+        if zp.size == 1 and scale.size > 1:
+            zp = np.repeat(zp, scale.size)
+        if zp.size != scale.size:
+            raise EditError(f"{where}: {scale.size} scales but {zp.size} zero points")
+        shape = [int(d) for d in t.shape] if t.shape is not None else []
+        qd = coerce_int(self.quantized_dimension, f"{where}.quantized_dimension", "Int")
+        if scale.size > 1:
+            if not 0 <= qd < len(shape):
+                raise EditError(f"{where}.quantized_dimension: {qd} out of range for a tensor "
+                                f"of rank {len(shape)}")
+            if shape[qd] != scale.size:
+                raise EditError(f"{where}: {scale.size} scales for dimension {qd} of size "
+                                f"{shape[qd]} (shape {shape})")
+        elif qd != 0 and not 0 <= qd < max(len(shape), 1):
+            raise EditError(f"{where}.quantized_dimension: {qd} out of range for a tensor of "
+                            f"rank {len(shape)}")
+        tname = dtypes.type_name(int(t.type))
+        lo, hi = _QRANGE.get(tname, (None, None))
+        if lo is not None and (zp.min() < lo or zp.max() > hi):
+            raise EditError(f"{where}.zero_point: {zp.tolist()} outside the range of "
+                            f"{tname} ({lo}..{hi})")
+        if lo is None:
+            self.warnings.append(f"tensor {text(t.name)!r} is {tname}: quantization parameters "
+                                 "usually belong to integer tensors")
+        new = S.QuantizationParametersT()
+        old = t.quantization
+        if old is not None:
+            new.__dict__.update(old.__dict__)
+        new.scale = scale
+        new.zeroPoint = zp
+        new.quantizedDimension = qd
+        if self.min is not None:
+            new.min = np.atleast_1d(np.asarray(self.min, dtype=np.float32))
+        if self.max is not None:
+            new.max = np.atleast_1d(np.asarray(self.max, dtype=np.float32))
+        self._new = new
+        kind = f"per-channel ({scale.size} along dimension {qd})" if scale.size > 1 else \
+            f"scale {float(scale[0]):.6g}, zero point {int(zp[0])}"
+        self.description = f"Set quantization of tensor {text(t.name)!r}: {kind}"
+
+    def _do(self, tree: ModelTree) -> None:
+        self._old = self._t.quantization
+        self._t.quantization = self._new
+
+    def targets(self, tree: ModelTree) -> list[FieldTarget] | None:
+        old, new = self._old, self._new
+        if old is None or new is None or old.details is not new.details or \
+                old.detailsType != new.detailsType:
+            return None
+        path = (("subgraphs", self.subgraph), ("tensors", self.tensor), ("quantization", None))
+        q = "tflite.QuantizationParameters"
+        return [FieldTarget(path, q, "min", new.min), FieldTarget(path, q, "max", new.max),
+                FieldTarget(path, q, "scale", new.scale),
+                FieldTarget(path, q, "zero_point", new.zeroPoint),
+                FieldTarget(path, q, "quantized_dimension", new.quantizedDimension)]
+
+    def _undo(self, tree: ModelTree) -> None:
+        self._t.quantization = self._old
+
+
+class ReplaceTensorData(EditCommand):
+    """Replace a constant tensor's values.
+
+    The array must have the tensor's shape and numpy dtype; with ``requantize=True`` a float
+    array is quantized with the tensor's own scale and zero point (per-channel aware):
+    ``q = clamp(round(x / scale) + zero_point)``, rounding half away from zero as TFLite's
+    quantizer does.  A buffer shared with other tensors is not changed behind their back:
+    the tensor gets a new buffer of its own.
+    """
+
+    def __init__(self, subgraph: int, tensor: int, values, requantize: bool = False) -> None:
+        super().__init__()
+        self.subgraph, self.tensor = subgraph, tensor
+        self.values = values
+        self.requantize = requantize
+        self._t: Any = None
+        self._data: np.ndarray | None = None
+        self._shared = False
+        self._old: Any = None
+        self.description = f"Replace data of subgraphs[{subgraph}].tensors[{tensor}]"
+
+    def scope(self, tree: ModelTree) -> Scope:
+        return Scope(self.subgraph, tensors={self.tensor})
+
+    def _check(self, tree: ModelTree) -> None:
+        sg, t = lookup_tensor(tree, self.subgraph, self.tensor)
+        where = f"subgraphs[{self.subgraph}].tensors[{self.tensor}]"
+        data = buffer_data(tree, t)
+        if data is None or data.size == 0:
+            raise EditError(f"{where}: {text(t.name)!r} is not a constant tensor (it has no data)")
+        if t.sparsity is not None:
+            raise EditError(f"{where}: sparse tensors cannot be replaced from a dense array")
+        info = dtypes.type_info(int(t.type))
+        if info.storage is None or info.name == "STRING":
+            raise EditError(f"{where}: {info.name} data cannot be replaced from an array")
+        shape = tuple(int(d) for d in t.shape) if t.shape is not None else ()
+        arr = np.asarray(self.values)
+        if arr.shape != shape:
+            raise EditError(f"{where}: array of shape {list(arr.shape)} for a tensor of shape "
+                            f"{list(shape)}")
+        target = info.values if info.values is not None else info.storage
+        if self.requantize:
+            arr = self._quantize(t, arr, info, where)
+        elif arr.dtype != target:
+            hint = " (pass requantize=True to quantize float values)" if (
+                arr.dtype.kind == "f" and target.kind in "iu") else ""
+            raise EditError(f"{where}: array of dtype {arr.dtype} for a {info.name} tensor "
+                            f"(needs {target}){hint}")
+        if info.bits < 8:
+            raw = _pack_subbyte(arr, info.bits)
+        else:
+            raw = np.ascontiguousarray(arr.astype(info.storage, copy=False)).view(np.uint8).reshape(-1)
+        self._data = raw.copy()
+        users = sum(1 for s in tree.model.subgraphs or [] for o in s.tensors or []
+                    if o.buffer == t.buffer)
+        meta = any(int(m.buffer) == t.buffer for m in tree.model.metadata or [])
+        self._shared = users > 1 or meta
+        self._t = t
+        self.description = f"Replace data of tensor {text(t.name)!r}" + (
+            " (requantized)" if self.requantize else "")
+
+    @staticmethod
+    def _quantize(t, arr: np.ndarray, info, where: str) -> np.ndarray:
+        if arr.dtype.kind != "f":
+            raise EditError(f"{where}: requantize needs float values, got {arr.dtype}")
+        q = t.quantization
+        if q is None or q.scale is None or len(q.scale) == 0:
+            raise EditError(f"{where}: requantize needs the tensor's scale, and it has none")
+        lo, hi = _QRANGE.get(info.name, (None, None))
+        if lo is None:
+            raise EditError(f"{where}: cannot quantize into {info.name}")
+        scale = np.asarray(q.scale, dtype=np.float64)
+        zp = np.asarray(q.zeroPoint if q.zeroPoint is not None and len(q.zeroPoint) else
+                        np.zeros(scale.size), dtype=np.float64)
+        x = arr.astype(np.float64)
+        if scale.size > 1:
+            qd = int(q.quantizedDimension)
+            shape = [1] * x.ndim
+            shape[qd] = scale.size
+            scale, zp = scale.reshape(shape), zp.reshape(shape)
+        v = x / scale
+        rounded = np.sign(v) * np.floor(np.abs(v) + 0.5)
+        return np.clip(rounded + zp, lo, hi).astype(info.values)
+
+    def _do(self, tree: ModelTree) -> None:
+        bufs = tree.model.buffers
+        if self._shared:
+            new = S.BufferT()
+            new.data = self._data
+            bufs.append(new)
+            self._old = ("buffer", self._t.buffer)
+            self._t.buffer = len(bufs) - 1
+        else:
+            self._old = ("data", bufs[self._t.buffer].data)
+            bufs[self._t.buffer].data = self._data
+
+    def targets(self, tree: ModelTree) -> list[FieldTarget] | None:
+        if self._shared:
+            return None
+        return [FieldTarget((("buffers", int(self._t.buffer)),), "tflite.Buffer", "data",
+                            self._data)]
+
+    def _undo(self, tree: ModelTree) -> None:
+        kind, value = self._old
+        if kind == "buffer":
+            tree.model.buffers.pop()
+            self._t.buffer = value
+        else:
+            tree.model.buffers[self._t.buffer].data = value
+
+
+def _pack_subbyte(arr: np.ndarray, bits: int) -> np.ndarray:
+    per = 8 // bits
+    mask = (1 << bits) - 1
+    flat = (arr.reshape(-1).astype(np.int64) & mask).astype(np.uint8)
+    pad = (-flat.size) % per
+    flat = np.concatenate([flat, np.zeros(pad, np.uint8)]).reshape(-1, per)
+    shifts = (np.arange(per) * bits).astype(np.uint8)
+    return np.bitwise_or.reduce(flat << shifts, axis=1).astype(np.uint8)
