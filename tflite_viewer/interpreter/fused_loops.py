@@ -229,9 +229,9 @@ def _product(body: "Subgraph", node, w: np.ndarray) -> Callable[[np.ndarray], np
     if w.dtype != np.int8 or not tensor.is_quantized_int:
         return None
     from .integer import hybrid
-    from .kernels.common import tq
+    from .kernels.common import tensor_qparams
 
-    q, options, units = tq(tensor), node.builtin_data, w.shape[0]
+    q, options, units = tensor_qparams(tensor), node.builtin_data, w.shape[0]
     return lambda x: hybrid.fully_connected(x, w, None, q, options, (x.shape[0], units))
 
 
