@@ -336,10 +336,6 @@ class Executor:
         self._active.add(sg.index)
         invoke = self._invoke
         budget = self.budget
-        # Nothing watches single ops (no hooks): each node's kernel is called directly,
-        # timed and counted here, without the per-op hook and breakpoint checks.
-        direct = not (self._before_hooks or self._after_hooks or self._collect_after)
-        times, calls = self.op_times, self.op_calls
         try:
             for node in sg.plan_nodes:
                 frame.op = node.index
@@ -350,17 +346,6 @@ class Executor:
                 if node.calls_subgraphs:
                     for _ in self._invoke_calling(sg, node):  # call_subgraph does not pause
                         pass
-                elif direct:
-                    t0 = perf_counter()
-                    try:
-                        node.kernel.invoke(sg, node)
-                    except PASS_THROUGH:
-                        raise
-                    except Exception as exc:  # noqa: BLE001 - every kernel failure names its op
-                        raise self._fail(sg, node, exc) from exc
-                    key = node.key
-                    times[key] += perf_counter() - t0
-                    calls[key] += 1
                 else:
                     invoke(sg, node)
             frame.op = len(sg.nodes)
@@ -378,11 +363,15 @@ class Executor:
         return ExecutionError(f"subgraph {sg.index} ({sg.name}), op {node.index} "
                               f"({node.name}): {type(exc).__name__}: {exc}")
 
+    def _before(self, sg: Subgraph, node: Node) -> None:
+        """The before-hooks of an op about to run."""
+        ev = OpEvent(sg.index, node.index, node.name, node, len(self._stack))
+        for h in self._before_hooks:
+            h(self, ev)
+
     def _invoke(self, sg: Subgraph, node: Node) -> None:
         if self._before_hooks:
-            ev = OpEvent(sg.index, node.index, node.name, node, len(self._stack))
-            for h in self._before_hooks:
-                h(self, ev)
+            self._before(sg, node)
         t0 = perf_counter()
         try:
             node.kernel.invoke(sg, node)
@@ -399,9 +388,7 @@ class Executor:
 
     def _invoke_calling(self, sg: Subgraph, node: Node) -> Generator:
         if self._before_hooks:
-            ev = OpEvent(sg.index, node.index, node.name, node, len(self._stack))
-            for h in self._before_hooks:
-                h(self, ev)
+            self._before(sg, node)
         t0 = time.perf_counter()
         paused0 = self._paused_total
         try:
