@@ -52,6 +52,7 @@ QUANTIZED_MODELS = [
     "mobilenet_v1_0.25_224_quant", "ssd_mobilenet_v1", "micro_speech_quantized",
     "small_cnn_dilated_int8", "trained_lstm_int8", "yamnet_audio_classifier_with_metadata",
     "mobilenet_v2_dynamic", "mobilenet_v2_int8", "person_detect", "keyword_scrambled_8bit",
+    "lstm_dynamic",
 ]
 
 

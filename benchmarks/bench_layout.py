@@ -181,9 +181,9 @@ import sys, time
 import ai_edge_model_explorer_adapter as a
 a._ffi.get_lib()
 fn = getattr(a, sys.argv[2])
-t = time.perf_counter()
+t, c = time.perf_counter(), time.process_time()
 out = fn(a.VisualizeConfig(), sys.argv[1])
-print(time.perf_counter() - t, len(out))
+print(time.perf_counter() - t, time.process_time() - c, len(out))
 """
 
 
@@ -197,11 +197,21 @@ def _fresh_env(pycache: Path) -> dict:
     return env
 
 
-def adapter_seconds(path: Path, function: str = "ConvertFlatbufferDirectlyToJson", env: dict | None = None) -> float:
-    """Seconds the adapter takes to convert ``path`` to its JSON (in a fresh process)."""
+def adapter_seconds(path: Path, function: str = "ConvertFlatbufferDirectlyToJson", env: dict | None = None,
+                    cpu: bool = False):
+    """Seconds the adapter takes to convert ``path`` to its JSON (in a fresh process);
+    with ``cpu``, (wall, CPU seconds of all its threads)."""
     cmd = [sys.executable, "-c", _ADAPTER_SCRIPT, str(path), function]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
-    return float(out.split()[0])
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout.split()
+    return (float(out[0]), float(out[1])) if cpu else float(out[0])
+
+
+def _child_cpu() -> float:
+    """CPU seconds (user + system) used so far by finished child processes."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def versus_adapter(sizes: list[int], rounds: int) -> None:
@@ -217,23 +227,30 @@ def versus_adapter(sizes: list[int], rounds: int) -> None:
         return
     tmp = Path(tempfile.mkdtemp(prefix="bench_layout_"))
     env = _fresh_env(tmp / "pycache")
-    print(f"median of {rounds} alternating rounds, seconds; residual_model(n) .tflite files")
-    print(f"{'n ops':>7} {'ours':>7} {'adapter':>8} {'ratio':>6} {'adapter MLIR':>13} {'crossings':>10}")
+    print(f"median of {rounds} alternating rounds, seconds; residual_model(n) .tflite files;"
+          " CPU = user+system seconds (ours: the whole process; adapter: its conversion, all threads)")
+    print(f"{'n ops':>7} {'ours':>7} {'adapter':>8} {'ratio':>6} {'ours CPU':>9} {'adapter CPU':>12}"
+          f" {'CPU ratio':>9} {'adapter MLIR':>13} {'crossings':>10}")
     for n in sizes:
         path = tmp / f"residual_{n}.tflite"
         path.write_bytes(residual_model(n))
         ours_cmd = [sys.executable, "-m", "tflite_viewer", "layout", str(path)]
         summary = subprocess.run(ours_cmd, env=env, capture_output=True, text=True, check=True).stdout  # warm-up
-        ours, theirs, theirs_mlir = [], [], []
+        ours, ours_cpu, theirs, theirs_cpu, theirs_mlir = [], [], [], [], []
         for _ in range(rounds):
-            start = time.perf_counter()
+            start, cpu0 = time.perf_counter(), _child_cpu()
             subprocess.run(ours_cmd, env=env, capture_output=True, check=True)
             ours.append(time.perf_counter() - start)
-            theirs.append(adapter_seconds(path, env=env))
+            ours_cpu.append(_child_cpu() - cpu0)
+            wall, cpu = adapter_seconds(path, env=env, cpu=True)
+            theirs.append(wall)
+            theirs_cpu.append(cpu)
             theirs_mlir.append(adapter_seconds(path, "ConvertFlatbufferToJson", env))
         a, b, c = statistics.median(ours), statistics.median(theirs), statistics.median(theirs_mlir)
+        ac, bc = statistics.median(ours_cpu), statistics.median(theirs_cpu)
         crossings = summary.split(" crossings")[0].rsplit(" ", 1)[-1]
-        print(f"{n:>7} {a:>7.3f} {b:>8.3f} {a / b:>6.2f} {c:>13.3f} {crossings:>10}")
+        print(f"{n:>7} {a:>7.3f} {b:>8.3f} {a / b:>6.2f} {ac:>9.3f} {bc:>12.3f} {ac / bc:>9.2f}"
+              f" {c:>13.3f} {crossings:>10}")
     print("ratio = ours / adapter (direct flatbuffer converter, Model Explorer's default for .tflite);"
           " target <= 1.00")
 

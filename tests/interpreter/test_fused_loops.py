@@ -29,10 +29,18 @@ def _body_calls(it: Interpreter) -> int:
     return sum(c for (sg, _), c in it.op_calls.items() if sg != 0)
 
 
+def _op_by_op_calls(it: Interpreter) -> int:
+    """Operator calls of both loops run op by op: 20 steps of each body, 21 tests of each
+    cond (both models loop over 20 time steps)."""
+    s = it.subgraphs
+    return 20 * (len(s[2].nodes) + len(s[4].nodes)) + 21 * (len(s[1].nodes) + len(s[3].nodes))
+
+
+@pytest.mark.parametrize("name", ["lstm_float", "lstm_dynamic"])  # float and int8 weights
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_fused_loops_equal_the_op_by_op_body_bit_for_bit(seed):
-    fused = Interpreter(model_path("lstm_float"))
-    plain = Interpreter(model_path("lstm_float"))
+def test_fused_loops_equal_the_op_by_op_body_bit_for_bit(name, seed):
+    fused = Interpreter(model_path(name))
+    plain = Interpreter(model_path(name))
     plain.fuse_loops = False
     x = _inputs(seed)
     out = fused.invoke(x)
@@ -41,9 +49,8 @@ def test_fused_loops_equal_the_op_by_op_body_bit_for_bit(seed):
     assert all(isinstance(n.user_data, KerasLstmLoop) for n in _whiles(fused)) and kinds == [False, True]
     assert _body_calls(fused) == 0  # the bodies did not run op by op
     ref = plain.invoke(x)
-    # ...and here they did: 20 steps of each body, 21 tests of each cond (3 ops)
-    assert _body_calls(plain) == 20 * 26 + 20 * 19 + 2 * 21 * 3
-    stepped = Interpreter(model_path("lstm_float")).run(x).outputs  # the debugger's path
+    assert _body_calls(plain) == _op_by_op_calls(plain)  # ...and here they did
+    stepped = Interpreter(model_path(name)).run(x).outputs  # the debugger's path
     for k in ref:
         assert out[k].dtype == ref[k].dtype and np.array_equal(out[k], ref[k])
         assert np.array_equal(out[k], stepped[k])
@@ -64,7 +71,7 @@ def test_stepping_into_a_recognised_loop_runs_its_body_op_by_op():
     assert stop.position == ((0, 1), (2, 6)) and it.current_node().name == "ADD"
     assert it.tensor(2, 22) is not None  # the product just computed, visible to the debugger
     it.run()
-    assert _body_calls(it) == 20 * 26 + 20 * 19 + 2 * 21 * 3
+    assert _body_calls(it) == _op_by_op_calls(it)
 
 
 def test_hooks_see_every_body_operator():

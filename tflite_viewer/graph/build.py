@@ -117,13 +117,14 @@ def called_subgraphs(sg: Subgraph) -> dict[int, dict[str, int]]:
 
 
 def subgraph_references(model: Model) -> dict[int, list[tuple[int, str, int]]]:
-    """For each subgraph, the (operator, role, called subgraph) triples it contains."""
+    """For each subgraph, the (operator, role, called subgraph) triples it contains.
+
+    Only operators whose options table can name a subgraph are decoded (`called_subgraphs`):
+    the window asks this on the GUI thread when a model opens, and decoding the options of
+    all 20,000 operators of a large model took seconds there.
+    """
     out: dict[int, list[tuple[int, str, int]]] = {}
     for sg in model.subgraphs:
-        cols = sg.columns
-        refs = []
-        for k in np.flatnonzero((cols.options_type != 0) | (cols.options_2_type != 0)):
-            for role, target in sg.operators[int(k)].called_subgraphs.items():
-                refs.append((int(k), role, target))
-        out[sg.index] = refs
+        out[sg.index] = [(k, role, target) for k, calls in called_subgraphs(sg).items()
+                         for role, target in calls.items()]
     return out

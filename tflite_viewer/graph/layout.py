@@ -1373,15 +1373,14 @@ def layout(
     number of straightening rounds of the x assignment. With ``pin_inputs`` subgraph
     inputs stay in the top layer even when their first consumer is far below.
     """
-    return _run(
-        _extract(graph, size),
-        layer_gap=layer_gap,
-        node_gap=node_gap,
-        sweeps=sweeps,
-        coord_rounds=coord_rounds,
-        pull_down=True,
-        pin_inputs=pin_inputs,
-    )
+    return _layout(_extract(graph, size), layer_gap, node_gap, sweeps, pin_inputs, coord_rounds)
+
+
+def _layout(g: _Graph, layer_gap: float, node_gap: float, sweeps: int, pin_inputs: bool,
+            coord_rounds: int) -> Layout:
+    """The optimised pipeline (what :func:`layout` and :func:`layout_arrays` run)."""
+    return _run(g, layer_gap=layer_gap, node_gap=node_gap, sweeps=sweeps,
+                coord_rounds=coord_rounds, pull_down=True, pin_inputs=pin_inputs)
 
 
 def layout_arrays(
@@ -1416,15 +1415,7 @@ def layout_arrays(
         keys=tensors,
         tensors=tensors,
     )
-    return _run(
-        g,
-        layer_gap=layer_gap,
-        node_gap=node_gap,
-        sweeps=sweeps,
-        coord_rounds=coord_rounds,
-        pull_down=True,
-        pin_inputs=pin_inputs,
-    )
+    return _layout(g, layer_gap, node_gap, sweeps, pin_inputs, coord_rounds)
 
 
 def naive_layout(

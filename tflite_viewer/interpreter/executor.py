@@ -363,11 +363,15 @@ class Executor:
         return ExecutionError(f"subgraph {sg.index} ({sg.name}), op {node.index} "
                               f"({node.name}): {type(exc).__name__}: {exc}")
 
+    def _before(self, sg: Subgraph, node: Node) -> None:
+        """The before-hooks of an op about to run."""
+        ev = OpEvent(sg.index, node.index, node.name, node, len(self._stack))
+        for h in self._before_hooks:
+            h(self, ev)
+
     def _invoke(self, sg: Subgraph, node: Node) -> None:
         if self._before_hooks:
-            ev = OpEvent(sg.index, node.index, node.name, node, len(self._stack))
-            for h in self._before_hooks:
-                h(self, ev)
+            self._before(sg, node)
         t0 = perf_counter()
         try:
             node.kernel.invoke(sg, node)
@@ -384,9 +388,7 @@ class Executor:
 
     def _invoke_calling(self, sg: Subgraph, node: Node) -> Generator:
         if self._before_hooks:
-            ev = OpEvent(sg.index, node.index, node.name, node, len(self._stack))
-            for h in self._before_hooks:
-                h(self, ev)
+            self._before(sg, node)
         t0 = time.perf_counter()
         paused0 = self._paused_total
         try:

@@ -18,8 +18,10 @@ other WHILE runs op by op, as does this one whenever something watches its opera
 
 The step computes what the body's kernels compute, in the same order and with the same
 numpy functions (``x @ W.T`` with the transposed weights the FULLY_CONNECTED kernel
-caches, `activations.logistic`, ``np.tanh``), so its results equal the op-by-op path's
-bit for bit; ``tests/interpreter/test_fused_loops.py`` checks that on the corpus model.
+caches, or the hybrid kernel's function for int8 weights, `activations.logistic`,
+``np.tanh``), so its results equal the op-by-op path's bit for bit;
+``tests/interpreter/test_fused_loops.py`` checks that on the corpus models (lstm_float,
+and lstm_dynamic with int8 weights).
 """
 from __future__ import annotations
 
@@ -50,8 +52,9 @@ class KerasLstmLoop:
     time_limit: int
     counter_step: int
     time_step: int
-    w_h: np.ndarray  # [4u, u] recurrent weights, transposed once (as FULLY_CONNECTED does)
-    w_x: np.ndarray  # [4u, in] input weights, transposed once
+    recurrent: Callable[[np.ndarray], np.ndarray]  # h -> its FULLY_CONNECTED product [rows, 4u]
+    inputs: Callable[[np.ndarray], np.ndarray]  # x_t -> its FULLY_CONNECTED product
+    units: int
     bias: np.ndarray  # [4u]
     scatter: bool  # the sequence output gets h at the time index (else it is the last h)
     sequence_shape: tuple[int, ...]
@@ -61,8 +64,7 @@ class KerasLstmLoop:
         before each iteration's condition, as the WHILE kernel calls the budget."""
         counter_in, time_in, seq, h, c, x = values
         counter, t = int(counter_in), int(time_in)
-        wh_t, wx_t, bias = self.w_h, self.w_x, self.bias
-        u = wh_t.shape[1] // 4
+        recurrent, inputs, bias, u = self.recurrent, self.inputs, self.bias, self.units
         out_seq = seq.copy() if self.scatter else seq
         row_shape = out_seq.shape[1:]
         count = 0
@@ -73,8 +75,8 @@ class KerasLstmLoop:
                 break
             if not 0 <= t < x.shape[0]:
                 raise IndexError(f"GATHER index out of range [0, {x.shape[0]})")
-            z = x[t] @ wx_t  # FULLY_CONNECTED(x_t); then ADD(., h W_h^T), ADD bias: in place
-            np.add(z, h @ wh_t, out=z)
+            z = inputs(x[t])  # FULLY_CONNECTED(x_t); then ADD(., FULLY_CONNECTED(h)), ADD bias
+            np.add(z, recurrent(h), out=z)
             np.add(z, bias, out=z)
             # LOGISTIC of the i, f, o gates and TANH of g are elementwise: one call each on
             # the whole gate row gives the same numbers as the body's one call per gate
@@ -181,8 +183,11 @@ def _match(cond: "Subgraph", body: "Subgraph") -> KerasLstmLoop | None:
     ]
     if not all(checks):
         return None
-    floats = [T[i] for i in (p[2], p[3], p[4], p[5], rh.inputs[1], rx.inputs[1], z.inputs[1])]
+    floats = [T[i] for i in (p[2], p[3], p[4], p[5], z.inputs[1])]
     if any(t.dtype != np.float32 for t in floats):
+        return None
+    recurrent, inputs = _product(body, rh, w_h), _product(body, rx, w_x)
+    if recurrent is None or inputs is None:
         return None
     u4, u = w_h.shape
     if w_h.ndim != 2 or u4 != 4 * u or w_x.ndim != 2 or w_x.shape[0] != u4 or bias.shape != (u4,):
@@ -208,8 +213,26 @@ def _match(cond: "Subgraph", body: "Subgraph") -> KerasLstmLoop | None:
                 or int(np.prod(seq_shape)) != int(np.prod(h_shape)):
             return None
     return KerasLstmLoop(limits[0], limits[1], int(one_c.reshape(-1)[0]), int(one_t.reshape(-1)[0]),
-                         np.ascontiguousarray(w_h.T), np.ascontiguousarray(w_x.T), bias,
-                         scatter, tuple(seq_shape))
+                         recurrent, inputs, u, bias, scatter, tuple(seq_shape))
+
+
+def _product(body: "Subgraph", node, w: np.ndarray) -> Callable[[np.ndarray], np.ndarray] | None:
+    """What the FULLY_CONNECTED ``node`` (no bias, no activation) computes from a 2-D input:
+    float32 weights as the float kernel multiplies (by the transposed weights it caches),
+    int8 weights as the hybrid kernel does (LiteRT's EvalHybridDense, `integer.hybrid`)."""
+    tensor = body.tensors[node.inputs[1]]
+    if tensor.sparsity is not None:
+        return None
+    if w.dtype == np.float32:
+        w_t = np.ascontiguousarray(w.T)
+        return lambda x: x @ w_t
+    if w.dtype != np.int8 or not tensor.is_quantized_int:
+        return None
+    from .integer import hybrid
+    from .kernels.common import tensor_qparams
+
+    q, options, units = tensor_qparams(tensor), node.builtin_data, w.shape[0]
+    return lambda x: hybrid.fully_connected(x, w, None, q, options, (x.shape[0], units))
 
 
 def _match_scatter(body: "Subgraph", tail: list, p, t_next: int, h_new: int, out_seq: int) -> bool:

@@ -5,6 +5,7 @@ import numpy as np
 
 from ..integer import batch_matmul as int_batch_matmul, conv as int_conv
 from ..integer import fully_connected as int_fully_connected, hybrid as int_hybrid
+from ..tensor import AllocationType
 from .common import (BuiltinOperator as Op, INT_KINDS, Kernel, activation, apply_activation,
                      kind, option, register, rounding, tensor_qparams)
 
@@ -69,9 +70,41 @@ class FullyConnected(Kernel):
                 node.builtin_data, x.dtype, rounding(ctx))
             cache["src"] = None  # the filter matrix follows the (possibly new) offsets
             cache["tail"] = (None, None, None)
+        cache["bound"] = self._bind(ctx, node, w, cache) if k == "float" else None
+
+    @staticmethod
+    def _bind(ctx, node, w, cache) -> tuple | None:
+        """The prepared float product when the weights and bias are constants of the
+        model: (input tensor, K, transposed weights, bias row, activation, keep, output
+        tensor), so that invoke is the product itself (see `invoke`)."""
+        b = ctx.input(node, 2)
+        if w.allocation_type is not AllocationType.MMAP_RO or w.sparsity is not None \
+                or w.data is None or w.dtype != np.float32 \
+                or (b is not None and (b.allocation_type is not AllocationType.MMAP_RO
+                                       or b.data is None)):
+            return None
+        wt = np.ascontiguousarray(w.data.T)
+        brow = None if b is None else b.data.reshape(1, -1)
+        return (ctx.input(node, 0), w.shape[1], wt, brow, cache["act"], cache["keep"],
+                ctx.output(node, 0))
 
     def invoke(self, ctx, node):
         cache = node.user_data
+        bound = cache.get("bound")
+        if bound is not None:  # float, constant weights: the product, bound at prepare
+            xt, k_in, wt, brow, act, keep, o = bound
+            x = xt.data
+            if x is not None and x.dtype == wt.dtype and x.size % k_in == 0:
+                rows = x if x.ndim == 2 and x.shape[1] == k_in else x.reshape(-1, k_in)
+                out = rows @ wt
+                if brow is not None:
+                    out += brow
+                if act is not None:
+                    out = apply_activation(out, act)
+                if keep:
+                    out = out.reshape(x.shape[:-1] + (wt.shape[1],))
+                ctx.set_output(o, out)
+                return
         k = cache["kind"]
         w = ctx.value(node, 1)
         b = ctx.input(node, 2)
