@@ -4,7 +4,7 @@
 
 1. `load_model`, then every view and value accessor (`walk`);
 2. `info`: the summary, its text, and its JSON (which must be strict);
-3. `graph.build_graph` and `graph.layout` of every subgraph, the layout's JSON;
+3. `graph.build_graph` and `graph.layout` of the first and last subgraph, their JSON;
 4. the interpreter with small budgets: build, prepare, seeded inputs, `invoke`;
 5. re-serialization through the editor's tree and writer, and loading the result.
 
@@ -114,7 +114,7 @@ def _layout(model) -> None:
     from tflite_viewer.commands import jsonout
     from tflite_viewer.graph.build import build_graph
     from tflite_viewer.graph.layout import layout
-    for index in range(min(len(model.subgraphs), 4)):
+    for index in sorted({0, len(model.subgraphs) - 1}):  # the main one and a callee
         doc = layout(build_graph(model, index)).to_json()
         _strict_json(jsonout.dumps(doc))
 
