@@ -63,7 +63,8 @@ def test_every_mutation_kind_applies_to_some_corpus_model():
     """No kind is dead code: each changes at least one of the fuzzed models."""
     for kind in MUTATIONS:
         assert any(mutate(model_bytes(m), [(kind, seed)])[1]
-                   for m in ("control_flow.tflite", "sparse_conv_float.tflite") for seed in range(3)
+                   for m in ("control_flow.tflite", "sparse_conv_float.tflite", "small_cnn_dilated_int8.tflite")
+                   for seed in range(3)
                    ), kind
 
 
