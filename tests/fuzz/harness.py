@@ -4,14 +4,15 @@
 
 1. `load_model`, then every view and value accessor (`walk`);
 2. `info`: the summary, its text, and its JSON (which must be strict);
-3. `graph.build_graph` and `graph.layout` of every subgraph, the layout's JSON;
+3. `graph.build_graph` and `graph.layout` of the first and last subgraph, their JSON;
 4. the interpreter with small budgets: build, prepare, seeded inputs, `invoke`;
 5. re-serialization through the editor's tree and writer, and loading the result.
 
 Each step either succeeds or raises a documented error: a `TFLiteViewerError` subclass
 (ModelFormatError, UnsupportedOpError, ExecutionError, the budget errors, InputError,
 EditError).  Anything else is an *undocumented* exception; a case still running when
-the watchdog fires is a *hang*.  The outcome names the first documented error per step,
+the watchdog fires is a *hang*.  Python warnings (numpy's RuntimeWarnings) are recorded
+per step: the reader, info and layout must give none (bad scales are findings).  The outcome names the first documented error per step,
 so the long mode can print outcomes by error type.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ import json
 import signal
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 
 from tflite_viewer.model import ModelFormatError, load_model
@@ -46,6 +48,7 @@ class Outcome:
     seconds: float = 0.0
     undocumented: str | None = None  # traceback text
     hang: bool = False
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # (step, warning)
 
     @property
     def summary(self) -> str:
@@ -114,7 +117,7 @@ def _layout(model) -> None:
     from tflite_viewer.commands import jsonout
     from tflite_viewer.graph.build import build_graph
     from tflite_viewer.graph.layout import layout
-    for index in range(min(len(model.subgraphs), 4)):
+    for index in sorted({0, len(model.subgraphs) - 1}):  # the main one and a callee
         doc = layout(build_graph(model, index)).to_json()
         _strict_json(jsonout.dumps(doc))
 
@@ -151,24 +154,34 @@ def run_case(data: bytes, watchdog: float = WATCHDOG) -> Outcome:
     start = time.perf_counter()
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, watchdog)
+    caught_all = warnings.catch_warnings(record=True)
     try:
+        caught = caught_all.__enter__()
+        warnings.simplefilter("always")
         try:
             model = load_model(data)
             out.steps["load"] = "ok"
         except TFLiteViewerError as exc:
             out.steps["load"] = type(exc).__name__
             return out
+        finally:
+            out.warnings.extend(("load", f"{w.category.__name__}: {w.message}") for w in caught)
         for name, step in STEPS:
+            seen = len(caught)
             try:
                 step(model)
                 out.steps[name] = "ok"
             except TFLiteViewerError as exc:
                 out.steps[name] = type(exc).__name__
+            finally:
+                out.warnings.extend((name, f"{w.category.__name__}: {w.message}")
+                                    for w in caught[seen:])
     except Hang:
         out.hang = True
     except Exception:  # noqa: BLE001 - exactly what the fuzzer looks for
         out.undocumented = traceback.format_exc()
     finally:
+        caught_all.__exit__(None, None, None)
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
         out.seconds = time.perf_counter() - start

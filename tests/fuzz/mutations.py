@@ -15,6 +15,7 @@ versions, subgraph calls and signatures, buffer sizes, byte-level damage.
 """
 from __future__ import annotations
 
+import pickle
 import random
 from collections.abc import Callable
 from typing import Any
@@ -622,10 +623,23 @@ def signature(tree, rng):
 
 
 # -- applying them -------------------------------------------------------------------------
+_TREES: dict[bytes, bytes] = {}
+
+
+def _fresh_tree(data: bytes) -> ModelTree:
+    """A private copy of ``data``'s object tree.  Unpacking is the slowest part of a case,
+    so each model is unpacked once and copied by a pickle round trip of that in-memory
+    tree (four times faster than unpacking again; nothing read from a file is unpickled)."""
+    frozen = _TREES.get(data)
+    if frozen is None:
+        frozen = _TREES[data] = pickle.dumps(unpack(load_model(data)), pickle.HIGHEST_PROTOCOL)
+    return pickle.loads(frozen)
+
+
 def mutate(data: bytes, steps: list[tuple[str, int]]) -> tuple[bytes, list[str]]:
     """The model ``data`` with each (mutation name, seed) applied in turn, re-serialized by
     the project's writer; the descriptions of the ones that applied."""
-    tree = unpack(load_model(data))
+    tree = _fresh_tree(data)
     done = []
     for name, seed in steps:
         what = MUTATIONS[name](tree, random.Random(seed))

@@ -41,6 +41,8 @@ def _check(model: str, steps: list[tuple[str, int]], damage: int | None) -> None
     case = f"{model} {steps} damage={damage}: {done}"
     assert out.undocumented is None, f"undocumented exception for {case}\n{out.undocumented}"
     assert not out.hang, f"hang for {case}"
+    stray = [w for w in out.warnings if w[0] != "interpreter"]
+    assert not stray, f"warnings for {case}: {stray}"
     if not _RSS_START:
         _RSS_START.append(_rss_peak())
     assert _rss_peak() <= _RSS_START[0] + RSS_RISE_BOUND, f"memory ran away for {case}"

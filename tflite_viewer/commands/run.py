@@ -32,6 +32,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
+from typing import Any
 
 import numpy as np
 
@@ -205,7 +207,11 @@ def dump_arrays(interp) -> dict[str, np.ndarray]:
 # ------------------------------------------------------------------------------------------
 def main(args: argparse.Namespace) -> int:
     try:
-        return _main(args)
+        with warnings.catch_warnings():
+            # one readable line on stderr, never a stray numpy RuntimeWarning (a kernel's
+            # overflow, a complex-to-real cast) before it: bad scales are load findings
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return _main(args)
     except TFLiteViewerError as exc:
         return _fail(_one_line(exc))
     except (OSError, ValueError, KeyError, IndexError, MemoryError) as exc:

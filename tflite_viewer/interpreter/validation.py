@@ -142,15 +142,28 @@ def check_node(sg: "Subgraph", node: "Node") -> None:
 
 def check_tensors(sg: "Subgraph") -> None:
     """Raise ModelFormatError for quantization parameters a kernel would divide by or index
-    past (negative dimensions are refused when the runtime Tensor is made)."""
+    past, and variables whose stored initial value does not fit their shape (negative
+    dimensions are refused when the runtime Tensor is made)."""
     for t in sg.tensors:
         where = f"subgraphs[{sg.index}].tensors[{t.index}]"
+        initial = t._initial
+        if initial is not None and t.shape is not None and \
+                initial.size != int(np.prod(t.shape, dtype=np.int64)):
+            raise ModelFormatError(f"{where}.buffer", f"variable tensor {t.name!r} of shape "
+                                   f"{list(t.shape)} starts from {initial.size} values")
         q = t.quantization
         if q is None or not q.scale.size:
             continue
         if q.zero_point.size and q.zero_point.size != q.scale.size:
             raise ModelFormatError(f"{where}.quantization", f"{q.scale.size} scales but "
                                    f"{q.zero_point.size} zero points")
+        if q.zero_point.size and t.dtype is not None and t.dtype.kind in "iu":
+            info = np.iinfo(t.dtype)
+            outside = (q.zero_point < info.min) | (q.zero_point > info.max)
+            if outside.any():
+                raise ModelFormatError(f"{where}.quantization", f"zero point "
+                                       f"{int(q.zero_point[outside][0])} does not fit "
+                                       f"{t.type_name} ({info.min}..{info.max})")
         if t.type in QUANTIZED_INT_TYPES:
             with np.errstate(invalid="ignore"):
                 bad = ~(np.isfinite(q.scale) & (q.scale > 0))
