@@ -133,3 +133,52 @@ def test_else_link_in_properties_from_the_then_view_builds_the_right_trail(windo
     # main > IF #3 else > cond_false, not main > IF #3 then > cond_true > cond_false
     assert [c.subgraph for c in window.trail] == [0, calls["else"]]
     assert [c.label for c in window.trail] == [main, f"IF #{if_op.index} else \u2192 {cond_false}"]
+
+
+def test_a_stride_edit_shows_computed_shapes_flags_stale_ones_and_updates_them_in_one_step(window):
+    assert window.open_path(model_path("mobilenet_v2_float.tflite"), wait=True)
+    window.select_op(0)
+    out = window.model.subgraphs[0].operators[0].outputs[0]
+    assert window.problems_panel.count() == 0 and not window.problems_panel.shapes_bar.isVisibleTo(window)
+    window.properties_panel.editor("option:stride_w").setValue(1)  # 96 -> 48 becomes 96 -> 96 wide
+
+    assert window.model.subgraphs[0].operators[0].builtin_options["stride_w"] == 1
+    assert tuple(window.model.subgraphs[0].tensors[out].shape) == (1, 48, 48, 16)  # stored: stale
+    # the canvas shows the computed shape (SAME padding: ceil(96 / 2) x ceil(96 / 1))
+    labels = [text for _, _, text, t in window.graph_scene.data.edge_labels if t == out]
+    assert labels == ["?x48x96x16 float32 \u2260 stored ?x48x48x16"]  # ?: the dynamic batch
+    # Problems lists every stale tensor and offers the update
+    stale = [f for f in window.problems_panel.findings if f.where.endswith(".shape")]
+    assert stale and stale[0].tensor == out and "[1, 48, 96, 16]" in stale[0].message
+    assert window.problems_panel.shapes_bar.isVisibleTo(window)
+    assert window.update_shapes_action.isEnabled()
+    window.select_tensor(out)
+    rows = {r.key: r.value for r in window.tensor_panel.rows()}
+    assert rows["computed shape"].startswith("[1, 48, 96, 16]")
+
+    steps = window.undo_stack.count()
+    window.problems_panel.update_shapes_button.click()
+    assert window.undo_stack.count() == steps + 1  # one undoable command
+    assert tuple(window.model.subgraphs[0].tensors[out].shape) == (1, 48, 96, 16)
+    assert not [f for f in window.problems_panel.findings if f.where.endswith(".shape")]
+    assert not window.problems_panel.shapes_bar.isVisibleTo(window)
+    labels = [text for _, _, text, t in window.graph_scene.data.edge_labels if t == out]
+    assert labels == ["?x48x96x16 float32"]
+    window.undo()
+    assert tuple(window.model.subgraphs[0].tensors[out].shape) == (1, 48, 48, 16)
+    assert window.problems_panel.shapes_bar.isVisibleTo(window)
+
+
+def test_scalar_shape_reads_as_scalar(window):
+    from tflite_viewer.ui.panels.tensor_panel import shape_text
+
+    assert shape_text(()) == "[] (scalar)" and shape_text((1, 2)) == "[1, 2]"
+    assert window.open_path(model_path("control_flow.tflite"), wait=True)
+    sg = window.model.subgraphs[0]
+    scalar = next(t.index for t in sg.tensors if tuple(t.shape) == ())
+    window.select_tensor(scalar)
+    editor = window.tensor_panel.editor("shape")
+    assert editor.text() == "" and editor.placeholderText() == "[] (scalar)"
+    window.tensor_panel.editable = False
+    window.tensor_panel.show_tensor(sg.tensors[scalar])
+    assert {r.key: r.value for r in window.tensor_panel.rows()}["shape"] == "[] (scalar)"

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QMessageBox, QP
                                QVBoxLayout, QWidget)
 
 from ..graph.build import subgraph_references
+from ..interpreter.shape_inference import ShapeInference
 from ..model import Model
 from . import navigation as nav
 from . import style
@@ -68,6 +69,7 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
         self.subgraph = 0
         self.scenes: dict[int, SceneData] = {}
         self.selection: Selection | None = None
+        self.shape_check: ShapeInference | None = None  # after an edit: computed vs stored shapes
         self.trail: list[Crumb] = []
         self._open_serial = 0
         self._layout_serial = 0
@@ -173,6 +175,7 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
         self.tensor_panel.opActivated.connect(self.select_op)
         self.model_panel.subgraphActivated.connect(lambda i: self.show_subgraph(i))
         self.problems_panel.findingActivated.connect(self._finding_activated)
+        self.problems_panel.updateShapesRequested.connect(self.update_stored_shapes)
         for panel in (self.properties_panel, self.tensor_panel, self.model_panel):
             panel.editRequested.connect(self.apply_edit)
         self.tensor_panel.editFailed.connect(self._edit_failed)
@@ -245,7 +248,7 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
             self._display(self._layout_now(index))
             return
         self._busy(f"Laying out {self.model.subgraphs[index].display_name}\u2026")
-        task = Task(lay_out, self.model, index, self.measure)
+        task = Task(lay_out, self.model, index, self.measure, None, self.computed_shapes(index))
         self._layout_serial = task.serial
         model = self.model
         task.signals.finished.connect(lambda serial, sd: self._layout_done(serial, sd, model))
@@ -254,7 +257,7 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
         task.start()
 
     def _layout_now(self, index: int) -> SceneData:
-        sd = lay_out(self.model, index, self.measure)
+        sd = lay_out(self.model, index, self.measure, None, self.computed_shapes(index))
         self.scenes[index] = sd
         return sd
 

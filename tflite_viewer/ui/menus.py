@@ -85,6 +85,9 @@ def _edit_menu(w: MainWindow, m: QMenu) -> None:
                                  tip="Make the selected tensor an output of its subgraph")
     w.remove_op_action = add_action(w, m, "Remove &Operator", w._remove_selected,
                                     tip="Remove the selected operator (input and output must match)")
+    w.update_shapes_action = add_action(w, m, "&Update Stored Shapes", w.update_stored_shapes,
+                                        tip="Write the shapes the operators compute into the model")
+    w.update_shapes_action.setEnabled(False)
     m.aboutToShow.connect(w._update_edit_actions)
     m.addSeparator()
     add_action(w, m, "&Find\u2026", w.find_bar.open_bar, QKeySequence.StandardKey.Find)

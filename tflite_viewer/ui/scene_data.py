@@ -168,6 +168,18 @@ def _shape_text(shape: tuple[int, ...]) -> str:
     return "x".join("?" if d < 0 else str(d) for d in shape) or "scalar"
 
 
+def edge_label_text(info, computed: tuple[int, ...] | None = None) -> str:
+    """``?x96x96x16 float32`` (``?``: a dynamic dimension); with a ``computed`` shape that
+    differs from the stored one, that shape first and the stored one flagged."""
+    text = f"{info.shape_text} {info.dtype.lower()}"
+    if computed is None:
+        return text
+    sig = info.shape_signature
+    dynamic = [sig is not None and len(sig) == len(computed) and sig[i] < 0 for i in range(len(computed))]
+    dims = "x".join("?" if dyn else str(d) for d, dyn in zip(computed, dynamic)) or "scalar"
+    return f"{dims} {info.dtype.lower()} \u2260 stored {info.shape_text}"
+
+
 def _elide(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
@@ -324,8 +336,13 @@ def same_structure(lay: Layout, graph: nx.MultiDiGraph) -> bool:
 
 def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = None,
                      graph: nx.MultiDiGraph | None = None,
-                     reuse_layout: Layout | None = None) -> SceneData:
+                     reuse_layout: Layout | None = None,
+                     computed_shapes: dict[int, tuple[int, ...]] | None = None) -> SceneData:
     """Graph, layout and labels of one subgraph (or of ``graph`` when no model is given).
+
+    ``computed_shapes``: tensor -> the shape its producer computes, for tensors whose stored
+    shape is stale after an edit; their edge labels show the computed shape and the stale
+    one (``1x48x96x16 float32 \u2260 stored 1x48x48x16``).
 
     ``reuse_layout``: the layout of an earlier version of the same subgraph.  After an edit
     that changed only labels (options, versions, names, shapes), the boxes stay where they
@@ -387,7 +404,7 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
         if info is None:
             continue
         x, y = paths[e][0]
-        by_source[ep.source].append((x, y, f"{info.shape_text} {info.dtype.lower()}", t))
+        by_source[ep.source].append((x, y, edge_label_text(info, (computed_shapes or {}).get(t)), t))
     for items in by_source.values():
         if len(items) == 1:
             x, y, text, t = items[0]

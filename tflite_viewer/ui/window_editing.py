@@ -18,8 +18,9 @@ import logging
 from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import QMenu
 
-from ..edit import EditResult, ExposeTensor, ModelDocument, RemoveOperator
-from ..model import Model
+from ..edit import EditResult, ExposeTensor, ModelDocument, RemoveOperator, UpdateStoredShapes
+from ..interpreter.shape_inference import infer_shapes
+from ..model import Finding, Model
 from .editing import EditSession, change_notes, human_size
 from .focus import remember_focus, restore_focus
 from .panels import common as panel_common
@@ -124,7 +125,8 @@ class EditFlow:
         reuse = None
         if current is not None and current.subgraph == self.subgraph and not result.scope.structural:
             reuse = current.layout
-        sd = lay_out(model, self.subgraph, self.measure, reuse)
+        self._check_shapes(model)
+        sd = lay_out(model, self.subgraph, self.measure, reuse, self.computed_shapes(self.subgraph))
         self.scenes = {self.subgraph: sd}  # the other subgraphs are laid out again when shown
         self.nav.set_model(model)
         self._redisplay(sd)
@@ -132,8 +134,7 @@ class EditFlow:
         self._refresh_panels(keys)
         self._refresh_highlight(False)
         self.model_panel.show_model(model, keep_scroll=True, path=self.path)
-        self.problems_panel.show_model(model)
-        self.problems_dock.setWindowTitle(f"Problems ({len(model.findings)})")
+        self._show_problems()
         self._changes_stale = True
         self._refresh_changes()
         self._update_title()
@@ -143,6 +144,57 @@ class EditFlow:
         self.model_replaced.emit(model)
         self.selectionChanged.emit(self.selection)
         self.edited.emit(result)
+
+    # -- shapes after an edit ---------------------------------------------------------------
+    def _check_shapes(self, model: Model) -> None:
+        """Propagate shapes through the edited model with the interpreter's prepare: the
+        canvas shows computed shapes, Problems the stored ones that are stale."""
+        try:
+            self.shape_check = infer_shapes(model)
+        except Exception:  # noqa: BLE001 - a model the interpreter cannot build: no check
+            log.exception("shape inference")
+            self.shape_check = None
+        self.tensor_panel.shape_check = self.shape_check
+        self.update_shapes_action.setEnabled(bool(self.shape_check and self.shape_check.mismatches))
+
+    def computed_shapes(self, subgraph: int) -> dict[int, tuple[int, ...]]:
+        """Tensor -> computed shape, for the stale stored shapes of ``subgraph``."""
+        check = self.shape_check
+        if check is None:
+            return {}
+        return {m.tensor: m.inferred for m in check.mismatches if m.subgraph == subgraph}
+
+    def shape_findings(self) -> list[Finding]:
+        """What shape propagation found, as Problems rows linked to the tensor or operator."""
+        check, model = self.shape_check, self.model
+        if check is None or model is None:
+            return []
+        out = []
+        for m in check.mismatches:
+            sg = model.subgraphs[m.subgraph]
+            out.append(Finding("warning", f"subgraphs[{m.subgraph}].tensors[{m.tensor}].shape",
+                               m.message(sg.tensors[m.tensor].name, sg.operators[m.operator].name),
+                               m.subgraph, m.tensor))
+        for s, k, message in check.failures:
+            out.append(Finding("error", f"subgraphs[{s}].operators[{k}]", message, s, operator=k))
+        return out
+
+    def _show_problems(self) -> None:
+        extra = self.shape_findings()
+        stale = len(self.shape_check.mismatches) if self.shape_check else 0
+        self.problems_panel.show_model(self.model, extra, stale)
+        self.problems_dock.setWindowTitle(f"Problems ({len(self.model.findings) + len(extra)})")
+        if stale and self.problems_dock.isHidden():
+            self.problems_dock.show()
+
+    def update_stored_shapes(self) -> EditResult | None:
+        """Write the computed shapes of every stale tensor into the model (one undo step)."""
+        check = self.shape_check
+        if check is None or not check.mismatches:
+            self.statusBar().showMessage("Every stored shape matches what the operators compute", 8000)
+            return None
+        return self.apply_edit(UpdateStoredShapes({(m.subgraph, m.tensor): m.inferred
+                                                   for m in check.mismatches}))
 
     def _report_change(self, old: Model | None, model: Model, result: EditResult, seconds: float) -> None:
         size = len(self._session.document.to_bytes()) if self._session else model.file_size

@@ -117,8 +117,10 @@ class FileFlows:
             add_recent(self.settings, opened.path)
         self.nav.set_model(self.model)
         self.model_panel.show_model(self.model, opened.summary)
-        self.problems_panel.show_model(self.model)
-        self.problems_dock.setWindowTitle(f"Problems ({len(self.model.findings)})")
+        self.shape_check = None  # shapes are checked after edits (opening stays fast)
+        self.tensor_panel.shape_check = None
+        self.update_shapes_action.setEnabled(False)
+        self._show_problems()
         self.properties_panel.show_operator(None)
         self.tensor_panel.show_tensor(None)
         self.trail = self._trail_to(opened.scene.subgraph)

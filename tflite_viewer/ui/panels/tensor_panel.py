@@ -29,17 +29,21 @@ from ..selection import producers_consumers
 from . import common
 from .common import LinkTree, Row, format_value
 from .tensor_histogram import HistogramPane
-from .tensor_quantization import ZERO_POINT_RANGES, QuantizationEditor
+from .tensor_quantization import WARNING, ZERO_POINT_RANGES, QuantizationEditor
 from .tensor_values import ValuesPane
 
 __all__ = ["TensorPanel", "producers_consumers", "shape_text"]
 log = logging.getLogger(__name__)
 MAX_CONNECTIONS = 200  # rows of consumers listed (each is a link)
+SCALAR = "[] (scalar)"
 
 
 def shape_text(shape: tuple[int, ...] | None) -> str:
+    """``[1, 96, 96, 3]``; a scalar says so (``[] (scalar)``), an unknown shape is a dash."""
     if shape is None:
         return "\u2014"
+    if len(shape) == 0:
+        return SCALAR
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
@@ -56,6 +60,7 @@ class TensorPanel(QWidget):
         self.editable = False
         self.editors: dict[str, QWidget] = {}
         self._stats_cache: dict[tuple[int, int, str], ts.Stats] = {}
+        self.shape_check = None  # the window's ShapeInference after an edit (computed shapes)
 
         self.title = QLabel("No tensor selected")
         self.title.setStyleSheet("font-weight: bold; padding: 4px;")
@@ -278,6 +283,14 @@ class TensorPanel(QWidget):
             self._stats_cache[key] = ts.statistics(values)
         return self._stats_cache[key]
 
+    def _computed_shape(self, t: Tensor) -> tuple[int, ...] | None:
+        """The shape the producer computes when the stored one differs (after an edit)."""
+        check = self.shape_check
+        if check is None:
+            return None
+        computed = check.inferred(t.subgraph.index, t.index)
+        return computed if computed is not None and computed != tuple(t.shape) and tuple(t.shape) else None
+
     def _describe(self, t: Tensor) -> None:
         tree = self.info
         sec = tree.section("Tensor")
@@ -288,7 +301,13 @@ class TensorPanel(QWidget):
         tree.add(sec, "type", t.type_name)
         item = tree.add(sec, "shape", shape_text(t.shape))
         if self.editable:
-            self._put(item, "shape", ed.text_editor(ed.shape_text(t.shape), self.set_shape, ed.shape_problem))
+            self._put(item, "shape", ed.text_editor(ed.shape_text(t.shape), self.set_shape, ed.shape_problem,
+                                                    placeholder=SCALAR))
+        computed = self._computed_shape(t)
+        if computed is not None:
+            item = tree.add(sec, "computed shape", f"{shape_text(computed)}: the stored shape is stale "
+                            "(Edit \u203a Update Stored Shapes)")
+            item.setForeground(1, WARNING)
         tree.add(sec, "shape signature", shape_text(t.shape_signature))
         tree.add(sec, "kind", t.kind)
         tree.add(sec, "buffer", str(t.buffer))
