@@ -182,3 +182,63 @@ def test_scalar_shape_reads_as_scalar(window):
     window.tensor_panel.editable = False
     window.tensor_panel.show_tensor(sg.tensors[scalar])
     assert {r.key: r.value for r in window.tensor_panel.rows()}["shape"] == "[] (scalar)"
+
+
+def test_find_bar_mode_whole_name_then_contains_is_remembered(window, settings):
+    assert window.open_path(model_path("mobilenet_v2_float.tflite"), wait=True)
+    names = [op.name for op in window.model.subgraphs[0].operators]
+    window.find_bar.open_bar()
+    window.find_bar.edit.setText("CONV_2D")
+    assert {window.model.subgraphs[0].operators[m.index].name for m in window.find_bar.matches
+            if m.kind == "op"} == {"CONV_2D"}
+    window.find_bar.set_mode("contains")
+    assert sum(m.kind == "op" for m in window.find_bar.matches) == sum("CONV_2D" in n for n in names)
+    assert settings.value("find/mode") == "contains"
+    window.find_bar.set_mode("regex")
+    window.find_bar.edit.setText("CONV_2D(")
+    assert window.find_bar.matches == [] and window.find_bar.status.text() == "bad pattern"
+
+
+def test_values_tab_explains_activations_and_sizes_columns_to_their_numbers(window, settings):
+    assert window.open_path(model_path("mobilenet_v2_float.tflite"), wait=True)
+    sg = window.model.subgraphs[0]
+    pane = window.tensor_panel.values_pane
+    window.select_tensor(sg.operators[0].outputs[0])  # an activation
+    assert pane.message.isVisibleTo(pane) and "no values in the model file" in pane.message.text()
+    assert "debugger" in pane.message.text()
+    weights = next(t for t in sg.operators[0].inputs if sg.tensors[t].is_constant and sg.tensors[t].rank == 4)
+    window.select_tensor(weights)
+    assert not pane.message.isVisibleTo(pane)
+    view, model = pane.view, pane.values
+    metrics = view.fontMetrics()
+    for c in range(min(model.columnCount(), 4)):
+        widest = max(metrics.horizontalAdvance(model.data(model.index(r, c))) for r in range(min(model.rowCount(), 20)))
+        assert view.columnWidth(c) >= widest, "no number is cut off"
+    value = float(model.value(0, 0))
+    pane.digits.setValue(3)
+    text = model.data(model.index(0, 0))
+    significant = text.lstrip("-").split("e")[0].replace(".", "").lstrip("0")
+    assert float(text) == pytest.approx(value, rel=5e-3) and len(significant) <= 3
+    assert int(settings.value("values/digits")) == 3
+    # run-time values handed over (what the debugger does) replace the explanation
+    window.select_tensor(sg.operators[0].outputs[0])
+    import numpy as np
+    window.tensor_panel.show_values(np.ones((1, 2, 2, 3), np.float32))
+    assert not pane.message.isVisibleTo(pane) and model.rowCount() == 2
+
+
+def test_fit_graph_keeps_labels_readable_on_a_long_chain(window):
+    from tflite_viewer.ui import style
+
+    assert window.open_path(model_path("mobilenet_v2_float.tflite"), wait=True)
+    window.view.fit_all()
+    assert window.view.zoom() < style.LOD_TEXT  # fitted whole: unlabeled bars
+    window.fit_graph()
+    assert window.view.zoom() == pytest.approx(style.LOD_TEXT)
+    window.minimap._follow()
+    assert window.minimap.isVisible(), "the overview map shows the rest"
+    # a small graph still fits whole
+    assert window.open_path(model_path("sine_float.tflite"), wait=True)
+    window.fit_graph()
+    visible = window.view.mapToScene(window.view.viewport().rect()).boundingRect()
+    assert visible.contains(window.graph_scene.sceneRect().adjusted(1, 1, -1, -1))

@@ -130,6 +130,8 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
         self.find_bar.queryChanged.connect(self.find)
         self.find_bar.currentChanged.connect(self._goto_match)
         self.find_bar.closed.connect(self._clear_find)
+        self.find_bar.set_mode(str(self.settings.value("find/mode", "word")))
+        self.find_bar.modeChanged.connect(self._find_mode_changed)
 
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea, name: str) -> QDockWidget:
         dock = QDockWidget(title, self)
@@ -176,6 +178,9 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
         self.model_panel.subgraphActivated.connect(lambda i: self.show_subgraph(i))
         self.problems_panel.findingActivated.connect(self._finding_activated)
         self.problems_panel.updateShapesRequested.connect(self.update_stored_shapes)
+        digits = self.tensor_panel.values_pane.digits
+        digits.setValue(int(self.settings.value("values/digits", digits.value())))
+        digits.valueChanged.connect(lambda d: self.settings.setValue("values/digits", d))
         for panel in (self.properties_panel, self.tensor_panel, self.model_panel):
             panel.editRequested.connect(self.apply_edit)
         self.tensor_panel.editFailed.connect(self._edit_failed)
@@ -287,6 +292,15 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
         if self.find_bar.isVisible() and self.find_bar.edit.text():
             self.find(self.find_bar.edit.text())
         self.subgraphShown.emit(sd.subgraph)
+
+    def fit_graph(self) -> None:
+        """View > Fit Graph: the whole graph if its labels stay readable, else the readable
+        minimum zoom around the selection (or the graph's top); the overview map shows
+        the rest."""
+        nodes, edges, _ = self.selected_rows()
+        focus = self.graph_scene.node_rect(nodes[0]).center() if nodes else None
+        self.view.fit_all(min_zoom=style.LOD_TEXT, focus=focus)
+        self._update_zoom_label()
 
     def initial_view(self) -> None:
         """Fit the graph when its text stays readable; else fit its width and show the top
@@ -453,14 +467,25 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
     # ==========================================================================================
     # find
     def find(self, query: str) -> list[Match]:
-        """Highlight every match of ``query`` in the shown subgraph."""
+        """Highlight every match of ``query`` in the shown subgraph (in the Find bar's mode)."""
         if self.model is None:
             return []
-        self._find_matches = find(self.model, self.subgraph, query)
+        try:
+            self._find_matches = find(self.model, self.subgraph, query, mode=self.find_bar.mode)
+        except ValueError as exc:  # a regex that does not compile
+            self._find_matches = []
+            self.find_bar.set_problem("bad pattern")
+            self.find_bar.status.setToolTip(str(exc))
+        else:
+            self.find_bar.set_matches(self._find_matches)
         self._find_current = None
-        self.find_bar.set_matches(self._find_matches)
         self._refresh_highlight(False)
         return self._find_matches
+
+    def _find_mode_changed(self, mode: str) -> None:
+        self.settings.setValue("find/mode", mode)
+        if self.find_bar.edit.text():
+            self.find(self.find_bar.edit.text())
 
     def _match_rows(self, matches: list[Match]) -> tuple[list[int], list[int]]:
         sd = self.graph_scene.data

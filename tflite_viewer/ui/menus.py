@@ -98,7 +98,7 @@ def _edit_menu(w: MainWindow, m: QMenu) -> None:
 def _view_menu(w: MainWindow, m: QMenu) -> None:
     add_action(w, m, "Zoom &In", w.view.zoom_in, ["Ctrl+=", "Ctrl++"])
     add_action(w, m, "Zoom &Out", w.view.zoom_out, "Ctrl+-")
-    add_action(w, m, "&Fit Graph", w.view.fit_all, "Ctrl+0")
+    add_action(w, m, "&Fit Graph", w.fit_graph, "Ctrl+0", "Fit the graph, keeping its labels readable")
     add_action(w, m, "Fit &Width", w.view.fit_width, "Ctrl+9")
     w.minimap_action = add_action(w, m, "&Overview Map", w.minimap.set_enabled_by_user)
     w.minimap_action.setCheckable(True)

@@ -369,6 +369,10 @@ class TensorPanel(QWidget):
         if d is not None:
             tree.add(sec, "density", f"{d * 100:.2f} % ({t.data().size:,} of {t.num_elements:,} stored)")
 
+    def show_values(self, values: np.ndarray | None) -> None:
+        """Values computed at run time for the shown tensor (an activation): the Values tab."""
+        self.values_pane.show_values(values)
+
     # -- the sub-widgets' entry points under their old names ------------------------------
     def current_histogram_input(self) -> np.ndarray | None:
         """The values the histogram shows (after the source and channel choices)."""
