@@ -48,6 +48,9 @@ def _window_parser() -> argparse.ArgumentParser:
     parser.add_argument("--select", metavar="op:N|tensor:N", help="select an operator or tensor")
     parser.add_argument("--subgraph", metavar="S", default=None,
                         help="subgraph index, name or signature key to show")
+    parser.add_argument("--check", action="store_true",
+                        help="report whether this machine has what the window needs (Qt's system "
+                             "libraries) and exit: 0 all present, 1 something missing")
     return parser
 
 
@@ -58,6 +61,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = build_parser(args_list[0]).parse_args(args_list)
             return int(_command_module(args.command).main(args) or 0)
         args = _window_parser().parse_args(args_list)
+        if args.check:
+            from .ui.platform_check import check_report  # loads no Qt
+            report, code = check_report()
+            print(report)
+            return code
         from .ui.app import run_app  # the only place the window (and PySide6) is imported
         return int(run_app(args) or 0)
     except SystemExit as exc:

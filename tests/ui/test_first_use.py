@@ -242,3 +242,21 @@ def test_fit_graph_keeps_labels_readable_on_a_long_chain(window):
     window.fit_graph()
     visible = window.view.mapToScene(window.view.viewport().rect()).boundingRect()
     assert visible.contains(window.graph_scene.sceneRect().adjusted(1, 1, -1, -1))
+
+
+def test_a_file_with_stale_shapes_is_flagged_on_open_in_the_background(window, qtbot, tmp_path):
+    from tflite_viewer.edit import ModelDocument, SetOption
+
+    doc = ModelDocument(model_path("mobilenet_v2_float.tflite"))
+    doc.apply(SetOption(0, 0, "stride_w", 1))  # what `tflite-viewer edit --set 0:0.stride_w=1` writes
+    stale = doc.save(tmp_path / "stride.tflite")
+    with qtbot.waitSignal(window.modelOpened, timeout=20_000):
+        window.open_path(stale)
+    out = window.model.subgraphs[0].operators[0].outputs[0]
+    qtbot.waitUntil(lambda: window.problems_panel.shapes_bar.isVisibleTo(window), timeout=20_000)
+    assert not window.progress.isVisibleTo(window)  # the check never shows as "busy"
+    labels = [text for _, _, text, t in window.graph_scene.data.edge_labels if t == out]
+    assert labels == ["?x48x96x16 float32 \u2260 stored ?x48x48x16"]
+    assert not window.is_modified
+    window.update_stored_shapes()
+    assert tuple(window.model.subgraphs[0].tensors[out].shape) == (1, 48, 96, 16)

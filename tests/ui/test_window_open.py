@@ -25,7 +25,9 @@ def test_every_corpus_model_opens_and_draws_every_subgraph(window, path):
         ops = sorted(lab.op_index for lab in data.labels if lab.kind == "op")
         assert ops == list(range(len(sg.operators)))
         assert window.graph_scene.items(), "the scene has items"
-        assert window.problems_panel.count() == len(model.findings)
+        # the reader's findings, plus stored shapes LiteRT computes differently
+        # (small_cnn_dilated's SPACE_TO_BATCH outputs: tests/interpreter/test_shape_inference.py)
+        assert window.problems_panel.count() == len(model.findings) + len(window.shape_findings())
 
 
 def test_open_runs_in_a_worker_and_the_window_keeps_processing_events(window, qtbot):

@@ -19,16 +19,25 @@ from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import QMenu
 
 from ..edit import EditResult, ExposeTensor, ModelDocument, RemoveOperator, UpdateStoredShapes
-from ..interpreter.shape_inference import infer_shapes
+from ..interpreter.shape_inference import ShapeInference, infer_shapes
 from ..model import Finding, Model
 from .editing import EditSession, change_notes, human_size
 from .focus import remember_focus, restore_focus
 from .panels import common as panel_common
 from .scene_data import SceneData
 from .selection import find_op
-from .workers import lay_out
+from .workers import Task, lay_out
 
 log = logging.getLogger(__name__)
+
+
+def _infer_shapes(model: Model) -> ShapeInference | None:
+    """`infer_shapes`, or None for a model the interpreter cannot even build."""
+    try:
+        return infer_shapes(model)
+    except Exception:  # noqa: BLE001 - no check is better than a broken window
+        log.exception("shape inference")
+        return None
 
 
 class EditFlow:
@@ -149,13 +158,40 @@ class EditFlow:
     def _check_shapes(self, model: Model) -> None:
         """Propagate shapes through the edited model with the interpreter's prepare: the
         canvas shows computed shapes, Problems the stored ones that are stale."""
-        try:
-            self.shape_check = infer_shapes(model)
-        except Exception:  # noqa: BLE001 - a model the interpreter cannot build: no check
-            log.exception("shape inference")
-            self.shape_check = None
-        self.tensor_panel.shape_check = self.shape_check
-        self.update_shapes_action.setEnabled(bool(self.shape_check and self.shape_check.mismatches))
+        self._set_shape_check(_infer_shapes(model))
+
+    def _set_shape_check(self, check: ShapeInference | None) -> None:
+        self.shape_check = check
+        self.tensor_panel.shape_check = check
+        self.update_shapes_action.setEnabled(bool(check and check.mismatches))
+
+    def _check_opened_shapes(self, model: Model, wait: bool) -> None:
+        """An opened file's stored shapes may be stale too (edited by another tool): checked
+        in a worker so opening stays fast, applied if that model is still the one shown."""
+        if wait:
+            self._opened_shapes_checked(model, _infer_shapes(model))
+            return
+        task = Task(_infer_shapes, model)
+        self._shape_tasks[task.serial] = task
+        task.signals.finished.connect(lambda serial, check: (self._shape_tasks.pop(serial, None),
+                                                             self._opened_shapes_checked(model, check)))
+        task.signals.failed.connect(lambda serial, _exc: self._shape_tasks.pop(serial, None))
+        task.start()
+
+    def _opened_shapes_checked(self, model: Model, check: ShapeInference | None) -> None:
+        if model is not self.model or self._session is not None:  # replaced or edited since
+            return
+        self._set_shape_check(check)
+        if check is None or not (check.mismatches or check.failures):
+            return
+        current = self.graph_scene.data
+        if current is not None:
+            sd = lay_out(model, self.subgraph, self.measure, current.layout, self.computed_shapes(self.subgraph))
+            self.scenes = {self.subgraph: sd}
+            self._redisplay(sd)
+            self._refresh_highlight(False)
+        self._refresh_panels()
+        self._show_problems()
 
     def computed_shapes(self, subgraph: int) -> dict[int, tuple[int, ...]]:
         """Tensor -> computed shape, for the stale stored shapes of ``subgraph``."""
