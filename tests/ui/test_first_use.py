@@ -229,12 +229,13 @@ def test_values_tab_explains_activations_and_sizes_columns_to_their_numbers(wind
 
 def test_fit_graph_keeps_labels_readable_on_a_long_chain(window):
     from tflite_viewer.ui import style
+    from tflite_viewer.ui.graph_view import READABLE_ZOOM
 
     assert window.open_path(model_path("mobilenet_v2_float.tflite"), wait=True)
     window.view.fit_all()
     assert window.view.zoom() < style.LOD_TEXT  # fitted whole: unlabeled bars
     window.fit_graph()
-    assert window.view.zoom() == pytest.approx(style.LOD_TEXT)
+    assert window.view.zoom() == pytest.approx(READABLE_ZOOM) and window.view.zoom() > style.LOD_TEXT
     window.minimap._follow()
     assert window.minimap.isVisible(), "the overview map shows the rest"
     # a small graph still fits whole

@@ -15,6 +15,9 @@ from .graph_scene import GraphScene
 MIN_ZOOM, MAX_ZOOM = 0.0001, 6.0
 ZOOM_STEP = 1.2
 CLICK_SLOP = 4  # pixels a press may move and still be a click
+# the smallest zoom Fit Graph goes to: comfortably above style.LOD_TEXT (0.45), where the
+# boxes' titles and options are drawn
+READABLE_ZOOM = 0.5
 
 
 class GraphView(QGraphicsView):

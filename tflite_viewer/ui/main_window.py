@@ -28,7 +28,7 @@ from .editing import EditSession
 from .errors import ErrorReporter, reporter
 from .find_bar import FindBar
 from .graph_scene import GraphScene
-from .graph_view import GraphView
+from .graph_view import READABLE_ZOOM, GraphView
 from .menus import build_menus
 from .minimap import Minimap
 from .navigation import PREFERRED_ROLES, Crumb  # noqa: F401 - PREFERRED_ROLES: the per-op table reads it here
@@ -300,7 +300,7 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
         the rest."""
         nodes, edges, _ = self.selected_rows()
         focus = self.graph_scene.node_rect(nodes[0]).center() if nodes else None
-        self.view.fit_all(min_zoom=style.LOD_TEXT, focus=focus)
+        self.view.fit_all(min_zoom=READABLE_ZOOM, focus=focus)
         self._update_zoom_label()
 
     def initial_view(self) -> None:
