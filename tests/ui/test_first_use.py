@@ -3,25 +3,13 @@ Undo/Redo, stale shapes after shape-changing edits, the unsaved-changes prompt o
 branches, and the wording and display details.  Dialogs are monkeypatched; nothing blocks."""
 from __future__ import annotations
 
-import shutil
-
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from .conftest import model_path
 
-DILATED = "small_cnn_dilated_float.tflite"
 DW = 2  # DEPTHWISE_CONV_2D in small_cnn_dilated_float
-
-
-@pytest.fixture
-def private_copy(tmp_path):
-    def make(name: str = DILATED):
-        out = tmp_path / name
-        shutil.copyfile(model_path(name), out)
-        return out
-    return make
 
 
 def focus(qtbot, window, widget) -> None:
@@ -261,3 +249,21 @@ def test_a_file_with_stale_shapes_is_flagged_on_open_in_the_background(window, q
     assert not window.is_modified
     window.update_stored_shapes()
     assert tuple(window.model.subgraphs[0].tensors[out].shape) == (1, 48, 96, 16)
+
+
+def test_a_large_model_is_shape_checked_in_the_background_after_an_edit(window, qtbot, monkeypatch):
+    from tflite_viewer.ui import window_shapes
+
+    monkeypatch.setattr(window_shapes, "CHECK_AT_ONCE_MAX_OPS", 10)  # mobilenet_v2 counts as large
+    assert window.open_path(model_path("mobilenet_v2_float.tflite"), wait=True)
+    out = window.model.subgraphs[0].operators[0].outputs[0]
+    window.select_op(0)
+    window.properties_panel.set_option("stride_w", 1)
+    edited = window.model
+    assert window.shape_check is None  # the edit is shown at once, checked in a worker
+    qtbot.waitUntil(lambda: window.shape_check is not None, timeout=20_000)
+    assert window.model is edited
+    labels = [text for _, _, text, t in window.graph_scene.data.edge_labels if t == out]
+    assert labels == ["?x48x96x16 float32 \u2260 stored ?x48x48x16"]
+    assert window.problems_panel.shapes_bar.isVisibleTo(window)
+    assert window.selection == ("op", 0)

@@ -4,7 +4,8 @@ The window owns the state of what is shown: the open model, the subgraph shown (
 `navigation` trail of subgraphs the user walked into), the laid-out scenes already
 computed, and the `selection.Selection`.  Panels are told what to show; they never reach
 into each other.  The flows live beside it: `window_files` (open, save, recent, export),
-`window_editing` (edits, undo, redo, refreshing in place) and `menus` (the actions); the
+`window_editing` (edits, undo, redo, refreshing in place), `window_shapes` (stored vs
+computed shapes) and `menus` (the actions); the
 state that needs no Qt (`selection`, `navigation`, `search`) is plain Python tests drive
 without a window.
 """
@@ -43,12 +44,13 @@ from .search import Match, find
 from .selection import Selection, parse_spec, producers_consumers
 from .window_editing import EditFlow
 from .window_files import APP_NAME, FileFlows
+from .window_shapes import ShapeCheck
 from .workers import Task, lay_out
 
 log = logging.getLogger(__name__)
 
 
-class MainWindow(FileFlows, EditFlow, QMainWindow):
+class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
     modelOpened = Signal(object)  # Model
     openFailed = Signal(str)  # the message shown
     subgraphShown = Signal(int)

@@ -18,26 +18,17 @@ import logging
 from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import QMenu
 
-from ..edit import EditResult, ExposeTensor, ModelDocument, RemoveOperator, UpdateStoredShapes
-from ..interpreter.shape_inference import ShapeInference, infer_shapes
-from ..model import Finding, Model
+from ..edit import EditResult, ExposeTensor, ModelDocument, RemoveOperator
+from ..model import Model
 from .editing import EditSession, change_notes, human_size
 from .focus import remember_focus, restore_focus
 from .panels import common as panel_common
 from .scene_data import SceneData
 from .selection import find_op
-from .workers import Task, lay_out
+from .workers import lay_out
 
 log = logging.getLogger(__name__)
 
-
-def _infer_shapes(model: Model) -> ShapeInference | None:
-    """`infer_shapes`, or None for a model the interpreter cannot even build."""
-    try:
-        return infer_shapes(model)
-    except Exception:  # noqa: BLE001 - no check is better than a broken window
-        log.exception("shape inference")
-        return None
 
 
 class EditFlow:
@@ -134,7 +125,7 @@ class EditFlow:
         reuse = None
         if current is not None and current.subgraph == self.subgraph and not result.scope.structural:
             reuse = current.layout
-        self._check_shapes(model)
+        background = self._check_edited_shapes(model)  # at once for small models
         sd = lay_out(model, self.subgraph, self.measure, reuse, self.computed_shapes(self.subgraph))
         self.scenes = {self.subgraph: sd}  # the other subgraphs are laid out again when shown
         self.nav.set_model(model)
@@ -150,87 +141,11 @@ class EditFlow:
         self._report_change(old, model, result, seconds)
         self._show_edit_docks_once()
         restore_focus(focus)
+        if background:
+            self._check_shapes_in_background(model)
         self.model_replaced.emit(model)
         self.selectionChanged.emit(self.selection)
         self.edited.emit(result)
-
-    # -- shapes after an edit ---------------------------------------------------------------
-    def _check_shapes(self, model: Model) -> None:
-        """Propagate shapes through the edited model with the interpreter's prepare: the
-        canvas shows computed shapes, Problems the stored ones that are stale."""
-        self._set_shape_check(_infer_shapes(model))
-
-    def _set_shape_check(self, check: ShapeInference | None) -> None:
-        self.shape_check = check
-        self.tensor_panel.shape_check = check
-        self.update_shapes_action.setEnabled(bool(check and check.mismatches))
-
-    def _check_opened_shapes(self, model: Model, wait: bool) -> None:
-        """An opened file's stored shapes may be stale too (edited by another tool): checked
-        in a worker so opening stays fast, applied if that model is still the one shown."""
-        if wait:
-            self._opened_shapes_checked(model, _infer_shapes(model))
-            return
-        task = Task(_infer_shapes, model)
-        self._shape_tasks[task.serial] = task
-        task.signals.finished.connect(lambda serial, check: (self._shape_tasks.pop(serial, None),
-                                                             self._opened_shapes_checked(model, check)))
-        task.signals.failed.connect(lambda serial, _exc: self._shape_tasks.pop(serial, None))
-        task.start()
-
-    def _opened_shapes_checked(self, model: Model, check: ShapeInference | None) -> None:
-        if model is not self.model or self._session is not None:  # replaced or edited since
-            return
-        self._set_shape_check(check)
-        if check is None or not (check.mismatches or check.failures):
-            return
-        current = self.graph_scene.data
-        if current is not None:
-            sd = lay_out(model, self.subgraph, self.measure, current.layout, self.computed_shapes(self.subgraph))
-            self.scenes = {self.subgraph: sd}
-            self._redisplay(sd)
-            self._refresh_highlight(False)
-        self._refresh_panels()
-        self._show_problems()
-
-    def computed_shapes(self, subgraph: int) -> dict[int, tuple[int, ...]]:
-        """Tensor -> computed shape, for the stale stored shapes of ``subgraph``."""
-        check = self.shape_check
-        if check is None:
-            return {}
-        return {m.tensor: m.inferred for m in check.mismatches if m.subgraph == subgraph}
-
-    def shape_findings(self) -> list[Finding]:
-        """What shape propagation found, as Problems rows linked to the tensor or operator."""
-        check, model = self.shape_check, self.model
-        if check is None or model is None:
-            return []
-        out = []
-        for m in check.mismatches:
-            sg = model.subgraphs[m.subgraph]
-            out.append(Finding("warning", f"subgraphs[{m.subgraph}].tensors[{m.tensor}].shape",
-                               m.message(sg.tensors[m.tensor].name, sg.operators[m.operator].name),
-                               m.subgraph, m.tensor))
-        for s, k, message in check.failures:
-            out.append(Finding("error", f"subgraphs[{s}].operators[{k}]", message, s, operator=k))
-        return out
-
-    def _show_problems(self) -> None:
-        extra = self.shape_findings()
-        stale = len(self.shape_check.mismatches) if self.shape_check else 0
-        self.problems_panel.show_model(self.model, extra, stale)
-        self.problems_dock.setWindowTitle(f"Problems ({len(self.model.findings) + len(extra)})")
-        if stale and self.problems_dock.isHidden():
-            self.problems_dock.show()
-
-    def update_stored_shapes(self) -> EditResult | None:
-        """Write the computed shapes of every stale tensor into the model (one undo step)."""
-        check = self.shape_check
-        if check is None or not check.mismatches:
-            self.statusBar().showMessage("Every stored shape matches what the operators compute", 8000)
-            return None
-        return self.apply_edit(UpdateStoredShapes({(m.subgraph, m.tensor): m.inferred
-                                                   for m in check.mismatches}))
 
     def _report_change(self, old: Model | None, model: Model, result: EditResult, seconds: float) -> None:
         size = len(self._session.document.to_bytes()) if self._session else model.file_size
