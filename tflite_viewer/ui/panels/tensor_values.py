@@ -61,10 +61,13 @@ class ValuesPane(QWidget):
         axes.addWidget(QLabel("columns"))
         axes.addWidget(self.col_axis)
         axes.addStretch(1)
-        axes.addWidget(QLabel("digits"))
-        axes.addWidget(self.digits)
         layout.addLayout(axes)
-        layout.addLayout(self.index_row)
+        # the fixed axes' spin boxes (rebuilt per tensor), then the digits setting
+        second = QHBoxLayout()
+        second.addLayout(self.index_row, 1)
+        second.addWidget(QLabel("digits"))
+        second.addWidget(self.digits)
+        layout.addLayout(second)
         layout.addWidget(self.message)
         layout.addWidget(self.view, 1)
 
