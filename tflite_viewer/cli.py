@@ -55,6 +55,9 @@ def _window_parser() -> argparse.ArgumentParser:
                              "operator N (of --subgraph, default 0), the debugger docks shown")
     parser.add_argument("--inputs", metavar="IN.npz", default=None,
                         help="with --run-to: input arrays keyed by input name (else seeded)")
+    parser.add_argument("--check", action="store_true",
+                        help="report whether this machine has what the window needs (Qt's system "
+                             "libraries) and exit: 0 all present, 1 something missing")
     return parser
 
 
@@ -65,6 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = build_parser(args_list[0]).parse_args(args_list)
             return int(_command_module(args.command).main(args) or 0)
         args = _window_parser().parse_args(args_list)
+        if args.check:
+            from .ui.platform_check import check_report  # loads no Qt
+            report, code = check_report()
+            print(report)
+            return code
         from .ui.app import run_app  # the only place the window (and PySide6) is imported
         return int(run_app(args) or 0)
     except SystemExit as exc:

@@ -87,7 +87,9 @@ def test_refuses_to_overwrite_input_without_flag(tmp_path, capsys):
     src = tmp_path / "m.tflite"
     src.write_bytes(DILATED.read_bytes())
     assert main(["edit", str(src), "-o", str(src), "--description", "x"]) == 2
-    assert "opened model" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "opened model" in err and "--overwrite" in err  # the CLI's flag, not the Python keyword
+    assert "overwrite_original" not in err and err.count("\n") == 1
     assert main(["edit", str(src), "-o", str(src), "--description", "x", "--overwrite"]) == 0
     assert load_model(src).description == "x"
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import MODELS_DIR
-from tests.fuzz.mutations import MUTATIONS, _add_buffer, _add_tensor
+from tests.fuzz.mutations import MUTATIONS
 from tflite_viewer.edit.tree import unpack
 from tflite_viewer.edit.writer import serialize
 from tflite_viewer.interpreter import (AllocationError, Interpreter, IterationBudgetError,

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import CORPUS, corpus_ids
+from tests.conftest import CORPUS
 from tflite_viewer.graph.build import build_graph, subgraph_references
 from tflite_viewer.graph.layout import layout, naive_layout
 from tflite_viewer.graph.metrics import check_layout

@@ -12,7 +12,7 @@ from tflite_viewer.interpreter import Interpreter
 
 from ..integer import test_hybrid_lstm as th
 from ..integer import test_lstm_integer as ti
-from .singleop import Op, T, batch_model
+from .singleop import Op, batch_model
 
 
 def _one_step(op: Op, x_dtype, hybrid: bool) -> tuple[Op, tuple[int, int]]:

@@ -43,3 +43,15 @@ def window(qtbot, settings):
     win.resize(1400, 900)
     win.show()
     return win
+
+
+@pytest.fixture
+def private_copy(tmp_path):
+    """A private copy of a test model (Save may write next to it)."""
+    import shutil
+
+    def make(name: str = "small_cnn_dilated_float.tflite"):
+        out = tmp_path / name
+        shutil.copyfile(model_path(name), out)
+        return out
+    return make

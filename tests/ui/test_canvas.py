@@ -65,7 +65,7 @@ def test_find_by_type_index_and_name_with_next_previous(window, qtbot):
     window.open_path(model_path("mobilenet_v2_float.tflite"), wait=True)
     sg = window.model.subgraphs[0]
     window.find_bar.open_bar()
-    qtbot.keyClicks(window.find_bar.edit, "depthwise")
+    qtbot.keyClicks(window.find_bar.edit, "depthwise_conv_2d")
     matches = window.find_bar.matches
     expected = [op.index for op in sg.operators if op.name == "DEPTHWISE_CONV_2D"]
     assert [m.index for m in matches if m.kind == "op"] == expected

@@ -3,7 +3,6 @@ QUndoCommand per core EditCommand, refresh in place, notices, Save / Save As, an
 unsaved-changes prompt.  Dialogs are monkeypatched; nothing here may block."""
 from __future__ import annotations
 
-import shutil
 
 import numpy as np
 import pytest
@@ -13,22 +12,11 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox
 from tflite_viewer.edit import SetOption, SetTensorShape
 from tflite_viewer.model import load_model
 
-from .conftest import model_path
 
 DILATED = "small_cnn_dilated_float.tflite"
 DW = 2  # DEPTHWISE_CONV_2D in small_cnn_dilated_float
 SOFTMAX = 12
 Yes, No = QMessageBox.StandardButton.Yes, QMessageBox.StandardButton.No
-
-
-@pytest.fixture
-def private_copy(tmp_path):
-    """A private copy of a test model (Save may write next to it)."""
-    def make(name: str = DILATED):
-        out = tmp_path / name
-        shutil.copyfile(model_path(name), out)
-        return out
-    return make
 
 
 def answer(monkeypatch, button, calls=None):

@@ -3,25 +3,13 @@ Undo/Redo, stale shapes after shape-changing edits, the unsaved-changes prompt o
 branches, and the wording and display details.  Dialogs are monkeypatched; nothing blocks."""
 from __future__ import annotations
 
-import shutil
-
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from .conftest import model_path
 
-DILATED = "small_cnn_dilated_float.tflite"
 DW = 2  # DEPTHWISE_CONV_2D in small_cnn_dilated_float
-
-
-@pytest.fixture
-def private_copy(tmp_path):
-    def make(name: str = DILATED):
-        out = tmp_path / name
-        shutil.copyfile(model_path(name), out)
-        return out
-    return make
 
 
 def focus(qtbot, window, widget) -> None:
@@ -133,3 +121,149 @@ def test_else_link_in_properties_from_the_then_view_builds_the_right_trail(windo
     # main > IF #3 else > cond_false, not main > IF #3 then > cond_true > cond_false
     assert [c.subgraph for c in window.trail] == [0, calls["else"]]
     assert [c.label for c in window.trail] == [main, f"IF #{if_op.index} else \u2192 {cond_false}"]
+
+
+def test_a_stride_edit_shows_computed_shapes_flags_stale_ones_and_updates_them_in_one_step(window):
+    assert window.open_path(model_path("mobilenet_v2_float.tflite"), wait=True)
+    window.select_op(0)
+    out = window.model.subgraphs[0].operators[0].outputs[0]
+    assert window.problems_panel.count() == 0 and not window.problems_panel.shapes_bar.isVisibleTo(window)
+    window.properties_panel.editor("option:stride_w").setValue(1)  # 96 -> 48 becomes 96 -> 96 wide
+
+    assert window.model.subgraphs[0].operators[0].builtin_options["stride_w"] == 1
+    assert tuple(window.model.subgraphs[0].tensors[out].shape) == (1, 48, 48, 16)  # stored: stale
+    # the canvas shows the computed shape (SAME padding: ceil(96 / 2) x ceil(96 / 1))
+    labels = [text for _, _, text, t in window.graph_scene.data.edge_labels if t == out]
+    assert labels == ["?x48x96x16 float32 \u2260 stored ?x48x48x16"]  # ?: the dynamic batch
+    # Problems lists every stale tensor and offers the update
+    stale = [f for f in window.problems_panel.findings if f.where.endswith(".shape")]
+    assert stale and stale[0].tensor == out and "[1, 48, 96, 16]" in stale[0].message
+    assert window.problems_panel.shapes_bar.isVisibleTo(window)
+    assert window.update_shapes_action.isEnabled()
+    window.select_tensor(out)
+    rows = {r.key: r.value for r in window.tensor_panel.rows()}
+    assert rows["computed shape"].startswith("[1, 48, 96, 16]")
+
+    steps = window.undo_stack.count()
+    window.problems_panel.update_shapes_button.click()
+    assert window.undo_stack.count() == steps + 1  # one undoable command
+    assert tuple(window.model.subgraphs[0].tensors[out].shape) == (1, 48, 96, 16)
+    assert not [f for f in window.problems_panel.findings if f.where.endswith(".shape")]
+    assert not window.problems_panel.shapes_bar.isVisibleTo(window)
+    labels = [text for _, _, text, t in window.graph_scene.data.edge_labels if t == out]
+    assert labels == ["?x48x96x16 float32"]
+    window.undo()
+    assert tuple(window.model.subgraphs[0].tensors[out].shape) == (1, 48, 48, 16)
+    assert window.problems_panel.shapes_bar.isVisibleTo(window)
+
+
+def test_scalar_shape_reads_as_scalar(window):
+    from tflite_viewer.ui.panels.tensor_panel import shape_text
+
+    assert shape_text(()) == "[] (scalar)" and shape_text((1, 2)) == "[1, 2]"
+    assert window.open_path(model_path("control_flow.tflite"), wait=True)
+    sg = window.model.subgraphs[0]
+    scalar = next(t.index for t in sg.tensors if tuple(t.shape) == ())
+    window.select_tensor(scalar)
+    editor = window.tensor_panel.editor("shape")
+    assert editor.text() == "" and editor.placeholderText() == "[] (scalar)"
+    window.tensor_panel.editable = False
+    window.tensor_panel.show_tensor(sg.tensors[scalar])
+    assert {r.key: r.value for r in window.tensor_panel.rows()}["shape"] == "[] (scalar)"
+
+
+def test_find_bar_mode_whole_name_then_contains_is_remembered(window, settings):
+    assert window.open_path(model_path("mobilenet_v2_float.tflite"), wait=True)
+    names = [op.name for op in window.model.subgraphs[0].operators]
+    window.find_bar.open_bar()
+    window.find_bar.edit.setText("CONV_2D")
+    assert {window.model.subgraphs[0].operators[m.index].name for m in window.find_bar.matches
+            if m.kind == "op"} == {"CONV_2D"}
+    window.find_bar.set_mode("contains")
+    assert sum(m.kind == "op" for m in window.find_bar.matches) == sum("CONV_2D" in n for n in names)
+    assert settings.value("find/mode") == "contains"
+    window.find_bar.set_mode("regex")
+    window.find_bar.edit.setText("CONV_2D(")
+    assert window.find_bar.matches == [] and window.find_bar.status.text() == "bad pattern"
+
+
+def test_values_tab_explains_activations_and_sizes_columns_to_their_numbers(window, settings):
+    assert window.open_path(model_path("mobilenet_v2_float.tflite"), wait=True)
+    sg = window.model.subgraphs[0]
+    pane = window.tensor_panel.values_pane
+    window.select_tensor(sg.operators[0].outputs[0])  # an activation
+    assert pane.message.isVisibleTo(pane) and "no values in the model file" in pane.message.text()
+    assert "debugger" in pane.message.text()
+    weights = next(t for t in sg.operators[0].inputs if sg.tensors[t].is_constant and sg.tensors[t].rank == 4)
+    window.select_tensor(weights)
+    assert not pane.message.isVisibleTo(pane)
+    view, model = pane.view, pane.values
+    metrics = view.fontMetrics()
+    for c in range(min(model.columnCount(), 4)):
+        widest = max(metrics.horizontalAdvance(model.data(model.index(r, c))) for r in range(min(model.rowCount(), 20)))
+        assert view.columnWidth(c) >= widest, "no number is cut off"
+    value = float(model.value(0, 0))
+    pane.digits.setValue(3)
+    text = model.data(model.index(0, 0))
+    significant = text.lstrip("-").split("e")[0].replace(".", "").lstrip("0")
+    assert float(text) == pytest.approx(value, rel=5e-3) and len(significant) <= 3
+    assert int(settings.value("values/digits")) == 3
+    # run-time values handed over (what the debugger does) replace the explanation
+    window.select_tensor(sg.operators[0].outputs[0])
+    import numpy as np
+    window.tensor_panel.show_values(np.ones((1, 2, 2, 3), np.float32))
+    assert not pane.message.isVisibleTo(pane) and model.rowCount() == 2
+
+
+def test_fit_graph_keeps_labels_readable_on_a_long_chain(window):
+    from tflite_viewer.ui import style
+    from tflite_viewer.ui.graph_view import READABLE_ZOOM
+
+    assert window.open_path(model_path("mobilenet_v2_float.tflite"), wait=True)
+    window.view.fit_all()
+    assert window.view.zoom() < style.LOD_TEXT  # fitted whole: unlabeled bars
+    window.fit_graph()
+    assert window.view.zoom() == pytest.approx(READABLE_ZOOM) and window.view.zoom() > style.LOD_TEXT
+    window.minimap._follow()
+    assert window.minimap.isVisible(), "the overview map shows the rest"
+    # a small graph still fits whole
+    assert window.open_path(model_path("sine_float.tflite"), wait=True)
+    window.fit_graph()
+    visible = window.view.mapToScene(window.view.viewport().rect()).boundingRect()
+    assert visible.contains(window.graph_scene.sceneRect().adjusted(1, 1, -1, -1))
+
+
+def test_a_file_with_stale_shapes_is_flagged_on_open_in_the_background(window, qtbot, tmp_path):
+    from tflite_viewer.edit import ModelDocument, SetOption
+
+    doc = ModelDocument(model_path("mobilenet_v2_float.tflite"))
+    doc.apply(SetOption(0, 0, "stride_w", 1))  # what `tflite-viewer edit --set 0:0.stride_w=1` writes
+    stale = doc.save(tmp_path / "stride.tflite")
+    with qtbot.waitSignal(window.modelOpened, timeout=20_000):
+        window.open_path(stale)
+    out = window.model.subgraphs[0].operators[0].outputs[0]
+    qtbot.waitUntil(lambda: window.problems_panel.shapes_bar.isVisibleTo(window), timeout=20_000)
+    assert not window.progress.isVisibleTo(window)  # the check never shows as "busy"
+    labels = [text for _, _, text, t in window.graph_scene.data.edge_labels if t == out]
+    assert labels == ["?x48x96x16 float32 \u2260 stored ?x48x48x16"]
+    assert not window.is_modified
+    window.update_stored_shapes()
+    assert tuple(window.model.subgraphs[0].tensors[out].shape) == (1, 48, 96, 16)
+
+
+def test_a_large_model_is_shape_checked_in_the_background_after_an_edit(window, qtbot, monkeypatch):
+    from tflite_viewer.ui import window_shapes
+
+    monkeypatch.setattr(window_shapes, "CHECK_AT_ONCE_MAX_OPS", 10)  # mobilenet_v2 counts as large
+    assert window.open_path(model_path("mobilenet_v2_float.tflite"), wait=True)
+    out = window.model.subgraphs[0].operators[0].outputs[0]
+    window.select_op(0)
+    window.properties_panel.set_option("stride_w", 1)
+    edited = window.model
+    assert window.shape_check is None  # the edit is shown at once, checked in a worker
+    qtbot.waitUntil(lambda: window.shape_check is not None, timeout=20_000)
+    assert window.model is edited
+    labels = [text for _, _, text, t in window.graph_scene.data.edge_labels if t == out]
+    assert labels == ["?x48x96x16 float32 \u2260 stored ?x48x48x16"]
+    assert window.problems_panel.shapes_bar.isVisibleTo(window)
+    assert window.selection == ("op", 0)

@@ -10,7 +10,7 @@ from benchmarks.synthetic_graphs import residual_dag
 from tflite_viewer.model import load_model
 from tflite_viewer.ui import tensor_stats as ts
 from tflite_viewer.ui.scene_data import TextMeasure, build_scene_data, constants_text
-from tflite_viewer.ui.search import find
+from tflite_viewer.ui.search import CONTAINS, find
 
 from .conftest import CORPUS, model_path
 
@@ -70,12 +70,14 @@ def test_search_queries():
     model = load_model(model_path("ssd_mobilenet_v1.tflite"))
     sg = model.subgraphs[0]
     convs = [m.index for m in find(model, 0, "conv_2d") if m.kind == "op"]
-    assert convs == [op.index for op in sg.operators if "CONV_2D" in op.name]
+    assert convs == [op.index for op in sg.operators if op.name == "CONV_2D"]  # the whole name
+    both = [m.index for m in find(model, 0, "conv_2d", mode=CONTAINS) if m.kind == "op"]
+    assert both == [op.index for op in sg.operators if "CONV_2D" in op.name] != convs
     assert [(m.kind, m.index) for m in find(model, 0, "op:3")] == [("op", 3)]
     assert [(m.kind, m.index) for m in find(model, 0, "#3")] == [("op", 3)]
     assert [(m.kind, m.index) for m in find(model, 0, "tensor:5")] == [("tensor", 5)]
     assert find(model, 0, "op:9999") == [] and find(model, 0, "  ") == []
-    custom = find(model, 0, "postprocess")
+    custom = find(model, 0, "postprocess", mode=CONTAINS)
     assert custom and custom[0].kind == "op"
 
 

@@ -70,3 +70,35 @@ def test_trail_follows_if_branches_without_nesting_them():
     assert other[-1].label.startswith(f"IF #{if_k} else \u2192 ")
     # the trail computed for a subgraph shown from the selector names its caller
     assert [c.subgraph for c in nav.trail_to(model, calls["else"])] == [0, calls["else"]]
+
+
+def test_find_matches_whole_op_names_by_default_with_contains_and_regex_options():
+    from tflite_viewer.ui.search import CONTAINS, REGEX, find
+
+    model = load_model(model_path("mobilenet_v2_float.tflite"))
+    sg = model.subgraphs[0]
+    names = [op.name for op in sg.operators]
+    conv = [k for k, n in enumerate(names) if n == "CONV_2D"]
+    depthwise = [k for k, n in enumerate(names) if n == "DEPTHWISE_CONV_2D"]
+    assert conv and depthwise
+
+    def ops(matches):
+        return [m.index for m in matches if m.kind == "op"]
+
+    assert ops(find(model, 0, "CONV_2D")) == conv  # not the DEPTHWISE_CONV_2Ds
+    assert ops(find(model, 0, "conv_2d")) == conv  # case-insensitive
+    assert ops(find(model, 0, "CONV_2D", mode=CONTAINS)) == sorted(conv + depthwise)
+    assert ops(find(model, 0, "^(DEPTHWISE_)?CONV_2D$", mode=REGEX)) == sorted(conv + depthwise)
+    try:
+        find(model, 0, "CONV_2D(", mode=REGEX)
+    except ValueError as exc:
+        assert "regular expression" in str(exc)
+    else:
+        raise AssertionError("a bad regex is a ValueError")
+    # tensor names: a whole word of the name by default, any part with CONTAINS
+    tensor_names = [t.name for t in sg.tensors]
+    word = {m.index for m in find(model, 0, "relu6") if m.kind == "tensor"}
+    part = {m.index for m in find(model, 0, "relu", mode=CONTAINS) if m.kind == "tensor"}
+    import re
+    assert word == {i for i, n in enumerate(tensor_names) if re.search(r"(?<![A-Za-z0-9_])relu6(?![A-Za-z0-9_])", n, re.I)}
+    assert part == {i for i, n in enumerate(tensor_names) if "relu" in n.lower()}

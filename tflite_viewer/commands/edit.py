@@ -12,11 +12,12 @@ subgraph 0.  Values are typed by the schema: ``--set 0:3.padding=VALID``,
 from __future__ import annotations
 
 import argparse
-from . import jsonout
+import os
 import sys
 from pathlib import Path
 
 from ..model.errors import EditError
+from . import jsonout
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -151,6 +152,13 @@ def build_command(kind: str, value: str):
     raise EditError(f"unknown edit {kind}")  # pragma: no cover
 
 
+def _same_file(a: Path, b) -> bool:
+    try:
+        return a.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def main(args: argparse.Namespace) -> int:
     from ..edit import ModelDocument
     edits = getattr(args, "edits", None) or []
@@ -159,6 +167,10 @@ def main(args: argparse.Namespace) -> int:
         commands = [build_command(kind, value) for kind, value in edits]
         results = [doc.apply(cmd) for cmd in commands]
         out = Path(args.output)
+        if not args.overwrite and _same_file(out, args.model):
+            # the library's refusal names its keyword argument; say the CLI flag here
+            raise EditError(f"{out} is the opened model; write to another file with -o, or pass "
+                            "--overwrite to replace it")
         doc.save(out, overwrite_original=args.overwrite)
     except EditError as exc:
         sys.stderr.write(f"tflite-viewer: error: {exc}\n")

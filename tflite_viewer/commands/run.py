@@ -33,7 +33,6 @@ import argparse
 import sys
 import time
 import warnings
-from typing import Any
 
 import numpy as np
 

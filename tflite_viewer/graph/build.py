@@ -18,7 +18,7 @@ import networkx as nx
 import numpy as np
 
 from ..model import Model, Subgraph
-from ..model import dtypes, opcodes
+from ..model import dtypes
 from .arrays import KINDS, OP, graph_arrays
 
 

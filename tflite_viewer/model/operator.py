@@ -10,7 +10,6 @@ from flatbuffers import flexbuffers
 from ..schema import schema_generated as S
 from ..schema.schema_layout import LAYOUT
 from .options import table_to_dict, union_value
-from . import opcodes
 
 if TYPE_CHECKING:
     from .model import Model, OperatorCode

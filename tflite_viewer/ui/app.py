@@ -40,6 +40,14 @@ def run_app(args: Namespace) -> int:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     logging.basicConfig(level=logging.INFO if os.environ.get("TFLITE_VIEWER_DEBUG") else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    # Qt aborts with a generic message when its xcb plugin's libraries are missing: say
+    # which, and how to install them, before any QApplication exists
+    from . import platform_check
+    if platform_check.uses_xcb():
+        missing = [s for s in platform_check.library_status() if not s[2]]
+        if missing:
+            sys.stderr.write(f"tflite-viewer: error: {platform_check.missing_message(missing)}\n")
+            return 1
     app = make_app()
     from ..samples import sample_model_path
     from .errors import install_excepthook, reporter

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
 
-from .search import Match
+from .search import CONTAINS, REGEX, WORD, Match
+
+MODE_LABELS = {WORD: "Whole name", CONTAINS: "Contains", REGEX: "Regex"}
 
 
 class FindBar(QWidget):
     queryChanged = Signal(str)
+    modeChanged = Signal(str)  # WORD, CONTAINS or REGEX
     currentChanged = Signal(object)  # the Match to select
     closed = Signal()
 
@@ -24,6 +27,12 @@ class FindBar(QWidget):
         self.edit.setClearButtonEnabled(True)
         self.edit.textChanged.connect(self.queryChanged)
         self.edit.returnPressed.connect(self.next)
+        self.mode_combo = QComboBox()
+        for mode, label in MODE_LABELS.items():
+            self.mode_combo.addItem(label, mode)
+        self.mode_combo.setToolTip("Whole name: CONV_2D finds CONV_2D, not DEPTHWISE_CONV_2D; "
+                                   "Contains: any part of a name; Regex: a regular expression")
+        self.mode_combo.currentIndexChanged.connect(lambda _i: self.modeChanged.emit(self.mode))
         self.status = QLabel("")
         self.status.setMinimumWidth(90)
         prev_b, next_b, close_b = QToolButton(), QToolButton(), QToolButton()
@@ -40,12 +49,28 @@ class FindBar(QWidget):
         layout.setContentsMargins(6, 3, 6, 3)
         layout.addWidget(QLabel("Find"))
         layout.addWidget(self.edit, 1)
+        layout.addWidget(self.mode_combo)
         layout.addWidget(self.status)
         layout.addWidget(prev_b)
         layout.addWidget(next_b)
         layout.addWidget(close_b)
         self.matches: list[Match] = []
         self.current = -1
+
+    @property
+    def mode(self) -> str:
+        return self.mode_combo.currentData()
+
+    def set_mode(self, mode: str) -> None:
+        i = self.mode_combo.findData(mode)
+        if i >= 0:
+            self.mode_combo.setCurrentIndex(i)
+
+    def set_problem(self, message: str) -> None:
+        """The query cannot be searched (a bad regex): say why instead of a count."""
+        self.matches, self.current = [], -1
+        self.status.setText(message)
+        self.status.setToolTip(message)
 
     def open_bar(self) -> None:
         self.show()

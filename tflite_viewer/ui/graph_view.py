@@ -15,6 +15,9 @@ from .graph_scene import GraphScene
 MIN_ZOOM, MAX_ZOOM = 0.0001, 6.0
 ZOOM_STEP = 1.2
 CLICK_SLOP = 4  # pixels a press may move and still be a click
+# the smallest zoom Fit Graph goes to: comfortably above style.LOD_TEXT (0.45), where the
+# boxes' titles and options are drawn
+READABLE_ZOOM = 0.5
 
 
 class GraphView(QGraphicsView):
@@ -66,15 +69,27 @@ class GraphView(QGraphicsView):
     def zoom_out(self) -> None:
         self.set_zoom(self.zoom() / ZOOM_STEP)
 
-    def fit_all(self) -> None:
-        """The whole graph in view, but never blown up past 100% for tiny graphs."""
+    def fit_all(self, min_zoom: float = MIN_ZOOM, focus: QPointF | None = None) -> None:
+        """The whole graph in view, but never blown up past 100% for tiny graphs.
+
+        With ``min_zoom`` it is never shrunk below that either (a long chain fitted whole is
+        a stripe of unlabeled bars): the view then shows ``focus`` (default: the top of the
+        graph) at that zoom, and the overview map shows the rest.
+        """
         rect = self.sceneRect()
         if rect.isEmpty():
             return
         self.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
         if self.zoom() > 1.0:
             self.set_zoom(1.0)
-        self.centerOn(rect.center())
+        if self.zoom() < min_zoom:
+            self.set_zoom(min_zoom)
+            if focus is None:
+                half = self.viewport().height() / 2 / self.zoom()
+                focus = QPointF(rect.center().x(), min(rect.top() + half, rect.center().y()))
+            self.centerOn(focus)
+        else:
+            self.centerOn(rect.center())
         self.viewChanged.emit()
 
     def fit_width(self) -> None:

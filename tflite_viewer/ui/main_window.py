@@ -4,7 +4,8 @@ The window owns the state of what is shown: the open model, the subgraph shown (
 `navigation` trail of subgraphs the user walked into), the laid-out scenes already
 computed, and the `selection.Selection`.  Panels are told what to show; they never reach
 into each other.  The flows live beside it: `window_files` (open, save, recent, export),
-`window_editing` (edits, undo, redo, refreshing in place) and `menus` (the actions); the
+`window_editing` (edits, undo, redo, refreshing in place), `window_shapes` (stored vs
+computed shapes) and `menus` (the actions); the
 state that needs no Qt (`selection`, `navigation`, `search`) is plain Python tests drive
 without a window.
 """
@@ -19,6 +20,7 @@ from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QMessageBox, QP
                                QVBoxLayout, QWidget)
 
 from ..graph.build import subgraph_references
+from ..interpreter.shape_inference import ShapeInference
 from ..model import Model
 from ..model.op_metadata import first_call
 from . import navigation as nav
@@ -28,7 +30,7 @@ from .editing import EditSession
 from .errors import ErrorReporter, reporter
 from .find_bar import FindBar
 from .graph_scene import GraphScene
-from .graph_view import GraphView
+from .graph_view import READABLE_ZOOM, GraphView
 from .menus import build_menus
 from .minimap import Minimap
 from .navigation import Crumb
@@ -43,12 +45,13 @@ from .search import Match, find
 from .selection import Selection, parse_spec, producers_consumers
 from .window_editing import EditFlow
 from .window_files import APP_NAME, FileFlows
+from .window_shapes import ShapeCheck
 from .workers import Task, lay_out
 
 log = logging.getLogger(__name__)
 
 
-class MainWindow(FileFlows, EditFlow, QMainWindow):
+class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
     modelOpened = Signal(object)  # Model
     openFailed = Signal(str)  # the message shown
     subgraphShown = Signal(int)
@@ -69,10 +72,12 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
         self.subgraph = 0
         self.scenes: dict[int, SceneData] = {}
         self.selection: Selection | None = None
+        self.shape_check: ShapeInference | None = None  # after an edit: computed vs stored shapes
         self.trail: list[Crumb] = []
         self._open_serial = 0
         self._layout_serial = 0
         self._tasks: dict[int, Task] = {}  # keep running tasks' signal objects alive
+        self._shape_tasks: dict[int, Task] = {}  # background shape checks (no busy indicator)
         self._find_matches: list[Match] = []
         self._find_current: Match | None = None
         self._pending_select: str | None = None
@@ -132,6 +137,8 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
         self.find_bar.queryChanged.connect(self.find)
         self.find_bar.currentChanged.connect(self._goto_match)
         self.find_bar.closed.connect(self._clear_find)
+        self.find_bar.set_mode(str(self.settings.value("find/mode", "word")))
+        self.find_bar.modeChanged.connect(self._find_mode_changed)
 
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea, name: str) -> QDockWidget:
         dock = QDockWidget(title, self)
@@ -177,6 +184,10 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
         self.tensor_panel.opActivated.connect(self.select_op)
         self.model_panel.subgraphActivated.connect(lambda i: self.show_subgraph(i))
         self.problems_panel.findingActivated.connect(self._finding_activated)
+        self.problems_panel.updateShapesRequested.connect(self.update_stored_shapes)
+        digits = self.tensor_panel.values_pane.digits
+        digits.setValue(int(self.settings.value("values/digits", digits.value())))
+        digits.valueChanged.connect(lambda d: self.settings.setValue("values/digits", d))
         for panel in (self.properties_panel, self.tensor_panel, self.model_panel):
             panel.editRequested.connect(self.apply_edit)
         self.tensor_panel.editFailed.connect(self._edit_failed)
@@ -249,7 +260,7 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
             self._display(self._layout_now(index))
             return
         self._busy(f"Laying out {self.model.subgraphs[index].display_name}\u2026")
-        task = Task(lay_out, self.model, index, self.measure)
+        task = Task(lay_out, self.model, index, self.measure, None, self.computed_shapes(index))
         self._layout_serial = task.serial
         model = self.model
         task.signals.finished.connect(lambda serial, sd: self._layout_done(serial, sd, model))
@@ -258,7 +269,7 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
         task.start()
 
     def _layout_now(self, index: int) -> SceneData:
-        sd = lay_out(self.model, index, self.measure)
+        sd = lay_out(self.model, index, self.measure, None, self.computed_shapes(index))
         self.scenes[index] = sd
         return sd
 
@@ -288,6 +299,15 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
         if self.find_bar.isVisible() and self.find_bar.edit.text():
             self.find(self.find_bar.edit.text())
         self.subgraphShown.emit(sd.subgraph)
+
+    def fit_graph(self) -> None:
+        """View > Fit Graph: the whole graph if its labels stay readable, else the readable
+        minimum zoom around the selection (or the graph's top); the overview map shows
+        the rest."""
+        nodes, edges, _ = self.selected_rows()
+        focus = self.graph_scene.node_rect(nodes[0]).center() if nodes else None
+        self.view.fit_all(min_zoom=READABLE_ZOOM, focus=focus)
+        self._update_zoom_label()
 
     def initial_view(self) -> None:
         """Fit the graph when its text stays readable; else fit its width and show the top
@@ -454,14 +474,25 @@ class MainWindow(FileFlows, EditFlow, QMainWindow):
     # ==========================================================================================
     # find
     def find(self, query: str) -> list[Match]:
-        """Highlight every match of ``query`` in the shown subgraph."""
+        """Highlight every match of ``query`` in the shown subgraph (in the Find bar's mode)."""
         if self.model is None:
             return []
-        self._find_matches = find(self.model, self.subgraph, query)
+        try:
+            self._find_matches = find(self.model, self.subgraph, query, mode=self.find_bar.mode)
+        except ValueError as exc:  # a regex that does not compile
+            self._find_matches = []
+            self.find_bar.set_problem("bad pattern")
+            self.find_bar.status.setToolTip(str(exc))
+        else:
+            self.find_bar.set_matches(self._find_matches)
         self._find_current = None
-        self.find_bar.set_matches(self._find_matches)
         self._refresh_highlight(False)
         return self._find_matches
+
+    def _find_mode_changed(self, mode: str) -> None:
+        self.settings.setValue("find/mode", mode)
+        if self.find_bar.edit.text():
+            self.find(self.find_bar.edit.text())
 
     def _match_rows(self, matches: list[Match]) -> tuple[list[int], list[int]]:
         sd = self.graph_scene.data

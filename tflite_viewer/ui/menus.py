@@ -85,6 +85,9 @@ def _edit_menu(w: MainWindow, m: QMenu) -> None:
                                  tip="Make the selected tensor an output of its subgraph")
     w.remove_op_action = add_action(w, m, "Remove &Operator", w._remove_selected,
                                     tip="Remove the selected operator (input and output must match)")
+    w.update_shapes_action = add_action(w, m, "&Update Stored Shapes", w.update_stored_shapes,
+                                        tip="Write the shapes the operators compute into the model")
+    w.update_shapes_action.setEnabled(False)
     m.aboutToShow.connect(w._update_edit_actions)
     m.addSeparator()
     add_action(w, m, "&Find\u2026", w.find_bar.open_bar, QKeySequence.StandardKey.Find)
@@ -95,7 +98,7 @@ def _edit_menu(w: MainWindow, m: QMenu) -> None:
 def _view_menu(w: MainWindow, m: QMenu) -> None:
     add_action(w, m, "Zoom &In", w.view.zoom_in, ["Ctrl+=", "Ctrl++"])
     add_action(w, m, "Zoom &Out", w.view.zoom_out, "Ctrl+-")
-    add_action(w, m, "&Fit Graph", w.view.fit_all, "Ctrl+0")
+    add_action(w, m, "&Fit Graph", w.fit_graph, "Ctrl+0", "Fit the graph, keeping its labels readable")
     add_action(w, m, "Fit &Width", w.view.fit_width, "Ctrl+9")
     w.minimap_action = add_action(w, m, "&Overview Map", w.minimap.set_enabled_by_user)
     w.minimap_action.setCheckable(True)

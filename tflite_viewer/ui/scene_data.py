@@ -164,6 +164,18 @@ def _shape_text(shape: tuple[int, ...]) -> str:
     return "x".join("?" if d < 0 else str(d) for d in shape) or "scalar"
 
 
+def edge_label_text(info, computed: tuple[int, ...] | None = None) -> str:
+    """``?x96x96x16 float32`` (``?``: a dynamic dimension); with a ``computed`` shape that
+    differs from the stored one, that shape first and the stored one flagged."""
+    text = f"{info.shape_text} {info.dtype.lower()}"
+    if computed is None:
+        return text
+    sig = info.shape_signature
+    dynamic = [sig is not None and len(sig) == len(computed) and sig[i] < 0 for i in range(len(computed))]
+    dims = "x".join("?" if dyn else str(d) for d, dyn in zip(computed, dynamic)) or "scalar"
+    return f"{dims} {info.dtype.lower()} \u2260 stored {info.shape_text}"
+
+
 def _elide(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
@@ -425,11 +437,15 @@ def same_structure(lay: Layout, ids: list, src: np.ndarray, dst: np.ndarray, ten
 
 def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = None,
                      graph: nx.MultiDiGraph | None = None,
-                     reuse_layout: Layout | None = None) -> SceneData:
+                     reuse_layout: Layout | None = None,
+                     computed_shapes: dict[int, tuple[int, ...]] | None = None) -> SceneData:
     """Graph, layout and labels of one subgraph (or of ``graph`` when no model is given).
 
     With a model the whole path runs on arrays (`graph.arrays`, `graph.layout.layout_arrays`);
     the networkx graph is made only if someone asks for ``SceneData.graph``.
+    ``computed_shapes``: tensor -> the shape its producer computes, for tensors whose stored
+    shape is stale after an edit; their edge labels show the computed shape and the stale
+    one (``1x48x96x16 float32 \u2260 stored 1x48x48x16``).
 
     ``reuse_layout``: the layout of an earlier version of the same subgraph.  After an edit
     that changed only labels (options, versions, names, shapes), the boxes stay where they
@@ -480,7 +496,7 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
         if lab.tensor is not None and lab.kind != "op":
             tensor_nodes[int(lab.tensor)].append(i)
 
-    edge_labels = _edge_labels(a, paths, edge_tensor, _tensor_text(model, subgraph, graph))
+    edge_labels = _edge_labels(a, paths, edge_tensor, _tensor_text(model, subgraph, graph, computed_shapes))
     segments, seg_edge = _segments(paths)
 
     options_of = None
@@ -511,11 +527,14 @@ def _labels_from_graph_nodes(model, subgraph: int, graph: nx.MultiDiGraph) -> li
     return [by_id[n] for n in graph.nodes]
 
 
-def _tensor_text(model, subgraph: int, graph: nx.MultiDiGraph | None) -> Callable[[int], str | None]:
-    """``tensor -> "1x16x16x8 float32"`` for edge labels (None: no label)."""
+def _tensor_text(model, subgraph: int, graph: nx.MultiDiGraph | None,
+                 computed_shapes: dict[int, tuple[int, ...]] | None = None) -> Callable[[int], str | None]:
+    """``tensor -> "1x16x16x8 float32"`` for edge labels (None: no label); a tensor of
+    ``computed_shapes`` shows that shape with its stale stored one (`edge_label_text`)."""
+    computed = computed_shapes or {}
     if model is None:
         info_of = {int(k): d["info"] for _u, _v, k, d in graph.edges(keys=True, data=True) if "info" in d}
-        return lambda t: (f"{info_of[t].shape_text} {info_of[t].dtype.lower()}" if t in info_of else None)
+        return lambda t: edge_label_text(info_of[t], computed.get(t)) if t in info_of else None
     tcols = model.subgraphs[subgraph].tensor_columns
     types = tcols.type.tolist()
     cache: dict[tuple, str] = {}  # (shape, type) -> text: a deep model repeats a few shapes
@@ -527,7 +546,19 @@ def _tensor_text(model, subgraph: int, graph: nx.MultiDiGraph | None) -> Callabl
         if out is None:
             out = cache[key] = f"{_shape_text(dims)} {type_name(types[t]).lower()}"
         return out
-    return text
+    if not computed:
+        return text
+
+    def flagged(t: int) -> str:
+        shape = computed.get(t)
+        if shape is None:
+            return text(t)
+        sig = tcols.shape_signature[t]
+        dynamic = [sig is not None and len(sig) == len(shape) and sig[i] < 0 for i in range(len(shape))]
+        dims = "x".join("?" if dyn else str(d) for d, dyn in zip(shape, dynamic)) or "scalar"
+        stored, dtype = text(t).rsplit(" ", 1)
+        return f"{dims} {dtype} \u2260 stored {stored}"
+    return flagged
 
 
 def _edge_labels(a: LayoutArrays, paths: Polylines, edge_tensor: np.ndarray,

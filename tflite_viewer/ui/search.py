@@ -1,11 +1,14 @@
 """What Find (Ctrl+F) matches in a subgraph, without Qt.
 
 A query is read the way users type it:
-- ``CONV_2D`` / ``conv``: operators whose name contains it (case-insensitive);
+- ``CONV_2D``: operators of that type, and tensors whose name holds it as a whole word;
 - ``#12``, ``op:12`` or ``op 12``: operator 12;
 - ``t:12``, ``tensor:12``: tensor 12;
-- ``12`` alone: operator 12 and tensor 12;
-- anything else also matches tensor names containing it.
+- ``12`` alone: operator 12 and tensor 12.
+Names are compared case-insensitively, in one of three modes: ``WORD`` (the default) matches
+the whole operator name or a whole word of a tensor name (``CONV_2D`` does not find
+``DEPTHWISE_CONV_2D``; ``conv`` finds ``MobilenetV2/Conv/Relu6``), ``CONTAINS`` any
+substring, ``REGEX`` a regular expression searched in the name.
 Operators come first, in execution order, then tensors by index.
 """
 from __future__ import annotations
@@ -15,6 +18,8 @@ from dataclasses import dataclass
 
 from ..model import Model
 
+WORD, CONTAINS, REGEX = "word", "contains", "regex"
+MODES = (WORD, CONTAINS, REGEX)
 _OP_INDEX = re.compile(r"^(?:#|op[:\s]\s*)(\d+)$", re.I)
 _TENSOR_INDEX = re.compile(r"^(?:t|tensor)[:\s]\s*(\d+)$", re.I)
 
@@ -26,7 +31,25 @@ class Match:
     text: str
 
 
-def find(model: Model, subgraph: int, query: str, limit: int = 10_000) -> list[Match]:
+def name_matcher(query: str, mode: str = WORD):
+    """A predicate on names for ``query`` in ``mode``; ValueError for a bad regex."""
+    if mode == CONTAINS:
+        needle = query.lower()
+        return lambda name: needle in name.lower()
+    if mode == REGEX:
+        try:
+            pattern = re.compile(query, re.I)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+    elif mode == WORD:
+        # a word ends where letters, digits and underscores do (so _ joins CONV and 2D)
+        pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(query)}(?![A-Za-z0-9_])", re.I)
+    else:
+        raise ValueError(f"unknown find mode {mode!r} (use one of {', '.join(MODES)})")
+    return lambda name: pattern.search(name) is not None
+
+
+def find(model: Model, subgraph: int, query: str, limit: int = 10_000, mode: str = WORD) -> list[Match]:
     """Every match of ``query`` in subgraph ``subgraph`` (see the module docstring)."""
     q = query.strip()
     if not q:
@@ -58,9 +81,8 @@ def find(model: Model, subgraph: int, query: str, limit: int = 10_000) -> list[M
         if i < n_tensors:
             out.append(tensor_match(i))
         return out
-    needle = q.lower()
-    names = {c.index: c.name.lower() for c in codes}
-    hit_codes = {i for i, name in names.items() if needle in name}
+    matches = name_matcher(q, mode)
+    hit_codes = {c.index for c in codes if matches(c.name)}
     if hit_codes:
         for k, code in enumerate(opcode_index.tolist()):
             if code in hit_codes:
@@ -68,7 +90,7 @@ def find(model: Model, subgraph: int, query: str, limit: int = 10_000) -> list[M
                 if len(out) >= limit:
                     return out
     for t in range(n_tensors):
-        if needle in sg.tensors[t].name.lower():
+        if matches(sg.tensors[t].name):
             out.append(tensor_match(t))
             if len(out) >= limit:
                 break

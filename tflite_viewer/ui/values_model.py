@@ -25,6 +25,12 @@ class ValuesModel(QAbstractTableModel):
         self.row_axis = 0
         self.col_axis = 1
         self.fixed: list[int] = []
+        self.digits = 7  # significant digits of floating-point cells
+
+    def set_digits(self, digits: int) -> None:
+        self.beginResetModel()
+        self.digits = int(digits)
+        self.endResetModel()
 
     @property
     def array(self) -> np.ndarray | None:
@@ -80,9 +86,9 @@ class ValuesModel(QAbstractTableModel):
             if isinstance(v, bytes):
                 return v.decode("utf-8", "replace")
             if isinstance(v, (np.floating, float)):
-                return format_number(float(v), 7)
+                return format_number(float(v), self.digits)
             if isinstance(v, np.complexfloating):
-                return f"{v.real:.5g}{v.imag:+.5g}j"
+                return f"{v.real:.{self.digits}g}{v.imag:+.{self.digits}g}j"
             return str(v)
         if role == Qt.ItemDataRole.TextAlignmentRole:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)

@@ -30,6 +30,7 @@ from .workers import lay_out
 log = logging.getLogger(__name__)
 
 
+
 class EditFlow:
     """Editing of `MainWindow` (see the module docstring)."""
 
@@ -124,7 +125,8 @@ class EditFlow:
         reuse = None
         if current is not None and current.subgraph == self.subgraph and not result.scope.structural:
             reuse = current.layout
-        sd = lay_out(model, self.subgraph, self.measure, reuse)
+        background = self._check_edited_shapes(model)  # at once for small models
+        sd = lay_out(model, self.subgraph, self.measure, reuse, self.computed_shapes(self.subgraph))
         self.scenes = {self.subgraph: sd}  # the other subgraphs are laid out again when shown
         self.nav.set_model(model)
         self._redisplay(sd)
@@ -132,14 +134,15 @@ class EditFlow:
         self._refresh_panels(keys)
         self._refresh_highlight(False)
         self.model_panel.show_model(model, keep_scroll=True, path=self.path)
-        self.problems_panel.show_model(model)
-        self.problems_dock.setWindowTitle(f"Problems ({len(model.findings)})")
+        self._show_problems()
         self._changes_stale = True
         self._refresh_changes()
         self._update_title()
         self._report_change(old, model, result, seconds)
         self._show_edit_docks_once()
         restore_focus(focus)
+        if background:
+            self._check_shapes_in_background(model)
         self.model_replaced.emit(model)
         self.selectionChanged.emit(self.selection)
         self.edited.emit(result)

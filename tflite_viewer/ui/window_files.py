@@ -58,7 +58,7 @@ class FileFlows:
             except BaseException as exc:  # noqa: BLE001 - reported, never raised to Qt
                 self._open_failed(path, exc)
                 return False
-            self._opened(opened, selection)
+            self._opened(opened, selection, wait=True)
             return True
         task = Task(open_model, path, subgraph, self.measure)
         self._open_serial = task.serial
@@ -95,7 +95,7 @@ class FileFlows:
         self.errors.report(title, message, parent=self)
         self.openFailed.emit(message)
 
-    def _opened(self, opened: Opened, selection=None) -> None:
+    def _opened(self, opened: Opened, selection=None, wait: bool = False) -> None:
         self._idle()
         self._close_session()
         self.model = opened.model
@@ -117,8 +117,8 @@ class FileFlows:
             add_recent(self.settings, opened.path)
         self.nav.set_model(self.model)
         self.model_panel.show_model(self.model, opened.summary)
-        self.problems_panel.show_model(self.model)
-        self.problems_dock.setWindowTitle(f"Problems ({len(self.model.findings)})")
+        self._set_shape_check(None)
+        self._show_problems()
         self.properties_panel.show_operator(None)
         self.tensor_panel.show_tensor(None)
         self.trail = self._trail_to(opened.scene.subgraph)
@@ -126,6 +126,7 @@ class FileFlows:
         n_ops = opened.summary.n_ops
         self.statusBar().showMessage(f"Opened {title}: {n_ops:,} operators in {opened.seconds:.2f} s", 8000)
         self.modelOpened.emit(self.model)
+        self._check_opened_shapes(self.model, wait)
         self.model_replaced.emit(self.model)
         if selection is not None:
             self._restore_selection(selection)

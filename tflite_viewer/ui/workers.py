@@ -81,13 +81,15 @@ def open_model(source: str | Path | bytes, subgraph: int | str | None,
     return Opened(path, model, scene, summary, seconds)
 
 
-def lay_out(model: Model, subgraph: int, measure: TextMeasure, reuse_layout=None) -> SceneData:
+def lay_out(model: Model, subgraph: int, measure: TextMeasure, reuse_layout=None,
+            computed_shapes: dict | None = None) -> SceneData:
     """Graph, layout and canvas chunks of one subgraph of an open model (runs in a worker).
 
-    ``reuse_layout``: the layout of the same subgraph before an edit that kept its structure
-    (see `build_scene_data`)."""
+    ``reuse_layout``: the layout of the same subgraph before an edit that kept its structure;
+    ``computed_shapes``: stale tensors' computed shapes (see `build_scene_data`)."""
     with _no_gc():
-        scene = build_scene_data(model, subgraph, measure, reuse_layout=reuse_layout)
+        scene = build_scene_data(model, subgraph, measure, reuse_layout=reuse_layout,
+                                 computed_shapes=computed_shapes)
         scene.plan = plan_scene(scene, measure)
     return scene
 

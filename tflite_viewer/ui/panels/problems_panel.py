@@ -1,13 +1,16 @@
 """Every `Finding` of the model, each linked to the tensor or operator it is about.
 
 A model LiteRT refuses (person_detect's out-of-range quantized_dimension) still opens
-here; this list is where the user learns why the runtime would refuse it.
+here; this list is where the user learns why the runtime would refuse it.  After an edit
+the window adds what shape propagation found (stored shapes that are stale, operators
+whose prepare fails) and the "Update stored shapes" button writes the computed shapes.
 """
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QPushButton, QTreeWidget, QTreeWidgetItem,
+                               QVBoxLayout, QWidget)
 
 from ...model import Finding, Model
 
@@ -19,6 +22,7 @@ class ProblemsPanel(QWidget):
     """``findingActivated`` carries the Finding the user clicked."""
 
     findingActivated = Signal(object)
+    updateShapesRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -31,19 +35,37 @@ class ProblemsPanel(QWidget):
         self.tree.header().setStretchLastSection(True)
         self.tree.itemActivated.connect(self._activated)
         self.tree.itemClicked.connect(self._activated)
+        self.shapes_note = QLabel("")
+        self.update_shapes_button = QPushButton("Update stored shapes")
+        self.update_shapes_button.setToolTip("Write the shapes the operators compute into the model "
+                                             "(one undoable edit)")
+        self.update_shapes_button.clicked.connect(self.updateShapesRequested)
+        self.shapes_bar = QWidget()
+        bar = QHBoxLayout(self.shapes_bar)
+        bar.setContentsMargins(4, 0, 4, 0)
+        bar.addWidget(self.shapes_note, 1)
+        bar.addWidget(self.update_shapes_button)
+        self.shapes_bar.hide()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
+        layout.addWidget(self.shapes_bar)
         layout.addWidget(self.tree)
         self.findings: list[Finding] = []
 
-    def show_model(self, model: Model | None) -> None:
+    def show_model(self, model: Model | None, extra: list[Finding] = (), stale_shapes: int = 0) -> None:
+        """The model's findings and ``extra`` ones; ``stale_shapes`` stored shapes that the
+        operators compute differently offer the update button."""
         self.tree.clear()
         self.findings = []
-        self.add_findings(model.findings if model is not None else [])
+        self.shapes_bar.setVisible(stale_shapes > 0)
+        self.shapes_note.setText(f"{stale_shapes} stored tensor shape{'s' if stale_shapes != 1 else ''} "
+                                 "differ from what the operators compute")
+        self.add_findings((list(model.findings) if model is not None else []) + list(extra))
 
     def add_findings(self, findings) -> None:
         """List more findings (the quantization spec checks add theirs)."""
-        self.findings += list(findings)
+        findings = list(findings)
+        self.findings += findings
         for f in findings:
             obj = ""
             if f.operator is not None:

@@ -29,7 +29,7 @@ from ..selection import producers_consumers
 from . import common
 from .common import LinkTree, Row, format_value
 from .tensor_histogram import HistogramPane
-from .tensor_quantization import ZERO_POINT_RANGES, QuantizationEditor
+from .tensor_quantization import WARNING, ZERO_POINT_RANGES, QuantizationEditor
 from .tensor_values import ValuesPane
 
 __all__ = ["TensorPanel", "producers_consumers", "shape_text"]
@@ -38,11 +38,15 @@ MAX_CONNECTIONS = 200  # rows of consumers listed (each is a link)
 #: what `TensorPanel.live_values` returns when no run has a value to show (the stored data
 #: is shown, as without a debugger)
 NOT_RUNNING = object()
+SCALAR = "[] (scalar)"
 
 
 def shape_text(shape: tuple[int, ...] | None) -> str:
+    """``[1, 96, 96, 3]``; a scalar says so (``[] (scalar)``), an unknown shape is a dash."""
     if shape is None:
         return "\u2014"
+    if len(shape) == 0:
+        return SCALAR
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
@@ -62,6 +66,7 @@ class TensorPanel(QWidget):
         #: set by the debugger: tensor -> its snapshot in the paused run (``.values``,
         #: ``.real_values()``), None while not computed, or NOT_RUNNING (stored data)
         self.live_values = None
+        self.shape_check = None  # the window's ShapeInference after an edit (computed shapes)
 
         self.title = QLabel("No tensor selected")
         self.title.setStyleSheet("font-weight: bold; padding: 4px;")
@@ -313,6 +318,14 @@ class TensorPanel(QWidget):
             self._stats_cache[key] = ts.statistics(values)
         return self._stats_cache[key]
 
+    def _computed_shape(self, t: Tensor) -> tuple[int, ...] | None:
+        """The shape the producer computes when the stored one differs (after an edit)."""
+        check = self.shape_check
+        if check is None:
+            return None
+        computed = check.inferred(t.subgraph.index, t.index)
+        return computed if computed is not None and computed != tuple(t.shape) and tuple(t.shape) else None
+
     def _describe(self, t: Tensor) -> None:
         tree = self.info
         sec = tree.section("Tensor")
@@ -323,7 +336,13 @@ class TensorPanel(QWidget):
         tree.add(sec, "type", t.type_name)
         item = tree.add(sec, "shape", shape_text(t.shape))
         if self.editable:
-            self._put(item, "shape", ed.text_editor(ed.shape_text(t.shape), self.set_shape, ed.shape_problem))
+            self._put(item, "shape", ed.text_editor(ed.shape_text(t.shape), self.set_shape, ed.shape_problem,
+                                                    placeholder=SCALAR))
+        computed = self._computed_shape(t)
+        if computed is not None:
+            item = tree.add(sec, "computed shape", f"{shape_text(computed)}: the stored shape is stale "
+                            "(Edit \u203a Update Stored Shapes)")
+            item.setForeground(1, WARNING)
         tree.add(sec, "shape signature", shape_text(t.shape_signature))
         tree.add(sec, "kind", t.kind)
         tree.add(sec, "buffer", str(t.buffer))
@@ -386,6 +405,10 @@ class TensorPanel(QWidget):
         d = ts.density(t)
         if d is not None:
             tree.add(sec, "density", f"{d * 100:.2f} % ({t.data().size:,} of {t.num_elements:,} stored)")
+
+    def show_values(self, values: np.ndarray | None) -> None:
+        """Values computed at run time for the shown tensor (an activation): the Values tab."""
+        self.values_pane.show_values(values)
 
     # -- the sub-widgets' entry points under their old names ------------------------------
     def current_histogram_input(self) -> np.ndarray | None:

@@ -1,5 +1,11 @@
 """The tensor panel's Values tab: a lazy grid over any N-d array, two axes chosen as rows
-and columns and a spin box per other axis."""
+and columns and a spin box per other axis, cells shown with a chosen number of significant
+digits and columns as wide as their numbers.
+
+Constants have values in the file.  Activations have none until something computes them:
+the tab says so (and how to get them) instead of showing an empty grid, and
+`show_values` is where a run (the debugger) hands over the values it computed.
+"""
 from __future__ import annotations
 
 from typing import Callable
@@ -7,6 +13,9 @@ from typing import Callable
 import numpy as np
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QSpinBox, QTableView,
                                QVBoxLayout, QWidget)
+
+NO_VALUES = ("{kind} tensor: it has no values in the model file. Its values exist once the model "
+             "runs: run it in the debugger (or `tflite-viewer run --dump-all`) and they appear here.")
 
 from ...model import Tensor
 from ..values_model import ValuesModel
@@ -32,6 +41,15 @@ class ValuesPane(QWidget):
         self.col_axis = QComboBox()
         self.row_axis.currentIndexChanged.connect(self._axes_changed)
         self.col_axis.currentIndexChanged.connect(self._axes_changed)
+        self.digits = QSpinBox()
+        self.digits.setRange(2, 17)
+        self.digits.setValue(self.values.digits)
+        self.digits.setToolTip("Significant digits of floating-point values")
+        self.digits.valueChanged.connect(self._digits_changed)
+        self.message = QLabel("")
+        self.message.setWordWrap(True)
+        self.message.setStyleSheet("color: #57606a; padding: 8px;")
+        self.message.hide()
         self.index_row = QHBoxLayout()
         self.index_spins: list[QSpinBox] = []
         layout = QVBoxLayout(self)
@@ -44,7 +62,13 @@ class ValuesPane(QWidget):
         axes.addWidget(self.col_axis)
         axes.addStretch(1)
         layout.addLayout(axes)
-        layout.addLayout(self.index_row)
+        # the fixed axes' spin boxes (rebuilt per tensor), then the digits setting
+        second = QHBoxLayout()
+        second.addLayout(self.index_row, 1)
+        second.addWidget(QLabel("digits"))
+        second.addWidget(self.digits)
+        layout.addLayout(second)
+        layout.addWidget(self.message)
         layout.addWidget(self.view, 1)
 
     def show_tensor(self, tensor: Tensor | None) -> None:
@@ -53,8 +77,28 @@ class ValuesPane(QWidget):
 
     def reset(self) -> None:
         values = self._values(self.source.currentText()) if self.tensor is not None else None
+        self._show_array(values)
+
+    def show_values(self, values: np.ndarray | None) -> None:
+        """Show values computed at run time (an activation's, from the debugger)."""
+        self._show_array(None if values is None else np.asarray(values))
+
+    def _show_array(self, values: np.ndarray | None) -> None:
         self.values.set_array(values)
+        t = self.tensor
+        empty = values is None and t is not None and t.raw_bytes() is None
+        self.message.setText(NO_VALUES.format(kind=t.kind.capitalize()) if empty else "")
+        self.message.setVisible(empty)
         self._rebuild_axes()
+        self.fit_columns()
+
+    def fit_columns(self) -> None:
+        """Columns as wide as the numbers they show (Qt measures the rows in view only)."""
+        self.view.resizeColumnsToContents()
+
+    def _digits_changed(self, digits: int) -> None:
+        self.values.set_digits(digits)
+        self.fit_columns()
 
     def _rebuild_axes(self) -> None:
         a = self.values.array
@@ -110,9 +154,11 @@ class ValuesPane(QWidget):
             self.col_axis.blockSignals(False)
         self.values.set_view(r, c, self.values.fixed)
         self._rebuild_spins()
+        self.fit_columns()
 
     def _index_changed(self) -> None:
         fixed = list(self.values.fixed)
         for spin in self.index_spins:
             fixed[int(spin.property("axis"))] = spin.value()
         self.values.set_view(self.values.row_axis, self.values.col_axis, fixed)
+        self.fit_columns()
