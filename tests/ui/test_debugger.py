@@ -71,7 +71,8 @@ def test_f9_breakpoint_then_f5_stops_there(qtbot, window):
     qtbot.waitUntil(lambda: len(dbg.breakpoint_infos) == 1, timeout=TIMEOUT)
     stop = press(qtbot, window, Qt.Key.Key_F5)
     assert stop.reason == "breakpoint" and stop.position == ((0, 20),)
-    assert dbg.breakpoints_panel.tree.topLevelItem(0).text(1) == "1"  # hit count
+    qtbot.waitUntil(lambda: dbg.breakpoints_panel.tree.topLevelItem(0).text(1) == "1",
+                    timeout=TIMEOUT)  # the hit count
     stop = press(qtbot, window, Qt.Key.Key_F5)
     assert stop.state == FINISHED
 

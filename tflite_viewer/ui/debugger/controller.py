@@ -20,7 +20,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QLabel, QMenu, QToolBar
 
 from ...interpreter import debugger as dbg
-from ...interpreter.session import ERROR, FINISHED, PAUSED, STOPPED, DebugStop
+from ...interpreter.session import ERROR, FINISHED, PAUSED, DebugStop
 from ..panels.tensor_panel import NOT_RUNNING
 from .breakpoints_dock import BreakpointsDock
 from .callstack_dock import CallStackDock
@@ -621,5 +621,3 @@ class DebuggerController(QObject):
             return "running"
         return self.last_stop.state if self.last_stop is not None else "ready"
 
-
-__all__ = ["DebuggerController", "STOPPED"]

@@ -41,7 +41,6 @@ class DebugWorker(QObject):
     breakpoints = Signal(object, object)     # tuple[BreakpointInfo], serial
     result = Signal(str, object, object)     # command, value, serial
     failed = Signal(str, str, object)        # command, message, serial
-    busy = Signal(bool)
 
     def __init__(self) -> None:
         super().__init__()
@@ -66,13 +65,13 @@ class DebugWorker(QObject):
         s = self.session
         if s is None or serial != self.serial:
             return  # a command for a session that has ended
-        self.busy.emit(True)
         try:
             if command in MOVES:
                 method = {"continue": s.continue_}.get(command) or getattr(s, command)
                 stop = method(*args)
-                self.stopped.emit(stop, s.snapshots(interest or ()), serial)
+                # hit counts first: whoever reacts to the stop sees them current
                 self.breakpoints.emit(s.breakpoints(), serial)
+                self.stopped.emit(stop, s.snapshots(interest or ()), serial)
             elif command == "snapshots":
                 self.snapshots.emit(s.snapshots(args), serial)
             elif command in ("toggle_breakpoint", "add_breakpoint", "remove_breakpoint",
@@ -90,8 +89,6 @@ class DebugWorker(QObject):
         except Exception as exc:  # noqa: BLE001 - every failure goes back as a message
             log.debug("debugger command %s failed", command, exc_info=True)
             self.failed.emit(command, str(exc) or type(exc).__name__, serial)
-        finally:
-            self.busy.emit(False)
 
     def _open(self, args: dict, serial: Any) -> None:
         if self.session is not None:
