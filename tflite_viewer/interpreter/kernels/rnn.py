@@ -180,7 +180,7 @@ class Lstm(UnidirectionalSequenceLstm):
     def invoke(self, ctx, node):
         hs, cs = ctx.input(node, 18), ctx.input(node, 19)
         x = ctx.value(node, 0)
-        if node.user_data is not None:  # integer or hybrid core, batch-major [batch, 1, input]
+        if isinstance(node.user_data, tuple):  # integer or hybrid core, [batch, 1, input]
             sequence, params, _ = node.user_data
             outs, h, c = sequence(x[None], hs.data, cs.data, params, True)  # time major
             out = outs[0]
