@@ -6,11 +6,11 @@ import sys
 import numpy as np
 import pytest
 
-from benchmarks.synthetic_graphs import residual_dag
+from tflite_viewer.graph.synthetic import residual_dag
 from tflite_viewer.model import load_model
 from tflite_viewer.ui import tensor_stats as ts
 from tflite_viewer.ui.scene_data import TextMeasure, build_scene_data, constants_text
-from tflite_viewer.ui.search import CONTAINS, find
+from tflite_viewer.ui.search import find
 
 from .conftest import CORPUS, model_path
 
@@ -70,15 +70,16 @@ def test_search_queries():
     model = load_model(model_path("ssd_mobilenet_v1.tflite"))
     sg = model.subgraphs[0]
     convs = [m.index for m in find(model, 0, "conv_2d") if m.kind == "op"]
-    assert convs == [op.index for op in sg.operators if op.name == "CONV_2D"]  # the whole name
-    both = [m.index for m in find(model, 0, "conv_2d", mode=CONTAINS) if m.kind == "op"]
-    assert both == [op.index for op in sg.operators if "CONV_2D" in op.name] != convs
+    assert convs == [op.index for op in sg.operators if op.name == "CONV_2D"]  # whole names
+    convs = [m.index for m in find(model, 0, "conv_2d", mode="contains") if m.kind == "op"]
+    assert convs == [op.index for op in sg.operators if "CONV_2D" in op.name]
     assert [(m.kind, m.index) for m in find(model, 0, "op:3")] == [("op", 3)]
     assert [(m.kind, m.index) for m in find(model, 0, "#3")] == [("op", 3)]
     assert [(m.kind, m.index) for m in find(model, 0, "tensor:5")] == [("tensor", 5)]
     assert find(model, 0, "op:9999") == [] and find(model, 0, "  ") == []
-    custom = find(model, 0, "postprocess", mode=CONTAINS)
+    custom = find(model, 0, "postprocess", mode="contains")
     assert custom and custom[0].kind == "op"
+    assert find(model, 0, "tflite_detection_postprocess")[0] == custom[0]
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=[p.name for p in CORPUS])

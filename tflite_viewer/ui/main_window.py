@@ -77,7 +77,7 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
         self._open_serial = 0
         self._layout_serial = 0
         self._tasks: dict[int, Task] = {}  # keep running tasks' signal objects alive
-        self._shape_tasks: dict[int, Task] = {}  # background shape checks (no busy indicator)
+        self._shape_tasks: dict[int, tuple] = {}  # background shape checks: (task, model)
         self._find_matches: list[Match] = []
         self._find_current: Match | None = None
         self._pending_select: str | None = None

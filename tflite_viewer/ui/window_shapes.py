@@ -65,11 +65,20 @@ class ShapeCheck:
 
     def _check_shapes_in_background(self, model: Model) -> None:
         task = Task(_infer_shapes, model)
-        self._shape_tasks[task.serial] = task
-        task.signals.finished.connect(lambda serial, check: (self._shape_tasks.pop(serial, None),
-                                                             self._shapes_checked(model, check)))
-        task.signals.failed.connect(lambda serial, _exc: self._shape_tasks.pop(serial, None))
+        self._shape_tasks[task.serial] = (task, model)
+        # bound methods of the window, not lambdas holding it: a check that ends after the
+        # window is gone is disconnected by Qt instead of reaching a deleted window
+        task.signals.finished.connect(self._shape_task_done)
+        task.signals.failed.connect(self._shape_task_failed)
         task.start()
+
+    def _shape_task_done(self, serial: int, check: ShapeInference | None) -> None:
+        _task, model = self._shape_tasks.pop(serial, (None, None))
+        if model is not None:
+            self._shapes_checked(model, check)
+
+    def _shape_task_failed(self, serial: int, _exc: BaseException) -> None:
+        self._shape_tasks.pop(serial, None)
 
     def _shapes_checked(self, model: Model, check: ShapeInference | None) -> None:
         """Show a check's result if ``model`` is still the one shown (the scene was built
