@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tflite_viewer.commands.ops import markdown  # noqa: E402
+from tflite_viewer.cli.ops import markdown  # noqa: E402
 from tflite_viewer.interpreter.coverage import coverage  # noqa: E402
 
 

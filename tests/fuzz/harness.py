@@ -107,14 +107,14 @@ def walk(model) -> None:
 
 
 def _info(model) -> None:
-    from tflite_viewer.commands import jsonout
-    from tflite_viewer.commands.info import render_text, summarize
+    from tflite_viewer.cli import jsonout
+    from tflite_viewer.cli.info import render_text, summarize
     _strict_json(jsonout.dumps(summarize(model)))
     render_text(model)
 
 
 def _layout(model) -> None:
-    from tflite_viewer.commands import jsonout
+    from tflite_viewer.cli import jsonout
     from tflite_viewer.graph.build import build_graph
     from tflite_viewer.graph.layout import layout
     for index in sorted({0, len(model.subgraphs) - 1}):  # the main one and a callee

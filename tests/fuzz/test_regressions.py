@@ -346,7 +346,7 @@ def test_edit_json_is_strict(tmp_path):
 
 
 def test_jsonout_encodes_non_finite_numbers_as_null_with_findings():
-    from tflite_viewer.commands import jsonout
+    from tflite_viewer.cli import jsonout
     doc = _strict(jsonout.dumps({"a": [1.0, float("inf")], "b": np.float32("nan"),
                                  "findings": []}))
     assert doc["a"] == [1.0, None] and doc["b"] is None

@@ -10,8 +10,8 @@ import pytest
 
 from tflite_viewer.interpreter import Interpreter
 
-from ..integer import test_hybrid_lstm as th
-from ..integer import test_lstm_integer as ti
+from .integer import test_hybrid_lstm as th
+from .integer import test_lstm_integer as ti
 from .singleop import Op, batch_model
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tflite_viewer.cli import main as cli_main
-from tflite_viewer.commands.ops import markdown
+from tflite_viewer.cli.ops import markdown
 from tflite_viewer.interpreter import Interpreter, UnsupportedOpError
 from tflite_viewer.interpreter.coverage import MISSING, VERSION_GAPS, coverage, summary
 from tflite_viewer.interpreter.litert_builtins import LITERT_BUILTINS

@@ -6,14 +6,14 @@ then every tensor of subgraph 0 that LiteRT holds is compared: integer tensors b
 float tensors (dequantized outputs, hybrid models, yamnet's spectrogram) within 1e-5 of the
 tensor's range.
 
-Special cases (see the integer-cores author's findings in tests/integer):
+Special cases (see the integer-cores author's findings in tests/interpreter/integer):
 * mobilenet_v2_int8 aborts LiteRT under BUILTIN_REF: it is compared with LiteRT's builtin
   optimized kernels (BUILTIN_WITHOUT_DEFAULT_DELEGATES, so that the intermediate tensors
   exist) run in a subprocess, op by op (each op fed LiteRT's own inputs), within one unit.
 * person_detect is refused by LiteRT (rank-1 bias tensors with quantized_dimension 3):
   LiteRT runs the file with that field patched to 0; we run both files.
 * keyword_scrambled_8bit crashes LiteRT in every resolver: never run there (TFLite Micro is
-  its oracle: tests/integer/test_svdf_micro.py).
+  its oracle: tests/interpreter/integer/test_svdf_micro.py).
 """
 from __future__ import annotations
 
@@ -242,7 +242,7 @@ def test_keyword_scrambled_runs_here_but_never_in_litert():
     """LiteRT crashes on this model (its SVDF time weights and state are int8, which
     LiteRT's integer SVDF reads as int16 past the end of the buffers); never run it
     there.  Ours runs it as TFLite Micro does (int8-state SVDF: every tensor is compared
-    with the tflite-micro wheel in tests/integer/test_svdf_micro.py)."""
+    with the tflite-micro wheel in tests/interpreter/integer/test_svdf_micro.py)."""
     interp = Interpreter(model_path("keyword_scrambled_8bit"))
     t = interp.entry.tensors[interp.entry.inputs[0]]
     out = list(interp.invoke([np.zeros(t.shape, t.dtype)]).values())[0]

@@ -1,7 +1,7 @@
 """Touch every part of a model the way the UI and CLI do, so lazy decoding is exercised too."""
 from __future__ import annotations
 
-from tflite_viewer.commands.info import render_text, summarize
+from tflite_viewer.cli.info import render_text, summarize
 from tflite_viewer.model import Model, ModelFormatError
 
 

@@ -46,9 +46,10 @@ class Interpreter(Executor):
     ``rounding`` is how quantized kernels multiply by a quantized multiplier:
     ``"double"`` (the default) is gemmlowp's SaturatingRoundingDoublingHighMul followed by
     RoundingDivideByPOT, which is what the ai-edge-litert 2.3.0 wheel's kernels do: measured
-    on single-op models (tests/integer/test_rounding.py: acc=16474, multiplier=1309785559,
-    shift=-7 gives 79 in LiteRT, 79 double, 78 single) and on every intermediate tensor of
-    the quantized corpus models (tests/interpreter/test_quantized_models.py).  ``"single"``
+    on single-op models (tests/interpreter/integer/test_rounding.py: acc=16474,
+    multiplier=1309785559, shift=-7 gives 79 in LiteRT, 79 double, 78 single) and on every
+    intermediate tensor of the quantized corpus models
+    (tests/interpreter/test_quantized_models.py).  ``"single"``
     reproduces LiteRT builds compiled with TFLITE_SINGLE_ROUNDING; the two differ on exact
     ties.  Any other value is a ValueError.
 

@@ -2,7 +2,7 @@
 
 Two roundings exist in the wild.  gemmlowp's double rounding (SaturatingRoundingDoublingHighMul,
 then RoundingDivideByPOT) is what the `ai-edge-litert` 2.3.0 wheel's kernels actually do:
-measured on single-op models in tests/integer/test_rounding.py (e.g. acc=16474,
+measured on single-op models in tests/interpreter/integer/test_rounding.py (e.g. acc=16474,
 multiplier=1309785559, shift=-7: LiteRT gives 79, double rounding 79, single rounding 78)
 and on every intermediate tensor of the quantized corpus models in
 tests/interpreter/test_quantized_models.py.  It is therefore the default here

@@ -7,7 +7,7 @@ that compute once what the kernel's Prepare caches per node.
 
 Rounding: ``rounding="double"`` (gemmlowp SaturatingRoundingDoublingHighMul followed by
 RoundingDivideByPOT) is what the ai-edge-litert 2.3.0 wheel's reference kernels do
-(see tests/integer/test_rounding.py); ``"single"`` reproduces builds compiled with
+(see tests/interpreter/integer/test_rounding.py); ``"single"`` reproduces builds compiled with
 TFLITE_SINGLE_ROUNDING.  FULLY_CONNECTED's LiteRT reference kernel rescales with double
 precision floats instead (``fully_connected(..., float_scales=True)``, the default).
 """

@@ -13,7 +13,7 @@ neighbouring codes of one tensor already collapse (0.001 * 5 and 0.0005 * 5 are 
 This module reproduces that bit for bit (``rounding`` as everywhere: gemmlowp's double
 rounding of the ai-edge-litert 2.3.0 wheel by default, or ``"single"``).
 
-What the wheel does, measured on single-op models (tests/integer/test_compare.py):
+What the wheel does, measured on single-op models (tests/interpreter/integer/test_compare.py):
 
 * uint8 and int8 always take the rescaling path.  Without quantization (scale 0), with
   per-channel parameters (the legacy ``params.scale`` is then 0) or with a scale of exactly

@@ -8,7 +8,7 @@ float32 span, rounding before the zero point is added; see `asymmetric_quantize`
 int8 products are accumulated exactly and the accumulator is scaled back
 in float32 (batch scale times the filter's per-channel scale), plus the float bias, then
 the fused activation clamps.  The outputs are floats, bit-exact with LiteRT's reference
-kernels (tests/integer/test_hybrid.py) for weights in the int8 spec's [-127, 127]: the
+kernels (tests/interpreter/integer/test_hybrid.py) for weights in the int8 spec's [-127, 127]: the
 2.3.0 x86 build's SSE dot product (per-tensor CONV_2D, FULLY_CONNECTED) negates a weight of
 -128 into -128 against a negative input value; we compute the exact product.
 

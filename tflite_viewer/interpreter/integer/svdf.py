@@ -22,8 +22,9 @@ How the two flavours differ:
   as float32 arithmetic widened to double afterwards, but the tflite-micro wheel's compiled
   PrepareSvdf widens each scale first and multiplies and divides in double (its
   disassembly: cvtss2sd, mulsd, divsd), and its outputs match double-precision multipliers
-  on every probe and float32 ones on almost none (tests/integer/test_svdf_micro.py).  So
-  both flavours use the same double arithmetic here.
+  on every probe and float32 ones on almost none
+  (tests/interpreter/integer/test_svdf_micro.py).  So both flavours use the same double
+  arithmetic here.
 * State zero point: LiteRT assumes a symmetric int16 state and ignores its zero point; TFLM
   adds it to the new column and subtracts it in the time dot product (real int8 models such
   as keyword_scrambled_8bit use zero points like -50).  Where it is added matters: the
@@ -41,7 +42,7 @@ How the two flavours differ:
 
 Rounding: the ``tflite-micro`` Python wheel multiplies by quantized multipliers with
 gemmlowp's double rounding, like the ai-edge-litert wheel (measured in
-tests/integer/test_svdf_micro.py on exact ties of the SVDF's own requantization, where
+tests/interpreter/integer/test_svdf_micro.py on exact ties of the SVDF's own requantization, where
 single rounding gives other values).  So the int8-state path needs no SVDF-specific
 rounding: it follows the interpreter's ``rounding`` like every other kernel, whose default
 "double" is also TFLM's (:data:`MICRO_ROUNDING`, the default of
@@ -57,7 +58,7 @@ from .. import quant_math as qm
 from .common import Rounding, check_rounding, int_matmul, qparams, wrap32
 
 #: The rounding of the tflite-micro Python wheel's kernels (double, as LiteRT's wheel):
-#: see the module docstring and tests/integer/test_svdf_micro.py.
+#: see the module docstring and tests/interpreter/integer/test_svdf_micro.py.
 MICRO_ROUNDING: Rounding = "double"
 
 _STATE_RANGES = {np.dtype(np.int16): (-32768, 32767), np.dtype(np.int8): (-128, 127)}

@@ -3,7 +3,7 @@ quant).
 
 Exit codes are a contract scripts rely on: 0 success, 1 a check failed (e.g. a comparison
 mismatch), 2 bad input or usage, always with one readable line on stderr, never a
-traceback.  Each subcommand lives in its own module under `tflite_viewer.commands` with
+traceback.  Each subcommand lives in its own module of this package (`tflite_viewer.cli`) with
 `add_parser(subparsers)` and `main(args) -> int`; only the module of the subcommand being
 run is imported (the `layout` of a 20,000-op model runs in about a second, and a third of
 that would otherwise be imports it does not use).
@@ -29,7 +29,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _command_module(name: str):
-    return importlib.import_module(f"tflite_viewer.commands.{name}")
+    return importlib.import_module(f"tflite_viewer.cli.{name}")
 
 
 def build_parser(command: str) -> argparse.ArgumentParser:
@@ -69,11 +69,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(_command_module(args.command).main(args) or 0)
         args = _window_parser().parse_args(args_list)
         if args.check:
-            from .ui.platform_check import check_report  # loads no Qt
+            from ..ui.platform_check import check_report  # loads no Qt
             report, code = check_report()
             print(report)
             return code
-        from .ui.app import run_app  # the only place the window (and PySide6) is imported
+        from ..ui.app import run_app  # the only place the window (and PySide6) is imported
         return int(run_app(args) or 0)
     except SystemExit as exc:
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_BAD_INPUT
@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         # Imported here so that `tflite-viewer --help` or a subcommand that fails early does
         # not pay for loading the model package (and numpy) just to name an exception.
-        from .model.errors import TFLiteViewerError
+        from ..model.errors import TFLiteViewerError
         if not isinstance(exc, TFLiteViewerError):
             raise
         sys.stderr.write(f"tflite-viewer: error: {exc}\n")

@@ -111,7 +111,8 @@ def test_activation_ranges():
 def test_default_rounding_is_litert_double():
     """The defaults follow the ai-edge-litert 2.3.0 wheel (gemmlowp double rounding)."""
     assert qm.DEFAULT_ROUNDING == "double"
-    acc, m, shift = 16474, 1309785559, -7  # tests/integer/test_rounding.py's LiteRT case
+    # the LiteRT case of tests/interpreter/integer/test_rounding.py
+    acc, m, shift = 16474, 1309785559, -7
     assert int(qm.multiply_by_quantized_multiplier(acc, m, shift)) == 79
     assert int(qm.multiply_by_quantized_multiplier(acc, m, shift, "single")) == 78
     q, s = qm.quantize_multiplier(2.0 ** 40)  # no single-rounding shift saturation

@@ -16,9 +16,11 @@ from tflite_viewer.interpreter.integer import (concat_pad, conv, elementwise, fu
                                                lut, pooling, quantize, reduce, softmax)
 from tflite_viewer.model import load_model
 
+from tests.conftest import MODELS_DIR
+
 from .gen import LITERT_ROUNDING as R
 
-MODELS = Path(__file__).parent.parent / "data" / "models"
+MODELS = MODELS_DIR
 
 
 def _q(t):

@@ -1,1 +1,0 @@
-"""One module per `tflite-viewer` subcommand: `add_parser(subparsers)` and `main(args) -> int`."""
