@@ -77,35 +77,51 @@ def main(argv=None) -> int:
     if args.tracemalloc:
         tracemalloc.start()
     start = time.monotonic()
-    while time.monotonic() < deadline and (args.cases is None or cases < args.cases):
-        case = make_case(rng)
-        try:
-            data, done = case_bytes(case)
-        except Exception as exc:  # noqa: BLE001 - the writer refused the mutation
-            outcomes[f"unwritable ({type(exc).__name__})"] += 1
-            cases += 1
-            continue
-        if args.tracemalloc:
-            tracemalloc.reset_peak()
-        out = run_case(data)
-        cases += 1
-        if args.tracemalloc:
-            peak = tracemalloc.get_traced_memory()[1]
-            if peak > peak_case[0]:
-                peak_case = (peak, case)
-        if out.seconds > slowest[0]:
-            slowest = (out.seconds, (case, done))
-        for step, result in out.steps.items():
-            steps[f"{step}: {result}"] += 1
-        if out.undocumented:
-            crashes.append((case, done, out.undocumented))
-            outcomes["UNDOCUMENTED"] += 1
-        elif out.hang:
-            hangs.append((case, done))
-            outcomes["HANG"] += 1
-        else:
-            outcomes[out.summary] += 1
+    try:
+        while time.monotonic() < deadline and (args.cases is None or cases < args.cases):
+            cases, slowest, peak_case = _one(rng, args, outcomes, steps, crashes, hangs,
+                                             cases, slowest, peak_case)
+    except KeyboardInterrupt:  # Ctrl-C: stop and report what ran
+        print("interrupted", file=sys.stderr)
     elapsed = time.monotonic() - start
+    _report(args, cases, elapsed, outcomes, steps, crashes, hangs, slowest, peak_case)
+    return 1 if crashes or hangs else 0
+
+
+def _one(rng, args, outcomes, steps, crashes, hangs, cases, slowest, peak_case):
+    """Make and run one case, recording what happened."""
+    case = make_case(rng)
+    try:
+        data, done = case_bytes(case)
+    except Exception as exc:  # noqa: BLE001 - the writer refused the mutation
+        outcomes[f"unwritable ({type(exc).__name__})"] += 1
+        return cases + 1, slowest, peak_case
+    if args.tracemalloc:
+        tracemalloc.reset_peak()
+    out = run_case(data)
+    cases += 1
+    if args.tracemalloc:
+        peak = tracemalloc.get_traced_memory()[1]
+        if peak > peak_case[0]:
+            peak_case = (peak, case)
+    if out.seconds > slowest[0]:
+        slowest = (out.seconds, (case, done))
+    for step, result in out.steps.items():
+        steps[f"{step}: {result}"] += 1
+    if out.undocumented:
+        crashes.append((case, done, out.undocumented))
+        outcomes["UNDOCUMENTED"] += 1
+    elif out.hang:
+        hangs.append((case, done))
+        outcomes["HANG"] += 1
+    else:
+        outcomes[out.summary] += 1
+    for step, warning in out.warnings:
+        steps[f"warning in {step}: {warning[:60]}"] += 1
+    return cases, slowest, peak_case
+
+
+def _report(args, cases, elapsed, outcomes, steps, crashes, hangs, slowest, peak_case):
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
     print(f"cases: {cases} in {elapsed:.0f} s ({cases / max(elapsed, 1e-9):.1f}/s), seed {args.seed}")
@@ -127,7 +143,6 @@ def main(argv=None) -> int:
         print(f"\nCRASH --replay '{json.dumps(case)}'\n  {done}\n{tb}")
     for case, done in hangs[:20]:
         print(f"\nHANG --replay '{json.dumps(case)}'\n  {done}")
-    return 1 if crashes or hangs else 0
 
 
 if __name__ == "__main__":

@@ -389,3 +389,41 @@ def test_bad_identifier_is_shown_as_text_or_hex_and_truncation_is_named():
     with pytest.raises(ModelFormatError, match=r"but the file has only 1,000 bytes: the file "
                                                "looks truncated$"):
         load_model(data[:1000])
+
+
+# -- found by the long mode (benchmarks/fuzz.py, seeds 18-20, 21,000 cases) -----------------
+LONG_MODE_FINDINGS = [
+    # an input whose shape_signature does not fit its shape: a bare ValueError from resize
+    ({"model": "sine_float.tflite", "steps": [["reshape_tensor", 3610923215],
+                                             ["subgraph_io", 1686428069],
+                                             ["signature", 1314948358]]}, "ModelFormatError"),
+    # a dilation of 2**20: the conv kernel padded its input by the window (6.7 GB, 136 s)
+    ({"model": "sparse_conv_float.tflite", "steps": [["option_value", 2077347212],
+                                                    ["add_quantization", 796652178],
+                                                    ["add_quantization", 2669549738]]},
+     "AllocationError"),
+    # a pooling filter of 2**20
+    ({"model": "small_cnn_dilated_int8.tflite", "steps": [["option_value", 4063104082]]},
+     "AllocationError"),
+    # a sparse weight claiming [32, 3, 65536, 32]: 805 MB densified, then a slow conv
+    ({"model": "sparse_conv_float.tflite", "steps": [["huge_dimension", 16304365],
+                                                    ["options_type", 782818957]]},
+     "AllocationError"),
+]
+
+
+@pytest.mark.parametrize("case,error", LONG_MODE_FINDINGS)
+def test_long_mode_findings_get_documented_errors_quickly(case, error):
+    from tests.fuzz.corpus import model_bytes
+    from tests.fuzz.harness import run_case
+    from tests.fuzz.mutations import mutate
+    data, done = mutate(model_bytes(case["model"]), [tuple(s) for s in case["steps"]])
+    tracemalloc.start()
+    try:
+        out = run_case(data, watchdog=60)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert out.undocumented is None and not out.hang, (done, out.undocumented)
+    assert out.steps["interpreter"] == error, (done, out.steps)
+    assert peak < 300 << 20, (done, peak)  # the 256 MiB densify bound, never gigabytes

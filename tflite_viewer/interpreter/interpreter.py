@@ -20,6 +20,7 @@ from . import debugger as dbg
 from .builder import build_nodes, kernel_hook
 from .debugger import Breakpoint, Frame, OpEvent
 from .executor import Executor
+from .inputs import InputError
 from .budget import (DEFAULT_MAX_ALLOCATION_BYTES, DEFAULT_MAX_ITERATIONS, DEFAULT_TIMEOUT,
                      HOW_TO_RAISE_MEMORY, Budget, check_bytes)
 from .errors import AllocationError
@@ -262,10 +263,10 @@ class Interpreter(Executor):
         sig = t.shape_signature
         if sig is not None and (len(sig) != len(shape) or any(
                 s != -1 and s != d for s, d in zip(sig, shape))):
-            raise ValueError(f"input {t.name!r} cannot take shape {list(shape)}: its shape "
+            raise InputError(f"input {t.name!r} cannot take shape {list(shape)}: its shape "
                              f"signature is {list(sig)} (only -1 dimensions may change)")
         if any(d < 0 for d in shape):
-            raise ValueError(f"negative dimension in {list(shape)}")
+            raise InputError(f"negative dimension in {list(shape)}")
         self._abort()
         self._check_allocation(self.entry, t, int(np.prod(shape, dtype=np.int64)) *
                                (t.dtype.itemsize if t.dtype else 1), shape)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from . import validation
 from .errors import PASS_THROUGH, ExecutionError
 from .node import Node
 from .tensor import AllocationType, Tensor
@@ -175,6 +176,7 @@ class Subgraph:
                 if o >= 0:
                     self.set_dynamic(self.tensors[o])
         else:
+            validation.check_window(self, node)  # before the kernel pads its input
             try:
                 node.registration.kernel.prepare(self, node)
             except PASS_THROUGH:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from ..model.errors import ModelFormatError
+from .budget import check_bytes
 from .tensor import QUANTIZED_INT_TYPES
 
 if TYPE_CHECKING:
@@ -144,8 +145,19 @@ def check_tensors(sg: "Subgraph") -> None:
     """Raise ModelFormatError for quantization parameters a kernel would divide by or index
     past, and variables whose stored initial value does not fit their shape (negative
     dimensions are refused when the runtime Tensor is made)."""
+    limit = sg.interpreter.max_allocation_bytes
     for t in sg.tensors:
         where = f"subgraphs[{sg.index}].tensors[{t.index}]"
+        sig = t.shape_signature
+        if sig is not None and t.shape is not None and (len(sig) != len(t.shape) or any(
+                s != -1 and s != d for s, d in zip(sig, t.shape))):
+            raise ModelFormatError(f"{where}.shape_signature", f"{list(sig)} does not fit the "
+                                   f"shape {list(t.shape)} (only -1 may differ)")
+        if t.sparsity is not None and t.shape is not None and t.dtype is not None:
+            # a sparse constant is densified by the kernel that reads it
+            check_bytes(int(np.prod(t.shape, dtype=np.float64)) * t.dtype.itemsize, limit,
+                        f"sparse tensor {t.index} ({t.name!r}) densified to "
+                        f"{t.type_name}{list(t.shape)}")
         initial = t._initial
         if initial is not None and t.shape is not None and \
                 initial.size != int(np.prod(t.shape, dtype=np.int64)):
@@ -215,6 +227,36 @@ def check_order(sg: "Subgraph") -> None:
                     "gives it a value (it is not a subgraph input, a constant, a variable or "
                     "the output of an earlier operator)")
         ready.update(node.outputs)
+
+
+#: ops whose kernels pad their input by the window (filter extent times dilation)
+_WINDOW_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D"}
+
+
+def check_window(sg: "Subgraph", node: "Node") -> None:
+    """At prepare: the padded input a windowed kernel builds counts against the allocation
+    limit.  A dilation or filter size of 2**20 in a hostile file would otherwise make the
+    kernel allocate (and loop over) gigabytes before any output shape says so."""
+    if node.name not in _WINDOW_OPS or not node.inputs or node.inputs[0] < 0:
+        return
+    x = sg.tensors[node.inputs[0]].shape
+    if x is None or len(x) != 4:
+        return
+    opts = node.builtin_data or {}
+    if node.name in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+        w = sg.tensors[node.inputs[1]].shape if len(node.inputs) > 1 and node.inputs[1] >= 0 \
+            else None
+        if w is None or len(w) != 4:
+            return
+        kh, kw = int(w[1]), int(w[2])
+        eh = int(opts.get("dilation_h_factor", 1) or 1) * (kh - 1) + 1
+        ew = int(opts.get("dilation_w_factor", 1) or 1) * (kw - 1) + 1
+    else:
+        eh, ew = int(opts.get("filter_height", 1) or 1), int(opts.get("filter_width", 1) or 1)
+    padded = float(x[0]) * (x[1] + abs(eh)) * (x[2] + abs(ew)) * x[3] * 8
+    check_bytes(int(padded), sg.interpreter.max_allocation_bytes,
+                f"subgraph {sg.index} op {node.index} ({node.name}): its {eh} x {ew} window "
+                f"over input {list(x)}")
 
 
 def check_subgraph(sg: "Subgraph", subgraphs: list["Subgraph"], order: bool = True) -> None:

@@ -15,7 +15,7 @@ from .errors import ModelFormatError
 
 #: the largest dense array a sparse constant may expand to (its shape is untrusted: a
 #: 20 KB file can claim [2147483647, 32])
-MAX_DENSE_BYTES = 1 << 30
+MAX_DENSE_BYTES = 256 << 20
 
 DENSE, SPARSE_CSR = 0, 1
 
