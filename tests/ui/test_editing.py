@@ -468,10 +468,12 @@ def test_canvas_context_menu_actions(window, private_copy, monkeypatch):
     data = window.graph_scene.data
     window._canvas_menu("node", data.op_node[SOFTMAX], QPoint())
     assert window.selection == ("op", SOFTMAX)
-    assert menus[-1] == ["Remove operator #12 SOFTMAX"]
+    # the editor's action, then the debugger's for the same operator
+    assert menus[-1] == ["Remove operator #12 SOFTMAX", "Toggle &Breakpoint", "&Run to Selected Operator"]
     edge = data.tensor_edges[17][0]
     window._canvas_menu("edge", edge, QPoint())
-    assert window.selection == ("tensor", 17) and menus[-1] == ["Expose as subgraph output"]
+    assert window.selection == ("tensor", 17)
+    assert menus[-1] == ["Expose as subgraph output", "&Watch Selected Tensor"]
     window.properties_panel._context_menu(QPoint(5, 5))
     assert menus[-1][-1].startswith("Remove operator #")
     window.tensor_panel._context_menu(QPoint(5, 5))

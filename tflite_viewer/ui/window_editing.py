@@ -236,6 +236,7 @@ class EditFlow:
             action.setEnabled(int(t) not in self.model.subgraphs[self.subgraph].outputs)
             if self.model.subgraphs[self.subgraph].tensors[int(t)].is_constant:
                 menu.addAction("Replace data from .npy\u2026", self.tensor_panel.replace_dialog)
+        self.debugger.add_menu_actions(menu)  # breakpoint / run to here / watch
         panel_common.exec_menu(menu, pos)
 
     def _update_edit_actions(self) -> None:
