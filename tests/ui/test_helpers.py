@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from tflite_viewer.graph.synthetic import residual_dag
+from benchmarks.synthetic_graphs import residual_dag
 from tflite_viewer.model import load_model
 from tflite_viewer.ui import tensor_stats as ts
 from tflite_viewer.ui.scene_data import TextMeasure, build_scene_data, constants_text
