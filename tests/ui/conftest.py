@@ -42,7 +42,12 @@ def window(qtbot, settings):
     win.ask_before_discarding = False
     win.resize(1400, 900)
     win.show()
-    return win
+    yield win
+    # let opens, layouts and shape checks still running on pool threads finish before the
+    # window goes: their results are queued to it (a loaded machine can be seconds behind)
+    from PySide6.QtCore import QThreadPool
+    QThreadPool.globalInstance().waitForDone(120_000)
+    qtbot.wait(10)
 
 
 @pytest.fixture
