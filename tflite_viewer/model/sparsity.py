@@ -58,6 +58,13 @@ class Sparsity:
             if not 0 <= dim < rank or block[j] <= 0 or shape[dim] % block[j]:
                 raise ModelFormatError(where, f"block_map[{j}] = {dim} with block size "
                                        f"{block[j]} does not divide shape {shape}")
+        # checked before the traversal allocates anything: the shape is untrusted, and the
+        # index arrays of DENSE levels grow with the dense size
+        nbytes = float(np.prod(shape, dtype=np.float64)) * values.dtype.itemsize
+        if nbytes > MAX_DENSE_BYTES:
+            raise ModelFormatError(where, f"shape {list(shape)} would densify to "
+                                   f"{nbytes:,.0f} bytes, more than the {MAX_DENSE_BYTES:,} "
+                                   "bytes a sparse constant may expand to here")
         dense_count = int(np.prod(shape, dtype=np.int64))
         prev = np.zeros(1, dtype=np.int64)
         coords = np.zeros((levels, 1), dtype=np.int64)
@@ -101,11 +108,6 @@ class Sparsity:
         if orig.shape[1] != values.size:
             raise ModelFormatError(where, f"sparsity describes {orig.shape[1]} stored values "
                                    f"but the buffer holds {values.size}")
-        nbytes = float(np.prod(shape, dtype=np.float64)) * values.dtype.itemsize
-        if nbytes > MAX_DENSE_BYTES:  # checked before allocating: the shape is untrusted
-            raise ModelFormatError(where, f"shape {list(shape)} would densify to "
-                                   f"{nbytes:,.0f} bytes, more than the {MAX_DENSE_BYTES:,} "
-                                   "bytes a sparse constant may expand to here")
         dense = np.zeros(shape, dtype=values.dtype)
         if rank:
             flat = np.ravel_multi_index(tuple(orig), shape) if values.size else np.zeros(0, int)
