@@ -433,3 +433,27 @@ def test_long_mode_findings_get_documented_errors_quickly(case, error):
     assert out.undocumented is None and not out.hang, (done, out.undocumented)
     assert out.steps["interpreter"] == error, (done, out.steps)
     assert peak < 300 << 20, (done, peak)  # the 256 MiB densify bound, never gigabytes
+
+
+# found by the long mode after the zero-element-constant change: a value of a damaged shape
+# (negative dimensions, rank over numpy's 64) reached numpy's reshape as a bare ValueError
+SHAPE_OF_VALUE_CASES = [
+    {"model": "lstm_dynamic.tflite", "steps": [["buffer_size", 3255457421]],
+     "damage": 2642806607},
+    {"model": "control_flow.tflite", "steps": [["reshape_tensor", 4176264413],
+                                               ["scale_zero_point_mismatch", 4186755256],
+                                               ["buffer_size", 170763923]], "damage": 4136403490},
+    {"model": "lstm_dynamic.tflite", "steps": [["subgraph_call", 249742951]],
+     "damage": 1385208027},
+]
+
+
+@pytest.mark.parametrize("case", SHAPE_OF_VALUE_CASES)
+def test_values_of_impossible_shapes_are_model_format_errors(case):
+    from tests.fuzz.corpus import model_bytes
+    from tests.fuzz.harness import run_case
+    from tests.fuzz.mutations import damage_bytes, mutate
+    data, done = mutate(model_bytes(case["model"]), [tuple(s) for s in case["steps"]])
+    data, _ = damage_bytes(data, case["damage"])
+    out = run_case(data, watchdog=60)
+    assert out.undocumented is None and not out.hang, (done, out.undocumented)

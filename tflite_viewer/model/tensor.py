@@ -203,6 +203,7 @@ class Tensor:
                 raw = np.zeros(0, np.uint8)  # a zero-element tensor: its one value is empty
             else:
                 return None
+        self._check_value_shape()
         info = dtypes.type_info(self.type)
         if info.name == "STRING":
             return _decode_strings(raw, self.shape, self.where)
@@ -229,6 +230,16 @@ class Tensor:
             raise ModelFormatError(self.where, f"buffer holds {raw.size} bytes, shape "
                                    f"{list(self.shape)} of {info.name} needs {need}")
         return raw.view(info.storage).reshape(self.shape)
+
+    def _check_value_shape(self) -> None:
+        """A value needs a shape numpy can hold: no negative dimension, at most 64 of them
+        (an untrusted file may declare anything)."""
+        shape = self.shape
+        if len(shape) > 64 or any(d < 0 for d in shape):
+            dims = ", ".join(map(str, shape[:8])) + (", ..." if len(shape) > 8 else "")
+            raise ModelFormatError(self.where, f"a constant of shape [{dims}] (rank "
+                                   f"{len(shape)}) cannot hold values: dimensions must be "
+                                   "non-negative and at most 64 of them")
 
     def _zero_elements_with_buffer(self) -> bool:
         """A static shape with no element and a buffer of its own: its value is the empty
