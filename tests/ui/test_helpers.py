@@ -29,6 +29,13 @@ def test_statistics_match_numpy():
         assert s.distinct == np.unique(values).size
 
 
+def test_statistics_count_distinct_values_up_to_the_limit_given():
+    values = np.arange(12, dtype=np.int16) % 5
+    assert ts.statistics(values, distinct_limit=12).distinct == 5
+    assert ts.statistics(values, distinct_limit=11).distinct is None  # past it: not sorted
+    assert ts.statistics(values, distinct_limit=11).max == 4  # the rest still computed
+
+
 def test_statistics_skip_nan_and_inf():
     s = ts.statistics(np.array([1.0, np.nan, np.inf, 3.0], dtype=np.float32))
     assert (s.nan, s.inf, s.min, s.max, s.mean) == (1, 1, 1.0, 3.0, 2.0)

@@ -14,6 +14,9 @@ from ..quant.ranges import integer_range
 
 # np.unique sorts everything: past this many elements the distinct count is not computed.
 DISTINCT_LIMIT = 20_000_000
+# ... and while stepping, where every stop brings new values (a 1M-element activation
+# takes ~40 ms to sort, more than a step may take), past this many.
+LIVE_DISTINCT_LIMIT = 65_536
 INTEGER_BIN_LIMIT = 512  # integer ranges up to this wide get one bin per value
 
 
@@ -47,8 +50,9 @@ def _as_numeric(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def statistics(values: np.ndarray) -> Stats:
-    """min, max, mean, std (population), zeros %, distinct count, NaN/Inf counts."""
+def statistics(values: np.ndarray, distinct_limit: int = DISTINCT_LIMIT) -> Stats:
+    """min, max, mean, std (population), zeros %, distinct count (None past
+    ``distinct_limit`` elements), NaN/Inf counts."""
     v = _as_numeric(np.asarray(values)).reshape(-1)
     n = int(v.size)
     if n == 0:
@@ -66,7 +70,7 @@ def statistics(values: np.ndarray) -> Stats:
     else:
         lo = hi = mean = std = float("nan")
     zeros = float(np.count_nonzero(v == 0)) * 100.0 / n
-    distinct = int(np.unique(v).size) if n <= DISTINCT_LIMIT else None
+    distinct = int(np.unique(v).size) if n <= distinct_limit else None
     return Stats(n, lo, hi, mean, std, zeros, distinct, nan, inf)
 
 

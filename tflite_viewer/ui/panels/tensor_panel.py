@@ -315,7 +315,8 @@ class TensorPanel(QWidget):
                 return None
             if len(self._stats_cache) > 64:
                 self._stats_cache.clear()
-            self._stats_cache[key] = ts.statistics(values)
+            limit = ts.DISTINCT_LIMIT if live is NOT_RUNNING else ts.LIVE_DISTINCT_LIMIT
+            self._stats_cache[key] = ts.statistics(values, distinct_limit=limit)
         return self._stats_cache[key]
 
     def _computed_shape(self, t: Tensor) -> tuple[int, ...] | None:
