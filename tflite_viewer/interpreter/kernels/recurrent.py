@@ -266,13 +266,8 @@ class BidirectionalSequenceLstm(Kernel):
 
     def prepare(self, ctx, node):
         x = ctx.input(node, 0).shape
-        fw = ctx.input(node, 35).shape[-1]
-        bw = ctx.input(node, 37).shape[-1]
-        if option(node, "merge_outputs", False):
-            ctx.resize(ctx.output(node, 0), tuple(x[:-1]) + (fw + bw,))
-        else:
-            ctx.resize(ctx.output(node, 0), tuple(x[:-1]) + (fw,))
-            ctx.resize(ctx.output(node, 1), tuple(x[:-1]) + (bw,))
+        resize_bidirectional_outputs(ctx, node, x, ctx.input(node, 35).shape[-1],
+                                     ctx.input(node, 37).shape[-1])
 
     def invoke(self, ctx, node):
         tm = bool(option(node, "time_major", True))
@@ -406,3 +401,14 @@ class Svdf(Kernel):
                                activation(node))
         ctx.set_output(st, state.reshape(st.shape))
         ctx.set_output(ctx.output(node, 0), out)
+
+
+def resize_bidirectional_outputs(ctx, node, x_shape, fw: int, bw: int) -> None:
+    """A bidirectional sequence op's outputs: one [..., fw + bw] with merge_outputs, else
+    a forward [..., fw] and a backward [..., bw]."""
+    lead = tuple(x_shape[:-1])
+    if option(node, "merge_outputs", False):
+        ctx.resize(ctx.output(node, 0), lead + (fw + bw,))
+    else:
+        ctx.resize(ctx.output(node, 0), lead + (fw,))
+        ctx.resize(ctx.output(node, 1), lead + (bw,))

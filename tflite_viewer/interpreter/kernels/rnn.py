@@ -7,8 +7,8 @@ import numpy as np
 
 from ..integer import hybrid_rnn as int_hybrid_rnn
 from .common import BuiltinOperator as Op, Kernel, activation, apply_activation, option, register, tensor_qparams
-from .recurrent import (UnidirectionalSequenceLstm, _data, _time_major, _weights,
-                        lstm_sequence, rnn_sequence)
+from .recurrent import (UnidirectionalSequenceLstm, _data, _time_major, _weights, lstm_sequence,
+                        resize_bidirectional_outputs, rnn_sequence)
 
 
 class _FloatRecurrent(Kernel):
@@ -93,12 +93,8 @@ class BidirectionalSequenceRnn(_FloatRecurrent):
 
     def prepare(self, ctx, node):
         x = ctx.input(node, 0).shape
-        fw, bw = ctx.input(node, 1).shape[0], ctx.input(node, 5).shape[0]
-        if option(node, "merge_outputs", False):
-            ctx.resize(ctx.output(node, 0), tuple(x[:-1]) + (fw + bw,))
-        else:
-            ctx.resize(ctx.output(node, 0), tuple(x[:-1]) + (fw,))
-            ctx.resize(ctx.output(node, 1), tuple(x[:-1]) + (bw,))
+        resize_bidirectional_outputs(ctx, node, x, ctx.input(node, 1).shape[0],
+                                     ctx.input(node, 5).shape[0])
 
     def invoke(self, ctx, node):
         tm = bool(option(node, "time_major", True))
