@@ -1,14 +1,9 @@
 """Opening benchmark: parse + graph + layout + scene, and how responsive the window stays.
 
-<<<<<<< HEAD
 Targets (docs and issue 17): the window shows a 20,000-op model in under 1.5 s, and no later
 than Model Explorer's C++ adapter (``ai-edge-model-explorer-adapter`` 0.2.1, benchmark-only)
 takes to convert it to JSON; the last table runs that adapter on the same files.
 Stages, each timed separately:
-=======
-Targets (docs/ARCHITECTURE.md, "Performance targets"): a 5,000-op graph parsed, laid out and
-drawn in 1 s; 20,000 ops in 4 s.  Stages, each timed separately:
->>>>>>> arch
 
     parse   load_model (mmap + verify + checks)
     layout  graph.build + labels + graph.layout (ui.scene_data.build_scene_data)
