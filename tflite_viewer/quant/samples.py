@@ -1,6 +1,7 @@
 """The inputs an analysis runs on: seeded, a .npz, a folder of images, or given arrays.
 
-A sample is one list of real-valued arrays, one per input of subgraph 0 in its order.
+A sample is one list of real-valued arrays, one per input of subgraph 0 (or of a
+signature) in its order.
 Each model gets them in its own input types: a float input takes the values as they are,
 a quantized integer input takes them quantized with its own scale and zero point (what a
 deployment's preprocessing does).  Samples supplied as integers of a quantized input's own
@@ -24,10 +25,11 @@ IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".ppm", ".pgm", ".pnm", ".bmp", ".gif
                   ".tiff", ".webp", ".npy")
 
 
-def _real_inputs(model: Model, arrays: Sequence[np.ndarray]) -> Sample:
+def _real_inputs(model: Model, arrays: Sequence[np.ndarray], signature: str | None = None
+                 ) -> Sample:
     """Integer arrays for quantized inputs dequantized; everything else as float64/own."""
     out = []
-    for spec, arr in zip(input_specs(model), arrays):
+    for spec, arr in zip(input_specs(model, signature), arrays):
         t = model.subgraphs[spec.subgraph].tensors[spec.tensor]
         q = t.quantization
         a = np.asarray(arr)
@@ -39,13 +41,15 @@ def _real_inputs(model: Model, arrays: Sequence[np.ndarray]) -> Sample:
     return out
 
 
-def seeded_samples(model: Model, count: int, seed: int = 0) -> list[Sample]:
-    """``count`` seeded samples valid for ``model`` (see interpreter.inputs)."""
-    specs = input_specs(model)
+def seeded_samples(model: Model, count: int, seed: int = 0, signature: str | None = None
+                   ) -> list[Sample]:
+    """``count`` seeded samples valid for ``model`` (see interpreter.inputs), for the
+    inputs of subgraph 0 or of ``signature``."""
+    specs = input_specs(model, signature)
     samples = []
     for s in range(count):
-        arrays = seeded_inputs(model, seed + s)
-        samples.append(_real_inputs(model, [arrays[spec.name] for spec in specs]))
+        arrays = seeded_inputs(model, seed + s, signature)
+        samples.append(_real_inputs(model, [arrays[spec.name] for spec in specs], signature))
     return samples
 
 
@@ -156,10 +160,11 @@ def image_samples(model: Model, folder: str | os.PathLike, limit: int | None = N
     return samples
 
 
-def given_samples(model: Model, samples: Sequence[Mapping[str, Any] | Sequence[Any]]
-                  ) -> list[Sample]:
-    """Samples given as dicts keyed by input name (a debugger session's Inputs) or lists."""
-    specs = input_specs(model)
+def given_samples(model: Model, samples: Sequence[Mapping[str, Any] | Sequence[Any]],
+                  signature: str | None = None) -> list[Sample]:
+    """Samples given as dicts keyed by input name (a debugger session's Inputs) or lists,
+    for the inputs of subgraph 0 or of ``signature``."""
+    specs = input_specs(model, signature)
     out = []
     for s in samples:
         if isinstance(s, Mapping):
@@ -171,14 +176,15 @@ def given_samples(model: Model, samples: Sequence[Mapping[str, Any] | Sequence[A
                 arrays.append(hit)
         else:
             arrays = list(s)
-        out.append(_real_inputs(model, arrays))
+        out.append(_real_inputs(model, arrays, signature))
     return out
 
 
-def model_inputs(model: Model, sample: Sample) -> list[np.ndarray]:
+def model_inputs(model: Model, sample: Sample, signature: str | None = None
+                 ) -> list[np.ndarray]:
     """A sample in ``model``'s own input types (quantized inputs quantized)."""
     out = []
-    for spec, real in zip(input_specs(model), sample):
+    for spec, real in zip(input_specs(model, signature), sample):
         t = model.subgraphs[spec.subgraph].tensors[spec.tensor]
         q = t.quantization
         a = np.asarray(real)
