@@ -111,3 +111,26 @@ def test_npz_and_images(tmp_path, capsys):
     rc = main(["quant", str(SMALL_INT8), "--float", str(SMALL_FLOAT), "--images",
                str(tmp_path / "imgs"), "--json", str(tmp_path / "b.json")])
     assert rc == 0 and _strict((tmp_path / "b.json").read_text())["samples"] == 2
+
+
+def test_json_and_csv_carry_the_subgraph(tmp_path, capsys):
+    """lstm_dynamic vs lstm_float: rows of the loop bodies are (subgraph, tensor) in the
+    text, JSON and CSV, in the API's order with the API's numbers."""
+    from .helpers import MODELS
+    q, f = MODELS / "lstm_dynamic.tflite", MODELS / "lstm_float.tflite"
+    rc = main(["quant", str(q), "--float", str(f), "--samples", "1", "--per-layer-fallback",
+               "--csv", str(tmp_path / "o.csv"), "--json", str(tmp_path / "o.json")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "sg  2 op    2 FULLY_CONNECTED" in out
+    api = analyze(q, f, samples=1, per_layer_fallback=True)
+    data = _strict((tmp_path / "o.json").read_text())
+    rows = list(csv.DictReader(open(tmp_path / "o.csv")))
+    keys = [(t.subgraph, t.tensor) for t in api.ranked()]
+    assert {k[0] for k in keys} == {0, 2, 4}
+    assert [(t["subgraph"], t["tensor"]) for t in data["tensors"][:len(keys)]] == keys
+    assert [(int(r["subgraph"]), int(r["tensor"])) for r in rows[:len(keys)]] == keys
+    for t, row in zip(api.ranked(), rows):
+        assert float(row["sqnr_db"]) == pytest.approx(t.metrics["sqnr_db"], rel=1e-12)
+        assert int(row["float_subgraph"]) == t.float_subgraph
+    assert [(g["subgraph"], g["op"]) for g in data["fallback"]] == [(2, 2)]
+    assert data["weights"][0]["subgraph"] == 2

@@ -104,7 +104,8 @@ def main(args) -> int:
         if low:
             worst = min(low, key=lambda t: t.metrics["sqnr_db"])
             failed.append(f"{len(low)} tensor(s) below {args.fail_below_sqnr:g} dB SQNR (worst: "
-                          f"tensor {worst.tensor} {worst.name!r}, {worst.metrics['sqnr_db']:.2f} dB)")
+                          f"subgraph {worst.subgraph} tensor {worst.tensor} {worst.name!r}, "
+                          f"{worst.metrics['sqnr_db']:.2f} dB)")
     if failed:
         sys.stderr.write("tflite-viewer quant: check failed: " + "; ".join(failed) + "\n")
         return EXIT_CHECK_FAILED
