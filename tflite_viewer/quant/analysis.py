@@ -168,12 +168,13 @@ def make_samples(model: Model, float_model: Model | None, *, count: int = 10, se
                  npz: str | os.PathLike | None = None, images: str | os.PathLike | None = None,
                  given: Sequence | None = None, signature: str | None = None
                  ) -> list[smp.Sample]:
-    """The samples of an analysis: given arrays, a .npz, an image folder, else seeded ones
-    (from the float model when there is one: its inputs are what the data looks like),
-    for the inputs of subgraph 0 or of ``signature``."""
+    """The samples of an analysis: given arrays (inputs of ``model``, the quantized one:
+    a debugger session's Inputs, integers for its quantized inputs), a .npz, an image
+    folder, else seeded ones (from the float model when there is one: its inputs are what
+    the data looks like), for the inputs of subgraph 0 or of ``signature``."""
     source = float_model if float_model is not None else model
     if given is not None:
-        got = smp.given_samples(source, given, signature)
+        got = smp.given_samples(model, given, signature)
         return got[:count] if count else got
     if npz is not None:
         return smp.npz_samples(model, npz, count)
