@@ -419,7 +419,8 @@ class QuantDock(QWidget):
         self.table.setColumnWidth([k for k, _ in COLUMNS].index("name"), 220)
         self.export_button.setEnabled(True)
         out = report.outputs
-        summary = f"{len(report.compared())} tensors compared on {report.samples} samples"
+        summary = (f"{len(report.compared())} tensors compared on {report.samples} "
+                   f"sample{'s' if report.samples != 1 else ''}")
         subgraphs = {t.subgraph for t in report.compared()}
         if len(subgraphs) > 1:
             summary += f" in {len(subgraphs)} subgraphs"

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QComboBox, QFileDialog, QHBoxLayout, QWidget
 SEEDED, IMAGES, NPZ, DEBUGGER = "seeded", "images", "npz", "debugger"
 LABELS = {SEEDED: "Seeded samples", IMAGES: "Folder of images\u2026",
           NPZ: "Inputs file (.npz)\u2026", DEBUGGER: "Inputs of the debugger session"}
-NO_SESSION = ("No debug session: start one (Debug > Continue, F5) with the inputs to "
+NO_SESSION = ("No debug session: start one (Debug > Start / Continue, F5) with the inputs to "
               "analyse, then choose this.")
 
 #: () -> (inputs by name, signature or None) of the running debug session, or None
