@@ -168,3 +168,25 @@ def test_second_signature_equals_numpy_on_litert(backend):
             assert _close(out.per_input[s][k], ref[k], key=k), (backend, s, k)
         assert _close(report.entry_outputs[1]["per_input"][s]["sqnr_db"], ref["sqnr_db"],
                       key="sqnr_db")
+
+
+def test_given_samples_feed_the_chosen_signature():
+    """A debugger session on the 'encode' signature: its inputs feed that entry (one
+    sample), subgraph 0 still runs, on seeded samples; the encode tensors' metrics equal
+    numpy on LiteRT's signature runner with exactly those inputs."""
+    from tests.litert_oracle import litert
+    approx = _perturbed_multi_signature()
+    x = np.array([[0.5, -1.0, 2.0, 0.25]], np.float32)
+    report = analyze(approx, MULTI_SIG, samples=3, given=[{"x": x}], signature="encode")
+    assert report.samples == 1
+    assert [(o["signature"], len(o["per_input"])) for o in report.entry_outputs] == [
+        ("encode", 1), (None, 3)]
+    refs = []
+    for model in (MULTI_SIG, bytes(np.asarray(approx.data, np.uint8))):
+        li = litert(model)
+        li.get_signature_runner("encode")(x=x)
+        refs.append(li.get_tensor(2, 1))
+    ref = numpy_metrics(refs[0], refs[1], None)
+    [got] = report.tensor(2, 1).per_input
+    for k in METRICS:
+        assert _close(got[k], ref[k], key=k), k

@@ -196,15 +196,20 @@ class _Run:
 
 
 def _float_entry(qm: Model, fm: Model, entry: Entry, pairing: Pairing) -> Entry | None:
-    """The float model's entry that runs what ``entry`` runs in the quantized one."""
+    """The float model's entry that runs what ``entry`` runs in the quantized one: the
+    same signature, else the paired subgraph (subgraph 0, or a signature of it)."""
     from .runner import reached_subgraphs
-    if entry.signature is not None:
-        if any(s.key == entry.signature for s in fm.signature_defs):
-            k = fm.signature(entry.signature).subgraph_index
-            return Entry(entry.signature, k, reached_subgraphs(fm, k))
-        return None
+    if entry.signature is not None and any(s.key == entry.signature
+                                           for s in fm.signature_defs):
+        k = fm.signature(entry.signature).subgraph_index
+        return Entry(entry.signature, k, reached_subgraphs(fm, k))
     k = pairing.subgraphs.get(entry.subgraph)
-    return None if k is None else Entry(None, k, reached_subgraphs(fm, k))
+    if k is None:
+        return None
+    if k == 0:
+        return Entry(None, 0, reached_subgraphs(fm, 0))
+    key = next((s.key for s in fm.signature_defs if s.subgraph_index == k), None)
+    return None if key is None else Entry(key, k, reached_subgraphs(fm, k))
 
 
 def _plan(qm: Model, fm: Model | None, pairing: Pairing | None, backend: str, *, count: int,
