@@ -190,3 +190,15 @@ def test_given_samples_feed_the_chosen_signature():
     [got] = report.tensor(2, 1).per_input
     for k in METRICS:
         assert _close(got[k], ref[k], key=k), k
+
+
+def test_spec_rule_found_in_a_loop_body():
+    """The body's int8 weight given zero point 3 (the editor): the finding names subgraph
+    2, its FULLY_CONNECTED and the tensor; the clean model has none."""
+    from tflite_viewer.edit import SetQuantization
+    from tflite_viewer.quant import check_spec
+    assert check_spec(load_model(LSTM_DYNAMIC)) == []
+    q = load_model(LSTM_DYNAMIC).subgraphs[BODY].tensors[16].quantization
+    bad = edited(LSTM_DYNAMIC, SetQuantization(BODY, 16, q.scale, np.full(q.scale.size, 3), 0))
+    [f] = [f for f in check_spec(bad) if f.rule == "weight-zero-point"]
+    assert (f.subgraph, f.op, f.tensor) == (BODY, 2, 16) and f.values["zero_points"][0] == 3

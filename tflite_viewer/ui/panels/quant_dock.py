@@ -299,6 +299,8 @@ class QuantDock(QWidget):
         self.findings_tree.clear()
         for f in self.findings:
             obj = f"op #{f.op}" if f.op is not None else f"tensor {f.tensor}"
+            if f.subgraph:
+                obj = f"subgraph {f.subgraph} {obj}"
             item = QTreeWidgetItem(self.findings_tree, [f.severity, f.rule, obj, f.message])
             item.setForeground(0, SEVERITY_COLOURS.get(f.severity, QColor("#1f2328")))
             item.setToolTip(3, f.message)
