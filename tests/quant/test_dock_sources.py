@@ -130,3 +130,23 @@ def test_loop_bodies_in_the_dock_and_on_the_canvas(window, qtbot):
             and r["sqnr_db"] is not None and math.isfinite(r["sqnr_db"])}
     assert set(ov.fractions) == main
     dock.overlay_metric.setCurrentIndex(0)
+
+
+def test_a_finding_in_a_loop_body_selects_there(window, qtbot, tmp_path):
+    from tflite_viewer.edit import SetQuantization
+    from tflite_viewer.model import load_model
+
+    from .helpers import edited
+    path = MODELS / "lstm_dynamic.tflite"
+    q = load_model(path).subgraphs[2].tensors[16].quantization
+    bad = edited(path, SetQuantization(2, 16, q.scale, np.full(q.scale.size, 3), 0))
+    out = tmp_path / "bad_body.tflite"
+    out.write_bytes(bytes(np.asarray(bad.data, np.uint8)))
+    dock = window.quant_panel
+    with qtbot.waitSignal(dock.findingsChanged, timeout=20_000, check_params_cb=bool):
+        assert window.open_path(out, wait=True)
+    item = dock.findings_tree.topLevelItem(0)
+    assert item.text(2) == "subgraph 2 op #2"
+    assert window.subgraph == 0
+    dock._finding_clicked(item)
+    assert window.subgraph == 2 and window.selection == ("op", 2)
