@@ -34,7 +34,8 @@ from ..histogram_widget import HistogramWidget
 from ..workers import Task
 from .quant_source import DEBUGGER, SampleSource
 
-COLUMNS = (("subgraph", "Subgraph"), ("tensor", "Tensor"), ("op", "Op"), ("opcode", "Type"), ("name", "Name"),
+COLUMNS = (("subgraph", "Subgraph"), ("tensor", "Tensor"), ("op", "Op"), ("opcode", "Type"),
+           ("name", "Name"),
            ("sqnr_db", "SQNR dB"), ("cosine", "Cosine"), ("rmse_scale", "RMSE/scale"),
            ("max_abs_error", "Max abs err"), ("mean_error", "Mean err"),
            ("mean_squared_error", "MSE"), ("stddev", "Std dev"),
