@@ -55,18 +55,17 @@ def litert_runs(qpath: Path, fpath: Path, qm, fm, samples, compare: bool) -> flo
     fl.allocate_tensors()
     ql.allocate_tensors()
     pairing = pair_models(qm, fm) if compare else None
-    qsg = qm.subgraphs[0]
     for sample in samples:
         for li, m in ((fl, fm), (ql, qm)):
             for d, a in zip(li.get_input_details(), model_inputs(m, sample)):
                 li.set_tensor(d["index"], a)
             li.invoke()
         if compare:
-            for qi, (fi, _) in pairing.tensors.items():
-                q = ql.get_tensor(qi)
-                t = qsg.tensors[qi]
+            for (qs, qi), ((fs, fi), _) in pairing.tensors.items():
+                q = ql.get_tensor(qi, qs)
+                t = qm.subgraphs[qs].tensors[qi]
                 deq = dequantize(q, t.quantization) if q.dtype.kind in "iu" else q
-                tensor_metrics(fl.get_tensor(fi), deq)
+                tensor_metrics(fl.get_tensor(fi, fs), deq)
     return time.perf_counter() - t0
 
 

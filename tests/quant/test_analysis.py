@@ -72,9 +72,10 @@ def test_unpaired_tensors_are_reported():
     # the float dense layer's output renamed: paired by position instead
     f2 = edited(SMALL_FLOAT, RenameTensor(0, 24, "other"))
     p = pair_models(qm, f2)
-    assert 25 in p.tensors and p.tensors[25] == (24, "position")
+    assert (0, 25) in p.tensors and p.tensors[(0, 25)] == ((0, 24), "position")
     p_none = pair_models(qm, load_model(MODELS / "sine_float.tflite"))
-    real_q = [t.index for t in qm.subgraphs[0].tensors if not t.is_constant and t.type_name == "INT8"]
+    real_q = [(0, t.index) for t in qm.subgraphs[0].tensors
+              if not t.is_constant and t.type_name == "INT8"]
     assert sorted(p_none.unpaired_quantized + list(p_none.tensors)) == sorted(real_q)
     assert p_none.unpaired_quantized and p_none.unpaired_float
 
@@ -86,7 +87,7 @@ def test_activation_statistics_by_hand():
     from tflite_viewer.quant.runner import ModelRunner
     from tflite_viewer.quant.analysis import make_samples
     qm = load_model(SMALL_INT8)
-    runs = [ModelRunner(qm).run(s)[14].copy() for s in make_samples(qm, load_model(SMALL_FLOAT), count=2)]
+    runs = [ModelRunner(qm).run(s)[(0, 14)].copy() for s in make_samples(qm, load_model(SMALL_FLOAT), count=2)]
     allq = np.concatenate([x.ravel() for x in runs])
     assert a.count == allq.size
     assert a.at_min == np.count_nonzero(allq == -128) and a.at_max == np.count_nonzero(allq == 127)
@@ -124,13 +125,13 @@ def test_hybrid_model():
     qm = load_model(MNV2_DYNAMIC)
     ops = candidate_ops(qm)
     # hybrid ops (float activations, int8 weights) are the fallback candidates
-    assert {qm.subgraphs[0].operators[k].opcode.name for k in ops} == {
+    assert {qm.subgraphs[sg].operators[k].opcode.name for sg, k in ops} == {
         "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"}
     chosen = [ops[0], ops[1], ops[-1]]  # the first two hybrid ops and the fully connected one
     r = analyze(qm, MNV2_FLOAT, samples=1, per_layer_fallback=True, fallback_ops=chosen)
     assert len(r.compared()) == 66 and not r.unpaired_quantized
     assert all(t.type_name == "FLOAT32" for t in r.compared())
-    assert sorted(g.op for g in r.fallback) == sorted(chosen)
+    assert sorted((g.subgraph, g.op) for g in r.fallback) == sorted(chosen)
     assert all(g.error is None and g.weights == "float model" for g in r.fallback)
     # a hybrid op differs from its float computation (int8 weights, quantized inputs)
     assert all(g.local["sqnr_db"] < 80 for g in r.fallback)

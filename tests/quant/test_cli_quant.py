@@ -101,63 +101,36 @@ def test_npz_and_images(tmp_path, capsys):
     rc = main(["quant", str(SMALL_INT8), "--float", str(SMALL_FLOAT), "--inputs",
                str(tmp_path / "in.npz"), "--json", str(tmp_path / "a.json")])
     assert rc == 0 and _strict((tmp_path / "a.json").read_text())["samples"] == 3
-    # a folder of images: an 8-bit PNG written by hand (zlib, filter 0) and a .npy
-    import struct
-    import zlib
+    # a folder of images: a JPEG (written by Pillow) and a .npy
+    from PIL import Image
     img = rng.integers(0, 256, (40, 50, 3), dtype=np.uint8)
-    raw = b"".join(b"\x00" + img[y].tobytes() for y in range(40))
-
-    def chunk(kind, body):
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 50, 40, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
     (tmp_path / "imgs").mkdir()
-    (tmp_path / "imgs" / "a.png").write_bytes(png)
+    Image.fromarray(img).save(tmp_path / "imgs" / "a.jpg", quality=95)
     np.save(tmp_path / "imgs" / "b.npy", img)
-    from tflite_viewer.quant.samples import image_samples, load_image
-    np.testing.assert_array_equal(load_image(tmp_path / "imgs" / "a.png"), img)
-    s = image_samples(load_model(SMALL_FLOAT), tmp_path / "imgs")
-    assert len(s) == 2 and s[0][0].shape == (1, 32, 32, 3)
-    np.testing.assert_allclose(s[0][0], s[1][0])
-    assert s[0][0].min() >= -1 and s[0][0].max() <= 1
+    (tmp_path / "imgs" / "notes.txt").write_text("not an image: skipped by its suffix")
     rc = main(["quant", str(SMALL_INT8), "--float", str(SMALL_FLOAT), "--images",
                str(tmp_path / "imgs"), "--json", str(tmp_path / "b.json")])
     assert rc == 0 and _strict((tmp_path / "b.json").read_text())["samples"] == 2
 
 
-def test_png_row_filters():
-    """PNG rows filtered with each of the five filter types (encoded here from the PNG
-    spec's definitions) decode to the same pixels."""
-    import struct
-    import zlib
-
-    from tflite_viewer.quant.samples import _png
-    rng = np.random.default_rng(3)
-    img = rng.integers(0, 256, (6, 7, 3), dtype=np.uint8)
-    bpp, rows = 3, []
-    prev = np.zeros(7 * 3, np.int64)
-    for y in range(6):
-        cur = img[y].reshape(-1).astype(np.int64)
-        ft = y % 5
-        a = np.concatenate([np.zeros(bpp, np.int64), cur[:-bpp]])
-        c = np.concatenate([np.zeros(bpp, np.int64), prev[:-bpp]])
-        if ft == 0:
-            pred = np.zeros_like(cur)
-        elif ft == 1:
-            pred = a
-        elif ft == 2:
-            pred = prev
-        elif ft == 3:
-            pred = (a + prev) // 2
-        else:
-            p = a + prev - c
-            pa, pb, pc = abs(p - a), abs(p - prev), abs(p - c)
-            pred = np.where((pa <= pb) & (pa <= pc), a, np.where(pb <= pc, prev, c))
-        rows.append(bytes([ft]) + ((cur - pred) % 256).astype(np.uint8).tobytes())
-        prev = cur
-
-    def chunk(kind, body):
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 7, 6, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(b"".join(rows))) + chunk(b"IEND", b""))
-    np.testing.assert_array_equal(_png(png), img)
+def test_json_and_csv_carry_the_subgraph(tmp_path, capsys):
+    """lstm_dynamic vs lstm_float: rows of the loop bodies are (subgraph, tensor) in the
+    text, JSON and CSV, in the API's order with the API's numbers."""
+    from .helpers import MODELS
+    q, f = MODELS / "lstm_dynamic.tflite", MODELS / "lstm_float.tflite"
+    rc = main(["quant", str(q), "--float", str(f), "--samples", "1", "--per-layer-fallback",
+               "--csv", str(tmp_path / "o.csv"), "--json", str(tmp_path / "o.json")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "sg  2 op    2 FULLY_CONNECTED" in out
+    api = analyze(q, f, samples=1, per_layer_fallback=True)
+    data = _strict((tmp_path / "o.json").read_text())
+    rows = list(csv.DictReader(open(tmp_path / "o.csv")))
+    keys = [(t.subgraph, t.tensor) for t in api.ranked()]
+    assert {k[0] for k in keys} == {0, 2, 4}
+    assert [(t["subgraph"], t["tensor"]) for t in data["tensors"][:len(keys)]] == keys
+    assert [(int(r["subgraph"]), int(r["tensor"])) for r in rows[:len(keys)]] == keys
+    for t, row in zip(api.ranked(), rows):
+        assert float(row["sqnr_db"]) == pytest.approx(t.metrics["sqnr_db"], rel=1e-12)
+        assert int(row["float_subgraph"]) == t.float_subgraph
+    assert [(g["subgraph"], g["op"]) for g in data["fallback"]] == [(2, 2)]
+    assert data["weights"][0]["subgraph"] == 2

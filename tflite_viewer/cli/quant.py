@@ -28,7 +28,8 @@ def add_parser(subparsers) -> None:
     src.add_argument("--inputs", metavar="IN.npz",
                      help="samples keyed by input name (a leading axis holds several)")
     src.add_argument("--images", metavar="DIR",
-                     help="a folder of images (8-bit PNG, PPM/PGM, .npy), mapped to [-1, 1]")
+                     help="a folder of images (JPEG, PNG, ... or .npy), resized to the input and "
+                          "normalized by its metadata (else onto its range)")
     p.add_argument("--samples", type=int, default=10, metavar="N",
                    help="number of samples (seeded when no --inputs/--images; default 10)")
     p.add_argument("--seed", type=int, default=0, help="seed of the seeded samples")
@@ -103,7 +104,8 @@ def main(args) -> int:
         if low:
             worst = min(low, key=lambda t: t.metrics["sqnr_db"])
             failed.append(f"{len(low)} tensor(s) below {args.fail_below_sqnr:g} dB SQNR (worst: "
-                          f"tensor {worst.tensor} {worst.name!r}, {worst.metrics['sqnr_db']:.2f} dB)")
+                          f"subgraph {worst.subgraph} tensor {worst.tensor} {worst.name!r}, "
+                          f"{worst.metrics['sqnr_db']:.2f} dB)")
     if failed:
         sys.stderr.write("tflite-viewer quant: check failed: " + "; ".join(failed) + "\n")
         return EXIT_CHECK_FAILED

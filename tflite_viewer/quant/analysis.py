@@ -10,6 +10,13 @@
 
 Both models run on the same samples (`tflite_viewer.quant.samples`); every paired tensor
 gets the metrics of `tflite_viewer.quant.metrics` per sample and averaged.
+
+Every subgraph is analysed: the runs of `runner.entries` (subgraph 0, and any signature
+whose subgraph it does not call) together execute them all; the tensors of a called
+subgraph (a loop body) are compared over every invocation (`runner`).  Tensors and ops
+are identified by (subgraph, index); the samples given (``given``, ``inputs``,
+``images``) feed the entry of ``signature`` (default: subgraph 0), any other entry runs
+on seeded samples.
 """
 from __future__ import annotations
 
@@ -28,7 +35,7 @@ from .fallback import FallbackGain, FallbackRunner, output_quality
 from .metrics import average, badness, tensor_metrics
 from .pairing import Pairing, is_real, pair_models
 from .ranges import dequantize, integer_range
-from .runner import ModelRunner
+from .runner import Entry, ModelRunner, entries
 from .spec import Finding, check_spec
 from .weights import WeightReport, analyze_weights
 
@@ -41,7 +48,7 @@ class Cancelled(TFLiteViewerError):
 
 @dataclass
 class TensorReport:
-    """One activation of the quantized model (subgraph 0) and what was measured on it."""
+    """One activation of the quantized model and what was measured on it."""
 
     tensor: int
     name: str
@@ -56,10 +63,17 @@ class TensorReport:
     activation: ActivationStats | None = None
     #: the first sample's values (float, dequantized), for the window's side-by-side view
     sample_values: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    subgraph: int = 0
+    float_subgraph: int | None = None
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.subgraph, self.tensor)
 
     def to_dict(self, per_input: bool = True) -> dict[str, Any]:
-        d = {"tensor": self.tensor, "name": self.name, "type_name": self.type_name,
-             "shape": list(self.shape), "op": self.op, "opcode": self.opcode,
+        d = {"subgraph": self.subgraph, "tensor": self.tensor, "name": self.name,
+             "type_name": self.type_name, "shape": list(self.shape), "op": self.op,
+             "opcode": self.opcode, "float_subgraph": self.float_subgraph,
              "float_tensor": self.float_tensor, "paired_by": self.paired_by,
              "metrics": self.metrics}
         if per_input:
@@ -81,6 +95,8 @@ class QuantReport:
     unpaired_float: list[dict[str, Any]] = field(default_factory=list)
     outputs: dict[str, Any] | None = None           # model outputs: sqnr/cosine per input
     fallback: list[FallbackGain] = field(default_factory=list)
+    #: the outputs' quality of every run (`runner.entries`); ``outputs`` is the first's
+    entry_outputs: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Finding]:
@@ -92,13 +108,15 @@ class QuantReport:
     def ranked(self, metric: str = "sqnr_db") -> list[TensorReport]:
         """Compared tensors, worst first by ``metric``."""
         return sorted(self.compared(), key=lambda t: (
-            -badness(metric, t.metrics.get(metric)), -1 if t.op is None else t.op, t.tensor))
+            -badness(metric, t.metrics.get(metric)), t.subgraph, -1 if t.op is None else t.op,
+            t.tensor))
 
-    def tensor(self, index: int) -> TensorReport | None:
-        return next((t for t in self.tensors if t.tensor == index), None)
+    def tensor(self, index: int, subgraph: int = 0) -> TensorReport | None:
+        return next((t for t in self.tensors if t.tensor == index and t.subgraph == subgraph),
+                    None)
 
-    def fallback_for(self, op: int | None) -> FallbackGain | None:
-        return next((g for g in self.fallback if g.op == op), None)
+    def fallback_for(self, op: int | None, subgraph: int = 0) -> FallbackGain | None:
+        return next((g for g in self.fallback if g.op == op and g.subgraph == subgraph), None)
 
     def to_dict(self) -> dict[str, Any]:
         return _finite({
@@ -110,6 +128,7 @@ class QuantReport:
             "unpaired_quantized": self.unpaired_quantized,
             "unpaired_float": self.unpaired_float,
             "outputs": self.outputs,
+            "entry_outputs": self.entry_outputs,
             "fallback": [g.to_dict() for g in self.fallback],
         })
 
@@ -147,63 +166,168 @@ def _label(m: Model, given) -> str:
 
 def make_samples(model: Model, float_model: Model | None, *, count: int = 10, seed: int = 0,
                  npz: str | os.PathLike | None = None, images: str | os.PathLike | None = None,
-                 given: Sequence | None = None) -> list[smp.Sample]:
-    """The samples of an analysis: given arrays, a .npz, an image folder, else seeded ones
-    (from the float model when there is one: its inputs are what the data looks like)."""
+                 given: Sequence | None = None, signature: str | None = None
+                 ) -> list[smp.Sample]:
+    """The samples of an analysis: given arrays (inputs of ``model``, the quantized one:
+    a debugger session's Inputs, integers for its quantized inputs), a .npz, an image
+    folder, else seeded ones (from the float model when there is one: its inputs are what
+    the data looks like), for the inputs of subgraph 0 or of ``signature``."""
     source = float_model if float_model is not None else model
     if given is not None:
-        return smp.given_samples(source, given)[:count] if count else smp.given_samples(source, given)
+        got = smp.given_samples(model, given, signature)
+        return got[:count] if count else got
     if npz is not None:
         return smp.npz_samples(model, npz, count)
     if images is not None:
         return smp.image_samples(model, images, count)
-    return smp.seeded_samples(source, count, seed)
+    return smp.seeded_samples(source, count, seed, signature)
+
+
+@dataclass
+class _Run:
+    """One entry of the quantized model, its float counterpart, samples and runners."""
+
+    entry: Entry
+    covers: frozenset[int]               # the subgraphs compared on this run
+    samples: list[smp.Sample]
+    qrun: ModelRunner
+    frun: ModelRunner | None
+    out_pairs: list[tuple[int, tuple[int, int]]]   # (quantized output, float (sg, tensor))
+
+
+def _float_entry(qm: Model, fm: Model, entry: Entry, pairing: Pairing) -> Entry | None:
+    """The float model's entry that runs what ``entry`` runs in the quantized one: the
+    same signature, else the paired subgraph (subgraph 0, or a signature of it)."""
+    from .runner import reached_subgraphs
+    if entry.signature is not None and any(s.key == entry.signature
+                                           for s in fm.signature_defs):
+        k = fm.signature(entry.signature).subgraph_index
+        return Entry(entry.signature, k, reached_subgraphs(fm, k))
+    k = pairing.subgraphs.get(entry.subgraph)
+    if k is None:
+        return None
+    if k == 0:
+        return Entry(None, 0, reached_subgraphs(fm, 0))
+    key = next((s.key for s in fm.signature_defs if s.subgraph_index == k), None)
+    return None if key is None else Entry(key, k, reached_subgraphs(fm, k))
+
+
+def _plan(qm: Model, fm: Model | None, pairing: Pairing | None, backend: str, *, count: int,
+          seed: int, npz, images, given, signature: str | None) -> list[_Run]:
+    runs: list[_Run] = []
+    covered: set[int] = set()
+    todo = entries(qm)
+    if signature is not None:  # the given samples' entry first
+        sig = qm.signature(signature)
+        from .runner import reached_subgraphs
+        first = Entry(signature, sig.subgraph_index, reached_subgraphs(qm, sig.subgraph_index))
+        todo = [first] + [e for e in todo if e.subgraph != first.subgraph]
+    for n, e in enumerate(todo):
+        covers = frozenset(e.reached - covered)
+        if not covers:
+            continue
+        covered |= covers
+        fe = _float_entry(qm, fm, e, pairing) if fm is not None else None
+        if n == 0:
+            batch = make_samples(qm, fm if fe is not None else None, count=count, seed=seed,
+                                 npz=npz, images=images, given=given, signature=e.signature)
+        else:  # seeded, for the entry's own inputs
+            batch = smp.seeded_samples(fm if fe is not None else qm, count, seed,
+                                       fe.signature if fe is not None else e.signature)
+        qsg = qm.subgraphs[e.subgraph]
+        outs = [(qi, pairing.tensors[(e.subgraph, qi)][0]) for qi in qsg.outputs
+                if pairing is not None and (e.subgraph, qi) in pairing.tensors] \
+            if fe is not None else []
+        runs.append(_Run(e, covers, batch, ModelRunner(qm, backend, e),
+                         ModelRunner(fm, backend, fe) if fe is not None else None, outs))
+    return runs
+
+
+def _tensor_reports(qm: Model, pairing: Pairing | None) -> dict[tuple[int, int], TensorReport]:
+    """A report for every real-valued activation of every subgraph."""
+    reports: dict[tuple[int, int], TensorReport] = {}
+    for qsg in qm.subgraphs:
+        producer = {o: op.index for op in qsg.operators for o in op.outputs if o >= 0}
+        for t in qsg.tensors:
+            if t.is_constant or not is_real(t):
+                continue
+            op = producer.get(t.index)
+            rep = TensorReport(t.index, t.name, t.type_name, tuple(t.shape), op,
+                               qsg.operators[op].opcode.name if op is not None else "input",
+                               subgraph=qsg.index)
+            rep.activation = new_stats(t)
+            if pairing is not None and (qsg.index, t.index) in pairing.tensors:
+                (rep.float_subgraph, rep.float_tensor), rep.paired_by = \
+                    pairing.tensors[(qsg.index, t.index)]
+            reports[(qsg.index, t.index)] = rep
+    return reports
+
+
+def _measure(qm: Model, rep: TensorReport, qv: np.ndarray, ref: np.ndarray | None,
+             keep_values: bool) -> None:
+    """One sample's values of one tensor: activation statistics, and the metrics against
+    the float values ``ref`` when paired."""
+    t = qm.subgraphs[rep.subgraph].tensors[rep.tensor]
+    if rep.activation is not None:
+        rep.activation.add(qv, ref)
+    if ref is None:
+        return
+    deq = dequantize(qv, t.quantization) if qv.dtype.kind in "iu" and t.quantization \
+        is not None else qv
+    if np.shape(ref) != np.shape(deq):
+        return
+    scale = float(t.quantization.scale[0]) if t.quantization is not None and \
+        t.quantization.scale.size == 1 and integer_range(t.type_name) else None
+    rep.per_input.append(tensor_metrics(ref, deq, scale))
+    if keep_values and rep.sample_values is None:
+        rep.sample_values = (np.asarray(ref, np.float32), np.asarray(deq, np.float32))
+
+
+def _q_outputs(qm: Model, run: _Run, values: dict) -> list[np.ndarray]:
+    res = []
+    for qi, _ in run.out_pairs:
+        t = qm.subgraphs[run.entry.subgraph].tensors[qi]
+        v = values[(run.entry.subgraph, qi)]
+        res.append(dequantize(v, t.quantization) if v.dtype.kind in "iu" else v)
+    return res
 
 
 def analyze(model: Model | str | os.PathLike | bytes,
             float_model: Model | str | os.PathLike | bytes | None = None, *,
             samples: int = 10, seed: int = 0, inputs: str | os.PathLike | None = None,
             images: str | os.PathLike | None = None, given: Sequence | None = None,
-            per_layer_fallback: bool = False, fallback_ops: Sequence[int] | None = None,
+            signature: str | None = None,
+            per_layer_fallback: bool = False,
+            fallback_ops: Sequence[int | tuple[int, int]] | None = None,
             backend: str = "interpreter",
             keep_values: bool = False, progress: Progress | None = None,
             cancel: Callable[[], bool] | None = None) -> QuantReport:
     """Spec checks, weight and activation analysis, and (with ``float_model``) the float vs
-    quantized comparison of every paired tensor and, with ``per_layer_fallback``, the gain
-    of computing each quantized op (or each of ``fallback_ops``) in float.  ``backend``
-    "litert" reads the tensors from LiteRT instead of this interpreter (no fallback then).
-    ``progress(done, total, message)`` is called as it goes; ``cancel()`` returning True
-    stops it with `Cancelled`.  See the module docstring."""
+    quantized comparison of every paired tensor of every subgraph and, with
+    ``per_layer_fallback``, the gain of computing each quantized op (or each of
+    ``fallback_ops``: (subgraph, op) pairs, or op indices of subgraph 0) in float.
+    ``backend`` "litert" reads the tensors from LiteRT instead of this interpreter (no
+    fallback then; LiteRT exposes the entry subgraphs' tensors only).  The samples given
+    feed subgraph 0's inputs, or ``signature``'s.  ``progress(done, total, message)`` is
+    called as it goes; ``cancel()`` returning True stops it with `Cancelled`.  See the
+    module docstring."""
     qm = _load(model)
     fm = _load(float_model)
     findings = check_spec(qm)
     pairing: Pairing | None = pair_models(qm, fm) if fm is not None else None
     weights = analyze_weights(qm, fm, pairing)
-    batch = make_samples(qm, fm, count=samples, seed=seed, npz=inputs, images=images, given=given)
-    qrun = ModelRunner(qm, backend)
-    frun = ModelRunner(fm, backend) if fm is not None else None
-    qsg = qm.subgraphs[0]
-    producer = {o: op.index for op in qsg.operators for o in op.outputs if o >= 0}
-    reports: dict[int, TensorReport] = {}
-    for t in qsg.tensors:
-        if t.is_constant or not is_real(t):
-            continue
-        op = producer.get(t.index)
-        rep = TensorReport(t.index, t.name, t.type_name, tuple(t.shape), op,
-                           qsg.operators[op].opcode.name if op is not None else "input")
-        rep.activation = new_stats(t)
-        if pairing is not None and t.index in pairing.tensors:
-            rep.float_tensor, rep.paired_by = pairing.tensors[t.index]
-        reports[t.index] = rep
+    runs = _plan(qm, fm, pairing, backend, count=samples, seed=seed, npz=inputs,
+                 images=images, given=given, signature=signature)
+    reports = _tensor_reports(qm, pairing)
     fb: FallbackRunner | None = None
     if per_layer_fallback and fm is not None and backend == "interpreter":
-        fb = FallbackRunner(qm, fm, pairing, None if fallback_ops is None else list(fallback_ops))
-    runnable = [k for k in (fb.float_ops if fb else {})]
-    total = len(batch) * (1 + len(runnable))
+        ops = None if fallback_ops is None else [
+            k if isinstance(k, tuple) else (0, int(k)) for k in fallback_ops]
+        fb = FallbackRunner(qm, fm, pairing, ops)
+    runnable = {id(r): [k for k in (fb.float_ops if fb else {}) if k[0] in r.covers]
+                for r in runs}
+    total = sum(len(r.samples) * (1 + len(runnable[id(r)])) for r in runs)
     done = 0
-    out_pairs = [(qi, pairing.tensors[qi][0]) for qi in qsg.outputs
-                 if pairing is not None and qi in pairing.tensors]
-    out_rows: list[dict[str, float]] = []
 
     def tick(msg: str) -> None:
         nonlocal done
@@ -213,73 +337,65 @@ def analyze(model: Model | str | os.PathLike | bytes,
             progress(done, total, msg)
         done += 1
 
-    for s, sample in enumerate(batch):
-        tick(f"sample {s + 1}/{len(batch)}: running the models")
-        qt = qrun.run(sample)
-        ft = frun.run(sample) if frun is not None else None
-        for rep in reports.values():
-            qv = qt.get(rep.tensor)
-            if qv is None:
+    entry_outputs = []
+    for run in runs:
+        where = "" if len(runs) == 1 else f"{run.entry.label}, "
+        out_rows: list[dict[str, float]] = []
+        mine = [rep for key, rep in reports.items() if key[0] in run.covers]
+        for s, sample in enumerate(run.samples):
+            tick(f"{where}sample {s + 1}/{len(run.samples)}: running the models")
+            qt = run.qrun.run(sample)
+            ft = run.frun.run(sample) if run.frun is not None else None
+            for rep in mine:
+                qv = qt.get(rep.key)
+                if qv is None:
+                    continue
+                ref = None
+                if ft is not None and rep.float_tensor is not None:
+                    ref = ft.get((rep.float_subgraph, rep.float_tensor))
+                _measure(qm, rep, qv, ref, keep_values)
+            if ft is None or not run.out_pairs:
                 continue
-            t = qsg.tensors[rep.tensor]
-            ref = None
-            if ft is not None and rep.float_tensor is not None:
-                ref = ft.get(rep.float_tensor)
-            if rep.activation is not None:
-                rep.activation.add(qv, ref)
-            if ref is None:
-                continue
-            deq = dequantize(qv, t.quantization) if qv.dtype.kind in "iu" and t.quantization \
-                is not None else qv
-            if np.shape(ref) != np.shape(deq):
-                continue
-            scale = float(t.quantization.scale[0]) if t.quantization is not None and \
-                t.quantization.scale.size == 1 and integer_range(t.type_name) else None
-            rep.per_input.append(tensor_metrics(ref, deq, scale))
-            if keep_values and rep.sample_values is None:
-                rep.sample_values = (np.asarray(ref, np.float32), np.asarray(deq, np.float32))
-        if ft is None or not out_pairs:
-            continue
-        f_outs = [ft[fi] for _, fi in out_pairs]
-
-        def q_outs(tensors: dict[int, np.ndarray]) -> list[np.ndarray]:
-            res = []
-            for qi, _ in out_pairs:
-                t = qsg.tensors[qi]
-                v = tensors[qi]
-                res.append(dequantize(v, t.quantization) if v.dtype.kind in "iu" else v)
-            return res
-
-        base_sqnr, base_cos = output_quality(f_outs, q_outs(qt))
-        out_rows.append({"sqnr_db": base_sqnr, "cosine": base_cos})
-        if fb is None:
-            continue
-        for k in runnable:
-            tick(f"sample {s + 1}/{len(batch)}: op {k} ({fb.gains[k].opcode}) in float")
-            try:
-                tensors = qrun.run(sample, after_op=fb.hook_for(k))
-            except Exception as exc:  # noqa: BLE001 - one op's failure is that op's result
-                fb.gains[k].error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-                continue
-            sq, co = output_quality(f_outs, q_outs(tensors))
-            fb.gains[k].per_input.append({"sqnr_db": sq, "cosine": co, "baseline_sqnr_db": base_sqnr,
-                                          "baseline_cosine": base_cos})
+            f_outs = [ft[fk] for _, fk in run.out_pairs]
+            base_sqnr, base_cos = output_quality(f_outs, _q_outputs(qm, run, qt))
+            out_rows.append({"sqnr_db": base_sqnr, "cosine": base_cos})
+            for k in runnable[id(run)]:
+                tick(f"{where}sample {s + 1}/{len(run.samples)}: op {k[1]} "
+                     f"({fb.gains[k].opcode}) in float")
+                try:
+                    tensors = run.qrun.run(sample, after_op=fb.hook_for(k))
+                except Exception as exc:  # noqa: BLE001 - one op's failure is that op's result
+                    fb.gains[k].error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+                    continue
+                finally:
+                    fb.end_run(k)
+                sq, co = output_quality(f_outs, _q_outputs(qm, run, tensors))
+                fb.gains[k].per_input.append({"sqnr_db": sq, "cosine": co,
+                                              "baseline_sqnr_db": base_sqnr,
+                                              "baseline_cosine": base_cos})
+        if out_rows:
+            entry_outputs.append({"signature": run.entry.signature,
+                                  "subgraph": run.entry.subgraph,
+                                  "tensors": [q for q, _ in run.out_pairs],
+                                  "per_input": out_rows, **average_outputs(out_rows)})
     if progress is not None:
         progress(total, total, "done")
     for rep in reports.values():
         if rep.per_input:
             rep.metrics = average(rep.per_input)
     report = QuantReport(_label(qm, model), _label(fm, float_model) if fm is not None else None,
-                         len(batch), findings, weights, list(reports.values()))
+                         len(runs[0].samples) if runs else 0, findings, weights,
+                         list(reports.values()))
     if pairing is not None:
-        fsg = fm.subgraphs[0]
-        report.unpaired_quantized = [{"tensor": i, "name": qsg.tensors[i].name}
-                                     for i in pairing.unpaired_quantized]
-        report.unpaired_float = [{"tensor": i, "name": fsg.tensors[i].name}
-                                 for i in pairing.unpaired_float]
-    if out_rows:
-        report.outputs = {"tensors": [q for q, _ in out_pairs], "per_input": out_rows,
-                          **average_outputs(out_rows)}
+        report.unpaired_quantized = [{"subgraph": g, "tensor": i,
+                                      "name": qm.subgraphs[g].tensors[i].name}
+                                     for g, i in pairing.unpaired_quantized]
+        report.unpaired_float = [{"subgraph": g, "tensor": i,
+                                  "name": fm.subgraphs[g].tensors[i].name}
+                                 for g, i in pairing.unpaired_float]
+    report.entry_outputs = entry_outputs
+    if entry_outputs and runs and entry_outputs[0]["subgraph"] == runs[0].entry.subgraph:
+        report.outputs = entry_outputs[0]
     if fb is not None:
         report.fallback = fb.finish()
     return report

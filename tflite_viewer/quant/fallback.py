@@ -8,6 +8,11 @@ model's final outputs are compared with the float model's; the gain is the SQNR 
 cosine) improvement over the unmodified quantized model.  The same hook also measures the
 op's own error: its quantized output against its float computation on the same inputs
 (QuantizationDebugger's per-layer view, free of the error accumulated upstream).
+
+Ops are identified by (subgraph, op): an op of a loop body is computed in float on every
+iteration, and the gain is measured on the outputs of the run that executes it.
+Control-flow ops themselves (WHILE, IF, CALL_ONCE) are not candidates: their work is
+their subgraphs' ops, which are.
 """
 from __future__ import annotations
 
@@ -23,12 +28,14 @@ from .pairing import Pairing, is_real
 from .ranges import dequantize, integer_range, quantize
 
 SKIPPED_OPS = {"QUANTIZE", "DEQUANTIZE"}
+OpKey = tuple[int, int]  # (subgraph, op)
 
 
 @dataclass
 class FallbackGain:
     op: int
     opcode: str
+    subgraph: int = 0
     weights: str = "dequantized"           # or "float model"
     sqnr_db: float | None = None           # model outputs with this op in float (mean)
     cosine: float | None = None
@@ -38,9 +45,11 @@ class FallbackGain:
     error: str | None = None               # why the op could not be computed in float
     per_input: list[dict[str, float]] = field(default_factory=list, repr=False)
     _local: list[dict] = field(default_factory=list, repr=False)
+    #: this run's (float computation, quantized output, scale) per invocation of the op
+    _calls: list[tuple] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("op", "opcode", "weights", "sqnr_db", "cosine",
+        return {k: getattr(self, k) for k in ("subgraph", "op", "opcode", "weights", "sqnr_db", "cosine",
                                               "gain_db", "cosine_gain", "local", "error")}
 
 
@@ -50,29 +59,32 @@ def _is_quantized(t) -> bool:
         and t.type_name != "INT32"
 
 
-def candidate_ops(model: Model) -> list[int]:
-    """Ops computed on quantized values: a quantized activation in or out, or quantized
-    weights (hybrid ops); QUANTIZE and DEQUANTIZE excluded."""
-    sg = model.subgraphs[0]
+def candidate_ops(model: Model) -> list[OpKey]:
+    """(subgraph, op) of the ops computed on quantized values, in every subgraph: a
+    quantized activation in or out, or quantized weights (hybrid ops); QUANTIZE,
+    DEQUANTIZE and control-flow ops excluded."""
     out = []
-    for op in sg.operators:
-        if op.opcode.name in SKIPPED_OPS or op.opcode.is_custom:
-            continue
-        tensors = [sg.tensors[i] for i in list(op.inputs) + list(op.outputs) if i >= 0]
-        if any(_is_quantized(t) for t in tensors):
-            out.append(op.index)
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            if op.opcode.name in SKIPPED_OPS or op.opcode.is_custom or op.called_subgraphs:
+                continue
+            tensors = [sg.tensors[i] for i in list(op.inputs) + list(op.outputs) if i >= 0]
+            if any(_is_quantized(t) for t in tensors):
+                out.append((sg.index, op.index))
     return out
 
 
 def float_weights_for(model: Model, float_model: Model | None, pairing: Pairing | None,
-                      op_index: int) -> dict[int, np.ndarray]:
+                      op: OpKey) -> dict[int, np.ndarray]:
+    """The float model's values of the op's paired weights, by quantized tensor index."""
     if float_model is None or pairing is None:
         return {}
-    sg, fsg = model.subgraphs[0], float_model.subgraphs[0]
+    sg = model.subgraphs[op[0]]
     out = {}
-    for i in sg.operators[op_index].inputs:
-        if i >= 0 and sg.tensors[i].is_constant and i in pairing.weights:
-            values = fsg.tensors[pairing.weights[i][0]].values()
+    for i in sg.operators[op[1]].inputs:
+        if i >= 0 and sg.tensors[i].is_constant and (op[0], i) in pairing.weights:
+            fk, fi = pairing.weights[(op[0], i)][0]
+            values = float_model.subgraphs[fk].tensors[fi].values()
             if values is not None and values.shape == tuple(sg.tensors[i].shape):
                 out[i] = values
     return out
@@ -82,53 +94,66 @@ class FallbackRunner:
     """Builds the float ops once and runs the fallback of each on every sample."""
 
     def __init__(self, model: Model, float_model: Model | None, pairing: Pairing | None,
-                 ops: list[int] | None = None) -> None:
+                 ops: list[OpKey] | None = None) -> None:
         from ..schema import schema_generated as S
         self.model = model
         root = S.Model.GetRootAs(bytes(np.asarray(model.data, dtype=np.uint8)), 0)
-        self.gains: dict[int, FallbackGain] = {}
-        self.float_ops: dict[int, FloatOp] = {}
+        self.gains: dict[OpKey, FallbackGain] = {}
+        self.float_ops: dict[OpKey, FloatOp] = {}
         for k in (candidate_ops(model) if ops is None else ops):
-            op = model.subgraphs[0].operators[k]
-            gain = FallbackGain(k, op.opcode.name)
+            op = model.subgraphs[k[0]].operators[k[1]]
+            gain = FallbackGain(k[1], op.opcode.name, k[0])
             weights = float_weights_for(model, float_model, pairing, k)
             if weights:
                 gain.weights = "float model"
             try:
-                self.float_ops[k] = FloatOp(model, k, weights, root)
+                self.float_ops[k] = FloatOp(model, k[1], weights, root, subgraph=k[0])
             except Exception as exc:  # noqa: BLE001 - reported per op, the rest still run
                 gain.error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
             self.gains[k] = gain
 
-    def hook_for(self, k: int):
+    def hook_for(self, k: OpKey):
         fop = self.float_ops[k]
         gain = self.gains[k]
+        sgi, opi = k
 
         def after(interp, ev) -> None:
-            if ev.subgraph != 0 or ev.op != k:
+            if ev.subgraph != sgi or ev.op != opi:
                 return
-            tensors = interp.subgraphs[0].tensors
+            tensors = interp.subgraphs[sgi].tensors
             real_in = []
             for i in fop.inputs:
                 t = tensors[i]
                 real_in.append(dequantize(t.data, t.quantization) if _is_quantized(t) else t.data)
             outs = fop.run(real_in)
-            local = {}
+            local = None
             for o, value in zip(fop.outputs, outs):
                 t = tensors[o]
                 if not is_real(t):
                     continue
                 if _is_quantized(t):
                     before = dequantize(t.data, t.quantization)
-                    local = tensor_metrics(value, before, float(t.quantization.scale[0])
-                                           if t.quantization.scale.size == 1 else None)
-                    interp.set_tensor(0, o, quantize(value, t.quantization, t.type_name))
+                    local = (value, before, float(t.quantization.scale[0])
+                             if t.quantization.scale.size == 1 else None)
+                    interp.set_tensor(sgi, o, quantize(value, t.quantization, t.type_name))
                 else:
-                    local = tensor_metrics(value, t.data)
-                    interp.set_tensor(0, o, value)
-            gain._local.append(local)
+                    local = (value, np.array(t.data), None)
+                    interp.set_tensor(sgi, o, value)
+            if local is not None:
+                gain._calls.append(local)
 
         return after
+
+    def end_run(self, k: OpKey) -> None:
+        """The op's own error on this run: its last real output against its float
+        computation, over every invocation of the op (all iterations of a loop body)."""
+        gain = self.gains[k]
+        calls, gain._calls = gain._calls, []
+        if not calls:
+            return
+        ref = np.concatenate([np.asarray(c[0], np.float64).reshape(-1) for c in calls])
+        got = np.concatenate([np.asarray(c[1], np.float64).reshape(-1) for c in calls])
+        gain._local.append(tensor_metrics(ref, got, calls[0][2]))
 
     def finish(self) -> list[FallbackGain]:
         for g in self.gains.values():
@@ -143,7 +168,7 @@ class FallbackRunner:
             if measured:
                 g.local = average(measured)
         return sorted(self.gains.values(), key=lambda g: (
-            g.gain_db is None, -(g.gain_db if g.gain_db is not None else 0.0), g.op))
+            g.gain_db is None, -(g.gain_db if g.gain_db is not None else 0.0), g.subgraph, g.op))
 
 
 def _gain(value: float, baseline: float) -> float:

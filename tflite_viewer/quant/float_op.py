@@ -23,18 +23,19 @@ from .ranges import dequantize
 
 
 class FloatOp:
-    """A quantized model's op ``index`` (subgraph 0) as a runnable float op."""
+    """A quantized model's op ``index`` of ``subgraph`` as a runnable float op."""
 
     def __init__(self, model: Model, index: int, float_weights: dict[int, np.ndarray] | None = None,
-                 root: S.Model | None = None) -> None:
-        sg = model.subgraphs[0]
+                 root: S.Model | None = None, subgraph: int = 0) -> None:
+        sg = model.subgraphs[subgraph]
         op = sg.operators[index]
         self.index = index
+        self.subgraph = subgraph
         self.inputs = [i for i in op.inputs if i >= 0 and not sg.tensors[i].is_constant]
         self.outputs = [o for o in op.outputs if o >= 0]
         if root is None:
             root = S.Model.GetRootAs(bytes(np.asarray(model.data, dtype=np.uint8)), 0)
-        fb_op = root.Subgraphs(0).Operators(index)
+        fb_op = root.Subgraphs(subgraph).Operators(index)
         op_t = S.OperatorT.InitFromObj(fb_op)
         code_t = S.OperatorCodeT.InitFromObj(root.OperatorCodes(fb_op.OpcodeIndex()))
         m = S.ModelT()

@@ -7,6 +7,11 @@ produced downstream of the partners of the op's inputs (same op type first, then
 fewest float ops away).  Model inputs and outputs pair by position when names differ.
 Weights pair by name, else through their op's partner (same input position and shape).
 What stays unpaired is reported.
+
+Every subgraph is paired, not only the main one: subgraph k of the quantized model with
+subgraph k of the float model when both have as many subgraphs (the converter keeps the
+control-flow structure), else with the float subgraph of the same name.  Tensors are
+identified by (subgraph, tensor index) throughout.
 """
 from __future__ import annotations
 
@@ -20,17 +25,22 @@ VALUE_PRESERVING = {"QUANTIZE", "DEQUANTIZE"}
 MAX_DEPTH = 3
 
 
+Key = tuple[int, int]  # (subgraph, tensor or op index)
+
+
 @dataclass
 class Pairing:
-    """Quantized tensor index -> (float tensor index, "name" | "position"), subgraph 0."""
+    """(subgraph, quantized tensor) -> ((float subgraph, float tensor), "name" |
+    "position"), over every paired subgraph."""
 
-    tensors: dict[int, tuple[int, str]] = field(default_factory=dict)
-    ops: dict[int, int] = field(default_factory=dict)          # quantized op -> float op
-    weights: dict[int, tuple[int, str]] = field(default_factory=dict)
-    unpaired_quantized: list[int] = field(default_factory=list)
-    unpaired_float: list[int] = field(default_factory=list)
+    tensors: dict[Key, tuple[Key, str]] = field(default_factory=dict)
+    ops: dict[Key, Key] = field(default_factory=dict)          # quantized op -> float op
+    weights: dict[Key, tuple[Key, str]] = field(default_factory=dict)
+    subgraphs: dict[int, int] = field(default_factory=dict)    # quantized -> float subgraph
+    unpaired_quantized: list[Key] = field(default_factory=list)
+    unpaired_float: list[Key] = field(default_factory=list)
 
-    def partner(self, q_tensor: int) -> int | None:
+    def partner(self, q_tensor: Key) -> Key | None:
         hit = self.tensors.get(q_tensor) or self.weights.get(q_tensor)
         return None if hit is None else hit[0]
 
@@ -56,9 +66,58 @@ def _consumers(sg) -> dict[int, list[int]]:
     return out
 
 
+def subgraph_map(quantized: Model, float_model: Model) -> dict[int, int]:
+    """Quantized subgraph -> float subgraph: by position when both models have as many
+    subgraphs, else by name (subgraph 0 always with subgraph 0)."""
+    qs, fs = quantized.subgraphs, float_model.subgraphs
+    if len(qs) == len(fs):
+        return {k: k for k in range(len(qs))}
+    by_name: dict[str, list[int]] = {}
+    for g in fs:
+        by_name.setdefault(g.name, []).append(g.index)
+    out = {0: 0} if qs and fs else {}
+    for g in qs[1:]:
+        hits = by_name.get(g.name, []) if g.name else []
+        if len(hits) == 1 and hits[0] not in out.values():
+            out[g.index] = hits[0]
+    return out
+
+
 def pair_models(quantized: Model, float_model: Model) -> Pairing:
-    qsg, fsg = quantized.subgraphs[0], float_model.subgraphs[0]
+    """Pair every subgraph of ``quantized`` with its float counterpart (`subgraph_map`)."""
     p = Pairing()
+    p.subgraphs = subgraph_map(quantized, float_model)
+    for qk, fk in p.subgraphs.items():
+        part = _pair_subgraph(quantized.subgraphs[qk], float_model.subgraphs[fk])
+        p.tensors.update({(qk, q): ((fk, f), how) for q, (f, how) in part.tensors.items()})
+        p.weights.update({(qk, q): ((fk, f), how) for q, (f, how) in part.weights.items()})
+        p.ops.update({(qk, q): (fk, f) for q, f in part.ops.items()})
+        p.unpaired_quantized += [(qk, q) for q in part.unpaired_quantized]
+        p.unpaired_float += [(fk, f) for f in part.unpaired_float]
+    for g in quantized.subgraphs:  # subgraphs without a float counterpart
+        if g.index not in p.subgraphs:
+            p.unpaired_quantized += [(g.index, t.index) for t in g.tensors
+                                     if not t.is_constant and is_real(t)]
+    paired_f = set(p.subgraphs.values())
+    for g in float_model.subgraphs:
+        if g.index not in paired_f:
+            p.unpaired_float += [(g.index, t.index) for t in g.tensors
+                                 if not t.is_constant and is_real(t)]
+    return p
+
+
+@dataclass
+class _SubgraphPairing:
+    tensors: dict[int, tuple[int, str]] = field(default_factory=dict)
+    ops: dict[int, int] = field(default_factory=dict)
+    weights: dict[int, tuple[int, str]] = field(default_factory=dict)
+    unpaired_quantized: list[int] = field(default_factory=list)
+    unpaired_float: list[int] = field(default_factory=list)
+
+
+def _pair_subgraph(qsg, fsg) -> _SubgraphPairing:
+    """One subgraph pair, by tensor index within each (see the module docstring)."""
+    p = _SubgraphPairing()
     f_acts = [t for t in fsg.tensors if not t.is_constant and is_real(t)]
     by_name: dict[str, list] = {}
     for t in f_acts:

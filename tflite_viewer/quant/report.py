@@ -14,7 +14,8 @@ from typing import Any
 from .analysis import QuantReport, TensorReport
 from .metrics import METRICS
 
-CSV_COLUMNS = ("tensor", "name", "op", "opcode", "type", "shape", "float_tensor", "paired_by",
+CSV_COLUMNS = ("subgraph", "tensor", "name", "op", "opcode", "type", "shape", "float_subgraph",
+               "float_tensor", "paired_by",
                *METRICS, "at_min_fraction", "at_max_fraction", "unused_fraction",
                "float_below_fraction", "float_above_fraction", "layer_sqnr_db",
                "fallback_gain_db", "fallback_cosine_gain")
@@ -22,16 +23,18 @@ CSV_COLUMNS = ("tensor", "name", "op", "opcode", "type", "shape", "float_tensor"
 
 def row(report: QuantReport, t: TensorReport) -> dict[str, Any]:
     """One table row: plain values (None where not measured)."""
-    r: dict[str, Any] = {"tensor": t.tensor, "name": t.name, "op": t.op, "opcode": t.opcode,
-                         "type": t.type_name, "shape": "x".join(map(str, t.shape)),
-                         "float_tensor": t.float_tensor, "paired_by": t.paired_by}
+    r: dict[str, Any] = {"subgraph": t.subgraph, "tensor": t.tensor, "name": t.name,
+                         "op": t.op, "opcode": t.opcode, "type": t.type_name,
+                         "shape": "x".join(map(str, t.shape)),
+                         "float_subgraph": t.float_subgraph, "float_tensor": t.float_tensor,
+                         "paired_by": t.paired_by}
     for k in METRICS:
         r[k] = t.metrics.get(k) if t.metrics else None
     act = t.activation.to_dict() if t.activation is not None and t.activation.count else {}
     for k in ("at_min_fraction", "at_max_fraction", "unused_fraction", "float_below_fraction",
               "float_above_fraction"):
         r[k] = act.get(k)
-    g = report.fallback_for(t.op) if t.op is not None else None
+    g = report.fallback_for(t.op, t.subgraph) if t.op is not None else None
     r["layer_sqnr_db"] = g.local.get("sqnr_db") if g is not None and g.local else None
     r["fallback_gain_db"] = g.gain_db if g is not None else None
     r["fallback_cosine_gain"] = g.cosine_gain if g is not None else None
@@ -40,9 +43,9 @@ def row(report: QuantReport, t: TensorReport) -> dict[str, Any]:
 
 def rows(report: QuantReport) -> list[dict[str, Any]]:
     ranked = report.ranked()
-    seen = {t.tensor for t in ranked}
+    seen = {t.key for t in ranked}
     return [row(report, t) for t in ranked] + [row(report, t) for t in report.tensors
-                                               if t.tensor not in seen]
+                                               if t.key not in seen]
 
 
 def _cell(v: Any) -> str:
@@ -76,21 +79,21 @@ def format_text(report: QuantReport, limit: int = 40) -> str:
                f"{len(report.findings) - len(report.errors)} warning(s)")
     out += [f"  {f}" for f in report.findings]
     out.append(f"\nweights: {len(report.weights)} quantized constant(s)")
-    out.append(f"  {'tensor':>6} {'type':6} {'chan':>5} {'used min':>8} {'at lim':>6} "
+    out.append(f"  {'sg':>3} {'tensor':>6} {'type':6} {'chan':>5} {'used min':>8} {'at lim':>6} "
                f"{'scale max/med':>13} {'tiny':>4} {'sqnr dB':>8}  name")
     for w in report.weights:
         used = min(w.used_fraction) if w.used_fraction else None
         sq = w.metrics.get("sqnr_db") if w.metrics else None
-        out.append(f"  {w.tensor:>6} {w.type_name:6} {w.channels:>5} {_num(used, '.3f'):>8} "
+        out.append(f"  {w.subgraph:>3} {w.tensor:>6} {w.type_name:6} {w.channels:>5} {_num(used, '.3f'):>8} "
                    f"{w.at_min + w.at_max:>6} {_num(w.scale_outlier_ratio, '.3g'):>13} "
                    f"{len(w.tiny_channels):>4} {_num(sq, '.2f'):>8}  {w.name[:50]}")
     table = rows(report)
     out.append("\nactivations" + (" (worst SQNR first)" if report.float_model else "") + ":")
-    out.append(f"  {'op':>4} {'opcode':18} {'tensor':>6} {'sqnr dB':>8} {'cosine':>8} "
+    out.append(f"  {'sg':>3} {'op':>4} {'opcode':18} {'tensor':>6} {'sqnr dB':>8} {'cosine':>8} "
                f"{'rmse/scale':>10} {'max abs':>9} {'mdr':>7} {'clip lo':>7} {'clip hi':>7} "
                f"{'layer dB':>8} {'gain dB':>8}")
     for r in table[:limit]:
-        out.append(f"  {_num(r['op']):>4} {r['opcode'][:18]:18} {r['tensor']:>6} "
+        out.append(f"  {r['subgraph']:>3} {_num(r['op']):>4} {r['opcode'][:18]:18} {r['tensor']:>6} "
                    f"{_num(r['sqnr_db'], '.2f'):>8} {_num(r['cosine'], '.5f'):>8} "
                    f"{_num(r['rmse_scale'], '.3f'):>10} {_num(r['max_abs_error'], '.3g'):>9} "
                    f"{_num(r['median_diff_ratio'], '.3f'):>7} "
@@ -101,16 +104,21 @@ def format_text(report: QuantReport, limit: int = 40) -> str:
     if report.unpaired_quantized or report.unpaired_float:
         out.append(f"\nunpaired: {len(report.unpaired_quantized)} quantized, "
                    f"{len(report.unpaired_float)} float tensor(s)")
-        out += [f"  quantized {u['tensor']}: {u['name']}" for u in report.unpaired_quantized[:20]]
-        out += [f"  float {u['tensor']}: {u['name']}" for u in report.unpaired_float[:20]]
-    if report.outputs:
-        out.append(f"\nmodel outputs: SQNR {_num(report.outputs['sqnr_db'], '.2f')} dB, "
-                   f"cosine {_num(report.outputs['cosine'], '.6f')}")
+        out += [f"  quantized s{u['subgraph']} t{u['tensor']}: {u['name']}"
+                for u in report.unpaired_quantized[:20]]
+        out += [f"  float s{u['subgraph']} t{u['tensor']}: {u['name']}"
+                for u in report.unpaired_float[:20]]
+    for o in report.entry_outputs:
+        where = "" if len(report.entry_outputs) == 1 else (
+            f" (signature {o['signature']!r})" if o["signature"] is not None
+            else f" (subgraph {o['subgraph']})")
+        out.append(f"\nmodel outputs{where}: SQNR {_num(o['sqnr_db'], '.2f')} dB, "
+                   f"cosine {_num(o['cosine'], '.6f')}")
     if report.fallback:
         out.append("\nper-layer float fallback (largest gain first):")
         for g in report.fallback[:limit]:
             extra = f"  ({g.error})" if g.error else ""
-            out.append(f"  op {g.op:>4} {g.opcode:18} gain {_num(g.gain_db, '.3f'):>8} dB  "
+            out.append(f"  sg {g.subgraph:>2} op {g.op:>4} {g.opcode:18} gain {_num(g.gain_db, '.3f'):>8} dB  "
                        f"cosine gain {_num(g.cosine_gain, '.2e'):>9}  weights: {g.weights}{extra}")
     return "\n".join(out) + "\n"
 
@@ -120,13 +128,13 @@ OVERLAY_METRICS = ("sqnr_db", "cosine", "rmse_scale", "max_abs_error", "median_d
                    "layer_sqnr_db", "fallback_gain_db")
 
 
-def op_values(report: QuantReport, metric: str) -> dict[int, float]:
-    """The value of ``metric`` for every op whose output was measured (its first real
-    output's row), by op index."""
+def op_values(report: QuantReport, metric: str, subgraph: int = 0) -> dict[int, float]:
+    """The value of ``metric`` for every op of ``subgraph`` whose output was measured (its
+    first real output's row), by op index."""
     out: dict[int, float] = {}
     for r in rows(report):
         v = r.get(metric)
-        if r["op"] is not None and r["op"] not in out and v is not None and math.isfinite(v):
+        if r["subgraph"] == subgraph and r["op"] is not None and r["op"] not in out and v is not None and math.isfinite(v):
             out[r["op"]] = float(v)
     return out
 

@@ -1,6 +1,7 @@
 """The inputs an analysis runs on: seeded, a .npz, a folder of images, or given arrays.
 
-A sample is one list of real-valued arrays, one per input of subgraph 0 in its order.
+A sample is one list of real-valued arrays, one per input of subgraph 0 (or of a
+signature) in its order.
 Each model gets them in its own input types: a float input takes the values as they are,
 a quantized integer input takes them quantized with its own scale and zero point (what a
 deployment's preprocessing does).  Samples supplied as integers of a quantized input's own
@@ -9,8 +10,6 @@ type are taken as already quantized and dequantized for the float model.
 from __future__ import annotations
 
 import os
-import struct
-import zlib
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -21,13 +20,16 @@ from ..model import Model
 from .ranges import dequantize, integer_range, quantize
 
 Sample = list  # list[np.ndarray], one real-valued array per input of subgraph 0
-IMAGE_SUFFIXES = (".png", ".ppm", ".pgm", ".npy")
+#: the image files a folder source reads (what Pillow decodes, and pixel arrays)
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".ppm", ".pgm", ".pnm", ".bmp", ".gif", ".tif",
+                  ".tiff", ".webp", ".npy")
 
 
-def _real_inputs(model: Model, arrays: Sequence[np.ndarray]) -> Sample:
+def _real_inputs(model: Model, arrays: Sequence[np.ndarray], signature: str | None = None
+                 ) -> Sample:
     """Integer arrays for quantized inputs dequantized; everything else as float64/own."""
     out = []
-    for spec, arr in zip(input_specs(model), arrays):
+    for spec, arr in zip(input_specs(model, signature), arrays):
         t = model.subgraphs[spec.subgraph].tensors[spec.tensor]
         q = t.quantization
         a = np.asarray(arr)
@@ -39,13 +41,15 @@ def _real_inputs(model: Model, arrays: Sequence[np.ndarray]) -> Sample:
     return out
 
 
-def seeded_samples(model: Model, count: int, seed: int = 0) -> list[Sample]:
-    """``count`` seeded samples valid for ``model`` (see interpreter.inputs)."""
-    specs = input_specs(model)
+def seeded_samples(model: Model, count: int, seed: int = 0, signature: str | None = None
+                   ) -> list[Sample]:
+    """``count`` seeded samples valid for ``model`` (see interpreter.inputs), for the
+    inputs of subgraph 0 or of ``signature``."""
+    specs = input_specs(model, signature)
     samples = []
     for s in range(count):
-        arrays = seeded_inputs(model, seed + s)
-        samples.append(_real_inputs(model, [arrays[spec.name] for spec in specs]))
+        arrays = seeded_inputs(model, seed + s, signature)
+        samples.append(_real_inputs(model, [arrays[spec.name] for spec in specs], signature))
     return samples
 
 
@@ -86,133 +90,81 @@ def npz_samples(model: Model, path: str | os.PathLike, limit: int | None = None
 
 
 # -- images --------------------------------------------------------------------------------
-def _png(data: bytes) -> np.ndarray:
-    """An 8-bit, non-interlaced PNG (gray, gray+alpha, RGB, RGBA, palette) as HxWxC uint8."""
-    if data[:8] != b"\x89PNG\r\n\x1a\n":
-        raise ValueError("not a PNG file")
-    pos, idat, palette = 8, [], None
-    width = height = depth = ctype = interlace = 0
-    while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
-        pos += 12 + length
-        if kind == b"IHDR":
-            width, height, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", body)
-        elif kind == b"PLTE":
-            palette = np.frombuffer(body, np.uint8).reshape(-1, 3)
-        elif kind == b"IDAT":
-            idat.append(body)
-        elif kind == b"IEND":
-            break
-    channels = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}.get(ctype)
-    if depth != 8 or interlace or channels is None:
-        raise ValueError(f"unsupported PNG (bit depth {depth}, colour type {ctype}, "
-                         f"interlace {interlace}): use 8-bit non-interlaced PNG, PPM or .npy")
-    raw = np.frombuffer(zlib.decompress(b"".join(idat)), np.uint8)
-    stride = width * channels
-    rows = raw.reshape(height, stride + 1)
-    out = np.zeros((height, stride), np.int32)
-    prev = np.zeros(stride, np.int32)
-    for y in range(height):
-        f, line = rows[y, 0], rows[y, 1:].astype(np.int32)
-        if f == 0:
-            cur = line
-        elif f == 2:
-            cur = (line + prev) & 255
-        else:
-            cur = np.zeros(stride, np.int32)
-            for x in range(stride):
-                a = cur[x - channels] if x >= channels else 0
-                b = prev[x]
-                c = prev[x - channels] if x >= channels else 0
-                if f == 1:
-                    p = a
-                elif f == 3:
-                    p = (a + b) // 2
-                else:
-                    pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
-                    p = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
-                cur[x] = (line[x] + p) & 255
-        out[y] = cur
-        prev = cur
-    img = out.astype(np.uint8).reshape(height, width, channels)
-    if ctype == 3 and palette is not None:
-        img = palette[img[..., 0]]
-    return img
-
-
-def _pnm(data: bytes) -> np.ndarray:
-    parts, pos = [], 0
-    while len(parts) < 4:
-        while data[pos:pos + 1].isspace():
-            pos += 1
-        if data[pos:pos + 1] == b"#":
-            pos = data.index(b"\n", pos)
-            continue
-        end = pos
-        while not data[end:end + 1].isspace():
-            end += 1
-        parts.append(data[pos:end])
-        pos = end
-    magic, w, h, maxval = parts[0], int(parts[1]), int(parts[2]), int(parts[3])
-    if magic not in (b"P5", b"P6") or maxval > 255:
-        raise ValueError("unsupported PNM: use binary 8-bit P5/P6")
-    c = 3 if magic == b"P6" else 1
-    return np.frombuffer(data[pos + 1:pos + 1 + w * h * c], np.uint8).reshape(h, w, c)
-
-
 def load_image(path: str | os.PathLike) -> np.ndarray:
-    """An image file (8-bit PNG, binary PPM/PGM, or an HxW[xC] .npy) as HxWxC."""
+    """An image file as H x W x C uint8: anything Pillow decodes (JPEG, PNG, PPM/PGM, BMP,
+    ...), or an H x W [x C] .npy of pixel values 0..255."""
     p = Path(path)
     if p.suffix.lower() == ".npy":
         a = np.load(p, allow_pickle=False)
+        if a.ndim not in (2, 3):
+            raise ValueError(f"a .npy image is H x W or H x W x C, not {list(a.shape)}")
+        a = np.clip(np.rint(a.astype(np.float64)), 0, 255).astype(np.uint8) \
+            if a.dtype != np.uint8 else a
         return a[..., None] if a.ndim == 2 else a
-    data = p.read_bytes()
-    return _png(data) if p.suffix.lower() == ".png" else _pnm(data)
+    from PIL import Image
+    with Image.open(p) as im:
+        im.load()
+        if im.mode not in ("L", "LA", "RGB", "RGBA"):
+            im = im.convert("RGBA" if "A" in im.getbands() else "RGB")
+        a = np.asarray(im)
+    return a[..., None] if a.ndim == 2 else a
 
 
-def _resize_nearest(img: np.ndarray, h: int, w: int) -> np.ndarray:
-    ys = (np.arange(h) * img.shape[0] // h).clip(0, img.shape[0] - 1)
-    xs = (np.arange(w) * img.shape[1] // w).clip(0, img.shape[1] - 1)
-    return img[ys][:, xs]
+def fit_image(pixels: np.ndarray, height: int, width: int, channels: int) -> np.ndarray:
+    """H x W x C uint8 pixels resized (bilinear) to ``height`` x ``width`` with
+    ``channels`` channels: gray repeated for colour inputs, colour to luminance for gray
+    ones (ITU-R 601-2, Pillow's "L"), alpha added opaque or dropped."""
+    from PIL import Image
+    px = np.asarray(pixels, np.uint8)
+    mode = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}[px.shape[2]]
+    im = Image.fromarray(px[..., 0] if px.shape[2] == 1 else px, mode)
+    want = {1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}.get(channels)
+    if want is None:
+        raise InputError(f"an image input with {channels} channels")
+    if im.mode != want:
+        im = im.convert(want)
+    if im.size != (width, height):
+        im = im.resize((width, height), Image.Resampling.BILINEAR)
+    a = np.asarray(im)
+    return a[..., None] if a.ndim == 2 else a
 
 
-def image_samples(model: Model, folder: str | os.PathLike, limit: int | None = None,
-                  value_range: tuple[float, float] = (-1.0, 1.0)) -> list[Sample]:
-    """One sample per image file of ``folder`` (sorted by name) for a model with one NHWC
-    input: resized (nearest) to its height and width, channels matched (gray repeated,
-    alpha dropped), and 0..255 mapped linearly onto ``value_range``."""
+def image_samples(model: Model, folder: str | os.PathLike, limit: int | None = None
+                  ) -> list[Sample]:
+    """One sample per image file of ``folder`` (sorted by name) for a model with one image
+    input (NHWC or NCHW): decoded (`load_image`), fitted to the input's size and channels
+    (`fit_image`), then normalized, laid out and typed as the debugger's image source does
+    (`interpreter.input_sources.image_to_input`: the metadata's mean and std, else its
+    guess), and taken back to real values."""
+    from ..interpreter.input_sources import image_layout, image_to_input
     specs = input_specs(model)
-    if len(specs) != 1 or len(specs[0].shape) != 4:
-        raise InputError("--images needs a model with one NHWC image input; this one takes "
+    layout = image_layout(specs[0]) if len(specs) == 1 else None
+    if layout is None:
+        raise InputError("--images needs a model with one image input ([1,] H x W x C or "
+                         "C x H x W); this one takes "
                          + ", ".join(f"{s.name!r} {s.describe()}" for s in specs))
-    _, h, w, c = specs[0].shape
-    files = sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    files = sorted(p for p in Path(folder).iterdir()
+                   if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
     if not files:
         raise InputError(f"{folder}: no images ({', '.join(IMAGE_SUFFIXES)})")
     if limit is not None:
         files = files[:limit]
-    lo, hi = value_range
     samples = []
     for f in files:
         try:
             img = load_image(f)
-        except (ValueError, OSError, zlib.error, struct.error, IndexError) as exc:
+        except (ValueError, OSError) as exc:  # PIL.UnidentifiedImageError is an OSError
             raise InputError(f"{f.name}: cannot read the image ({exc})") from exc
-        img = _resize_nearest(img, h, w)
-        if img.shape[2] >= 3 and c == 1:
-            img = img[..., :3].mean(axis=2, keepdims=True)
-        elif img.shape[2] in (1, 2) and c == 3:
-            img = np.repeat(img[..., :1], 3, axis=2)
-        img = img[..., :c].astype(np.float64)
-        samples.append([(lo + img / 255.0 * (hi - lo))[None].astype(np.float32)])
+        px = fit_image(img, layout.height, layout.width, layout.channels)
+        samples.append(_real_inputs(model, [image_to_input(model, specs[0], px)]))
     return samples
 
 
-def given_samples(model: Model, samples: Sequence[Mapping[str, Any] | Sequence[Any]]
-                  ) -> list[Sample]:
-    """Samples given as dicts keyed by input name (a debugger session's Inputs) or lists."""
-    specs = input_specs(model)
+def given_samples(model: Model, samples: Sequence[Mapping[str, Any] | Sequence[Any]],
+                  signature: str | None = None) -> list[Sample]:
+    """Samples given as dicts keyed by input name (a debugger session's Inputs) or lists,
+    for the inputs of subgraph 0 or of ``signature``."""
+    specs = input_specs(model, signature)
     out = []
     for s in samples:
         if isinstance(s, Mapping):
@@ -224,14 +176,15 @@ def given_samples(model: Model, samples: Sequence[Mapping[str, Any] | Sequence[A
                 arrays.append(hit)
         else:
             arrays = list(s)
-        out.append(_real_inputs(model, arrays))
+        out.append(_real_inputs(model, arrays, signature))
     return out
 
 
-def model_inputs(model: Model, sample: Sample) -> list[np.ndarray]:
+def model_inputs(model: Model, sample: Sample, signature: str | None = None
+                 ) -> list[np.ndarray]:
     """A sample in ``model``'s own input types (quantized inputs quantized)."""
     out = []
-    for spec, real in zip(input_specs(model), sample):
+    for spec, real in zip(input_specs(model, signature), sample):
         t = model.subgraphs[spec.subgraph].tensors[spec.tensor]
         q = t.quantization
         a = np.asarray(real)

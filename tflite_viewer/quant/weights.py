@@ -4,6 +4,8 @@ Per tensor and per channel: the fraction of the integer range the values span, h
 values sit at the range's limits, the spread of scales across channels (max / median), the
 channels whose dequantized range is tiny or zero; with a float model, the error of each
 weight against its float original (the metrics of `tflite_viewer.quant.metrics`).
+Every subgraph's constants are analysed (a loop body's weights too); a report names its
+subgraph, and its float partner's.
 """
 from __future__ import annotations
 
@@ -36,13 +38,16 @@ class WeightReport:
     scale_outlier_ratio: float | None   # max scale / median scale (per-channel only)
     tiny_channels: list[int]            # dequantized range tiny or zero
     float_tensor: int | None = None
+    subgraph: int = 0
+    float_subgraph: int | None = None
     metrics: dict[str, Any] | None = None
     values: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in (
-            "tensor", "name", "type_name", "ops", "channels", "axis", "at_min", "at_max",
-            "scale_outlier_ratio", "tiny_channels", "float_tensor", "metrics")}
+            "subgraph", "tensor", "name", "type_name", "ops", "channels", "axis", "at_min", "at_max",
+            "scale_outlier_ratio", "tiny_channels", "float_subgraph", "float_tensor",
+            "metrics")}
         d["shape"] = list(self.shape)
         d["used_fraction_min"] = min(self.used_fraction) if self.used_fraction else None
         d["used_fraction_mean"] = (float(np.mean(self.used_fraction))
@@ -53,7 +58,15 @@ class WeightReport:
 
 def analyze_weights(model: Model, float_model: Model | None = None,
                     pairing: Pairing | None = None) -> list[WeightReport]:
-    sg = model.subgraphs[0]
+    """A report per quantized constant of every subgraph, in subgraph and tensor order."""
+    out = []
+    for sg in model.subgraphs:
+        out += _subgraph_weights(model, sg, float_model, pairing)
+    return out
+
+
+def _subgraph_weights(model: Model, sg, float_model: Model | None,
+                      pairing: Pairing | None) -> list[WeightReport]:
     users: dict[int, list[int]] = {}
     for op in sg.operators:
         for i in op.inputs:
@@ -83,13 +96,13 @@ def analyze_weights(model: Model, float_model: Model | None = None,
         rep = WeightReport(t.index, t.name, t.type_name, tuple(data.shape), users.get(t.index, []),
                            rows.shape[0], axis, [float(u) for u in used],
                            int(np.count_nonzero(data == qmin)), int(np.count_nonzero(data == qmax)),
-                           ratio, tiny)
+                           ratio, tiny, subgraph=sg.index)
         if float_model is not None and pairing is not None:
-            fi = pairing.partner(t.index)
-            if fi is not None:
-                fdata = float_model.subgraphs[0].tensors[fi].values()
+            hit = pairing.partner((sg.index, t.index))
+            if hit is not None:
+                fdata = float_model.subgraphs[hit[0]].tensors[hit[1]].values()
                 if fdata is not None and fdata.shape == real.shape:
-                    rep.float_tensor = fi
+                    rep.float_subgraph, rep.float_tensor = hit
                     rep.metrics = tensor_metrics(fdata, real, float(scales[0])
                                                  if scales.size == 1 else None)
         out.append(rep)

@@ -4,7 +4,7 @@ to the main window (`install`).
 The overlay is its own QGraphicsItem added to the window's scene: every op measured by the
 chosen metric gets a coloured frame and tint, green (best) to red (worst), from
 `quant.report.badness_fractions`; the legend names the metric and its range.  It covers
-subgraph 0, the one the analysis runs.
+the subgraph being viewed (the analysis measures every subgraph).
 """
 from __future__ import annotations
 
@@ -120,10 +120,10 @@ class QuantCanvasOverlay:
         metric = self.dock.overlay_metric.currentData()
         report = self.dock.report
         data = w.graph_scene.data
-        if metric is None or report is None or data is None or w.subgraph != 0:
+        if metric is None or report is None or data is None:
             self.fractions = {}
             return
-        values = qreport.op_values(report, metric)
+        values = qreport.op_values(report, metric, subgraph=w.subgraph)
         self.fractions = qreport.badness_fractions(values, metric)
         rows = {data.op_node[op]: t for op, t in self.fractions.items() if op in data.op_node}
         self.item = QuantOverlayItem(data.rects, rows)
@@ -147,6 +147,15 @@ def _problems(window: "MainWindow", findings) -> None:
     window.problems_dock.setWindowTitle(f"Problems ({window.problems_panel.count()})")
 
 
+def _show(window: "MainWindow", subgraph: int, select, index: int) -> None:
+    """Show ``subgraph`` when another is on the canvas, then select there."""
+    if window.model is None or not 0 <= subgraph < len(window.model.subgraphs):
+        return
+    if subgraph != window.subgraph:
+        window.show_subgraph(subgraph, wait=True)
+    select(index)
+
+
 def install(window: "MainWindow") -> QuantDock:
     """Add the Quantization dock (tabbed with Problems), its View menu entry and overlay."""
     dock = QuantDock(window.settings)
@@ -166,8 +175,12 @@ def install(window: "MainWindow") -> QuantDock:
     window.quant_overlay = overlay
     window.model_replaced.connect(lambda m: dock.set_model(m, window.path))
     dock.findingsChanged.connect(lambda fs: _problems(window, fs))
-    dock.tensorActivated.connect(lambda t: window.select_tensor(t) if window.subgraph == 0 else None)
-    dock.opActivated.connect(lambda k: window.select_op(k) if window.subgraph == 0 else None)
+    dock.tensorActivated.connect(lambda sg, t: _show(window, sg, window.select_tensor, t))
+    dock.opActivated.connect(lambda sg, k: _show(window, sg, window.select_op, k))
+    debugger = getattr(window, "debugger", None)
+    if debugger is not None:  # "Inputs of the debugger session" while one runs
+        dock.source.set_session_provider(debugger.session_inputs)
+        debugger.sessionInputsChanged.connect(dock.source.refresh)
     dock.reportReady.connect(lambda _r: overlay.refresh())
     dock.overlay_metric.currentIndexChanged.connect(lambda _i: overlay.refresh())
     window.subgraphShown.connect(lambda _s: overlay.refresh())

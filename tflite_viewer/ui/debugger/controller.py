@@ -51,6 +51,7 @@ class DebuggerController(QObject):
     stopReceived = Signal(object)                  # DebugStop, after the window updated
     sessionEnded = Signal(str)                     # why
     crossCheckDone = Signal(object)                # crosscheck_dock.CrossCheck
+    sessionInputsChanged = Signal()                # a session started or ended, new inputs
 
     def __init__(self, window) -> None:
         super().__init__(window)
@@ -239,7 +240,20 @@ class DebuggerController(QObject):
                          self.outputs_dock, self.profile_dock):
                 dock.show()
             self.callstack_dock.raise_()
+            self.sessionInputsChanged.emit()
         return True
+
+    def session_inputs(self) -> tuple[dict[str, np.ndarray], str | None] | None:
+        """The inputs the running session computes on, by input name (the chosen ones, the
+        rest seeded as the session seeds them), and its signature; None without a session."""
+        if not self.active or self.window.model is None:
+            return None
+        from ...interpreter.inputs import complete_inputs
+        try:
+            arrays, _ = complete_inputs(self.window.model, self.inputs, 0, self.signature)
+        except Exception:  # noqa: BLE001 - inputs the session itself refused
+            return None
+        return arrays, self.signature
 
     def end_session(self, why: str = "") -> None:
         """End the session (the run is abandoned); ``why`` becomes a notice."""
@@ -263,6 +277,7 @@ class DebuggerController(QObject):
         if why:
             self.window.notice.show_notice(why, "info")
         self.sessionEnded.emit(why)
+        self.sessionInputsChanged.emit()
 
     def _model_replaced(self, _model) -> None:
         if self.active:
@@ -373,6 +388,7 @@ class DebuggerController(QObject):
             self.end_session()
         elif self.active:
             self._send("set_inputs", self.inputs)
+            self.sessionInputsChanged.emit()
 
     def condition_dialog(self) -> None:
         from .condition_dialog import ConditionDialog

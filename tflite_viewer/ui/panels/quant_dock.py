@@ -1,6 +1,10 @@
 """The Quantization dock: spec findings, "Compare with float model...", the per-tensor
 table, and float vs dequantized for the selected row.
 
+The samples come from the source chosen in `quant_source.SampleSource` (seeded, a folder
+of images, an .npz, or the inputs of the debugger session).  Rows, findings and the
+signals that select on the canvas carry the subgraph: loop bodies are analysed too.
+
 The analysis (`tflite_viewer.quant.analyze`) runs in a worker `Task` with a progress bar
 and Cancel; the table is a sortable model over `quant.report.rows`; clicking a row asks
 the window to select the tensor and shows, below the table, the float and dequantized
@@ -28,8 +32,10 @@ from ...quant.spec import Finding, check_spec
 from .. import tensor_stats as ts
 from ..histogram_widget import HistogramWidget
 from ..workers import Task
+from .quant_source import DEBUGGER, SampleSource
 
-COLUMNS = (("tensor", "Tensor"), ("op", "Op"), ("opcode", "Type"), ("name", "Name"),
+COLUMNS = (("subgraph", "Subgraph"), ("tensor", "Tensor"), ("op", "Op"), ("opcode", "Type"),
+           ("name", "Name"),
            ("sqnr_db", "SQNR dB"), ("cosine", "Cosine"), ("rmse_scale", "RMSE/scale"),
            ("max_abs_error", "Max abs err"), ("mean_error", "Mean err"),
            ("mean_squared_error", "MSE"), ("stddev", "Std dev"),
@@ -152,12 +158,12 @@ class _Progress(QObject):
 
 
 class QuantDock(QWidget):
-    """See the module docstring.  ``tensorActivated`` / ``opActivated`` ask the window to
-    select; ``reportReady`` carries a finished `QuantReport`; ``findingsChanged`` the spec
-    findings of the model shown."""
+    """See the module docstring.  ``tensorActivated`` / ``opActivated`` (subgraph, index)
+    ask the window to select; ``reportReady`` carries a finished `QuantReport`;
+    ``findingsChanged`` the spec findings of the model shown."""
 
-    tensorActivated = Signal(int)
-    opActivated = Signal(int)
+    tensorActivated = Signal(int, int)
+    opActivated = Signal(int, int)
     reportReady = Signal(object)
     findingsChanged = Signal(list)
     failed = Signal(str)
@@ -186,6 +192,8 @@ class QuantDock(QWidget):
         self.samples.setRange(1, 1000)
         self.samples.setValue(int(self.settings.value("quant/samples", 10)))
         self.samples.setPrefix("samples: ")
+        self.source = SampleSource(self.settings)
+        self.source.changed.connect(self._source_changed)
         self.fallback = QCheckBox("Per-layer fallback")
         self.fallback.setChecked(self.settings.value("quant/fallback", "true") in (True, "true"))
         self.cancel_button = QPushButton("Cancel")
@@ -209,13 +217,14 @@ class QuantDock(QWidget):
         # two short rows: the dock must not widen the window (it shares the bottom area)
         bar = QVBoxLayout()
         for widgets in ((self.compare_button, self.samples, self.fallback, self.cancel_button),
-                        (self.overlay_metric, self.export_button, self.progress)):
+                        (self.source, self.overlay_metric, self.export_button, self.progress)):
             row = QHBoxLayout()
             for w in widgets:
                 row.addWidget(w)
             row.addStretch(1)
             bar.addLayout(row)
         self.progress.setMinimumWidth(60)
+        self._source_changed(self.source.kind)
         self.table_model = QuantTableModel(self)
         self.proxy = QSortFilterProxyModel(self)
         self.proxy.setSourceModel(self.table_model)
@@ -291,6 +300,8 @@ class QuantDock(QWidget):
         self.findings_tree.clear()
         for f in self.findings:
             obj = f"op #{f.op}" if f.op is not None else f"tensor {f.tensor}"
+            if f.subgraph:
+                obj = f"subgraph {f.subgraph} {obj}"
             item = QTreeWidgetItem(self.findings_tree, [f.severity, f.rule, obj, f.message])
             item.setForeground(0, SEVERITY_COLOURS.get(f.severity, QColor("#1f2328")))
             item.setToolTip(3, f.message)
@@ -302,9 +313,9 @@ class QuantDock(QWidget):
         if f is None:
             return
         if f.op is not None:
-            self.opActivated.emit(f.op)
+            self.opActivated.emit(f.subgraph, f.op)
         elif f.tensor is not None:
-            self.tensorActivated.emit(f.tensor)
+            self.tensorActivated.emit(f.subgraph, f.tensor)
 
     # -- running -------------------------------------------------------------------------
     def compare_dialog(self) -> None:
@@ -319,12 +330,26 @@ class QuantDock(QWidget):
     def running(self) -> bool:
         return self._task is not None
 
+    def _source_changed(self, kind: str) -> None:
+        one = kind == DEBUGGER
+        self.samples.setEnabled(not one)
+        self.samples.setToolTip("The debugger session's inputs are one sample" if one else
+                                "How many samples (seeded, or the first of the folder / file)")
+
     def compare(self, float_path: str | Path, samples: int | None = None,
                 fallback: bool | None = None) -> None:
-        """Start the comparison with ``float_path`` in a worker (progress, Cancel)."""
+        """Start the comparison with ``float_path`` in a worker (progress, Cancel), on the
+        samples of the chosen source."""
         if self.model is None:
             return
         self.cancel()
+        try:
+            source = self.source.analysis_kwargs()
+        except ValueError as exc:
+            self.source.refresh()
+            self._idle(f"The comparison cannot start: {exc}")
+            self.failed.emit(f"The comparison cannot start: {exc}")
+            return
         samples = self.samples.value() if samples is None else samples
         fallback = self.fallback.isChecked() if fallback is None else fallback
         self.settings.setValue("quant/samples", samples)
@@ -335,7 +360,7 @@ class QuantDock(QWidget):
         def work():
             fm = load_model(float_path)
             return analysis.analyze(model, fm, samples=samples, per_layer_fallback=fallback,
-                                    keep_values=True, cancel=cancel.is_set,
+                                    keep_values=True, cancel=cancel.is_set, **source,
                                     progress=lambda d, t, m: progress.changed.emit(d, t, m))
 
         task = Task(work)
@@ -347,7 +372,8 @@ class QuantDock(QWidget):
         self.progress.show()
         self.cancel_button.show()
         self.compare_button.setEnabled(False)
-        self.status.setText(f"Comparing with {Path(float_path).name}\u2026")
+        self.status.setText(f"Comparing with {Path(float_path).name} on "
+                            f"{self.source.describe()}\u2026")
         task.start()
 
     def cancel(self) -> None:
@@ -393,10 +419,14 @@ class QuantDock(QWidget):
         self.table_model.set_rows(rows)
         self.table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # the report's order: worst first
         self.table.resizeColumnsToContents()
-        self.table.setColumnWidth(3, 220)
+        self.table.setColumnWidth([k for k, _ in COLUMNS].index("name"), 220)
         self.export_button.setEnabled(True)
         out = report.outputs
-        summary = f"{len(report.compared())} tensors compared on {report.samples} samples"
+        summary = (f"{len(report.compared())} tensors compared on {report.samples} "
+                   f"sample{'s' if report.samples != 1 else ''}")
+        subgraphs = {t.subgraph for t in report.compared()}
+        if len(subgraphs) > 1:
+            summary += f" in {len(subgraphs)} subgraphs"
         if out:
             summary += (f"; model outputs SQNR {_text(out['sqnr_db'])} dB, "
                         f"cosine {_text(out['cosine'])}")
@@ -416,19 +446,21 @@ class QuantDock(QWidget):
         row = self.row_at(index)
         if row is None or self.report is None:
             return
-        self.tensorActivated.emit(int(row["tensor"]))
-        t = self.report.tensor(int(row["tensor"]))
+        self.tensorActivated.emit(int(row["subgraph"]), int(row["tensor"]))
+        t = self.report.tensor(int(row["tensor"]), int(row["subgraph"]))
         if t is None or t.sample_values is None:
             self.overlay_hist.clear()
             self.error_hist.set_histogram(None, message="Not compared")
             self.detail.setText(f"tensor {row['tensor']}: not paired with a float tensor")
             return
         (edges, fc, qc), (eedges, ec) = qreport.comparison_histograms(*t.sample_values)
-        self.overlay_hist.set_data(edges, fc, qc, f"t{t.tensor} float vs dequantized")
+        where = f"s{t.subgraph} " if t.subgraph else ""
+        self.overlay_hist.set_data(edges, fc, qc, f"{where}t{t.tensor} float vs dequantized")
         self.error_hist.set_histogram(ts.Histogram(ec, eedges, False),
                                       caption="error (dequantized - float)")
-        self.detail.setText(f"t{t.tensor} ({t.opcode}) vs float t{t.float_tensor}, paired by "
-                            f"{t.paired_by}; first sample")
+        self.detail.setText(f"{where}t{t.tensor} ({t.opcode}) vs float t{t.float_tensor}, paired "
+                            f"by {t.paired_by}; first sample"
+                            + (", all its invocations" if t.subgraph else ""))
         self.detail.setToolTip(t.name)
 
     def export_dialog(self) -> None:
