@@ -3,12 +3,17 @@ SPARSE_TO_DENSE, UNIQUE, DILATE, FAKE_QUANT: random single-op models, run here a
 LiteRT (exact for integers, the project's float tolerance for floats), with edge cases."""
 from __future__ import annotations
 
+import flatbuffers
 import numpy as np
 import pytest
 
 from tflite_viewer.interpreter import Interpreter, UnsupportedOpError
 
-from .singleop import Input, assert_matches_litert, run_ours, single_op_model
+from tflite_viewer.model.dtypes import bfloat16_to_float32, float32_to_bfloat16
+from tflite_viewer.schema import schema_generated as S
+
+from .singleop import Input, Op, assert_matches_litert, graph_model, run_litert, run_ours, \
+    single_op_model
 
 F32, I32, I64 = np.float32, np.int32, np.int64
 SHAPES = [((2, 3, 4), (2, 3, 4)), ((2, 3, 4), (4,)), ((2, 1, 4), (1, 3, 1)), ((3,), ()),
@@ -50,6 +55,38 @@ def test_atan2(dtype, shapes):
         x.flat[0] = 0
     model = single_op_model("ATAN2", [Input(y.shape, dtype), Input(x.shape, dtype)], [dtype])
     assert_matches_litert(model, [y, x], reference=False)
+
+
+def _bf16_atan2_model(shape) -> bytes:
+    """UINT16 raw bits -> BITCAST -> BFLOAT16 ATAN2 -> BITCAST -> UINT16 raw bits: LiteRT's
+    Python API cannot set or read a BFLOAT16 tensor, but BITCAST passes the bits through."""
+    u16 = np.uint16
+    model = graph_model([(shape, u16)] * 2 + [(shape, u16)] * 3 + [(shape, u16)],
+                        [Op("BITCAST", [0], [2]), Op("BITCAST", [1], [3]),
+                         Op("ATAN2", [2, 3], [4]), Op("BITCAST", [4], [5])], [0, 1], [5])
+    m = S.ModelT.InitFromPackedBuf(model, 0)
+    for k in (2, 3, 4):
+        m.subgraphs[0].tensors[k].type = S.TensorType.BFLOAT16
+    b = flatbuffers.Builder(0)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4), (7,), (), (0, 3)])
+def test_atan2_bfloat16(shape):
+    rng = _rng(11)
+    y, x = (float32_to_bfloat16(rng.standard_normal(shape) * 4) for _ in range(2))
+    if x.size:  # the quadrant edge cases: zeros of both signs, infinities, a NaN
+        special = float32_to_bfloat16(np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30]))
+        k = min(x.size, special.size)
+        x.flat[:k], y.flat[:k] = special[:k], special[::-1][:k]
+    model = _bf16_atan2_model(shape)
+    theirs = run_litert(model, [y, x], reference=False)[0]
+    ours = run_ours(model, [y, x])[0]
+    assert ours.dtype == np.uint16 and ours.shape == theirs.shape
+    np.testing.assert_array_equal(ours, theirs)  # raw bits, NaNs included
+    expected = np.arctan2(bfloat16_to_float32(y), bfloat16_to_float32(x))
+    np.testing.assert_allclose(bfloat16_to_float32(ours), expected, rtol=2 ** -8, atol=0)
 
 
 @pytest.mark.parametrize("src,dst,shape", [

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...model.dtypes import bfloat16_to_float32, float32_to_bfloat16
 from .common import BuiltinOperator as Op, as_int_list, broadcast_shape, define, option, \
     same_shape
 
@@ -81,9 +82,17 @@ def _atan2_shape(ctx, node):
     return [a]
 
 
-define(Op.ATAN2, (1, 1), lambda ctx, node: np.arctan2(ctx.value(node, 0), ctx.value(node, 1)),
-       _atan2_shape, types="any",
-       check=types_check("ATAN2", {0: ("FLOAT32", "FLOAT64", "FLOAT16")}, (0, 1), 0))
+def _atan2(ctx, node):
+    """atan2.cc: std::atan2 element by element in the tensors' own float type; BFLOAT16
+    (kept as raw bits) computes in float32 and rounds back as Eigen's bfloat16 does."""
+    y, x = ctx.value(node, 0), ctx.value(node, 1)
+    if ctx.input(node, 0).type_name == "BFLOAT16":
+        return float32_to_bfloat16(np.arctan2(bfloat16_to_float32(y), bfloat16_to_float32(x)))
+    return np.arctan2(y, x)
+
+
+define(Op.ATAN2, (1, 1), _atan2, _atan2_shape, types="any",
+       check=types_check("ATAN2", {0: ("FLOAT32", "FLOAT64", "FLOAT16", "BFLOAT16")}, (0, 1), 0))
 
 
 # -- BITCAST -------------------------------------------------------------------------
