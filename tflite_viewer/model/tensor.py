@@ -288,6 +288,16 @@ def _index_vector(kind: int, tab) -> np.ndarray | None:
     return np.asarray(vec.ValuesAsNumpy()) if not vec.ValuesIsNone() else np.zeros(0, np.int32)
 
 
+def encode_strings(values) -> bytes:
+    """TFLite's string buffer of ``values`` (bytes, in order): the inverse of
+    `_decode_strings`, the layout a STRING tensor has in LiteRT's memory."""
+    data = [bytes(v) for v in np.asarray(values, dtype=object).reshape(-1)]
+    head = 4 * (len(data) + 2)
+    offsets = np.cumsum([head] + [len(d) for d in data])
+    return np.array([len(data)], "<i4").tobytes() + offsets.astype("<i4").tobytes() \
+        + b"".join(data)
+
+
 def _decode_strings(raw: np.ndarray, shape: tuple[int, ...], where: str) -> np.ndarray:
     """TFLite's string buffer: count, count+1 offsets, then the bytes."""
     if raw.size < 4:
