@@ -45,8 +45,6 @@ VERSION_GAPS: dict[str, str] = {
 #: (Empty at the last sweep; PRELU with INT16 input and INT16 alpha is refused on purpose:
 #: LiteRT's int16 kernel reads the alpha as INT8, so its output is not meaningful.)
 TYPE_GAPS: dict[str, str] = {
-    "BIDIRECTIONAL_SEQUENCE_RNN": "hybrid INT8 weights: refused, LiteRT's own kernel gave "
-                                  "unrelated results or crashed on the test models",
 }
 
 

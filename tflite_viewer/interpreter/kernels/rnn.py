@@ -1,4 +1,4 @@
-"""RNN (one step of a basic RNN cell; float or hybrid), BIDIRECTIONAL_SEQUENCE_RNN (float)
+"""RNN (one step of a basic RNN cell; float or hybrid), BIDIRECTIONAL_SEQUENCE_RNN (float or hybrid)
 and LSTM (one step of the full LSTM cell: float, integer 8x8_16, hybrid).  Hidden and cell states are variable tensors the kernels write
 back, as TFLite does, so they carry over to the next invocation."""
 from __future__ import annotations
@@ -33,11 +33,12 @@ class _FloatRecurrent(Kernel):
         return None
 
 
-def _hybrid_rnn(ctx, node, x, hs, w_k: int, r_k: int, b_k: int):
-    """(outputs [T, B, U], last state) of a hybrid RNN over time-major ``x``."""
+def _hybrid_rnn(ctx, node, x, h, w_k: int, r_k: int, b_k: int):
+    """(outputs [T, B, U], last state) of a hybrid RNN over time-major ``x`` from state
+    ``h``."""
     w, r = ctx.input(node, w_k), ctx.input(node, r_k)
     act = activation(node)
-    return int_hybrid_rnn.rnn_sequence(x, hs.data, w.data, tensor_qparams(w).s, r.data, tensor_qparams(r).s,
+    return int_hybrid_rnn.rnn_sequence(x, h, w.data, tensor_qparams(w).s, r.data, tensor_qparams(r).s,
                               ctx.value(node, b_k), lambda v: apply_activation(v, act),
                               bool(option(node, "asymmetric_quantize_inputs", False)))
 
@@ -66,7 +67,7 @@ class Rnn(_FloatRecurrent):
     def invoke(self, ctx, node):
         hs = ctx.input(node, 4)
         if _is_hybrid(ctx, node, 1):
-            outs, h = _hybrid_rnn(ctx, node, ctx.value(node, 0)[None], hs, 1, 2, 3)
+            outs, h = _hybrid_rnn(ctx, node, ctx.value(node, 0)[None], hs.data, 1, 2, 3)
         else:
             outs, h = rnn_sequence(ctx.value(node, 0)[None], hs.data, ctx.value(node, 1),
                                    ctx.value(node, 2), _data(ctx, node, 3), activation(node))
@@ -82,13 +83,26 @@ def _reverse(x: np.ndarray) -> np.ndarray:
 class BidirectionalSequenceRnn(_FloatRecurrent):
     """Inputs: x, forward weights, recurrent weights, bias, hidden state (1-4), backward
     ones (5-8), auxiliary input and weights (9-11, not supported); outputs forward and
-    backward sequences, or one merged sequence (``merge_outputs``).  Float32 only: with
-    int8 (hybrid) weights LiteRT's kernel gave unrelated results or crashed on the models
-    the tests built, so there is no reference to follow and they are refused."""
+    backward sequences, or one merged sequence (``merge_outputs``).
+
+    Int8 weights (all four weight matrices) make a hybrid cell, as LiteRT's EvalHybrid,
+    including its time-major quirk: EvalHybrid wraps the forward and backward passes in
+    an extra ``for t < max_time`` loop, so each direction runs over the whole sequence
+    max_time times, its state carried from pass to pass; the outputs are the last pass's.
+    (Time-major, merged outputs, symmetric quantization crashes LiteRT: its RnnBatchStep
+    offsets the null zero-point pointer per batch row; the same rule is followed here.)"""
+
+    hybrid_weights = (1, 2, 5, 6)
+    types = "float+hybrid"
 
     def check(self, ctx, node):
         if len(node.inputs) > 9 and node.inputs[9] >= 0:
             return "BIDIRECTIONAL_SEQUENCE_RNN with an auxiliary input: not implemented"
+        kinds = {ctx.input(node, k).type_name for k in self.hybrid_weights
+                 if ctx.input(node, k) is not None}
+        if len(kinds) > 1:
+            return (f"BIDIRECTIONAL_SEQUENCE_RNN v{node.version}: weights of types "
+                    f"{sorted(kinds)}; LiteRT reads all four as the forward weights' type")
         return super().check(ctx, node)
 
     def prepare(self, ctx, node):
@@ -100,16 +114,20 @@ class BidirectionalSequenceRnn(_FloatRecurrent):
         tm = bool(option(node, "time_major", True))
         x = _time_major(ctx.value(node, 0), tm)
         act = activation(node)
+        hybrid = _is_hybrid(ctx, node, 1)
+        passes = x.shape[0] if hybrid and tm else 1  # EvalHybrid's extra time loop
         results = []
         for base, rev in ((1, False), (5, True)):
             hs = ctx.input(node, base + 3)
             seq = _reverse(x) if rev else x
-            if _is_hybrid(ctx, node, base):
-                outs, h = _hybrid_rnn(ctx, node, seq, hs, base, base + 1, base + 2)
-            else:
-                outs, h = rnn_sequence(seq, hs.data, ctx.value(node, base),
-                                       ctx.value(node, base + 1), _data(ctx, node, base + 2),
-                                       act)
+            h = hs.data
+            for _ in range(passes):
+                if hybrid:
+                    outs, h = _hybrid_rnn(ctx, node, seq, h, base, base + 1, base + 2)
+                else:
+                    outs, h = rnn_sequence(seq, h, ctx.value(node, base),
+                                           ctx.value(node, base + 1),
+                                           _data(ctx, node, base + 2), act)
             ctx.set_output(hs, h)
             results.append(_reverse(outs) if rev else outs)
         if option(node, "merge_outputs", False):
