@@ -159,10 +159,22 @@ class Tensor:
     # -- role ----------------------------------------------------------------------------
     @property
     def is_constant(self) -> bool:
-        """Has data in the model (a weight, bias or other constant).  A sparse tensor whose
-        every block is zero stores no values, and is a constant all the same."""
+        """Has data in the model (a weight, bias or other constant).  Two constants store
+        no bytes: a sparse tensor whose every block is zero, and a tensor with no element
+        (an INT32 shape-[0] constant): see `empty_buffer_constant`."""
         return (self.buffer_nbytes > 0 or self.external_buffer != 0
-                or (self.sparsity is not None and 0 < self.buffer < len(self.model.buffers)))
+                or self.empty_buffer_constant())
+
+    def empty_buffer_constant(self) -> bool:
+        """A constant whose buffer is rightly empty: a buffer of its own (index > 0), and
+        sparse with no stored block or of a static zero-element shape, and neither a
+        variable nor written (a subgraph input or an operator's output: old converters
+        give every activation an empty buffer of its own)."""
+        if not 0 < self.buffer < len(self.model.buffers) or self.buffer_nbytes > 0:
+            return False
+        if self.sparsity is None and not self._zero_elements_with_buffer():
+            return False
+        return not self.is_variable and self.index not in self.subgraph.written_tensors
 
     @property
     def kind(self) -> str:
