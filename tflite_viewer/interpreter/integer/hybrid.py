@@ -106,7 +106,8 @@ def asymmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return q.astype(np.int8), scale32, zp
 
 
-def _activate(out: np.ndarray, options: Options) -> np.ndarray:
+def activate_float(out: np.ndarray, options: Options) -> np.ndarray:
+    """A hybrid kernel's fused activation, on its float32 output."""
     act = activation_of(options)
     if act in _FLOAT_RANGES:
         lo, hi = _FLOAT_RANGES[act]
@@ -186,7 +187,7 @@ def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, filt
         out = acc.astype(np.float32) * sf.reshape(b, 1, 1, 1)
     if bias is not None:
         out = out + bias.astype(np.float32).reshape(-1)
-    return _activate(out.astype(np.float32), options)
+    return activate_float(out.astype(np.float32), options)
 
 
 def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None,
@@ -221,7 +222,7 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     out = acc.astype(np.float32) * scale.reshape(b, 1, 1, out_ch)
     if bias is not None:
         out = out + bias.astype(np.float32).reshape(-1)
-    return _activate(out.astype(np.float32), options)
+    return activate_float(out.astype(np.float32), options)
 
 
 def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, filter_q,
@@ -235,7 +236,7 @@ def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | No
     if bias is not None:
         out = out + bias.astype(np.float32).reshape(1, -1)
     if not np.any(x):
-        return _activate(out, options).reshape(out_shape)
+        return activate_float(out, options).reshape(out_shape)
     fq = qparams(filter_q)
     per_channel = fq.scale.size > 1
     if options.get("asymmetric_quantize_inputs", False):
@@ -252,4 +253,4 @@ def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | No
     if per_channel:
         scale = (scale * fq.scale.astype(np.float32)[None, :]).astype(np.float32)
     out = (out + dot.astype(np.float32) * scale).astype(np.float32)
-    return _activate(out, options).reshape(out_shape)
+    return activate_float(out, options).reshape(out_shape)
