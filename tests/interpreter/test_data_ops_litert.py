@@ -7,7 +7,7 @@ import flatbuffers
 import numpy as np
 import pytest
 
-from tflite_viewer.interpreter import Interpreter, UnsupportedOpError
+from tflite_viewer.interpreter import ExecutionError, Interpreter, UnsupportedOpError
 
 from tflite_viewer.model.dtypes import bfloat16_to_float32, float32_to_bfloat16
 from tflite_viewer.schema import schema_generated as S
@@ -55,6 +55,23 @@ def test_atan2(dtype, shapes):
         x.flat[0] = 0
     model = single_op_model("ATAN2", [Input(y.shape, dtype), Input(x.shape, dtype)], [dtype])
     assert_matches_litert(model, [y, x], reference=False)
+
+
+@pytest.mark.parametrize("y_shape,x_shape", [((2, 3), (3, 2)), ((2, 2), (3, 3)),
+                                             ((1, 4), (2, 4))])
+def test_atan2_pairs_elements_in_order_when_shapes_differ(y_shape, x_shape):
+    """atan2.cc checks only the ranks: y's elements pair with x's first ones, in order."""
+    rng = _rng(12)
+    y, x = rng.standard_normal(y_shape).astype(F32), rng.standard_normal(x_shape).astype(F32)
+    model = single_op_model("ATAN2", [Input(y_shape), Input(x_shape)], [F32])
+    assert_matches_litert(model, [y, x], reference=False)
+
+
+@pytest.mark.parametrize("y_shape,x_shape", [((3, 3), (2, 2)), ((4,), (2, 2))])
+def test_atan2_refuses_fewer_x_elements_or_another_rank(y_shape, x_shape):
+    model = single_op_model("ATAN2", [Input(y_shape), Input(x_shape)], [F32])
+    with pytest.raises(ExecutionError, match="one rank and at least as many"):
+        run_ours(model, [np.ones(y_shape, F32), np.ones(x_shape, F32)])
 
 
 def _bf16_atan2_model(shape) -> bytes:
