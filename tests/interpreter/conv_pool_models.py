@@ -36,7 +36,9 @@ def configs(op: str) -> list[str]:
 
 
 def _act(rng) -> str:
-    return str(rng.choice(["NONE", "RELU", "RELU6"]))
+    """A fused activation: the clamps, and two the conv and pool kernels do not apply
+    (CalculateActivationRange leaves them unbounded)."""
+    return str(rng.choice(["NONE", "RELU", "RELU6", "RELU_N1_TO_1", "TANH", "SIGN_BIT"]))
 
 
 def _activation_quant(rng, dtype):
@@ -121,8 +123,9 @@ def _quantized_model(op, ins, out_dtype, out_q, options_type, options, version, 
     return bytes(b.Output())
 
 
-def build(op: str, config: str, version: int, rng):
-    """(model bytes, runtime inputs) of one random ``op`` model in ``config``."""
+def build(op: str, config: str, version: int, rng, act: str | None = None):
+    """(model bytes, runtime inputs) of one random ``op`` model in ``config`` (with the
+    fused activation ``act``, or a random one)."""
     dtype = _act_dtype(config)
     q_in = None if dtype == F32 else _activation_quant(rng, dtype)
     q_out = None if dtype == F32 else _activation_quant(rng, dtype)
@@ -133,7 +136,7 @@ def build(op: str, config: str, version: int, rng):
             q_out = q_in
         opts = {"padding": str(rng.choice(["SAME", "VALID"])), "stride_w": 2, "stride_h": 2,
                 "filter_width": int(rng.integers(1, 4)), "filter_height": int(rng.integers(1, 4)),
-                "fused_activation_function": _act(rng)}
+                "fused_activation_function": act or _act(rng)}
         model = single_op_model(op, [Input(x.shape, dtype, q_in)],
                                 [(dtype, q_out) if q_out else dtype], "Pool2DOptions", opts,
                                 version=version)
@@ -154,7 +157,7 @@ def build(op: str, config: str, version: int, rng):
     x = rng.standard_normal(x_shape).astype(F32) if dtype == F32 else _ints(rng, dtype, x_shape)
     w, w_q = _weights(rng, config, w_shape, axis)
     b, b_q = _bias(rng, config, co, in_scale, w_q)
-    act = _act(rng)
+    act = act or _act(rng)
     stride = int(rng.integers(1, 3))
     padding = str(rng.choice(["SAME", "VALID"]))
     int4 = (1,) if config == "INT8_INT4_WEIGHTS" else ()

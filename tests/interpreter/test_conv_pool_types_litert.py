@@ -39,6 +39,20 @@ def test_type_path_matches_litert(op, config, seed):
     assert_matches_litert(model, inputs)
 
 
+UNAPPLIED = [(op, c) for op, c in RUN_BY_LITERT
+             if c in ("FLOAT32", "HYBRID", "HYBRID_PER_CHANNEL", "INT8")]
+
+
+@pytest.mark.parametrize("op,config", UNAPPLIED, ids=[f"{o}-{c}" for o, c in UNAPPLIED])
+@pytest.mark.parametrize("act", ["TANH", "SIGN_BIT"])
+def test_tanh_and_sign_bit_fused_activations_are_not_applied(op, config, act):
+    """The conv and pool kernels take their activation through CalculateActivationRange,
+    which clamps only for RELU, RELU6 and RELU_N1_TO_1: a fused TANH or SIGN_BIT leaves
+    the output as it is (the recurrent kernels do apply them)."""
+    model, inputs = cp.build(op, config, REF_VERSIONS[op], np.random.default_rng(7), act)
+    assert_matches_litert(model, inputs)
+
+
 def _without_option(model: bytes, field: str) -> bytes:
     m = S.ModelT.InitFromPackedBuf(model, 0)
     setattr(m.subgraphs[0].operators[0].builtinOptions, field, 0)

@@ -35,11 +35,11 @@ class ConvParams:
     act_min: int
     act_max: int
     rounding: Rounding
+    #: the prepared tails (quant_math.Requantizer) by accumulator shape and rounding
+    requantizers: dict = field(default_factory=dict, compare=False, repr=False)
     #: int16x8 CONV_2D whose options' quantized_bias_type is INT32: conv.cc then takes
     #: the int32-bias ConvPerChannel (int32 accumulator, 32-bit MultiplyByQuantizedMultiplier)
     int32_bias: bool = False
-    #: the prepared tails (quant_math.Requantizer) by accumulator shape and rounding
-    requantizers: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def is_uint8(self) -> bool:
@@ -80,7 +80,7 @@ def prepare_conv(input_q, filter_q, output_q, options: Options, input_dtype, cha
     lo, hi = fused_activation_range(activation_of(options), oq, dtype)
     int32_bias = dtype == np.int16 and str(options.get("quantized_bias_type")) == "INT32"
     return ConvParams(dtype, mult, shift, -iq.zp, filter_offset, oq.zp, lo, hi, rounding,
-                      int32_bias)
+                      int32_bias=int32_bias)
 
 
 def _requantize(acc: np.ndarray, p: ConvParams, depthwise: bool = False) -> np.ndarray:

@@ -24,7 +24,6 @@ from ..padding import scatter_taps, transpose_conv_padding
 from .common import (Options, Rounding, activation_of, check_rounding,
                      fused_activation_range, int_matmul, qparams, wrap32)
 from .conv import filter_multipliers
-from .hybrid import activate_float, asymmetric_quantize
 
 
 @dataclass(frozen=True)
@@ -97,34 +96,3 @@ def transpose_conv(input: np.ndarray, filter: np.ndarray, output_shape, bias: np
                                                   p.rounding)
     out = np.clip(out + p.output_offset, p.act_min, p.act_max)
     return out.astype(p.input_dtype)
-
-
-def hybrid_transpose_conv(input: np.ndarray, filter: np.ndarray, output_shape,
-                          bias: np.ndarray | None, filter_scales: np.ndarray,
-                          options: Options) -> np.ndarray:
-    """Hybrid TRANSPOSE_CONV (float NHWC input, int8 OHWI filter, float bias), as
-    transpose_conv.cc EvalHybrid and ``reference_ops::HybridTransposeConv``: each batch
-    quantized asymmetrically to int8 (AsymmetricQuantizeFloats), every (input - offset) *
-    filter product scattered, scaled by the output channel's filter scale and the batch's
-    scaling factor, then the bias and the activation's float clamp.
-
-    The kernel adds the scaled products one by one in float32; here the exact integer sums
-    are scaled once (a difference of float32 rounding, well inside the float tolerance).
-    ``filter_scales`` has one scale per output channel (a single scale is broadcast, as
-    Prepare does)."""
-    n = input.shape[0]
-    q, sf, zp = asymmetric_quantize(np.asarray(input, np.float32).reshape(n, -1))
-    x = q.astype(np.int32).reshape(input.shape) - zp.reshape(n, 1, 1, 1)
-    kh, kw = filter.shape[1:3]
-    output_shape = tuple(int(v) for v in output_shape)
-    strides = (int(options.get("stride_h", 1)), int(options.get("stride_w", 1)))
-    pads = transpose_conv_padding(str(options.get("padding", "SAME")), output_shape[1:3],
-                                  (kh, kw), strides)
-    acc = col2im_accumulate(x, filter.astype(np.int32), output_shape, strides, pads)
-    scales = np.broadcast_to(np.asarray(filter_scales, np.float32), (filter.shape[0],))
-    out = acc.astype(np.float64) * scales.astype(np.float64) * \
-        sf.astype(np.float64).reshape(n, 1, 1, 1)
-    out = out.astype(np.float32)
-    if bias is not None:
-        out = out + np.asarray(bias, np.float32).reshape(-1)
-    return activate_float(out, options)

@@ -16,8 +16,8 @@ from ..integer import conv as int_conv, hybrid as int_hybrid
 from ..integer import transpose_conv as int_transpose_conv
 from ..integer.common import Window, im2col
 from ..padding import scatter_taps, transpose_conv_padding
-from .common import (BuiltinOperator, INT_KINDS, Kernel, activation, apply_activation, kind,
-                     option, pad_for_windows, register, rounding, tensor_qparams,
+from .common import (BuiltinOperator, INT_KINDS, Kernel, apply_activation, clamp_activation,
+                     kind, option, pad_for_windows, register, rounding, tensor_qparams,
                      window_geometry)
 
 
@@ -164,6 +164,15 @@ def _int_prepare(ctx, node, channels: int, depthwise: bool = False) -> None:
                                         cache.params, depthwise)
 
 
+def hybrid_options(node) -> dict:
+    """The options a hybrid core gets: its float output goes through
+    CalculateActivationRange in LiteRT, so only the clamping activations apply."""
+    act = node.builtin_data.get("fused_activation_function")
+    if act in (None, "NONE", 0) or clamp_activation(node) is not None:
+        return node.builtin_data
+    return {**node.builtin_data, "fused_activation_function": "NONE"}
+
+
 def _bias(ctx, node, k=2):
     b = ctx.input(node, k)
     return None if b is None else b.data
@@ -223,7 +232,7 @@ class Conv2D(_ConvKernel):
         geometry = window_geometry(x.shape[1:3], w.shape[1:3], strides, dilations, padding)
         ctx.resize(ctx.output(node, 0), (x.shape[0], geometry[0], geometry[1], w.shape[0]))
         _int_prepare(ctx, node, w.shape[0])
-        node.user_data.args = (strides, dilations, padding, activation(node), geometry)
+        node.user_data.args = (strides, dilations, padding, clamp_activation(node), geometry)
 
     def invoke(self, ctx, node):
         x, w = ctx.value(node, 0), ctx.value(node, 1)
@@ -238,7 +247,7 @@ class Conv2D(_ConvKernel):
             return
         if k == "hybrid":
             out = int_hybrid.conv_2d(x, w, _bias(ctx, node), tensor_qparams(ctx.input(node, 1)),
-                                     node.builtin_data,
+                                     hybrid_options(node),
                                      fmat=node.user_data.get(w, int_hybrid.conv_filter_matrix))
             ctx.set_output(ctx.output(node, 0), out)
             return
@@ -298,13 +307,13 @@ class DepthwiseConv2D(_ConvKernel):
             out = int_hybrid.depthwise_conv_2d(ctx.value(node, 0), ctx.value(node, 1),
                                                _bias(ctx, node),
                                                tensor_qparams(ctx.input(node, 1)),
-                                               node.builtin_data)
+                                               hybrid_options(node))
             ctx.set_output(ctx.output(node, 0), out)
             return
         b = ctx.input(node, 2)
         out = depthwise_conv2d(ctx.value(node, 0), ctx.value(node, 1),
                                None if b is None else b.data, _strides(node), _dilations(node),
-                               option(node, "padding", "SAME"), activation(node))
+                               option(node, "padding", "SAME"), clamp_activation(node))
         ctx.set_output(ctx.output(node, 0), out)
 
 
@@ -362,9 +371,9 @@ class TransposeConv(Kernel):
         out_shape = tuple(int(v) for v in ctx.value(node, 0))
         if node.user_data.get("kind") == "hybrid":
             w = ctx.input(node, 1)
-            out = int_transpose_conv.hybrid_transpose_conv(
+            out = int_hybrid.transpose_conv(
                 ctx.value(node, 2), w.data, out_shape, None if b is None else b.data,
-                w.quantization.scale, node.builtin_data)
+                w.quantization.scale, hybrid_options(node))
             ctx.set_output(ctx.output(node, 0), out)
             return
         if node.user_data.get("kind") in INT_KINDS:
@@ -375,5 +384,5 @@ class TransposeConv(Kernel):
             return
         out = transpose_conv2d(ctx.value(node, 2), ctx.value(node, 1), out_shape,
                                None if b is None else b.data, _strides(node),
-                               option(node, "padding", "SAME"), activation(node))
+                               option(node, "padding", "SAME"), clamp_activation(node))
         ctx.set_output(ctx.output(node, 0), out)
