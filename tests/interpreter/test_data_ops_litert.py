@@ -106,6 +106,65 @@ def test_atan2_bfloat16(shape):
     np.testing.assert_allclose(bfloat16_to_float32(ours), expected, rtol=2 ** -8, atol=0)
 
 
+def _with_bfloat16(model: bytes, tensors) -> bytes:
+    m = S.ModelT.InitFromPackedBuf(model, 0)
+    for k in tensors:
+        m.subgraphs[0].tensors[k].type = S.TensorType.BFLOAT16
+    b = flatbuffers.Builder(0)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+@pytest.mark.parametrize("src", [F32, I32, np.int8, np.uint8, np.int16, I64, np.float16,
+                                 np.bool_, np.float64])
+@pytest.mark.parametrize("dst", [F32, I32, np.int16, np.uint8, np.bool_])
+def test_cast_through_bfloat16(src, dst):
+    """CAST to BFLOAT16 and back (cast.cc through float32, rounded to nearest even),
+    against LiteRT: values, not the raw bits, are converted."""
+    rng = _rng(13)
+    if np.dtype(src).kind == "f":
+        with np.errstate(over="ignore"):  # float16 infinities are cases too
+            x = (rng.standard_normal(24) * 10.0 ** rng.integers(-4, 6, 24)).astype(src)
+    elif src == np.bool_:
+        x = rng.random(24) < 0.5
+    else:
+        x = _ints(rng, src, 24)
+    model = _with_bfloat16(graph_model([((24,), src), ((24,), np.uint16), ((24,), dst)],
+                                       [Op("CAST", [0], [1]), Op("CAST", [1], [2])], [0], [2]),
+                           [1])
+    assert_matches_litert(model, [x], reference=False)
+
+
+@pytest.mark.parametrize("src", [F32, np.float16, np.float64])
+@pytest.mark.parametrize("dst", [I32, np.int16, np.uint8, np.int8, I64, np.uint16, np.uint32])
+def test_cast_saturates_floats_to_integers(src, dst):
+    """cast.cc's SafeCast: truncation, the type's bounds past them, NaN to the maximum."""
+    x = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.7, -2.7, 7e4, -7e4, 300, -0.5,
+                  2.0 ** 63, -2.0 ** 63, 1e19, 127.9, -128.9], np.float64)
+    with np.errstate(over="ignore"):
+        x = x.astype(src)
+    model = single_op_model("CAST", [Input(x.shape, src)], [dst])
+    assert_matches_litert(model, [x], reference=False)
+
+
+def test_cast_from_bfloat16_bits():
+    """Every kind of BFLOAT16 value (subnormals, infinities, NaN, both zeros) to float32
+    and int32, from raw bits through BITCAST."""
+    bits = np.array([0x0000, 0x8000, 0x0001, 0x807F, 0x3F80, 0xC2F7, 0x7F80, 0xFF80, 0x7FC0,
+                     0x4F00, 0xCF00, 0x477F], np.uint16)
+    for dst in (F32, I32):
+        if dst == I32:
+            bits = bits[np.isfinite(bfloat16_to_float32(bits))]
+        model = _with_bfloat16(graph_model([(bits.shape, np.uint16), (bits.shape, np.uint16),
+                                            (bits.shape, dst)],
+                                           [Op("BITCAST", [0], [1]), Op("CAST", [1], [2])],
+                                           [0], [2]), [1])
+        ours = run_ours(model, [bits])[0]
+        np.testing.assert_array_equal(ours, run_litert(model, [bits], reference=False)[0])
+        if dst == F32:
+            np.testing.assert_array_equal(ours, bfloat16_to_float32(bits))
+
+
 @pytest.mark.parametrize("src,dst,shape", [
     (F32, I32, (2, 3)), (I32, np.uint8, (2, 3)), (np.int16, I32, (3, 2)),
     (np.uint8, F32, (2, 4)), (I64, np.int16, (2,)), (F32, np.float16, (0, 5))])
