@@ -9,6 +9,7 @@ INT64, BOOL), a random one-op model is run by LiteRT (BUILTIN) and here.  The co
 pool families (tests/interpreter/conv_pool_models.py) run each type configuration (float, uint8, int8
 per tensor and per channel, int16x8, int4 weights, hybrid) in every version LiteRT
 registers, against LiteRT's reference kernels (and its optimized ones when those differ).
+CAST runs every pair of its types, on values out of every range (and NaN, infinities).
 Prints one line per combination LiteRT runs: "ok", "DIFFERS" or "REFUSED here" with the
 reason.
 """
@@ -193,13 +194,48 @@ def _worst(ours, ref) -> float:
             return float("inf")
         if b.dtype.kind == "f":
             worst = max(worst, rel_error(a, b))
+        elif b.dtype.kind == "c":
+            worst = max(worst, rel_error(a.real, b.real), rel_error(a.imag, b.imag))
         elif not np.array_equal(a, b):
             worst = max(worst, float(np.max(np.abs(a.astype(float) - b.astype(float)))))
     return worst
 
 
+CAST_TYPES = {"FLOAT32": np.float32, "FLOAT16": np.float16, "FLOAT64": np.float64,
+              "INT8": np.int8, "UINT8": np.uint8, "INT16": np.int16, "UINT16": np.uint16,
+              "INT32": np.int32, "UINT32": np.uint32, "INT64": np.int64, "BOOL": np.bool_,
+              "COMPLEX64": np.complex64}
+
+
+def _cast_input(rng, dtype) -> np.ndarray:
+    """Values with the edges a cast meets: out of every integer range, fractions, NaN,
+    infinities, negative numbers for unsigned types."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.random(16) < 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, 16, endpoint=True).astype(dtype)
+    base = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.7, -2.7, 7e4, -7e4, 300.5, -0.5,
+                     1e19, 127.9, -128.9, 0.0, -0.0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (base + 1j * base[::-1]).astype(dtype) if dtype.kind == "c" \
+            else base.astype(dtype)
+
+
+def _cast_cases(rng):
+    for src, sd in CAST_TYPES.items():
+        for dst, dd in CAST_TYPES.items():
+            x = _cast_input(rng, sd)
+            yield (f"{src}->{dst}", single_op_model("CAST", [Input(x.shape, sd)], [dd]),
+                   [x], ("BUILTIN_WITHOUT_DEFAULT_DELEGATES",))
+
+
 def _cases(op, types, rng):
     """(label, model, inputs, resolvers) per combination, or (label, None, error, ())."""
+    if op == "CAST":
+        yield from _cast_cases(rng)
+        return
     if op in conv_pool.CONV + conv_pool.POOL:
         for config in conv_pool.configs(op):
             for version in range(1, conv_pool.VERSIONS[op] + 1):
@@ -246,7 +282,8 @@ def sweep(ops, types=tuple(TYPES)):
 
 
 def main(argv: list[str]) -> int:
-    ops = argv[1:] or UNARY + BINARY + COMPARE + REDUCE + MOVE + conv_pool.CONV + conv_pool.POOL
+    ops = argv[1:] or UNARY + BINARY + COMPARE + REDUCE + MOVE + ["CAST"] + conv_pool.CONV \
+        + conv_pool.POOL
     for op, label, status, note in sweep(ops):
         print(f"{op:22} {label:22} {status:13} {note}")
     return 0
