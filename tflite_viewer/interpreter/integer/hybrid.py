@@ -19,8 +19,6 @@ kernels (tests/interpreter/integer/test_hybrid.py) for weights in the int8 spec'
   ``reference_integer_ops::DepthwiseConvHybridPerChannel``).
 * FULLY_CONNECTED: fully_connected.cc ``EvalHybridDense`` (symmetric, or asymmetric when
   the option ``asymmetric_quantize_inputs`` is set; per-channel or per-tensor filter).
-* TRANSPOSE_CONV: transpose_conv.cc ``EvalHybrid`` (asymmetric input,
-  ``reference_ops::HybridTransposeConv``; within float rounding, see `transpose_conv`).
 """
 from __future__ import annotations
 
@@ -28,9 +26,7 @@ import numpy as np
 
 from .common import (FLOAT32_EXACT, Options, activation_of, exact_matmul, im2col, int_matmul,
                      pad_for_window, patches, qparams, window)
-from ..padding import transpose_conv_padding
 from .conv import depthwise_taps
-from .transpose_conv import col2im_accumulate
 
 _FLOAT_RANGES = {"RELU": (0.0, np.inf), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
 
@@ -257,34 +253,3 @@ def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | No
         scale = (scale * fq.scale.astype(np.float32)[None, :]).astype(np.float32)
     out = (out + dot.astype(np.float32) * scale).astype(np.float32)
     return _activate(out, options).reshape(out_shape)
-
-
-def transpose_conv(input: np.ndarray, filter: np.ndarray, output_shape,
-                          bias: np.ndarray | None, filter_scales: np.ndarray,
-                          options: Options) -> np.ndarray:
-    """Hybrid TRANSPOSE_CONV (float NHWC input, int8 OHWI filter, float bias), as
-    transpose_conv.cc EvalHybrid and ``reference_ops::HybridTransposeConv``: each batch
-    quantized asymmetrically to int8 (AsymmetricQuantizeFloats), every (input - offset) *
-    filter product scattered, scaled by the output channel's filter scale and the batch's
-    scaling factor, then the bias and the activation's float clamp.
-
-    The kernel adds the scaled products one by one in float32; here the exact integer sums
-    are scaled once (a difference of float32 rounding, well inside the float tolerance).
-    ``filter_scales`` has one scale per output channel (a single scale is broadcast, as
-    Prepare does)."""
-    n = input.shape[0]
-    q, sf, zp = asymmetric_quantize(np.asarray(input, np.float32).reshape(n, -1))
-    x = q.astype(np.int32).reshape(input.shape) - zp.reshape(n, 1, 1, 1)
-    kh, kw = filter.shape[1:3]
-    output_shape = tuple(int(v) for v in output_shape)
-    strides = (int(options.get("stride_h", 1)), int(options.get("stride_w", 1)))
-    pads = transpose_conv_padding(str(options.get("padding", "SAME")), output_shape[1:3],
-                                  (kh, kw), strides)
-    acc = col2im_accumulate(x, filter.astype(np.int32), output_shape, strides, pads)
-    scales = np.broadcast_to(np.asarray(filter_scales, np.float32), (filter.shape[0],))
-    out = acc.astype(np.float64) * scales.astype(np.float64) * \
-        sf.astype(np.float64).reshape(n, 1, 1, 1)
-    out = out.astype(np.float32)
-    if bias is not None:
-        out = out + np.asarray(bias, np.float32).reshape(-1)
-    return _activate(out, options)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..integer import conv as int_conv, hybrid as int_hybrid
 from ..integer import transpose_conv as int_transpose_conv
+from ..integer.hybrid_transpose_conv import hybrid_transpose_conv
 from ..integer.common import Window, im2col
 from ..padding import scatter_taps, transpose_conv_padding
 from .common import (BuiltinOperator, INT_KINDS, Kernel, apply_activation, clamp_activation,
@@ -371,9 +372,9 @@ class TransposeConv(Kernel):
         out_shape = tuple(int(v) for v in ctx.value(node, 0))
         if node.user_data.get("kind") == "hybrid":
             w = ctx.input(node, 1)
-            out = int_hybrid.transpose_conv(
+            out = apply_activation(hybrid_transpose_conv(
                 ctx.value(node, 2), w.data, out_shape, None if b is None else b.data,
-                w.quantization.scale, hybrid_options(node))
+                w.quantization.scale, node.builtin_data), clamp_activation(node))
             ctx.set_output(ctx.output(node, 0), out)
             return
         if node.user_data.get("kind") in INT_KINDS:
