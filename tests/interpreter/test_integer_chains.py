@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-
 from .singleop import Op, assert_matches_litert, graph_model, run_litert, run_ours
 
 
