@@ -3,12 +3,17 @@ SPARSE_TO_DENSE, UNIQUE, DILATE, FAKE_QUANT: random single-op models, run here a
 LiteRT (exact for integers, the project's float tolerance for floats), with edge cases."""
 from __future__ import annotations
 
+import flatbuffers
 import numpy as np
 import pytest
 
-from tflite_viewer.interpreter import Interpreter, UnsupportedOpError
+from tflite_viewer.interpreter import ExecutionError, Interpreter, UnsupportedOpError
 
-from .singleop import Input, assert_matches_litert, run_ours, single_op_model
+from tflite_viewer.model.dtypes import bfloat16_to_float32, float32_to_bfloat16
+from tflite_viewer.schema import schema_generated as S
+
+from .singleop import Input, Op, assert_matches_litert, graph_model, run_litert, run_ours, \
+    single_op_model
 
 F32, I32, I64 = np.float32, np.int32, np.int64
 SHAPES = [((2, 3, 4), (2, 3, 4)), ((2, 3, 4), (4,)), ((2, 1, 4), (1, 3, 1)), ((3,), ()),
@@ -50,6 +55,114 @@ def test_atan2(dtype, shapes):
         x.flat[0] = 0
     model = single_op_model("ATAN2", [Input(y.shape, dtype), Input(x.shape, dtype)], [dtype])
     assert_matches_litert(model, [y, x], reference=False)
+
+
+@pytest.mark.parametrize("y_shape,x_shape", [((2, 3), (3, 2)), ((2, 2), (3, 3)),
+                                             ((1, 4), (2, 4))])
+def test_atan2_pairs_elements_in_order_when_shapes_differ(y_shape, x_shape):
+    """atan2.cc checks only the ranks: y's elements pair with x's first ones, in order."""
+    rng = _rng(12)
+    y, x = rng.standard_normal(y_shape).astype(F32), rng.standard_normal(x_shape).astype(F32)
+    model = single_op_model("ATAN2", [Input(y_shape), Input(x_shape)], [F32])
+    assert_matches_litert(model, [y, x], reference=False)
+
+
+@pytest.mark.parametrize("y_shape,x_shape", [((3, 3), (2, 2)), ((4,), (2, 2))])
+def test_atan2_refuses_fewer_x_elements_or_another_rank(y_shape, x_shape):
+    model = single_op_model("ATAN2", [Input(y_shape), Input(x_shape)], [F32])
+    with pytest.raises(ExecutionError, match="one rank and at least as many"):
+        run_ours(model, [np.ones(y_shape, F32), np.ones(x_shape, F32)])
+
+
+def _bf16_atan2_model(shape) -> bytes:
+    """UINT16 raw bits -> BITCAST -> BFLOAT16 ATAN2 -> BITCAST -> UINT16 raw bits: LiteRT's
+    Python API cannot set or read a BFLOAT16 tensor, but BITCAST passes the bits through."""
+    u16 = np.uint16
+    model = graph_model([(shape, u16)] * 2 + [(shape, u16)] * 3 + [(shape, u16)],
+                        [Op("BITCAST", [0], [2]), Op("BITCAST", [1], [3]),
+                         Op("ATAN2", [2, 3], [4]), Op("BITCAST", [4], [5])], [0, 1], [5])
+    m = S.ModelT.InitFromPackedBuf(model, 0)
+    for k in (2, 3, 4):
+        m.subgraphs[0].tensors[k].type = S.TensorType.BFLOAT16
+    b = flatbuffers.Builder(0)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4), (7,), (), (0, 3)])
+def test_atan2_bfloat16(shape):
+    rng = _rng(11)
+    y, x = (float32_to_bfloat16(rng.standard_normal(shape) * 4) for _ in range(2))
+    if x.size:  # the quadrant edge cases: zeros of both signs, infinities, a NaN
+        special = float32_to_bfloat16(np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30]))
+        k = min(x.size, special.size)
+        x.flat[:k], y.flat[:k] = special[:k], special[::-1][:k]
+    model = _bf16_atan2_model(shape)
+    theirs = run_litert(model, [y, x], reference=False)[0]
+    ours = run_ours(model, [y, x])[0]
+    assert ours.dtype == np.uint16 and ours.shape == theirs.shape
+    np.testing.assert_array_equal(ours, theirs)  # raw bits, NaNs included
+    expected = np.arctan2(bfloat16_to_float32(y), bfloat16_to_float32(x))
+    np.testing.assert_allclose(bfloat16_to_float32(ours), expected, rtol=2 ** -8, atol=0)
+
+
+def _with_bfloat16(model: bytes, tensors) -> bytes:
+    m = S.ModelT.InitFromPackedBuf(model, 0)
+    for k in tensors:
+        m.subgraphs[0].tensors[k].type = S.TensorType.BFLOAT16
+    b = flatbuffers.Builder(0)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+@pytest.mark.parametrize("src", [F32, I32, np.int8, np.uint8, np.int16, I64, np.float16,
+                                 np.bool_, np.float64])
+@pytest.mark.parametrize("dst", [F32, I32, np.int16, np.uint8, np.bool_])
+def test_cast_through_bfloat16(src, dst):
+    """CAST to BFLOAT16 and back (cast.cc through float32, rounded to nearest even),
+    against LiteRT: values, not the raw bits, are converted."""
+    rng = _rng(13)
+    if np.dtype(src).kind == "f":
+        with np.errstate(over="ignore"):  # float16 infinities are cases too
+            x = (rng.standard_normal(24) * 10.0 ** rng.integers(-4, 6, 24)).astype(src)
+    elif src == np.bool_:
+        x = rng.random(24) < 0.5
+    else:
+        x = _ints(rng, src, 24)
+    model = _with_bfloat16(graph_model([((24,), src), ((24,), np.uint16), ((24,), dst)],
+                                       [Op("CAST", [0], [1]), Op("CAST", [1], [2])], [0], [2]),
+                           [1])
+    assert_matches_litert(model, [x], reference=False)
+
+
+@pytest.mark.parametrize("src", [F32, np.float16, np.float64])
+@pytest.mark.parametrize("dst", [I32, np.int16, np.uint8, np.int8, I64, np.uint16, np.uint32])
+def test_cast_saturates_floats_to_integers(src, dst):
+    """cast.cc's SafeCast: truncation, the type's bounds past them, NaN to the maximum."""
+    x = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.7, -2.7, 7e4, -7e4, 300, -0.5,
+                  2.0 ** 63, -2.0 ** 63, 1e19, 127.9, -128.9], np.float64)
+    with np.errstate(over="ignore"):
+        x = x.astype(src)
+    model = single_op_model("CAST", [Input(x.shape, src)], [dst])
+    assert_matches_litert(model, [x], reference=False)
+
+
+def test_cast_from_bfloat16_bits():
+    """Every kind of BFLOAT16 value (subnormals, infinities, NaN, both zeros) to float32
+    and int32, from raw bits through BITCAST."""
+    bits = np.array([0x0000, 0x8000, 0x0001, 0x807F, 0x3F80, 0xC2F7, 0x7F80, 0xFF80, 0x7FC0,
+                     0x4F00, 0xCF00, 0x477F], np.uint16)
+    for dst in (F32, I32):
+        if dst == I32:
+            bits = bits[np.isfinite(bfloat16_to_float32(bits))]
+        model = _with_bfloat16(graph_model([(bits.shape, np.uint16), (bits.shape, np.uint16),
+                                            (bits.shape, dst)],
+                                           [Op("BITCAST", [0], [1]), Op("CAST", [1], [2])],
+                                           [0], [2]), [1])
+        ours = run_ours(model, [bits])[0]
+        np.testing.assert_array_equal(ours, run_litert(model, [bits], reference=False)[0])
+        if dst == F32:
+            np.testing.assert_array_equal(ours, bfloat16_to_float32(bits))
 
 
 @pytest.mark.parametrize("src,dst,shape", [

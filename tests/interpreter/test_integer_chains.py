@@ -7,9 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tflite_viewer.interpreter import Interpreter
-
-from .singleop import Op, graph_model, run_litert, run_ours
+from .singleop import Op, assert_matches_litert, graph_model, run_litert, run_ours
 
 
 def _rand(rng, shape, dtype):
@@ -94,13 +92,14 @@ def test_chain_matches_litert_reference_on_every_tensor(dtype):
             np.testing.assert_array_equal(a, b, err_msg=f"{np.dtype(dtype).name} output {k}")
 
 
-def test_hybrid_transpose_conv_is_refused_not_miscomputed():
+def test_hybrid_transpose_conv_is_computed_as_litert_does():
+    """(Was refused; now transpose_conv.cc's EvalHybrid: more cases in
+    test_conv_pool_types_litert.py.)"""
     w = np.ones((2, 3, 3, 1), np.int8)
     tensors = [((1, 4, 4, 1), np.float32), (np.array([1, 8, 8, 2], np.int32),),
                (w, (0.1, 0)), ((1, 8, 8, 2), np.float32)]
     model = graph_model(tensors, [Op("TRANSPOSE_CONV", [1, 2, 0], [3], "TransposeConvOptions",
                                      {"padding": "SAME", "stride_h": 2, "stride_w": 2}, 3)],
                         [0], [3])
-    from tflite_viewer.interpreter import UnsupportedOpError
-    with pytest.raises(UnsupportedOpError, match="TRANSPOSE_CONV"):
-        Interpreter(model)
+    x = np.random.default_rng(4).standard_normal((1, 4, 4, 1)).astype(np.float32)
+    assert_matches_litert(model, [x])

@@ -59,3 +59,42 @@ def test_skip_gram(sentence, ngram, skip, include_all):
     theirs = [bytes(v) for v in li.get_tensor(li.get_output_details()[0]["index"]).tolist()]
     ours = list(Interpreter(model).invoke([np.array([sentence], object)]).values())[0]
     assert [bytes(v) for v in ours.tolist()] == theirs
+
+
+def _random_strings(rng, n) -> np.ndarray:
+    """Random byte strings of 0 to 90 bytes (every farmhash length class)."""
+    out = np.empty(n, object)
+    out[:] = [rng.integers(0, 256, int(rng.choice([0, 1, 5, 13, 24, 40, 70, 90])),
+                           dtype=np.uint8).tobytes() for _ in range(n)]
+    return out
+
+
+@pytest.mark.parametrize("kind", ["SPARSE", "DENSE"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("shape", [(1,), (3,), (6,), (2, 2)])
+@pytest.mark.parametrize("seed", range(4))
+def test_lsh_projection_strings(kind, weighted, shape, seed):
+    """A STRING input: lsh_projection.cc hashes its string buffer (count, offsets, bytes)
+    cut into dim-0 equal parts, so the keys are not the strings themselves."""
+    rng = np.random.default_rng(100 + seed)
+    seeds = rng.standard_normal((4, int(rng.integers(1, 33)) if kind == "DENSE" else 8)
+                                ).astype(F32)
+    x = _random_strings(rng, int(np.prod(shape))).reshape(shape)
+    inputs = [seeds, Input(shape, np.int8)] + ([rng.uniform(-1, 1, shape[0]).astype(F32)]
+                                               if weighted else [])
+    model = single_op_model("LSH_PROJECTION", inputs, [I32], "LSHProjectionOptions",
+                            {"type": kind})
+    m = S.ModelT.InitFromPackedBuf(model, 0)
+    m.subgraphs[0].tensors[1].type = S.TensorType.STRING
+    b = flatbuffers.Builder(0)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    model = bytes(b.Output())
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+    li = LiteRT(model_content=model)
+    li.allocate_tensors()
+    li.set_tensor(li.get_input_details()[0]["index"], x)
+    li.invoke()
+    theirs = li.get_tensor(li.get_output_details()[0]["index"])
+    ours = list(Interpreter(model).invoke([x]).values())[0]
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    np.testing.assert_array_equal(ours, theirs)

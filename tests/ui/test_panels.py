@@ -196,6 +196,27 @@ def test_activation_tensor_has_no_values(window):
     assert info["shape"] == "[" + ", ".join(map(str, sg.tensors[t].shape)) + "]"
 
 
+def test_zero_element_constant_shows_as_a_constant(window, tmp_path):
+    """An INT32 shape-[0] constant (rightly empty buffer) is a constant in both panels:
+    the tensor panel shows its (empty) value, not the activation's "no values" message."""
+    from tests.model.test_zero_element_constant import SHAPE_TENSOR, reshape_to_scalar
+    path = tmp_path / "reshape_to_scalar.tflite"
+    path.write_bytes(reshape_to_scalar())
+    window.open_path(path, wait=True)
+    window.select_op(0)
+    inputs = [r for r in window.properties_panel.rows() if r.section == "Inputs"]
+    assert inputs[SHAPE_TENSOR].value.endswith("(constant)")
+    assert not inputs[0].value.endswith(")")  # the model input: an activation
+    window.select_tensor(SHAPE_TENSOR)
+    panel = window.tensor_panel
+    info = {r.key: r.value for r in panel.rows() if r.section == "Tensor"}
+    assert info["kind"] == "constant"
+    assert panel.no_values_message() is None
+    assert "only when the model runs" not in (panel.histogram.message or "")
+    assert panel.values.array is not None and panel.values.array.shape == (0,)
+    assert panel.values_pane.message.text() == ""  # not the "no values in the file" note
+
+
 def test_model_panel_metadata_and_labels(window):
     window.open_path(model_path("mobilenet_v1_0.25_224_quant.tflite"), wait=True)
     rows = window.model_panel.rows()

@@ -124,7 +124,7 @@ def _tensor_line(t) -> str:
         sig = f" sig{list(t.shape_signature)}"
     extra = " variable" if t.is_variable else ""
     extra += " sparse" if t.sparsity is not None else ""
-    buf = f" B#{t.buffer} ({t.buffer_nbytes} bytes)" if t.buffer_nbytes else ""
+    buf = f" B#{t.buffer} ({t.buffer_nbytes} bytes)" if t.buffer_nbytes or t.is_constant else ""
     return f"  T#{t.index} {t.name} {t.type_name}{list(t.shape)}{sig}{quant}{buf}{extra}"
 
 

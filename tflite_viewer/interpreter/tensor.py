@@ -71,8 +71,8 @@ class Tensor:
         #: (the executor re-checks their prepare then, and only then)
         self.consumers: list = []
         constant = model_tensor.raw_bytes()
-        if constant is None and self.sparsity is not None and model_tensor.is_constant:
-            constant = model_tensor.data()  # all blocks zero: no stored values, a constant
+        if constant is None and model_tensor.empty_buffer_constant():
+            constant = model_tensor.data()  # no stored byte (all blocks zero, no element)
         if constant is not None and not self.is_variable:
             self.allocation_type = AllocationType.MMAP_RO
             self.data = model_tensor.data()

@@ -91,7 +91,17 @@ def unpack_subbyte(packed: np.ndarray, bits: int, count: int, signed: bool) -> n
 
 
 def bfloat16_to_float32(raw: np.ndarray) -> np.ndarray:
-    return (raw.astype(np.uint32) << 16).view(np.float32)
+    return (np.asarray(raw).astype(np.uint32) << 16).view(np.float32)
+
+
+def float32_to_bfloat16(values: np.ndarray) -> np.ndarray:
+    """BFLOAT16 raw bits of float32 ``values``, rounded to nearest even as Eigen's
+    bfloat16 constructor does (a NaN becomes the quiet NaN 0x7FC0, its sign kept)."""
+    f = np.asarray(values, np.float32)
+    bits = f.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.where(np.signbit(f), np.uint16(0xFFC0), np.uint16(0x7FC0))
+    return np.where(np.isnan(f), nan, rounded).astype(np.uint16)
 
 
 def _float8_table(exp_bits: int, man_bits: int, fn: bool) -> np.ndarray:

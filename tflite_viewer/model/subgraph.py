@@ -171,7 +171,18 @@ class Subgraph:
         has = (buf > 0) & (buf < sizes.size)
         out = ext != 0
         out[has] |= sizes[buf[has]] > 0
+        # an own but empty buffer: the rare constants that store no byte (few candidates
+        # once written tensors are left out; Tensor decides, one rule for both)
+        maybe = has & ~out
+        maybe[[t for t in self.written_tensors if 0 <= t < maybe.size]] = False
+        for t in np.flatnonzero(maybe).tolist():
+            out[t] = self.tensors[t].empty_buffer_constant()
         return out
+
+    @cached_property
+    def written_tensors(self) -> frozenset[int]:
+        """Tensors something writes: the subgraph's inputs and every operator's outputs."""
+        return frozenset(self.inputs) | frozenset(self.columns.outputs.tolist())
 
     @property
     def debug_metadata_index(self) -> int:

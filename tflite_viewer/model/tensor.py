@@ -159,10 +159,22 @@ class Tensor:
     # -- role ----------------------------------------------------------------------------
     @property
     def is_constant(self) -> bool:
-        """Has data in the model (a weight, bias or other constant).  A sparse tensor whose
-        every block is zero stores no values, and is a constant all the same."""
+        """Has data in the model (a weight, bias or other constant).  Two constants store
+        no bytes: a sparse tensor whose every block is zero, and a tensor with no element
+        (an INT32 shape-[0] constant): see `empty_buffer_constant`."""
         return (self.buffer_nbytes > 0 or self.external_buffer != 0
-                or (self.sparsity is not None and 0 < self.buffer < len(self.model.buffers)))
+                or self.empty_buffer_constant())
+
+    def empty_buffer_constant(self) -> bool:
+        """A constant whose buffer is rightly empty: a buffer of its own (index > 0), and
+        sparse with no stored block or of a static zero-element shape, and neither a
+        variable nor written (a subgraph input or an operator's output: old converters
+        give every activation an empty buffer of its own)."""
+        if not 0 < self.buffer < len(self.model.buffers) or self.buffer_nbytes > 0:
+            return False
+        if self.sparsity is None and not self._zero_elements_with_buffer():
+            return False
+        return not self.is_variable and self.index not in self.subgraph.written_tensors
 
     @property
     def kind(self) -> str:
@@ -286,6 +298,16 @@ def _index_vector(kind: int, tab) -> np.ndarray | None:
     vec = cls()
     vec.Init(tab.Bytes, tab.Pos)
     return np.asarray(vec.ValuesAsNumpy()) if not vec.ValuesIsNone() else np.zeros(0, np.int32)
+
+
+def encode_strings(values) -> bytes:
+    """TFLite's string buffer of ``values`` (bytes, in order): the inverse of
+    `_decode_strings`, the layout a STRING tensor has in LiteRT's memory."""
+    data = [bytes(v) for v in np.asarray(values, dtype=object).reshape(-1)]
+    head = 4 * (len(data) + 2)
+    offsets = np.cumsum([head] + [len(d) for d in data])
+    return np.array([len(data)], "<i4").tobytes() + offsets.astype("<i4").tobytes() \
+        + b"".join(data)
 
 
 def _decode_strings(raw: np.ndarray, shape: tuple[int, ...], where: str) -> np.ndarray:

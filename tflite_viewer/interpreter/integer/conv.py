@@ -37,6 +37,9 @@ class ConvParams:
     rounding: Rounding
     #: the prepared tails (quant_math.Requantizer) by accumulator shape and rounding
     requantizers: dict = field(default_factory=dict, compare=False, repr=False)
+    #: int16x8 CONV_2D whose options' quantized_bias_type is INT32: conv.cc then takes
+    #: the int32-bias ConvPerChannel (int32 accumulator, 32-bit MultiplyByQuantizedMultiplier)
+    int32_bias: bool = False
 
     @property
     def is_uint8(self) -> bool:
@@ -75,11 +78,17 @@ def prepare_conv(input_q, filter_q, output_q, options: Options, input_dtype, cha
     dtype = np.dtype(input_dtype)
     mult, shift, filter_offset = filter_multipliers(iq, fq, oq, dtype, channels, rounding)
     lo, hi = fused_activation_range(activation_of(options), oq, dtype)
-    return ConvParams(dtype, mult, shift, -iq.zp, filter_offset, oq.zp, lo, hi, rounding)
+    int32_bias = dtype == np.int16 and str(options.get("quantized_bias_type")) == "INT32"
+    return ConvParams(dtype, mult, shift, -iq.zp, filter_offset, oq.zp, lo, hi, rounding,
+                      int32_bias=int32_bias)
 
 
 def _requantize(acc: np.ndarray, p: ConvParams, depthwise: bool = False) -> np.ndarray:
     """The kernels' tail: scale, add the output zero point, clamp, cast."""
+    if p.is_int16 and p.int32_bias:  # ConvPerChannel<int32_t bias>: C's int32 accumulator
+        out = qm.multiply_by_quantized_multiplier(wrap32(acc), p.multiplier, p.shift,
+                                                  p.rounding)
+        return np.clip(out + p.output_offset, p.act_min, p.act_max).astype(np.int16)
     if p.is_int16:
         # ConvPerChannel / DepthwiseConvPerChannel<int16>: int64 accumulator and the
         # 16-bit reduced multiplier overload of MultiplyByQuantizedMultiplier.

@@ -28,19 +28,27 @@ def _accumulate(out: np.ndarray, x: np.ndarray, w: np.ndarray, w_scale: float,
 
 
 def rnn_step(x: np.ndarray, h: np.ndarray, w: np.ndarray, w_scale: float, r: np.ndarray,
-             r_scale: float, bias: np.ndarray, act, asymmetric: bool) -> np.ndarray:
-    """One hybrid step: act(bias + x W^T + h R^T) for x [batch, input], h [batch, units]."""
+             r_scale: float, bias: np.ndarray, act, asymmetric: bool,
+             aux: tuple[np.ndarray, np.ndarray, float] | None = None) -> np.ndarray:
+    """One hybrid step: act(bias + x W^T [+ aux A^T] + h R^T) for x [batch, input], h
+    [batch, units]; ``aux`` = (aux input [batch, aux size], A, A's scale), quantized on
+    its own, as RnnBatchStep adds it between the input and the recurrent terms."""
     out = np.broadcast_to(bias.astype(np.float32), (x.shape[0], w.shape[0])).astype(np.float32)
     out = _accumulate(out, np.asarray(x, np.float32), w, w_scale, asymmetric)
+    if aux is not None:
+        out = _accumulate(out, np.asarray(aux[0], np.float32), aux[1], aux[2], asymmetric)
     out = _accumulate(out, np.asarray(h, np.float32), r, r_scale, asymmetric)
     return act(out)
 
 
 def rnn_sequence(x: np.ndarray, h: np.ndarray, w, w_scale, r, r_scale, bias, act,
-                 asymmetric: bool) -> tuple[np.ndarray, np.ndarray]:
-    """A time-major sequence [T, batch, input] through `rnn_step`: (outputs, last state)."""
+                 asymmetric: bool, aux: tuple[np.ndarray, np.ndarray, float] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """A time-major sequence [T, batch, input] through `rnn_step`: (outputs, last state);
+    ``aux`` = (aux sequence [T, batch, aux size], its weights, their scale)."""
     outs = np.empty((x.shape[0], x.shape[1], w.shape[0]), np.float32)
     for t in range(x.shape[0]):
-        h = rnn_step(x[t], h, w, w_scale, r, r_scale, bias, act, asymmetric)
+        step_aux = None if aux is None else (aux[0][t], aux[1], aux[2])
+        h = rnn_step(x[t], h, w, w_scale, r, r_scale, bias, act, asymmetric, step_aux)
         outs[t] = h
     return outs, h

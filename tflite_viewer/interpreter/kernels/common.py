@@ -80,6 +80,14 @@ def activation(node: Node) -> str | None:
     return None if act in (None, "NONE", 0) else str(act)
 
 
+def clamp_activation(node: Node) -> str | None:
+    """The node's fused activation as LiteRT's conv and pool kernels apply it: through
+    CalculateActivationRange, which clamps for RELU, RELU6 and RELU_N1_TO_1 and leaves
+    every other activation (TANH, SIGN_BIT) unbounded, that is, not applied."""
+    act = activation(node)
+    return act if act in ACTIVATION_RANGES else None
+
+
 #: (activation, float dtype) -> its (low, high or None) bounds as 0-d arrays of that dtype:
 #: the same values as the Python floats (the dtype's own), which cost a ufunc half as much
 _FLOAT_BOUNDS: dict[tuple[str, np.dtype], tuple[np.ndarray, np.ndarray | None]] = {}

@@ -14,10 +14,11 @@ import numpy as np
 
 from ..integer import conv as int_conv, hybrid as int_hybrid
 from ..integer import transpose_conv as int_transpose_conv
+from ..integer.hybrid_transpose_conv import hybrid_transpose_conv
 from ..integer.common import Window, im2col
 from ..padding import scatter_taps, transpose_conv_padding
-from .common import (BuiltinOperator, INT_KINDS, Kernel, activation, apply_activation, kind,
-                     option, pad_for_windows, register, rounding, tensor_qparams,
+from .common import (BuiltinOperator, INT_KINDS, Kernel, apply_activation, clamp_activation,
+                     kind, option, pad_for_windows, register, rounding, tensor_qparams,
                      window_geometry)
 
 
@@ -164,15 +165,51 @@ def _int_prepare(ctx, node, channels: int, depthwise: bool = False) -> None:
                                         cache.params, depthwise)
 
 
+def hybrid_options(node) -> dict:
+    """The options a hybrid core gets: its float output goes through
+    CalculateActivationRange in LiteRT, so only the clamping activations apply."""
+    act = node.builtin_data.get("fused_activation_function")
+    if act in (None, "NONE", 0) or clamp_activation(node) is not None:
+        return node.builtin_data
+    return {**node.builtin_data, "fused_activation_function": "NONE"}
+
+
 def _bias(ctx, node, k=2):
     b = ctx.input(node, k)
     return None if b is None else b.data
+
+
+def int16_bias_problem(ctx, node, data_k: int, bias_k: int, depthwise: bool = False
+                       ) -> str | None:
+    """Why an int16x8 node's bias cannot run as LiteRT runs it, or None.
+
+    depthwise_conv.cc wants an INT64 bias.  conv.cc and transpose_conv.cc take INT32 or
+    INT64, but pick the int32 kernel only when the options' quantized_bias_type says
+    INT32: an INT32 bias without it is read as INT64 (past the buffer's end), and a
+    quantized_bias_type other than the bias's type fails their Prepare."""
+    x, b = ctx.input(node, data_k), ctx.input(node, bias_k)
+    if x is None or x.type_name != "INT16" or b is None:
+        return None
+    declared = str(option(node, "quantized_bias_type", "FLOAT32"))
+    if depthwise and b.type_name != "INT64":
+        return f"{node.name} v{node.version} int16x8 with a {b.type_name} bias: LiteRT wants INT64"
+    if b.type_name == "INT32" and declared != "INT32":
+        return (f"{node.name} v{node.version} int16x8 with an INT32 bias but quantized_bias_type "
+                f"{declared}: LiteRT reads that bias as INT64, past its end")
+    if declared in ("INT32", "INT64") and b.type_name != declared:
+        return (f"{node.name} v{node.version}: quantized_bias_type {declared} but a "
+                f"{b.type_name} bias (LiteRT's Prepare refuses it)")
+    return None
 
 
 class _ConvKernel(Kernel):
     """What CONV_2D and DEPTHWISE_CONV_2D share: the node kinds and the per-node cache."""
 
     types = "float+uint8+int8+int16+hybrid"
+    depthwise = False
+
+    def check(self, ctx, node):
+        return super().check(ctx, node) or int16_bias_problem(ctx, node, 0, 2, self.depthwise)
 
     def init(self, ctx, node):
         return _Cache()
@@ -196,7 +233,7 @@ class Conv2D(_ConvKernel):
         geometry = window_geometry(x.shape[1:3], w.shape[1:3], strides, dilations, padding)
         ctx.resize(ctx.output(node, 0), (x.shape[0], geometry[0], geometry[1], w.shape[0]))
         _int_prepare(ctx, node, w.shape[0])
-        node.user_data.args = (strides, dilations, padding, activation(node), geometry)
+        node.user_data.args = (strides, dilations, padding, clamp_activation(node), geometry)
 
     def invoke(self, ctx, node):
         x, w = ctx.value(node, 0), ctx.value(node, 1)
@@ -211,7 +248,7 @@ class Conv2D(_ConvKernel):
             return
         if k == "hybrid":
             out = int_hybrid.conv_2d(x, w, _bias(ctx, node), tensor_qparams(ctx.input(node, 1)),
-                                     node.builtin_data,
+                                     hybrid_options(node),
                                      fmat=node.user_data.get(w, int_hybrid.conv_filter_matrix))
             ctx.set_output(ctx.output(node, 0), out)
             return
@@ -226,6 +263,22 @@ class Conv2D(_ConvKernel):
 class DepthwiseConv2D(_ConvKernel):
     """DEPTHWISE_CONV_2D: float; uint8 (v1), int8 (v3), int16x8 (v5) bit-exact with LiteRT;
     hybrid float input with int8 weights (v6)."""
+
+    depthwise = True
+
+    def check(self, ctx, node):
+        why = super().check(ctx, node)
+        w = ctx.input(node, 1)
+        if why is None and kind(ctx, node) == "hybrid" and w is not None:
+            scales = 0 if w.quantization is None else int(np.size(w.quantization.scale))
+            if scales != w.shape[-1]:
+                # depthwise_conv.cc compares the scale count with the dimension named by
+                # quantized_dimension (1 for the default 0), then reads one scale per
+                # output channel: past the end of a single scale
+                return (f"DEPTHWISE_CONV_2D v{node.version} hybrid with {scales} filter "
+                        f"scale(s) for {w.shape[-1]} channels: LiteRT's hybrid kernel needs "
+                        "one per channel (with fewer it reads past the scales)")
+        return why
 
     def prepare(self, ctx, node):
         x, w = ctx.input(node, 0), ctx.input(node, 1)
@@ -255,13 +308,13 @@ class DepthwiseConv2D(_ConvKernel):
             out = int_hybrid.depthwise_conv_2d(ctx.value(node, 0), ctx.value(node, 1),
                                                _bias(ctx, node),
                                                tensor_qparams(ctx.input(node, 1)),
-                                               node.builtin_data)
+                                               hybrid_options(node))
             ctx.set_output(ctx.output(node, 0), out)
             return
         b = ctx.input(node, 2)
         out = depthwise_conv2d(ctx.value(node, 0), ctx.value(node, 1),
                                None if b is None else b.data, _strides(node), _dilations(node),
-                               option(node, "padding", "SAME"), activation(node))
+                               option(node, "padding", "SAME"), clamp_activation(node))
         ctx.set_output(ctx.output(node, 0), out)
 
 
@@ -270,10 +323,11 @@ class TransposeConv(Kernel):
     """Inputs: output_shape, weights [O, KH, KW, I], input, optional bias.
 
     float; uint8 (per-tensor), int8 (per-channel) and int16x8 (int64 or int32 bias)
-    bit-exact with LiteRT's reference kernels (integer/transpose_conv.py).  The node's kind
-    is its data input's (input 2)."""
+    bit-exact with LiteRT's reference kernels (integer/transpose_conv.py); hybrid (float
+    input, int8 weights, one scale or one per output channel) as its EvalHybrid.  The
+    node's kind is its data input's (input 2)."""
 
-    types = "float+uint8+int8+int16"
+    types = "float+uint8+int8+int16+hybrid"
 
     @staticmethod
     def _data_first(node):
@@ -283,7 +337,18 @@ class TransposeConv(Kernel):
 
     def check(self, ctx, node):
         from ..registration import check_types
-        return check_types(ctx, self._data_first(node), self.types)
+        why = check_types(ctx, self._data_first(node), self.types) or \
+            int16_bias_problem(ctx, node, 2, 3)
+        w = ctx.input(node, 1)
+        if why is None and kind(ctx, self._data_first(node)) == "hybrid":
+            q = w.quantization
+            scales = 0 if q is None else int(np.size(q.scale))
+            if w.type_name != "INT8" or scales not in (1, w.shape[0]) or \
+                    (scales > 1 and q.quantized_dimension != 0):
+                return (f"TRANSPOSE_CONV v{node.version} hybrid: LiteRT takes INT8 weights "
+                        "with one scale or one per output channel (dimension 0), not "
+                        f"{w.type_name} with {scales}")
+        return why
 
     def init(self, ctx, node):
         return {}
@@ -305,6 +370,13 @@ class TransposeConv(Kernel):
     def invoke(self, ctx, node):
         b = ctx.input(node, 3)
         out_shape = tuple(int(v) for v in ctx.value(node, 0))
+        if node.user_data.get("kind") == "hybrid":
+            w = ctx.input(node, 1)
+            out = apply_activation(hybrid_transpose_conv(
+                ctx.value(node, 2), w.data, out_shape, None if b is None else b.data,
+                w.quantization.scale, node.builtin_data), clamp_activation(node))
+            ctx.set_output(ctx.output(node, 0), out)
+            return
         if node.user_data.get("kind") in INT_KINDS:
             out = int_transpose_conv.transpose_conv(
                 ctx.value(node, 2), ctx.value(node, 1), out_shape, None if b is None else b.data,
@@ -313,5 +385,5 @@ class TransposeConv(Kernel):
             return
         out = transpose_conv2d(ctx.value(node, 2), ctx.value(node, 1), out_shape,
                                None if b is None else b.data, _strides(node),
-                               option(node, "padding", "SAME"), activation(node))
+                               option(node, "padding", "SAME"), clamp_activation(node))
         ctx.set_output(ctx.output(node, 0), out)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..padding import compute_out_size, compute_padding
-from .common import (BuiltinOperator as Op, activation, apply_activation, as_int_list, define,
-                     option)
+from .common import (BuiltinOperator as Op, apply_activation, as_int_list, clamp_activation,
+                     define, option)
 from .data_ops import types_check
 
 
@@ -60,7 +60,7 @@ def _conv3d(ctx, node):
     strides, dil, padding = _geometry(node)
     b = ctx.input(node, 2)
     return conv3d(ctx.value(node, 0), ctx.value(node, 1), None if b is None else b.data,
-                  strides, dil, padding, activation(node))
+                  strides, dil, padding, clamp_activation(node))
 
 
 define(Op.CONV_3D, (1, 1), _conv3d, _conv3d_shape, types="any",
@@ -113,7 +113,7 @@ def _conv3dt(ctx, node):
     b = ctx.input(node, 3)
     return conv3d_transpose(ctx.value(node, 2), ctx.value(node, 1),
                             None if b is None else b.data, ctx.value(node, 0), strides, dil,
-                            padding, activation(node))
+                            padding, clamp_activation(node))
 
 
 define(Op.CONV_3D_TRANSPOSE, (1, 1), _conv3dt, _conv3dt_shape, types="any",

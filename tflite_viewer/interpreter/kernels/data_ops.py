@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...model.dtypes import bfloat16_to_float32, float32_to_bfloat16
 from .common import BuiltinOperator as Op, as_int_list, broadcast_shape, define, option, \
     same_shape
 
@@ -75,15 +76,29 @@ _AddN.dtypes = ("FLOAT32", "INT32")
 
 # -- ATAN2 ---------------------------------------------------------------------------
 def _atan2_shape(ctx, node):
+    """atan2.cc: no broadcasting; it checks only that the ranks match, then pairs the
+    elements in order over y's count (the output has y's shape).  An x with fewer
+    elements would be read past its end: refused."""
     a, b = ctx.input(node, 0).shape, ctx.input(node, 1).shape
-    if tuple(a) != tuple(b):  # atan2.cc: no broadcasting
-        raise ValueError(f"ATAN2 inputs of shapes {list(a)} and {list(b)} differ")
+    if len(a) != len(b) or int(np.prod(b)) < int(np.prod(a)):
+        raise ValueError(f"ATAN2 inputs of shapes {list(a)} and {list(b)}: LiteRT needs "
+                         "one rank and at least as many x elements as y elements")
     return [a]
 
 
-define(Op.ATAN2, (1, 1), lambda ctx, node: np.arctan2(ctx.value(node, 0), ctx.value(node, 1)),
-       _atan2_shape, types="any",
-       check=types_check("ATAN2", {0: ("FLOAT32", "FLOAT64", "FLOAT16")}, (0, 1), 0))
+def _atan2(ctx, node):
+    """atan2.cc: std::atan2 element by element in the tensors' own float type; BFLOAT16
+    (kept as raw bits) computes in float32 and rounds back as Eigen's bfloat16 does."""
+    y, x = ctx.value(node, 0), ctx.value(node, 1)
+    if x.shape != y.shape:  # (see _atan2_shape) x's first y.size elements, in order
+        x = np.ascontiguousarray(x).reshape(-1)[:y.size].reshape(y.shape)
+    if ctx.input(node, 0).type_name == "BFLOAT16":
+        return float32_to_bfloat16(np.arctan2(bfloat16_to_float32(y), bfloat16_to_float32(x)))
+    return np.arctan2(y, x)
+
+
+define(Op.ATAN2, (1, 1), _atan2, _atan2_shape, types="any",
+       check=types_check("ATAN2", {0: ("FLOAT32", "FLOAT64", "FLOAT16", "BFLOAT16")}, (0, 1), 0))
 
 
 # -- BITCAST -------------------------------------------------------------------------

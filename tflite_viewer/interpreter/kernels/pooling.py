@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..integer import pooling as int_pooling
-from .common import (QUANTIZED, BuiltinOperator as Op, INT_KINDS, Kernel, activation,
-                     apply_activation, kind, option, pad_for_windows, register, tensor_qparams,
+from .common import (QUANTIZED, BuiltinOperator as Op, INT_KINDS, Kernel, apply_activation,
+                     clamp_activation, kind, option, pad_for_windows, register, tensor_qparams,
                      window_geometry)
 
 
@@ -74,7 +74,7 @@ class _Pool(Kernel):
             ctx.set_output(ctx.output(node, 0), out)
             return
         fh, fw, sh, sw, padding = self._params(node)
-        out = type(self).fn(ctx.value(node, 0), fh, fw, sh, sw, padding, activation(node))
+        out = type(self).fn(ctx.value(node, 0), fh, fw, sh, sw, padding, clamp_activation(node))
         ctx.set_output(ctx.output(node, 0), out)
 
 

@@ -608,14 +608,33 @@ def _range(ctx, node):
 define(Op.RANGE, (1, 2), _range, None, types="any")
 
 
+def saturating_cast(x: np.ndarray, dtype) -> np.ndarray:
+    """Float values to an integer type as cast.cc's SafeCast: truncated, saturated at the
+    type's bounds, NaN to its maximum (the thresholds are exact in float64)."""
+    info = np.iinfo(dtype)
+    xf = np.asarray(x, np.float64)
+    nan, low = np.isnan(xf), xf < info.min
+    high = xf >= float(info.max) + 1.0  # the exclusive bound, a power of two
+    out = np.where(nan | low | high, 0.0, np.trunc(xf)).astype(dtype)
+    out[low] = info.min
+    out[nan | high] = info.max
+    return out
+
+
 def _cast(ctx, node):
+    from ...model.dtypes import bfloat16_to_float32, float32_to_bfloat16
     x = ctx.value(node, 0)
     out_t = ctx.output(node, 0)
+    # BFLOAT16 is kept as raw bits: cast.cc converts values, through float32 both ways
+    if ctx.input(node, 0).type_name == "BFLOAT16":
+        x = bfloat16_to_float32(x)
+    if x.dtype.kind == "c" and out_t.dtype.kind != "c":
+        x = x.real  # cast.cc casts a complex number's real part
+    if out_t.type_name == "BFLOAT16":
+        return float32_to_bfloat16(x.astype(np.float32))
     if out_t.dtype.kind in "iu" and x.dtype.kind == "f":
-        x = np.trunc(x)
-    if out_t.dtype.kind == "c" or x.dtype.kind != "c":
-        return x.astype(out_t.dtype)
-    return x.real.astype(out_t.dtype)
+        return saturating_cast(x, out_t.dtype)
+    return x.astype(out_t.dtype)
 
 
 define(Op.CAST, (1, 8), _cast, same_shape, types="any", check=lambda ctx, node: None)

@@ -6,6 +6,7 @@ import struct
 
 import numpy as np
 
+from ...model.tensor import encode_strings
 from .common import BuiltinOperator as Op, Kernel, option, register
 
 _M64 = (1 << 64) - 1
@@ -143,6 +144,19 @@ def _signed(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
+def input_rows(x: np.ndarray) -> list[bytes]:
+    """The byte keys lsh_projection.cc hashes: the tensor's memory cut into dim-0 equal
+    parts.  For a STRING tensor that memory is TFLite's string buffer (count, offsets,
+    bytes), cut the same way, the tail past ``size // rows * rows`` left out."""
+    n = x.shape[0]
+    if x.dtype == object:
+        blob = encode_strings(x)
+        step = len(blob) // n
+        return [blob[i * step:(i + 1) * step] for i in range(n)]
+    rows = np.ascontiguousarray(x).reshape(n, -1)
+    return [rows[i].tobytes() for i in range(n)]
+
+
 def lsh_projection(hash_seeds: np.ndarray, x: np.ndarray, weights: np.ndarray | None,
                    sparse: bool) -> np.ndarray:
     """One sign bit per seed: sum over input rows of (weight *) Fingerprint64(seed bytes +
@@ -150,8 +164,7 @@ def lsh_projection(hash_seeds: np.ndarray, x: np.ndarray, weights: np.ndarray | 
     bucket offset, dense lists the bits."""
     seeds = np.asarray(hash_seeds, np.float32)
     num_hash, num_bits = seeds.shape
-    rows = np.ascontiguousarray(x).reshape(x.shape[0], -1)
-    row_bytes = [rows[i].tobytes() for i in range(rows.shape[0])]
+    row_bytes = input_rows(x)
     w = None if weights is None else np.asarray(weights, np.float32)
 
     def bit(seed: np.float32) -> int:
@@ -181,14 +194,15 @@ class LshProjection(Kernel):
     weights [n]; output INT32: [num_hash] (SPARSE) or [num_hash * num_bits] (DENSE)."""
 
     types = "any"
-    dtypes = ("FLOAT32 seeds; numeric input rows",)
+    dtypes = ("FLOAT32 seeds; input rows of any type, STRING included",)
 
     def check(self, ctx, node):
         h = ctx.input(node, 0)
         if h.type_name != "FLOAT32" or len(h.shape) != 2 or h.shape[1] > 32:
             return f"LSH_PROJECTION v{node.version}: seeds must be FLOAT32 [n, <= 32]"
-        if ctx.input(node, 1).type_name == "STRING":
-            return f"LSH_PROJECTION v{node.version} of a STRING input: not implemented"
+        x = ctx.input(node, 1)
+        if len(x.shape) < 1 or x.shape[0] < 1:
+            return f"LSH_PROJECTION v{node.version}: input needs a first dimension >= 1"
         if str(option(node, "type", "UNKNOWN")) not in ("SPARSE", "DENSE"):
             return f"LSH_PROJECTION v{node.version} of type {option(node, 'type', 'UNKNOWN')}"
         return None

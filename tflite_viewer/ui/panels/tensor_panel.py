@@ -273,7 +273,7 @@ class TensorPanel(QWidget):
 
     def _has_values(self, t: Tensor) -> bool:
         live = self._live()
-        return t.raw_bytes() is not None if live is NOT_RUNNING else live is not None
+        return t.is_constant if live is NOT_RUNNING else live is not None
 
     def no_values_message(self) -> str | None:
         """Why the selected tensor has no values to show, or None when it has some."""

@@ -86,7 +86,7 @@ class ValuesPane(QWidget):
     def _show_array(self, values: np.ndarray | None) -> None:
         self.values.set_array(values)
         t = self.tensor
-        empty = values is None and t is not None and t.raw_bytes() is None
+        empty = values is None and t is not None and not t.is_constant
         self.message.setText(NO_VALUES.format(kind=t.kind.capitalize()) if empty else "")
         self.message.setVisible(empty)
         self._rebuild_axes()
