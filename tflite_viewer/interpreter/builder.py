@@ -65,6 +65,7 @@ def build_nodes(interp: "Interpreter") -> None:
             pending.append((sg, node))
         sg.execution_plan = list(range(len(sg.nodes)))
         sg.plan_nodes = list(sg.nodes)
+        bind_plan(sg)
         for t in sg.tensors:
             t.consumers = []
         for node in sg.nodes:
@@ -93,6 +94,19 @@ def build_nodes(interp: "Interpreter") -> None:
         raise err
     for sg, node in pending:
         node.user_data = kernel_hook(sg, node, "init")
+
+def bind_plan(sg: Subgraph) -> None:
+    """The prepared execution plan `Executor._execute` walks: per node of the plan, the
+    node, its kernel's invoke bound once (None for a node that calls subgraphs: the
+    executor drives that generator) and its index; and the per-node op time and call
+    counters (`Interpreter.op_times` / `op_calls`).
+
+    Binding here is what makes invoke a loop of direct calls: no registration, kernel or
+    method lookup and no dict update per op."""
+    sg.plan_steps = [(node, None if node.calls_subgraphs else node.kernel.invoke, node.index)
+                     for node in sg.plan_nodes]
+    sg.clear_op_stats()
+
 
 def kernel_hook(sg: Subgraph, node: Node, hook: str) -> Any:
     """A kernel's load-time hook (check, init); a failure names the op."""

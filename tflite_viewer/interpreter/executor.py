@@ -106,8 +106,8 @@ class Executor:
                 raise ValueError(f"input {t.name!r} (tensor {t.index}) has no value: "
                                  "set_input() it")
         entry.clear_activations(keep_inputs=True)
-        self.op_times.clear()
-        self.op_calls.clear()
+        for sg in self.subgraphs:
+            sg.clear_op_stats()
         self._paused_total = 0.0
         return entry
 
@@ -330,7 +330,62 @@ class Executor:
 
     def _execute(self, sg: Subgraph) -> None:
         """`_run_subgraph` without pause points, for runs nothing can pause (`invoke`): the
-        call stack, re-preparation, hooks and timing are the same."""
+        call stack, re-preparation, budgets and op timing are the same.
+
+        With no hook and no after-breakpoint to serve, it walks the prepared plan
+        (`builder.bind_plan`): one direct kernel call per node, timed with one clock read
+        that also serves the budget check of the next node."""
+        if self._before_hooks or self._after_hooks or self._collect_after:
+            self._execute_watched(sg)
+            return
+        frame = Frame(sg.index, 0)
+        self._stack.append(frame)
+        self._active.add(sg.index)
+        budget = self.budget
+        deadline = budget.deadline
+        seconds, counts = sg.op_seconds, sg.op_counts
+        try:
+            t0 = perf_counter()
+            for node, fn, i in sg.plan_steps:
+                if t0 > deadline or budget.stop_requested:
+                    frame.op = i
+                    budget.check(self.call_path())
+                if node.shapes_dirty:
+                    sg.check_prepared(node)
+                if fn is None:  # WHILE, IF, CALL_ONCE: position, then drive its generator
+                    frame.op = i
+                    self._drain_calling(sg, node)
+                else:
+                    try:
+                        fn(sg, node)
+                    except PASS_THROUGH:
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - every kernel failure names its op
+                        raise self._fail(sg, node, exc) from exc
+                t1 = perf_counter()
+                seconds[i] += t1 - t0
+                counts[i] += 1
+                t0 = t1
+            frame.op = len(sg.nodes)
+        finally:
+            self._active.discard(sg.index)
+        self._stack.pop()
+        if not self._stack:
+            self._stack.append(frame)  # a finished run stays positioned at its end
+
+    def _drain_calling(self, sg: Subgraph, node: Node) -> None:
+        """Run a control-flow node to its end in a run nothing pauses (its generator never
+        yields there: `call_subgraph` runs the callee directly)."""
+        try:
+            for _ in node.kernel.invoke(sg, node):
+                pass
+        except PASS_THROUGH:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise self._fail(sg, node, exc) from exc
+
+    def _execute_watched(self, sg: Subgraph) -> None:
+        """`_execute` when hooks or after-breakpoints watch every op."""
         frame = Frame(sg.index, 0)
         self._stack.append(frame)
         self._active.add(sg.index)
@@ -380,9 +435,8 @@ class Executor:
         except Exception as exc:  # noqa: BLE001 - every kernel failure names its op
             raise self._fail(sg, node, exc) from exc
         seconds = perf_counter() - t0
-        key = node.key
-        self.op_times[key] += seconds
-        self.op_calls[key] += 1
+        sg.op_seconds[node.index] += seconds
+        sg.op_counts[node.index] += 1
         if self._after_hooks or self._collect_after:
             self._after(sg, node, seconds, counted=True)
 
@@ -405,8 +459,8 @@ class Executor:
     def _after(self, sg: Subgraph, node: Node, seconds: float, counted: bool = False) -> None:
         key = node.key
         if not counted:
-            self.op_times[key] += seconds
-            self.op_calls[key] += 1
+            sg.op_seconds[node.index] += seconds
+            sg.op_counts[node.index] += 1
         if self._after_hooks:
             ev = OpEvent(sg.index, node.index, node.name, node, len(self._stack), seconds)
             for h in self._after_hooks:

@@ -9,7 +9,6 @@ inputs and outputs, variables, hooks and breakpoints, signatures.
 from __future__ import annotations
 
 import os
-from collections import defaultdict
 from typing import Any, Callable, Generator, Mapping, Sequence
 
 import numpy as np
@@ -92,8 +91,6 @@ class Interpreter(Executor):
         self.breakpoints: list[Breakpoint] = []
         self._before_hooks: list[Callable[["Interpreter", OpEvent], Any]] = []
         self._after_hooks: list[Callable[["Interpreter", OpEvent], Any]] = []
-        self.op_times: dict[tuple[int, int], float] = defaultdict(float)
-        self.op_calls: dict[tuple[int, int], int] = defaultdict(int)
         self._stack: list[Frame] = []
         self._gen: Generator | None = None
         self._state = "ready"  # ready | paused | finished
@@ -403,6 +400,19 @@ class Interpreter(Executor):
             key = keys[0]
         self.model.signature(key)  # KeyError naming the keys
         return SignatureRunner(self, key)
+
+    @property
+    def op_times(self) -> dict[tuple[int, int], float]:
+        """Seconds spent in each (subgraph, op) during the current or last run (an op that
+        calls subgraphs includes them), for the ops that ran."""
+        return {(sg.index, i): t for sg in self.subgraphs
+                for i, (t, n) in enumerate(zip(sg.op_seconds, sg.op_counts)) if n}
+
+    @property
+    def op_calls(self) -> dict[tuple[int, int], int]:
+        """How many times each (subgraph, op) ran during the current or last run."""
+        return {(sg.index, i): n for sg in self.subgraphs
+                for i, n in enumerate(sg.op_counts) if n}
 
     def op_time_total(self) -> float:
         return float(sum(self.op_times.values()))

@@ -56,6 +56,12 @@ class Subgraph:
         self.nodes: list[Node] = []
         self.execution_plan: list[int] = []
         self.plan_nodes: list[Node] = []  # the nodes of execution_plan, in its order
+        #: (node, bound kernel invoke or None for a control-flow node, node index) per
+        #: node of the plan (`builder.bind_plan`): what the executor's loop calls
+        self.plan_steps: list[tuple[Node, Any, int]] = []
+        #: seconds and calls per node index in the current run (Interpreter.op_times)
+        self.op_seconds: list[float] = []
+        self.op_counts: list[int] = []
         # what clear_activations forgets: the computed tensors (allocation types only move
         # between ARENA_RW and DYNAMIC once constants and variables are set apart)
         computed = (AllocationType.ARENA_RW, AllocationType.DYNAMIC)
@@ -193,6 +199,12 @@ class Subgraph:
             self.prepare_node(self.nodes[ni])
 
     # -- state ---------------------------------------------------------------------------
+    def clear_op_stats(self) -> None:
+        """Forget the op times and calls of the last run."""
+        n = len(self.nodes)
+        self.op_seconds = [0.0] * n
+        self.op_counts = [0] * n
+
     def reset_variables(self) -> None:
         """Variables to their initial values and kernels' own state forgotten (TFLite's
         ResetVariableTensors plus TFLM's per-kernel reset)."""
