@@ -97,13 +97,15 @@ def build_nodes(interp: "Interpreter") -> None:
 
 def bind_plan(sg: Subgraph) -> None:
     """The prepared execution plan `Executor._execute` walks: per node of the plan, the
-    node, its kernel's invoke bound once (None for a node that calls subgraphs: the
-    executor drives that generator) and its index; and the per-node op time and call
-    counters (`Interpreter.op_times` / `op_calls`).
+    node, its kernel's invoke bound once and its index; and the per-node op time and call
+    counters (`Interpreter.op_times` / `op_calls`).  A node that calls subgraphs is bound
+    to its kernel's ``invoke_direct`` (a plain call for runs nothing pauses), or to None
+    when the kernel has none: the executor then drives its generator.
 
     Binding here is what makes invoke a loop of direct calls: no registration, kernel or
     method lookup and no dict update per op."""
-    sg.plan_steps = [(node, None if node.calls_subgraphs else node.kernel.invoke, node.index)
+    sg.plan_steps = [(node, getattr(node.kernel, "invoke_direct", None)
+                      if node.calls_subgraphs else node.kernel.invoke, node.index)
                      for node in sg.plan_nodes]
     sg.clear_op_stats()
 

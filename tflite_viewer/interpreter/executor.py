@@ -301,6 +301,25 @@ class Executor:
             outs.append(data)
         return outs
 
+    def run_subgraph(self, index: int, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """`call_subgraph` as a plain call, for control-flow kernels' ``invoke_direct`` in
+        runs nothing pauses (`_execute`): the same checks, call stack and outputs."""
+        if not 0 <= index < len(self.subgraphs):
+            raise ValueError(f"subgraph index {index} out of range (0..{len(self.subgraphs) - 1})")
+        if index in self._active:
+            raise ExecutionError(f"subgraph {index} calls itself recursively")
+        sg = self.subgraphs[index]
+        sg.set_inputs(inputs)
+        self._execute(sg)
+        outs = []
+        tensors = sg.tensors
+        for o in sg.outputs:
+            data = tensors[o].data
+            if data is None:
+                raise ExecutionError(f"subgraph {index} output tensor {o} was never computed")
+            outs.append(data)
+        return outs
+
     def _run_subgraph(self, sg: Subgraph) -> Generator:
         frame = Frame(sg.index, 0)
         self._stack.append(frame)
@@ -347,13 +366,12 @@ class Executor:
         try:
             t0 = perf_counter()
             for node, fn, i in sg.plan_steps:
+                frame.op = i
                 if t0 > deadline or budget.stop_requested:
-                    frame.op = i
                     budget.check(self.call_path())
                 if node.shapes_dirty:
                     sg.check_prepared(node)
-                if fn is None:  # WHILE, IF, CALL_ONCE: position, then drive its generator
-                    frame.op = i
+                if fn is None:  # a control-flow kernel without invoke_direct: its generator
                     self._drain_calling(sg, node)
                 else:
                     try:
