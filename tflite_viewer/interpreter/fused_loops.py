@@ -231,8 +231,8 @@ def _product(body: "Subgraph", node, w: np.ndarray) -> Callable[[np.ndarray], np
     from .integer import hybrid
     from .kernels.common import tensor_qparams
 
-    q, options, units = tensor_qparams(tensor), node.builtin_data, w.shape[0]
-    return lambda x: hybrid.fully_connected(x, w, None, q, options, (x.shape[0], units))
+    dense, units = hybrid.HybridDense(w, None, tensor_qparams(tensor), node.builtin_data), w.shape[0]
+    return lambda x: dense(x, (x.shape[0], units))
 
 
 def _match_scatter(body: "Subgraph", tail: list, p, t_next: int, h_new: int, out_seq: int) -> bool:
