@@ -105,13 +105,17 @@ def lstm_sequence_stacked(x: np.ndarray, h: np.ndarray, c: np.ndarray,
         s = logistic(z)
         zg = z[:, 2 * u:3 * u]
         g = np.tanh(zg) if tanh_cell else apply_activation(np.array(zg, copy=True), act)
-        c = s[:, u:2 * u] * c + s[:, :u] * g
-        if cell_clip > 0:
-            c = np.clip(c, -cell_clip, cell_clip)
+        c = np.multiply(s[:, u:2 * u], c)  # f * c + i * g
+        c += s[:, :u] * g
+        if cell_clip > 0:  # np.clip's values, without its Python wrapper (a step's costliest call)
+            np.minimum(np.maximum(c, -cell_clip, out=c), cell_clip, out=c)
         if act in (None, "NONE"):  # see lstm_sequence: LiteRT multiplies by g then
             h = s[:, 3 * u:] * g
+        elif tanh_cell:
+            h = np.tanh(c)
+            h *= s[:, 3 * u:]
         else:
-            h = s[:, 3 * u:] * (np.tanh(c) if tanh_cell else apply_activation(np.array(c), act))
+            h = s[:, 3 * u:] * apply_activation(np.array(c), act)
         outs[t] = h
     return outs, h.astype(np.float32, copy=False), c.astype(np.float32, copy=False)
 
