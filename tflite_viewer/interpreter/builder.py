@@ -107,6 +107,7 @@ def bind_plan(sg: Subgraph) -> None:
     sg.plan_steps = [(node, getattr(node.kernel, "invoke_direct", None)
                       if node.calls_subgraphs else node.kernel.invoke, node.index)
                      for node in sg.plan_nodes]
+    sg.folded = False
     sg.clear_op_stats()
 
 

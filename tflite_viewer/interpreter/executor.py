@@ -22,6 +22,7 @@ from typing import Any, Generator, Mapping, Sequence
 
 import numpy as np
 
+from . import folding
 from .debugger import Frame, OpEvent, Position, Stop
 from .errors import PASS_THROUGH, ExecutionError
 from .node import Node
@@ -357,6 +358,10 @@ class Executor:
         if self._before_hooks or self._after_hooks or self._collect_after:
             self._execute_watched(sg)
             return
+        fold = self.fold_shape_ops
+        if sg.folded and (not fold or sg.folded_at != sg.fold_epoch):
+            folding.unfold(sg)
+        epoch = sg.fold_epoch
         frame = Frame(sg.index, 0)
         self._stack.append(frame)
         self._active.add(sg.index)
@@ -385,6 +390,8 @@ class Executor:
                 counts[i] += 1
                 t0 = t1
             frame.op = len(sg.nodes)
+            if fold and sg.fold_tried != epoch and sg.fold_epoch == epoch:
+                folding.fold(sg)  # a run with no re-preparation: its shape values hold
         finally:
             self._active.discard(sg.index)
         self._stack.pop()

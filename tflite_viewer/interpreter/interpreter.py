@@ -87,6 +87,9 @@ class Interpreter(Executor):
         #: run WHILE loops recognised as a Keras LSTM step as one compiled loop in invoke()
         #: (`fused_loops`); False runs every loop op by op
         self.fuse_loops = True
+        #: replay the values of shape arithmetic (ops on constants and static shapes) in
+        #: invoke() once a run has computed them (`folding`); False runs every kernel
+        self.fold_shape_ops = True
         # debugger state
         self.breakpoints: list[Breakpoint] = []
         self._before_hooks: list[Callable[["Interpreter", OpEvent], Any]] = []

@@ -62,6 +62,12 @@ class Subgraph:
         #: seconds and calls per node index in the current run (Interpreter.op_times)
         self.op_seconds: list[float] = []
         self.op_counts: list[int] = []
+        #: bumped by every (re)preparation of a node: folded replays recorded under
+        #: another epoch are stale (`folding`)
+        self.fold_epoch = 0
+        self.fold_tried = -1  # the epoch folding last looked at
+        self.folded = False  # plan_steps hold replays (`folding.fold`) ...
+        self.folded_at = -1  # ... recorded at this epoch
         # what clear_activations forgets: the computed tensors (allocation types only move
         # between ARENA_RW and DYNAMIC once constants and variables are set apart)
         computed = (AllocationType.ARENA_RW, AllocationType.DYNAMIC)
@@ -176,6 +182,7 @@ class Subgraph:
                 self.prepare_node(node)
 
     def prepare_node(self, node: Node) -> None:
+        self.fold_epoch += 1
         shapes = self.input_shapes(node)
         if any(s is None for i, s in zip(node.inputs, shapes) if i >= 0):
             for o in node.outputs:
