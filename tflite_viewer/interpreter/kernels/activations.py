@@ -160,8 +160,10 @@ define(Op.ELU, (1, 1), lambda ctx, node: elu(ctx.value(node, 0)), same_shape,
 
 def softmax(x: np.ndarray, beta: float = 1.0) -> np.ndarray:
     """Softmax over the last axis, max-subtracted as the reference kernel does."""
-    e = np.exp((x - x.max(axis=-1, keepdims=True)) * np.asarray(beta, dtype=x.dtype))
-    return e / e.sum(axis=-1, keepdims=True)
+    # x.max and e.sum are these ufunc reductions behind a Python wrapper
+    e = np.exp((x - np.maximum.reduce(x, axis=-1, keepdims=True))
+               * np.asarray(beta, dtype=x.dtype))
+    return e / np.add.reduce(e, axis=-1, keepdims=True)
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:
