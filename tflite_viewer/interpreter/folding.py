@@ -13,8 +13,9 @@ package's own kernel, not a user's), its outputs are small static activations, a
 inputs are constants, outputs of foldable nodes, or (for SHAPE and RANK, which read only the
 shape) tensors of static shape.  After a run of `Executor._execute` in which no node was
 prepared again, the foldable nodes' output values are recorded (as read-only copies) and the
-plan binds each such node to a replay of them (`fold`).  The node still counts as run (op
-times and calls), and its output tensors hold the same values as if its kernel had run.
+plan binds each run of consecutive foldable nodes to one step replaying them (`fold`).  The
+nodes still count as run (op calls; the step's time goes to the first), and their output
+tensors hold the same values as if their kernels had run.
 
 Every re-preparation of a node of the subgraph (a resized input, a new dynamic shape) bumps
 ``Subgraph.fold_epoch``; a replay bound under another epoch runs the kernel instead, and the
@@ -87,40 +88,88 @@ def foldable_nodes(sg: "Subgraph") -> list["Node"]:
     return nodes
 
 
-def _replay(pairs: list, epoch: int, invoke: Callable) -> Callable:
-    """A plan step that sets the recorded values, or runs the kernel once the subgraph
-    was prepared again since they were recorded."""
+def _replay(nodes: list["Node"], pairs: list, epoch: int) -> Callable:
+    """One plan step for consecutive foldable nodes: set their recorded values, or, once
+    the subgraph was prepared again since they were recorded, run their kernels in order
+    as the executor would (re-preparation, errors naming the op).  The step counts as the
+    first node's run; the others' calls are counted here."""
+    first, rest = nodes[0], [n.index for n in nodes[1:]]
+
     def run(sg: "Subgraph", node: "Node") -> None:
+        for n in nodes:
+            if n.shapes_dirty:
+                sg.check_prepared(n)
         if sg.fold_epoch == epoch:
             for t, v in pairs:
                 t.data = v
         else:
-            invoke(sg, node)
+            _run_kernels(sg, nodes)
+        counts = sg.op_counts
+        for i in rest:
+            counts[i] += 1
+    run.nodes = nodes  # type: ignore[attr-defined]
     return run
 
 
+def _run_kernels(sg: "Subgraph", nodes: list["Node"]) -> None:
+    from .errors import PASS_THROUGH
+
+    interp = sg.interpreter
+    for n in nodes:
+        sg.check_prepared(n)
+        try:
+            n.kernel.invoke(sg, n)
+        except PASS_THROUGH:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every kernel failure names its op
+            raise interp._fail(sg, n, exc) from exc
+
+
+def _recorded(sg: "Subgraph", node: "Node") -> list | None:
+    """(output tensor, read-only copy of its value) pairs, or None if one is missing."""
+    pairs = []
+    for o in node.outputs:
+        if o < 0:
+            continue
+        t = sg.tensors[o]
+        if t.data is None or tuple(np.shape(t.data)) != t.shape:
+            return None
+        v = np.array(t.data, copy=True)
+        v.setflags(write=False)
+        pairs.append((t, v))
+    return pairs
+
+
 def fold(sg: "Subgraph") -> None:
-    """After a run at ``sg.fold_epoch`` with no re-preparation: bind the foldable nodes of
-    the plan to replays of the values that run left in their outputs."""
+    """After a run at ``sg.fold_epoch`` with no re-preparation: bind each run of
+    consecutive foldable nodes of the plan to one replay of the values that run left in
+    their outputs."""
     sg.fold_tried = sg.fold_epoch
-    replays = {}
+    recorded = {}
     for node in foldable_nodes(sg):
-        pairs = []
-        for o in node.outputs:
-            if o < 0:
-                continue
-            t = sg.tensors[o]
-            if t.data is None or tuple(np.shape(t.data)) != t.shape:
-                break
-            v = np.array(t.data, copy=True)
-            v.setflags(write=False)
-            pairs.append((t, v))
+        pairs = _recorded(sg, node)
+        if pairs is not None:
+            recorded[node.index] = pairs
+    if not recorded:
+        return
+    steps, group = [], []
+
+    def close() -> None:
+        if group:
+            nodes = [n for n, _, _ in group]
+            pairs = [p for n in nodes for p in recorded[n.index]]
+            steps.append((nodes[0], _replay(nodes, pairs, sg.fold_epoch), nodes[0].index))
+            group.clear()
+    for step in sg.plan_steps:
+        if step[2] in recorded:
+            group.append(step)
         else:
-            replays[node.index] = _replay(pairs, sg.fold_epoch, node.kernel.invoke)
-    if replays:
-        sg.plan_steps = [(node, replays.get(i, fn), i) for node, fn, i in sg.plan_steps]
-        sg.folded = True
-        sg.folded_at = sg.fold_epoch
+            close()
+            steps.append(step)
+    close()
+    sg.plan_steps = steps
+    sg.folded = True
+    sg.folded_at = sg.fold_epoch
 
 
 def unfold(sg: "Subgraph") -> None:
