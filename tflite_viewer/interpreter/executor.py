@@ -107,6 +107,9 @@ class Executor:
                 raise ValueError(f"input {t.name!r} (tensor {t.index}) has no value: "
                                  "set_input() it")
         entry.clear_activations(keep_inputs=True)
+        self._op_times.clear()
+        self._op_calls.clear()
+        self._op_stats_in_plan = False
         for sg in self.subgraphs:
             sg.clear_op_stats()
         self._paused_total = 0.0
@@ -362,6 +365,7 @@ class Executor:
         if sg.folded and (not fold or sg.folded_at != sg.fold_epoch):
             folding.unfold(sg)
         epoch = sg.fold_epoch
+        self._op_stats_in_plan = True
         frame = Frame(sg.index, 0)
         self._stack.append(frame)
         self._active.add(sg.index)
@@ -460,8 +464,9 @@ class Executor:
         except Exception as exc:  # noqa: BLE001 - every kernel failure names its op
             raise self._fail(sg, node, exc) from exc
         seconds = perf_counter() - t0
-        sg.op_seconds[node.index] += seconds
-        sg.op_counts[node.index] += 1
+        key = node.key
+        self._op_times[key] += seconds
+        self._op_calls[key] += 1
         if self._after_hooks or self._collect_after:
             self._after(sg, node, seconds, counted=True)
 
@@ -484,8 +489,8 @@ class Executor:
     def _after(self, sg: Subgraph, node: Node, seconds: float, counted: bool = False) -> None:
         key = node.key
         if not counted:
-            sg.op_seconds[node.index] += seconds
-            sg.op_counts[node.index] += 1
+            self._op_times[key] += seconds
+            self._op_calls[key] += 1
         if self._after_hooks:
             ev = OpEvent(sg.index, node.index, node.name, node, len(self._stack), seconds)
             for h in self._after_hooks:

@@ -9,6 +9,7 @@ inputs and outputs, variables, hooks and breakpoints, signatures.
 from __future__ import annotations
 
 import os
+from collections import defaultdict
 from typing import Any, Callable, Generator, Mapping, Sequence
 
 import numpy as np
@@ -90,6 +91,11 @@ class Interpreter(Executor):
         #: replay the values of shape arithmetic (ops on constants and static shapes) in
         #: invoke() once a run has computed them (`folding`); False runs every kernel
         self.fold_shape_ops = True
+        #: op times and calls: kept per op by stepped and watched runs (a stop reads them
+        #: after every step), in the subgraphs' counters by the prepared plan (`_execute`)
+        self._op_times: dict[tuple[int, int], float] = defaultdict(float)
+        self._op_calls: dict[tuple[int, int], int] = defaultdict(int)
+        self._op_stats_in_plan = False
         # debugger state
         self.breakpoints: list[Breakpoint] = []
         self._before_hooks: list[Callable[["Interpreter", OpEvent], Any]] = []
@@ -408,12 +414,16 @@ class Interpreter(Executor):
     def op_times(self) -> dict[tuple[int, int], float]:
         """Seconds spent in each (subgraph, op) during the current or last run (an op that
         calls subgraphs includes them), for the ops that ran."""
+        if not self._op_stats_in_plan:
+            return self._op_times
         return {(sg.index, i): t for sg in self.subgraphs
                 for i, (t, n) in enumerate(zip(sg.op_seconds, sg.op_counts)) if n}
 
     @property
     def op_calls(self) -> dict[tuple[int, int], int]:
         """How many times each (subgraph, op) ran during the current or last run."""
+        if not self._op_stats_in_plan:
+            return self._op_calls
         return {(sg.index, i): n for sg in self.subgraphs
                 for i, n in enumerate(sg.op_counts) if n}
 
