@@ -22,7 +22,7 @@ from typing import Any, Generator, Mapping, Sequence
 
 import numpy as np
 
-from . import folding
+from .builder import specialize_plan, unspecialize_plan
 from .debugger import Frame, OpEvent, Position, Stop
 from .errors import PASS_THROUGH, ExecutionError
 from .node import Node
@@ -361,10 +361,9 @@ class Executor:
         if self._before_hooks or self._after_hooks or self._collect_after:
             self._execute_watched(sg)
             return
-        fold = self.fold_shape_ops
-        if sg.folded and (not fold or sg.folded_at != sg.fold_epoch):
-            folding.unfold(sg)
-        epoch = sg.fold_epoch
+        key = (sg.fold_epoch, self.bind_kernels, self.fold_shape_ops)
+        if sg.plan_key is not None and sg.plan_key != key:
+            unspecialize_plan(sg)
         self._op_stats_in_plan = True
         frame = Frame(sg.index, 0)
         self._stack.append(frame)
@@ -394,8 +393,8 @@ class Executor:
                 counts[i] += 1
                 t0 = t1
             frame.op = len(sg.nodes)
-            if fold and sg.fold_tried != epoch and sg.fold_epoch == epoch:
-                folding.fold(sg)  # a run with no re-preparation: its shape values hold
+            if sg.tried_key != key and sg.fold_epoch == key[0]:
+                specialize_plan(sg, key)  # a run with no re-preparation: shapes hold
         finally:
             self._active.discard(sg.index)
         self._stack.pop()

@@ -18,8 +18,8 @@ nodes still count as run (op calls; the step's time goes to the first), and thei
 tensors hold the same values as if their kernels had run.
 
 Every re-preparation of a node of the subgraph (a resized input, a new dynamic shape) bumps
-``Subgraph.fold_epoch``; a replay bound under another epoch runs the kernel instead, and the
-next run rebinds the plain plan (`unfold`) and records again.  Stepping, breakpoints and
+``Subgraph.fold_epoch``; a replay bound under another epoch runs the kernels instead, and
+the next run rebinds the plain plan (`builder.unspecialize_plan`) and records again.  Stepping, breakpoints and
 hooks never see replays: they run every kernel (`Executor._run_subgraph`,
 `_execute_watched`).
 """
@@ -93,7 +93,7 @@ def _replay(nodes: list["Node"], pairs: list, epoch: int) -> Callable:
     the subgraph was prepared again since they were recorded, run their kernels in order
     as the executor would (re-preparation, errors naming the op).  The step counts as the
     first node's run; the others' calls are counted here."""
-    first, rest = nodes[0], [n.index for n in nodes[1:]]
+    rest = [n.index for n in nodes[1:]]
 
     def run(sg: "Subgraph", node: "Node") -> None:
         for n in nodes:
@@ -144,7 +144,6 @@ def fold(sg: "Subgraph") -> None:
     """After a run at ``sg.fold_epoch`` with no re-preparation: bind each run of
     consecutive foldable nodes of the plan to one replay of the values that run left in
     their outputs."""
-    sg.fold_tried = sg.fold_epoch
     recorded = {}
     for node in foldable_nodes(sg):
         pairs = _recorded(sg, node)
@@ -169,15 +168,3 @@ def fold(sg: "Subgraph") -> None:
     close()
     sg.plan_steps = steps
     sg.folded = True
-    sg.folded_at = sg.fold_epoch
-
-
-def unfold(sg: "Subgraph") -> None:
-    """The plain plan again (the subgraph was prepared again since it was folded)."""
-    from .builder import bind_plan  # builder imports this module's users
-
-    if sg.folded:
-        seconds, counts = sg.op_seconds, sg.op_counts
-        bind_plan(sg)
-        sg.op_seconds, sg.op_counts = seconds, counts  # the run's counters so far
-        sg.folded = False

@@ -91,6 +91,9 @@ class Interpreter(Executor):
         #: replay the values of shape arithmetic (ops on constants and static shapes) in
         #: invoke() once a run has computed them (`folding`); False runs every kernel
         self.fold_shape_ops = True
+        #: let kernels bind their invoke to the prepared node (`Kernel.bind`) for invoke()
+        #: once a run has gone through; False calls every kernel's invoke
+        self.bind_kernels = True
         #: op times and calls: kept per op by stepped and watched runs (a stop reads them
         #: after every step), in the subgraphs' counters by the prepared plan (`_execute`)
         self._op_times: dict[tuple[int, int], float] = defaultdict(float)

@@ -65,9 +65,11 @@ class Subgraph:
         #: bumped by every (re)preparation of a node: folded replays recorded under
         #: another epoch are stale (`folding`)
         self.fold_epoch = 0
-        self.fold_tried = -1  # the epoch folding last looked at
-        self.folded = False  # plan_steps hold replays (`folding.fold`) ...
-        self.folded_at = -1  # ... recorded at this epoch
+        #: (epoch, bind kernels, fold) the plan was specialised for (None: the plain plan),
+        #: and the last one tried (`builder.specialize_plan`)
+        self.plan_key: tuple[int, bool, bool] | None = None
+        self.tried_key: tuple[int, bool, bool] | None = None
+        self.folded = False  # plan_steps hold replays (`folding.fold`)
         # what clear_activations forgets: the computed tensors (allocation types only move
         # between ARENA_RW and DYNAMIC once constants and variables are set apart)
         computed = (AllocationType.ARENA_RW, AllocationType.DYNAMIC)
