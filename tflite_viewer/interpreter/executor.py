@@ -365,7 +365,8 @@ class Executor:
         if sg.plan_key is not None and sg.plan_key != key:
             unspecialize_plan(sg)
         self._op_stats_in_plan = True
-        frame = Frame(sg.index, 0)
+        frame = sg.direct_frame  # one per subgraph: a subgraph never runs twice at once
+        frame.op = 0
         self._stack.append(frame)
         self._active.add(sg.index)
         budget = self.budget

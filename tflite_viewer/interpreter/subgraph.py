@@ -18,6 +18,7 @@ import numpy as np
 
 from . import validation
 from .errors import PASS_THROUGH, ExecutionError
+from .debugger import Frame
 from .node import Node
 from .tensor import AllocationType, Tensor
 
@@ -62,6 +63,8 @@ class Subgraph:
         #: seconds and calls per node index in the current run (Interpreter.op_times)
         self.op_seconds: list[float] = []
         self.op_counts: list[int] = []
+        #: the call-stack frame of this subgraph in runs nothing pauses (`Executor._execute`)
+        self.direct_frame = Frame(self.index, 0)
         #: bumped by every (re)preparation of a node: folded replays recorded under
         #: another epoch are stale (`folding`)
         self.fold_epoch = 0
