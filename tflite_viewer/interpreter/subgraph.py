@@ -161,14 +161,17 @@ class Subgraph:
         if len(arrays) != len(self.inputs):
             raise ValueError(f"subgraph {self.index} takes {len(self.inputs)} inputs, "
                              f"got {len(arrays)}")
-        for i, arr in zip(self.inputs, arrays):
-            t = self.tensors[i]
-            arr = np.asarray(arr)
-            if t.dtype is not None and arr.dtype != t.dtype:
-                if arr.dtype.kind == "c" and t.dtype.kind != "c":
+        tensors = self.tensors
+        for i, arr in zip(self.inputs, arrays):  # (a WHILE calls this twice per iteration)
+            t = tensors[i]
+            if type(arr) is not np.ndarray:
+                arr = np.asarray(arr)
+            dtype = t.dtype
+            if dtype is not None and arr.dtype != dtype:
+                if arr.dtype.kind == "c" and dtype.kind != "c":
                     arr = arr.real
-                arr = arr.astype(t.dtype)
-            if t.shape != arr.shape:
+                arr = arr.astype(dtype)
+            if t._shape != arr.shape:
                 self.interpreter._check_allocation(self, t, arr.nbytes, arr.shape)
                 t.shape = tuple(arr.shape)
             t.data = arr
