@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import validation
+from . import folding, validation
 from .errors import PASS_THROUGH, ExecutionError, UnsupportedOpError
 from .node import Node
 from .subgraph import Subgraph
@@ -65,6 +65,7 @@ def build_nodes(interp: "Interpreter") -> None:
             pending.append((sg, node))
         sg.execution_plan = list(range(len(sg.nodes)))
         sg.plan_nodes = list(sg.nodes)
+        bind_plan(sg)
         for t in sg.tensors:
             t.consumers = []
         for node in sg.nodes:
@@ -93,6 +94,63 @@ def build_nodes(interp: "Interpreter") -> None:
         raise err
     for sg, node in pending:
         node.user_data = kernel_hook(sg, node, "init")
+
+def bind_plan(sg: Subgraph) -> None:
+    """The prepared execution plan `Executor._execute` walks: per node of the plan, the
+    node, its kernel's invoke bound once and its index; and the per-node op time and call
+    counters (`Interpreter.op_times` / `op_calls`).  A node that calls subgraphs is bound
+    to its kernel's ``invoke_direct`` (a plain call for runs nothing pauses), or to None
+    when the kernel has none: the executor then drives its generator.
+
+    Binding here is what makes invoke a loop of direct calls: no registration, kernel or
+    method lookup and no dict update per op."""
+    sg.plan_steps = [(node, getattr(node.kernel, "invoke_direct", None)
+                      if node.calls_subgraphs else node.kernel.invoke, node.index)
+                     for node in sg.plan_nodes]
+    sg.folded = False
+    sg.plan_key = None
+    sg.clear_op_stats()
+
+
+def bind_kernels(sg: Subgraph) -> None:
+    """Replace the plan's bound invokes by the kernels' specialised ones (`Kernel.bind`),
+    for the nodes whose kernel offers one; a kernel failing to bind keeps its invoke."""
+    steps = []
+    for node, fn, i in sg.plan_steps:
+        bind = getattr(node.kernel, "bind", None)
+        if bind is not None and fn is not None and not node.calls_subgraphs \
+                and fn == node.kernel.invoke:
+            try:
+                fn = bind(sg, node) or fn
+            except PASS_THROUGH:
+                raise
+            except Exception:  # noqa: BLE001 - binding is an optimisation: invoke still works
+                pass
+        steps.append((node, fn, i))
+    sg.plan_steps = steps
+
+
+def specialize_plan(sg: Subgraph, key: tuple[int, bool, bool]) -> None:
+    """After a run at prepare epoch ``key[0]`` with no re-preparation: kernels' bound
+    invokes (when ``key[1]``) and replays of folded shape arithmetic (when ``key[2]``,
+    `folding.fold`) in the plan.  Tried once per key."""
+    sg.tried_key = key
+    _, bind, fold = key
+    if bind:
+        bind_kernels(sg)
+    if fold:
+        folding.fold(sg)
+    if bind or sg.folded:
+        sg.plan_key = key
+
+
+def unspecialize_plan(sg: Subgraph) -> None:
+    """The plain plan again (a node was prepared again, or the options changed), keeping
+    the run's op counters."""
+    seconds, counts = sg.op_seconds, sg.op_counts
+    bind_plan(sg)
+    sg.op_seconds, sg.op_counts = seconds, counts
+
 
 def kernel_hook(sg: Subgraph, node: Node, hook: str) -> Any:
     """A kernel's load-time hook (check, init); a failure names the op."""

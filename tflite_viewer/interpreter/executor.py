@@ -22,6 +22,7 @@ from typing import Any, Generator, Mapping, Sequence
 
 import numpy as np
 
+from .builder import specialize_plan, unspecialize_plan
 from .debugger import Frame, OpEvent, Position, Stop
 from .errors import PASS_THROUGH, ExecutionError
 from .node import Node
@@ -106,8 +107,11 @@ class Executor:
                 raise ValueError(f"input {t.name!r} (tensor {t.index}) has no value: "
                                  "set_input() it")
         entry.clear_activations(keep_inputs=True)
-        self.op_times.clear()
-        self.op_calls.clear()
+        self._op_times.clear()
+        self._op_calls.clear()
+        self._op_stats_in_plan = False
+        for sg in self.subgraphs:
+            sg.clear_op_stats()
         self._paused_total = 0.0
         return entry
 
@@ -301,6 +305,25 @@ class Executor:
             outs.append(data)
         return outs
 
+    def run_subgraph(self, index: int, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """`call_subgraph` as a plain call, for control-flow kernels' ``invoke_direct`` in
+        runs nothing pauses (`_execute`): the same checks, call stack and outputs."""
+        if not 0 <= index < len(self.subgraphs):
+            raise ValueError(f"subgraph index {index} out of range (0..{len(self.subgraphs) - 1})")
+        if index in self._active:
+            raise ExecutionError(f"subgraph {index} calls itself recursively")
+        sg = self.subgraphs[index]
+        sg.set_inputs(inputs)
+        self._execute(sg)
+        outs = []
+        tensors = sg.tensors
+        for o in sg.outputs:
+            data = tensors[o].data
+            if data is None:
+                raise ExecutionError(f"subgraph {index} output tensor {o} was never computed")
+            outs.append(data)
+        return outs
+
     def _run_subgraph(self, sg: Subgraph) -> Generator:
         frame = Frame(sg.index, 0)
         self._stack.append(frame)
@@ -330,7 +353,68 @@ class Executor:
 
     def _execute(self, sg: Subgraph) -> None:
         """`_run_subgraph` without pause points, for runs nothing can pause (`invoke`): the
-        call stack, re-preparation, hooks and timing are the same."""
+        call stack, re-preparation, budgets and op timing are the same.
+
+        With no hook and no after-breakpoint to serve, it walks the prepared plan
+        (`builder.bind_plan`): one direct kernel call per node, timed with one clock read
+        that also serves the budget check of the next node."""
+        if self._before_hooks or self._after_hooks or self._collect_after:
+            self._execute_watched(sg)
+            return
+        key = (sg.fold_epoch, self.bind_kernels, self.fold_shape_ops)
+        if sg.plan_key is not None and sg.plan_key != key:
+            unspecialize_plan(sg)
+        self._op_stats_in_plan = True
+        frame = sg.direct_frame  # one per subgraph: a subgraph never runs twice at once
+        frame.op = 0
+        self._stack.append(frame)
+        self._active.add(sg.index)
+        budget = self.budget
+        deadline = budget.deadline
+        seconds, counts = sg.op_seconds, sg.op_counts
+        try:
+            t0 = perf_counter()
+            for node, fn, i in sg.plan_steps:
+                frame.op = i
+                if t0 > deadline or budget.stop_requested:
+                    budget.check(self.call_path())
+                if node.shapes_dirty:
+                    sg.check_prepared(node)
+                if fn is None:  # a control-flow kernel without invoke_direct: its generator
+                    self._drain_calling(sg, node)
+                else:
+                    try:
+                        fn(sg, node)
+                    except PASS_THROUGH:
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - every kernel failure names its op
+                        raise self._fail(sg, node, exc) from exc
+                t1 = perf_counter()
+                seconds[i] += t1 - t0
+                counts[i] += 1
+                t0 = t1
+            frame.op = len(sg.nodes)
+            if sg.tried_key != key and sg.fold_epoch == key[0]:
+                specialize_plan(sg, key)  # a run with no re-preparation: shapes hold
+        finally:
+            self._active.discard(sg.index)
+        self._stack.pop()
+        if not self._stack:
+            self._stack.append(frame)  # a finished run stays positioned at its end
+
+    def _drain_calling(self, sg: Subgraph, node: Node) -> None:
+        """Run a control-flow node to its end in a run nothing pauses (its generator never
+        yields there: `call_subgraph` runs the callee directly)."""
+        try:
+            for _ in node.kernel.invoke(sg, node):
+                pass
+        except PASS_THROUGH:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise self._fail(sg, node, exc) from exc
+
+    def _execute_watched(self, sg: Subgraph) -> None:
+        """`_execute` when hooks or after-breakpoints watch every op."""
         frame = Frame(sg.index, 0)
         self._stack.append(frame)
         self._active.add(sg.index)
@@ -381,8 +465,8 @@ class Executor:
             raise self._fail(sg, node, exc) from exc
         seconds = perf_counter() - t0
         key = node.key
-        self.op_times[key] += seconds
-        self.op_calls[key] += 1
+        self._op_times[key] += seconds
+        self._op_calls[key] += 1
         if self._after_hooks or self._collect_after:
             self._after(sg, node, seconds, counted=True)
 
@@ -405,8 +489,8 @@ class Executor:
     def _after(self, sg: Subgraph, node: Node, seconds: float, counted: bool = False) -> None:
         key = node.key
         if not counted:
-            self.op_times[key] += seconds
-            self.op_calls[key] += 1
+            self._op_times[key] += seconds
+            self._op_calls[key] += 1
         if self._after_hooks:
             ev = OpEvent(sg.index, node.index, node.name, node, len(self._stack), seconds)
             for h in self._after_hooks:

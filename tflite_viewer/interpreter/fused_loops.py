@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from .kernels.activations import logistic
 from .tensor import AllocationType
 
 if TYPE_CHECKING:
@@ -67,6 +66,14 @@ class KerasLstmLoop:
         recurrent, inputs, bias, u = self.recurrent, self.inputs, self.bias, self.units
         out_seq = seq.copy() if self.scatter else seq
         row_shape = out_seq.shape[1:]
+        # the gate pre-activations and their logistic in two buffers reused by every step,
+        # with the gate views taken once (the step's values are those of fresh arrays)
+        rows = h.shape[0]
+        z = np.empty((rows, 4 * u), np.float32)
+        s = np.empty((rows, 4 * u), np.float32)
+        z_g = z[:, 2 * u:3 * u]
+        s_i, s_f, s_o = s[:, :u], s[:, u:2 * u], s[:, 3 * u:]
+        one = np.ones((), np.float32)
         count = 0
         while True:
             count += 1
@@ -75,19 +82,25 @@ class KerasLstmLoop:
                 break
             if not 0 <= t < x.shape[0]:
                 raise IndexError(f"GATHER index out of range [0, {x.shape[0]})")
-            z = inputs(x[t])  # FULLY_CONNECTED(x_t); then ADD(., FULLY_CONNECTED(h)), ADD bias
-            np.add(z, recurrent(h), out=z)
+            # FULLY_CONNECTED(x_t); then ADD(., FULLY_CONNECTED(h)), ADD bias
+            np.add(inputs(x[t]), recurrent(h), out=z)
             np.add(z, bias, out=z)
             # LOGISTIC of the i, f, o gates and TANH of g are elementwise: one call each on
             # the whole gate row gives the same numbers as the body's one call per gate
-            s = logistic(z)
-            g = np.tanh(z[:, 2 * u:3 * u])
-            c = s[:, u:2 * u] * c + s[:, :u] * g
-            h = s[:, 3 * u:] * np.tanh(c)
+            # (`activations.logistic`'s four steps, into s)
+            np.negative(z, out=s)
+            np.exp(s, out=s)
+            np.add(one, s, out=s)
+            np.divide(one, s, out=s)
+            g = np.tanh(z_g)
+            c = s_f * c
+            c += s_i * g
+            h = np.tanh(c)
+            np.multiply(s_o, h, out=h)
             if self.scatter:
                 if not 0 <= t < out_seq.shape[0]:
                     raise IndexError(f"SLICE: time index {t} outside the sequence")
-                out_seq[t] = h.reshape(row_shape)
+                out_seq[t] = h if h.shape == row_shape else h.reshape(row_shape)
             counter += self.counter_step
             t += self.time_step
         if not self.scatter and count > 1:
@@ -231,8 +244,8 @@ def _product(body: "Subgraph", node, w: np.ndarray) -> Callable[[np.ndarray], np
     from .integer import hybrid
     from .kernels.common import tensor_qparams
 
-    q, options, units = tensor_qparams(tensor), node.builtin_data, w.shape[0]
-    return lambda x: hybrid.fully_connected(x, w, None, q, options, (x.shape[0], units))
+    dense, units = hybrid.HybridDense(w, None, tensor_qparams(tensor), node.builtin_data), w.shape[0]
+    return lambda x: dense(x, (x.shape[0], units))
 
 
 def _match_scatter(body: "Subgraph", tail: list, p, t_next: int, h_new: int, out_seq: int) -> bool:

@@ -88,12 +88,21 @@ class Interpreter(Executor):
         #: run WHILE loops recognised as a Keras LSTM step as one compiled loop in invoke()
         #: (`fused_loops`); False runs every loop op by op
         self.fuse_loops = True
+        #: replay the values of shape arithmetic (ops on constants and static shapes) in
+        #: invoke() once a run has computed them (`folding`); False runs every kernel
+        self.fold_shape_ops = True
+        #: let kernels bind their invoke to the prepared node (`Kernel.bind`) for invoke()
+        #: once a run has gone through; False calls every kernel's invoke
+        self.bind_kernels = True
+        #: op times and calls: kept per op by stepped and watched runs (a stop reads them
+        #: after every step), in the subgraphs' counters by the prepared plan (`_execute`)
+        self._op_times: dict[tuple[int, int], float] = defaultdict(float)
+        self._op_calls: dict[tuple[int, int], int] = defaultdict(int)
+        self._op_stats_in_plan = False
         # debugger state
         self.breakpoints: list[Breakpoint] = []
         self._before_hooks: list[Callable[["Interpreter", OpEvent], Any]] = []
         self._after_hooks: list[Callable[["Interpreter", OpEvent], Any]] = []
-        self.op_times: dict[tuple[int, int], float] = defaultdict(float)
-        self.op_calls: dict[tuple[int, int], int] = defaultdict(int)
         self._stack: list[Frame] = []
         self._gen: Generator | None = None
         self._state = "ready"  # ready | paused | finished
@@ -403,6 +412,23 @@ class Interpreter(Executor):
             key = keys[0]
         self.model.signature(key)  # KeyError naming the keys
         return SignatureRunner(self, key)
+
+    @property
+    def op_times(self) -> dict[tuple[int, int], float]:
+        """Seconds spent in each (subgraph, op) during the current or last run (an op that
+        calls subgraphs includes them), for the ops that ran."""
+        if not self._op_stats_in_plan:
+            return self._op_times
+        return {(sg.index, i): t for sg in self.subgraphs
+                for i, (t, n) in enumerate(zip(sg.op_seconds, sg.op_counts)) if n}
+
+    @property
+    def op_calls(self) -> dict[tuple[int, int], int]:
+        """How many times each (subgraph, op) ran during the current or last run."""
+        if not self._op_stats_in_plan:
+            return self._op_calls
+        return {(sg.index, i): n for sg in self.subgraphs
+                for i, n in enumerate(sg.op_counts) if n}
 
     def op_time_total(self) -> float:
         return float(sum(self.op_times.values()))

@@ -56,6 +56,14 @@ class Kernel:
     def invoke(self, ctx: "Subgraph", node: "Node") -> Any:
         raise NotImplementedError
 
+    def bind(self, ctx: "Subgraph", node: "Node") -> Callable[["Subgraph", "Node"], Any] | None:
+        """A prepared node's invoke specialised to its tensors, or None (the default: the
+        plan calls `invoke`).  Called by the executor once a run went through with no
+        re-preparation; the callable is used by runs nothing watches and must compute
+        what `invoke` does, falling back to it when an input is not as it was at bind
+        time (`builder.bind_kernels`)."""
+        return None
+
     def free(self, ctx: "Subgraph", node: "Node") -> None:
         """Release what init made (nothing, for numpy kernels)."""
 

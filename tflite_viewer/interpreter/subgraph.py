@@ -18,6 +18,7 @@ import numpy as np
 
 from . import validation
 from .errors import PASS_THROUGH, ExecutionError
+from .debugger import Frame
 from .node import Node
 from .tensor import AllocationType, Tensor
 
@@ -56,6 +57,22 @@ class Subgraph:
         self.nodes: list[Node] = []
         self.execution_plan: list[int] = []
         self.plan_nodes: list[Node] = []  # the nodes of execution_plan, in its order
+        #: (node, bound kernel invoke or None for a control-flow node, node index) per
+        #: node of the plan (`builder.bind_plan`): what the executor's loop calls
+        self.plan_steps: list[tuple[Node, Any, int]] = []
+        #: seconds and calls per node index in the current run (Interpreter.op_times)
+        self.op_seconds: list[float] = []
+        self.op_counts: list[int] = []
+        #: the call-stack frame of this subgraph in runs nothing pauses (`Executor._execute`)
+        self.direct_frame = Frame(self.index, 0)
+        #: bumped by every (re)preparation of a node: folded replays recorded under
+        #: another epoch are stale (`folding`)
+        self.fold_epoch = 0
+        #: (epoch, bind kernels, fold) the plan was specialised for (None: the plain plan),
+        #: and the last one tried (`builder.specialize_plan`)
+        self.plan_key: tuple[int, bool, bool] | None = None
+        self.tried_key: tuple[int, bool, bool] | None = None
+        self.folded = False  # plan_steps hold replays (`folding.fold`)
         # what clear_activations forgets: the computed tensors (allocation types only move
         # between ARENA_RW and DYNAMIC once constants and variables are set apart)
         computed = (AllocationType.ARENA_RW, AllocationType.DYNAMIC)
@@ -144,14 +161,17 @@ class Subgraph:
         if len(arrays) != len(self.inputs):
             raise ValueError(f"subgraph {self.index} takes {len(self.inputs)} inputs, "
                              f"got {len(arrays)}")
-        for i, arr in zip(self.inputs, arrays):
-            t = self.tensors[i]
-            arr = np.asarray(arr)
-            if t.dtype is not None and arr.dtype != t.dtype:
-                if arr.dtype.kind == "c" and t.dtype.kind != "c":
+        tensors = self.tensors
+        for i, arr in zip(self.inputs, arrays):  # (a WHILE calls this twice per iteration)
+            t = tensors[i]
+            if type(arr) is not np.ndarray:
+                arr = np.asarray(arr)
+            dtype = t.dtype
+            if dtype is not None and arr.dtype != dtype:
+                if arr.dtype.kind == "c" and dtype.kind != "c":
                     arr = arr.real
-                arr = arr.astype(t.dtype)
-            if t.shape != arr.shape:
+                arr = arr.astype(dtype)
+            if t._shape != arr.shape:
                 self.interpreter._check_allocation(self, t, arr.nbytes, arr.shape)
                 t.shape = tuple(arr.shape)
             t.data = arr
@@ -170,6 +190,7 @@ class Subgraph:
                 self.prepare_node(node)
 
     def prepare_node(self, node: Node) -> None:
+        self.fold_epoch += 1
         shapes = self.input_shapes(node)
         if any(s is None for i, s in zip(node.inputs, shapes) if i >= 0):
             for o in node.outputs:
@@ -193,6 +214,12 @@ class Subgraph:
             self.prepare_node(self.nodes[ni])
 
     # -- state ---------------------------------------------------------------------------
+    def clear_op_stats(self) -> None:
+        """Forget the op times and calls of the last run."""
+        n = len(self.nodes)
+        self.op_seconds = [0.0] * n
+        self.op_counts = [0] * n
+
     def reset_variables(self) -> None:
         """Variables to their initial values and kernels' own state forgotten (TFLite's
         ResetVariableTensors plus TFLM's per-kernel reset)."""

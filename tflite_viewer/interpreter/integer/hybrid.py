@@ -22,10 +22,12 @@ kernels (tests/interpreter/integer/test_hybrid.py) for weights in the int8 spec'
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .common import (FLOAT32_EXACT, Options, activation_of, exact_matmul, im2col, int_matmul,
-                     pad_for_window, patches, qparams, window)
+from .common import (FLOAT32_EXACT, FLOAT64_EXACT, Options, activation_of, exact_matmul,
+                     im2col, int_matmul, pad_for_window, patches, qparams, window)
 from .conv import depthwise_taps
 
 _FLOAT_RANGES = {"RELU": (0.0, np.inf), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
@@ -86,6 +88,10 @@ def asymmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     scale 1, zero point 0.
     """
     x = np.asarray(x, np.float32)
+    if x.shape[0] == 1 and x.size:
+        row = _asymmetric_quantize_row(x)
+        if row is not None:
+            return row
     rmin = np.minimum(np.float32(0), x.min(axis=1)).astype(np.float32)
     rmax = np.maximum(np.float32(0), x.max(axis=1)).astype(np.float32)
     same = rmin == rmax
@@ -104,6 +110,36 @@ def asymmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     if same.any():
         q = np.where(same[:, None], 0, q)
     return q.astype(np.int8), scale32, zp
+
+
+def _asymmetric_quantize_row(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """`asymmetric_quantize` of one finite row [1, n] (None for a row with inf or nan),
+    with the per-row scalars computed as scalars (float32 steps in numpy float32, double
+    steps in Python floats, which are IEEE doubles): the same values, in a third of the
+    numpy calls, which is what a recurrent step pays for."""
+    f32 = np.float32
+    lo_x, hi_x = x.min(), x.max()
+    if not (math.isfinite(lo_x) and math.isfinite(hi_x)):
+        return None
+    rmin = min(f32(0), lo_x)
+    rmax = max(f32(0), hi_x)
+    if rmin == rmax:
+        return (np.zeros(x.shape, np.int8), np.ones(1, np.float32), np.zeros(1, np.int32))
+    scale = float(f32(rmax) - f32(rmin)) / 255.0
+    lo, hi = float(rmin) / scale, float(rmax) / scale
+    zp_d = -128.0 - lo if 128.0 + abs(lo) < 127.0 + abs(hi) else 127.0 - hi
+    if zp_d <= -128.0:
+        zp = -128
+    elif zp_d >= 127.0:
+        zp = 127
+    else:
+        zp = int(math.copysign(math.floor(abs(zp_d) + 0.5), zp_d))
+    scale32 = f32(scale)
+    inv = f32(1.0 / float(scale32))
+    q = _neon_round(x * inv)
+    q += f32(zp)
+    np.clip(q, -128, 127, out=q)
+    return q.astype(np.int8), np.array([scale32], np.float32), np.array([zp], np.int32)
 
 
 def _activate(out: np.ndarray, options: Options) -> np.ndarray:
@@ -228,28 +264,54 @@ def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | No
                     options: Options, out_shape) -> np.ndarray:
     """Hybrid FULLY_CONNECTED (EvalHybridDense): output = bias + (sum q*w - zp * rowsum(w))
     * batch scale * filter scale, then the activation; all-zero inputs give the bias."""
-    units, accum = filter.shape
-    x = np.asarray(input, np.float32).reshape(-1, accum)
-    batches = x.shape[0]
-    out = np.zeros((batches, units), np.float32)
-    if bias is not None:
-        out = out + bias.astype(np.float32).reshape(1, -1)
-    if not np.any(x):
-        return _activate(out, options).reshape(out_shape)
-    fq = qparams(filter_q)
-    per_channel = fq.scale.size > 1
-    if options.get("asymmetric_quantize_inputs", False):
-        q, sf, offset = asymmetric_quantize(x)
-    else:
-        q, sf = symmetric_quantize(x)
-        offset = np.zeros(batches, np.int32)
-    if not per_channel:
-        sf = (sf * np.float32(fq.scale[0])).astype(np.float32)
-    w = filter.astype(np.int32)
-    dot = int_matmul(q.astype(np.int32), w.T)
-    dot = dot - w.sum(axis=1, dtype=np.int64)[None, :] * offset.astype(np.int64)[:, None]
-    scale = sf[:, None]
-    if per_channel:
-        scale = (scale * fq.scale.astype(np.float32)[None, :]).astype(np.float32)
-    out = (out + dot.astype(np.float32) * scale).astype(np.float32)
-    return _activate(out, options).reshape(out_shape)
+    return HybridDense(filter, bias, filter_q, options)(input, out_shape)
+
+
+class HybridDense:
+    """`fully_connected` with what depends only on the filter, bias and options computed
+    once: a constant filter's product prepared at load (the fused Keras LSTM loops call it
+    every time step).  Calling it computes exactly what `fully_connected` does."""
+
+    def __init__(self, filter: np.ndarray, bias: np.ndarray | None, filter_q,
+                 options: Options) -> None:
+        self.units, self.accum = filter.shape
+        self.options = options
+        fq = qparams(filter_q)
+        self.per_channel = fq.scale.size > 1
+        self.tensor_scale = np.float32(fq.scale[0])
+        self.channel_scales = fq.scale.astype(np.float32)[None, :]
+        self.asymmetric = bool(options.get("asymmetric_quantize_inputs", False))
+        self.bias_row = None if bias is None else bias.astype(np.float32).reshape(1, -1)
+        w = filter.astype(np.int32)
+        self.w_t = w.T
+        self.row_sums = w.sum(axis=1, dtype=np.int64)[None, :]
+        # int_matmul's float64 product is exact while max|q| * max|w| * K < 2**53 (|q| <= 128)
+        w_max = float(np.abs(w).max()) if w.size else 0.0
+        self.w64_t = (np.ascontiguousarray(w.T.astype(np.float64))
+                      if w.size and 128.0 * w_max * self.accum < FLOAT64_EXACT else None)
+
+    def __call__(self, input: np.ndarray, out_shape) -> np.ndarray:
+        x = np.asarray(input, np.float32).reshape(-1, self.accum)
+        batches = x.shape[0]
+        out = np.zeros((batches, self.units), np.float32)
+        if self.bias_row is not None:
+            out = out + self.bias_row
+        if not np.any(x):
+            return _activate(out, self.options).reshape(out_shape)
+        if self.asymmetric:
+            q, sf, offset = asymmetric_quantize(x)
+        else:
+            q, sf = symmetric_quantize(x)
+            offset = np.zeros(batches, np.int32)
+        if not self.per_channel:
+            sf = (sf * self.tensor_scale).astype(np.float32)
+        if self.w64_t is not None and q.size:  # int_matmul's exact float64 product
+            dot = np.matmul(q.astype(np.float64), self.w64_t).astype(np.int64)
+        else:
+            dot = int_matmul(q.astype(np.int32), self.w_t)
+        dot = dot - self.row_sums * offset.astype(np.int64)[:, None]
+        scale = sf[:, None]
+        if self.per_channel:
+            scale = (scale * self.channel_scales).astype(np.float32)
+        out = (out + dot.astype(np.float32) * scale).astype(np.float32)
+        return _activate(out, self.options).reshape(out_shape)

@@ -6,8 +6,8 @@ import numpy as np
 
 from ..integer import l2norm as int_l2norm, lut, softmax as int_softmax
 from ..registration import check_types
-from .common import (QUANTIZED, BuiltinOperator as Op, broadcast_shape, define, option, rounding,
-                     same_shape, tensor_qparams)
+from .common import (QUANTIZED, BuiltinOperator as Op, bind_elementwise, broadcast_shape,
+                     define, option, rounding, same_shape, tensor_qparams)
 
 
 def _clip(lo, hi):
@@ -147,9 +147,11 @@ define(Op.HARD_SWISH, (1, 1), lambda ctx, node: hard_swish(ctx.value(node, 0)), 
        types="float+uint8+int8", int_prepare=_prepare_hard_swish,
        int_compute=lambda ctx, node, p: lut.hard_swish(ctx.value(node, 0), params=p))
 define(Op.LOGISTIC, (1, 3), lambda ctx, node: logistic(ctx.value(node, 0)), same_shape,
-       types=QUANTIZED, **_table_op(lut.logistic_table, False))
+       types=QUANTIZED, bind=bind_elementwise(logistic, float_only=True),
+       **_table_op(lut.logistic_table, False))
 define(Op.TANH, (1, 3), lambda ctx, node: np.tanh(ctx.value(node, 0)), same_shape,
-       types=QUANTIZED, **_table_op(lut.tanh_table, True))
+       types=QUANTIZED, bind=bind_elementwise(np.tanh, float_only=True),
+       **_table_op(lut.tanh_table, True))
 # GELU (with its quantized tables) is in unary_math.py
 define(Op.ELU, (1, 1), lambda ctx, node: elu(ctx.value(node, 0)), same_shape,
        types="float+int8",
@@ -160,8 +162,10 @@ define(Op.ELU, (1, 1), lambda ctx, node: elu(ctx.value(node, 0)), same_shape,
 
 def softmax(x: np.ndarray, beta: float = 1.0) -> np.ndarray:
     """Softmax over the last axis, max-subtracted as the reference kernel does."""
-    e = np.exp((x - x.max(axis=-1, keepdims=True)) * np.asarray(beta, dtype=x.dtype))
-    return e / e.sum(axis=-1, keepdims=True)
+    # x.max and e.sum are these ufunc reductions behind a Python wrapper
+    e = np.exp((x - np.maximum.reduce(x, axis=-1, keepdims=True))
+               * np.asarray(beta, dtype=x.dtype))
+    return e / np.add.reduce(e, axis=-1, keepdims=True)
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:

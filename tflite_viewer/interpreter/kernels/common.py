@@ -199,7 +199,7 @@ def quantization_mismatch(ctx, node, indices=None) -> str | None:
 
 def define(op: int, versions: tuple[int, int], compute, shape=None, types: str = "float",
            name: str | None = None, check=None, int_prepare=None, int_compute=None,
-           same_quantization: bool = False) -> type:
+           same_quantization: bool = False, bind=None) -> type:
     """Register a kernel from two functions, for the many ops that need no more:
     the rule (docs/ARCHITECTURE.md, "Add an op kernel") is `define` when an op is a
     compute function, an optional shape function and an optional integer prepare/compute
@@ -216,6 +216,9 @@ def define(op: int, versions: tuple[int, int], compute, shape=None, types: str =
     Ops with an integer core give ``int_prepare(ctx, node) -> params`` (run in prepare for
     nodes of an integer kind, cached on ``node.user_data["q"]``) and
     ``int_compute(ctx, node, params)``; ``types`` then lists the kinds they accept.
+
+    ``bind(ctx, node, invoke) -> callable | None`` is the optional `Kernel.bind` of the
+    non-integer path (see `bind_elementwise`).
     """
 
     class _Defined(Kernel):
@@ -252,6 +255,11 @@ def define(op: int, versions: tuple[int, int], compute, shape=None, types: str =
                 else:
                     cache["int"] = False
 
+        def bind(self, ctx, node):
+            if bind is None or (int_compute is not None and node.user_data.get("int")):
+                return None
+            return bind(ctx, node, self.invoke)
+
         def invoke(self, ctx, node):
             if int_compute is not None and node.user_data.get("int"):
                 result = int_compute(ctx, node, node.user_data["q"])
@@ -271,6 +279,61 @@ def define(op: int, versions: tuple[int, int], compute, shape=None, types: str =
     _Defined.__name__ = _Defined.__qualname__ = name or f"Kernel_{op}"
     register(op, versions)(_Defined)
     return _Defined
+
+
+#: the dtypes `bind_elementwise` binds (those whose ufunc results keep the inputs' dtype)
+_BINDABLE = (np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.int64))
+
+
+def bind_elementwise(fn, fused: bool = False, float_only: bool = False, out_bool: bool = False):
+    """A `define` ``bind`` for an op that is ``fn`` of its one or two inputs of one dtype
+    (float32, or int32/int64 unless ``float_only``), plus a fused float clamp when
+    ``fused``: what its compute and `set_output` do for inputs of the prepared shapes,
+    with the tensors, shapes and bounds looked up once.  The output has the inputs' dtype
+    (or is BOOL, ``out_bool``)."""
+    def bind(ctx, node, invoke):
+        ins = [ctx.input(node, k) for k in range(len(node.inputs))]
+        if len(ins) not in (1, 2) or len(node.outputs) != 1 or any(t is None for t in ins):
+            return None
+        o = ctx.output(node, 0)
+        dtype = ins[0].dtype
+        if dtype not in _BINDABLE or any(t.dtype != dtype or t.shape is None for t in ins) \
+                or (float_only and dtype != np.float32) or o.shape is None or o.is_dynamic \
+                or o.dtype != (np.dtype(bool) if out_bool else dtype) \
+                or np.broadcast_shapes(*(t.shape for t in ins)) != o.shape:
+            return None
+        act = activation(node) if fused else None
+        if act is not None and (dtype != np.float32 or act not in ACTIVATION_RANGES):
+            return None
+        lo, hi = _float_bounds(act, dtype) if act is not None else (None, None)
+        a = ins[0]
+        sa = a.shape
+        if len(ins) == 1:
+            def run(ctx, node):
+                x = a.data
+                if x is None or x.shape != sa or x.dtype != dtype:
+                    return invoke(ctx, node)
+                out = fn(x)
+                o.data = out if type(out) is np.ndarray else np.asarray(out)
+            return run
+        b = ins[1]
+        sb = b.shape
+
+        def run2(ctx, node):
+            x, y = a.data, b.data
+            if x is None or y is None or x.shape != sa or y.shape != sb or x.dtype != dtype \
+                    or y.dtype != dtype:
+                return invoke(ctx, node)
+            out = fn(x, y)
+            if type(out) is not np.ndarray:
+                out = np.asarray(out)
+            if lo is not None:
+                out = np.maximum(out, lo, out=out if out.flags.writeable else None)
+                if hi is not None:
+                    np.minimum(out, hi, out=out)
+            o.data = out
+        return run2
+    return bind
 
 
 def same_shape(ctx, node):

@@ -73,28 +73,70 @@ class While(Kernel):
         node.user_data = match_keras_lstm(interp.subgraphs[cond], interp.subgraphs[body])
 
     def invoke(self, ctx, node):
-        interp = ctx.interpreter
-        cond, body = _cond_and_body(node)
-        values = [ctx.value(node, k) for k in range(len(node.inputs))]
-        budget = interp.budget
-        where = f"subgraph {ctx.index} op {node.index} (WHILE)"
-        fused = node.user_data
-        if fused is not None and interp._direct and interp.fuse_loops \
-                and not interp._before_hooks and not interp._after_hooks:
-            # a Keras LSTM loop in a run nothing watches op by op: one compiled step
-            values = fused.run(values, lambda count: budget.iteration(where, count, True))
-            _finish(ctx, node, values)
-            return
-        count = 0
-        while True:
-            count += 1
-            interp.loop_iterations[(ctx.index, node.index)] = count
-            budget.iteration(where, count, interp._direct, interp.call_path)
-            (flag,) = yield from interp.call_subgraph(cond, values)
-            if not bool(np.asarray(flag).reshape(-1)[0]):
-                break
-            values = yield from interp.call_subgraph(body, values)
+        """The loop, pausable: the debugger can stop inside cond and body."""
+        values = self._fused(ctx, node)
+        if values is None:
+            interp = ctx.interpreter
+            cond, body = _cond_and_body(node)
+            values = [ctx.value(node, k) for k in range(len(node.inputs))]
+            count, where = 0, _where(ctx, node)
+            while True:
+                count += 1
+                _iteration(ctx, node, count, where)
+                (flag,) = yield from interp.call_subgraph(cond, values)
+                if not _true(flag):
+                    break
+                values = yield from interp.call_subgraph(body, values)
         _finish(ctx, node, values)
+
+    def invoke_direct(self, ctx, node):
+        """`invoke` for runs nothing pauses: cond and body are plain calls
+        (`Interpreter.run_subgraph`), the same iterations and budget checks."""
+        values = self._fused(ctx, node)
+        if values is None:
+            run = ctx.interpreter.run_subgraph
+            cond, body = _cond_and_body(node)
+            values = [ctx.value(node, k) for k in range(len(node.inputs))]
+            count, where = 0, _where(ctx, node)
+            while True:
+                count += 1
+                _iteration(ctx, node, count, where)
+                if not _true(run(cond, values)[0]):
+                    break
+                values = run(body, values)
+        _finish(ctx, node, values)
+
+    @staticmethod
+    def _fused(ctx, node) -> list | None:
+        """A recognised Keras LSTM loop in a run nothing watches op by op, run as one
+        compiled step: the WHILE's output values (None: run the loop op by op)."""
+        fused = node.user_data
+        interp = ctx.interpreter
+        if fused is None or not interp._direct or not interp.fuse_loops \
+                or interp._before_hooks or interp._after_hooks:
+            return None
+        values = [ctx.value(node, k) for k in range(len(node.inputs))]
+        budget, where = interp.budget, _where(ctx, node)
+        return fused.run(values, lambda count: budget.iteration(where, count, True))
+
+
+def _where(ctx, node) -> str:
+    return f"subgraph {ctx.index} op {node.index} (WHILE)"
+
+
+def _iteration(ctx, node, count: int, where: str) -> None:
+    """Before iteration ``count``: the position for messages and the budgets (a run that
+    nothing pauses also sees the stop request here)."""
+    interp = ctx.interpreter
+    interp.loop_iterations[(ctx.index, node.index)] = count
+    interp.budget.iteration(where, count, interp._direct, interp.call_path)
+
+
+def _true(flag) -> bool:
+    """A condition tensor's truth (its first element, as TFLite reads a bool tensor)."""
+    if type(flag) is np.ndarray and flag.ndim == 0:
+        return bool(flag)
+    return bool(np.asarray(flag).reshape(-1)[0])
 
 
 def _finish(ctx, node, values) -> None:
@@ -122,10 +164,22 @@ class If(Kernel):
                 ctx.set_dynamic(ctx.tensors[o])
 
     def invoke(self, ctx, node):
-        flag = bool(np.asarray(ctx.value(node, 0)).reshape(-1)[0])
+        outs = yield from ctx.interpreter.call_subgraph(*self._branch(ctx, node))
+        self._finish(ctx, node, outs)
+
+    def invoke_direct(self, ctx, node):
+        """`invoke` for runs nothing pauses (`Interpreter.run_subgraph`)."""
+        self._finish(ctx, node, ctx.interpreter.run_subgraph(*self._branch(ctx, node)))
+
+    @staticmethod
+    def _branch(ctx, node) -> tuple[int, list]:
+        """The subgraph to run and its inputs."""
+        flag = _true(ctx.value(node, 0))
         branch = int(option(node, "then_subgraph_index" if flag else "else_subgraph_index"))
-        values = [ctx.value(node, k) for k in range(1, len(node.inputs))]
-        outs = yield from ctx.interpreter.call_subgraph(branch, values)
+        return branch, [ctx.value(node, k) for k in range(1, len(node.inputs))]
+
+    @staticmethod
+    def _finish(ctx, node, outs) -> None:
         for o, v in zip(node.outputs, outs):
             t = ctx.tensors[o]
             if t.shape != np.shape(v):
@@ -150,6 +204,14 @@ class CallOnce(Kernel):
             return
         yield from interp.call_subgraph(index, [])
         interp.called_once.add(index)
+
+    def invoke_direct(self, ctx, node):
+        """`invoke` for runs nothing pauses (`Interpreter.run_subgraph`)."""
+        index = int(option(node, "init_subgraph_index"))
+        interp = ctx.interpreter
+        if index not in interp.called_once:
+            interp.run_subgraph(index, [])
+            interp.called_once.add(index)
 
 
 @register(Op.VAR_HANDLE, versions=(1, 1))

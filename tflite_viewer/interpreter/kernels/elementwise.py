@@ -8,7 +8,8 @@ from ..integer import compare as int_compare
 from ..integer import div as int_div
 from ..integer import elementwise as int_elementwise
 from .common import (QUANTIZED, BuiltinOperator as Op, activation, apply_activation,
-                     broadcast_shape, define, rounding, same_shape, tensor_qparams)
+                     bind_elementwise, broadcast_shape, define, rounding, same_shape,
+                     tensor_qparams)
 
 
 def _binary(fn, fused=False):
@@ -120,9 +121,12 @@ _BINARY = (
     (Op.FLOOR_DIV, (1, 3), floor_div, False, "float+int8+int16", None, _stored(floor_div)),
     (Op.FLOOR_MOD, (1, 2), floor_mod, False, "float+int8+int16", None, _stored(floor_mod)),
 )
+#: the binary ops that are one ufunc of same-dtype inputs (`bind_elementwise`)
+_UFUNCS = {Op.ADD, Op.SUB, Op.MUL, Op.MAXIMUM, Op.MINIMUM}
 for _op, _versions, _fn, _fused, _types, _int_prepare, _int_compute in _BINARY:
     define(_op, _versions, _binary(_fn, _fused), broadcast_shape, types=_types,
-           int_prepare=_int_prepare, int_compute=_int_compute)
+           int_prepare=_int_prepare, int_compute=_int_compute,
+           bind=bind_elementwise(_fn, _fused) if _op in _UFUNCS else None)
 
 
 # -- comparisons and logic (output BOOL) -----------------------------------------------------
@@ -161,7 +165,8 @@ for _op, _name, _fn, _versions in (
     define(_op, _versions, (lambda f: lambda ctx, node: f(ctx.value(node, 0),
                                                           ctx.value(node, 1)))(_fn),
            _comparison_shape, types="any", check=lambda ctx, node: None,
-           int_prepare=_comparison_prepare(_name), int_compute=_comparison_int)
+           int_prepare=_comparison_prepare(_name), int_compute=_comparison_int,
+           bind=bind_elementwise(_fn, out_bool=True))
 
 for _op, _fn in ((Op.LOGICAL_AND, np.logical_and), (Op.LOGICAL_OR, np.logical_or)):
     define(_op, (1, 1), (lambda f: lambda ctx, node: f(ctx.value(node, 0),

@@ -6,8 +6,8 @@ import numpy as np
 from ..integer import batch_matmul as int_batch_matmul, conv as int_conv
 from ..integer import fully_connected as int_fully_connected, hybrid as int_hybrid
 from ..tensor import AllocationType
-from .common import (BuiltinOperator as Op, INT_KINDS, Kernel, activation, apply_activation,
-                     kind, option, register, rounding, tensor_qparams)
+from .common import (BuiltinOperator as Op, INT_KINDS, Kernel, _float_bounds, activation,
+                     apply_activation, kind, option, register, rounding, tensor_qparams)
 
 
 def fully_connected(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
@@ -87,6 +87,38 @@ class FullyConnected(Kernel):
         brow = None if b is None else b.data.reshape(1, -1)
         return (ctx.input(node, 0), w.shape[1], wt, brow, cache["act"], cache["keep"],
                 ctx.output(node, 0))
+
+    def bind(self, ctx, node):
+        """The float product with constant weights as a call on the node's tensors: the
+        input of the shape it was prepared for, times the transposed weights, plus the bias
+        row, clamped in place, stored as the output's value (the checks of `set_output`
+        hold by construction); any other input goes through `invoke`."""
+        bound = node.user_data.get("bound")
+        if bound is None:
+            return None
+        xt, k_in, wt, brow, act, keep, o = bound
+        if keep or xt.shape is None or o.shape is None or o.is_dynamic or o.dtype != wt.dtype \
+                or (act is not None and act not in ("RELU", "RELU6", "RELU_N1_TO_1")):
+            return None
+        x_shape = xt.shape
+        if len(x_shape) != 2 or x_shape[1] != k_in or o.shape != (x_shape[0], wt.shape[1]):
+            return None
+        lo, hi = _float_bounds(act, wt.dtype) if act is not None else (None, None)
+        dtype, invoke = wt.dtype, self.invoke
+
+        def run(ctx, node):
+            x = xt.data
+            if x is None or x.shape != x_shape or x.dtype != dtype:
+                return invoke(ctx, node)
+            out = x @ wt
+            if brow is not None:
+                out += brow
+            if lo is not None:
+                np.maximum(out, lo, out=out)
+                if hi is not None:
+                    np.minimum(out, hi, out=out)
+            o.data = out
+        return run
 
     def invoke(self, ctx, node):
         cache = node.user_data

@@ -99,19 +99,31 @@ def lstm_sequence_stacked(x: np.ndarray, h: np.ndarray, c: np.ndarray,
     outs = np.empty((steps_n, batch, u), dtype=np.float32)
     tanh_cell = act == "TANH"
     steps = range(steps_n - 1, -1, -1) if reverse else range(steps_n)
+    # the gate pre-activations and their logistic in two buffers every step reuses, their
+    # gate views taken once (a step computes the values of `logistic` and fresh arrays)
+    z = np.empty((batch, 4 * u), np.float32)
+    s = np.empty((batch, 4 * u), np.float32)
+    z_g = z[:, 2 * u:3 * u]
+    s_i, s_f, s_o = s[:, :u], s[:, u:2 * u], s[:, 3 * u:]
+    one = np.ones((), np.float32)
     for t in steps:
-        z = h @ r_t
-        z += xw[t]
-        s = logistic(z)
-        zg = z[:, 2 * u:3 * u]
-        g = np.tanh(zg) if tanh_cell else apply_activation(np.array(zg, copy=True), act)
-        c = s[:, u:2 * u] * c + s[:, :u] * g
-        if cell_clip > 0:
-            c = np.clip(c, -cell_clip, cell_clip)
+        np.add(h @ r_t, xw[t], out=z)
+        np.negative(z, out=s)
+        np.exp(s, out=s)
+        np.add(one, s, out=s)
+        np.divide(one, s, out=s)
+        g = np.tanh(z_g) if tanh_cell else apply_activation(np.array(z_g, copy=True), act)
+        c = np.multiply(s_f, c)  # f * c + i * g
+        c += s_i * g
+        if cell_clip > 0:  # np.clip's values, without its Python wrapper (a step's costliest call)
+            np.minimum(np.maximum(c, -cell_clip, out=c), cell_clip, out=c)
         if act in (None, "NONE"):  # see lstm_sequence: LiteRT multiplies by g then
-            h = s[:, 3 * u:] * g
+            h = s_o * g
+        elif tanh_cell:
+            h = np.tanh(c)
+            h *= s_o
         else:
-            h = s[:, 3 * u:] * (np.tanh(c) if tanh_cell else apply_activation(np.array(c), act))
+            h = s_o * apply_activation(np.array(c), act)
         outs[t] = h
     return outs, h.astype(np.float32, copy=False), c.astype(np.float32, copy=False)
 

@@ -398,7 +398,9 @@ define(Op.STRIDED_SLICE, (1, 8), _strided_slice, _strided_slice_shape, types="an
 def gather(params: np.ndarray, indices: np.ndarray, axis: int = 0, batch_dims: int = 0):
     axis = axis + params.ndim if axis < 0 else axis
     batch_dims = batch_dims + indices.ndim if batch_dims < 0 else batch_dims
-    if indices.size and (indices.min() < 0 or indices.max() >= params.shape[axis]):
+    # (the ufunc reductions indices.min() and .max() run, without their Python wrappers)
+    if indices.size and (np.minimum.reduce(indices, axis=None) < 0
+                         or np.maximum.reduce(indices, axis=None) >= params.shape[axis]):
         raise IndexError(f"GATHER index out of range [0, {params.shape[axis]})")
     if batch_dims == 0:
         return np.take(params, indices, axis=axis)
