@@ -92,7 +92,9 @@ def _checkout(rev: str, where: Path) -> Path:
 
 
 def _measure(checkout: Path, runs: int) -> dict[str, float]:
-    env = dict(os.environ, PYTHONPATH=str(checkout), QT_QPA_PLATFORM="offscreen")
+    # One BLAS thread: on a shared two-core machine a second thread only adds noise.
+    env = dict(os.environ, PYTHONPATH=str(checkout), QT_QPA_PLATFORM="offscreen",
+               OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child",
                            "--runs", str(runs)], cwd=checkout, env=env,
                           capture_output=True, text=True, timeout=1800)
