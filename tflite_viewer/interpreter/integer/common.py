@@ -68,6 +68,28 @@ def qparams(q: Any) -> QParams:
     return QParams(scale, zp, int(dim))
 
 
+@dataclass(frozen=True)
+class RescaleParams:
+    """One quantized multiplier for input_scale / output_scale, with both zero points.
+
+    QUANTIZE between integer types and MEAN/SUM prepare exactly this (QuantizeMultiplier
+    of double(input_scale) / double(output_scale)), so they share one prepare.
+    """
+    multiplier: int
+    shift: int
+    input_zero_point: int
+    output_zero_point: int
+    rounding: Rounding
+
+
+def prepare_rescale(input_q, output_q, rounding: Rounding = "double") -> RescaleParams:
+    """QuantizeMultiplier(double(s_in) / double(s_out)) and the two zero points."""
+    rounding = check_rounding(rounding)
+    iq, oq = qparams(input_q), qparams(output_q)
+    m, s = qm.quantize_multiplier(float(np.float64(iq.s) / np.float64(oq.s)), rounding)
+    return RescaleParams(int(m), int(s), iq.zp, oq.zp, rounding)
+
+
 def f32(x: Any) -> np.float32:
     return np.float32(x)
 

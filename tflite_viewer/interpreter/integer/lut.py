@@ -232,19 +232,32 @@ def prepare_int16_activation(input_q, tanh: bool) -> Int16ActivationParams:
     return Int16ActivationParams(int(multiplier), left_shift)
 
 
-def logistic_int16(x: np.ndarray, params: Int16ActivationParams) -> np.ndarray:
-    """reference_integer_ops::Logistic (int16): output scale 1/32768, zero point 0."""
+def _rescale_int16_input(x: np.ndarray, params: Int16ActivationParams) -> np.ndarray:
+    """The int16 input of LOGISTIC or TANH times its input multiplier, rounded: both
+    kernels rescale alike (3 << shift when the input scale is a power of two)."""
     mult, shift = params.input_multiplier, params.input_left_shift
     if mult == 0:
         mult, shift = 3 << shift, 0
     rnd = (1 << (shift - 1)) if shift > 0 else 0
-    v = (x.astype(np.int64) * mult + rnd) >> shift
-    a = np.abs(v)
-    uh = a >> 9
+    return (x.astype(np.int64) * mult + rnd) >> shift
+
+
+def _sigmoid_table_segment(a: np.ndarray, frac_bits: int):
+    """(index, entry, next entry, fraction) of ``a`` = |input| in SIGMOID_TABLE_UINT16.
+
+    LOGISTIC interpolates the table with 9 fractional bits, TANH (2 sigmoid(2x) - 1)
+    with 8; an index past the table (>= 255) is the saturated case the callers handle.
+    """
+    uh = a >> frac_bits
     idx = np.minimum(uh, 254)
-    ua = SIGMOID_TABLE_UINT16[idx]
-    ub = SIGMOID_TABLE_UINT16[idx + 1]
-    ut = a & 0x1FF
+    return (uh, SIGMOID_TABLE_UINT16[idx], SIGMOID_TABLE_UINT16[idx + 1],
+            a & ((1 << frac_bits) - 1))
+
+
+def logistic_int16(x: np.ndarray, params: Int16ActivationParams) -> np.ndarray:
+    """reference_integer_ops::Logistic (int16): output scale 1/32768, zero point 0."""
+    v = _rescale_int16_input(x, params)
+    uh, ua, ub, ut = _sigmoid_table_segment(np.abs(v), 9)
     result = np.where(uh >= 255, 0x7FFF << 10, (ua << 9) + ut * (ub - ua))
     result = np.where(v >= 0, result + (1 << 9), (1 << 25) - result + (1 << 9) - 1)
     result = (result & 0xFFFFFFFF) >> 10
@@ -257,17 +270,8 @@ def tanh_int16(x: np.ndarray, params: Int16ActivationParams) -> np.ndarray:
     The input is rescaled like LOGISTIC's (multiplier 3 << shift in the power-of-two
     case), with 8 instead of 9 interpolation bits.
     """
-    mult, shift = params.input_multiplier, params.input_left_shift
-    if mult == 0:
-        mult, shift = 3 << shift, 0
-    rnd = (1 << (shift - 1)) if shift > 0 else 0
-    v = (x.astype(np.int64) * mult + rnd) >> shift
-    a = np.abs(v)
-    uh = a >> 8
-    idx = np.minimum(uh, 254)
-    ua = SIGMOID_TABLE_UINT16[idx]
-    ub = SIGMOID_TABLE_UINT16[idx + 1]
-    ut = a & 0xFF
+    v = _rescale_int16_input(x, params)
+    uh, ua, ub, ut = _sigmoid_table_segment(np.abs(v), 8)
     result = qm.wrap32(np.where(uh >= 255, 0xFFFF << 8, (ua << 8) + ut * (ub - ua)))
     result = np.where(v >= 0, result - (1 << 23) + (1 << 7), -result + (1 << 23) + (1 << 7) - 1)
     result = qm.wrap32(result) >> 8
