@@ -90,6 +90,33 @@ def prepare_rescale(input_q, output_q, rounding: Rounding = "double") -> Rescale
     return RescaleParams(int(m), int(s), iq.zp, oq.zp, rounding)
 
 
+@dataclass(frozen=True)
+class ScaledBinaryParams:
+    """Both inputs' offsets, one quantized multiplier and the fused-activation clamp.
+
+    MUL and DIV prepare exactly these; they differ only in the real multiplier (MUL:
+    s1 * s2 / s_out in float32, DIV: s1 / (s2 * s_out) in double), which the caller gives.
+    """
+    input1_offset: int
+    input2_offset: int
+    output_offset: int
+    multiplier: int
+    shift: int
+    act_min: int
+    act_max: int
+    rounding: Rounding
+    dtype: np.dtype
+
+
+def prepare_scaled_binary(q1: QParams, q2: QParams, qo: QParams, real: float, options, dtype,
+                          rounding: Rounding) -> ScaledBinaryParams:
+    """QuantizeMultiplier(real) and the output type's fused-activation range."""
+    m, s = qm.quantize_multiplier(real, rounding)
+    dtype = np.dtype(dtype)
+    lo, hi = fused_activation_range(activation_of(options), qo, dtype)
+    return ScaledBinaryParams(-q1.zp, -q2.zp, qo.zp, int(m), int(s), lo, hi, rounding, dtype)
+
+
 def f32(x: Any) -> np.float32:
     return np.float32(x)
 
