@@ -13,7 +13,8 @@ import numpy as np
 
 from .. import quant_math as qm
 from ..padding import compute_out_size, compute_padding, window_geometry  # noqa: F401
-from ..quant_math import Rounding, check_rounding, dtype_range, wrap32  # noqa: F401  (re-exported)
+from ..quant_math import (Rounding, check_rounding, dtype_range, saturate_cast,  # noqa: F401
+                          wrap32)  # (re-exported)
 
 Options = Mapping[str, Any]
 

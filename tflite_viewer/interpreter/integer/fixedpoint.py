@@ -33,16 +33,18 @@ def sub(a, b) -> np.ndarray:
     return wrap32(np.asarray(a, np.int64) - np.asarray(b, np.int64))
 
 
-def saturating_rounding_mul_by_pot(x: np.ndarray, exponent: int) -> np.ndarray:
+def saturating_rounding_mul_by_pot(x: np.ndarray, exponent: int, bits: int = 32) -> np.ndarray:
     """SaturatingRoundingMultiplyByPOT<exponent>: saturating left shift, or rounding right
-    shift for negative exponents."""
+    shift for negative exponents, on ``bits``-wide raw values (gemmlowp's one template
+    serves int32 and, for `fixedpoint16`, int16)."""
     x = np.asarray(x, np.int64)
     if exponent == 0:
         return x
     if exponent < 0:
         return rounding_divide_by_pot(x, -exponent)
-    threshold = (1 << (31 - exponent)) - 1
-    return np.where(x > threshold, INT32_MAX, np.where(x < -threshold, INT32_MIN, x << exponent))
+    threshold = (1 << (bits - 1 - exponent)) - 1
+    hi, lo = (1 << (bits - 1)) - 1, -(1 << (bits - 1))
+    return np.where(x > threshold, hi, np.where(x < -threshold, lo, x << exponent))
 
 
 def rescale(x: np.ndarray, src_bits: int, dst_bits: int) -> np.ndarray:

@@ -14,6 +14,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import quant_math as qm
+from .fixedpoint import saturating_rounding_mul_by_pot
 
 I16_MIN, I16_MAX = -32768, 32767
 
@@ -54,15 +55,9 @@ def rounding_divide_by_pot(x, exponent: int) -> np.ndarray:
 
 
 def sat_mul_by_pot(x, exponent: int) -> np.ndarray:
-    """SaturatingRoundingMultiplyByPOT<exponent> on int16."""
-    x = np.asarray(x, np.int64)
-    if exponent == 0:
-        return x
-    if exponent < 0:
-        return rounding_divide_by_pot(x, -exponent)
-    threshold = (1 << (15 - exponent)) - 1
-    return np.where(x > threshold, I16_MAX,
-                    np.where(x < -threshold, I16_MIN, wrap16(x << exponent)))
+    """SaturatingRoundingMultiplyByPOT<exponent> on int16 (below the threshold the shift
+    cannot leave int16, so no wrap is needed)."""
+    return saturating_rounding_mul_by_pot(x, exponent, bits=16)
 
 
 def rounding_half_sum(a, b) -> np.ndarray:

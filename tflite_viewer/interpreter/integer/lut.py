@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from .. import quant_math as qm
-from .common import Rounding, check_rounding, dtype_range, qparams
+from .common import Rounding, check_rounding, dtype_range, qparams, saturate_cast
 
 # --------------------------------------------------------------------------- libm
 
@@ -278,22 +278,27 @@ def tanh_int16(x: np.ndarray, params: Int16ActivationParams) -> np.ndarray:
     return np.asarray(result).astype(np.int16)
 
 
+def _sigmoid_family(x: np.ndarray, input_q, output_q, table, params, tanh: bool) -> np.ndarray:
+    """LOGISTIC and TANH dispatch alike: a lookup table for uint8/int8 (built here unless
+    prepared), the fixed-point kernel for int16."""
+    if x.dtype == np.int16:
+        p = params or prepare_int16_activation(input_q, tanh=tanh)
+        return tanh_int16(x, p) if tanh else logistic_int16(x, p)
+    if table is None:
+        table = (tanh_table if tanh else logistic_table)(input_q, output_q, x.dtype)
+    return lut_lookup_int8(x, table)
+
+
 def logistic(x: np.ndarray, input_q, output_q, table: np.ndarray | None = None,
              params: Int16ActivationParams | None = None) -> np.ndarray:
     """Quantized LOGISTIC: table lookup for uint8/int8, fixed point for int16."""
-    if x.dtype == np.int16:
-        return logistic_int16(x, params or prepare_int16_activation(input_q, tanh=False))
-    t = table if table is not None else logistic_table(input_q, output_q, x.dtype)
-    return lut_lookup_int8(x, t)
+    return _sigmoid_family(x, input_q, output_q, table, params, tanh=False)
 
 
 def tanh(x: np.ndarray, input_q, output_q, table: np.ndarray | None = None,
          params: Int16ActivationParams | None = None) -> np.ndarray:
     """Quantized TANH: table lookup for uint8/int8, fixed point for int16."""
-    if x.dtype == np.int16:
-        return tanh_int16(x, params or prepare_int16_activation(input_q, tanh=True))
-    t = table if table is not None else tanh_table(input_q, output_q, x.dtype)
-    return lut_lookup_int8(x, t)
+    return _sigmoid_family(x, input_q, output_q, table, params, tanh=True)
 
 
 def elu(x: np.ndarray, input_q, output_q, table: np.ndarray | None = None) -> np.ndarray:
@@ -378,8 +383,7 @@ def leaky_relu(x: np.ndarray, input_q=None, output_q=None, alpha: float | None =
     pos = qm.multiply_by_quantized_multiplier(v, p.multiplier_identity, p.shift_identity,
                                               p.rounding)
     neg = qm.multiply_by_quantized_multiplier(v, p.multiplier_alpha, p.shift_alpha, p.rounding)
-    lo, hi = dtype_range(x.dtype)
-    return np.clip(np.where(v >= 0, pos, neg) + p.output_zero_point, lo, hi).astype(x.dtype)
+    return saturate_cast(np.where(v >= 0, pos, neg) + p.output_zero_point, x.dtype)
 
 
 @dataclass(frozen=True)
@@ -414,9 +418,7 @@ def prelu(x: np.ndarray, alpha: np.ndarray, input_q=None, alpha_q=None, output_q
     pos = qm.multiply_by_quantized_multiplier(v, p.multiplier_1, p.shift_1, p.rounding)
     neg = qm.multiply_by_quantized_multiplier(qm.wrap32(v * a), p.multiplier_2, p.shift_2,
                                               p.rounding)
-    lo, hi = dtype_range(x.dtype)
-    out = np.where(v >= 0, pos, neg) + p.output_offset
-    return np.clip(out, lo, hi).astype(x.dtype)
+    return saturate_cast(np.where(v >= 0, pos, neg) + p.output_offset, x.dtype)
 
 
 # --------------------------------------------------------------------------- HARD_SWISH
@@ -495,5 +497,4 @@ def hard_swish(x: np.ndarray, input_q=None, output_q=None, rounding: Rounding = 
     pre = _sdhm16(reluish, preshift_out)
     out = i16(qm.rounding_divide_by_pot(pre, -p.output_multiplier_exponent))
     out = i16(out + p.output_zero_point)
-    lo, hi = dtype_range(x.dtype)
-    return np.clip(out, lo, hi).astype(x.dtype)
+    return saturate_cast(out, x.dtype)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import quant_math as qm
-from .common import RescaleParams, Rounding, dtype_range, prepare_rescale, qparams
+from .common import (RescaleParams, Rounding, dtype_range, prepare_rescale, qparams,
+                     saturate_cast)
 
 
 def _axis_shape(ndim: int, axis: int) -> tuple[int, ...]:
@@ -63,8 +64,7 @@ def requantize(input: np.ndarray, input_q=None, output_q=None, output_dtype=None
     p = params or prepare_requantize(input_q, output_q, rounding)
     x = input.astype(np.int64) - p.input_zero_point
     out = qm.multiply_by_quantized_multiplier(x, p.multiplier, p.shift, p.rounding)
-    lo, hi = dtype_range(output_dtype)
-    return np.clip(out + p.output_zero_point, lo, hi).astype(output_dtype)
+    return saturate_cast(out + p.output_zero_point, output_dtype)
 
 
 def dequantize(input: np.ndarray, input_q=None) -> np.ndarray:

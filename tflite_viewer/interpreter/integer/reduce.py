@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import quant_math as qm
 from .common import (RescaleParams, Rounding, dtype_range, prepare_rescale,
-                     qparams, wrap32)
+                     qparams, saturate_cast, wrap32)
 
 
 def resolve_axes(axis: Sequence[int] | np.ndarray | int, ndim: int) -> tuple[int, ...]:
@@ -131,5 +131,4 @@ def reduce_prod(x: np.ndarray, axes, keep_dims: bool, input_q, output_q,
         acc = qm.multiply_by_quantized_multiplier_int64(acc * (moved[:, j] - iq.zp), m, s,
                                                         rounding)
     out = qm.multiply_by_quantized_multiplier_int64(acc, m, s, rounding) + oq.zp
-    lo, hi = dtype_range(x.dtype)
-    return np.clip(out, lo, hi).astype(x.dtype).reshape(out_shape)
+    return saturate_cast(out, x.dtype).reshape(out_shape)
