@@ -26,6 +26,7 @@ Figures are printed, never asserted.  ``uptime``'s load is printed before and af
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -102,6 +103,7 @@ def child(args: argparse.Namespace) -> int:
     bench = _Bench(Path.cwd(), args.runs)
     print("READY", flush=True)
     for line in sys.stdin:
+        gc.collect()  # the previous task's garbage must not land in this one's time
         print("JSON " + json.dumps(bench.measure(line.strip())), flush=True)
     return 0
 
