@@ -19,6 +19,14 @@ import numpy as np
 from .common import BuiltinOperator as Op, Kernel, option, register
 
 
+class SubgraphKernel(Kernel):
+    """A kernel that runs subgraphs (WHILE, IF, CALL_ONCE, STABLEHLO_CASE/COMPOSITE): any
+    tensor type passes through, and ``invoke`` is a generator the debugger steps into."""
+
+    types = "any"
+    calls_subgraphs = True
+
+
 def prepare_callee(ctx, index: int, shapes) -> list | None:
     """Prepare subgraph ``index`` for inputs of ``shapes``; its output shapes (None where
     unknown)."""
@@ -85,10 +93,7 @@ def _cond_and_body(node) -> tuple[int, int]:
 
 
 @register(Op.WHILE, versions=(1, 1))
-class While(Kernel):
-    types = "any"
-    calls_subgraphs = True
-
+class While(SubgraphKernel):
     def prepare(self, ctx, node):
         shapes = [ctx.tensors[i].shape for i in node.inputs]
         cond, body = _cond_and_body(node)
@@ -140,10 +145,7 @@ def _finish(ctx, node, values) -> None:
 
 
 @register(Op.IF, versions=(1, 1))
-class If(Kernel):
-    types = "any"
-    calls_subgraphs = True
-
+class If(SubgraphKernel):
     def prepare(self, ctx, node):
         branches = [int(option(node, "then_subgraph_index")),
                     int(option(node, "else_subgraph_index"))]
@@ -156,11 +158,8 @@ class If(Kernel):
 
 
 @register(Op.CALL_ONCE, versions=(1, 1))
-class CallOnce(Kernel):
+class CallOnce(SubgraphKernel):
     """Runs its init subgraph the first time only (until `reset_variables`)."""
-
-    types = "any"
-    calls_subgraphs = True
 
     def prepare(self, ctx, node):
         pass

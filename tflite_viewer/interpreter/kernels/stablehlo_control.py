@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import BuiltinOperator as Op, Kernel, option, register
-from .control_flow import prepare_branches, run_branch
+from .common import BuiltinOperator as Op, option, register
+from .control_flow import SubgraphKernel, prepare_branches, run_branch
 
 
 @register(Op.STABLEHLO_COMPOSITE, versions=(1, 1))
-class StablehloComposite(Kernel):
+class StablehloComposite(SubgraphKernel):
     """The composite op (``name``, attributes) computed by its decomposition subgraph."""
-
-    types = "any"
-    calls_subgraphs = True
 
     def prepare(self, ctx, node):
         index = int(option(node, "decomposition_subgraph_index", -1))
@@ -27,11 +24,8 @@ class StablehloComposite(Kernel):
 
 
 @register(Op.STABLEHLO_CASE, versions=(1, 1))
-class StablehloCase(Kernel):
+class StablehloCase(SubgraphKernel):
     """Input 0: an INT32 index choosing a branch; the other inputs go to the branch."""
-
-    types = "any"
-    calls_subgraphs = True
 
     def check(self, ctx, node):
         index = ctx.input(node, 0)
