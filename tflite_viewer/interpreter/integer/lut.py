@@ -374,16 +374,26 @@ def prepare_leaky_relu(input_q, output_q, alpha: float, rounding: Rounding = "do
     return LeakyReluParams(ma, sa, mi, si, iq.zp, oq.zp, rounding)
 
 
+def _rescale_by_sign(v: np.ndarray, positive: tuple[int, int], negative_value: np.ndarray,
+                     negative: tuple[int, int], rounding: Rounding, output_offset: int,
+                     dtype) -> np.ndarray:
+    """LEAKY_RELU's and PRELU's common end: where the offset input ``v`` is non-negative it
+    is rescaled by the ``positive`` (multiplier, shift), elsewhere ``negative_value`` (v
+    itself, or v * alpha for PRELU) by the ``negative`` one; then offset and saturated."""
+    pos = qm.multiply_by_quantized_multiplier(v, *positive, rounding)
+    neg = qm.multiply_by_quantized_multiplier(negative_value, *negative, rounding)
+    return saturate_cast(np.where(v >= 0, pos, neg) + output_offset, dtype)
+
+
 def leaky_relu(x: np.ndarray, input_q=None, output_q=None, alpha: float | None = None,
                rounding: Rounding = "double", params: LeakyReluParams | None = None
                ) -> np.ndarray:
     """QuantizeLeakyRelu: identity or alpha multiplier by the sign of (q - zp_in)."""
     p = params or prepare_leaky_relu(input_q, output_q, alpha, rounding)
     v = x.astype(np.int64) - p.input_zero_point
-    pos = qm.multiply_by_quantized_multiplier(v, p.multiplier_identity, p.shift_identity,
-                                              p.rounding)
-    neg = qm.multiply_by_quantized_multiplier(v, p.multiplier_alpha, p.shift_alpha, p.rounding)
-    return saturate_cast(np.where(v >= 0, pos, neg) + p.output_zero_point, x.dtype)
+    return _rescale_by_sign(v, (p.multiplier_identity, p.shift_identity), v,
+                            (p.multiplier_alpha, p.shift_alpha), p.rounding,
+                            p.output_zero_point, x.dtype)
 
 
 @dataclass(frozen=True)
@@ -415,10 +425,8 @@ def prelu(x: np.ndarray, alpha: np.ndarray, input_q=None, alpha_q=None, output_q
     p = params or prepare_prelu(input_q, alpha_q, output_q, rounding)
     v = x.astype(np.int64) + p.input_offset
     a = alpha.astype(np.int64) + p.alpha_offset
-    pos = qm.multiply_by_quantized_multiplier(v, p.multiplier_1, p.shift_1, p.rounding)
-    neg = qm.multiply_by_quantized_multiplier(qm.wrap32(v * a), p.multiplier_2, p.shift_2,
-                                              p.rounding)
-    return saturate_cast(np.where(v >= 0, pos, neg) + p.output_offset, x.dtype)
+    return _rescale_by_sign(v, (p.multiplier_1, p.shift_1), qm.wrap32(v * a),
+                            (p.multiplier_2, p.shift_2), p.rounding, p.output_offset, x.dtype)
 
 
 # --------------------------------------------------------------------------- HARD_SWISH
