@@ -119,28 +119,30 @@ def _pot_int16(x1: np.ndarray, x2: np.ndarray, p: ArithmeticParams, sign: int) -
     return np.clip(out, p.act_min, p.act_max).astype(np.int16)
 
 
+def _add_or_sub(input1: np.ndarray, input2: np.ndarray, input1_q, input2_q, output_q,
+                options: Options | None, rounding: Rounding, params: ArithmeticParams | None,
+                sign: int) -> np.ndarray:
+    """ADD (sign +1) and SUB (-1) share their prepare and their arithmetic but the sign."""
+    options = options or {}
+    p = params or prepare_add(input1_q, input2_q, output_q, options, input1.dtype, rounding)
+    if p.pot_int16:
+        return _pot_int16(input1, input2, p, sign)
+    a, b = _scaled_inputs(input1, input2, p)
+    return _finish(a + b if sign > 0 else a - b, p)
+
+
 def add(input1: np.ndarray, input2: np.ndarray, input1_q=None, input2_q=None, output_q=None,
         options: Options | None = None, rounding: Rounding = "double",
         params: ArithmeticParams | None = None) -> np.ndarray:
     """Quantized ADD (AddElementwise / BroadcastAdd6DSlow)."""
-    options = options or {}
-    p = params or prepare_add(input1_q, input2_q, output_q, options, input1.dtype, rounding)
-    if p.pot_int16:
-        return _pot_int16(input1, input2, p, +1)
-    a, b = _scaled_inputs(input1, input2, p)
-    return _finish(a + b, p)
+    return _add_or_sub(input1, input2, input1_q, input2_q, output_q, options, rounding, params, +1)
 
 
 def sub(input1: np.ndarray, input2: np.ndarray, input1_q=None, input2_q=None, output_q=None,
         options: Options | None = None, rounding: Rounding = "double",
         params: ArithmeticParams | None = None) -> np.ndarray:
     """Quantized SUB (SubElementwise / BroadcastQuantSubSlow, or Sub16 for POT int16)."""
-    options = options or {}
-    p = params or prepare_add(input1_q, input2_q, output_q, options, input1.dtype, rounding)
-    if p.pot_int16:
-        return _pot_int16(input1, input2, p, -1)
-    a, b = _scaled_inputs(input1, input2, p)
-    return _finish(a - b, p)
+    return _add_or_sub(input1, input2, input1_q, input2_q, output_q, options, rounding, params, -1)
 
 
 def prepare_squared_difference(input1_q, input2_q, output_q, rounding: Rounding = "double"

@@ -14,18 +14,18 @@ def _quantized(t) -> bool:
     return q is not None and q.scale.size > 0
 
 
-def _gate_tensors_problem(inputs, slots: dict, cifg: bool, type_name: str, cifg_extra: str,
-                          missing: str) -> str | None:
-    """The first problem with one per-gate kind of tensor (biases, layer-norm weights): a
-    CIFG LSTM has none for its input gate (``cifg_extra`` if it does), every other gate needs
-    one of ``type_name`` (``missing``, formatted with ``gate``, if not)."""
-    for g in GATE_ORDER:
-        t = inputs[slots[g]]
+def gate_tensors_problem(tensors: dict, cifg: bool, ok, cifg_extra: str,
+                         missing: str) -> str | None:
+    """The first problem with one per-gate kind of LSTM tensor (biases, layer-norm weights),
+    given by gate ("i", "f", "c", "o"): a CIFG LSTM has none for its input gate
+    (``cifg_extra`` if it does); every other gate needs one that passes ``ok`` (else
+    ``missing``, formatted with ``gate``).  The integer and the hybrid LSTM check alike."""
+    for g, t in tensors.items():
         if g == "i" and cifg:
             if t is not None:
                 return cifg_extra
             continue
-        if t is None or t.type_name != type_name:
+        if t is None or not ok(t):
             return missing.format(gate=g)
     return None
 
@@ -64,9 +64,10 @@ def unsupported_reason(inputs, intermediates, output, options, name: str) -> str
     if cifg != (inputs[W_H["i"]] is None):
         return f"{name}: input gate weights must be all present or all absent"
     n_cell, n_output = inputs[W_X["f"]].shape[0], inputs[W_H["f"]].shape[1]
-    problem = _gate_tensors_problem(inputs, BIAS, cifg, "INT32",
-                                    f"{name}: a CIFG LSTM has no input gate bias",
-                                    f"{name}: gate {{gate}} needs an INT32 bias")
+    problem = gate_tensors_problem({g: inputs[BIAS[g]] for g in GATE_ORDER}, cifg,
+                                   lambda t: t.type_name == "INT32",
+                                   f"{name}: a CIFG LSTM has no input gate bias",
+                                   f"{name}: gate {{gate}} needs an INT32 bias")
     if problem:
         return problem
     peep = {g: inputs[k] for g, k in PEEP.items()}
@@ -81,8 +82,9 @@ def unsupported_reason(inputs, intermediates, output, options, name: str) -> str
             return (f"{name}: peephole with {n_output} outputs > {n_cell} cells: LiteRT "
                     "reads past the peephole weights")
     if uses_layer_norm(inputs):
-        problem = _gate_tensors_problem(
-            inputs, LN, cifg, "INT16", f"{name}: a CIFG LSTM has no input layer norm coefficients",
+        problem = gate_tensors_problem(
+            {g: inputs[LN[g]] for g in GATE_ORDER}, cifg, lambda t: t.type_name == "INT16",
+            f"{name}: a CIFG LSTM has no input layer norm coefficients",
             f"{name}: layer norm needs INT16 coefficients for gate {{gate}}")
         if problem:
             return problem
