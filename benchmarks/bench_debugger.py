@@ -29,11 +29,11 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-if "--blas-threads" in sys.argv:  # must be set before numpy loads its BLAS
-    _n = sys.argv[sys.argv.index("--blas-threads") + 1]
-    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[_var] = _n
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import blas_threads  # noqa: E402
+
+blas_threads.apply_from_argv()  # before numpy loads its BLAS
 
 from PySide6.QtCore import QEventLoop, QSettings, QTimer  # noqa: E402
 

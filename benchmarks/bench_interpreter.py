@@ -19,7 +19,6 @@ crashes every LiteRT resolver (also shown as "abort"; we run it as TFLite Micro 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -28,15 +27,14 @@ import time
 import warnings
 from pathlib import Path
 
-if "--blas-threads" in sys.argv:  # must be set before numpy loads its BLAS
-    _n = sys.argv[sys.argv.index("--blas-threads") + 1]
-    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[_var] = _n
-
-import numpy as np  # noqa: E402
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks import blas_threads  # noqa: E402
+
+blas_threads.apply_from_argv()  # before numpy loads its BLAS
+
+import numpy as np  # noqa: E402
 
 from tflite_viewer.interpreter import Interpreter  # noqa: E402
 from tflite_viewer.model import load_model  # noqa: E402

@@ -19,20 +19,18 @@ Each figure is the lowest of ``--rounds`` runs (default 3), alternating ours and
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
-if "--blas-threads" in sys.argv:  # before numpy loads its BLAS
-    _n = sys.argv[sys.argv.index("--blas-threads") + 1]
-    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[_var] = _n
-
-import numpy as np  # noqa: E402
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks import blas_threads  # noqa: E402
+
+blas_threads.apply_from_argv()  # before numpy loads its BLAS
+
+import numpy as np  # noqa: E402
 
 from tflite_viewer.model import load_model  # noqa: E402
 from tflite_viewer.quant.analysis import analyze, make_samples  # noqa: E402

@@ -28,6 +28,7 @@ from ..model.model import Model
 from ..schema import schema_generated as S
 from ..schema.schema_layout import LAYOUT
 from .diff import VectorPlan, diff
+from .patch import child_batches
 
 _SCALARS = {"UType", "Bool", "Byte", "UByte", "Short", "UShort", "Int", "UInt", "Long",
             "ULong", "Float", "Double"}
@@ -51,12 +52,7 @@ class _Side:
         self.index = model.index
         self.data = model.data
         self.r = model.index.r
-        kids: dict[tuple[int, str], list] = {}
-        for batches in self.index.batches.values():
-            for b in batches:
-                if b.parent_batch is not None:
-                    kids.setdefault((id(b.parent_batch), b.label), []).append(b)
-        self.kids = kids
+        self.kids = child_batches(self.index)
 
     def children(self, batch, label: str) -> list:
         return self.kids.get((id(batch), label), [])

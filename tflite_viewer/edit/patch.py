@@ -64,6 +64,18 @@ def _field_spec(table: str, name: str) -> dict | None:
     return None
 
 
+
+def child_batches(index) -> dict[tuple[int, str], list]:
+    """The verifier's table batches (`model.verify.FileIndex`) grouped by (id of the parent
+    batch, field label): how a path of field names walks down from the root table.  The
+    byte patcher and the column diff both walk the file this way."""
+    children: dict[tuple[int, str], list] = {}
+    for batches in index.batches.values():
+        for b in batches:
+            if b.parent_batch is not None:
+                children.setdefault((id(b.parent_batch), b.label), []).append(b)
+    return children
+
 class Locator:
     """Finds tables of one loaded model by path (built lazily, once per model)."""
 
@@ -75,12 +87,7 @@ class Locator:
 
     def _child_batches(self, parent, label: str) -> list:
         if self._children is None:
-            children: dict[tuple[int, str], list] = {}
-            for batches in self.index.batches.values():
-                for b in batches:
-                    if b.parent_batch is not None:
-                        children.setdefault((id(b.parent_batch), b.label), []).append(b)
-            self._children = children
+            self._children = child_batches(self.index)
         return self._children.get((id(parent), label), [])
 
     def table(self, path: Iterable[tuple[str, int | None]]) -> tuple[Any, int] | None:

@@ -175,54 +175,57 @@ def serialize(tree: ModelTree, layout: str = "auto") -> bytes:
     fb = builder.Output()  # a bytearray copy of the graph part only: small
     size = len(fb)
 
-    parts: list = [fb]
-    pos = size
-    pad = (-pos) % ALIGN
-    if pad:
-        parts.append(_ZEROS[:pad])
-        pos += pad
+    tail = _Tail(fb)
+    tail.pad()
     # Inline data vectors: [padding][uint32 length][data], data 16-aligned.
     for slot, data in zip(slots, datas):
         if slot.kind != "inline" or data is None or data.size == 0:
             continue
-        pad = (-(pos + 4)) % ALIGN
-        if pad:
-            parts.append(_ZEROS[:pad])
-            pos += pad
+        tail.pad(before=4)
         field = _field_pos(fb, size - slot.table, _BUF_FIELDS["data"])
-        struct.pack_into("<I", fb, field, pos - field)
-        parts.append(struct.pack("<I", data.size))
-        parts.append(data)
-        pos += 4 + data.size
+        struct.pack_into("<I", fb, field, tail.pos - field)
+        tail.add(struct.pack("<I", data.size), 4)
+        tail.add(data, data.size)
     # Offset layout: raw data, 16-aligned, offset/size patched (absolute file positions).
     external = [(s, d) for s, d in zip(slots, datas) if s.kind == "external"]
     if external or op_slots:
         for slot, data in external:
-            pad = (-pos) % ALIGN
-            if pad:
-                parts.append(_ZEROS[:pad])
-                pos += pad
-            table = size - slot.table
-            struct.pack_into("<Q", fb, _field_pos(fb, table, _BUF_FIELDS["offset"]), pos)
-            struct.pack_into("<Q", fb, _field_pos(fb, table, _BUF_FIELDS["size"]), data.size)
-            parts.append(data)
-            pos += data.size
-        parts.append(_ZEROS[:ALIGN])  # readers (XNNPack) may read 16 bytes past the last buffer
-        pos += ALIGN
+            tail.place(size - slot.table, _BUF_FIELDS["offset"], _BUF_FIELDS["size"], data)
+        tail.add(_ZEROS[:ALIGN], ALIGN)  # readers (XNNPack) may read 16 bytes past the last buffer
         for slot, data in op_slots:
-            pad = (-pos) % ALIGN
-            if pad:
-                parts.append(_ZEROS[:pad])
-                pos += pad
-            table = size - slot.table
-            struct.pack_into("<Q", fb, _field_pos(fb, table, _OP_FIELDS["large_custom_options_offset"]), pos)
-            struct.pack_into("<Q", fb, _field_pos(fb, table, _OP_FIELDS["large_custom_options_size"]), data.size)
-            parts.append(data)
-            pos += data.size
-    pad = (-pos) % ALIGN
-    if pad:
-        parts.append(_ZEROS[:pad])
-        pos += pad
+            tail.place(size - slot.table, _OP_FIELDS["large_custom_options_offset"],
+                       _OP_FIELDS["large_custom_options_size"], data)
+    tail.pad()
     if tree.appendix is not None:
-        parts.append(relocate_zip(tree.appendix.data, tree.appendix.start, pos))
-    return b"".join(parts)
+        appendix = relocate_zip(tree.appendix.data, tree.appendix.start, tail.pos)
+        tail.add(appendix, len(appendix))
+    return b"".join(tail.parts)
+
+
+class _Tail:
+    """What follows the flatbuffer, appended piece by piece with the file position known:
+    each buffer (and large custom option) table is patched with where its data lands."""
+
+    def __init__(self, fb: bytearray) -> None:
+        self.fb = fb
+        self.parts: list = [fb]
+        self.pos = len(fb)
+
+    def add(self, data, nbytes: int) -> None:
+        self.parts.append(data)
+        self.pos += nbytes
+
+    def pad(self, before: int = 0) -> None:
+        """Zeros up to where ``pos + before`` is ALIGN-aligned (an inline vector's data
+        follows its 4-byte length, so the length goes ``before`` the boundary)."""
+        n = (-(self.pos + before)) % ALIGN
+        if n:
+            self.add(_ZEROS[:n], n)
+
+    def place(self, table: int, offset_field: int, size_field: int, data: np.ndarray) -> None:
+        """Append ``data`` aligned and write its absolute offset and size into the table's
+        uint64 fields (Buffer.offset/size, Operator.large_custom_options_offset/size)."""
+        self.pad()
+        struct.pack_into("<Q", self.fb, _field_pos(self.fb, table, offset_field), self.pos)
+        struct.pack_into("<Q", self.fb, _field_pos(self.fb, table, size_field), data.size)
+        self.add(data, data.size)

@@ -23,6 +23,7 @@ and op-isolated, with the metrics and tolerances described in `.comparison`.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -244,6 +245,19 @@ def _run_child(model_path: str, arrays: list[np.ndarray], names: list[str],
     return LiteRTRun(resolver, subgraph, tensors_out, outputs, seconds)
 
 
+@contextlib.contextmanager
+def _deleted_afterwards():
+    """A list for the temporary model files of one call, deleted however the call ends (a
+    LiteRT crash must not leave copies of the model behind)."""
+    tmp: list[str] = []
+    try:
+        yield tmp
+    finally:
+        for p in tmp:
+            with contextlib.suppress(OSError):
+                os.unlink(p)
+
+
 def _model_file(model: Model | str | os.PathLike | bytes, tmp: list) -> tuple[Model, str]:
     """The model and a file path LiteRT can open (a temporary file for bytes)."""
     if isinstance(model, Model):
@@ -277,8 +291,7 @@ def run_litert(model: Model | str | os.PathLike | bytes, inputs: Mapping[str, An
     require_litert()
     if resolver not in RESOLVERS:
         raise ValueError(f"resolver must be one of {', '.join(RESOLVERS)}, not {resolver!r}")
-    tmp: list[str] = []
-    try:
+    with _deleted_afterwards() as tmp:
         m, path = _model_file(model, tmp)
         specs = input_specs(m, signature)
         missing = [s.name for s in specs if s.name not in inputs]
@@ -306,12 +319,6 @@ def run_litert(model: Model | str | os.PathLike | bytes, inputs: Mapping[str, An
             raise
         run.fallback_reason = first.reason
         return run
-    finally:
-        for p in tmp:
-            try:
-                os.unlink(p)
-            except OSError:
-                pass
 
 
 def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
@@ -333,8 +340,7 @@ def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
     interpreter cannot run the model, `LiteRTCrashError` / `LiteRTError` when LiteRT cannot,
     `LiteRTUnavailableError` without ai-edge-litert."""
     require_litert()
-    tmp: list[str] = []
-    try:
+    with _deleted_afterwards() as tmp:
         model, path = _model_file(model_path, tmp)
         arrays, _ = complete_inputs(model, inputs or {}, seed, signature)
         if interpreter is None:
@@ -349,9 +355,3 @@ def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
         run = run_litert(path, arrays, signature, resolver, fallback=fallback, timeout=timeout)
         return compare_runs(interpreter, run, tolerance=tolerance, units=units,
                             model_name=str(model.path or path), mode=mode)
-    finally:
-        for p in tmp:
-            try:
-                os.unlink(p)
-            except OSError:
-                pass

@@ -95,9 +95,13 @@ class OpTypeBreakpoint(Breakpoint):
 
 
 def _outputs(ctx: "Subgraph", node: "Node"):
+    """(where, tensor) for each computed output: ``where`` names it for a breakpoint's
+    reason ("output 0 (tensor 7 'conv') of subgraph 0 op 3 (CONV_2D)")."""
     for k, i in enumerate(node.outputs):
         if i >= 0 and ctx.tensors[i].data is not None:
-            yield k, ctx.tensors[i]
+            t = ctx.tensors[i]
+            yield (f"output {k} (tensor {t.index} {t.name!r}) of subgraph {ctx.index} op "
+                   f"{node.index} ({node.name})"), t
 
 
 @dataclass(eq=False)
@@ -107,13 +111,12 @@ class NonFiniteBreakpoint(Breakpoint):
     when = "after"
 
     def check(self, interp, ctx, node):
-        for k, t in _outputs(ctx, node):
+        for where, t in _outputs(ctx, node):
             d = t.data
             if d.dtype.kind in "fc" and d.size and not np.isfinite(d).all():
                 kinds = ("NaN" if np.isnan(d).any() else "") + \
                         ("Inf" if np.isinf(d).any() else "")
-                return (f"{kinds} in output {k} (tensor {t.index} {t.name!r}) of subgraph "
-                        f"{ctx.index} op {node.index} ({node.name})")
+                return f"{kinds} in {where}"
         return None
 
 
@@ -127,7 +130,7 @@ class RangeBreakpoint(Breakpoint):
     when = "after"
 
     def check(self, interp, ctx, node):
-        for k, t in _outputs(ctx, node):
+        for where, t in _outputs(ctx, node):
             d = t.data
             if d.dtype.kind not in "biuf" or not d.size:
                 continue
@@ -135,9 +138,7 @@ class RangeBreakpoint(Breakpoint):
                 d = t.quantization.dequantize(d)
             lo, hi = float(np.min(d)), float(np.max(d))
             if lo < self.low or hi > self.high:
-                return (f"output {k} (tensor {t.index} {t.name!r}) of subgraph {ctx.index} op "
-                        f"{node.index} ({node.name}) spans [{lo:g}, {hi:g}], outside "
-                        f"[{self.low:g}, {self.high:g}]")
+                return f"{where} spans [{lo:g}, {hi:g}], outside [{self.low:g}, {self.high:g}]"
         return None
 
 
@@ -150,16 +151,15 @@ class SaturationBreakpoint(Breakpoint):
     when = "after"
 
     def check(self, interp, ctx, node):
-        for k, t in _outputs(ctx, node):
+        for where, t in _outputs(ctx, node):
             d = t.data
             if not t.is_quantized_int or d.dtype.kind not in "iu" or not d.size:
                 continue
             info = np.iinfo(d.dtype)
             saturated = np.count_nonzero((d == info.min) | (d == info.max)) / d.size
             if saturated > self.fraction:
-                return (f"output {k} (tensor {t.index} {t.name!r}) of subgraph {ctx.index} op "
-                        f"{node.index} ({node.name}): {saturated:.1%} of values at the "
-                        f"{t.type_name} limits [{info.min}, {info.max}]")
+                return (f"{where}: {saturated:.1%} of values at the {t.type_name} limits "
+                        f"[{info.min}, {info.max}]")
         return None
 
 

@@ -247,6 +247,13 @@ def dtype_range(dtype) -> tuple[int, int]:
     return int(info.min), int(info.max)
 
 
+def saturate_cast(values: np.ndarray, dtype) -> np.ndarray:
+    """``values`` clamped to ``dtype``'s range and cast: the std::min/std::max and
+    static_cast every reference kernel ends with."""
+    lo, hi = dtype_range(dtype)
+    return np.clip(values, lo, hi).astype(dtype)
+
+
 def row_layout(shape: tuple[int, ...], per_channel: bool,
                row: int = 4096) -> tuple[tuple[int, ...], int]:
     """How a prepared tail views a channels-last array: (rows shape, pixels per row).

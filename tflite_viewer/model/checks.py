@@ -96,16 +96,25 @@ def _check_subgraph_io(index: FileIndex, subgraphs, n_tensors: np.ndarray) -> No
                                    f"{int(values[i])} out of range (0..{int(limit[i]) - 1})")
 
 
+def _checked_index(index: FileIndex, rows, table: str, field: str, limit: int,
+                   what: str) -> np.ndarray:
+    """The unsigned index ``field`` of every row of ``table`` (operators' opcode_index,
+    tensors' buffer), raising ModelFormatError at the first one that is ``limit`` or more."""
+    values = index.scalar(rows, field).astype(np.int64)
+    bad = values >= limit
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise ModelFormatError(f"subgraphs[{int(rows.parent[r])}].{table}[{int(rows.index[r])}]"
+                               f".{field}", f"{what} {int(values[r])} out of range "
+                               f"(0..{limit - 1})")
+    return values
+
+
 def _check_operators(model: Model, index: FileIndex, ops, n_codes: int, n_tensors: np.ndarray,
                      findings: list[Finding]) -> None:
     if not len(ops):
         return
-    code = index.scalar(ops, "opcode_index").astype(np.int64)
-    if (code >= n_codes).any():
-        r = int(np.flatnonzero(code >= n_codes)[0])
-        raise ModelFormatError(f"subgraphs[{int(ops.parent[r])}].operators[{int(ops.index[r])}]"
-                               f".opcode_index", f"operator code {int(code[r])} out of range "
-                               f"(0..{n_codes - 1})")
+    _checked_index(index, ops, "operators", "opcode_index", n_codes, "operator code")
     for field in ("inputs", "outputs", "intermediates"):
         values, owner, lengths = index.vector(ops, field)
         limit = n_tensors[ops.parent[owner]]
@@ -152,12 +161,7 @@ def _check_tensors(model: Model, index: FileIndex, tensors, n_buffers: int,
                    buffer_nbytes: np.ndarray, findings: list[Finding]) -> None:
     if not len(tensors):
         return
-    buf = index.scalar(tensors, "buffer").astype(np.int64)
-    if (buf >= n_buffers).any():
-        r = int(np.flatnonzero(buf >= n_buffers)[0])
-        raise ModelFormatError(f"subgraphs[{int(tensors.parent[r])}].tensors[{int(tensors.index[r])}]"
-                               f".buffer", f"buffer index {int(buf[r])} out of range "
-                               f"(0..{n_buffers - 1})")
+    buf = _checked_index(index, tensors, "tensors", "buffer", n_buffers, "buffer index")
     shape, owner, rank = index.vector(tensors, "shape")
     for r in np.unique(owner[shape < 0]):
         t = model.subgraphs[int(tensors.parent[r])].tensors[int(tensors.index[r])]

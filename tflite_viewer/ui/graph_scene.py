@@ -108,7 +108,7 @@ def plan_scene(data: SceneData, measure: TextMeasure | None = None) -> ScenePlan
 def _edge_chunks(data: SceneData) -> list[EdgeChunk]:
     """Edges sorted by their top, cut into chunks of one path (plus arrow heads) each.
 
-    Works on the flat point arrays of `scene_data.Polylines`: the only per-point Python
+    Works on the flat point arrays of `edge_routes.Polylines`: the only per-point Python
     work left is the QPainterPath calls themselves.
     """
     lines = data.edge_points

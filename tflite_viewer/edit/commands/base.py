@@ -80,22 +80,22 @@ def lookup_subgraph(tree: ModelTree, s: int):
     return subs[s]
 
 
-def lookup_operator(tree: ModelTree, s: int, n: int):
+def _lookup_in_subgraph(tree: ModelTree, s: int, field: str, k: int, what: str):
+    """(subgraph, item ``k`` of its ``field`` list), or the EditError naming the range."""
     sg = lookup_subgraph(tree, s)
-    ops = sg.operators or []
-    if not isinstance(n, int) or not 0 <= n < len(ops):
-        raise EditError(f"subgraphs[{s}].operators[{n}]: operator index out of range "
-                        f"(0..{len(ops) - 1})")
-    return sg, ops[n]
+    items = getattr(sg, field) or []
+    if not isinstance(k, int) or not 0 <= k < len(items):
+        raise EditError(f"subgraphs[{s}].{field}[{k}]: {what} index out of range "
+                        f"(0..{len(items) - 1})")
+    return sg, items[k]
+
+
+def lookup_operator(tree: ModelTree, s: int, n: int):
+    return _lookup_in_subgraph(tree, s, "operators", n, "operator")
 
 
 def lookup_tensor(tree: ModelTree, s: int, t: int):
-    sg = lookup_subgraph(tree, s)
-    tensors = sg.tensors or []
-    if not isinstance(t, int) or not 0 <= t < len(tensors):
-        raise EditError(f"subgraphs[{s}].tensors[{t}]: tensor index out of range "
-                        f"(0..{len(tensors) - 1})")
-    return sg, tensors[t]
+    return _lookup_in_subgraph(tree, s, "tensors", t, "tensor")
 
 
 def utf8_name(value: Any, what: str) -> bytes:

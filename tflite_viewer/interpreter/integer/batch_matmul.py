@@ -91,13 +91,9 @@ def batch_matmul(lhs: np.ndarray, rhs: np.ndarray, lhs_q=None, rhs_q=None, outpu
     if p.output_dtype == np.int32:
         return wrap32(int_matmul(a.astype(np.int32), b.astype(np.int32))).astype(np.int32)
     acc = int_matmul(a.astype(np.int32) + p.lhs_offset, b.astype(np.int32) + p.rhs_offset)
-    if p.lhs_dtype == np.int16:
-        out = qm.multiply_by_quantized_multiplier_int64(acc, p.multiplier, p.shift, p.rounding)
-    else:
-        out = qm.multiply_by_quantized_multiplier(wrap32(acc), p.multiplier, p.shift,
-                                                  p.rounding)
-    out = np.clip(out + p.output_offset, p.act_min, p.act_max)
-    return out.astype(p.output_dtype)
+    wide = p.lhs_dtype == np.int16  # int16x8: the int64-accumulator multiplier
+    return qm.requantize(acc if wide else wrap32(acc), p.multiplier, p.shift, p.output_offset,
+                         p.act_min, p.act_max, p.output_dtype, p.rounding, int64_acc=wide)
 
 
 def _batch_bases(out_batch: tuple[int, ...], own_batch: tuple[int, ...], rows: int) -> np.ndarray:

@@ -13,7 +13,8 @@ import numpy as np
 
 from .. import quant_math as qm
 from ..padding import compute_out_size, compute_padding, window_geometry  # noqa: F401
-from ..quant_math import Rounding, check_rounding, dtype_range, wrap32  # noqa: F401  (re-exported)
+from ..quant_math import (Rounding, check_rounding, dtype_range, saturate_cast,  # noqa: F401
+                          wrap32)  # (re-exported)
 
 Options = Mapping[str, Any]
 
@@ -66,6 +67,55 @@ def qparams(q: Any) -> QParams:
     if zp.size == 0:
         zp = np.zeros(max(scale.size, 1), dtype=np.int64)
     return QParams(scale, zp, int(dim))
+
+
+@dataclass(frozen=True)
+class RescaleParams:
+    """One quantized multiplier for input_scale / output_scale, with both zero points.
+
+    QUANTIZE between integer types and MEAN/SUM prepare exactly this (QuantizeMultiplier
+    of double(input_scale) / double(output_scale)), so they share one prepare.
+    """
+    multiplier: int
+    shift: int
+    input_zero_point: int
+    output_zero_point: int
+    rounding: Rounding
+
+
+def prepare_rescale(input_q, output_q, rounding: Rounding = "double") -> RescaleParams:
+    """QuantizeMultiplier(double(s_in) / double(s_out)) and the two zero points."""
+    rounding = check_rounding(rounding)
+    iq, oq = qparams(input_q), qparams(output_q)
+    m, s = qm.quantize_multiplier(float(np.float64(iq.s) / np.float64(oq.s)), rounding)
+    return RescaleParams(int(m), int(s), iq.zp, oq.zp, rounding)
+
+
+@dataclass(frozen=True)
+class ScaledBinaryParams:
+    """Both inputs' offsets, one quantized multiplier and the fused-activation clamp.
+
+    MUL and DIV prepare exactly these; they differ only in the real multiplier (MUL:
+    s1 * s2 / s_out in float32, DIV: s1 / (s2 * s_out) in double), which the caller gives.
+    """
+    input1_offset: int
+    input2_offset: int
+    output_offset: int
+    multiplier: int
+    shift: int
+    act_min: int
+    act_max: int
+    rounding: Rounding
+    dtype: np.dtype
+
+
+def prepare_scaled_binary(q1: QParams, q2: QParams, qo: QParams, real: float, options, dtype,
+                          rounding: Rounding) -> ScaledBinaryParams:
+    """QuantizeMultiplier(real) and the output type's fused-activation range."""
+    m, s = qm.quantize_multiplier(real, rounding)
+    dtype = np.dtype(dtype)
+    lo, hi = fused_activation_range(activation_of(options), qo, dtype)
+    return ScaledBinaryParams(-q1.zp, -q2.zp, qo.zp, int(m), int(s), lo, hi, rounding, dtype)
 
 
 def f32(x: Any) -> np.float32:

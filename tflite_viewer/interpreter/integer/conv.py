@@ -23,11 +23,13 @@ from .common import (FLOAT32_EXACT, FLOAT64_EXACT, Options, Rounding, Window, ac
 
 
 @dataclass(frozen=True)
-class ConvParams:
-    """What the conv/depthwise Prepare caches per node."""
+class FilterParams:
+    """What every filter op's Prepare computes alike (conv, depthwise, fully connected and
+    transpose conv): `filter_multipliers`' multipliers and offsets and the fused-activation
+    range.  Each op's params add what is its own."""
 
     input_dtype: np.dtype
-    multiplier: np.ndarray  # per output channel (uint8: the single per-tensor value)
+    multiplier: np.ndarray  # per output channel or unit (uint8: the single per-tensor value)
     shift: np.ndarray
     input_offset: int
     filter_offset: int
@@ -35,6 +37,12 @@ class ConvParams:
     act_min: int
     act_max: int
     rounding: Rounding
+
+
+@dataclass(frozen=True)
+class ConvParams(FilterParams):
+    """What the conv/depthwise Prepare caches per node."""
+
     #: the prepared tails (quant_math.Requantizer) by accumulator shape and rounding
     requantizers: dict = field(default_factory=dict, compare=False, repr=False)
     #: int16x8 CONV_2D whose options' quantized_bias_type is INT32: conv.cc then takes

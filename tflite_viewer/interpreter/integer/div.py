@@ -3,34 +3,22 @@ the divisor's reciprocal in fixed point (GetReciprocal), the dividend shifted up
 headroom, and one rescale by s1 / (s2 * s_out)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
 from .. import quant_math as qm
-from .common import QParams, Rounding, activation_of, fused_activation_range
+from .common import QParams, Rounding, ScaledBinaryParams, prepare_scaled_binary
 from .fixedpoint import count_leading_zeros_u32, one_over_one_plus_x_for_x_in_0_1
 
 
-@dataclass(frozen=True)
-class DivParams:
-    input1_offset: int
-    input2_offset: int
-    output_offset: int
-    multiplier: int
-    shift: int
-    act_min: int
-    act_max: int
-    rounding: Rounding
+DivParams = ScaledBinaryParams
 
 
 def prepare_div(q1: QParams, q2: QParams, qo: QParams, options, dtype,
                 rounding: Rounding = "double") -> DivParams:
     """div.cc Prepare: real multiplier s1 / (s2 * s_out) in double from the float32 scales."""
     real = float(np.float32(q1.s)) / (float(np.float32(q2.s)) * float(np.float32(qo.s)))
-    m, s = qm.quantize_multiplier(real, rounding)
-    lo, hi = fused_activation_range(activation_of(options), qo, np.dtype(dtype))
-    return DivParams(-q1.zp, -q2.zp, qo.zp, int(m), int(s), lo, hi, rounding)
+    return prepare_scaled_binary(q1, q2, qo, real, options, dtype, rounding)
 
 
 def _count_leading_sign_bits(x: np.ndarray) -> np.ndarray:

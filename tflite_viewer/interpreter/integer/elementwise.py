@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import quant_math as qm
-from .common import (Options, QParams, Rounding, activation_of, check_rounding, dtype_range,
-                     fused_activation_range, qparams, wrap32)
+from .common import (Options, QParams, Rounding, ScaledBinaryParams, activation_of,
+                     check_rounding, dtype_range, fused_activation_range,
+                     prepare_scaled_binary, qparams, wrap32)
 
 
 def _mbqm(x: np.ndarray, m: int, s: int, rounding: Rounding) -> np.ndarray:
@@ -118,28 +119,30 @@ def _pot_int16(x1: np.ndarray, x2: np.ndarray, p: ArithmeticParams, sign: int) -
     return np.clip(out, p.act_min, p.act_max).astype(np.int16)
 
 
+def _add_or_sub(input1: np.ndarray, input2: np.ndarray, input1_q, input2_q, output_q,
+                options: Options | None, rounding: Rounding, params: ArithmeticParams | None,
+                sign: int) -> np.ndarray:
+    """ADD (sign +1) and SUB (-1) share their prepare and their arithmetic but the sign."""
+    options = options or {}
+    p = params or prepare_add(input1_q, input2_q, output_q, options, input1.dtype, rounding)
+    if p.pot_int16:
+        return _pot_int16(input1, input2, p, sign)
+    a, b = _scaled_inputs(input1, input2, p)
+    return _finish(a + b if sign > 0 else a - b, p)
+
+
 def add(input1: np.ndarray, input2: np.ndarray, input1_q=None, input2_q=None, output_q=None,
         options: Options | None = None, rounding: Rounding = "double",
         params: ArithmeticParams | None = None) -> np.ndarray:
     """Quantized ADD (AddElementwise / BroadcastAdd6DSlow)."""
-    options = options or {}
-    p = params or prepare_add(input1_q, input2_q, output_q, options, input1.dtype, rounding)
-    if p.pot_int16:
-        return _pot_int16(input1, input2, p, +1)
-    a, b = _scaled_inputs(input1, input2, p)
-    return _finish(a + b, p)
+    return _add_or_sub(input1, input2, input1_q, input2_q, output_q, options, rounding, params, +1)
 
 
 def sub(input1: np.ndarray, input2: np.ndarray, input1_q=None, input2_q=None, output_q=None,
         options: Options | None = None, rounding: Rounding = "double",
         params: ArithmeticParams | None = None) -> np.ndarray:
     """Quantized SUB (SubElementwise / BroadcastQuantSubSlow, or Sub16 for POT int16)."""
-    options = options or {}
-    p = params or prepare_add(input1_q, input2_q, output_q, options, input1.dtype, rounding)
-    if p.pot_int16:
-        return _pot_int16(input1, input2, p, -1)
-    a, b = _scaled_inputs(input1, input2, p)
-    return _finish(a - b, p)
+    return _add_or_sub(input1, input2, input1_q, input2_q, output_q, options, rounding, params, -1)
 
 
 def prepare_squared_difference(input1_q, input2_q, output_q, rounding: Rounding = "double"
@@ -162,17 +165,7 @@ def squared_difference(input1: np.ndarray, input2: np.ndarray, input1_q=None, in
     return _finish(diff * diff, p)
 
 
-@dataclass(frozen=True)
-class MulParams:
-    dtype: np.dtype
-    input1_offset: int
-    input2_offset: int
-    output_offset: int
-    multiplier: int
-    shift: int
-    act_min: int
-    act_max: int
-    rounding: Rounding
+MulParams = ScaledBinaryParams
 
 
 def prepare_mul(input1_q, input2_q, output_q, options: Options, dtype,
@@ -181,10 +174,7 @@ def prepare_mul(input1_q, input2_q, output_q, options: Options, dtype,
     rounding = check_rounding(rounding)
     iq1, iq2, oq = qparams(input1_q), qparams(input2_q), qparams(output_q)
     real = float(np.float32(np.float32(iq1.s) * np.float32(iq2.s)) / np.float32(oq.s))
-    m, s = (int(v) for v in qm.quantize_multiplier(real, rounding))
-    dtype = np.dtype(dtype)
-    lo, hi = fused_activation_range(activation_of(options), oq, dtype)
-    return MulParams(dtype, -iq1.zp, -iq2.zp, oq.zp, m, s, lo, hi, rounding)
+    return prepare_scaled_binary(iq1, iq2, oq, real, options, dtype, rounding)
 
 
 def mul(input1: np.ndarray, input2: np.ndarray, input1_q=None, input2_q=None, output_q=None,

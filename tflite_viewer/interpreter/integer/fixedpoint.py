@@ -33,16 +33,18 @@ def sub(a, b) -> np.ndarray:
     return wrap32(np.asarray(a, np.int64) - np.asarray(b, np.int64))
 
 
-def saturating_rounding_mul_by_pot(x: np.ndarray, exponent: int) -> np.ndarray:
+def saturating_rounding_mul_by_pot(x: np.ndarray, exponent: int, bits: int = 32) -> np.ndarray:
     """SaturatingRoundingMultiplyByPOT<exponent>: saturating left shift, or rounding right
-    shift for negative exponents."""
+    shift for negative exponents, on ``bits``-wide raw values (gemmlowp's one template
+    serves int32 and, for `fixedpoint16`, int16)."""
     x = np.asarray(x, np.int64)
     if exponent == 0:
         return x
     if exponent < 0:
         return rounding_divide_by_pot(x, -exponent)
-    threshold = (1 << (31 - exponent)) - 1
-    return np.where(x > threshold, INT32_MAX, np.where(x < -threshold, INT32_MIN, x << exponent))
+    threshold = (1 << (bits - 1 - exponent)) - 1
+    hi, lo = (1 << (bits - 1)) - 1, -(1 << (bits - 1))
+    return np.where(x > threshold, hi, np.where(x < -threshold, lo, x << exponent))
 
 
 def rescale(x: np.ndarray, src_bits: int, dst_bits: int) -> np.ndarray:
@@ -70,28 +72,36 @@ def exp_on_interval_between_negative_one_quarter_and_0_excl(a: np.ndarray) -> np
     return add(constant_term, mul(constant_term, add(x, poly)))
 
 
-_EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
-               (2, 39332535), (3, 720401), (4, 242))
+#: exp(-1/4 * 2^k) in Q0.31 for k = -2..4: the barrel shifter of exp_on_negative_values.
+EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
+              (2, 39332535), (3, 720401), (4, 242))
+
+
+def exp_barrel(a: np.ndarray, integer_bits: int, bits: int, sub, mul, interval_exp,
+               const=int) -> np.ndarray:
+    """gemmlowp's exp_on_negative_values template for FixedPoint<int``bits``,
+    integer_bits>, given that width's ``sub``, ``mul``, exp on [-1/4, 0) and constant
+    rescaling (`fixedpoint16` passes its int16 arithmetic; int32 uses this module's)."""
+    a = np.asarray(a, np.int64)
+    frac = bits - 1 - integer_bits
+    one_quarter = 1 << (frac - 2)
+    a_mod_q_minus_q = sub(a & (one_quarter - 1), one_quarter)
+    result = interval_exp(saturating_rounding_mul_by_pot(a_mod_q_minus_q, integer_bits, bits))
+    remainder = sub(a_mod_q_minus_q, a)
+    for exponent, multiplier in EXP_BARREL:
+        if integer_bits > exponent:
+            shift = frac + exponent
+            result = np.where((remainder & (1 << shift)) != 0, mul(result, const(multiplier)),
+                              result)
+    if integer_bits > 5:
+        result = np.where(a < const(-(1 << (36 - integer_bits))), 0, result)
+    return np.where(a == 0, (1 << (bits - 1)) - 1, result)
 
 
 def exp_on_negative_values(a: np.ndarray, integer_bits: int) -> np.ndarray:
     """exp(a) for a <= 0 given as FixedPoint<int32, integer_bits>; result in Q0.31."""
-    a = np.asarray(a, np.int64)
-    frac = 31 - integer_bits
-    one_quarter = 1 << (frac - 2)
-    mask = one_quarter - 1
-    a_mod_q_minus_q = sub(a & mask, one_quarter)
-    result = exp_on_interval_between_negative_one_quarter_and_0_excl(
-        rescale(a_mod_q_minus_q, integer_bits, 0))
-    remainder = sub(a_mod_q_minus_q, a)
-    for exponent, multiplier in _EXP_BARREL:
-        if integer_bits > exponent:
-            shift = frac + exponent
-            result = np.where((remainder & (1 << shift)) != 0, mul(result, multiplier), result)
-    if integer_bits > 5:
-        clamp = -(1 << (36 - integer_bits))
-        result = np.where(a < clamp, 0, result)
-    return np.where(a == 0, INT32_MAX, result)
+    return exp_barrel(a, integer_bits, 32, sub, mul,
+                      exp_on_interval_between_negative_one_quarter_and_0_excl)
 
 
 def one_over_one_plus_x_for_x_in_0_1(a: np.ndarray) -> np.ndarray:

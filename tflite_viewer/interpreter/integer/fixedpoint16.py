@@ -14,6 +14,7 @@ from functools import lru_cache
 import numpy as np
 
 from .. import quant_math as qm
+from .fixedpoint import exp_barrel, saturating_rounding_mul_by_pot
 
 I16_MIN, I16_MAX = -32768, 32767
 
@@ -54,15 +55,9 @@ def rounding_divide_by_pot(x, exponent: int) -> np.ndarray:
 
 
 def sat_mul_by_pot(x, exponent: int) -> np.ndarray:
-    """SaturatingRoundingMultiplyByPOT<exponent> on int16."""
-    x = np.asarray(x, np.int64)
-    if exponent == 0:
-        return x
-    if exponent < 0:
-        return rounding_divide_by_pot(x, -exponent)
-    threshold = (1 << (15 - exponent)) - 1
-    return np.where(x > threshold, I16_MAX,
-                    np.where(x < -threshold, I16_MIN, wrap16(x << exponent)))
+    """SaturatingRoundingMultiplyByPOT<exponent> on int16 (below the threshold the shift
+    cannot leave int16, so no wrap is needed)."""
+    return saturating_rounding_mul_by_pot(x, exponent, bits=16)
 
 
 def rounding_half_sum(a, b) -> np.ndarray:
@@ -86,29 +81,11 @@ def exp_on_interval_between_negative_one_quarter_and_0_excl(a) -> np.ndarray:
     return np.clip(constant_term + mul(constant_term, add(x, poly)), I16_MIN, I16_MAX)
 
 
-_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
-           (2, 39332535), (3, 720401), (4, 242))
-
-
 def exp_on_negative_values(a, integer_bits: int) -> np.ndarray:
-    """exp(a) for a <= 0 in FixedPoint<int16, integer_bits>; Q0.15 result."""
-    a = np.asarray(a, np.int64)
-    frac = 15 - integer_bits
-    one_quarter = 1 << (frac - 2)
-    mask = one_quarter - 1
-    a_mod = sub(a & mask, one_quarter)
-    result = exp_on_interval_between_negative_one_quarter_and_0_excl(
-        sat_mul_by_pot(a_mod, integer_bits))
-    remainder = sub(a_mod, a)
-    for exponent, multiplier in _BARREL:
-        if integer_bits > exponent:
-            shift = frac + exponent
-            result = np.where((remainder & (1 << shift)) != 0, mul(result, const(multiplier)),
-                              result)
-    if integer_bits > 5:
-        clamp = const(-(1 << (36 - integer_bits)))
-        result = np.where(a < clamp, 0, result)
-    return np.where(a == 0, I16_MAX, result)
+    """exp(a) for a <= 0 in FixedPoint<int16, integer_bits>; Q0.15 result (the int32
+    template with int16 arithmetic and its constants rescaled)."""
+    return exp_barrel(a, integer_bits, 16, sub, mul,
+                      exp_on_interval_between_negative_one_quarter_and_0_excl, const)
 
 
 def _newton(half_denominator):

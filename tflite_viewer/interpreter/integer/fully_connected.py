@@ -18,20 +18,11 @@ import numpy as np
 from .. import quant_math as qm
 from .common import (FLOAT64_EXACT, Options, Rounding, activation_of, check_rounding,
                      exact_matmul, fused_activation_range, int_matmul, qparams, wrap32)
-from .conv import filter_matrix
+from .conv import FilterParams, filter_matrix
 
 
 @dataclass(frozen=True)
-class FullyConnectedParams:
-    input_dtype: np.dtype
-    multiplier: np.ndarray  # one value per tensor, or one per output unit
-    shift: np.ndarray
-    input_offset: int
-    filter_offset: int
-    output_offset: int
-    act_min: int
-    act_max: int
-    rounding: Rounding
+class FullyConnectedParams(FilterParams):
     effective_scale: np.ndarray  # double input_scale * filter_scale / output_scale
 
 

@@ -56,6 +56,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .hybrid import asymmetric_quantize, symmetric_quantize
+from .lstm.checks import gate_tensors_problem
 
 # LSTM input indices (lstm_shared.h, ``lstm::full``)
 INPUT = 0
@@ -192,14 +193,15 @@ def unsupported_reason(inputs: Sequence[Any | None], options: Mapping[str, Any],
         if t.type != _INT8 or shape(t) != (n_cell,) or _scale_count(t) > 1:
             return (f"{label}: cell-to-{g} (peephole) weights must be per-tensor INT8 of shape "
                     f"[{n_cell}] (got {t.type_name} {list(shape(t))})")
-    for g, k in GATE_BIAS.items():
-        t = get(k)
-        if g == "i" and cifg:
-            if t is not None:
-                return f"{label}: a CIFG LSTM must not have an input gate bias"
-            continue
-        if t is None or t.type != _FLOAT32 or shape(t) != (n_cell,):
-            return f"{label}: the {g} gate bias must be FLOAT32 of shape [{n_cell}]"
+    def float_cells(t) -> bool:
+        return t.type == _FLOAT32 and shape(t) == (n_cell,)
+
+    problem = gate_tensors_problem({g: get(k) for g, k in GATE_BIAS.items()}, cifg, float_cells,
+                                   f"{label}: a CIFG LSTM must not have an input gate bias",
+                                   f"{label}: the {{gate}} gate bias must be FLOAT32 of shape "
+                                   f"[{n_cell}]")
+    if problem:
+        return problem
     proj, proj_bias = get(PROJECTION_WEIGHTS), get(PROJECTION_BIAS)
     if proj is None:
         if proj_bias is not None:
@@ -215,14 +217,12 @@ def unsupported_reason(inputs: Sequence[Any | None], options: Mapping[str, Any],
                                       or shape(proj_bias) != (n_output,)):
             return f"{label}: the projection bias must be FLOAT32 of shape [{n_output}]"
     if len(inputs) == 24 and get(LAYER_NORM["f"]) is not None:
-        for g, k in LAYER_NORM.items():
-            t = get(k)
-            if g == "i" and cifg:
-                if t is not None:
-                    return f"{label}: a CIFG LSTM must not have input layer-norm coefficients"
-                continue
-            if t is None or t.type != _FLOAT32 or shape(t) != (n_cell,):
-                return f"{label}: {g} layer-norm coefficients must be FLOAT32 of shape [{n_cell}]"
+        problem = gate_tensors_problem(
+            {g: get(k) for g, k in LAYER_NORM.items()}, cifg, float_cells,
+            f"{label}: a CIFG LSTM must not have input layer-norm coefficients",
+            f"{label}: {{gate}} layer-norm coefficients must be FLOAT32 of shape [{n_cell}]")
+        if problem:
+            return problem
     batch = shape(x)[1] if options.get("time_major", False) else shape(x)[0]
     for k, n, what in ((OUTPUT_STATE, n_output, "output"), (CELL_STATE, n_cell, "cell")):
         t = get(k)

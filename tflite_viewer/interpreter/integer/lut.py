@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from .. import quant_math as qm
-from .common import Rounding, check_rounding, dtype_range, qparams
+from .common import Rounding, check_rounding, dtype_range, qparams, saturate_cast
 
 # --------------------------------------------------------------------------- libm
 
@@ -232,19 +232,32 @@ def prepare_int16_activation(input_q, tanh: bool) -> Int16ActivationParams:
     return Int16ActivationParams(int(multiplier), left_shift)
 
 
-def logistic_int16(x: np.ndarray, params: Int16ActivationParams) -> np.ndarray:
-    """reference_integer_ops::Logistic (int16): output scale 1/32768, zero point 0."""
+def _rescale_int16_input(x: np.ndarray, params: Int16ActivationParams) -> np.ndarray:
+    """The int16 input of LOGISTIC or TANH times its input multiplier, rounded: both
+    kernels rescale alike (3 << shift when the input scale is a power of two)."""
     mult, shift = params.input_multiplier, params.input_left_shift
     if mult == 0:
         mult, shift = 3 << shift, 0
     rnd = (1 << (shift - 1)) if shift > 0 else 0
-    v = (x.astype(np.int64) * mult + rnd) >> shift
-    a = np.abs(v)
-    uh = a >> 9
+    return (x.astype(np.int64) * mult + rnd) >> shift
+
+
+def _sigmoid_table_segment(a: np.ndarray, frac_bits: int):
+    """(index, entry, next entry, fraction) of ``a`` = |input| in SIGMOID_TABLE_UINT16.
+
+    LOGISTIC interpolates the table with 9 fractional bits, TANH (2 sigmoid(2x) - 1)
+    with 8; an index past the table (>= 255) is the saturated case the callers handle.
+    """
+    uh = a >> frac_bits
     idx = np.minimum(uh, 254)
-    ua = SIGMOID_TABLE_UINT16[idx]
-    ub = SIGMOID_TABLE_UINT16[idx + 1]
-    ut = a & 0x1FF
+    return (uh, SIGMOID_TABLE_UINT16[idx], SIGMOID_TABLE_UINT16[idx + 1],
+            a & ((1 << frac_bits) - 1))
+
+
+def logistic_int16(x: np.ndarray, params: Int16ActivationParams) -> np.ndarray:
+    """reference_integer_ops::Logistic (int16): output scale 1/32768, zero point 0."""
+    v = _rescale_int16_input(x, params)
+    uh, ua, ub, ut = _sigmoid_table_segment(np.abs(v), 9)
     result = np.where(uh >= 255, 0x7FFF << 10, (ua << 9) + ut * (ub - ua))
     result = np.where(v >= 0, result + (1 << 9), (1 << 25) - result + (1 << 9) - 1)
     result = (result & 0xFFFFFFFF) >> 10
@@ -257,39 +270,35 @@ def tanh_int16(x: np.ndarray, params: Int16ActivationParams) -> np.ndarray:
     The input is rescaled like LOGISTIC's (multiplier 3 << shift in the power-of-two
     case), with 8 instead of 9 interpolation bits.
     """
-    mult, shift = params.input_multiplier, params.input_left_shift
-    if mult == 0:
-        mult, shift = 3 << shift, 0
-    rnd = (1 << (shift - 1)) if shift > 0 else 0
-    v = (x.astype(np.int64) * mult + rnd) >> shift
-    a = np.abs(v)
-    uh = a >> 8
-    idx = np.minimum(uh, 254)
-    ua = SIGMOID_TABLE_UINT16[idx]
-    ub = SIGMOID_TABLE_UINT16[idx + 1]
-    ut = a & 0xFF
+    v = _rescale_int16_input(x, params)
+    uh, ua, ub, ut = _sigmoid_table_segment(np.abs(v), 8)
     result = qm.wrap32(np.where(uh >= 255, 0xFFFF << 8, (ua << 8) + ut * (ub - ua)))
     result = np.where(v >= 0, result - (1 << 23) + (1 << 7), -result + (1 << 23) + (1 << 7) - 1)
     result = qm.wrap32(result) >> 8
     return np.asarray(result).astype(np.int16)
 
 
+def _sigmoid_family(x: np.ndarray, input_q, output_q, table, params, tanh: bool) -> np.ndarray:
+    """LOGISTIC and TANH dispatch alike: a lookup table for uint8/int8 (built here unless
+    prepared), the fixed-point kernel for int16."""
+    if x.dtype == np.int16:
+        p = params or prepare_int16_activation(input_q, tanh=tanh)
+        return tanh_int16(x, p) if tanh else logistic_int16(x, p)
+    if table is None:
+        table = (tanh_table if tanh else logistic_table)(input_q, output_q, x.dtype)
+    return lut_lookup_int8(x, table)
+
+
 def logistic(x: np.ndarray, input_q, output_q, table: np.ndarray | None = None,
              params: Int16ActivationParams | None = None) -> np.ndarray:
     """Quantized LOGISTIC: table lookup for uint8/int8, fixed point for int16."""
-    if x.dtype == np.int16:
-        return logistic_int16(x, params or prepare_int16_activation(input_q, tanh=False))
-    t = table if table is not None else logistic_table(input_q, output_q, x.dtype)
-    return lut_lookup_int8(x, t)
+    return _sigmoid_family(x, input_q, output_q, table, params, tanh=False)
 
 
 def tanh(x: np.ndarray, input_q, output_q, table: np.ndarray | None = None,
          params: Int16ActivationParams | None = None) -> np.ndarray:
     """Quantized TANH: table lookup for uint8/int8, fixed point for int16."""
-    if x.dtype == np.int16:
-        return tanh_int16(x, params or prepare_int16_activation(input_q, tanh=True))
-    t = table if table is not None else tanh_table(input_q, output_q, x.dtype)
-    return lut_lookup_int8(x, t)
+    return _sigmoid_family(x, input_q, output_q, table, params, tanh=True)
 
 
 def elu(x: np.ndarray, input_q, output_q, table: np.ndarray | None = None) -> np.ndarray:
@@ -365,17 +374,26 @@ def prepare_leaky_relu(input_q, output_q, alpha: float, rounding: Rounding = "do
     return LeakyReluParams(ma, sa, mi, si, iq.zp, oq.zp, rounding)
 
 
+def _rescale_by_sign(v: np.ndarray, positive: tuple[int, int], negative_value: np.ndarray,
+                     negative: tuple[int, int], rounding: Rounding, output_offset: int,
+                     dtype) -> np.ndarray:
+    """LEAKY_RELU's and PRELU's common end: where the offset input ``v`` is non-negative it
+    is rescaled by the ``positive`` (multiplier, shift), elsewhere ``negative_value`` (v
+    itself, or v * alpha for PRELU) by the ``negative`` one; then offset and saturated."""
+    pos = qm.multiply_by_quantized_multiplier(v, *positive, rounding)
+    neg = qm.multiply_by_quantized_multiplier(negative_value, *negative, rounding)
+    return saturate_cast(np.where(v >= 0, pos, neg) + output_offset, dtype)
+
+
 def leaky_relu(x: np.ndarray, input_q=None, output_q=None, alpha: float | None = None,
                rounding: Rounding = "double", params: LeakyReluParams | None = None
                ) -> np.ndarray:
     """QuantizeLeakyRelu: identity or alpha multiplier by the sign of (q - zp_in)."""
     p = params or prepare_leaky_relu(input_q, output_q, alpha, rounding)
     v = x.astype(np.int64) - p.input_zero_point
-    pos = qm.multiply_by_quantized_multiplier(v, p.multiplier_identity, p.shift_identity,
-                                              p.rounding)
-    neg = qm.multiply_by_quantized_multiplier(v, p.multiplier_alpha, p.shift_alpha, p.rounding)
-    lo, hi = dtype_range(x.dtype)
-    return np.clip(np.where(v >= 0, pos, neg) + p.output_zero_point, lo, hi).astype(x.dtype)
+    return _rescale_by_sign(v, (p.multiplier_identity, p.shift_identity), v,
+                            (p.multiplier_alpha, p.shift_alpha), p.rounding,
+                            p.output_zero_point, x.dtype)
 
 
 @dataclass(frozen=True)
@@ -407,12 +425,8 @@ def prelu(x: np.ndarray, alpha: np.ndarray, input_q=None, alpha_q=None, output_q
     p = params or prepare_prelu(input_q, alpha_q, output_q, rounding)
     v = x.astype(np.int64) + p.input_offset
     a = alpha.astype(np.int64) + p.alpha_offset
-    pos = qm.multiply_by_quantized_multiplier(v, p.multiplier_1, p.shift_1, p.rounding)
-    neg = qm.multiply_by_quantized_multiplier(qm.wrap32(v * a), p.multiplier_2, p.shift_2,
-                                              p.rounding)
-    lo, hi = dtype_range(x.dtype)
-    out = np.where(v >= 0, pos, neg) + p.output_offset
-    return np.clip(out, lo, hi).astype(x.dtype)
+    return _rescale_by_sign(v, (p.multiplier_1, p.shift_1), qm.wrap32(v * a),
+                            (p.multiplier_2, p.shift_2), p.rounding, p.output_offset, x.dtype)
 
 
 # --------------------------------------------------------------------------- HARD_SWISH
@@ -491,5 +505,4 @@ def hard_swish(x: np.ndarray, input_q=None, output_q=None, rounding: Rounding = 
     pre = _sdhm16(reluish, preshift_out)
     out = i16(qm.rounding_divide_by_pot(pre, -p.output_multiplier_exponent))
     out = i16(out + p.output_zero_point)
-    lo, hi = dtype_range(x.dtype)
-    return np.clip(out, lo, hi).astype(x.dtype)
+    return saturate_cast(out, x.dtype)

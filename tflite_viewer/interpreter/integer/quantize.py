@@ -5,12 +5,12 @@ Mirrors ``reference_ops::AffineQuantize`` / ``PerChannelQuantize``, ``Requantize
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
 from .. import quant_math as qm
-from .common import Rounding, check_rounding, dtype_range, qparams
+from .common import (RescaleParams, Rounding, dtype_range, prepare_rescale, qparams,
+                     saturate_cast)
 
 
 def _axis_shape(ndim: int, axis: int) -> tuple[int, ...]:
@@ -47,21 +47,12 @@ def quantize(input: np.ndarray, output_q, output_dtype) -> np.ndarray:
     return np.clip(q, lo, hi).astype(output_dtype)
 
 
-@dataclass(frozen=True)
-class RequantizeParams:
-    multiplier: int
-    shift: int
-    input_zero_point: int
-    output_zero_point: int
-    rounding: Rounding
+RequantizeParams = RescaleParams
 
 
 def prepare_requantize(input_q, output_q, rounding: Rounding = "double") -> RequantizeParams:
     """quantize.cc Prepare for integer inputs: QuantizeMultiplier(double(s_in) / double(s_out))."""
-    rounding = check_rounding(rounding)
-    iq, oq = qparams(input_q), qparams(output_q)
-    m, s = qm.quantize_multiplier(float(np.float64(iq.s) / np.float64(oq.s)), rounding)
-    return RequantizeParams(int(m), int(s), iq.zp, oq.zp, rounding)
+    return prepare_rescale(input_q, output_q, rounding)
 
 
 def requantize(input: np.ndarray, input_q=None, output_q=None, output_dtype=None,
@@ -73,8 +64,7 @@ def requantize(input: np.ndarray, input_q=None, output_q=None, output_dtype=None
     p = params or prepare_requantize(input_q, output_q, rounding)
     x = input.astype(np.int64) - p.input_zero_point
     out = qm.multiply_by_quantized_multiplier(x, p.multiplier, p.shift, p.rounding)
-    lo, hi = dtype_range(output_dtype)
-    return np.clip(out + p.output_zero_point, lo, hi).astype(output_dtype)
+    return saturate_cast(out + p.output_zero_point, output_dtype)
 
 
 def dequantize(input: np.ndarray, input_q=None) -> np.ndarray:

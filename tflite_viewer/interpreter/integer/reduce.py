@@ -7,13 +7,13 @@ MultiplyByQuantizedMultiplier by input_scale / output_scale, into which MEAN fol
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from .. import quant_math as qm
-from .common import Rounding, check_rounding, dtype_range, qparams, wrap32
+from .common import (RescaleParams, Rounding, dtype_range, prepare_rescale,
+                     qparams, saturate_cast, wrap32)
 
 
 def resolve_axes(axis: Sequence[int] | np.ndarray | int, ndim: int) -> tuple[int, ...]:
@@ -28,21 +28,12 @@ def resolve_axes(axis: Sequence[int] | np.ndarray | int, ndim: int) -> tuple[int
     return tuple(out)
 
 
-@dataclass(frozen=True)
-class MeanParams:
-    multiplier: int
-    shift: int
-    input_zero_point: int
-    output_zero_point: int
-    rounding: Rounding
+MeanParams = RescaleParams
 
 
 def prepare_mean(input_q, output_q, rounding: Rounding = "double") -> MeanParams:
     """PrepareMeanOrSum: QuantizeMultiplier(double(input_scale) / double(output_scale))."""
-    rounding = check_rounding(rounding)
-    iq, oq = qparams(input_q), qparams(output_q)
-    m, s = qm.quantize_multiplier(float(np.float64(iq.s) / np.float64(oq.s)), rounding)
-    return MeanParams(int(m), int(s), iq.zp, oq.zp, rounding)
+    return prepare_rescale(input_q, output_q, rounding)
 
 
 def _reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keep_dims: bool) -> tuple[int, ...]:
@@ -140,5 +131,4 @@ def reduce_prod(x: np.ndarray, axes, keep_dims: bool, input_q, output_q,
         acc = qm.multiply_by_quantized_multiplier_int64(acc * (moved[:, j] - iq.zp), m, s,
                                                         rounding)
     out = qm.multiply_by_quantized_multiplier_int64(acc, m, s, rounding) + oq.zp
-    lo, hi = dtype_range(x.dtype)
-    return np.clip(out, lo, hi).astype(x.dtype).reshape(out_shape)
+    return saturate_cast(out, x.dtype).reshape(out_shape)

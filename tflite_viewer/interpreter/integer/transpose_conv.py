@@ -23,21 +23,12 @@ from .. import quant_math as qm
 from ..padding import scatter_taps, transpose_conv_padding
 from .common import (Options, Rounding, activation_of, check_rounding,
                      fused_activation_range, int_matmul, qparams, wrap32)
-from .conv import filter_multipliers
+from .conv import FilterParams, filter_multipliers
 
 
 @dataclass(frozen=True)
-class TransposeConvParams:
-    input_dtype: np.dtype
-    multiplier: np.ndarray  # per output channel (uint8: one value)
-    shift: np.ndarray
-    input_offset: int
-    filter_offset: int
-    output_offset: int
-    act_min: int
-    act_max: int
+class TransposeConvParams(FilterParams):
     int64_scratch: bool  # int16 inputs without an INT32 quantized_bias_type
-    rounding: Rounding
 
 
 def prepare_transpose_conv(input_q, filter_q, output_q, options: Options, input_dtype,
@@ -52,7 +43,7 @@ def prepare_transpose_conv(input_q, filter_q, output_q, options: Options, input_
     bias_type = quantized_bias_type or options.get("quantized_bias_type")
     int64_scratch = dtype == np.int16 and str(bias_type) != "INT32"
     return TransposeConvParams(dtype, mult, shift, -iq.zp, filter_offset, oq.zp, lo, hi,
-                               int64_scratch, rounding)
+                               rounding, int64_scratch=int64_scratch)
 
 
 def col2im_accumulate(input_off: np.ndarray, filt: np.ndarray, output_shape, strides,
@@ -89,10 +80,6 @@ def transpose_conv(input: np.ndarray, filter: np.ndarray, output_shape, bias: np
         acc = wrap32(acc)
     if bias is not None:
         acc = acc + bias.astype(np.int64).reshape(-1)
-    if p.int64_scratch:
-        out = qm.multiply_by_quantized_multiplier_int64(acc, p.multiplier, p.shift, p.rounding)
-    else:
-        out = qm.multiply_by_quantized_multiplier(wrap32(acc), p.multiplier, p.shift,
-                                                  p.rounding)
-    out = np.clip(out + p.output_offset, p.act_min, p.act_max)
-    return out.astype(p.input_dtype)
+    return qm.requantize(acc if p.int64_scratch else wrap32(acc), p.multiplier, p.shift,
+                         p.output_offset, p.act_min, p.act_max, p.input_dtype, p.rounding,
+                         int64_acc=p.int64_scratch)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import quant_math as qm
-from .common import QParams, Rounding, dtype_range
+from .common import QParams, Rounding, dtype_range, saturate_cast
 from .fixedpoint import inv_sqrt_quantized_multiplier_exp
 from .lut import _float_fn, lut_lookup_int8, lut_lookup_int16, lut_populate_int8, \
     lut_populate_int16
@@ -124,8 +124,7 @@ def sqrt_quantized(x: np.ndarray, input_q: QParams, output_q: QParams) -> np.nda
     if np.any(deq < 0):
         raise ValueError("Sqrt is only defined for non-negative values")
     q = np.trunc(np.sqrt(deq) / F32(output_q.s)).astype(np.int64) + output_q.zp
-    lo, hi = dtype_range(x.dtype)
-    return np.clip(q, lo, hi).astype(x.dtype)
+    return saturate_cast(q, x.dtype)
 
 
 @dataclass(frozen=True)
@@ -150,5 +149,4 @@ def abs_quantized(x: np.ndarray, p: AbsParams, rounding: Rounding = "double") ->
     value = np.abs(x.astype(np.int64) - p.input_offset)
     if p.needs_rescale:
         value = qm.multiply_by_quantized_multiplier(value, p.multiplier, p.shift, rounding)
-    lo, hi = dtype_range(x.dtype)
-    return np.clip(value + p.output_offset, lo, hi).astype(x.dtype)
+    return saturate_cast(value + p.output_offset, x.dtype)

@@ -3,6 +3,6 @@ from . import (activations, control_flow, conv, detection, elementwise, image, m
                mediapipe, pooling, spectral,
                quantize, recurrent, reduce, shape_ops, unary_math,
                data_ops, segment_ops, stablehlo, stablehlo_control,
-               stablehlo_gather, conv3d, rnn, hashtable, random_ops, reduce_window,
+               stablehlo_gather, conv3d, rnn, hashtable, random_ops, reduce_window, indexing,
                text_ops)
 from . import signal  # noqa: F401  (TFLite Micro's signal library: custom ops Signal*)

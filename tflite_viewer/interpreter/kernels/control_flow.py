@@ -19,7 +19,15 @@ import numpy as np
 from .common import BuiltinOperator as Op, Kernel, option, register
 
 
-def _prepare_callee(ctx, index: int, shapes) -> list | None:
+class SubgraphKernel(Kernel):
+    """A kernel that runs subgraphs (WHILE, IF, CALL_ONCE, STABLEHLO_CASE/COMPOSITE): any
+    tensor type passes through, and ``invoke`` is a generator the debugger steps into."""
+
+    types = "any"
+    calls_subgraphs = True
+
+
+def prepare_callee(ctx, index: int, shapes) -> list | None:
     """Prepare subgraph ``index`` for inputs of ``shapes``; its output shapes (None where
     unknown)."""
     interp = ctx.interpreter
@@ -40,10 +48,57 @@ def _prepare_callee(ctx, index: int, shapes) -> list | None:
     return [sg.tensors[o].shape for o in sg.outputs]
 
 
-def _set_outputs(ctx, node, values) -> None:
+def set_outputs(ctx, node, values) -> None:
     for o, v in zip(node.outputs, values):
         if o >= 0:
             ctx.set_output(ctx.tensors[o], v)
+
+
+def prepare_branches(ctx, node, branches: list[int], first_input: int) -> None:
+    """Prepare each branch subgraph for the node's inputs from ``first_input`` on.
+
+    IF, STABLEHLO_CASE and STABLEHLO_COMPOSITE (one branch) run one of several callees
+    chosen at run time, so an output is static only where every branch gives it the same
+    shape; elsewhere it is dynamic and sized when the branch has run.
+    """
+    shapes = [ctx.tensors[i].shape for i in node.inputs[first_input:]]
+    results = [prepare_callee(ctx, b, shapes) for b in branches]
+    agreed = None
+    if results and all(r is not None for r in results):
+        agreed = [r[0] if all(x == r[0] for x in r) else None for r in zip(*results)]
+    for k, o in enumerate(node.outputs):
+        if o < 0:
+            continue
+        if agreed is not None and k < len(agreed) and agreed[k] is not None:
+            ctx.resize(ctx.tensors[o], agreed[k])
+        else:
+            ctx.set_dynamic(ctx.tensors[o])
+
+
+def run_branch(ctx, node, index: int, first_input: int):
+    """Call subgraph ``index`` on the node's inputs from ``first_input`` on (a generator:
+    the debugger steps into it); its results become the node's outputs."""
+    outs = yield from ctx.interpreter.call_subgraph(index, _branch_inputs(ctx, node, first_input))
+    _finish_branch(ctx, node, outs)
+
+
+def run_branch_direct(ctx, node, index: int, first_input: int) -> None:
+    """`run_branch` for runs nothing pauses: a plain call (`Interpreter.run_subgraph`)."""
+    outs = ctx.interpreter.run_subgraph(index, _branch_inputs(ctx, node, first_input))
+    _finish_branch(ctx, node, outs)
+
+
+def _branch_inputs(ctx, node, first_input: int) -> list:
+    return [ctx.value(node, k) for k in range(first_input, len(node.inputs))]
+
+
+def _finish_branch(ctx, node, outs) -> None:
+    """A branch's results become the node's outputs, dynamic where a shape differs from
+    the prepared one."""
+    for o, v in zip(node.outputs, outs):
+        if o >= 0 and ctx.tensors[o].shape != np.shape(v):
+            ctx.set_dynamic(ctx.tensors[o])
+    set_outputs(ctx, node, outs)
 
 
 def _cond_and_body(node) -> tuple[int, int]:
@@ -52,15 +107,12 @@ def _cond_and_body(node) -> tuple[int, int]:
 
 
 @register(Op.WHILE, versions=(1, 1))
-class While(Kernel):
-    types = "any"
-    calls_subgraphs = True
-
+class While(SubgraphKernel):
     def prepare(self, ctx, node):
         shapes = [ctx.tensors[i].shape for i in node.inputs]
         cond, body = _cond_and_body(node)
-        _prepare_callee(ctx, cond, shapes)
-        outs = _prepare_callee(ctx, body, shapes)
+        prepare_callee(ctx, cond, shapes)
+        outs = prepare_callee(ctx, body, shapes)
         static = outs is not None and all(o == s for o, s in zip(outs, shapes))
         for o, s in zip(node.outputs, shapes):
             if static:
@@ -145,54 +197,33 @@ def _finish(ctx, node, values) -> None:
         t = ctx.tensors[o]
         if t.shape is not None and not t.is_dynamic and t.shape != np.shape(v):
             ctx.set_dynamic(t)
-    _set_outputs(ctx, node, values)
+    set_outputs(ctx, node, values)
 
 
 @register(Op.IF, versions=(1, 1))
-class If(Kernel):
-    types = "any"
-    calls_subgraphs = True
-
+class If(SubgraphKernel):
     def prepare(self, ctx, node):
-        shapes = [ctx.tensors[i].shape for i in node.inputs[1:]]
-        a = _prepare_callee(ctx, int(option(node, "then_subgraph_index")), shapes)
-        b = _prepare_callee(ctx, int(option(node, "else_subgraph_index")), shapes)
-        for k, o in enumerate(node.outputs):
-            if a is not None and b is not None and a[k] is not None and a[k] == b[k]:
-                ctx.resize(ctx.tensors[o], a[k])
-            else:
-                ctx.set_dynamic(ctx.tensors[o])
+        branches = [int(option(node, "then_subgraph_index")),
+                    int(option(node, "else_subgraph_index"))]
+        prepare_branches(ctx, node, branches, first_input=1)
 
     def invoke(self, ctx, node):
-        outs = yield from ctx.interpreter.call_subgraph(*self._branch(ctx, node))
-        self._finish(ctx, node, outs)
+        yield from run_branch(ctx, node, self._branch(ctx, node), first_input=1)
 
     def invoke_direct(self, ctx, node):
         """`invoke` for runs nothing pauses (`Interpreter.run_subgraph`)."""
-        self._finish(ctx, node, ctx.interpreter.run_subgraph(*self._branch(ctx, node)))
+        run_branch_direct(ctx, node, self._branch(ctx, node), first_input=1)
 
     @staticmethod
-    def _branch(ctx, node) -> tuple[int, list]:
-        """The subgraph to run and its inputs."""
+    def _branch(ctx, node) -> int:
+        """The subgraph the condition chooses."""
         flag = _true(ctx.value(node, 0))
-        branch = int(option(node, "then_subgraph_index" if flag else "else_subgraph_index"))
-        return branch, [ctx.value(node, k) for k in range(1, len(node.inputs))]
-
-    @staticmethod
-    def _finish(ctx, node, outs) -> None:
-        for o, v in zip(node.outputs, outs):
-            t = ctx.tensors[o]
-            if t.shape != np.shape(v):
-                ctx.set_dynamic(t)
-        _set_outputs(ctx, node, outs)
+        return int(option(node, "then_subgraph_index" if flag else "else_subgraph_index"))
 
 
 @register(Op.CALL_ONCE, versions=(1, 1))
-class CallOnce(Kernel):
+class CallOnce(SubgraphKernel):
     """Runs its init subgraph the first time only (until `reset_variables`)."""
-
-    types = "any"
-    calls_subgraphs = True
 
     def prepare(self, ctx, node):
         pass

@@ -61,13 +61,21 @@ def batch_to_space_nd(x: np.ndarray, block, crops) -> np.ndarray:
     return np.ascontiguousarray(x[tuple(idx)])
 
 
-def _s2b_shape(ctx, node):
-    block, pads = ctx.known_value(node, 1), ctx.known_value(node, 2)
-    if block is None or pads is None:
+def _block_and_pairs(ctx, node):
+    """(input shape, block shape, (begin, end) pairs) of SPACE_TO_BATCH_ND (the pairs are
+    paddings) or BATCH_TO_SPACE_ND (crops); None unless inputs 1 and 2 are known at
+    prepare, when the output shape can be computed."""
+    block, pairs = ctx.known_value(node, 1), ctx.known_value(node, 2)
+    if block is None or pairs is None:
         return None
-    shape = ctx.input(node, 0).shape
-    block = as_int_list(block)
-    pads = np.asarray(pads).reshape(-1, 2)
+    return ctx.input(node, 0).shape, as_int_list(block), np.asarray(pairs).reshape(-1, 2)
+
+
+def _s2b_shape(ctx, node):
+    known = _block_and_pairs(ctx, node)
+    if known is None:
+        return None
+    shape, block, pads = known
     spatial = [shape[1 + i] + int(pads[i, 0]) + int(pads[i, 1]) for i in range(len(block))]
     if any(s % b for s, b in zip(spatial, block)):
         raise ValueError(f"padded spatial shape {spatial} is not a multiple of block {block}")
@@ -76,12 +84,10 @@ def _s2b_shape(ctx, node):
 
 
 def _b2s_shape(ctx, node):
-    block, crops = ctx.known_value(node, 1), ctx.known_value(node, 2)
-    if block is None or crops is None:
+    known = _block_and_pairs(ctx, node)
+    if known is None:
         return None
-    shape = ctx.input(node, 0).shape
-    block = as_int_list(block)
-    crops = np.asarray(crops).reshape(-1, 2)
+    shape, block, crops = known
     return [(shape[0] // math.prod(int(b) for b in block),) +
             tuple(shape[1 + i] * b - int(crops[i, 0]) - int(crops[i, 1])
                   for i, b in enumerate(block)) + tuple(shape[1 + len(block):])]

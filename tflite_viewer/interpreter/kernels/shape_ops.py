@@ -394,84 +394,6 @@ def _strided_slice_shape(ctx, node):
 define(Op.STRIDED_SLICE, (1, 8), _strided_slice, _strided_slice_shape, types="any")
 
 
-# -- GATHER / GATHER_ND / SCATTER_ND / EMBEDDING_LOOKUP -----------------------------------
-def gather(params: np.ndarray, indices: np.ndarray, axis: int = 0, batch_dims: int = 0):
-    axis = axis + params.ndim if axis < 0 else axis
-    batch_dims = batch_dims + indices.ndim if batch_dims < 0 else batch_dims
-    # (the ufunc reductions indices.min() and .max() run, without their Python wrappers)
-    if indices.size and (np.minimum.reduce(indices, axis=None) < 0
-                         or np.maximum.reduce(indices, axis=None) >= params.shape[axis]):
-        raise IndexError(f"GATHER index out of range [0, {params.shape[axis]})")
-    if batch_dims == 0:
-        return np.take(params, indices, axis=axis)
-    batch = params.shape[:batch_dims]
-    nb = _prod(batch)
-    p = params.reshape((nb,) + params.shape[batch_dims:])
-    ind = indices.reshape((nb,) + indices.shape[batch_dims:])
-    out = np.stack([np.take(p[i], ind[i], axis=axis - batch_dims) for i in range(nb)])
-    return out.reshape(tuple(batch) + out.shape[1:])
-
-
-def _gather_shape(ctx, node):
-    p, i = ctx.input(node, 0).shape, ctx.input(node, 1).shape
-    axis = int(option(node, "axis", 0))
-    axis = axis + len(p) if axis < 0 else axis
-    bd = int(option(node, "batch_dims", 0))
-    bd = bd + len(i) if bd < 0 else bd
-    return [tuple(p[:axis]) + tuple(i[bd:]) + tuple(p[axis + 1:])]
-
-
-define(Op.GATHER, (1, 7), lambda ctx, node: gather(
-    ctx.value(node, 0), ctx.value(node, 1), int(option(node, "axis", 0)),
-    int(option(node, "batch_dims", 0))), _gather_shape, types="any")
-
-
-def gather_nd(params: np.ndarray, indices: np.ndarray) -> np.ndarray:
-    k = indices.shape[-1]
-    flat = indices.reshape(-1, k)
-    for d in range(k):
-        if np.any(flat[:, d] < 0) or np.any(flat[:, d] >= params.shape[d]):
-            raise IndexError("GATHER_ND index out of range")
-    out = params[tuple(flat[:, d] for d in range(k))]
-    return out.reshape(indices.shape[:-1] + params.shape[k:])
-
-
-define(Op.GATHER_ND, (1, 5), lambda ctx, node: gather_nd(ctx.value(node, 0), ctx.value(node, 1)),
-       lambda ctx, node: [tuple(ctx.input(node, 1).shape[:-1]) +
-                          tuple(ctx.input(node, 0).shape[ctx.input(node, 1).shape[-1]:])],
-       types="any")
-
-
-def scatter_nd(indices: np.ndarray, updates: np.ndarray, shape) -> np.ndarray:
-    shape = tuple(int(s) for s in shape)
-    out = np.zeros(shape, dtype=updates.dtype)
-    k = indices.shape[-1]
-    flat = indices.reshape(-1, k)
-    for d in range(k):
-        if np.any(flat[:, d] < 0) or np.any(flat[:, d] >= shape[d]):
-            raise IndexError("SCATTER_ND index out of range")
-    upd = updates.reshape((flat.shape[0],) + shape[k:])
-    np.add.at(out, tuple(flat[:, d] for d in range(k)), upd)
-    return out
-
-
-define(Op.SCATTER_ND, (1, 1), lambda ctx, node: scatter_nd(
-    ctx.value(node, 0), ctx.value(node, 1), as_int_list(ctx.value(node, 2))),
-    lambda ctx, node: None if _const(ctx, node, 2) is None else [tuple(as_int_list(_const(ctx, node, 2)))],
-    types="any")
-
-
-def embedding_lookup(ids: np.ndarray, table: np.ndarray) -> np.ndarray:
-    if np.any(ids < 0) or np.any(ids >= table.shape[0]):
-        raise IndexError(f"EMBEDDING_LOOKUP id out of range [0, {table.shape[0]})")
-    return table[ids.reshape(-1)]
-
-
-define(Op.EMBEDDING_LOOKUP, (1, 5),
-       lambda ctx, node: embedding_lookup(ctx.value(node, 0), ctx.value(node, 1)),
-       lambda ctx, node: [(ctx.input(node, 0).shape[0],) + tuple(ctx.input(node, 1).shape[1:])])
-
-
 # -- PAD / PADV2 / MIRROR_PAD --------------------------------------------------------------
 def _paddings(p, rank):
     p = np.asarray(p).reshape(-1, 2)
@@ -642,10 +564,7 @@ def _cast(ctx, node):
 define(Op.CAST, (1, 8), _cast, same_shape, types="any", check=lambda ctx, node: None)
 
 
-# -- WHERE / REVERSE_V2 / DYNAMIC_UPDATE_SLICE ------------------------------------------------
-define(Op.WHERE, (1, 2), lambda ctx, node: np.argwhere(ctx.value(node, 0)).astype(
-    ctx.output(node, 0).dtype), None, types="any", check=lambda ctx, node: None)
-
+# -- REVERSE_V2 / DYNAMIC_UPDATE_SLICE ----------------------------------------------------------
 
 def _reverse(ctx, node):
     x = ctx.value(node, 0)

@@ -14,6 +14,22 @@ def _quantized(t) -> bool:
     return q is not None and q.scale.size > 0
 
 
+def gate_tensors_problem(tensors: dict, cifg: bool, ok, cifg_extra: str,
+                         missing: str) -> str | None:
+    """The first problem with one per-gate kind of LSTM tensor (biases, layer-norm weights),
+    given by gate ("i", "f", "c", "o"): a CIFG LSTM has none for its input gate
+    (``cifg_extra`` if it does); every other gate needs one that passes ``ok`` (else
+    ``missing``, formatted with ``gate``).  The integer and the hybrid LSTM check alike."""
+    for g, t in tensors.items():
+        if g == "i" and cifg:
+            if t is not None:
+                return cifg_extra
+            continue
+        if t is None or not ok(t):
+            return missing.format(gate=g)
+    return None
+
+
 def unsupported_reason(inputs, intermediates, output, options, name: str) -> str | None:
     """Why the integer 8x8_16 kernel cannot run this node (LiteRT's Prepare would fail,
     read out of bounds, or its results depend on something this core does not model),
@@ -48,14 +64,12 @@ def unsupported_reason(inputs, intermediates, output, options, name: str) -> str
     if cifg != (inputs[W_H["i"]] is None):
         return f"{name}: input gate weights must be all present or all absent"
     n_cell, n_output = inputs[W_X["f"]].shape[0], inputs[W_H["f"]].shape[1]
-    for g in GATE_ORDER:
-        b = inputs[BIAS[g]]
-        if g == "i" and cifg:
-            if b is not None:
-                return f"{name}: a CIFG LSTM has no input gate bias"
-            continue
-        if b is None or b.type_name != "INT32":
-            return f"{name}: gate {g} needs an INT32 bias"
+    problem = gate_tensors_problem({g: inputs[BIAS[g]] for g in GATE_ORDER}, cifg,
+                                   lambda t: t.type_name == "INT32",
+                                   f"{name}: a CIFG LSTM has no input gate bias",
+                                   f"{name}: gate {{gate}} needs an INT32 bias")
+    if problem:
+        return problem
     peep = {g: inputs[k] for g, k in PEEP.items()}
     use_peephole = peep["o"] is not None
     need = {g for g in ("i", "f", "o") if not (g == "i" and cifg)}
@@ -68,14 +82,12 @@ def unsupported_reason(inputs, intermediates, output, options, name: str) -> str
             return (f"{name}: peephole with {n_output} outputs > {n_cell} cells: LiteRT "
                     "reads past the peephole weights")
     if uses_layer_norm(inputs):
-        for g in GATE_ORDER:
-            t = inputs[LN[g]]
-            if g == "i" and cifg:
-                if t is not None:
-                    return f"{name}: a CIFG LSTM has no input layer norm coefficients"
-                continue
-            if t is None or t.type_name != "INT16":
-                return f"{name}: layer norm needs INT16 coefficients for gate {g}"
+        problem = gate_tensors_problem(
+            {g: inputs[LN[g]] for g in GATE_ORDER}, cifg, lambda t: t.type_name == "INT16",
+            f"{name}: a CIFG LSTM has no input layer norm coefficients",
+            f"{name}: layer norm needs INT16 coefficients for gate {{gate}}")
+        if problem:
+            return problem
         if not all(_quantized(t) for t in intermediates[:4]):
             return f"{name}: layer normalization needs quantized gate intermediates"
     pw, pb = inputs[PROJ_W], inputs[PROJ_B]
