@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import folding, validation
-from .errors import PASS_THROUGH, ExecutionError, UnsupportedOpError
+from .errors import PASS_THROUGH, UnsupportedOpError, call_kernel
 from .node import Node
 from .subgraph import Subgraph
 
@@ -154,11 +154,4 @@ def unspecialize_plan(sg: Subgraph) -> None:
 
 def kernel_hook(sg: Subgraph, node: Node, hook: str) -> Any:
     """A kernel's load-time hook (check, init); a failure names the op."""
-    try:
-        return getattr(node.registration.kernel, hook)(sg, node)
-    except PASS_THROUGH:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any kernel failure names its op
-        raise ExecutionError(f"subgraph {sg.index} ({sg.name}), op {node.index} "
-                             f"({node.name}): {hook} failed: {type(exc).__name__}: "
-                             f"{exc}") from exc
+    return call_kernel(getattr(node.registration.kernel, hook), sg, node, hook)

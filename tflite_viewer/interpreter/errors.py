@@ -19,7 +19,7 @@ from ..model.errors import (ExecutionError, ModelFormatError, TFLiteViewerError,
 
 __all__ = ["AllocationError", "BudgetError", "ExecutionError", "IterationBudgetError",
            "ModelFormatError", "PASS_THROUGH", "RunCancelled", "TimeBudgetError",
-           "UnsupportedOpError"]
+           "UnsupportedOpError", "call_kernel", "op_failure"]
 
 
 class BudgetError(TFLiteViewerError):
@@ -45,3 +45,23 @@ class RunCancelled(BudgetError):
 #: what the executor lets through unchanged when a kernel raises; any other exception is
 #: wrapped in an ExecutionError naming the op
 PASS_THROUGH = (ExecutionError, BudgetError, ModelFormatError, UnsupportedOpError)
+
+
+def op_failure(sg, node, exc: BaseException, stage: str = "") -> ExecutionError:
+    """The ExecutionError for a kernel's unexpected failure: every message names the
+    subgraph and the op (index and name), and the stage (prepare, init, ...) when it was
+    not the invoke itself."""
+    what = f"{stage} failed: " if stage else ""
+    return ExecutionError(f"subgraph {sg.index} ({sg.name}), op {node.index} ({node.name}): "
+                          f"{what}{type(exc).__name__}: {exc}")
+
+
+def call_kernel(fn, sg, node, stage: str = ""):
+    """``fn(sg, node)``, a kernel entry point outside the executor's hot loops: the
+    documented errors pass through, any other exception becomes `op_failure`."""
+    try:
+        return fn(sg, node)
+    except PASS_THROUGH:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any kernel failure names its op
+        raise op_failure(sg, node, exc, stage) from exc

@@ -24,7 +24,7 @@ import numpy as np
 
 from .builder import specialize_plan, unspecialize_plan
 from .debugger import Frame, OpEvent, Position, Stop
-from .errors import PASS_THROUGH, ExecutionError
+from .errors import PASS_THROUGH, ExecutionError, op_failure
 from .node import Node
 from .subgraph import Subgraph
 
@@ -287,47 +287,56 @@ class Executor:
     def call_subgraph(self, index: int, inputs: Sequence[np.ndarray]) -> Generator:
         """Run subgraph ``index`` on ``inputs`` (a generator: control-flow kernels ``yield
         from`` it); its return value is the list of the subgraph's output arrays."""
-        if not 0 <= index < len(self.subgraphs):
-            raise ValueError(f"subgraph index {index} out of range (0..{len(self.subgraphs) - 1})")
-        if index in self._active:
-            raise ExecutionError(f"subgraph {index} calls itself recursively")
-        sg = self.subgraphs[index]
+        sg = self._callee(index)
         sg.set_inputs(inputs)
         if self._direct:
             self._execute(sg)
         else:
             yield from self._run_subgraph(sg)
-        outs = []
-        for o in sg.outputs:
-            data = sg.tensors[o].data
-            if data is None:
-                raise ExecutionError(f"subgraph {index} output tensor {o} was never computed")
-            outs.append(data)
-        return outs
+        return self._outputs(sg)
 
     def run_subgraph(self, index: int, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """`call_subgraph` as a plain call, for control-flow kernels' ``invoke_direct`` in
         runs nothing pauses (`_execute`): the same checks, call stack and outputs."""
+        sg = self._callee(index)
+        sg.set_inputs(inputs)
+        self._execute(sg)
+        return self._outputs(sg)
+
+    def _callee(self, index: int) -> Subgraph:
+        """Subgraph ``index`` about to be called: it exists and is not already running."""
         if not 0 <= index < len(self.subgraphs):
             raise ValueError(f"subgraph index {index} out of range (0..{len(self.subgraphs) - 1})")
         if index in self._active:
             raise ExecutionError(f"subgraph {index} calls itself recursively")
-        sg = self.subgraphs[index]
-        sg.set_inputs(inputs)
-        self._execute(sg)
+        return self.subgraphs[index]
+
+    @staticmethod
+    def _outputs(sg: Subgraph) -> list[np.ndarray]:
+        """A finished subgraph's output arrays (each must have been computed)."""
         outs = []
         tensors = sg.tensors
         for o in sg.outputs:
             data = tensors[o].data
             if data is None:
-                raise ExecutionError(f"subgraph {index} output tensor {o} was never computed")
+                raise ExecutionError(f"subgraph {sg.index} output tensor {o} was never computed")
             outs.append(data)
         return outs
 
-    def _run_subgraph(self, sg: Subgraph) -> Generator:
-        frame = Frame(sg.index, 0)
+    def _enter(self, sg: Subgraph, frame: Frame) -> Frame:
+        """Push ``sg``'s frame on the call stack and mark it running."""
         self._stack.append(frame)
         self._active.add(sg.index)
+        return frame
+
+    def _leave(self, frame: Frame) -> None:
+        """Pop a finished subgraph's frame; a finished run stays positioned at its end."""
+        self._stack.pop()
+        if not self._stack:
+            self._stack.append(frame)
+
+    def _run_subgraph(self, sg: Subgraph) -> Generator:
+        frame = self._enter(sg, Frame(sg.index, 0))
         nodes = sg.nodes
         budget = self.budget
         try:
@@ -347,9 +356,7 @@ class Executor:
                 yield None  # pause point: the subgraph is about to return
         finally:
             self._active.discard(sg.index)
-        self._stack.pop()
-        if not self._stack:
-            self._stack.append(frame)  # a finished run stays positioned at its end
+        self._leave(frame)
 
     def _execute(self, sg: Subgraph) -> None:
         """`_run_subgraph` without pause points, for runs nothing can pause (`invoke`): the
@@ -365,10 +372,8 @@ class Executor:
         if sg.plan_key is not None and sg.plan_key != key:
             unspecialize_plan(sg)
         self._op_stats_in_plan = True
-        frame = sg.direct_frame  # one per subgraph: a subgraph never runs twice at once
+        frame = self._enter(sg, sg.direct_frame)  # one per subgraph: never runs twice at once
         frame.op = 0
-        self._stack.append(frame)
-        self._active.add(sg.index)
         budget = self.budget
         deadline = budget.deadline
         seconds, counts = sg.op_seconds, sg.op_counts
@@ -398,9 +403,7 @@ class Executor:
                 specialize_plan(sg, key)  # a run with no re-preparation: shapes hold
         finally:
             self._active.discard(sg.index)
-        self._stack.pop()
-        if not self._stack:
-            self._stack.append(frame)  # a finished run stays positioned at its end
+        self._leave(frame)
 
     def _drain_calling(self, sg: Subgraph, node: Node) -> None:
         """Run a control-flow node to its end in a run nothing pauses (its generator never
@@ -415,9 +418,7 @@ class Executor:
 
     def _execute_watched(self, sg: Subgraph) -> None:
         """`_execute` when hooks or after-breakpoints watch every op."""
-        frame = Frame(sg.index, 0)
-        self._stack.append(frame)
-        self._active.add(sg.index)
+        frame = self._enter(sg, Frame(sg.index, 0))
         invoke = self._invoke
         budget = self.budget
         try:
@@ -435,17 +436,15 @@ class Executor:
             frame.op = len(sg.nodes)
         finally:
             self._active.discard(sg.index)
-        self._stack.pop()
-        if not self._stack:
-            self._stack.append(frame)  # a finished run stays positioned at its end
+        self._leave(frame)
 
     #: `_execute` for `invoke`: float kernels follow IEEE (inf, nan), silently.  The
     #: decorator form of np.errstate costs half of what a with-block does per run.
     _execute_ieee = np.errstate(all="ignore")(_execute)
 
-    def _fail(self, sg: Subgraph, node: Node, exc: BaseException) -> ExecutionError:
-        return ExecutionError(f"subgraph {sg.index} ({sg.name}), op {node.index} "
-                              f"({node.name}): {type(exc).__name__}: {exc}")
+    @staticmethod
+    def _fail(sg: Subgraph, node: Node, exc: BaseException) -> ExecutionError:
+        return op_failure(sg, node, exc)
 
     def _before(self, sg: Subgraph, node: Node) -> None:
         """The before-hooks of an op about to run."""

@@ -112,17 +112,11 @@ def _replay(nodes: list["Node"], pairs: list, epoch: int) -> Callable:
 
 
 def _run_kernels(sg: "Subgraph", nodes: list["Node"]) -> None:
-    from .errors import PASS_THROUGH
+    from .errors import call_kernel
 
-    interp = sg.interpreter
     for n in nodes:
         sg.check_prepared(n)
-        try:
-            n.kernel.invoke(sg, n)
-        except PASS_THROUGH:
-            raise
-        except Exception as exc:  # noqa: BLE001 - every kernel failure names its op
-            raise interp._fail(sg, n, exc) from exc
+        call_kernel(n.kernel.invoke, sg, n)
 
 
 def _recorded(sg: "Subgraph", node: "Node") -> list | None:

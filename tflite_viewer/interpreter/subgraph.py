@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from . import validation
-from .errors import PASS_THROUGH, ExecutionError
+from .errors import call_kernel
 from .debugger import Frame
 from .node import Node
 from .tensor import AllocationType, Tensor
@@ -198,14 +198,7 @@ class Subgraph:
                     self.set_dynamic(self.tensors[o])
         else:
             validation.check_window(self, node)  # before the kernel pads its input
-            try:
-                node.registration.kernel.prepare(self, node)
-            except PASS_THROUGH:
-                raise
-            except Exception as exc:  # noqa: BLE001 - any kernel failure gets a location
-                raise ExecutionError(f"subgraph {self.index} ({self.name}), op {node.index} "
-                                     f"({node.name}): prepare failed: {type(exc).__name__}: "
-                                     f"{exc}") from exc
+            call_kernel(node.registration.kernel.prepare, self, node, "prepare")
         node.prepared_shapes = shapes
 
     def prepare(self) -> None:

@@ -14,6 +14,8 @@ callee without copies (no kernel writes into an array it did not create).
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from .common import BuiltinOperator as Op, Kernel, option, register
@@ -128,17 +130,13 @@ class While(SubgraphKernel):
         """The loop, pausable: the debugger can stop inside cond and body."""
         values = self._fused(ctx, node)
         if values is None:
-            interp = ctx.interpreter
-            cond, body = _cond_and_body(node)
-            values = [ctx.value(node, k) for k in range(len(node.inputs))]
-            count, where = 0, _where(ctx, node)
-            while True:
-                count += 1
+            call = ctx.interpreter.call_subgraph
+            cond, body, values, where = _loop_start(ctx, node)
+            for count in itertools.count(1):
                 _iteration(ctx, node, count, where)
-                (flag,) = yield from interp.call_subgraph(cond, values)
-                if not _true(flag):
+                if not _true((yield from call(cond, values))[0]):
                     break
-                values = yield from interp.call_subgraph(body, values)
+                values = yield from call(body, values)
         _finish(ctx, node, values)
 
     def invoke_direct(self, ctx, node):
@@ -147,15 +145,11 @@ class While(SubgraphKernel):
         values = self._fused(ctx, node)
         if values is None:
             run = ctx.interpreter.run_subgraph
-            cond, body = _cond_and_body(node)
-            values = [ctx.value(node, k) for k in range(len(node.inputs))]
-            count, where = 0, _where(ctx, node)
-            while True:
-                count += 1
-                _iteration(ctx, node, count, where)
-                if not _true(run(cond, values)[0]):
-                    break
+            cond, body, values, where = _loop_start(ctx, node)
+            count = 1
+            while _iteration(ctx, node, count, where) and _true(run(cond, values)[0]):
                 values = run(body, values)
+                count += 1
         _finish(ctx, node, values)
 
     @staticmethod
@@ -176,12 +170,19 @@ def _where(ctx, node) -> str:
     return f"subgraph {ctx.index} op {node.index} (WHILE)"
 
 
-def _iteration(ctx, node, count: int, where: str) -> None:
+def _loop_start(ctx, node) -> tuple[int, int, list, str]:
+    """WHILE's cond and body subgraphs, its initial values, and its place for messages."""
+    cond, body = _cond_and_body(node)
+    return cond, body, [ctx.value(node, k) for k in range(len(node.inputs))], _where(ctx, node)
+
+
+def _iteration(ctx, node, count: int, where: str) -> bool:
     """Before iteration ``count``: the position for messages and the budgets (a run that
-    nothing pauses also sees the stop request here)."""
+    nothing pauses also sees the stop request here).  True: the loop may go on."""
     interp = ctx.interpreter
     interp.loop_iterations[(ctx.index, node.index)] = count
     interp.budget.iteration(where, count, interp._direct, interp.call_path)
+    return True
 
 
 def _true(flag) -> bool:

@@ -35,9 +35,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
     """
     n, h, wd, c = x.shape
     o, kh, kw, ci = w.shape
-    if ci <= 0 or c % ci:
-        raise ValueError(f"input depth {c} is not a multiple of the filter depth {ci}")
-    groups = c // ci
+    groups = _ratio(c, ci, f"input depth {c} is not a multiple of the filter depth {ci}")
     sh, sw = strides
     dh, dw = dilations
     if geometry is None:
@@ -67,6 +65,14 @@ def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
     return apply_activation(out, act).reshape(n, oh, ow, o)
 
 
+def _ratio(total: int, part: int, message: str) -> int:
+    """``total // part`` where grouped and depthwise convolutions need ``part`` to divide
+    ``total`` (a ValueError with ``message`` otherwise)."""
+    if part <= 0 or total % part:
+        raise ValueError(message)
+    return total // part
+
+
 def filter_matrix(w: np.ndarray) -> np.ndarray:
     o = w.shape[0]
     return np.ascontiguousarray(w.reshape(o, -1).T)
@@ -78,9 +84,7 @@ def depthwise_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
     """NHWC depthwise convolution with a [1, KH, KW, C*M] filter (M = depth multiplier)."""
     n, h, wd, c = x.shape
     _, kh, kw, oc = w.shape
-    if c <= 0 or oc % c:
-        raise ValueError(f"filter depth {oc} is not a multiple of the input depth {c}")
-    mult = oc // c
+    mult = _ratio(oc, c, f"filter depth {oc} is not a multiple of the input depth {c}")
     sh, sw = strides
     dh, dw = dilations
     oh, ow, pt, pl = window_geometry((h, wd), (kh, kw), strides, dilations, padding)

@@ -56,26 +56,30 @@ def _len0to16(s: bytes) -> int:
     return K2
 
 
-def _len17to32(s: bytes) -> int:
-    n = len(s)
-    mul = K2 + n * 2
-    a = (_fetch64(s, 0) * K1) & _M64
+def _ends_round(s: bytes, n: int, mul: int, k_first: int) -> tuple[int, int, int]:
+    """The mixing round FarmHash gives strings of 17 to 64 bytes, from their first and last
+    16 bytes: the two words it passes to `_hash16`, and the scaled first word (the 33-64
+    byte hash reuses it)."""
+    a = (_fetch64(s, 0) * k_first) & _M64
     b = _fetch64(s, 8)
     c = (_fetch64(s, n - 8) * mul) & _M64
     d = (_fetch64(s, n - 16) * K2) & _M64
-    return _hash16((_rot((a + b) & _M64, 43) + _rot(c, 30) + d) & _M64,
-                   (a + _rot((b + K2) & _M64, 18) + c) & _M64, mul)
+    return ((_rot((a + b) & _M64, 43) + _rot(c, 30) + d) & _M64,
+            (a + _rot((b + K2) & _M64, 18) + c) & _M64, a)
+
+
+def _len17to32(s: bytes) -> int:
+    n = len(s)
+    mul = K2 + n * 2
+    y, x, _ = _ends_round(s, n, mul, K1)
+    return _hash16(y, x, mul)
 
 
 def _len33to64(s: bytes) -> int:
     n = len(s)
     mul = K2 + n * 2
-    a = (_fetch64(s, 0) * K2) & _M64
-    b = _fetch64(s, 8)
-    c = (_fetch64(s, n - 8) * mul) & _M64
-    d = (_fetch64(s, n - 16) * K2) & _M64
-    y = (_rot((a + b) & _M64, 43) + _rot(c, 30) + d) & _M64
-    z = _hash16(y, (a + _rot((b + K2) & _M64, 18) + c) & _M64, mul)
+    y, x, a = _ends_round(s, n, mul, K2)
+    z = _hash16(y, x, mul)
     e = (_fetch64(s, 16) * mul) & _M64
     f = _fetch64(s, 24)
     g = ((y + _fetch64(s, n - 32)) * mul) & _M64
