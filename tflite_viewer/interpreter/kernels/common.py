@@ -302,8 +302,8 @@ def bind_elementwise(fn, fused: bool = False, float_only: bool = False, out_bool
                 or o.dtype != (np.dtype(bool) if out_bool else dtype) \
                 or np.broadcast_shapes(*(t.shape for t in ins)) != o.shape:
             return None
-        act = activation(node) if fused else None
-        if act is not None and (dtype != np.float32 or act not in ACTIVATION_RANGES):
+        act = clamp_activation(node) if fused else None
+        if act is not None and dtype != np.float32:
             return None
         lo, hi = _float_bounds(act, dtype) if act is not None else (None, None)
         a = ins[0]

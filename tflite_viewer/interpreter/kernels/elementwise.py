@@ -7,8 +7,8 @@ import numpy as np
 from ..integer import compare as int_compare
 from ..integer import div as int_div
 from ..integer import elementwise as int_elementwise
-from .common import (QUANTIZED, BuiltinOperator as Op, activation, apply_activation,
-                     bind_elementwise, broadcast_shape, define, rounding, same_shape,
+from .common import (QUANTIZED, BuiltinOperator as Op, apply_activation,
+                     bind_elementwise, clamp_activation, broadcast_shape, define, rounding, same_shape,
                      tensor_qparams)
 
 
@@ -18,7 +18,8 @@ def _binary(fn, fused=False):
         out = np.asarray(fn(a, b))
         if out.dtype != a.dtype and a.dtype.kind in "fiu" and out.dtype.kind in "fiu":
             out = out.astype(a.dtype)
-        return apply_activation(out, activation(node)) if fused else out
+        # ADD, SUB, MUL and DIV take it through CalculateActivationRange: clamps only
+        return apply_activation(out, clamp_activation(node)) if fused else out
     return compute
 
 

@@ -6,7 +6,7 @@ import numpy as np
 from ..integer import batch_matmul as int_batch_matmul, conv as int_conv
 from ..integer import fully_connected as int_fully_connected, hybrid as int_hybrid
 from ..tensor import AllocationType
-from .common import (BuiltinOperator as Op, INT_KINDS, Kernel, _float_bounds, activation,
+from .common import (ACTIVATION_RANGES, BuiltinOperator as Op, INT_KINDS, Kernel, _float_bounds, activation,
                      apply_activation, kind, option, register, rounding, tensor_qparams)
 
 
@@ -64,6 +64,10 @@ class FullyConnected(Kernel):
         cache = node.user_data
         ctx.resize(ctx.output(node, 0), _fc_shape(x.shape, w.shape, cache["keep"]))
         cache["kind"] = k = kind(ctx, node)
+        if k != "hybrid" and cache["act"] not in (None, *ACTIVATION_RANGES):
+            # fully_connected.cc's Prepare: only the hybrid path applies TANH or SIGN_BIT
+            raise ValueError(f"fused activation {cache['act']} on a {k} FULLY_CONNECTED: "
+                             "LiteRT accepts only NONE, RELU, RELU6 or RELU_N1_TO_1 there")
         if k in INT_KINDS:
             cache["params"] = int_fully_connected.prepare_fully_connected(
                 tensor_qparams(x), tensor_qparams(w), tensor_qparams(ctx.output(node, 0)),
@@ -229,6 +233,10 @@ class BatchMatmul(Kernel):
         ctx.resize(out, _bmm_shape(ctx, node))
         cache = node.user_data
         cache["kind"] = k = kind(ctx, node)
+        if k != "hybrid" and cache["act"] not in (None, *ACTIVATION_RANGES):
+            # fully_connected.cc's Prepare: only the hybrid path applies TANH or SIGN_BIT
+            raise ValueError(f"fused activation {cache['act']} on a {k} FULLY_CONNECTED: "
+                             "LiteRT accepts only NONE, RELU, RELU6 or RELU_N1_TO_1 there")
         if k in INT_KINDS:
             lhs, rhs = ctx.input(node, 0), ctx.input(node, 1)
             cache["params"] = int_batch_matmul.prepare_batch_matmul(

@@ -139,14 +139,16 @@ define(Op.TRANSPOSE, (1, 9),
 
 # -- CONCATENATION / PACK / UNPACK / SPLIT ---------------------------------------------------
 def _concat(ctx, node):
-    from .common import activation, apply_activation
     arrays = [ctx.value(node, k) for k in range(len(node.inputs))]
     axis = int(option(node, "axis", 0))
-    out = np.concatenate(arrays, axis=axis + arrays[0].ndim if axis < 0 else axis)
-    return apply_activation(out, activation(node))
+    return np.concatenate(arrays, axis=axis + arrays[0].ndim if axis < 0 else axis)
 
 
 def _concat_shape(ctx, node):
+    from .common import activation
+    if activation(node) is not None:  # concatenation.cc's Prepare requires NONE
+        raise ValueError(f"fused activation {activation(node)} on CONCATENATION: LiteRT "
+                         "accepts only NONE")
     shapes = [ctx.input(node, k).shape for k in range(len(node.inputs))]
     rank = len(shapes[0])
     axis = int(option(node, "axis", 0))
