@@ -26,6 +26,7 @@ from .breakpoints_dock import BreakpointsDock
 from .callstack_dock import CallStackDock
 from .outputs_dock import OutputsDock
 from .profile_dock import ProfileDock
+from .state_label import StateLabel
 from .watch_dock import WatchDock
 from .worker import DebugWorker, Request
 
@@ -82,7 +83,7 @@ class DebuggerController(QObject):
         self.thread.start()
         self._build_docks()
         self._build_actions()
-        self.state_label = QLabel("")
+        self.state_label = StateLabel()
         window.statusBar().addPermanentWidget(self.state_label)
         window.model_replaced.connect(self._model_replaced)
         window.subgraphShown.connect(lambda _i: self._paint_canvas(scroll=False))
@@ -432,8 +433,8 @@ class DebuggerController(QObject):
             self._refresh_inspector()
 
     def _breakpoints_arrived(self, infos, serial) -> None:
-        if serial != self.serial:
-            return
+        if serial != self.serial or tuple(infos) == self.breakpoint_infos:
+            return  # every stop sends them; only a change is worth a repaint
         self.breakpoint_infos = tuple(infos)
         self.breakpoints_panel.set_breakpoints(infos)
         self._paint_canvas(scroll=False)
@@ -585,7 +586,7 @@ class DebuggerController(QObject):
     def _refresh_inspector(self) -> None:
         panel = self.window.tensor_panel
         if panel.tensor is not None:
-            panel.show_tensor(panel.tensor, keep_view=True)
+            panel.refresh_values()
 
     def _show_tensor(self, subgraph: int, tensor: int) -> None:
         if subgraph != self.window.subgraph:

@@ -67,6 +67,7 @@ class TensorPanel(QWidget):
         #: ``.real_values()``), None while not computed, or NOT_RUNNING (stored data)
         self.live_values = None
         self.shape_check = None  # the window's ShapeInference after an edit (computed shapes)
+        self._values_mark: tuple[int, int] | None = None  # where the value sections begin
 
         self.title = QLabel("No tensor selected")
         self.title.setStyleSheet("font-weight: bold; padding: 4px;")
@@ -133,6 +134,23 @@ class TensorPanel(QWidget):
         self.info.restore_scroll(scroll)
         self.tabs.setCurrentIndex(tab)
 
+    def refresh_values(self) -> None:
+        """The shown tensor has new values (the debugger stopped again): redo only what
+        depends on them (statistics, histogram, values grid), keeping the description, its
+        editors, the scroll position and the view choices.  Rebuilding the whole panel at
+        every step would cost a good part of a step's budget."""
+        t = self.tensor
+        if t is None or self._values_mark is None:
+            self.show_tensor(t, keep_view=True)
+            return
+        scroll = self.info.scroll_position()
+        self.info.truncate(self._values_mark)
+        self._describe_values(t)
+        self.info.restore_scroll(scroll)
+        self.save_button.setEnabled(self._values("Stored values") is not None)
+        self.histogram_pane.update_histogram()
+        self.values_pane.refresh()
+
     def forget_values(self) -> None:
         """Drop cached statistics: the model was replaced (an edit may have changed data)."""
         self._stats_cache.clear()
@@ -140,6 +158,7 @@ class TensorPanel(QWidget):
     def _show_tensor(self, tensor: Tensor | None) -> None:
         self.tensor = tensor
         self.editors = {}
+        self._values_mark = None  # set once the description is complete
         self.info.clear_rows()
         self.quantization_editor.clear()
         self.save_button.setEnabled(False)
@@ -362,6 +381,12 @@ class TensorPanel(QWidget):
                 tree.add(sec, "consumed by", f"\u2026 {len(consumers) - MAX_CONNECTIONS:,} more operators")
         self.quantization_editor.describe(tree, t, self.editable, self._put)
         self._sparsity(t)
+        self._values_mark = tree.mark()
+        self._describe_values(t)
+
+    def _describe_values(self, t: Tensor) -> None:
+        """The sections that change while a run is paused: "not yet computed", statistics."""
+        tree = self.info
         if self._live() is None:
             tree.add(tree.section("Run"), "values", "not yet computed in this run")
         if self._has_values(t):

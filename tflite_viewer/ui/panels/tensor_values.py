@@ -34,6 +34,11 @@ class ValuesPane(QWidget):
         self.view.verticalHeader().setDefaultSectionSize(20)
         self.view.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         self.view.horizontalHeader().setDefaultSectionSize(80)
+        # size columns from the rows in view only (Qt's default reads 1,000 rows per column,
+        # thousands of cells formatted on every stop of the debugger)
+        self.view.horizontalHeader().setResizeContentsPrecision(0)
+        self.view.verticalHeader().setResizeContentsPrecision(0)
+        self._columns_stale = False
         self.source = QComboBox()
         self.source.addItems(["Stored values", "Real values"])
         self.source.currentIndexChanged.connect(self.reset)
@@ -79,6 +84,18 @@ class ValuesPane(QWidget):
         values = self._values(self.source.currentText()) if self.tensor is not None else None
         self._show_array(values)
 
+    def refresh(self) -> None:
+        """The same tensor with new values: an array of the same shape keeps the chosen
+        axes and indices (no widgets rebuilt); any other change is a `reset`."""
+        old = self.values.array
+        values = self._values(self.source.currentText()) if self.tensor is not None else None
+        if old is None or values is None or np.shape(values) != old.shape:
+            self._show_array(values)
+            return
+        self.values.set_array(values, self.values.row_axis, self.values.col_axis,
+                              self.values.fixed)
+        self.fit_columns()
+
     def show_values(self, values: np.ndarray | None) -> None:
         """Show values computed at run time (an activation's, from the debugger)."""
         self._show_array(None if values is None else np.asarray(values))
@@ -93,8 +110,19 @@ class ValuesPane(QWidget):
         self.fit_columns()
 
     def fit_columns(self) -> None:
-        """Columns as wide as the numbers they show (Qt measures the rows in view only)."""
+        """Columns as wide as the numbers they show (Qt measures the rows in view only).
+        While the tab is hidden this waits for it to be shown: the debugger replaces the
+        array at every stop, and measuring cells nobody sees would cost each step."""
+        if not self.isVisible():
+            self._columns_stale = True
+            return
+        self._columns_stale = False
         self.view.resizeColumnsToContents()
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().showEvent(event)
+        if self._columns_stale:
+            self.fit_columns()
 
     def _digits_changed(self, digits: int) -> None:
         self.values.set_digits(digits)
