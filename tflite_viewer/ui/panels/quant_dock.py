@@ -161,6 +161,8 @@ class QuantDock(QWidget):
     reportReady = Signal(object)
     findingsChanged = Signal(list)
     failed = Signal(str)
+    #: subgraph, tensor, dequantized, float (first sample): a row for the tensor inspector
+    comparisonRequested = Signal(int, int, object, object)
 
     def __init__(self, settings: QSettings | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -430,6 +432,8 @@ class QuantDock(QWidget):
         self.detail.setText(f"t{t.tensor} ({t.opcode}) vs float t{t.float_tensor}, paired by "
                             f"{t.paired_by}; first sample")
         self.detail.setToolTip(t.name)
+        deq, flt = t.sample_values[1], t.sample_values[0]
+        self.comparisonRequested.emit(int(row.get("subgraph", 0)), int(row["tensor"]), deq, flt)
 
     def export_dialog(self) -> None:
         if self.report is None:
