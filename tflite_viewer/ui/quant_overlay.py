@@ -174,6 +174,6 @@ def install(window: "MainWindow") -> QuantDock:
     dock.failed.connect(lambda msg: window.errors.report("Quantization analysis", msg, parent=window))
     dock.comparisonRequested.connect(
         lambda sg, t, deq, flt: window.tensor_panel.show_comparison(
-            deq, flt, ("dequantized", "float"), f"t{t}: dequantized vs float (first sample)",
+            deq, flt, ("dequantized", "float"), "Dequantized vs float: first sample of the comparison",
             tensor=(sg, t)))
     return dock

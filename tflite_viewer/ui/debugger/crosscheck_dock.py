@@ -190,8 +190,8 @@ class CrossCheckDock(QWidget):
         if ours is not None and ref is not None and ours.dtype.kind in "biufc" \
                 and ref.dtype.kind in "biufc":
             self.tensorCompared.emit(r.subgraph, r.tensor, ours, ref,
-                                     f"t{r.tensor} {r.name}: ours vs LiteRT (stored values), "
-                                     f"output {r.output} of op {r.op} {r.opcode}")
+                                     f"Ours vs LiteRT (stored values): output {r.output} of "
+                                     f"op {r.op} {r.opcode}, cross-check run")
 
 
 def start_cross_check(controller) -> None:

@@ -24,7 +24,9 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QSiz
 from .. import tensor_stats as ts
 from ..histogram_widget import HistogramWidget
 
-COLOURS = (QColor(59, 120, 216, 150), QColor(230, 126, 34, 150))  # a blue, b orange
+#: a (the values checked) orange, b (the reference: LiteRT's, float) blue, as the
+#: Quantization dock draws dequantized against float
+COLOURS = (QColor(230, 126, 34, 150), QColor(59, 120, 216, 150))
 STAT_ROWS = ("shape", "dtype", "count", "min", "max", "mean", "std", "zeros", "NaN / Inf",
              "max |difference|", "elements differing")
 ELEMENT_ORDER, LARGEST_FIRST = "Element order", "Largest |difference| first"
@@ -200,7 +202,7 @@ class TensorComparison(QWidget):
         self.stats.setVerticalHeaderLabels(list(STAT_ROWS))
         self.stats.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.stats.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        self.stats.verticalHeader().setDefaultSectionSize(20)
+        self.stats.verticalHeader().setDefaultSectionSize(18)
         self.overlay = OverlayHistogram()
         self.error = HistogramWidget()
         self.order = QComboBox()
@@ -219,8 +221,9 @@ class TensorComparison(QWidget):
         overview = QSplitter(Qt.Orientation.Vertical)
         overview.addWidget(self.stats)
         overview.addWidget(histograms)
-        overview.setStretchFactor(0, 2)
-        overview.setStretchFactor(1, 3)
+        overview.setStretchFactor(0, 1)
+        overview.setStretchFactor(1, 1)
+        overview.setSizes([260, 260])  # the table's rows all in view, the histograms below
         grid = QWidget()
         gl = QVBoxLayout(grid)
         gl.setContentsMargins(0, 0, 0, 0)
@@ -247,6 +250,8 @@ class TensorComparison(QWidget):
         self.comparison = c
         self.title.setText(title or f"{labels[0]} vs {labels[1]}")
         self.stats.setHorizontalHeaderLabels([labels[0], labels[1], c.diff_label])
+        for col, tip in enumerate((labels[0], labels[1], f"the difference {c.diff_label}")):
+            self.stats.horizontalHeaderItem(col).setToolTip(tip)
         for r, cells in enumerate(stat_cells(c)):
             for col, text in enumerate(cells):
                 item = QTableWidgetItem(text)
