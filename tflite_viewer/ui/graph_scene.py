@@ -304,6 +304,10 @@ class EdgeBatchItem(QGraphicsItem):
         self._pen = QPen(QColor(style.EDGE), 1.3)
         self._thin = QPen(QColor(style.EDGE), 0)  # cosmetic: one pixel at any zoom
         self.setZValue(-1)
+        # Stroking a chunk's path costs the same however small the exposed area is; a
+        # step of the debugger repaints a few op boxes over it, so the stroked edges are
+        # kept as a pixmap in device coordinates (re-rendered on zoom, not on repaints).
+        self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
         return self._bounds

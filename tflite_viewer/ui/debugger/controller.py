@@ -27,6 +27,12 @@ from .worker import DebugWorker, Request
 
 log = logging.getLogger(__name__)
 
+def in_view(dock: QDockWidget) -> bool:
+    """Whether ``dock`` can be seen: a dock behind another one's tab stays "visible" to
+    Qt (isVisible) but has nothing of it on screen."""
+    return dock.isVisible() and not dock.visibleRegion().isEmpty()
+
+
 class DebuggerController(QObject):
     """Owns the worker thread, the debugger's actions, docks and canvas marks."""
 
@@ -293,7 +299,7 @@ class DebuggerController(QObject):
         self._refresh_inspector()
         self.watch_panel.show_snapshots(self.snapshots)
         self.callstack_panel.set_stop(stop, self._subgraph_names())
-        if self.profile_dock.isVisible() or stop.state != PAUSED:
+        if in_view(self.profile_dock) or stop.state != PAUSED:
             self._update_profile(stop)  # else when the dock is shown
         if stop.state == FINISHED and stop.outputs is not None:
             self._show_outputs(stop)
