@@ -10,7 +10,7 @@ import numpy as np  # noqa: E402
 
 from tflite_viewer.quant import analyze  # noqa: E402
 
-from ..ui.test_inspector_compare import check_comparison  # noqa: E402
+from ..ui.comparison_checks import check_comparison  # noqa: E402
 from .helpers import SMALL_FLOAT, SMALL_INT8  # noqa: E402
 
 

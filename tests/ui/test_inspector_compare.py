@@ -14,9 +14,10 @@ from PySide6.QtCore import Qt
 
 from tflite_viewer.interpreter import Interpreter
 from tflite_viewer.interpreter.inputs import complete_inputs, positional
-from tflite_viewer.ui.panels.tensor_comparison import LARGEST_FIRST, STAT_ROWS
+from tflite_viewer.ui.panels.tensor_comparison import STAT_ROWS
 from tflite_viewer.ui.tensor_stats import format_number
 
+from .comparison_checks import check_comparison
 from .conftest import model_path
 
 TIMEOUT = 10000
@@ -28,39 +29,6 @@ def reference_run(window, name: str) -> Interpreter:
     arrays, _ = complete_inputs(window.model, {}, 0)
     interp.invoke(positional(window.model, arrays))
     return interp
-
-
-def check_comparison(comparison, a: np.ndarray, b: np.ndarray) -> None:
-    """The Compare widget's statistics, histograms and values grid against numpy."""
-    fa, fb = a.astype(np.float64), b.astype(np.float64)
-    d = fa - fb
-    for col, x in enumerate((fa, fb, d)):
-        assert comparison.stat("count", col) == f"{x.size:,}"
-        for row, value in (("min", x.min()), ("max", x.max()), ("mean", x.mean()), ("std", x.std())):
-            assert comparison.stat(row, col) == format_number(float(value)), (row, col)
-    assert comparison.stat("shape", 0) == "[" + ", ".join(map(str, a.shape)) + "]"
-    assert comparison.stat("max |difference|", 2) == format_number(float(np.abs(d).max()))
-    assert comparison.stat("elements differing", 2) == \
-        f"{int(np.count_nonzero(fa != fb)):,} of {a.size:,}"
-    # both histograms on shared bins over the range of both; the error's over its own
-    lo, hi = min(fa.min(), fb.min()), max(fa.max(), fb.max())
-    ha, hb = comparison.overlay.histograms
-    np.testing.assert_array_equal(ha.counts, np.histogram(fa, 64, (lo, hi))[0])
-    np.testing.assert_array_equal(hb.counts, np.histogram(fb, 64, (lo, hi))[0])
-    err = comparison.error.histogram
-    assert int(err.counts.sum()) == d.size
-    if d.min() < d.max():
-        np.testing.assert_array_equal(err.counts, np.histogram(d, 64, (d.min(), d.max()))[0])
-    # the values grid, largest difference first: both values and the difference
-    comparison.order.setCurrentText(LARGEST_FIRST)
-    model = comparison.values
-    assert model.rowCount() == a.size
-    k = int(np.argmax(np.abs(d).reshape(-1)))
-    index, va, vb, vd = model.row_values(0)
-    assert index == tuple(int(i) for i in np.unravel_index(k, a.shape))
-    assert va == a.reshape(-1)[k] and vb == b.reshape(-1)[k] and vd == d.reshape(-1)[k]
-    cells = [model.data(model.index(0, c)) for c in range(4)]
-    assert cells[1:] == [format_number(float(v), model.digits) for v in (va, vb, vd)]
 
 
 def test_cross_check_row_shows_ours_and_litert_in_the_inspector(qtbot, window):
@@ -133,3 +101,42 @@ def test_the_compare_widget_refuses_nothing_numeric_and_says_when_shapes_differ(
     assert w.stat("min", 0) == "1" and w.stat("max", 1) == "2"
     assert w.values.rowCount() == 3 and w.values.row_values(2)[2] is None
     assert len(STAT_ROWS) == w.stats.rowCount()
+
+
+def test_the_inspector_refreshes_the_selected_tensor_at_every_stop(qtbot, window):
+    """The same tensor stays selected while F10 runs its producer: the panel drops "not yet
+    computed", and its statistics, histogram and values grid become the interpreter's
+    values (no stale rows from before the step, the description left as it was)."""
+    name = "small_cnn_dilated_float.tflite"
+    assert window.open_path(model_path(name), wait=True)
+    dbg = window.debugger
+    panel = window.tensor_panel
+    out = window.model.subgraphs[0].operators[1].outputs[0]
+    window.select_tensor(out)
+    described = [r for r in panel.rows() if r.section in ("Tensor", "Connections")]
+
+    def f10():
+        before = dbg.last_stop.serial if dbg.last_stop is not None else 0
+        window.activateWindow()
+        window.view.setFocus()
+        qtbot.keyClick(window.view, Qt.Key.Key_F10)
+        qtbot.waitUntil(lambda: dbg.last_stop is not None and dbg.last_stop.serial > before
+                        and not dbg.busy, timeout=TIMEOUT)
+
+    f10()  # paused before op 0
+    assert any(r.section == "Run" and "not yet computed" in r.value for r in panel.rows())
+    assert panel.current_histogram_input() is None and panel.values.array is None
+    f10()
+    f10()  # op 1 has run: its output is computed
+    expect = reference_run(window, name).tensor(0, out)
+    rows = panel.rows()
+    assert not any(r.section == "Run" for r in rows)
+    stats = {r.key: r.value for r in rows if r.section == "Statistics (stored values)"}
+    e = expect.astype(np.float64)
+    assert stats["count"] == f"{e.size:,}"
+    for key, value in (("min", e.min()), ("max", e.max()), ("mean", e.mean()), ("std", e.std())):
+        assert stats[key] == format_number(float(value)), key
+    assert [r for r in rows if r.section in ("Tensor", "Connections")] == described
+    np.testing.assert_array_equal(panel.current_histogram_input(), expect)
+    np.testing.assert_array_equal(panel.values.array, expect)
+    assert sum(1 for r in rows if r.section == "Statistics (stored values)" and r.key == "min") == 1
