@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QPainter, QPalette
 from PySide6.QtWidgets import QLabel, QWidget
 
-WIDTH_CHARS = 64  # room for "Debug: paused at subgraph/op NAME - 1,234 ops run"
+WIDTH_CHARS = 84  # room for "Debug: paused at subgraph/op DEPTHWISE_CONV_2D - 1,234 ops run"
 
 
 class StateLabel(QLabel):
