@@ -198,6 +198,8 @@ def test_values_tab_explains_activations_and_sizes_columns_to_their_numbers(wind
     window.select_tensor(weights)
     assert not pane.message.isVisibleTo(pane)
     view, model = pane.view, pane.values
+    # columns are measured when the tab is shown (and the ones scrolled into view)
+    window.tensor_panel.tabs.setCurrentWidget(pane)
     metrics = view.fontMetrics()
     for c in range(min(model.columnCount(), 4)):
         widest = max(metrics.horizontalAdvance(model.data(model.index(r, c))) for r in range(min(model.rowCount(), 20)))

@@ -106,14 +106,24 @@ class DebugOverlayItem(QGraphicsItem):
         return MARGIN / min(max(zoom, 0.02), 1.0)
 
     def set_breakpoints(self, ops: dict[int, bool]) -> None:
-        """Op index -> enabled, for the dots."""
-        self._breakpoints = dict(ops)
+        """Op index -> enabled, for the dots (repainted only when they changed: the
+        debugger sets them at every stop, and a whole-scene update costs a step)."""
+        ops = dict(ops)
+        if ops == self._breakpoints:
+            return
+        self._breakpoints = ops
         self.update()
 
     def set_heat(self, values: np.ndarray | None) -> None:
-        """A value in [0, 1] per op (NaN: none), or None to turn the heat colours off."""
-        self._heat = None if values is None else np.asarray(values, np.float64)
-        self.update()
+        """A value in [0, 1] per op (NaN: none), or None to turn the heat colours off
+        (repainted only when they changed)."""
+        heat = None if values is None else np.asarray(values, np.float64)
+        same = (heat is None and self._heat is None) or (
+            heat is not None and self._heat is not None and heat.shape == self._heat.shape
+            and np.array_equal(heat, self._heat, equal_nan=True))
+        self._heat = heat
+        if not same:
+            self.update()
 
     @property
     def current(self) -> int | None:

@@ -170,3 +170,71 @@ def format_number(v: float | int | None, digits: int = 6) -> str:
     if abs(v) >= 1e6 or abs(v) < 1e-4:
         return f"{v:.{digits - 2}e}"
     return f"{v:.{digits}g}"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two versions of one tensor's values (ours and LiteRT's, dequantized and float ...)
+    and their difference ``a - b``: what the inspector's Compare tab shows."""
+
+    labels: tuple[str, str]
+    a: np.ndarray
+    b: np.ndarray
+    stats: tuple[Stats, Stats]
+    #: both arrays counted on the same bins (edges over both ranges), to draw overlaid
+    overlay: tuple[Histogram, Histogram] | None
+    diff: np.ndarray | None  # a - b as float64; None when the shapes differ
+    diff_stats: Stats | None
+    error: Histogram | None  # of ``diff``
+    max_abs: float | None  # max |a - b| over the finite differences
+    differing: int | None  # elements where a != b (NaN in both counts as equal)
+
+    @property
+    def diff_label(self) -> str:
+        return f"{self.labels[0]} \u2212 {self.labels[1]}"
+
+
+def _real_numeric(values: np.ndarray) -> np.ndarray:
+    return _as_numeric(np.asarray(values)).astype(np.float64, copy=False)
+
+
+def shared_histograms(a: np.ndarray, b: np.ndarray, bins: int = 64) -> tuple[Histogram, Histogram] | None:
+    """``a`` and ``b`` counted on the same ``bins`` equal bins over the range of both
+    (NaN and Inf left out); None when neither has a finite value."""
+    fa, fb = _real_numeric(a).reshape(-1), _real_numeric(b).reshape(-1)
+    fa, fb = fa[np.isfinite(fa)], fb[np.isfinite(fb)]
+    both = [x for x in (fa, fb) if x.size]
+    if not both:
+        return None
+    lo = min(float(x.min()) for x in both)
+    hi = max(float(x.max()) for x in both)
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    ca, edges = np.histogram(fa, bins=bins, range=(lo, hi))
+    cb, _ = np.histogram(fb, bins=bins, range=(lo, hi))
+    return (Histogram(ca.astype(np.int64), edges, False), Histogram(cb.astype(np.int64), edges, False))
+
+
+def compare(a: np.ndarray, b: np.ndarray, labels: tuple[str, str] = ("a", "b"),
+            bins: int = 64) -> Comparison:
+    """Statistics of both, their histograms on shared bins, and the difference ``a - b``
+    (its statistics, histogram, max |a - b| and how many elements differ).  Arrays of
+    different shapes are compared side by side only (no difference)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype == object or b.dtype == object:
+        raise TypeError("string tensors have no numeric comparison")
+    stats = (statistics(a), statistics(b))
+    overlay = shared_histograms(a, b, bins)
+    diff = diff_stats = error = max_abs = differing = None
+    if a.shape == b.shape:
+        fa, fb = _real_numeric(a), _real_numeric(b)
+        with np.errstate(invalid="ignore", over="ignore"):
+            diff = fa - fb
+        diff_stats = statistics(diff, distinct_limit=0)
+        error = histogram(diff, bins)
+        finite = np.abs(diff[np.isfinite(diff)])
+        max_abs = float(finite.max()) if finite.size else 0.0
+        same = (fa == fb) | (np.isnan(fa) & np.isnan(fb))
+        differing = int(same.size - np.count_nonzero(same))
+    return Comparison(tuple(labels), a, b, stats, overlay, diff, diff_stats, error, max_abs,
+                      differing)

@@ -47,6 +47,17 @@ class ValuesModel(QAbstractTableModel):
         self.fixed = list(fixed) if fixed is not None else [0] * nd
         self.endResetModel()
 
+    def replace_values(self, array: np.ndarray) -> None:
+        """New values of the same shape (the debugger's next stop): the view keeps its
+        axes, indices, scroll position and selection; only the cells change."""
+        array = np.asarray(array)
+        if self._array is None or array.shape != self._array.shape:
+            raise ValueError(f"replace_values needs shape {None if self._array is None else self._array.shape}")
+        self._array = array
+        if self.rowCount() and self.columnCount():
+            self.dataChanged.emit(self.index(0, 0),
+                                  self.index(self.rowCount() - 1, self.columnCount() - 1))
+
     def set_view(self, row_axis: int, col_axis: int, fixed: list[int]) -> None:
         self.beginResetModel()
         self.row_axis, self.col_axis, self.fixed = row_axis, col_axis, list(fixed)
@@ -78,18 +89,22 @@ class ValuesModel(QAbstractTableModel):
     def value(self, row: int, col: int) -> Any:
         return self._array[self.index_of(row, col)]
 
+    def text(self, row: int, col: int) -> str:
+        """A cell as shown."""
+        v = self.value(row, col)
+        if isinstance(v, bytes):
+            return v.decode("utf-8", "replace")
+        if isinstance(v, (np.floating, float)):
+            return format_number(float(v), self.digits)
+        if isinstance(v, np.complexfloating):
+            return f"{v.real:.{self.digits}g}{v.imag:+.{self.digits}g}j"
+        return str(v)
+
     def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or self._array is None:
             return None
         if role == Qt.ItemDataRole.DisplayRole:
-            v = self.value(index.row(), index.column())
-            if isinstance(v, bytes):
-                return v.decode("utf-8", "replace")
-            if isinstance(v, (np.floating, float)):
-                return format_number(float(v), self.digits)
-            if isinstance(v, np.complexfloating):
-                return f"{v.real:.{self.digits}g}{v.imag:+.{self.digits}g}j"
-            return str(v)
+            return self.text(index.row(), index.column())
         if role == Qt.ItemDataRole.TextAlignmentRole:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ToolTipRole:

@@ -1,7 +1,7 @@
 """The debugger in the window: Debug menu and toolbar, status, canvas marks, inspector.
 
 `DebuggerController(window)` is all the window needs: it adds its menu, toolbar, status
-label and docks, and talks to the window only through its public methods and signals
+label and docks (built by `menus`), and talks to the window only through its public methods and signals
 (``model``, ``subgraph``, ``show_subgraph``, ``select_op``, ``model_replaced``, ...).
 The run itself happens in a `DebugWorker` on a QThread; this side only sends commands and
 receives immutable stops and snapshots, so the event loop never waits for a kernel.
@@ -16,32 +16,21 @@ from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QEvent, QObject, QRectF, Qt, QThread, Signal
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QLabel, QMenu, QToolBar
+from PySide6.QtWidgets import QDockWidget, QMenu
 
 from ...interpreter import debugger as dbg
 from ...interpreter.session import ERROR, FINISHED, PAUSED, DebugStop
 from ..panels.tensor_panel import NOT_RUNNING
-from .breakpoints_dock import BreakpointsDock
-from .callstack_dock import CallStackDock
-from .outputs_dock import OutputsDock
-from .profile_dock import ProfileDock
-from .watch_dock import WatchDock
+from . import menus
+from .state_label import StateLabel
 from .worker import DebugWorker, Request
 
 log = logging.getLogger(__name__)
 
-#: (attribute, text, shortcut, tip)
-ACTIONS = (
-    ("continue_action", "Start / &Continue", "F5", "Run until a breakpoint or the end"),
-    ("step_over_action", "Step &Over", "F10", "Run one operator (a WHILE/IF/CALL_ONCE runs whole)"),
-    ("step_into_action", "Step &Into", "F11", "Run one operator, entering called subgraphs"),
-    ("step_out_action", "Step O&ut", "Shift+F11", "Run until the current subgraph returns"),
-    ("run_to_action", "&Run to Selected Operator", "Ctrl+F10", "Run until the selected operator"),
-    ("toggle_action", "Toggle &Breakpoint", "F9", "Break before the selected operator"),
-    ("stop_action", "&Stop", "Shift+F5", "Stop the run (between two operators)"),
-    ("restart_action", "R&estart", "Ctrl+Shift+F5", "Start the run again from the first operator"),
-)
+def in_view(dock: QDockWidget) -> bool:
+    """Whether ``dock`` can be seen: a dock behind another one's tab stays "visible" to
+    Qt (isVisible) but has nothing of it on screen."""
+    return dock.isVisible() and not dock.visibleRegion().isEmpty()
 
 
 class DebuggerController(QObject):
@@ -81,127 +70,27 @@ class DebuggerController(QObject):
         self.worker.opened.connect(self._opened)
         self.worker.result.connect(self._result)
         self.thread.start()
-        self._build_docks()
-        self._build_actions()
-        self.state_label = QLabel("")
+        menus.build_docks(self)
+        menus.build_actions(self)
+        self.state_label = StateLabel()
         window.statusBar().addPermanentWidget(self.state_label)
         window.model_replaced.connect(self._model_replaced)
         window.subgraphShown.connect(lambda _i: self._paint_canvas(scroll=False))
         window.selectionChanged.connect(lambda _s: self._update_actions())
         window.installEventFilter(self)
         window.tensor_panel.live_values = self._live_value
+        window.tensor_panel.menu_actions.append(
+            lambda menu, _t: (menu.addSeparator(), menu.addAction(self.watch_action)))
         self._update_actions()
 
     # ==========================================================================================
-    # construction
+    # construction (`menus`)
     def _dock(self, title: str, widget, name: str) -> QDockWidget:
-        dock = QDockWidget(title, self.window)
-        dock.setObjectName(name)
-        dock.setWidget(widget)
-        self.window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
-        dock.hide()
-        return dock
-
-    def _build_docks(self) -> None:
-        self.breakpoints_panel = BreakpointsDock()
-        self.callstack_panel = CallStackDock()
-        self.watch_panel = WatchDock()
-        self.outputs_panel = OutputsDock()
-        self.profile_panel = ProfileDock()
-        self.breakpoints_dock = self._dock("Breakpoints", self.breakpoints_panel, "breakpoints")
-        self.callstack_dock = self._dock("Call Stack", self.callstack_panel, "callstack")
-        self.watch_dock = self._dock("Watch", self.watch_panel, "watch")
-        self.outputs_dock = self._dock("Outputs", self.outputs_panel, "outputs")
-        self.profile_dock = self._dock("Profile", self.profile_panel, "profile")
-        w = self.window
-        problems = getattr(w, "problems_dock", None)
-        if problems is not None:  # share the bottom area with Problems, as tabs
-            w.tabifyDockWidget(problems, self.callstack_dock)
-        w.tabifyDockWidget(self.callstack_dock, self.breakpoints_dock)
-        w.tabifyDockWidget(self.breakpoints_dock, self.watch_dock)
-        w.tabifyDockWidget(self.watch_dock, self.outputs_dock)
-        w.tabifyDockWidget(self.outputs_dock, self.profile_dock)
-        self.docks = (self.callstack_dock, self.breakpoints_dock, self.watch_dock,
-                      self.outputs_dock, self.profile_dock)
-        self.breakpoints_panel.enableRequested.connect(
-            lambda bid, on: self._send("enable_breakpoint", (bid, on)))
-        self.breakpoints_panel.removeRequested.connect(
-            lambda bid: self._send("remove_breakpoint", (bid,)))
-        self.breakpoints_panel.addRequested.connect(self.condition_dialog)
-        self.breakpoints_panel.activated.connect(self.show_op)
-        self.callstack_panel.frameActivated.connect(self.show_op)
-        self.watch_panel.tensorActivated.connect(self._show_tensor)
-        self.profile_panel.opActivated.connect(self.show_op)
-        self.profile_dock.visibilityChanged.connect(
-            lambda shown: shown and self.last_stop is not None
-            and self._update_profile(self.last_stop))
-        self.profile_panel.heatToggled.connect(self._set_heat)
-
-    def _build_actions(self) -> None:
-        w = self.window
-        bar = w.menuBar()
-        menu = QMenu("&Debug", w)
-        help_action = next((a for a in bar.actions() if a.text().replace("&", "") == "Help"), None)
-        if help_action is not None:
-            bar.insertMenu(help_action, menu)
-        else:
-            bar.addMenu(menu)
-        self.menu = menu
-        self.toolbar = QToolBar("Debug", w)
-        self.toolbar.setObjectName("debug-toolbar")
-        w.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.toolbar)
-        slots = {"continue_action": self.continue_, "step_over_action": self.step_over,
-                 "step_into_action": self.step_into, "step_out_action": self.step_out,
-                 "run_to_action": self.run_to_selected, "toggle_action": self.toggle_breakpoint,
-                 "stop_action": self.stop, "restart_action": self.restart}
-        for attr, text, shortcut, tip in ACTIONS:
-            action = QAction(text, w)
-            action.setShortcut(QKeySequence(shortcut))
-            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-            action.setStatusTip(tip)
-            action.setToolTip(f"{tip} ({shortcut})")
-            action.triggered.connect(slots[attr])
-            menu.addAction(action)
-            self.toolbar.addAction(action)
-            setattr(self, attr, action)
-            if attr in ("step_out_action", "toggle_action"):
-                menu.addSeparator()
-        menu.addSeparator()
-        self.inputs_action = QAction("&Inputs\u2026", w)
-        self.inputs_action.setStatusTip("Choose the inputs of the run")
-        self.inputs_action.triggered.connect(self.inputs_dialog)
-        menu.addAction(self.inputs_action)
-        self.toolbar.addAction(self.inputs_action)
-        self.condition_action = QAction("&Conditional Breakpoint\u2026", w)
-        self.condition_action.triggered.connect(self.condition_dialog)
-        menu.addAction(self.condition_action)
-        self.watch_action = QAction("&Watch Selected Tensor", w)
-        self.watch_action.triggered.connect(self.watch_selected)
-        menu.addAction(self.watch_action)
-        self.set_tensor_action = QAction("Set Tensor &Values\u2026", w)
-        self.set_tensor_action.setStatusTip("While paused: load a .npy or fill with a constant")
-        self.set_tensor_action.triggered.connect(self.set_tensor_dialog)
-        menu.addAction(self.set_tensor_action)
-        self.crosscheck_action = QAction("Cross-check with &LiteRT", w)
-        self.crosscheck_action.setStatusTip("Run LiteRT on the same inputs and compare every op")
-        self.crosscheck_action.triggered.connect(self.cross_check)
-        menu.addAction(self.crosscheck_action)
-        menu.addSeparator()
-        for dock in self.docks:
-            menu.addAction(dock.toggleViewAction())
+        return menus.make_dock(self, title, widget, name)
 
     def add_menu_actions(self, menu: QMenu) -> None:
-        """The canvas's context menu, for the selection it was opened on: breakpoint and
-        run-to for an operator, Watch for a tensor."""
-        sel = self.window.selection
-        if sel is None:
-            return
-        menu.addSeparator()
-        if sel[0] == "op":
-            menu.addAction(self.toggle_action)
-            menu.addAction(self.run_to_action)
-        else:
-            menu.addAction(self.watch_action)
+        """The canvas's context menu: see `menus.add_menu_actions`."""
+        menus.add_menu_actions(self, menu)
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
         if obj is self.window and event.type() == QEvent.Type.Close:
@@ -426,7 +315,7 @@ class DebuggerController(QObject):
         self._refresh_inspector()
         self.watch_panel.show_snapshots(self.snapshots)
         self.callstack_panel.set_stop(stop, self._subgraph_names())
-        if self.profile_dock.isVisible() or stop.state != PAUSED:
+        if in_view(self.profile_dock) or stop.state != PAUSED:
             self._update_profile(stop)  # else when the dock is shown
         if stop.state == FINISHED and stop.outputs is not None:
             self._show_outputs(stop)
@@ -448,8 +337,8 @@ class DebuggerController(QObject):
             self._refresh_inspector()
 
     def _breakpoints_arrived(self, infos, serial) -> None:
-        if serial != self.serial:
-            return
+        if serial != self.serial or tuple(infos) == self.breakpoint_infos:
+            return  # every stop sends them; only a change is worth a repaint
         self.breakpoint_infos = tuple(infos)
         self.breakpoints_panel.set_breakpoints(infos)
         self._paint_canvas(scroll=False)
@@ -601,7 +490,7 @@ class DebuggerController(QObject):
     def _refresh_inspector(self) -> None:
         panel = self.window.tensor_panel
         if panel.tensor is not None:
-            panel.show_tensor(panel.tensor, keep_view=True)
+            panel.refresh_values()
 
     def _show_tensor(self, subgraph: int, tensor: int) -> None:
         if subgraph != self.window.subgraph:
@@ -619,14 +508,7 @@ class DebuggerController(QObject):
             w.select_op(op)
 
     def _update_actions(self) -> None:
-        has_model = self.window.model is not None
-        for action in (self.continue_action, self.step_over_action, self.step_into_action,
-                       self.restart_action, self.inputs_action, self.condition_action):
-            action.setEnabled(has_model)
-        paused = self.active and self.last_stop is not None and self.last_stop.state == PAUSED
-        self.step_out_action.setEnabled(has_model)
-        self.stop_action.setEnabled(self.active)
-        self.set_tensor_action.setEnabled(paused)
+        menus.update_actions(self)
 
     # -- for tests and --screenshot ------------------------------------------------------------
     @property

@@ -6,7 +6,8 @@ own process (a LiteRT crash is a message), our interpreter fresh on the same inp
 table shows, per op output, the max absolute error, the error relative to the range of
 LiteRT's tensor, cosine similarity, SQNR in dB, bit-exactness and the op-isolated error;
 the first diverging op is highlighted here and on the canvas, and "Colour by error" tints
-every op.  Selecting a row selects the op and shows ours, LiteRT's and the difference.
+every op.  Selecting a row selects the op and shows ours, LiteRT's and the difference,
+briefly here and in full in the Tensor inspector's Compare tab (`tensor_comparison`).
 """
 from __future__ import annotations
 
@@ -86,6 +87,8 @@ class CrossCheckDock(QWidget):
     """The table and the selected row's comparison."""
 
     opActivated = Signal(int, int)       # subgraph, op
+    #: subgraph, tensor, ours, LiteRT's, title: a row's output for the tensor inspector
+    tensorCompared = Signal(int, int, object, object, str)
     colourToggled = Signal(bool)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -184,6 +187,11 @@ class CrossCheckDock(QWidget):
             self.diff_histogram.set_histogram(None, message="No difference to show")
         self.detail.setText("\n".join(lines))
         self.opActivated.emit(r.subgraph, r.op)
+        if ours is not None and ref is not None and ours.dtype.kind in "biufc" \
+                and ref.dtype.kind in "biufc":
+            self.tensorCompared.emit(r.subgraph, r.tensor, ours, ref,
+                                     f"Ours vs LiteRT (stored values): output {r.output} of "
+                                     f"op {r.op} {r.opcode}, cross-check run")
 
 
 def start_cross_check(controller) -> None:
@@ -242,5 +250,19 @@ def ensure_dock(controller):
         controller.crosscheck_dock = controller._dock("Cross-check", panel, "crosscheck")
         controller.window.tabifyDockWidget(controller.profile_dock, controller.crosscheck_dock)
         panel.opActivated.connect(controller.show_op)
+        panel.tensorCompared.connect(lambda *args: show_in_inspector(controller, *args))
         panel.colourToggled.connect(controller._set_error_colours)
     return controller.crosscheck_dock
+
+
+def show_in_inspector(controller, subgraph: int, tensor: int, ours: np.ndarray,
+                      ref: np.ndarray, title: str) -> None:
+    """The Tensor inspector shows the row's output tensor and, in its Compare tab, ours
+    against LiteRT's with their difference (the op is selected on the canvas already)."""
+    w = controller.window
+    if w.model is None or subgraph != w.subgraph:
+        return
+    panel = w.tensor_panel
+    panel.show_tensor(w.model.subgraphs[subgraph].tensors[tensor])
+    panel.show_comparison(ours, ref, ("ours", "LiteRT"), title, tensor=(subgraph, tensor))
+    w.tensor_dock.raise_()

@@ -84,6 +84,18 @@ class LinkTree(QTreeWidget):
         self.clear()
         self._rows = []
 
+    def mark(self) -> tuple[int, int]:
+        """Where the rows end now: `truncate` to it drops everything added after."""
+        return self.topLevelItemCount(), len(self._rows)
+
+    def truncate(self, mark: tuple[int, int]) -> None:
+        """Drop the top-level sections (and their rows) added after ``mark`` (plain rows
+        only: sections with editors are never added after a mark)."""
+        top, rows = mark
+        while self.topLevelItemCount() > top:
+            self.takeTopLevelItem(top)
+        del self._rows[rows:]
+
     def set_editor(self, item: QTreeWidgetItem, editor: QWidget) -> QWidget:
         """Put a value editor in the value column of ``item`` (the row keeps its text in
         `rows()`; the cell shows the editor)."""

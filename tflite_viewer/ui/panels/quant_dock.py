@@ -167,6 +167,8 @@ class QuantDock(QWidget):
     reportReady = Signal(object)
     findingsChanged = Signal(list)
     failed = Signal(str)
+    #: subgraph, tensor, dequantized, float (first sample): a row for the tensor inspector
+    comparisonRequested = Signal(int, int, object, object)
 
     def __init__(self, settings: QSettings | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -462,6 +464,8 @@ class QuantDock(QWidget):
                             f"by {t.paired_by}; first sample"
                             + (", all its invocations" if t.subgraph else ""))
         self.detail.setToolTip(t.name)
+        deq, flt = t.sample_values[1], t.sample_values[0]
+        self.comparisonRequested.emit(int(row.get("subgraph", 0)), int(row["tensor"]), deq, flt)
 
     def export_dialog(self) -> None:
         if self.report is None:

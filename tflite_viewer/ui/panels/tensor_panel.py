@@ -28,6 +28,7 @@ from .. import tensor_stats as ts
 from ..selection import producers_consumers
 from . import common
 from .common import LinkTree, Row, format_value
+from .tensor_comparison import TensorComparison
 from .tensor_histogram import HistogramPane
 from .tensor_quantization import WARNING, ZERO_POINT_RANGES, QuantizationEditor
 from .tensor_values import ValuesPane
@@ -66,7 +67,10 @@ class TensorPanel(QWidget):
         #: set by the debugger: tensor -> its snapshot in the paused run (``.values``,
         #: ``.real_values()``), None while not computed, or NOT_RUNNING (stored data)
         self.live_values = None
+        #: (menu, tensor) -> None: each adds its actions to the context menu (the debugger)
+        self.menu_actions: list = []
         self.shape_check = None  # the window's ShapeInference after an edit (computed shapes)
+        self._values_mark: tuple[int, int] | None = None  # where the value sections begin
 
         self.title = QLabel("No tensor selected")
         self.title.setStyleSheet("font-weight: bold; padding: 4px;")
@@ -111,6 +115,11 @@ class TensorPanel(QWidget):
         self.tabs.addTab(overview, "Overview")
         self.tabs.addTab(self.channels_view, "Channels")
         self.tabs.addTab(self.values_pane, "Values")
+        # two versions of the shown tensor's values (cross-check, float vs dequantized)
+        self.comparison = TensorComparison()
+        self._comparison_of: tuple[int, int] | None = None  # (subgraph, tensor) compared
+        self.compare_tab = self.tabs.addTab(self.comparison, "Compare")
+        self.tabs.setTabVisible(self.compare_tab, False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addLayout(head)
@@ -133,13 +142,59 @@ class TensorPanel(QWidget):
         self.info.restore_scroll(scroll)
         self.tabs.setCurrentIndex(tab)
 
+    def refresh_values(self) -> None:
+        """The shown tensor has new values (the debugger stopped again): redo only what
+        depends on them (statistics, histogram, values grid), keeping the description, its
+        editors, the scroll position and the view choices.  Rebuilding the whole panel at
+        every step would cost a good part of a step's budget."""
+        t = self.tensor
+        if t is None or self._values_mark is None:
+            self.show_tensor(t, keep_view=True)
+            return
+        scroll = self.info.scroll_position()
+        self.info.truncate(self._values_mark)
+        self._describe_values(t)
+        self.info.restore_scroll(scroll)
+        self.save_button.setEnabled(self._values("Stored values") is not None)
+        self.histogram_pane.update_histogram()
+        self.values_pane.refresh()
+
     def forget_values(self) -> None:
-        """Drop cached statistics: the model was replaced (an edit may have changed data)."""
+        """Drop cached statistics and any comparison: the model was replaced (an edit may
+        have changed data)."""
         self._stats_cache.clear()
+        self.clear_comparison()
+
+    def show_comparison(self, a: np.ndarray, b: np.ndarray, labels: tuple[str, str],
+                        title: str = "", tensor: tuple[int, int] | None = None) -> bool:
+        """Compare two versions of the shown tensor's values in the Compare tab (brought
+        forward): ours and LiteRT's, dequantized and float.  ``tensor`` (subgraph, index)
+        names the tensor they belong to: when the panel shows another one nothing is shown
+        (False).  The comparison stays while this tensor is shown and goes with it."""
+        where = self._where()
+        if where is None or (tensor is not None and tuple(tensor) != where):
+            return False
+        self.comparison.set_arrays(a, b, labels, title)
+        self._comparison_of = where
+        self.tabs.setTabVisible(self.compare_tab, True)
+        self.tabs.setCurrentIndex(self.compare_tab)
+        return True
+
+    def clear_comparison(self) -> None:
+        if self._comparison_of is None:
+            return
+        self._comparison_of = None
+        self.comparison.clear()
+        if self.tabs.currentIndex() == self.compare_tab:
+            self.tabs.setCurrentIndex(0)
+        self.tabs.setTabVisible(self.compare_tab, False)
 
     def _show_tensor(self, tensor: Tensor | None) -> None:
         self.tensor = tensor
+        if self._comparison_of is not None and self._where() != self._comparison_of:
+            self.clear_comparison()  # it compared another tensor's values
         self.editors = {}
+        self._values_mark = None  # set once the description is complete
         self.info.clear_rows()
         self.quantization_editor.clear()
         self.save_button.setEnabled(False)
@@ -234,18 +289,28 @@ class TensorPanel(QWidget):
         if path:
             self.replace_from_npy(path)
 
-    def _context_menu(self, pos: QPoint) -> None:
+    def context_menu(self) -> QMenu | None:
+        """The menu for the shown tensor: the edits (when editable), then what others
+        added through `menu_actions` (the debugger's Watch); None when it would be empty."""
         t = self.tensor
-        if t is None or not self.editable:
-            return
+        if t is None:
+            return None
         menu = QMenu(self)
-        expose = menu.addAction("Expose as subgraph output", self.expose)
-        expose.setEnabled(t.index not in t.subgraph.outputs)
-        if t.quantization is not None:
-            menu.addAction("Remove quantization", self.remove_quantization)
-        if t.is_constant:
-            menu.addAction("Replace data from .npy\u2026", self.replace_dialog)
-        common.exec_menu(menu, self.info.viewport().mapToGlobal(pos))
+        if self.editable:
+            expose = menu.addAction("Expose as subgraph output", self.expose)
+            expose.setEnabled(t.index not in t.subgraph.outputs)
+            if t.quantization is not None:
+                menu.addAction("Remove quantization", self.remove_quantization)
+            if t.is_constant:
+                menu.addAction("Replace data from .npy\u2026", self.replace_dialog)
+        for add in self.menu_actions:
+            add(menu, t)
+        return menu if menu.actions() else None
+
+    def _context_menu(self, pos: QPoint) -> None:
+        menu = self.context_menu()
+        if menu is not None:
+            common.exec_menu(menu, self.info.viewport().mapToGlobal(pos))
 
     def _put(self, item, key: str, editor: QWidget | None) -> None:
         if editor is not None:
@@ -362,6 +427,12 @@ class TensorPanel(QWidget):
                 tree.add(sec, "consumed by", f"\u2026 {len(consumers) - MAX_CONNECTIONS:,} more operators")
         self.quantization_editor.describe(tree, t, self.editable, self._put)
         self._sparsity(t)
+        self._values_mark = tree.mark()
+        self._describe_values(t)
+
+    def _describe_values(self, t: Tensor) -> None:
+        """The sections that change while a run is paused: "not yet computed", statistics."""
+        tree = self.info
         if self._live() is None:
             tree.add(tree.section("Run"), "values", "not yet computed in this run")
         if self._has_values(t):

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QSpinBox, QTableView,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QSpinBox, QStyle,
+                               QTableView, QVBoxLayout, QWidget)
 
 NO_VALUES = ("{kind} tensor: it has no values in the model file. Its values exist once the model "
              "runs: run it in the debugger (or `tflite-viewer run --dump-all`) and they appear here.")
@@ -34,6 +34,13 @@ class ValuesPane(QWidget):
         self.view.verticalHeader().setDefaultSectionSize(20)
         self.view.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         self.view.horizontalHeader().setDefaultSectionSize(80)
+        # size columns from the rows in view only (Qt's default reads 1,000 rows per column,
+        # thousands of cells formatted on every stop of the debugger)
+        self.view.horizontalHeader().setResizeContentsPrecision(0)
+        self.view.verticalHeader().setResizeContentsPrecision(0)
+        self._columns_stale = False
+        self._fitted: set[int] = set()  # columns sized since the array or view changed
+        self.view.horizontalScrollBar().valueChanged.connect(self._fit_columns_in_view)
         self.source = QComboBox()
         self.source.addItems(["Stored values", "Real values"])
         self.source.currentIndexChanged.connect(self.reset)
@@ -79,6 +86,17 @@ class ValuesPane(QWidget):
         values = self._values(self.source.currentText()) if self.tensor is not None else None
         self._show_array(values)
 
+    def refresh(self) -> None:
+        """The same tensor with new values: an array of the same shape keeps the chosen
+        axes and indices (no widgets rebuilt); any other change is a `reset`."""
+        old = self.values.array
+        values = self._values(self.source.currentText()) if self.tensor is not None else None
+        if old is None or values is None or np.shape(values) != old.shape:
+            self._show_array(values)
+            return
+        self.values.replace_values(values)
+        self.fit_columns()
+
     def show_values(self, values: np.ndarray | None) -> None:
         """Show values computed at run time (an activation's, from the debugger)."""
         self._show_array(None if values is None else np.asarray(values))
@@ -93,8 +111,57 @@ class ValuesPane(QWidget):
         self.fit_columns()
 
     def fit_columns(self) -> None:
-        """Columns as wide as the numbers they show (Qt measures the rows in view only)."""
-        self.view.resizeColumnsToContents()
+        """Columns as wide as the numbers they show, measured on the rows in view.  Only
+        the columns in view are measured, the others as they are scrolled to, and nothing
+        while the tab is hidden: the debugger replaces the array at every stop, and Qt's
+        own resizeColumnsToContents formats every column's cells in view (30 ms for a
+        96x32 slice, most of a step's budget)."""
+        self._fitted.clear()
+        if not self.isVisible():
+            self._columns_stale = True
+            return
+        self._columns_stale = False
+        self._fit_columns_in_view()
+
+    def _fit_columns_in_view(self) -> None:
+        view = self.view
+        if not self.isVisible() or self.values.columnCount() == 0:
+            return
+        width = view.viewport().width()
+        c = max(view.columnAt(0), 0)
+        rows = self._rows_in_view()
+        while c < self.values.columnCount() and view.columnViewportPosition(c) < width:
+            if c not in self._fitted:
+                view.setColumnWidth(c, self._column_width(c, rows))
+                self._fitted.add(c)
+            c += 1
+
+    def _rows_in_view(self) -> range:
+        view = self.view
+        n = self.values.rowCount()
+        first = max(view.rowAt(0), 0)
+        last = view.rowAt(view.viewport().height() - 1)
+        return range(first, (n - 1 if last < 0 else last) + 1)
+
+    def _column_width(self, column: int, rows: range) -> int:
+        """The widest of the column's texts in ``rows`` and its header, plus the cell's
+        margins: measured here rather than by Qt's delegate, which asks the model for
+        every role of every cell (each a call into Python)."""
+        metrics = self.view.fontMetrics()
+        text = self.values.text
+        widest = max((metrics.horizontalAdvance(text(r, column)) for r in rows), default=0)
+        header = self.view.horizontalHeader()
+        margin = 2 * (self.view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self.view) + 1)
+        return max(widest + margin + 2, header.sectionSizeFromContents(column).width())
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self._fit_columns_in_view()  # wider: more columns in view
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().showEvent(event)
+        if self._columns_stale:
+            self.fit_columns()
 
     def _digits_changed(self, digits: int) -> None:
         self.values.set_digits(digits)

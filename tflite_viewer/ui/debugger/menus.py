@@ -1,0 +1,159 @@
+"""The debugger's menu, toolbar and docks, built once for a `DebuggerController`.
+
+Construction only: what the actions and docks do when used lives in the controller
+(`controller.py`, the session and what comes back from it).  The functions take the
+controller and set its attributes (``step_over_action``, ``watch_dock`` ...), the names
+tests and the window use.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QDockWidget, QMenu, QToolBar
+
+from ...interpreter.session import PAUSED
+from .breakpoints_dock import BreakpointsDock
+from .callstack_dock import CallStackDock
+from .outputs_dock import OutputsDock
+from .profile_dock import ProfileDock
+from .watch_dock import WatchDock
+
+#: (attribute, text, shortcut, tip)
+ACTIONS = (
+    ("continue_action", "Start / &Continue", "F5", "Run until a breakpoint or the end"),
+    ("step_over_action", "Step &Over", "F10", "Run one operator (a WHILE/IF/CALL_ONCE runs whole)"),
+    ("step_into_action", "Step &Into", "F11", "Run one operator, entering called subgraphs"),
+    ("step_out_action", "Step O&ut", "Shift+F11", "Run until the current subgraph returns"),
+    ("run_to_action", "&Run to Selected Operator", "Ctrl+F10", "Run until the selected operator"),
+    ("toggle_action", "Toggle &Breakpoint", "F9", "Break before the selected operator"),
+    ("stop_action", "&Stop", "Shift+F5", "Stop the run (between two operators)"),
+    ("restart_action", "R&estart", "Ctrl+Shift+F5", "Start the run again from the first operator"),
+)
+
+
+def make_dock(ctl, title: str, widget, name: str) -> QDockWidget:
+    """A hidden dock in the bottom area (shown when a session starts)."""
+    dock = QDockWidget(title, ctl.window)
+    dock.setObjectName(name)
+    dock.setWidget(widget)
+    ctl.window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
+    dock.hide()
+    return dock
+
+
+def build_docks(ctl) -> None:
+    """Breakpoints, Call Stack, Watch, Outputs and Profile, tabbed with Problems."""
+    ctl.breakpoints_panel = BreakpointsDock()
+    ctl.callstack_panel = CallStackDock()
+    ctl.watch_panel = WatchDock()
+    ctl.outputs_panel = OutputsDock()
+    ctl.profile_panel = ProfileDock()
+    ctl.breakpoints_dock = make_dock(ctl, "Breakpoints", ctl.breakpoints_panel, "breakpoints")
+    ctl.callstack_dock = make_dock(ctl, "Call Stack", ctl.callstack_panel, "callstack")
+    ctl.watch_dock = make_dock(ctl, "Watch", ctl.watch_panel, "watch")
+    ctl.outputs_dock = make_dock(ctl, "Outputs", ctl.outputs_panel, "outputs")
+    ctl.profile_dock = make_dock(ctl, "Profile", ctl.profile_panel, "profile")
+    w = ctl.window
+    problems = getattr(w, "problems_dock", None)
+    if problems is not None:  # share the bottom area with Problems, as tabs
+        w.tabifyDockWidget(problems, ctl.callstack_dock)
+    w.tabifyDockWidget(ctl.callstack_dock, ctl.breakpoints_dock)
+    w.tabifyDockWidget(ctl.breakpoints_dock, ctl.watch_dock)
+    w.tabifyDockWidget(ctl.watch_dock, ctl.outputs_dock)
+    w.tabifyDockWidget(ctl.outputs_dock, ctl.profile_dock)
+    ctl.docks = (ctl.callstack_dock, ctl.breakpoints_dock, ctl.watch_dock,
+                 ctl.outputs_dock, ctl.profile_dock)
+    ctl.breakpoints_panel.enableRequested.connect(
+        lambda bid, on: ctl._send("enable_breakpoint", (bid, on)))
+    ctl.breakpoints_panel.removeRequested.connect(
+        lambda bid: ctl._send("remove_breakpoint", (bid,)))
+    ctl.breakpoints_panel.addRequested.connect(ctl.condition_dialog)
+    ctl.breakpoints_panel.activated.connect(ctl.show_op)
+    ctl.callstack_panel.frameActivated.connect(ctl.show_op)
+    ctl.watch_panel.tensorActivated.connect(ctl._show_tensor)
+    ctl.profile_panel.opActivated.connect(ctl.show_op)
+    ctl.profile_dock.visibilityChanged.connect(
+        lambda shown: shown and ctl.last_stop is not None
+        and ctl._update_profile(ctl.last_stop))
+    ctl.profile_panel.heatToggled.connect(ctl._set_heat)
+
+
+def build_actions(ctl) -> None:
+    """The Debug menu (before Help) and toolbar, with the IDE shortcuts of `ACTIONS`."""
+    w = ctl.window
+    bar = w.menuBar()
+    menu = QMenu("&Debug", w)
+    help_action = next((a for a in bar.actions() if a.text().replace("&", "") == "Help"), None)
+    if help_action is not None:
+        bar.insertMenu(help_action, menu)
+    else:
+        bar.addMenu(menu)
+    ctl.menu = menu
+    ctl.toolbar = QToolBar("Debug", w)
+    ctl.toolbar.setObjectName("debug-toolbar")
+    w.addToolBar(Qt.ToolBarArea.TopToolBarArea, ctl.toolbar)
+    slots = {"continue_action": ctl.continue_, "step_over_action": ctl.step_over,
+             "step_into_action": ctl.step_into, "step_out_action": ctl.step_out,
+             "run_to_action": ctl.run_to_selected, "toggle_action": ctl.toggle_breakpoint,
+             "stop_action": ctl.stop, "restart_action": ctl.restart}
+    for attr, text, shortcut, tip in ACTIONS:
+        action = QAction(text, w)
+        action.setShortcut(QKeySequence(shortcut))
+        action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        action.setStatusTip(tip)
+        action.setToolTip(f"{tip} ({shortcut})")
+        action.triggered.connect(slots[attr])
+        menu.addAction(action)
+        ctl.toolbar.addAction(action)
+        setattr(ctl, attr, action)
+        if attr in ("step_out_action", "toggle_action"):
+            menu.addSeparator()
+    menu.addSeparator()
+    ctl.inputs_action = QAction("&Inputs\u2026", w)
+    ctl.inputs_action.setStatusTip("Choose the inputs of the run")
+    ctl.inputs_action.triggered.connect(ctl.inputs_dialog)
+    menu.addAction(ctl.inputs_action)
+    ctl.toolbar.addAction(ctl.inputs_action)
+    ctl.condition_action = QAction("&Conditional Breakpoint\u2026", w)
+    ctl.condition_action.triggered.connect(ctl.condition_dialog)
+    menu.addAction(ctl.condition_action)
+    ctl.watch_action = QAction("&Watch Selected Tensor", w)
+    ctl.watch_action.triggered.connect(ctl.watch_selected)
+    menu.addAction(ctl.watch_action)
+    ctl.set_tensor_action = QAction("Set Tensor &Values\u2026", w)
+    ctl.set_tensor_action.setStatusTip("While paused: load a .npy or fill with a constant")
+    ctl.set_tensor_action.triggered.connect(ctl.set_tensor_dialog)
+    menu.addAction(ctl.set_tensor_action)
+    ctl.crosscheck_action = QAction("Cross-check with &LiteRT", w)
+    ctl.crosscheck_action.setStatusTip("Run LiteRT on the same inputs and compare every op")
+    ctl.crosscheck_action.triggered.connect(ctl.cross_check)
+    menu.addAction(ctl.crosscheck_action)
+    menu.addSeparator()
+    for dock in ctl.docks:
+        menu.addAction(dock.toggleViewAction())
+
+
+def add_menu_actions(ctl, menu: QMenu) -> None:
+    """The canvas's context menu, for the selection it was opened on: breakpoint and
+    run-to for an operator, Watch for a tensor."""
+    sel = ctl.window.selection
+    if sel is None:
+        return
+    menu.addSeparator()
+    if sel[0] == "op":
+        menu.addAction(ctl.toggle_action)
+        menu.addAction(ctl.run_to_action)
+    else:
+        menu.addAction(ctl.watch_action)
+
+
+def update_actions(ctl) -> None:
+    """Enable what makes sense for the model and the session's state."""
+    has_model = ctl.window.model is not None
+    for action in (ctl.continue_action, ctl.step_over_action, ctl.step_into_action,
+                   ctl.restart_action, ctl.inputs_action, ctl.condition_action):
+        action.setEnabled(has_model)
+    paused = ctl.active and ctl.last_stop is not None and ctl.last_stop.state == PAUSED
+    ctl.step_out_action.setEnabled(has_model)
+    ctl.stop_action.setEnabled(ctl.active)
+    ctl.set_tensor_action.setEnabled(paused)

@@ -1,0 +1,31 @@
+"""The debugger's state in the status bar ("Debug: paused at main/op CONV_2D - 12 ops run").
+
+Its size is fixed.  A label that grows with its text asks the status bar, and through it
+the main window's whole dock layout, to lay out again at every step (every dock animates
+its geometry): a fixed size keeps a step's text change a repaint of the label alone.  A
+text too long for it is elided in the middle; the tooltip has all of it.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QPainter, QPalette
+from PySide6.QtWidgets import QLabel, QWidget
+
+WIDTH_CHARS = 84  # room for "Debug: paused at subgraph/op DEPTHWISE_CONV_2D - 1,234 ops run"
+
+
+class StateLabel(QLabel):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("", parent)
+        metrics = self.fontMetrics()
+        self.setFixedSize(metrics.averageCharWidth() * WIDTH_CHARS, metrics.height() + 4)
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt API
+        super().setText(text)
+        self.setToolTip(text)
+
+    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt API
+        painter = QPainter(self)
+        painter.setPen(self.palette().color(QPalette.ColorRole.WindowText))
+        text = self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideMiddle, self.width())
+        painter.drawText(self.rect(), int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft), text)
