@@ -55,9 +55,9 @@ def test_dock_end_to_end(window, qtbot, tmp_path):
     # clicking a row selects the tensor on the canvas and draws the histograms
     dock._row_clicked(dock.proxy.index(0, 0))
     assert window.selection == ("tensor", first["tensor"])
-    assert dock.overlay_hist.counts is not None
+    assert dock.overlay_hist.histograms is not None
     f, q = api.tensor(first["tensor"]).sample_values
-    assert int(dock.overlay_hist.counts[0].sum()) == f.size == int(dock.overlay_hist.counts[1].sum())
+    assert int(dock.overlay_hist.histograms[1].counts.sum()) == f.size == int(dock.overlay_hist.histograms[0].counts.sum())
     assert int(dock.error_hist.histogram.counts.sum()) == f.size
     # the overlay colours every measured op, worst (lowest SQNR) reddest
     dock.overlay_metric.setCurrentIndex(dock.overlay_metric.findData("sqnr_db"))

@@ -117,8 +117,8 @@ def test_loop_bodies_in_the_dock_and_on_the_canvas(window, qtbot):
                if r["subgraph"] == 2 and r["tensor"] == 19)
     dock._row_clicked(dock.proxy.index(row, 0))
     assert window.subgraph == 2 and window.selection == ("tensor", 19)
-    assert dock.overlay_hist.counts is not None
-    assert int(dock.overlay_hist.counts[0].sum()) == 20 * 64  # every iteration
+    assert dock.overlay_hist.histograms is not None
+    assert int(dock.overlay_hist.histograms[1].counts.sum()) == 20 * 64  # every iteration
     dock.overlay_metric.setCurrentIndex(dock.overlay_metric.findData("sqnr_db"))
     ov = window.quant_overlay
     assert ov.item is not None and ov.legend.isVisible()

@@ -25,6 +25,16 @@ def settings(tmp_path):
     return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
 
 
+def _finish_background_work(win) -> None:
+    """Before pytest-qt closes and deletes the window: let pool tasks (opens, layouts,
+    shape checks) finish and deliver their queued results while it still exists."""
+    from PySide6.QtCore import QThreadPool
+    from PySide6.QtWidgets import QApplication
+
+    QThreadPool.globalInstance().waitForDone(120_000)
+    QApplication.processEvents()
+
+
 @pytest.fixture
 def window(qtbot, settings):
     """A shown MainWindow whose errors are recorded instead of shown in a modal dialog."""
@@ -35,7 +45,7 @@ def window(qtbot, settings):
     win = MainWindow(settings=settings, errors=errors)
     win.reported = []
     errors.reported.connect(lambda title, message: win.reported.append((title, message)))
-    qtbot.addWidget(win)
+    qtbot.addWidget(win, before_close_func=_finish_background_work)
     # pytest-qt closes the window before fixture teardown: a test that leaves edits behind
     # must not make closing ask Save / Discard / Cancel (a modal dialog would block).  The
     # tests of that prompt turn it back on.

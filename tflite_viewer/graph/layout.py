@@ -52,6 +52,7 @@ __all__ = [
     "NodeBox",
     "EdgePath",
     "Layout",
+    "LayoutOptions",
     "SizeFn",
     "default_size",
     "layout",
@@ -1356,48 +1357,44 @@ def _run(
     return _assemble(g, acyc, h, edge_ids, cx, fr, int(order.crossings.sum()), pad)
 
 
-def layout(
-    graph: nx.MultiDiGraph,
-    size: SizeFn | None = None,
-    *,
-    layer_gap: float = 48.0,
-    node_gap: float = 24.0,
-    sweeps: int = 4,
-    pin_inputs: bool = True,
-    coord_rounds: int = _COORD_ROUNDS,
-) -> Layout:
+@dataclass(frozen=True)
+class LayoutOptions:
+    """The knobs of :func:`layout` and :func:`layout_arrays` (given to either as keyword
+    arguments).  ``sweeps`` is the number of down+up crossing-reduction sweeps,
+    ``coord_rounds`` the number of straightening rounds of the x assignment; with
+    ``pin_inputs`` subgraph inputs stay in the top layer even when their first consumer
+    is far below."""
+
+    layer_gap: float = 48.0
+    node_gap: float = 24.0
+    sweeps: int = 4
+    pin_inputs: bool = True
+    coord_rounds: int = _COORD_ROUNDS
+
+
+def layout(graph: nx.MultiDiGraph, size: SizeFn | None = None, **options) -> Layout:
     """Lay out ``graph`` top to bottom; never raises on cycles, self loops or empty graphs.
 
-    ``size(node, attrs) -> (width, height)`` gives box sizes (default: :func:`default_size`).
-    ``sweeps`` is the number of down+up crossing-reduction sweeps, ``coord_rounds`` the
-    number of straightening rounds of the x assignment. With ``pin_inputs`` subgraph
-    inputs stay in the top layer even when their first consumer is far below.
+    ``size(node, attrs) -> (width, height)`` gives box sizes (default: :func:`default_size`);
+    ``options`` are `LayoutOptions` fields (an unknown one is a TypeError).
     """
-    return _layout(_extract(graph, size), layer_gap, node_gap, sweeps, pin_inputs, coord_rounds)
+    return _layout(_extract(graph, size), LayoutOptions(**options))
 
 
-def _layout(g: _Graph, layer_gap: float, node_gap: float, sweeps: int, pin_inputs: bool,
-            coord_rounds: int) -> Layout:
+def _layout(g: _Graph, options: LayoutOptions) -> Layout:
     """The optimised pipeline (what :func:`layout` and :func:`layout_arrays` run)."""
-    return _run(g, layer_gap=layer_gap, node_gap=node_gap, sweeps=sweeps,
-                coord_rounds=coord_rounds, pull_down=True, pin_inputs=pin_inputs)
+    return _run(g, layer_gap=options.layer_gap, node_gap=options.node_gap,
+                sweeps=options.sweeps, coord_rounds=options.coord_rounds, pull_down=True,
+                pin_inputs=options.pin_inputs)
 
 
-def layout_arrays(
-    graph: GraphArrays,
-    widths: np.ndarray | None = None,
-    heights: np.ndarray | None = None,
-    *,
-    layer_gap: float = 48.0,
-    node_gap: float = 24.0,
-    sweeps: int = 4,
-    pin_inputs: bool = True,
-    coord_rounds: int = _COORD_ROUNDS,
-) -> Layout:
+def layout_arrays(graph: GraphArrays, widths: np.ndarray | None = None,
+                  heights: np.ndarray | None = None, **options) -> Layout:
     """:func:`layout` of a graph given as `GraphArrays` (no networkx on the way).
 
-    ``widths`` and ``heights`` are per node row (default: :func:`default_size` by kind).
-    The result is identical to laying out ``build_graph`` of the same subgraph.
+    ``widths`` and ``heights`` are per node row (default: :func:`default_size` by kind);
+    ``options`` are `LayoutOptions` fields.  The result is identical to laying out
+    ``build_graph`` of the same subgraph.
     """
     kinds = graph.kind_names
     if widths is None or heights is None:
@@ -1415,7 +1412,7 @@ def layout_arrays(
         keys=tensors,
         tensors=tensors,
     )
-    return _layout(g, layer_gap, node_gap, sweeps, pin_inputs, coord_rounds)
+    return _layout(g, LayoutOptions(**options))
 
 
 def naive_layout(

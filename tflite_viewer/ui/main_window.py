@@ -78,6 +78,8 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
         self._layout_serial = 0
         self._tasks: dict[int, Task] = {}  # keep running tasks' signal objects alive
         self._shape_tasks: dict[int, tuple] = {}  # background shape checks: (task, model)
+        self._open_requests: dict[int, tuple] = {}  # running opens: (path, selection)
+        self._layout_models: dict[int, Model] = {}  # running layouts: the model laid out
         self._find_matches: list[Match] = []
         self._find_current: Match | None = None
         self._pending_select: str | None = None
@@ -262,9 +264,9 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
         self._busy(f"Laying out {self.model.subgraphs[index].display_name}\u2026")
         task = Task(lay_out, self.model, index, self.measure, None, self.computed_shapes(index))
         self._layout_serial = task.serial
-        model = self.model
-        task.signals.finished.connect(lambda serial, sd: self._layout_done(serial, sd, model))
-        task.signals.failed.connect(lambda serial, exc: self._layout_failed(serial, exc))
+        self._layout_models[task.serial] = self.model
+        task.signals.finished.connect(self._layout_done)  # bound methods: see _open_requests
+        task.signals.failed.connect(self._layout_failed)
         self._tasks[task.serial] = task
         task.start()
 
@@ -273,8 +275,9 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
         self.scenes[index] = sd
         return sd
 
-    def _layout_done(self, serial: int, sd: SceneData, model: Model) -> None:
+    def _layout_done(self, serial: int, sd: SceneData) -> None:
         self._tasks.pop(serial, None)
+        model = self._layout_models.pop(serial, None)
         if model is not self.model:  # the model was edited (or replaced) meanwhile
             self._idle()
             return
@@ -285,6 +288,7 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
 
     def _layout_failed(self, serial: int, exc: BaseException) -> None:
         self._tasks.pop(serial, None)
+        self._layout_models.pop(serial, None)
         self._idle()
         self.errors.unexpected(exc)
 

@@ -186,7 +186,6 @@ def install(window: "MainWindow") -> QuantDock:
     window.subgraphShown.connect(lambda _s: overlay.refresh())
     dock.failed.connect(lambda msg: window.errors.report("Quantization analysis", msg, parent=window))
     dock.comparisonRequested.connect(
-        lambda sg, t, deq, flt: window.tensor_panel.show_comparison(
-            deq, flt, ("dequantized", "float"), "Dequantized vs float: first sample of the comparison",
-            tensor=(sg, t)))
+        lambda sg, t, deq, flt, caption: window.tensor_panel.show_comparison(
+            deq, flt, ("dequantized", "float"), caption, tensor=(sg, t)))
     return dock

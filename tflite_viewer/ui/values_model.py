@@ -13,6 +13,10 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from .tensor_stats import format_number
 
 _Index = QModelIndex | QPersistentModelIndex
+_DISPLAY = Qt.ItemDataRole.DisplayRole
+_ALIGNMENT = Qt.ItemDataRole.TextAlignmentRole
+_TOOLTIP = Qt.ItemDataRole.ToolTipRole
+_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
 
 class ValuesModel(QAbstractTableModel):
@@ -26,10 +30,14 @@ class ValuesModel(QAbstractTableModel):
         self.col_axis = 1
         self.fixed: list[int] = []
         self.digits = 7  # significant digits of floating-point cells
+        # cell texts formatted since the array, view or digits changed: a stop's repaint and
+        # the column fitting ask for the same cells (each a call into Python)
+        self._texts: dict[tuple[int, int], str] = {}
 
     def set_digits(self, digits: int) -> None:
         self.beginResetModel()
         self.digits = int(digits)
+        self._texts.clear()
         self.endResetModel()
 
     @property
@@ -45,6 +53,7 @@ class ValuesModel(QAbstractTableModel):
         self.row_axis = row_axis if row_axis is not None else max(nd - 2, 0)
         self.col_axis = col_axis if col_axis is not None else (nd - 1 if nd >= 2 else -1)
         self.fixed = list(fixed) if fixed is not None else [0] * nd
+        self._texts.clear()
         self.endResetModel()
 
     def replace_values(self, array: np.ndarray) -> None:
@@ -54,6 +63,7 @@ class ValuesModel(QAbstractTableModel):
         if self._array is None or array.shape != self._array.shape:
             raise ValueError(f"replace_values needs shape {None if self._array is None else self._array.shape}")
         self._array = array
+        self._texts.clear()
         if self.rowCount() and self.columnCount():
             self.dataChanged.emit(self.index(0, 0),
                                   self.index(self.rowCount() - 1, self.columnCount() - 1))
@@ -61,6 +71,7 @@ class ValuesModel(QAbstractTableModel):
     def set_view(self, row_axis: int, col_axis: int, fixed: list[int]) -> None:
         self.beginResetModel()
         self.row_axis, self.col_axis, self.fixed = row_axis, col_axis, list(fixed)
+        self._texts.clear()
         self.endResetModel()
 
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802, B008 - Qt API
@@ -91,7 +102,13 @@ class ValuesModel(QAbstractTableModel):
 
     def text(self, row: int, col: int) -> str:
         """A cell as shown."""
-        v = self.value(row, col)
+        key = (row, col)
+        text = self._texts.get(key)
+        if text is None:
+            text = self._texts[key] = self._format(self.value(row, col))
+        return text
+
+    def _format(self, v: Any) -> str:
         if isinstance(v, bytes):
             return v.decode("utf-8", "replace")
         if isinstance(v, (np.floating, float)):
@@ -100,14 +117,13 @@ class ValuesModel(QAbstractTableModel):
             return f"{v.real:.{self.digits}g}{v.imag:+.{self.digits}g}j"
         return str(v)
 
-    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if not index.isValid() or self._array is None:
-            return None
-        if role == Qt.ItemDataRole.DisplayRole:
-            return self.text(index.row(), index.column())
-        if role == Qt.ItemDataRole.TextAlignmentRole:
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        if role == Qt.ItemDataRole.ToolTipRole:
+    def data(self, index: _Index, role: int = _DISPLAY) -> Any:
+        # the roles in the order Qt asks most: this runs for every role of every cell shown
+        if role == _DISPLAY:
+            return self.text(index.row(), index.column()) if self._array is not None else None
+        if role == _ALIGNMENT:
+            return _RIGHT
+        if role == _TOOLTIP and self._array is not None and index.isValid():
             return f"{list(self.index_of(index.row(), index.column()))} = {self.value(index.row(), index.column())!r}"
         return None
 

@@ -62,19 +62,24 @@ class FileFlows:
             return True
         task = Task(open_model, path, subgraph, self.measure)
         self._open_serial = task.serial
-        task.signals.finished.connect(lambda serial, result: self._task_done(serial, result, selection))
-        task.signals.failed.connect(lambda serial, exc: self._task_failed(serial, exc, path))
+        # bound methods of the window, not lambdas holding it: an open that ends after the
+        # window is gone is disconnected by Qt instead of reaching a deleted window
+        task.signals.finished.connect(self._task_done)
+        task.signals.failed.connect(self._task_failed)
         self._tasks[task.serial] = task
+        self._open_requests[task.serial] = (path, selection)
         task.start()
         return True
 
-    def _task_done(self, serial: int, result: Opened, selection) -> None:
+    def _task_done(self, serial: int, result: Opened) -> None:
         self._tasks.pop(serial, None)
+        _path, selection = self._open_requests.pop(serial, (None, None))
         if serial == self._open_serial:
             self._opened(result, selection)
 
-    def _task_failed(self, serial: int, exc: BaseException, path: Path) -> None:
+    def _task_failed(self, serial: int, exc: BaseException) -> None:
         self._tasks.pop(serial, None)
+        path, _selection = self._open_requests.pop(serial, (None, None))
         if serial == self._open_serial:
             self._open_failed(path, exc)
 

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QCheckBox, QLabel, QSplitter, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
@@ -213,10 +213,29 @@ def start_cross_check(controller) -> None:
                                              "inputs\u2026")
     model = w.model
     task = Task(run_cross_check, model, dict(controller.inputs), controller.signature)
-    task.signals.finished.connect(lambda _s, check: _done(controller, model, check))
-    task.signals.failed.connect(lambda _s, exc: _failed(controller, exc))
+    run = _Run(controller, model, dock)
+    task.signals.finished.connect(run.done)
+    task.signals.failed.connect(run.failed)
     controller._cross_task = task  # keep its signal object alive
     task.start()
+
+
+class _Run(QObject):
+    """One cross-check's receiver, a child of the dock: a result that arrives after the
+    window is gone is dropped by Qt (a lambda holding the controller would run on deleted
+    widgets)."""
+
+    def __init__(self, controller, model, parent: QObject) -> None:
+        super().__init__(parent)
+        self.controller, self.model = controller, model
+
+    def done(self, _serial: int, check: CrossCheck) -> None:
+        self.deleteLater()
+        _done(self.controller, self.model, check)
+
+    def failed(self, _serial: int, exc: BaseException) -> None:
+        self.deleteLater()
+        _failed(self.controller, exc)
 
 
 def _done(controller, model, check: CrossCheck) -> None:

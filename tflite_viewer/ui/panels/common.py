@@ -11,11 +11,28 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTreeWidget, QTreeWidgetItem, QWidget
+from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QSplitter, QTreeWidget,
+                               QTreeWidgetItem, QVBoxLayout, QWidget)
 
 LINK_ROLE = Qt.ItemDataRole.UserRole + 1
 LINK_COLOR = QColor("#0969da")
 ROW_HEIGHT = 24  # every row (uniform heights keep big trees fast) has room for an editor
+
+
+def split_panes(orientation: Qt.Orientation, *panes: tuple[QWidget, int]) -> QSplitter:
+    """A splitter of ``(widget, stretch)`` panes, as the panels and docks lay them out."""
+    split = QSplitter(orientation)
+    for k, (widget, stretch) in enumerate(panes):
+        split.addWidget(widget)
+        split.setStretchFactor(k, stretch)
+    return split
+
+
+def panel_layout(owner: QWidget) -> QVBoxLayout:
+    """The vertical layout of a panel or dock body, with the panels' small margins."""
+    layout = QVBoxLayout(owner)
+    layout.setContentsMargins(2, 2, 2, 2)
+    return layout
 
 
 def exec_menu(menu, pos) -> None:

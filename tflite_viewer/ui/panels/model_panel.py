@@ -17,7 +17,7 @@ from typing import Any
 from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QInputDialog, QLabel,
-                               QLineEdit, QMenu, QPlainTextEdit, QPushButton, QSplitter,
+                               QLineEdit, QMenu, QPlainTextEdit, QPushButton,
                                QStyledItemDelegate, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 from ...edit import (RemoveMetadata, RenameSignature, RenameSignatureTensor, SetDescription,
@@ -26,7 +26,7 @@ from ...model import Model
 from .. import editors as ed
 from ..summary import ModelSummary, summarize
 from . import common
-from .common import LinkTree, Row, format_value
+from .common import LinkTree, Row, format_value, panel_layout, split_panes
 
 log = logging.getLogger(__name__)
 PREVIEW_LINES = 200
@@ -107,14 +107,7 @@ class ModelPanel(QWidget):
         bl.addWidget(self.preview_title)
         bl.addWidget(self.preview)
         self.preview_box = box
-        split = QSplitter(Qt.Orientation.Vertical)
-        split.addWidget(self.tree)
-        split.addWidget(box)
-        split.setStretchFactor(0, 4)
-        split.setStretchFactor(1, 1)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(2, 2, 2, 2)
-        layout.addWidget(split)
+        panel_layout(self).addWidget(split_panes(Qt.Orientation.Vertical, (self.tree, 4), (box, 1)))
         self.model: Model | None = None
 
     def rows(self) -> list[Row]:

@@ -17,12 +17,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from PySide6.QtCore import (QAbstractTableModel, QModelIndex, QObject, QPointF, QRectF,
-                            QSettings, QSortFilterProxyModel, Qt, Signal)
-from PySide6.QtGui import QColor, QFont, QPainter, QPen
+from PySide6.QtCore import (QAbstractTableModel, QModelIndex, QObject, QSettings,
+                            QSortFilterProxyModel, Qt, Signal)
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
-                               QLabel, QProgressBar, QPushButton, QSizePolicy, QSpinBox,
+                               QLabel, QProgressBar, QPushButton, QSpinBox,
                                QSplitter, QTableView, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
                                QWidget)
 
@@ -33,6 +32,8 @@ from .. import tensor_stats as ts
 from ..histogram_widget import HistogramWidget
 from ..workers import Task
 from .quant_source import DEBUGGER, SampleSource
+from .common import panel_layout, split_panes
+from .tensor_comparison import OverlayHistogram
 
 COLUMNS = (("subgraph", "Subgraph"), ("tensor", "Tensor"), ("op", "Op"), ("opcode", "Type"),
            ("name", "Name"),
@@ -44,7 +45,6 @@ COLUMNS = (("subgraph", "Subgraph"), ("tensor", "Tensor"), ("op", "Op"), ("opcod
            ("layer_sqnr_db", "Layer SQNR dB"), ("fallback_gain_db", "Fallback gain dB"))
 SORT_ROLE = Qt.ItemDataRole.UserRole + 11
 SEVERITY_COLOURS = {"error": QColor("#cf222e"), "warning": QColor("#9a6700")}
-FLOAT_COLOUR, QUANT_COLOUR = QColor(59, 120, 216, 150), QColor(230, 126, 34, 150)
 
 
 def _text(v: Any) -> str:
@@ -96,63 +96,6 @@ class QuantTableModel(QAbstractTableModel):
         return None
 
 
-class OverlayHistogram(QWidget):
-    """Two histograms on shared bins, drawn over each other (float blue, dequantized
-    orange), with a legend."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.edges: np.ndarray | None = None
-        self.counts: tuple[np.ndarray, np.ndarray] | None = None
-        self.caption = ""
-        self.setMinimumHeight(60)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-
-    def set_data(self, edges, float_counts, quant_counts, caption: str = "") -> None:
-        self.edges, self.counts, self.caption = edges, (float_counts, quant_counts), caption
-        self.update()
-
-    def clear(self) -> None:
-        self.edges = self.counts = None
-        self.update()
-
-    def paintEvent(self, event) -> None:  # noqa: N802 - Qt API
-        p = QPainter(self)
-        p.fillRect(self.rect(), QColor("#ffffff"))
-        font = QFont(self.font())
-        font.setPixelSize(10)
-        p.setFont(font)
-        if self.counts is None:
-            p.setPen(QColor("#6e7781"))
-            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "Select a compared tensor")
-            return
-        plot = QRectF(46, 18, max(self.width() - 58, 10), max(self.height() - 40, 10))
-        top = max(int(max(c.max() for c in self.counts)), 1)
-        n = self.counts[0].size
-        bw = plot.width() / n
-        for counts, colour in zip(self.counts, (FLOAT_COLOUR, QUANT_COLOUR)):
-            for i, c in enumerate(counts.tolist()):
-                if c:
-                    h = c / top * plot.height()
-                    p.fillRect(QRectF(plot.left() + i * bw, plot.bottom() - h, max(bw - 1, 1), h), colour)
-        p.setPen(QPen(QColor("#57606a"), 1))
-        p.drawLine(QPointF(plot.left(), plot.bottom()), QPointF(plot.right(), plot.bottom()))
-        lo, hi = ts.format_number(float(self.edges[0]), 4), ts.format_number(float(self.edges[-1]), 4)
-        y = plot.bottom() + 14
-        p.drawText(QPointF(plot.left(), y), lo)
-        p.drawText(QPointF(plot.right() - p.fontMetrics().horizontalAdvance(hi), y), hi)
-        p.drawText(QRectF(0, plot.top() - 6, plot.left() - 4, 12),
-                   Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, str(top))
-        x = plot.left()
-        for label, colour in ((self.caption, None), ("float", FLOAT_COLOUR), ("dequantized", QUANT_COLOUR)):
-            if colour is not None:
-                p.fillRect(QRectF(x, 4, 10, 10), colour)
-                x += 13
-            p.setPen(QColor("#1f2328"))
-            p.drawText(QPointF(x, 13), label)
-            x += p.fontMetrics().horizontalAdvance(label) + 12
-
-
 class _Progress(QObject):
     changed = Signal(int, int, str)
 
@@ -168,7 +111,7 @@ class QuantDock(QWidget):
     findingsChanged = Signal(list)
     failed = Signal(str)
     #: subgraph, tensor, dequantized, float (first sample): a row for the tensor inspector
-    comparisonRequested = Signal(int, int, object, object)
+    comparisonRequested = Signal(int, int, object, object, str)
 
     def __init__(self, settings: QSettings | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -240,6 +183,7 @@ class QuantDock(QWidget):
         self.table.clicked.connect(self._row_clicked)
         self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._row_clicked(cur))
         self.overlay_hist = OverlayHistogram()
+        self.overlay_hist.message = "Select a compared tensor"
         self.error_hist = HistogramWidget()
         self.error_hist.setMinimumHeight(60)
         self.detail = QLabel("")
@@ -253,16 +197,10 @@ class QuantDock(QWidget):
         rl.addWidget(self.detail)
         rl.addWidget(self.overlay_hist, 1)
         rl.addWidget(self.error_hist, 1)
-        split = QSplitter(Qt.Orientation.Horizontal)
-        split.addWidget(left)
-        split.addWidget(right)
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 2)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(2, 2, 2, 2)
+        layout = panel_layout(self)
         layout.addLayout(bar)
         layout.addWidget(self.status)
-        layout.addWidget(split, 1)
+        layout.addWidget(split_panes(Qt.Orientation.Horizontal, (left, 3), (right, 2)), 1)
 
     # -- the model -----------------------------------------------------------------------
     def set_model(self, model: Model | None, path: Path | None = None) -> None:
@@ -273,7 +211,7 @@ class QuantDock(QWidget):
         self.model, self.path = model, path
         self.report = None
         self.table_model.set_rows([])
-        self.overlay_hist.clear()
+        self.overlay_hist.set_histograms(None, message="Select a compared tensor")
         self.error_hist.set_histogram(None)
         self.export_button.setEnabled(False)
         self._show_findings([])
@@ -283,9 +221,12 @@ class QuantDock(QWidget):
         task = Task(check_spec, model)
         self._spec_serial = task.serial
         task.signals.finished.connect(self._spec_done)
-        task.signals.failed.connect(lambda serial, exc: self._spec_done(serial, []))
+        task.signals.failed.connect(self._spec_failed)  # bound: dropped once the dock is gone
         self._spec_task = task  # keep its signal object alive
         task.start()
+
+    def _spec_failed(self, serial: int, _exc: BaseException) -> None:
+        self._spec_done(serial, [])
 
     def _spec_done(self, serial: int, findings: list) -> None:
         if serial != getattr(self, "_spec_serial", None):
@@ -451,21 +392,24 @@ class QuantDock(QWidget):
         self.tensorActivated.emit(int(row["subgraph"]), int(row["tensor"]))
         t = self.report.tensor(int(row["tensor"]), int(row["subgraph"]))
         if t is None or t.sample_values is None:
-            self.overlay_hist.clear()
+            self.overlay_hist.set_histograms(None, message="Select a compared tensor")
             self.error_hist.set_histogram(None, message="Not compared")
             self.detail.setText(f"tensor {row['tensor']}: not paired with a float tensor")
             return
         (edges, fc, qc), (eedges, ec) = qreport.comparison_histograms(*t.sample_values)
         where = f"s{t.subgraph} " if t.subgraph else ""
-        self.overlay_hist.set_data(edges, fc, qc, f"{where}t{t.tensor} float vs dequantized")
+        self.overlay_hist.set_histograms(
+            (ts.Histogram(qc, edges, False), ts.Histogram(fc, edges, False)),
+            (f"{where}t{t.tensor} dequantized", "float"))
         self.error_hist.set_histogram(ts.Histogram(ec, eedges, False),
                                       caption="error (dequantized - float)")
+        which = "first sample" + (", all its invocations" if t.subgraph else "")
         self.detail.setText(f"{where}t{t.tensor} ({t.opcode}) vs float t{t.float_tensor}, paired "
-                            f"by {t.paired_by}; first sample"
-                            + (", all its invocations" if t.subgraph else ""))
+                            f"by {t.paired_by}; {which}")
         self.detail.setToolTip(t.name)
         deq, flt = t.sample_values[1], t.sample_values[0]
-        self.comparisonRequested.emit(int(row.get("subgraph", 0)), int(row["tensor"]), deq, flt)
+        self.comparisonRequested.emit(int(row.get("subgraph", 0)), int(row["tensor"]), deq, flt,
+                                      f"Dequantized vs float: {which} of the comparison")
 
     def export_dialog(self) -> None:
         if self.report is None:

@@ -8,6 +8,7 @@ the tab says so (and how to get them) instead of showing an empty grid, and
 """
 from __future__ import annotations
 
+import heapq
 from typing import Callable
 
 import numpy as np
@@ -149,7 +150,10 @@ class ValuesPane(QWidget):
         every role of every cell (each a call into Python)."""
         metrics = self.view.fontMetrics()
         text = self.values.text
-        widest = max((metrics.horizontalAdvance(text(r, column)) for r in rows), default=0)
+        # measure the longest few texts only: digits share one width in the UI fonts, so
+        # the widest cell is among the longest (a stop measures every column in view)
+        longest = heapq.nlargest(3, (text(r, column) for r in rows), key=len)
+        widest = max((metrics.horizontalAdvance(t) for t in longest), default=0)
         header = self.view.horizontalHeader()
         margin = 2 * (self.view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self.view) + 1)
         return max(widest + margin + 2, header.sectionSizeFromContents(column).width())

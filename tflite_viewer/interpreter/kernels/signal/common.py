@@ -68,6 +68,13 @@ def type_option(opts: dict, node, allowed: Sequence[int]) -> int:
     return t
 
 
+def require_option(condition: bool, node, message: str) -> None:
+    """An option rule TFLM's Init relies on (a violation would read out of bounds there):
+    an OptionError naming the op."""
+    if not condition:
+        raise OptionError(f"{node.name}: {message}")
+
+
 def require(condition: bool, message: str) -> None:
     """A Prepare-time check (TF_LITE_ENSURE): a ValueError the interpreter reports with the
     op's location."""

@@ -14,7 +14,8 @@ import numpy as np
 from ...registration import register
 from ...tensor import INT16, INT32, UINT32, UINT64
 from ..common import derived
-from .common import OptionError, SignalKernel, bool_option, int_option, require
+from .common import (OptionError, SignalKernel, bool_option, int_option, require,
+                     require_option)
 from .fft import most_significant_bit
 
 _U32 = 0xFFFFFFFF
@@ -162,10 +163,9 @@ class SignalFilterBankSpectralSubtraction(SignalKernel):
     def parse(self, opts, node):
         p = {name: int_option(opts, name, node, minimum=0) for name in _SUBTRACTION_OPTIONS}
         p["clamping"] = bool_option(opts, "clamping", node)
-        if p["smoothing_bits"] >= 32 or p["spectral_subtraction_bits"] >= 64:
-            raise OptionError(f"{node.name}: smoothing_bits {p['smoothing_bits']} (< 32) or "
-                              f"spectral_subtraction_bits {p['spectral_subtraction_bits']} "
-                              "(< 64) out of range")
+        require_option(p["smoothing_bits"] < 32 and p["spectral_subtraction_bits"] < 64, node,
+                       f"smoothing_bits {p['smoothing_bits']} (< 32) or spectral_subtraction_bits "
+                       f"{p['spectral_subtraction_bits']} (< 64) out of range")
         return p
 
     def prepare(self, ctx, node):

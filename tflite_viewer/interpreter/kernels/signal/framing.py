@@ -15,7 +15,8 @@ import numpy as np
 
 from ...registration import register
 from ...tensor import BOOL, FLOAT32, INT16
-from .common import OptionError, SignalKernel, bool_option, int_option, require, type_option
+from .common import (OptionError, SignalKernel, bool_option, int_option, require, require_option,
+                     type_option)
 
 
 def _rows(shape: tuple[int, ...]) -> int:
@@ -35,10 +36,9 @@ class SignalFramer(SignalKernel):
         p = {"frame_size": int_option(opts, "frame_size", node, minimum=1),
              "frame_step": int_option(opts, "frame_step", node, minimum=1),
              "prefill": bool_option(opts, "prefill", node)}
-        if p["prefill"] and p["frame_step"] > p["frame_size"]:
-            raise OptionError(f"{node.name}: prefill with frame_step {p['frame_step']} > "
-                              f"frame_size {p['frame_size']} (TFLM would prefill a negative "
-                              "count)")
+        require_option(not (p["prefill"] and p["frame_step"] > p["frame_size"]), node,
+                       f"prefill with frame_step {p['frame_step']} > frame_size "
+                       f"{p['frame_size']} (TFLM would prefill a negative count)")
         return p
 
     def prepare(self, ctx, node):
