@@ -63,6 +63,10 @@ def restore_focus(memo: FocusMemo | None) -> None:
             line.setCursorPosition(min(memo.cursor, len(line.text())))
 
 
+_EDITORS = (QLineEdit, QAbstractSpinBox)
+_SHORTCUT_OVERRIDE = QEvent.Type.ShortcutOverride
+
+
 class UndoKeys(QObject):
     """Lets Ctrl+Z / Ctrl+Shift+Z / Ctrl+Y reach the model's Undo/Redo from a text field.
 
@@ -77,7 +81,8 @@ class UndoKeys(QObject):
         self._undo, self._redo = undo, redo
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
-        if event.type() != QEvent.Type.ShortcutOverride or not isinstance(obj, (QLineEdit, QAbstractSpinBox)):
+        # every event of the application passes here: the cheap test first
+        if not isinstance(obj, _EDITORS) or event.type() != _SHORTCUT_OVERRIDE:
             return False
         line = obj if isinstance(obj, QLineEdit) else obj.lineEdit()
         combo = QKeySequence(event.keyCombination())

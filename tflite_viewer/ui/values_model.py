@@ -128,7 +128,5 @@ class ValuesModel(QAbstractTableModel):
         return None
 
     def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802 - Qt API
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole:
-            return str(section)
-        return None
+                   role: int = _DISPLAY) -> Any:
+        return str(section) if role == _DISPLAY else None
