@@ -233,10 +233,6 @@ class BatchMatmul(Kernel):
         ctx.resize(out, _bmm_shape(ctx, node))
         cache = node.user_data
         cache["kind"] = k = kind(ctx, node)
-        if k != "hybrid" and cache["act"] not in (None, *ACTIVATION_RANGES):
-            # fully_connected.cc's Prepare: only the hybrid path applies TANH or SIGN_BIT
-            raise ValueError(f"fused activation {cache['act']} on a {k} FULLY_CONNECTED: "
-                             "LiteRT accepts only NONE, RELU, RELU6 or RELU_N1_TO_1 there")
         if k in INT_KINDS:
             lhs, rhs = ctx.input(node, 0), ctx.input(node, 1)
             cache["params"] = int_batch_matmul.prepare_batch_matmul(
