@@ -23,6 +23,7 @@ def take(out: Path, size: tuple[int, int] = (1600, 1000)) -> Path:
     from tflite_viewer.ui.app import make_app
     from tflite_viewer.ui.errors import ErrorReporter
     from tflite_viewer.ui.main_window import MainWindow
+    from tflite_viewer.ui.render import save_png
 
     make_app()
     settings = QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, "tflite-viewer",
@@ -57,11 +58,8 @@ def take(out: Path, size: tuple[int, int] = (1600, 1000)) -> Path:
     image = window.grab()
     dbg.shutdown()
     window.close()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if image.isNull() or not image.save(str(out), "PNG"):
-        raise SystemExit(f"cannot write {out}")
-    return out
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    return save_png(image, out)
 
 
 if __name__ == "__main__":

@@ -83,6 +83,7 @@ def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgra
 
     from .errors import ErrorReporter
     from .main_window import MainWindow
+    from .render import save_png
 
     if out.suffix.lower() != ".png":
         sys.stderr.write(f"tflite-viewer: error: --screenshot {out.name}: the output must end in .png\n")
@@ -111,7 +112,9 @@ def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgra
         QApplication.processEvents()
     image = window.grab()
     window.close()
-    if image.isNull() or not image.save(str(out), "PNG"):
-        sys.stderr.write(f"tflite-viewer: error: cannot write {out}\n")
+    try:
+        save_png(image, out)
+    except OSError as exc:
+        sys.stderr.write(f"tflite-viewer: error: {exc}\n")
         return 2
     return 0

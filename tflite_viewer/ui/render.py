@@ -68,8 +68,17 @@ def render_scene(scene, path: str | Path, scale: float = 1.0) -> Path:
         scene.render(painter, QRectF(0, 0, size.width(), size.height()), source,
                      Qt.AspectRatioMode.IgnoreAspectRatio)
         painter.end()
-        if not image.save(str(path), "PNG"):
-            raise OSError(f"cannot write {path}")
+        save_png(image, path)
+    return path
+
+
+def save_png(image: QImage, path: str | Path) -> Path:
+    """Write ``image`` to ``path`` as PNG (the canvas export, ``--screenshot`` and the
+    README's screenshot scripts): an OSError naming the path when it cannot, a null image
+    (a window never shown) included."""
+    path = Path(path)
+    if image.isNull() or not image.save(str(path), "PNG"):
+        raise OSError(f"cannot write {path}")
     return path
 
 
