@@ -45,9 +45,10 @@ def _same_tensors(a: Interpreter, b: Interpreter) -> None:
 
 @pytest.mark.parametrize("name,kinds", [
     ("sine_float", {"FULLY_CONNECTED"}), ("multi_signature", {"FULLY_CONNECTED", "LOGISTIC"}),
-    ("movie_review", {"FULLY_CONNECTED"}), ("trained_lstm", {"FULLY_CONNECTED"}),
+    ("movie_review", {"GATHER", "MEAN", "FULLY_CONNECTED", "SOFTMAX"}),
+    ("trained_lstm", {"FULLY_CONNECTED", "SOFTMAX"}),
     ("mobilenet_v2_float", {"FULLY_CONNECTED", "ADD"}),
-    ("control_flow", {"ADD", "MUL", "TANH", "LESS", "GREATER"}),
+    ("control_flow", {"ADD", "MUL", "TANH", "LESS", "GREATER", "SUM"}),
     ("lstm_float", {"ADD", "MUL", "LOGISTIC", "TANH", "LESS"})])
 def test_bound_nodes_equal_their_kernels_invoke(name, kinds):
     bound, plain = Interpreter(model_path(name)), Interpreter(model_path(name))
@@ -155,3 +156,38 @@ def test_bound_fully_connected_matches_litert(act, bias):
     model = single_op_model("FULLY_CONNECTED", [Input(x.shape), w, b], [F32],
                             "FullyConnectedOptions", {"fused_activation_function": act})
     _check(model, [x])
+
+
+@pytest.mark.parametrize("op,options", [("MEAN", {"keep_dims": False}), ("SUM", {"keep_dims": True}),
+                                        ("REDUCE_MAX", {"keep_dims": False}),
+                                        ("REDUCE_MIN", {"keep_dims": True})])
+@pytest.mark.parametrize("axes", [[1], [0, 2], [-1]])
+def test_bound_reductions_match_litert(op, options, axes):
+    x = (np.random.default_rng(8).standard_normal((3, 5, 4)) * 3).astype(F32)
+    model = single_op_model(op, [Input(x.shape), np.array(axes, I32)], [F32], "ReducerOptions",
+                            options)
+    _check(model, [x])
+
+
+@pytest.mark.parametrize("beta", [1.0, 0.5])
+def test_bound_softmax_matches_litert(beta):
+    x = (np.random.default_rng(9).standard_normal((2, 6)) * 4).astype(F32)
+    _check(single_op_model("SOFTMAX", [Input(x.shape)], [F32], "SoftmaxOptions", {"beta": beta}),
+           [x])
+
+
+def test_bound_gather_matches_litert_and_still_refuses_a_bad_index():
+    """GATHER bound on its prepared shapes reads the indices at every run: an index out of
+    range after binding is the documented ExecutionError, not numpy's wrap-around."""
+    from tflite_viewer.interpreter.errors import ExecutionError
+    table = np.random.default_rng(10).standard_normal((7, 3)).astype(F32)
+    idx = np.array([[6, 0, 2]], I32)
+    model = single_op_model("GATHER", [table, Input(idx.shape, I32)], [F32], "GatherOptions",
+                            {"axis": 0})
+    _check(model, [idx])
+    it = Interpreter(model)
+    for _ in range(3):
+        it.invoke([idx])
+    assert "GATHER" in _bound(it)
+    with pytest.raises(ExecutionError, match="GATHER index out of range"):
+        it.invoke([np.array([[1, -1, 2]], I32)])

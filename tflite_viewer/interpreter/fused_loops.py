@@ -25,7 +25,7 @@ and lstm_dynamic with int8 weights).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -57,6 +57,33 @@ class KerasLstmLoop:
     bias: np.ndarray  # [4u]
     scatter: bool  # the sequence output gets h at the time index (else it is the last h)
     sequence_shape: tuple[int, ...]
+    #: float32 input weights, transposed (None: int8 weights, through the hybrid kernel)
+    input_w_t: np.ndarray | None = None
+    #: per input shape: whether one product of the whole sequence equals its per-step ones
+    _batch_exact: dict = field(default_factory=dict)
+
+    def _input_products(self, x: np.ndarray) -> np.ndarray | None:
+        """``x[t] @ W.T`` for every t in one product, when that gives the per-step
+        products bit for bit (else None: the loop multiplies step by step).
+
+        BLAS may add in another order for a taller matrix, and the order depends on the
+        shapes only, never on the values; so whether the orders agree is found once per
+        input shape, on random values of that shape (one differing bit in any of the
+        products means they do not).  Float32 weights only: the hybrid kernel's integer
+        sums are exact in any order but it quantizes each step's row on its own."""
+        w_t = self.input_w_t
+        if w_t is None or x.ndim != 3:
+            return None
+        exact = self._batch_exact.get(x.shape)
+        if exact is None:
+            probe = np.random.default_rng(0).standard_normal(x.shape).astype(np.float32)
+            whole = probe.reshape(-1, probe.shape[-1]) @ w_t
+            steps = np.concatenate([probe[t] @ w_t for t in range(probe.shape[0])])
+            exact = self._batch_exact[x.shape] = bool(
+                np.array_equal(whole.view(np.uint32), steps.view(np.uint32)))
+        if not exact:
+            return None
+        return (x.reshape(-1, x.shape[-1]) @ w_t).reshape(x.shape[0], x.shape[1], -1)
 
     def run(self, values: list[np.ndarray], iteration: Callable[[int], None]) -> list[np.ndarray]:
         """The loop from the WHILE's inputs to its outputs; ``iteration(count)`` is called
@@ -74,6 +101,7 @@ class KerasLstmLoop:
         z_g = z[:, 2 * u:3 * u]
         s_i, s_f, s_o = s[:, :u], s[:, u:2 * u], s[:, 3 * u:]
         one = np.ones((), np.float32)
+        products = self._input_products(x)
         count = 0
         while True:
             count += 1
@@ -83,7 +111,7 @@ class KerasLstmLoop:
             if not 0 <= t < x.shape[0]:
                 raise IndexError(f"GATHER index out of range [0, {x.shape[0]})")
             # FULLY_CONNECTED(x_t); then ADD(., FULLY_CONNECTED(h)), ADD bias
-            np.add(inputs(x[t]), recurrent(h), out=z)
+            np.add(inputs(x[t]) if products is None else products[t], recurrent(h), out=z)
             np.add(z, bias, out=z)
             # LOGISTIC of the i, f, o gates and TANH of g are elementwise: one call each on
             # the whole gate row gives the same numbers as the body's one call per gate
@@ -225,8 +253,9 @@ def _match(cond: "Subgraph", body: "Subgraph") -> KerasLstmLoop | None:
         if last.inputs[0] != h2.outputs[0] or outs[2] != last.outputs[0] or seq_shape is None \
                 or int(np.prod(seq_shape)) != int(np.prod(h_shape)):
             return None
+    input_w_t = np.ascontiguousarray(w_x.T) if w_x.dtype == np.float32 else None
     return KerasLstmLoop(limits[0], limits[1], int(one_c.reshape(-1)[0]), int(one_t.reshape(-1)[0]),
-                         recurrent, inputs, u, bias, scatter, tuple(seq_shape))
+                         recurrent, inputs, u, bias, scatter, tuple(seq_shape), input_w_t)
 
 
 def _product(body: "Subgraph", node, w: np.ndarray) -> Callable[[np.ndarray], np.ndarray] | None:

@@ -112,19 +112,14 @@ def asymmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return q.astype(np.int8), scale32, zp
 
 
-def _asymmetric_quantize_row(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """`asymmetric_quantize` of one finite row [1, n] (None for a row with inf or nan),
-    with the per-row scalars computed as scalars (float32 steps in numpy float32, double
-    steps in Python floats, which are IEEE doubles): the same values, in a third of the
-    numpy calls, which is what a recurrent step pays for."""
+def _asymmetric_row_params(lo_x: np.float32, hi_x: np.float32) -> tuple[np.float32, np.float32, int]:
+    """(scaling factor, its float32 inverse, zero point) of a finite row whose least and
+    greatest values are ``lo_x`` and ``hi_x`` (not both zero): `asymmetric_quantize`'s
+    per-row steps as scalars, the float32 ones in numpy float32, the double ones in
+    Python floats (IEEE doubles)."""
     f32 = np.float32
-    lo_x, hi_x = x.min(), x.max()
-    if not (math.isfinite(lo_x) and math.isfinite(hi_x)):
-        return None
     rmin = min(f32(0), lo_x)
     rmax = max(f32(0), hi_x)
-    if rmin == rmax:
-        return (np.zeros(x.shape, np.int8), np.ones(1, np.float32), np.zeros(1, np.int32))
     scale = float(f32(rmax) - f32(rmin)) / 255.0
     lo, hi = float(rmin) / scale, float(rmax) / scale
     zp_d = -128.0 - lo if 128.0 + abs(lo) < 127.0 + abs(hi) else 127.0 - hi
@@ -135,9 +130,21 @@ def _asymmetric_quantize_row(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     else:
         zp = int(math.copysign(math.floor(abs(zp_d) + 0.5), zp_d))
     scale32 = f32(scale)
-    inv = f32(1.0 / float(scale32))
+    return scale32, f32(1.0 / float(scale32)), zp
+
+
+def _asymmetric_quantize_row(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """`asymmetric_quantize` of one finite row [1, n] (None for a row with inf or nan),
+    with the per-row scalars computed as scalars (`_asymmetric_row_params`): the same
+    values, in a third of the numpy calls, which is what a recurrent step pays for."""
+    lo_x, hi_x = x.min(), x.max()
+    if not (math.isfinite(lo_x) and math.isfinite(hi_x)):
+        return None
+    if lo_x == 0 and hi_x == 0:
+        return (np.zeros(x.shape, np.int8), np.ones(1, np.float32), np.zeros(1, np.int32))
+    scale32, inv, zp = _asymmetric_row_params(lo_x, hi_x)
     q = _neon_round(x * inv)
-    q += f32(zp)
+    q += np.float32(zp)
     np.clip(q, -128, 127, out=q)
     return q.astype(np.int8), np.array([scale32], np.float32), np.array([zp], np.int32)
 
@@ -289,10 +296,57 @@ class HybridDense:
         w_max = float(np.abs(w).max()) if w.size else 0.0
         self.w64_t = (np.ascontiguousarray(w.T.astype(np.float64))
                       if w.size and 128.0 * w_max * self.accum < FLOAT64_EXACT else None)
+        # a float32 product of the shifted input row (|q - zp| <= 255) and the weights is
+        # exact while no partial sum can pass 2**24, whatever order BLAS adds in
+        self.w32_t = (np.ascontiguousarray(w.T.astype(np.float32))
+                      if w.size and 255.0 * w_max * self.accum < FLOAT32_EXACT else None)
+        act = activation_of(options)
+        self.plain = act in (None, "NONE")
+        # added even without a bias: 0 + (-0.0) is +0.0, as `__call__`'s zeros + product
+        self.row_offset = (np.zeros((1, self.units), np.float32) if self.bias_row is None
+                           else self.bias_row)
+
+    def row(self, x: np.ndarray) -> np.ndarray | None:
+        """The product of one finite, nonzero float32 row [1, accum] with no fused
+        activation, in a third of `__call__`'s numpy calls (None: take `__call__`).
+
+        The same numbers: the row's quantization scalars are computed as
+        `_asymmetric_quantize_row` (or `symmetric_quantize`) computes them; adding the zero
+        point, clamping to the int8 range and subtracting ``zp * rowsum(w)`` after the
+        product equals clamping the rounded values to [-128 - zp, 127 - zp] before it
+        (all small integers, exact in float32); and the integer sums are exact in float32
+        (``w32_t``), so the float32 accumulator is the int32 one.  A recurrent step pays
+        for every call."""
+        if self.w32_t is None or not self.plain or x.shape[0] != 1:
+            return None
+        f32 = np.float32
+        lo_x, hi_x = np.minimum.reduce(x, axis=None), np.maximum.reduce(x, axis=None)
+        if not (math.isfinite(lo_x) and math.isfinite(hi_x)) or (lo_x == 0 and hi_x == 0):
+            return None
+        if self.asymmetric:
+            sf, inv, zp = _asymmetric_row_params(lo_x, hi_x)
+            q_lo, q_hi = -128 - zp, 127 - zp
+        else:
+            rng = max(abs(lo_x), abs(hi_x))
+            sf, inv = rng / f32(127), f32(127) / rng
+            q_lo, q_hi = -127, 127
+        q = _neon_round(x * inv)
+        np.clip(q, f32(q_lo), f32(q_hi), out=q)
+        acc = q @ self.w32_t
+        if self.per_channel:
+            acc *= (np.asarray([sf], f32)[:, None] * self.channel_scales).astype(f32)
+        else:
+            acc *= f32(sf * self.tensor_scale)
+        acc += self.row_offset
+        return acc
 
     def __call__(self, input: np.ndarray, out_shape) -> np.ndarray:
         x = np.asarray(input, np.float32).reshape(-1, self.accum)
         batches = x.shape[0]
+        if batches == 1:
+            out = self.row(x)
+            if out is not None:
+                return out.reshape(out_shape)
         out = np.zeros((batches, self.units), np.float32)
         if self.bias_row is not None:
             out = out + self.bias_row

@@ -6,8 +6,8 @@ import numpy as np
 
 from ..integer import l2norm as int_l2norm, lut, softmax as int_softmax
 from ..registration import check_types
-from .common import (QUANTIZED, BuiltinOperator as Op, bind_elementwise, broadcast_shape,
-                     define, option, rounding, same_shape, tensor_qparams)
+from .common import (QUANTIZED, BuiltinOperator as Op, bind_arrays, bind_elementwise,
+                     broadcast_shape, define, option, rounding, same_shape, tensor_qparams)
 
 
 def _clip(lo, hi):
@@ -181,10 +181,16 @@ def _prepare_softmax(ctx, node):
     return int_softmax.prepared_softmax(p, x.dtype, ctx.output(node, 0).dtype)
 
 
+def _bound_softmax(ctx, node):
+    beta = float(option(node, "beta", 1.0))
+    return lambda x: softmax(x, beta)
+
+
 define(Op.SOFTMAX, (1, 4),
        lambda ctx, node: softmax(ctx.value(node, 0), float(option(node, "beta", 1.0))), same_shape,
        types=QUANTIZED, int_prepare=_prepare_softmax,
-       int_compute=lambda ctx, node, run: run(ctx.value(node, 0)))
+       int_compute=lambda ctx, node, run: run(ctx.value(node, 0)),
+       bind=bind_arrays(_bound_softmax))
 define(Op.LOG_SOFTMAX, (1, 2), lambda ctx, node: log_softmax(ctx.value(node, 0)), same_shape,
        types="float+uint8+int8",
        int_prepare=lambda ctx, node: int_softmax.prepare_log_softmax(

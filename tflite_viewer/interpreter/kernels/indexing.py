@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from .common import BuiltinOperator as Op, as_int_list, define, option
+from .common import BuiltinOperator as Op, as_int_list, bind_arrays, define, option
 
 
 def _check_index_rows(rows: np.ndarray, shape, op_name: str) -> None:
@@ -45,9 +45,15 @@ def _gather_shape(ctx, node):
     return [tuple(p[:axis]) + tuple(i[bd:]) + tuple(p[axis + 1:])]
 
 
+def _bound_gather(ctx, node):
+    axis, batch_dims = int(option(node, "axis", 0)), int(option(node, "batch_dims", 0))
+    return lambda params, indices: gather(params, indices, axis, batch_dims)
+
+
 define(Op.GATHER, (1, 7), lambda ctx, node: gather(
     ctx.value(node, 0), ctx.value(node, 1), int(option(node, "axis", 0)),
-    int(option(node, "batch_dims", 0))), _gather_shape, types="any")
+    int(option(node, "batch_dims", 0))), _gather_shape, types="any",
+    bind=bind_arrays(_bound_gather))
 
 
 def gather_nd(params: np.ndarray, indices: np.ndarray) -> np.ndarray:

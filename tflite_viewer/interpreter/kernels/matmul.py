@@ -164,10 +164,13 @@ class FullyConnected(Kernel):
                 out = int_fully_connected.fully_connected(
                     ctx.value(node, 0), w, bias, options=node.builtin_data,
                     params=cache["params"], output_dtype=o.dtype, fmat=cache["wt"])
-        elif k == "hybrid":
-            out = int_hybrid.fully_connected(ctx.value(node, 0), w, bias,
-                                             tensor_qparams(ctx.input(node, 1)),
-                                             node.builtin_data, o.shape)
+        elif k == "hybrid":  # the filter's part of EvalHybridDense, once per (filter, bias)
+            src = cache.get("hybrid_src")
+            if src is None or src[0] is not w or src[1] is not bias:
+                cache["hybrid_src"] = (w, bias)
+                cache["hybrid"] = int_hybrid.HybridDense(
+                    w, bias, tensor_qparams(ctx.input(node, 1)), node.builtin_data)
+            out = cache["hybrid"](ctx.value(node, 0), o.shape)
         else:
             if cache["src"] is not w:
                 cache["src"], cache["wt"] = w, np.ascontiguousarray(w.T)

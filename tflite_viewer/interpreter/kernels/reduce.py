@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..integer import reduce as int_reduce
-from .common import (QUANTIZED, BuiltinOperator as Op, as_int_list, define, derived, option,
-                     rounding, same_shape, tensor_qparams)
+from .common import (QUANTIZED, BuiltinOperator as Op, as_int_list, bind_arrays, define, derived,
+                     option, rounding, same_shape, tensor_qparams)
 
 
 def normalize_axes(axes, rank: int) -> tuple[int, ...]:
@@ -35,6 +35,23 @@ def _reducer(fn):
         out = fn(x, axis=axes, keepdims=bool(option(node, "keep_dims", False)))
         return np.asarray(out).astype(x.dtype, copy=False)
     return compute
+
+
+def _bound_reducer(fn):
+    """`bind_arrays` for a reduction over constant axes: the axes normalized once."""
+    def make(ctx, node):
+        axes = ctx.known_value(node, 1)
+        if axes is None:
+            return None
+        dtype = ctx.input(node, 0).dtype
+        try:
+            axes = normalize_axes(as_int_list(axes), len(ctx.input(node, 0).shape))
+        except ValueError:
+            return None  # the unbound kernel reports it
+        keep = bool(option(node, "keep_dims", False))
+        return lambda x, _axes: np.asarray(fn(x, axis=axes, keepdims=keep)).astype(dtype,
+                                                                                 copy=False)
+    return bind_arrays(make)
 
 
 def _reduce_shape(ctx, node):
@@ -102,7 +119,7 @@ _REDUCTIONS = (
 )
 for _op, _versions, _fn, _types, _int_prepare, _int_compute in _REDUCTIONS:
     define(_op, _versions, _reducer(_fn), _reduce_shape, types=_types,
-           int_prepare=_int_prepare, int_compute=_int_compute)
+           int_prepare=_int_prepare, int_compute=_int_compute, bind=_bound_reducer(_fn))
 
 
 def _arg(fn):
