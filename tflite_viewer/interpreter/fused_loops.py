@@ -60,7 +60,7 @@ class KerasLstmLoop:
     #: float32 input weights, transposed (None: int8 weights, through the hybrid kernel)
     input_w_t: np.ndarray | None = None
     #: per input shape: whether one product of the whole sequence equals its per-step ones
-    _batch_exact: dict = field(default_factory=dict)
+    _batch_exact: dict = field(default_factory=dict, init=False, repr=False)
 
     def _input_products(self, x: np.ndarray) -> np.ndarray | None:
         """``x[t] @ W.T`` for every t in one product, when that gives the per-step
