@@ -75,6 +75,16 @@ def inputs_for(name: str, model) -> list[np.ndarray]:
     return out
 
 
+def prepared(name: str) -> tuple[Path, list[np.ndarray], Interpreter]:
+    """A corpus model's path, its benchmark inputs and our interpreter with them set."""
+    path = MODELS / f"{name}.tflite"
+    model = load_model(path)
+    inputs = inputs_for(name, model)
+    interp = Interpreter(model)
+    interp.set_inputs(inputs)
+    return path, inputs, interp
+
+
 def median_time(fn, runs: int) -> float:
     fn()
     times = []
@@ -179,6 +189,11 @@ def _one_round(name: str, path: Path, interp: Interpreter, inputs, runs: int, bl
 
 
 def _litert_invoke(data: bytes, inputs, resolver: str):
+    return litert_interpreter(data, inputs, resolver).invoke
+
+
+def litert_interpreter(data: bytes, inputs, resolver: str = "BUILTIN_REF"):
+    """LiteRT's interpreter of the model ``data`` with that op resolver, inputs set."""
     from ai_edge_litert.interpreter import Interpreter as LiteRT, OpResolverType
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -187,7 +202,7 @@ def _litert_invoke(data: bytes, inputs, resolver: str):
     li.allocate_tensors()
     for d, x in zip(li.get_input_details(), inputs):
         li.set_tensor(d["index"], x)
-    return li.invoke
+    return li
 
 
 def alternating_times(ours, theirs, runs: int, block: int = 1) -> tuple[float, float]:
@@ -243,11 +258,7 @@ def main(argv=None) -> int:
     print(f"{'model':36s} {'ours ms':>9s} {'REF ms':>9s} {'ours/REF':>9s} {'BUILTIN ms':>10s} "
           f"{'ours/BUILTIN':>12s} {'step ms/op':>10s}  why above 1.0x REF")
     for name in args.models:
-        path = MODELS / f"{name}.tflite"
-        model = load_model(path)
-        inputs = inputs_for(name, model)
-        interp = Interpreter(model)
-        interp.set_inputs(inputs)
+        path, inputs, interp = prepared(name)
         rounds = [_one_round(name, path, interp, inputs, args.runs, args.block)
                   for _ in range(max(1, args.rounds))]
         ours = min(r[0] for r in rounds)

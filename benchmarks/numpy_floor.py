@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -29,11 +28,10 @@ blas_threads.apply_from_argv()  # before numpy loads its BLAS
 
 import numpy as np  # noqa: E402
 
-from benchmarks.bench_interpreter import alternating_times, inputs_for, median_time  # noqa: E402
+from benchmarks.bench_interpreter import (  # noqa: E402
+    alternating_times, litert_interpreter, median_time, prepared)
 from tflite_viewer.interpreter import Interpreter  # noqa: E402
-from tflite_viewer.model import load_model  # noqa: E402
 
-MODELS = ROOT / "tests" / "data" / "models"
 Program = Callable[[list[np.ndarray]], np.ndarray]
 
 
@@ -159,17 +157,6 @@ PROGRAMS = {"sine_float": sine_float, "multi_signature": multi_signature,
             "control_flow": control_flow, "trained_lstm": trained_lstm}
 
 
-def _litert(path: Path, inputs: list[np.ndarray]):
-    from ai_edge_litert.interpreter import Interpreter as LiteRT, OpResolverType
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        li = LiteRT(model_path=str(path), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    li.allocate_tensors()
-    for d, x in zip(li.get_input_details(), inputs):
-        li.set_tensor(d["index"], x)
-    return li
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="*", default=list(PROGRAMS))
@@ -180,13 +167,9 @@ def main(argv=None) -> int:
     print(f"{'model':18s} {'numpy calls':>11s} {'numpy us':>9s} {'REF us':>8s} "
           f"{'numpy/REF':>9s} {'ours us':>8s} {'ours/REF':>8s}")
     for name in args.models:
-        path = MODELS / f"{name}.tflite"
-        model = load_model(path)
-        inputs = inputs_for(name, model)
-        interp = Interpreter(model)
-        interp.set_inputs(inputs)
+        path, inputs, interp = prepared(name)
         program, calls = PROGRAMS[name](interp)
-        li = _litert(path, inputs)
+        li = litert_interpreter(path.read_bytes(), inputs)
         li.invoke()  # its first run, from the initial state (trained_lstm's is a variable)
         want = li.get_tensor(li.get_output_details()[0]["index"])
         got = program(inputs)
