@@ -59,6 +59,20 @@ def test_clicking_the_background_clears_the_selection(window, qtbot):
     qtbot.mouseClick(window.view.viewport(), Qt.MouseButton.LeftButton,
                      pos=_view_point(window, rect.left() + 2, rect.top() + 2))
     assert window.selection is None
+    # the panels no longer describe the operator that was selected
+    assert window.properties_panel.operator is None
+    assert window.properties_panel.title.text() == "No operator selected"
+    assert window.tensor_panel.tensor is None
+
+
+def test_escape_on_the_canvas_clears_the_selection(window, qtbot):
+    window.open_path(model_path("sine_float.tflite"), wait=True)
+    window.select_tensor(window.model.subgraphs[0].operators[1].outputs[0])
+    assert window.tensor_panel.tensor is not None
+    window.view.setFocus()
+    qtbot.keyClick(window.view, Qt.Key.Key_Escape)
+    assert window.selection is None and window.tensor_panel.tensor is None
+    assert window.properties_panel.operator is None
 
 
 def test_find_by_type_index_and_name_with_next_previous(window, qtbot):

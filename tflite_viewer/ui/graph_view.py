@@ -7,7 +7,8 @@ pixels is a pan, not a click.
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QContextMenuEvent, QMouseEvent, QPainter, QResizeEvent, QWheelEvent
+from PySide6.QtGui import (QContextMenuEvent, QKeyEvent, QMouseEvent, QPainter, QResizeEvent,
+                           QWheelEvent)
 from PySide6.QtWidgets import QFrame, QGraphicsView, QToolTip, QWidget
 
 from .graph_scene import GraphScene
@@ -145,6 +146,14 @@ class GraphView(QGraphicsView):
             self.edgeClicked.emit(edge)
         else:
             self.backgroundClicked.emit()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt API
+        """Escape on the canvas selects nothing, as a click on empty canvas does."""
+        if event.key() == Qt.Key.Key_Escape and event.modifiers() == Qt.KeyboardModifier.NoModifier:
+            self.backgroundClicked.emit()
+            event.accept()
+            return
+        super().keyPressEvent(event)
 
     def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt API
         row = self.graph_scene.node_at(self.mapToScene(event.position().toPoint()))

@@ -419,7 +419,11 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
         self.selectionChanged.emit(self.selection)
 
     def clear_selection(self) -> None:
+        """Nothing selected (a click on empty canvas, Escape): the highlight goes, and so do
+        the Properties and Tensor panels' contents, which described the old selection."""
         self.selection = None
+        self.properties_panel.show_operator(None)
+        self.tensor_panel.show_tensor(None)
         self._refresh_highlight(False)
         self.selectionChanged.emit(None)
 
