@@ -115,13 +115,15 @@ def asymmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
 def _asymmetric_row_params(lo_x: np.float32, hi_x: np.float32) -> tuple[np.float32, np.float32, int]:
     """(scaling factor, its float32 inverse, zero point) of a finite row whose least and
     greatest values are ``lo_x`` and ``hi_x`` (not both zero): `asymmetric_quantize`'s
-    per-row steps as scalars, the float32 ones in numpy float32, the double ones in
-    Python floats (IEEE doubles)."""
-    f32 = np.float32
-    rmin = min(f32(0), lo_x)
-    rmax = max(f32(0), hi_x)
-    scale = float(f32(rmax) - f32(rmin)) / 255.0
-    lo, hi = float(rmin) / scale, float(rmax) / scale
+    per-row steps as scalars.  The double steps are Python floats (IEEE doubles); the one
+    float32 subtraction is done in double and rounded once to float32, which gives the
+    float32 result (a double has more than twice float32's precision plus two bits, so the
+    second rounding never changes the first's value) without numpy scalar arithmetic,
+    which costs a few hundred nanoseconds an operation."""
+    rmin = min(0.0, float(lo_x))
+    rmax = max(0.0, float(hi_x))
+    scale = float(np.float32(rmax - rmin)) / 255.0
+    lo, hi = rmin / scale, rmax / scale
     zp_d = -128.0 - lo if 128.0 + abs(lo) < 127.0 + abs(hi) else 127.0 - hi
     if zp_d <= -128.0:
         zp = -128
@@ -129,8 +131,8 @@ def _asymmetric_row_params(lo_x: np.float32, hi_x: np.float32) -> tuple[np.float
         zp = 127
     else:
         zp = int(math.copysign(math.floor(abs(zp_d) + 0.5), zp_d))
-    scale32 = f32(scale)
-    return scale32, f32(1.0 / float(scale32)), zp
+    scale32 = np.float32(scale)
+    return scale32, np.float32(1.0 / float(scale32)), zp
 
 
 def _asymmetric_quantize_row(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -331,7 +333,8 @@ class HybridDense:
             sf, inv = rng / f32(127), f32(127) / rng
             q_lo, q_hi = -127, 127
         q = _neon_round(x * inv)
-        np.clip(q, f32(q_lo), f32(q_hi), out=q)
+        # np.clip's values (the row is finite) without its Python wrapper
+        np.minimum(np.maximum(q, f32(q_lo), out=q), f32(q_hi), out=q)
         acc = q @ self.w32_t
         if self.per_channel:
             acc *= (np.asarray([sf], f32)[:, None] * self.channel_scales).astype(f32)
