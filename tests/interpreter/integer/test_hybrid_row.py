@@ -24,8 +24,12 @@ def _rows(rng: np.random.Generator, n: int) -> list[np.ndarray]:
     single = np.zeros(n, np.float32)
     single[rng.integers(0, n)] = np.float32(-2.5)
     tiny = (rng.standard_normal(n) * 1e-30).astype(np.float32)
+    gap = np.full(n, np.float32(1e30))  # ends 60 decades apart: the span is inexact
+    gap[0] = np.float32(-1e-30)
+    huge = np.full(n, np.float32(3e38))  # the float32 span overflows to inf
+    huge[-1] = np.float32(-3e38)
     return [normal, np.abs(normal), -np.abs(normal), halves, single, tiny, normal * 1e20,
-            np.full(n, np.float32(-1e-3))]
+            np.full(n, np.float32(-1e-3)), gap, huge]
 
 
 @pytest.mark.parametrize("asymmetric", [False, True])
@@ -45,10 +49,11 @@ def test_row_equals_the_batched_path(asymmetric, per_channel, bias, accum):
     other = rng.standard_normal(accum).astype(np.float32)
     checked = 0
     for row in _rows(rng, accum):
-        got = dense.row(row.reshape(1, -1))
-        if got is None:
-            continue
-        want = dense(np.stack([row, other]), (2, units))[:1]
+        with np.errstate(all="ignore"):  # as the interpreter runs kernels (inf spans)
+            got = dense.row(row.reshape(1, -1))
+            if got is None:
+                continue
+            want = dense(np.stack([row, other]), (2, units))[:1]
         assert got.dtype == np.float32 and got.shape == (1, units)
         np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
         checked += 1
