@@ -7,15 +7,14 @@ step()-driven run - time of run()) / ops).  With ``--rounds R`` the three are me
 times in turn and each figure is the lowest of its R medians: on a shared machine a burst
 of someone else's work only ever adds time, and alternating spreads it over both sides.
 
-Ours and LiteRT's invokes alternate in this process, one by one, or ``--block K`` of one side
-then K of the other (see `alternating_times`).  Quantized models are first
+Ours and LiteRT's invokes alternate one by one in this process.  Quantized models are first
 tried in a child process, since LiteRT's reference kernels abort on mobilenet_v2_int8 (shown
 as "abort", with our median alone); person_detect is given to LiteRT with its rank-1 bias
 quantized_dimension patched to 0 (LiteRT refuses the original); keyword_scrambled_8bit
 crashes every LiteRT resolver (also shown as "abort"; we run it as TFLite Micro does).
 
-    python benchmarks/bench_interpreter.py [--runs N] [--rounds R] [--block K]
-                                           [--blas-threads N] [--float|--quantized] [MODEL ...]
+    python benchmarks/bench_interpreter.py [--runs N] [--rounds R] [--blas-threads N]
+                                           [--float|--quantized] [MODEL ...]
 """
 from __future__ import annotations
 
@@ -166,10 +165,10 @@ def why_slower(ours: float, ref: float | None, ops: int) -> str:
             f"ours {ours / ops * 1e6:.2f} us/op")
 
 
-def _one_round(name: str, path: Path, interp: Interpreter, inputs, runs: int, block: int = 1):
+def _one_round(name: str, path: Path, interp: Interpreter, inputs, runs: int):
     """(ours, LiteRT REF, LiteRT BUILTIN) medians.  Where LiteRT runs safely in this
-    process, ours and LiteRT's invokes alternate (one by one, or in blocks of ``block``), so
-    a slow spell of the machine lands on both sides alike; quantized models are first tried in a child process, since
+    process, ours and LiteRT's invokes alternate one by one, so a slow spell of the machine
+    lands on both sides alike; quantized models are first tried in a child process, since
     LiteRT's reference kernels abort on some."""
     if name == "keyword_scrambled_8bit":
         return median_time(interp.invoke, runs), None, None  # crashes every LiteRT resolver
@@ -184,7 +183,7 @@ def _one_round(name: str, path: Path, interp: Interpreter, inputs, runs: int, bl
             results.append((median_time(interp.invoke, runs), None))
         else:
             results.append(alternating_times(interp.invoke, _litert_invoke(data, inputs, resolver),
-                                             runs, block))
+                                             runs))
     return results[0][0], results[0][1], results[1][1]
 
 
@@ -205,28 +204,18 @@ def litert_interpreter(data: bytes, inputs, resolver: str = "BUILTIN_REF"):
     return li
 
 
-def alternating_times(ours, theirs, runs: int, block: int = 1) -> tuple[float, float]:
-    """Median times of two callables invoked in turn: ``block`` calls of one, then
-    ``block`` of the other, until each has made ``runs`` calls (each call timed).
-
-    With ``block`` 1 every call of one side follows a call of the other, which evicts
-    the caches and branch history the first had warmed; a small model's run, a few
-    hundred numpy calls through a large body of Python and numpy code, loses more to that
-    than LiteRT's compact loop does.  Larger blocks measure each side warm, as a program
-    that invokes one interpreter over and over runs, while still spreading a slow spell
-    of the machine over both sides."""
+def alternating_times(ours, theirs, runs: int) -> tuple[float, float]:
+    """Median times of two callables invoked in turn, one call each per round."""
     ours()
     theirs()
     a, b = [], []
-    for start in range(0, runs, block):
-        n = min(block, runs - start)
-        for side, times in ((ours, a), (theirs, b)):
-            if block > 1:
-                side()  # the first call after the other side's block is not timed
-            for _ in range(n):
-                t = time.perf_counter()
-                side()
-                times.append(time.perf_counter() - t)
+    for _ in range(runs):
+        t = time.perf_counter()
+        ours()
+        a.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        theirs()
+        b.append(time.perf_counter() - t)
     return statistics.median(a), statistics.median(b)
 
 
@@ -245,9 +234,6 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=1,
                     help="measure ours and LiteRT this many times in turn; keep the lowest "
                          "median of each")
-    ap.add_argument("--block", type=int, default=1,
-                    help="alternate in blocks of this many invokes (default 1: one by one, "
-                         "each side running after the other has evicted its caches)")
     ap.add_argument("--blas-threads", type=int, default=None,
                     help="numpy BLAS threads (LiteRT's reference kernels use one); "
                          "on a busy machine 1 gives steadier figures")
@@ -259,7 +245,7 @@ def main(argv=None) -> int:
           f"{'ours/BUILTIN':>12s} {'step ms/op':>10s}  why above 1.0x REF")
     for name in args.models:
         path, inputs, interp = prepared(name)
-        rounds = [_one_round(name, path, interp, inputs, args.runs, args.block)
+        rounds = [_one_round(name, path, interp, inputs, args.runs)
                   for _ in range(max(1, args.rounds))]
         ours = min(r[0] for r in rounds)
         ref, fast = (_lowest(r[k] for r in rounds) for k in (1, 2))
@@ -271,8 +257,7 @@ def main(argv=None) -> int:
         def ratio(t, width):
             return f"{'-':>{width}s}" if t is None else f"{ours / t:{width}.2f}"
         print(f"{name:36s} {ours * 1e3:9.3f} {cell(ref, 9)} {ratio(ref, 9)} {cell(fast, 10)} "
-              f"{ratio(fast, 12)} {step * 1e3:10.3f}  {why_slower(ours, ref, ops)}",
-              flush=True)
+              f"{ratio(fast, 12)} {step * 1e3:10.3f}  {why_slower(ours, ref, ops)}", flush=True)
     return 0
 
 
