@@ -16,6 +16,22 @@ CORPUS = sorted(MODELS_DIR.glob("*.tflite"))
 LITERT_REFUSES = {"person_detect.tflite"}
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-slow", action="store_true",
+                     help="also run the slow tier (long sweeps, fuzz campaigns)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the slow tier unless --run-slow: each slow sweep keeps a small unmarked
+    sample that CI runs, and pytest's summary counts what was deselected (never a skip)."""
+    if config.getoption("--run-slow"):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+
+
 def corpus_ids(paths):
     return [p.name for p in paths]
 
