@@ -123,6 +123,7 @@ class _Plan:
         self.edits: dict[int, tuple[int, bytes]] = {}
         self.blobs: list[_Blob] = []
         self.slots: list[tuple[int, int]] = []  # (slot position, blob index)
+        self.repacked: set[tuple] = set()
 
     # -- helpers ---------------------------------------------------------------------------
     def _u32(self, pos: int) -> int:
@@ -167,7 +168,13 @@ class _Plan:
         return vec + 4 + 4 * k
 
     # -- targets ---------------------------------------------------------------------------
+    def _covered(self, path: tuple) -> bool:
+        """Whether a table at or above ``path`` is already repacked (from the tree)."""
+        return any(path[:k] in self.repacked for k in range(len(path) + 1))
+
     def target(self, t: FieldTarget) -> bool:
+        if self._covered(t.path):
+            return True
         patches = plan(self.loc, [t]) if _patchable(t) else None
         if patches is not None:
             return all(self._put(p.pos, p.new) for p in patches)
@@ -199,10 +206,13 @@ class _Plan:
                 return False
         if table in _NEVER_REPACKED or owner is None or not hasattr(owner, "Pack"):
             return False
+        if self._covered(path):
+            return True
         slot = self._parent_slot(path)
         if slot is None:
             return False
         self._point(slot, _pack_table(owner))
+        self.repacked.add(path)
         return True
 
     def shrink(self, s: VectorShrink) -> bool:
