@@ -18,6 +18,7 @@ from ..integer.hybrid_transpose_conv import hybrid_transpose_conv
 from ..integer.common import Window, im2col
 from ..padding import scatter_taps, transpose_conv_padding
 from .common import (BuiltinOperator, INT_KINDS, Kernel, apply_activation, clamp_activation,
+                     declare,
                      kind, option, pad_for_windows, register, rounding, tensor_qparams,
                      window_geometry)
 
@@ -206,10 +207,21 @@ def int16_bias_problem(ctx, node, data_k: int, bias_k: int, depthwise: bool = Fa
     return None
 
 
+#: a convolution filter's slot: float, uint8 per tensor, int8 (int16x8 and hybrid too) and
+#: int4 per tensor or per output channel on ``axis``
+def _filter_slot(axis: int) -> str:
+    return f"*: none per-tensor | INT8 INT4: per-tensor per-channel:{axis}"
+
+
+#: a bias: float, or int32/int64 with a scale per tensor or per output channel
+BIAS_SLOT = "*: none per-tensor per-channel:0"
+
+
 class _ConvKernel(Kernel):
     """What CONV_2D and DEPTHWISE_CONV_2D share: the node kinds and the per-node cache."""
 
     types = "float+uint8+int8+int16+hybrid"
+    accepts = declare({1: _filter_slot(0), 2: BIAS_SLOT})
     depthwise = False
 
     def check(self, ctx, node):
@@ -267,6 +279,8 @@ class Conv2D(_ConvKernel):
 class DepthwiseConv2D(_ConvKernel):
     """DEPTHWISE_CONV_2D: float; uint8 (v1), int8 (v3), int16x8 (v5) bit-exact with LiteRT;
     hybrid float input with int8 weights (v6)."""
+
+    accepts = declare({1: _filter_slot(3), 2: BIAS_SLOT})
 
     depthwise = True
 
@@ -332,6 +346,7 @@ class TransposeConv(Kernel):
     node's kind is its data input's (input 2)."""
 
     types = "float+uint8+int8+int16+hybrid"
+    accepts = declare({1: _filter_slot(0), 3: BIAS_SLOT})
 
     @staticmethod
     def _data_first(node):

@@ -6,8 +6,9 @@ import numpy as np
 from ..integer import batch_matmul as int_batch_matmul, conv as int_conv
 from ..integer import fully_connected as int_fully_connected, hybrid as int_hybrid
 from ..tensor import AllocationType
-from .common import (ACTIVATION_RANGES, BuiltinOperator as Op, INT_KINDS, Kernel, _float_bounds, activation,
-                     apply_activation, kind, option, register, rounding, tensor_qparams)
+from .common import (ACTIVATION_RANGES, BuiltinOperator as Op, INT_KINDS, Kernel, _float_bounds,
+                     activation, apply_activation, declare, kind, option, register, rounding,
+                     tensor_qparams)
 
 
 def fully_connected(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
@@ -45,6 +46,8 @@ class FullyConnected(Kernel):
     hybrid float input with int8 weights, symmetric or asymmetric input quantization."""
 
     types = "float+uint8+int8+int16+hybrid"
+    accepts = declare({1: "*: none per-tensor | INT8 INT4: per-tensor per-channel:0",
+                       2: "*: none per-tensor per-channel:0"})
 
     def check(self, ctx, node):
         fmt = node.builtin_data.get("weights_format", "DEFAULT")
