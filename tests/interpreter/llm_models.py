@@ -213,3 +213,133 @@ def ours_run(model: bytes, inputs: Sequence[np.ndarray]) -> dict[int, np.ndarray
     interp.invoke()
     sg = interp.subgraphs[0]
     return {t.index: t.data for t in sg.tensors if t.data is not None}
+
+
+def ours_run_fed(model: bytes, inputs: Sequence[np.ndarray],
+                 feed: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+    """Every op's outputs when each op reads ``feed``'s values (LiteRT's, by tensor index)
+    for its computed inputs: each kernel compared on the very inputs LiteRT's kernel saw,
+    so a difference upstream (a float sum in another order) does not reach it."""
+    from tflite_viewer.interpreter import Interpreter
+
+    interp = Interpreter(model)
+    interp.set_inputs([np.asarray(x) for x in inputs])
+    sg = interp.subgraphs[0]
+    out: dict[int, np.ndarray] = {}
+
+    def before(it, event):
+        for i in event.node.inputs:
+            if i >= 0 and not sg.tensors[i].is_constant and i in feed:
+                it.set_tensor(0, i, feed[i])
+
+    def after(it, event):
+        for i in event.node.outputs:
+            out[i] = it.tensor(0, i)
+
+    interp.add_hook("before", before)
+    interp.add_hook("after", after)
+    interp.invoke()
+    return out
+
+
+# -- a decoder block ---------------------------------------------------------------------
+#: how the weights of `decoder_model` are stored, as the exports of LiteRT-Torch and
+#: ai-edge-quantizer store them
+FLAVOURS = ("float32", "weight_only_int8", "dynamic_int8", "int4_blockwise")
+
+
+class _Graph:
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng, self.tensors, self.ops = rng, [], []
+
+    def add(self, t: W | A) -> int:
+        self.tensors.append(t)
+        return len(self.tensors) - 1
+
+    def op(self, name: str, inputs, shape, out_type="FLOAT32", options_type=None,
+           options=None, out_name=None) -> int:
+        o = self.add(A(shape, out_type, name=out_name))
+        self.ops.append(OpSpec(name, list(inputs), [o], options_type, options))
+        return o
+
+    def blockwise(self, values: np.ndarray, block: int, name: str) -> int:
+        """INT4 ``values`` [n, k] with FLOAT16 block scales: the weights' tensor index."""
+        n, k = values.shape
+        scales = (self.rng.random((n, k // block)) * 0.05 + 0.005).astype(np.float16)
+        s = self.add(W(scales, name=f"{name}_scales"))
+        return self.add(W(values, "INT4", Blockwise(s, block), name=name))
+
+
+def decoder_model(flavour: str, rng: np.random.Generator, tokens: int = 8, dim: int = 64,
+                  vocab: int = 96, block: int = 32) -> tuple[bytes, np.ndarray]:
+    """(model, token ids) of one decoder block over ``tokens`` positions: an embedding
+    lookup, RMS norm, q/k/v projections, attention (BATCH_MATMUL, SOFTMAX), the output
+    projection with a residual, RMS norm, and the logits projection, weights stored as
+    ``flavour`` says (`FLAVOURS`):
+
+    * ``float32``: float tables and weights;
+    * ``weight_only_int8``: INT8 per-row embedding table, INT8 per-channel weights each
+      dequantized (DEQUANTIZE) before a float FULLY_CONNECTED;
+    * ``dynamic_int8``: INT8 per-row table, hybrid FULLY_CONNECTED (INT8 per-channel
+      weights, the input quantized per row, asymmetrically);
+    * ``int4_blockwise``: INT4 blockwise table and weights (FLOAT16 scales, one per block
+      of ``block`` values), as ai-edge-quantizer writes them.
+    """
+    if flavour not in FLAVOURS:
+        raise ValueError(f"flavour must be one of {FLAVOURS}")
+    g = _Graph(rng)
+    T, D, V = tokens, dim, vocab
+    ids = g.add(A((T,), "INT32", name="ids"))
+
+    def int8_rows(n, k):
+        return rng.integers(-127, 128, (n, k)).astype(np.int8), \
+            (rng.random(n) * 0.01 + 1e-3).tolist()
+
+    if flavour == "float32":
+        table = g.add(W((rng.standard_normal((V, D)) * 0.3).astype(np.float32), name="embed"))
+    elif flavour == "int4_blockwise":
+        table = g.blockwise(rng.integers(-8, 8, (V, D)).astype(np.int8), block, "embed")
+    else:
+        values, scales = int8_rows(V, D)
+        table = g.add(W(values, "INT8", PerChannel(scales), name="embed"))
+    x = g.op("EMBEDDING_LOOKUP", [ids, table], (T, D), out_name="x")
+
+    def rms(x, name):
+        sq = g.op("MUL", [x, x], (T, D), options_type="MulOptions")
+        axis = g.add(W(np.array([-1], np.int32)))
+        ms = g.op("MEAN", [sq, axis], (T, 1), options_type="ReducerOptions",
+                  options={"keep_dims": True})
+        eps = g.add(W(np.array([1e-6], np.float32)))
+        r = g.op("RSQRT", [g.op("ADD", [ms, eps], (T, 1), options_type="AddOptions")], (T, 1))
+        xn = g.op("MUL", [x, r], (T, D), options_type="MulOptions")
+        gamma = g.add(W((1 + 0.1 * rng.standard_normal(D)).astype(np.float32)))
+        return g.op("MUL", [xn, gamma], (T, D), options_type="MulOptions", out_name=name)
+
+    def fc(x, n, k, name):
+        opts = {}
+        if flavour == "float32":
+            w = g.add(W((rng.standard_normal((n, k)) * 0.1).astype(np.float32), name=name + "_w"))
+        elif flavour == "int4_blockwise":
+            w = g.blockwise(rng.integers(-8, 8, (n, k)).astype(np.int8), block, name + "_w")
+        else:
+            values, scales = int8_rows(n, k)
+            w = g.add(W(values, "INT8", PerChannel(scales), name=name + "_w"))
+            if flavour == "weight_only_int8":
+                w = g.op("DEQUANTIZE", [w], (n, k))
+            else:
+                opts = {"asymmetric_quantize_inputs": True}
+        return g.op("FULLY_CONNECTED", [x, w, -1], (T, n), options_type="FullyConnectedOptions",
+                    options=opts, out_name=name)
+
+    h = rms(x, "ln1")
+    q, k, v = fc(h, D, D, "q"), fc(h, D, D, "k"), fc(h, D, D, "v")
+    scores = g.op("BATCH_MATMUL", [q, k], (T, T), options_type="BatchMatMulOptions",
+                  options={"adj_y": True}, out_name="scores")
+    probs = g.op("SOFTMAX", [scores], (T, T), options_type="SoftmaxOptions",
+                 options={"beta": 1.0 / np.sqrt(D)}, out_name="probs")
+    att = g.op("BATCH_MATMUL", [probs, v], (T, D), options_type="BatchMatMulOptions",
+               out_name="att")
+    res = g.op("ADD", [x, fc(att, D, D, "o")], (T, D), options_type="AddOptions", out_name="res")
+    logits = fc(rms(res, "ln2"), V, D, "logits")
+    model = write_model(g.tensors, g.ops, [ids], [logits])
+    return model, rng.integers(0, V, T).astype(np.int32)

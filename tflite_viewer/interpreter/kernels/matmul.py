@@ -44,13 +44,13 @@ def _fc_shape(x_shape, w_shape, keep):
 class FullyConnected(Kernel):
     """FULLY_CONNECTED: float; uint8 (v1), int8 (v4+, per-tensor or per-channel), int16x8
     bit-exact with LiteRT's reference kernel (double effective scale, round half away);
-    hybrid float input with int8 or int4 weights, symmetric or asymmetric input
+    hybrid float input with int8, int4 or int2 weights, symmetric or asymmetric input
     quantization; float input with INT4 blockwise weights bit-exact with LiteRT's builtin
     kernel (``EvalBlockwise4Bit``; its reference kernel has no blockwise path and returns
     the bias: integer/blockwise.py)."""
 
     types = "float+uint8+int8+int16+hybrid"
-    accepts = declare({1: "*: none per-tensor | INT8 INT4: per-tensor per-channel:0 "
+    accepts = declare({1: "*: none per-tensor | INT8 INT4 INT2: per-tensor per-channel:0 "
                           "| INT4: blockwise",
                        2: "*: none per-tensor per-channel:0"})
 
