@@ -262,3 +262,41 @@ def test_embedding_lookup_id_out_of_range_fails_as_litert():
         ours_run(model, [bad])
     with pytest.raises(Exception):
         litert_run(model, [bad])
+
+
+# -- hybrid FULLY_CONNECTED with sub-byte weights (per tensor, per channel) ------------------
+def _hybrid_fc(rng, wtype, per_channel, asym, m, k, n):
+    lo, hi = (-8, 8) if wtype == "INT4" else (-2, 2)
+    q = rng.integers(lo, hi, (n, k)).astype(np.int8)
+    quant = PerChannel((rng.random(n) * 0.1 + 0.01).tolist()) if per_channel \
+        else PerTensor(0.05)
+    model = write_model([A((m, k)), W(q, wtype, quant),
+                         W(rng.standard_normal(n).astype(np.float32)), A((m, n))],
+                        [OpSpec("FULLY_CONNECTED", [0, 1, 2], [3], FC_OPTS,
+                                {"asymmetric_quantize_inputs": asym})], [0], [3])
+    return model, rng.standard_normal((m, k)).astype(np.float32)
+
+
+@pytest.mark.parametrize("asym", [False, True])
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("wtype, shape", [("INT2", (3, 64, 8)), ("INT2", (2, 30, 3)),
+                                          ("INT4", (3, 64, 8)), ("INT4", (2, 30, 8)),
+                                          ("INT4", (2, 64, 3))])
+def test_hybrid_sub_byte_fully_connected(wtype, shape, per_channel, asym):
+    """INT2 and INT4 weights with one scale or one per output channel, the float input
+    quantized per row (symmetric or asymmetric): bit for bit with LiteRT's hybrid kernel
+    (EvalHybridDense: its reference and builtin resolvers agree there).
+
+    One gap, stated: for INT4 weights with N >= 4 and K >= 32 even, LiteRT's optimized
+    builtin kernel takes its own 4-bit path (EvalHybridDense4Bit: another input
+    quantization, which ignores asymmetric_quantize_inputs, and a weight layout that
+    cannot hold -8: measured, a weight of -8 gives outputs far from the dequantized
+    product); this interpreter follows the reference kernel there, as for every hybrid
+    op, so only the reference is the oracle for those shapes."""
+    rng = np.random.default_rng(hash((wtype, shape, per_channel, asym)) % 2**32)
+    model, x = _hybrid_fc(rng, wtype, per_channel, asym, *shape)
+    ours = ours_run(model, [x])[3]
+    assert_bit_exact(ours, litert_run(model, [x], "BUILTIN_REF")[3], "reference")
+    m, k, n = shape
+    if not (wtype == "INT4" and n >= 4 and k >= 32 and k % 2 == 0):
+        assert_bit_exact(ours, litert_run(model, [x])[3], "builtin")
