@@ -23,6 +23,12 @@ one int8 per value and must be named where a kernel reads them).  ``FORMS`` are
 The default slot, for every input and output a kernel does not declare, is
 ``"*: none per-tensor"``: whole-byte types, unquantized or with one scale.  A kernel that
 reads per-channel or blockwise parameters says so on its register line.
+
+What a weight may be often depends on the activations: a FULLY_CONNECTED with float input
+takes FLOAT32 weights or quantized hybrid ones, with int8 input only int8 or int4 weights.
+So a declaration may give slots per *node kind* (``kinds``: "float", "hybrid", "uint8",
+"int8", "int16", as `registration.node_kind` names them, or the kernel's own
+``node_kind``), which replace the general slots for nodes of that kind.
 """
 from __future__ import annotations
 
@@ -133,25 +139,39 @@ BASIC = "*: none per-tensor"
 @dataclass(frozen=True)
 class Accepts:
     """A kernel's declaration: a `Slot` per declared input position, the slot of every
-    other input (``default``) and of the outputs."""
+    other input (``default``) and of the outputs; ``kinds`` the declarations that replace
+    it for nodes of a kind."""
 
     inputs: dict[int, Slot] = field(default_factory=dict)
     default: Slot = field(default_factory=lambda: Slot.parse(BASIC))
     outputs: Slot = field(default_factory=lambda: Slot.parse(BASIC))
+    kinds: dict[str, "Accepts"] = field(default_factory=dict)
 
     def slot(self, pos: int) -> Slot:
         return self.inputs.get(pos, self.default)
 
+    def for_kind(self, kind: str) -> "Accepts":
+        return self.kinds.get(kind, self)
+
 
 def accepts(inputs: dict[int, str] | None = None, default: str = BASIC,
-            outputs: str = BASIC) -> Accepts:
-    """An `Accepts` from slot texts (see the module docstring)."""
-    return Accepts({int(k): Slot.parse(v) for k, v in (inputs or {}).items()},
-                   Slot.parse(default), Slot.parse(outputs))
+            outputs: str = BASIC, kinds: dict[str, dict[int, str]] | None = None) -> Accepts:
+    """An `Accepts` from slot texts (see the module docstring).  ``kinds`` maps a node kind
+    to input slots that replace ``inputs``' for nodes of that kind (the other inputs and
+    the outputs keep ``default`` and ``outputs``)."""
+    general = {int(k): Slot.parse(v) for k, v in (inputs or {}).items()}
+    default_slot, out_slot = Slot.parse(default), Slot.parse(outputs)
+    per_kind = {kind: Accepts({**general, **{int(k): Slot.parse(v) for k, v in slots.items()}},
+                              default_slot, out_slot)
+                for kind, slots in (kinds or {}).items()}
+    return Accepts(general, default_slot, out_slot, per_kind)
 
 
 #: what every kernel accepts unless it declares more: whole-byte types, none or per-tensor
 DEFAULT = accepts()
+#: a float weight whatever quantization parameters it carries: they do not define float
+#: values, and LiteRT's float kernels do not read them (measured on the weighted ops)
+FLOAT_WEIGHT = "FLOAT32: none per-tensor per-channel:* blockwise custom"
 #: every type and form (user kernels registered from Python: they read the tensors
 #: themselves; and ops that only pass tensors on to another subgraph)
 ANYTHING = accepts(default="* INT4 INT2 UINT4: none per-tensor per-channel:* blockwise "
@@ -166,25 +186,37 @@ def declaration(kernel) -> Accepts:
     return decl if isinstance(decl, Accepts) else DEFAULT
 
 
+def _node_kind(ctx: "Subgraph", node: "Node") -> str:
+    from .registration import node_kind  # (registration imports this module)
+    return node_kind(ctx, node)
+
+
 def _refusal(node: "Node", what: str, t: "Tensor", slot: Slot, form: str,
-             axis: int | None) -> str:
+             axis: int | None, kind: str | None) -> str:
     q = t.quantization
     described = q.describe(t.shape) if q is not None else "no quantization parameters"
+    of = f"{what} of a {kind} {node.name}" if kind else what
     if not slot.accepts_type(t.type_name):
         wanted = ", ".join(slot.type_names()).replace("*", "whole-byte types")
         return (f"{node.name} v{node.version} {what} (tensor {t.index} {t.name!r}): "
-                f"{t.type_name} is not implemented here ({what} takes {wanted})")
+                f"{t.type_name} is not implemented here ({of} takes {wanted})")
     forms = ", ".join(slot.forms_for(t.type_name))
     return (f"{node.name} v{node.version} {what} (tensor {t.index} {t.name!r}): "
             f"{t.type_name} with {described} [{form_text(form, axis)}] is not implemented "
-            f"here ({what} takes {t.type_name} as: {forms})")
+            f"here ({of} takes {t.type_name} as: {forms})")
 
 
 def check_accepts(ctx: "Subgraph", node: "Node") -> str | None:
     """Why a node's tensors are of a type or a quantization form its kernel does not
     declare (see the module docstring), or None.  Reads only types, shapes and
     quantization parameters: no weight is decoded."""
-    decl = declaration(node.registration.kernel)
+    kernel = node.registration.kernel
+    decl = declaration(kernel)
+    kind = None
+    if decl.kinds:
+        kind_of = getattr(kernel, "node_kind", None)
+        kind = kind_of(ctx, node) if kind_of is not None else _node_kind(ctx, node)
+        decl = decl.for_kind(kind)
     tensors = ctx.tensors
     for pos, i in enumerate(node.inputs):
         if i < 0:
@@ -194,7 +226,7 @@ def check_accepts(ctx: "Subgraph", node: "Node") -> str | None:
         form, axis = tensor_form(t)
         rank = len(t.shape) if t.shape is not None else None
         if not slot.allows(t.type_name, form, axis, rank):
-            return _refusal(node, f"input {pos}", t, slot, form, axis)
+            return _refusal(node, f"input {pos}", t, slot, form, axis, kind)
     for pos, o in enumerate(node.outputs):
         if o < 0:
             continue
@@ -202,5 +234,5 @@ def check_accepts(ctx: "Subgraph", node: "Node") -> str | None:
         form, axis = tensor_form(t)
         rank = len(t.shape) if t.shape is not None else None
         if not decl.outputs.allows(t.type_name, form, axis, rank):
-            return _refusal(node, f"output {pos}", t, decl.outputs, form, axis)
+            return _refusal(node, f"output {pos}", t, decl.outputs, form, axis, kind)
     return None

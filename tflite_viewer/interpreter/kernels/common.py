@@ -11,7 +11,8 @@ from ...schema.schema_generated import BuiltinOperator  # noqa: F401  (re-export
 from ..integer.common import QParams, qparams
 from ..node import Node
 from ..padding import compute_out_size, compute_padding, window_geometry  # noqa: F401
-from ..accepts import ANYTHING, DEFAULT, Accepts, accepts as declare  # noqa: F401
+from ..accepts import (ANYTHING, DEFAULT, FLOAT_WEIGHT, Accepts,  # noqa: F401
+                       accepts as declare)
 from ..registration import Kernel, node_kind, register  # noqa: F401
 from ..subgraph import Subgraph  # noqa: F401
 

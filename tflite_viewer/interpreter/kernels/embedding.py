@@ -175,7 +175,7 @@ class EmbeddingLookup(Kernel):
     types = "any"
     accepts = declare({0: "INT32: none per-tensor",
                        1: "* INT4 INT2: none per-tensor | UINT8 INT8 INT4 INT2: per-channel:0 "
-                          "| INT4 INT2: blockwise"},
+                          "| INT4 INT2: blockwise | FLOAT32: custom"},
                       outputs="* INT4 INT2: none per-tensor")
 
     def check(self, ctx, node):

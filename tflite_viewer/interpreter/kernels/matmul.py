@@ -7,7 +7,8 @@ from ..integer import batch_matmul as int_batch_matmul, blockwise as int_blockwi
 from ..integer import conv as int_conv
 from ..integer import fully_connected as int_fully_connected, hybrid as int_hybrid
 from ..tensor import AllocationType
-from .common import (ACTIVATION_RANGES, BuiltinOperator as Op, INT_KINDS, Kernel, _float_bounds,
+from .common import (ACTIVATION_RANGES, FLOAT_WEIGHT, BuiltinOperator as Op, INT_KINDS, Kernel,
+                     _float_bounds,
                      activation, apply_activation, declare, kind, option, register, rounding,
                      tensor_qparams)
 
@@ -30,6 +31,13 @@ def fully_connected(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
     return out
 
 
+def _blockwise(w) -> bool:
+    """Integer weights with BlockwiseQuantization (a float weight's details mean nothing:
+    LiteRT's float kernel and this one ignore them)."""
+    return w.quantization is not None and w.quantization.blockwise is not None \
+        and w.is_quantized_int
+
+
 def _fc_shape(x_shape, w_shape, keep):
     o, k = w_shape
     if keep:
@@ -50,16 +58,18 @@ class FullyConnected(Kernel):
     the bias: integer/blockwise.py)."""
 
     types = "float+uint8+int8+int16+hybrid"
-    accepts = declare({1: "*: none per-tensor | INT8 INT4 INT2: per-tensor per-channel:0 "
-                          "| INT4: blockwise",
-                       2: "*: none per-tensor per-channel:0"})
+    accepts = declare({2: "*: none per-tensor per-channel:0"}, kinds={
+        "float": {1: FLOAT_WEIGHT},
+        "hybrid": {1: "INT8 INT4 INT2: per-tensor per-channel:0 | INT4: blockwise"},
+        "int8": {1: "INT8 INT4: per-tensor per-channel:0 | INT2: per-channel:0"},
+        "int16": {1: "INT8 INT4: per-tensor per-channel:0"},
+        "uint8": {1: "UINT8: per-tensor"}})
 
     def check(self, ctx, node):
         fmt = node.builtin_data.get("weights_format", "DEFAULT")
         if fmt not in ("DEFAULT", 0):
             return f"FULLY_CONNECTED v{node.version} with weights_format {fmt}: not implemented"
-        w = ctx.input(node, 1)
-        if w.quantization is not None and w.quantization.blockwise is not None:
+        if _blockwise(ctx.input(node, 1)):
             return int_blockwise.blockwise_problem(ctx, node)
         return super().check(ctx, node)
 
@@ -75,7 +85,7 @@ class FullyConnected(Kernel):
         cache = node.user_data
         ctx.resize(ctx.output(node, 0), _fc_shape(x.shape, w.shape, cache["keep"]))
         cache["kind"] = k = kind(ctx, node)
-        if w.quantization is not None and w.quantization.blockwise is not None:
+        if _blockwise(w):
             cache["kind"], cache["bound"] = "blockwise", None  # (checked at load)
             return
         if k != "hybrid" and cache["act"] not in (None, *ACTIVATION_RANGES):
@@ -250,6 +260,10 @@ class BatchMatmul(Kernel):
     reference kernel; hybrid float LHS with int8 RHS (integer/batch_matmul.py)."""
 
     types = "float+int8+int16+hybrid"
+    accepts = declare(kinds={"float": {1: "FLOAT32: none per-tensor per-channel:* custom"},
+                             "hybrid": {1: "INT8: per-tensor per-channel:-1"},
+                             "int8": {1: "INT8: per-tensor"},
+                             "int16": {1: "INT16: per-tensor"}})
 
     def init(self, ctx, node):
         return {"kind": "float", "params": None, "rhs": None, "row_sums": None}

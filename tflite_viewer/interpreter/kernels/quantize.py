@@ -103,7 +103,8 @@ class _ConstantCached(Kernel):
 
 @register(Op.DEQUANTIZE, versions=(1, 8))
 class Dequantize(_ConstantCached):
-    accepts = declare({0: "* INT4 UINT4: none per-tensor per-channel:*"})
+    accepts = declare({0: "FLOAT16: none per-tensor blockwise custom | INT16: per-tensor "
+                          "| INT8 UINT8 INT4 UINT4 INT2: per-tensor per-channel:*"})
 
     def check(self, ctx, node):
         x = ctx.input(node, 0)
@@ -111,6 +112,9 @@ class Dequantize(_ConstantCached):
             return f"DEQUANTIZE v{node.version} of {x.type_name}: not supported"
         if ctx.output(node, 0).type != FLOAT32:
             return f"DEQUANTIZE v{node.version} to {ctx.output(node, 0).type_name}: not supported"
+        if x.type != FLOAT16 and (x.quantization is None or not x.quantization.has_scale):
+            return (f"DEQUANTIZE v{node.version} of {x.type_name} tensor {x.index} "
+                    f"({x.name!r}) without quantization parameters")
         return None
 
     def prepare(self, ctx, node):
