@@ -63,6 +63,15 @@ class Custom:
 
 
 @dataclass
+class MultiAxis:
+    """MultiAxisQuantization: a scale tensor (index) over several dimensions."""
+
+    scales: int
+    dimensions: Sequence[int] = (0, 1)
+    block_size: int = 0
+
+
+@dataclass
 class W:
     """A constant tensor: values (unpacked integers for sub-byte types), their type name."""
 
@@ -90,6 +99,8 @@ class OpSpec:
     options_type: str | None = None
     options: dict[str, Any] | None = None
     version: int = 1
+    #: a custom op's code (``op`` is then "CUSTOM")
+    custom_code: str | None = None
 
 
 def pack(values: np.ndarray, bits: int) -> np.ndarray:
@@ -122,6 +133,11 @@ def _quantization(quant) -> S.QuantizationParametersT | None:
         d = S.BlockwiseQuantizationT()
         d.scales, d.zeroPoints, d.blockSize = quant.scales, quant.zero_points, quant.block_size
         q.detailsType, q.details = S.QuantizationDetails.BlockwiseQuantization, d
+    elif isinstance(quant, MultiAxis):
+        d = S.MultiAxisQuantizationT()
+        d.scales, d.zeroPoints, d.blockSize = quant.scales, -1, quant.block_size
+        d.quantizedDimensions = list(quant.dimensions)
+        q.detailsType, q.details = S.QuantizationDetails.MultiAxisQuantization, d
     elif isinstance(quant, Custom):
         d = S.CustomQuantizationT()
         d.custom = list(quant.data)
@@ -162,15 +178,17 @@ def write_model(tensors: Sequence[W | A], ops: Sequence[OpSpec], inputs: Sequenc
         t.type = getattr(S.TensorType, tname)
         sg.tensors.append(t)
     sg.inputs, sg.outputs = list(inputs), list(outputs)
-    codes: dict[tuple[str, int], int] = {}
+    codes: dict[tuple[str, int, str | None], int] = {}
     model.operatorCodes, sg.operators = [], []
     for spec in ops:
-        key = (spec.op, spec.version)
+        key = (spec.op, spec.version, spec.custom_code)
         if key not in codes:
             oc = S.OperatorCodeT()
             code = getattr(S.BuiltinOperator, spec.op)
             oc.builtinCode, oc.deprecatedBuiltinCode = code, min(code, 127)
             oc.version = spec.version
+            if spec.custom_code is not None:
+                oc.customCode = spec.custom_code
             codes[key] = len(model.operatorCodes)
             model.operatorCodes.append(oc)
         o = S.OperatorT()

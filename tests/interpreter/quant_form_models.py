@@ -89,6 +89,8 @@ def _axis(spec: OpForm, form: str) -> int | None:
     axis = 0 if form.endswith(":0") else len(spec.weight_shape) - 1
     if form.endswith("last") and axis == 0:
         raise Skip("the weight has one axis: per-channel:last is per-channel:0")
+    if spec.weight_shape[axis] == 1:
+        raise Skip("one scale on an axis of size 1 is the per-tensor form")
     return axis
 
 

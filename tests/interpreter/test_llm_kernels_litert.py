@@ -208,6 +208,10 @@ def _tables(rng):
                          PerTensor(0.5, 4)), "INT8", ()
     yield "int4-copy", W(rng.integers(-8, 8, (rows, 6)).astype(np.int8), "INT4",
                          PerTensor(0.5)), "INT4", ()
+    yield "int4-copy-unquantized", W(rng.integers(-8, 8, (rows, 6)).astype(np.int8), "INT4"), \
+        "INT4", ()
+    yield "int2-copy", W(rng.integers(-2, 2, (rows, 8)).astype(np.int8), "INT2",
+                         PerTensor(0.5)), "INT2", ()
 
 
 @pytest.mark.parametrize("label, table, out, extra",
