@@ -132,13 +132,17 @@ class BlockwiseDense:
         if m:
             q, s, zp = asymmetric_quantize(rows)
             work = np.float32 if self.exact32 else np.float64
-            qb = q.astype(work).reshape(m, self.blocks, self.block).transpose(1, 2, 0)
-            per_unit = max(1, self.blocks * m)
+            # block-major, contiguous: one matrix product per block (strided operands make
+            # numpy's batched product copy them, slowly and unevenly)
+            qb = np.ascontiguousarray(
+                q.reshape(m, self.blocks, self.block).transpose(1, 2, 0), dtype=work)
+            per_unit = max(1, self.blocks * max(m, self.block))
             step = max(1, _CHUNK // per_unit)
             for n0 in range(0, self.n, step):
                 n1 = min(self.n, n0 + step)
-                wb = weights[n0:n1].astype(work).reshape(n1 - n0, self.blocks, self.block)
-                acc = np.matmul(wb.transpose(1, 0, 2), qb).astype(np.float32)  # [B, n, m]
+                wb = np.ascontiguousarray(weights[n0:n1].reshape(
+                    n1 - n0, self.blocks, self.block).transpose(1, 0, 2), dtype=work)
+                acc = np.matmul(wb, qb).astype(np.float32, copy=False)  # [B, n, m]
                 part = out[:, n0:n1]
                 sc = self.scales[n0:n1]
                 for b in range(self.blocks):
