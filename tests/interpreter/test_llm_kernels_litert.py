@@ -304,3 +304,12 @@ def test_hybrid_sub_byte_fully_connected(wtype, shape, per_channel, asym):
     m, k, n = shape
     if not (wtype == "INT4" and n >= 4 and k >= 32 and k % 2 == 0):
         assert_bit_exact(ours, litert_run(model, [x])[3], "builtin")
+
+
+def test_embedding_lookup_ids_resized_to_two_dimensions_fail_at_prepare():
+    from tflite_viewer.model import ExecutionError
+    model = lookup_model(W(np.ones((4, 6), np.int8), "INT8", PerTensor(0.5)), "FLOAT32")
+    interp = Interpreter(model)
+    with pytest.raises(ExecutionError, match="prepare failed: .*1-D INT32"):
+        interp.resize_input(0, (2, 3))
+        interp.invoke([np.zeros((2, 3), np.int32)])

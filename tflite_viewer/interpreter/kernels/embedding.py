@@ -186,8 +186,13 @@ class EmbeddingLookup(Kernel):
 
     def prepare(self, ctx, node):
         ids, table, out = ctx.input(node, 0), ctx.input(node, 1), ctx.output(node, 0)
+        if ids.shape is None or len(ids.shape) != 1:
+            raise ValueError(f"EMBEDDING_LOOKUP ids of shape {list(ids.shape or ())}: LiteRT "
+                             "takes a 1-D INT32 tensor")
         ctx.resize(out, (ids.shape[0],) + tuple(table.shape[1:]))
-        path, _ = _plan(ctx, node)
+        path, why = _plan(ctx, node)  # (again: a resized input may change the answer)
+        if why is not None:
+            raise ValueError(why)
         cache = node.user_data
         cache["path"] = path
         q = table.quantization
