@@ -46,31 +46,78 @@ class ActivationStats:
 
     def add(self, q: np.ndarray, reference: np.ndarray | None) -> None:
         q = np.asarray(q).reshape(-1)
-        if self.q_hist is None:
-            self.q_hist = np.zeros(HIST_BINS, np.int64)
-            self.float_hist = np.zeros(HIST_BINS, np.int64)
+        self._start()
         self.count += q.size
         self.at_min += int(np.count_nonzero(q == self.qmin))
         self.at_max += int(np.count_nonzero(q == self.qmax))
         if q.size:
-            lo, hi = int(q.min()), int(q.max())
-            self.q_low = lo if self.q_low is None else min(self.q_low, lo)
-            self.q_high = hi if self.q_high is None else max(self.q_high, hi)
+            self._span(int(q.min()), int(q.max()))
             span = self.qmax - self.qmin
             bins = ((q.astype(np.int64) - self.qmin) * HIST_BINS // (span + 1)).clip(0, HIST_BINS - 1)
             self.q_hist += np.bincount(bins, minlength=HIST_BINS)
         if reference is not None:
-            r = np.asarray(reference, dtype=np.float64).reshape(-1)
-            lo, hi = self.real_range
-            # beyond the outermost representable value by more than half a step
-            half = 0.5 * self.scale
-            self.float_count += r.size
-            self.float_below += int(np.count_nonzero(r < lo - half))
-            self.float_above += int(np.count_nonzero(r > hi + half))
-            # equal bins over [lo, hi] (values beyond it in the end bins): a bincount, where
-            # np.histogram with explicit edges would sort the values
-            b = ((r - lo) * (HIST_BINS / (hi - lo))).astype(np.int64).clip(0, HIST_BINS - 1)
-            self.float_hist += np.bincount(b, minlength=HIST_BINS)
+            self.add_float(np.asarray(reference, dtype=np.float64).reshape(-1))
+
+    def add_counts(self, counts: np.ndarray, size: int) -> None:
+        """What `add` counts, from the number of occurrences of every integer value of the
+        type (``counts[j]``: value qmin + j; a length divisible by HIST_BINS)."""
+        self._start()
+        self.count += size
+        self.at_min += int(counts[0])
+        self.at_max += int(counts[-1])
+        if size:
+            used = np.flatnonzero(counts)
+            self._span(self.qmin + int(used[0]), self.qmin + int(used[-1]))
+            self.q_hist += counts.reshape(HIST_BINS, -1).sum(axis=1)
+
+    def add_float(self, r: np.ndarray, work: np.ndarray | None = None,
+                  bins: np.ndarray | None = None, mask: np.ndarray | None = None) -> None:
+        """The float model's values (a float64 vector) of the same tensor; ``work``
+        (float64), ``bins`` (intp) and ``mask`` (bool) of its size are scratch space."""
+        self._start()
+        lo, hi = self.real_range
+        # beyond the outermost representable value by more than half a step
+        half = 0.5 * self.scale
+        self.float_count += r.size
+        self.float_below += int(np.count_nonzero(np.less(r, lo - half, out=mask)))
+        self.float_above += int(np.count_nonzero(np.greater(r, hi + half, out=mask)))
+        # equal bins over [lo, hi] (values beyond it in the end bins): a bincount, where
+        # np.histogram with explicit edges would sort the values
+        scaled = np.subtract(r, lo, out=work)
+        np.multiply(scaled, HIST_BINS / (hi - lo), out=scaled)
+        if bins is None:
+            b = scaled.astype(np.int64)
+        else:
+            b = bins
+            np.copyto(b, scaled, casting="unsafe")  # astype's conversion, into scratch
+        np.clip(b, 0, HIST_BINS - 1, out=b)
+        self.float_hist += np.bincount(b, minlength=HIST_BINS)
+
+    def _start(self) -> None:
+        if self.q_hist is None:
+            self.q_hist = np.zeros(HIST_BINS, np.int64)
+            self.float_hist = np.zeros(HIST_BINS, np.int64)
+
+    def _span(self, lo: int, hi: int) -> None:
+        self.q_low = lo if self.q_low is None else min(self.q_low, lo)
+        self.q_high = hi if self.q_high is None else max(self.q_high, hi)
+
+    def empty(self) -> "ActivationStats":
+        """The same tensor's statistics with nothing counted yet (one sample's share)."""
+        return ActivationStats(self.tensor, self.type_name, self.qmin, self.qmax, self.scale,
+                               self.zero_point)
+
+    def merge(self, other: "ActivationStats") -> None:
+        """Add what ``other`` (another share of the same tensor) counted."""
+        if other.q_hist is None:
+            return
+        self._start()
+        for name in ("count", "at_min", "at_max", "float_count", "float_below", "float_above"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        if other.q_low is not None:
+            self._span(other.q_low, other.q_high)
+        self.q_hist += other.q_hist
+        self.float_hist += other.float_hist
 
     def to_dict(self) -> dict[str, Any]:
         n = max(self.count, 1)

@@ -31,10 +31,11 @@ from ..model import Model, load_model
 from ..model.errors import TFLiteViewerError
 from . import samples as smp
 from .activations import ActivationStats, new_stats
-from .fallback import FallbackGain, FallbackRunner, output_quality
-from .metrics import average, badness, tensor_metrics
+from .fallback import FallbackGain, FallbackRunner
+from .parallel import map_jobs
+from .per_sample import Analysis, SampleResult, merge, run_sample
+from .metrics import average, badness
 from .pairing import Pairing, is_real, pair_models
-from .ranges import dequantize, integer_range
 from .runner import Entry, ModelRunner, entries
 from .spec import Finding, check_spec
 from .weights import WeightReport, analyze_weights
@@ -263,35 +264,6 @@ def _tensor_reports(qm: Model, pairing: Pairing | None) -> dict[tuple[int, int],
     return reports
 
 
-def _measure(qm: Model, rep: TensorReport, qv: np.ndarray, ref: np.ndarray | None,
-             keep_values: bool) -> None:
-    """One sample's values of one tensor: activation statistics, and the metrics against
-    the float values ``ref`` when paired."""
-    t = qm.subgraphs[rep.subgraph].tensors[rep.tensor]
-    if rep.activation is not None:
-        rep.activation.add(qv, ref)
-    if ref is None:
-        return
-    deq = dequantize(qv, t.quantization) if qv.dtype.kind in "iu" and t.quantization \
-        is not None else qv
-    if np.shape(ref) != np.shape(deq):
-        return
-    scale = float(t.quantization.scale[0]) if t.quantization is not None and \
-        t.quantization.scale.size == 1 and integer_range(t.type_name) else None
-    rep.per_input.append(tensor_metrics(ref, deq, scale))
-    if keep_values and rep.sample_values is None:
-        rep.sample_values = (np.asarray(ref, np.float32), np.asarray(deq, np.float32))
-
-
-def _q_outputs(qm: Model, run: _Run, values: dict) -> list[np.ndarray]:
-    res = []
-    for qi, _ in run.out_pairs:
-        t = qm.subgraphs[run.entry.subgraph].tensors[qi]
-        v = values[(run.entry.subgraph, qi)]
-        res.append(dequantize(v, t.quantization) if v.dtype.kind in "iu" else v)
-    return res
-
-
 def analyze(model: Model | str | os.PathLike | bytes,
             float_model: Model | str | os.PathLike | bytes | None = None, *,
             samples: int = 10, seed: int = 0, inputs: str | os.PathLike | None = None,
@@ -301,7 +273,8 @@ def analyze(model: Model | str | os.PathLike | bytes,
             fallback_ops: Sequence[int | tuple[int, int]] | None = None,
             backend: str = "interpreter",
             keep_values: bool = False, progress: Progress | None = None,
-            cancel: Callable[[], bool] | None = None) -> QuantReport:
+            cancel: Callable[[], bool] | None = None,
+            workers: int | None = None) -> QuantReport:
     """Spec checks, weight and activation analysis, and (with ``float_model``) the float vs
     quantized comparison of every paired tensor of every subgraph and, with
     ``per_layer_fallback``, the gain of computing each quantized op (or each of
@@ -309,8 +282,9 @@ def analyze(model: Model | str | os.PathLike | bytes,
     ``backend`` "litert" reads the tensors from LiteRT instead of this interpreter (no
     fallback then; LiteRT exposes the entry subgraphs' tensors only).  The samples given
     feed subgraph 0's inputs, or ``signature``'s.  ``progress(done, total, message)`` is
-    called as it goes; ``cancel()`` returning True stops it with `Cancelled`.  See the
-    module docstring."""
+    called as it goes; ``cancel()`` returning True stops it with `Cancelled`.  ``workers``
+    caps the processes the samples are shared among (`parallel`; None: one per processor
+    when the work is long enough, 1: this process only).  See the module docstring."""
     qm = _load(model)
     fm = _load(float_model)
     findings = check_spec(qm)
@@ -326,58 +300,41 @@ def analyze(model: Model | str | os.PathLike | bytes,
         fb = FallbackRunner(qm, fm, pairing, ops)
     runnable = {id(r): [k for k in (fb.float_ops if fb else {}) if k[0] in r.covers]
                 for r in runs}
-    total = sum(len(r.samples) * (1 + len(runnable[id(r)])) for r in runs)
+    weight = {id(r): 1 + len(runnable[id(r)]) for r in runs}
+    total = sum(len(r.samples) * weight[id(r)] for r in runs)
     done = 0
 
     def tick(msg: str) -> None:
         nonlocal done
-        if cancel is not None and cancel():
-            raise Cancelled("quantization analysis cancelled")
+        check()
         if progress is not None:
             progress(done, total, msg)
         done += 1
 
-    entry_outputs = []
-    for run in runs:
-        where = "" if len(runs) == 1 else f"{run.entry.label}, "
-        out_rows: list[dict[str, float]] = []
-        mine = [rep for key, rep in reports.items() if key[0] in run.covers]
-        for s, sample in enumerate(run.samples):
-            tick(f"{where}sample {s + 1}/{len(run.samples)}: running the models")
-            qt = run.qrun.run(sample)
-            ft = run.frun.run(sample) if run.frun is not None else None
-            for rep in mine:
-                qv = qt.get(rep.key)
-                if qv is None:
-                    continue
-                ref = None
-                if ft is not None and rep.float_tensor is not None:
-                    ref = ft.get((rep.float_subgraph, rep.float_tensor))
-                _measure(qm, rep, qv, ref, keep_values)
-            if ft is None or not run.out_pairs:
-                continue
-            f_outs = [ft[fk] for _, fk in run.out_pairs]
-            base_sqnr, base_cos = output_quality(f_outs, _q_outputs(qm, run, qt))
-            out_rows.append({"sqnr_db": base_sqnr, "cosine": base_cos})
-            for k in runnable[id(run)]:
-                tick(f"{where}sample {s + 1}/{len(run.samples)}: op {k[1]} "
-                     f"({fb.gains[k].opcode}) in float")
-                try:
-                    tensors = run.qrun.run(sample, after_op=fb.hook_for(k))
-                except Exception as exc:  # noqa: BLE001 - one op's failure is that op's result
-                    fb.gains[k].error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-                    continue
-                finally:
-                    fb.end_run(k)
-                sq, co = output_quality(f_outs, _q_outputs(qm, run, tensors))
-                fb.gains[k].per_input.append({"sqnr_db": sq, "cosine": co,
-                                              "baseline_sqnr_db": base_sqnr,
-                                              "baseline_cosine": base_cos})
-        if out_rows:
-            entry_outputs.append({"signature": run.entry.signature,
-                                  "subgraph": run.entry.subgraph,
-                                  "tensors": [q for q, _ in run.out_pairs],
-                                  "per_input": out_rows, **average_outputs(out_rows)})
+    def check() -> None:
+        if cancel is not None and cancel():
+            raise Cancelled("quantization analysis cancelled")
+
+    shared = Analysis(qm, runs, reports, fb, runnable, keep_values)
+    jobs = [(r, s) for r, run in enumerate(runs) for s in range(len(run.samples))]
+    out_rows: dict[int, list[dict]] = {id(r): [] for r in runs}
+
+    def work(job: tuple[int, int], here: bool) -> SampleResult:
+        return run_sample(shared, runs[job[0]], job[1], tick if here else None)
+
+    def collect(i: int, res: SampleResult, here: bool) -> None:
+        nonlocal done
+        run = runs[jobs[i][0]]
+        if not here:  # computed in another process: its progress shows now
+            tick(f"sample {jobs[i][1] + 1}/{len(run.samples)} done")
+            done += weight[id(run)] - 1
+        merge(shared, run, res, out_rows[id(run)])
+
+    map_jobs(jobs, work, collect, workers, check)
+    entry_outputs = [{"signature": run.entry.signature, "subgraph": run.entry.subgraph,
+                      "tensors": [q for q, _ in run.out_pairs], "per_input": rows,
+                      **average_outputs(rows)}
+                     for run in runs for rows in [out_rows[id(run)]] if rows]
     if progress is not None:
         progress(total, total, "done")
     for rep in reports.values():

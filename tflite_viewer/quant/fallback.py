@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..model import Model
-from .float_op import FloatOp
+from .float_op import FloatOp, float_ops
 from .metrics import average, cosine, sqnr_db, tensor_metrics
 from .pairing import Pairing, is_real
 from .ranges import dequantize, integer_range, quantize
@@ -95,65 +95,77 @@ class FallbackRunner:
 
     def __init__(self, model: Model, float_model: Model | None, pairing: Pairing | None,
                  ops: list[OpKey] | None = None) -> None:
-        from ..schema import schema_generated as S
         self.model = model
-        root = S.Model.GetRootAs(bytes(np.asarray(model.data, dtype=np.uint8)), 0)
         self.gains: dict[OpKey, FallbackGain] = {}
         self.float_ops: dict[OpKey, FloatOp] = {}
-        for k in (candidate_ops(model) if ops is None else ops):
+        keys = candidate_ops(model) if ops is None else ops
+        weights = {}
+        for k in keys:
             op = model.subgraphs[k[0]].operators[k[1]]
-            gain = FallbackGain(k[1], op.opcode.name, k[0])
-            weights = float_weights_for(model, float_model, pairing, k)
-            if weights:
-                gain.weights = "float model"
-            try:
-                self.float_ops[k] = FloatOp(model, k[1], weights, root, subgraph=k[0])
-            except Exception as exc:  # noqa: BLE001 - reported per op, the rest still run
-                gain.error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-            self.gains[k] = gain
+            self.gains[k] = FallbackGain(k[1], op.opcode.name, k[0])
+            weights[k] = float_weights_for(model, float_model, pairing, k)
+            if weights[k]:
+                self.gains[k].weights = "float model"
+        for k, fop in float_ops(model, list(self.gains), weights).items():
+            if isinstance(fop, Exception):  # reported per op, the rest still run
+                self.gains[k].error = f"{type(fop).__name__}: {str(fop).splitlines()[0][:200]}"
+            else:
+                self.float_ops[k] = fop
+
+    def replacements(self, k: OpKey, tensors) -> dict[int, np.ndarray]:
+        """Op ``k``'s real outputs computed in float from its inputs as ``tensors`` (the
+        runtime tensors of its subgraph) hold them, requantized into the outputs' own
+        parameters and cast to their types: {output index: value}.  Records the op's own
+        error for `end_run`."""
+        fop = self.float_ops[k]
+        real_in = []
+        for i in fop.inputs:
+            t = tensors[i]
+            real_in.append(dequantize(t.data, t.quantization) if _is_quantized(t) else t.data)
+        outs = fop.run(real_in)
+        local = None
+        new: dict[int, np.ndarray] = {}
+        for o, value in zip(fop.outputs, outs):
+            t = tensors[o]
+            if not is_real(t):
+                continue
+            if _is_quantized(t):
+                before = dequantize(t.data, t.quantization)
+                local = (value, before, float(t.quantization.scale[0])
+                         if t.quantization.scale.size == 1 else None)
+                value = quantize(value, t.quantization, t.type_name)
+            else:
+                local = (value, np.array(t.data), None)
+            # what Interpreter.set_tensor stores (its copy aside)
+            new[o] = np.asarray(value, dtype=t.dtype)
+        if local is not None:
+            self.gains[k]._calls.append(local)
+        return new
 
     def hook_for(self, k: OpKey):
-        fop = self.float_ops[k]
-        gain = self.gains[k]
+        """An after-op hook replacing op ``k``'s outputs by their float computation, for a
+        full re-run of the model."""
         sgi, opi = k
 
         def after(interp, ev) -> None:
             if ev.subgraph != sgi or ev.op != opi:
                 return
-            tensors = interp.subgraphs[sgi].tensors
-            real_in = []
-            for i in fop.inputs:
-                t = tensors[i]
-                real_in.append(dequantize(t.data, t.quantization) if _is_quantized(t) else t.data)
-            outs = fop.run(real_in)
-            local = None
-            for o, value in zip(fop.outputs, outs):
-                t = tensors[o]
-                if not is_real(t):
-                    continue
-                if _is_quantized(t):
-                    before = dequantize(t.data, t.quantization)
-                    local = (value, before, float(t.quantization.scale[0])
-                             if t.quantization.scale.size == 1 else None)
-                    interp.set_tensor(sgi, o, quantize(value, t.quantization, t.type_name))
-                else:
-                    local = (value, np.array(t.data), None)
-                    interp.set_tensor(sgi, o, value)
-            if local is not None:
-                gain._calls.append(local)
+            for o, value in self.replacements(k, interp.subgraphs[sgi].tensors).items():
+                interp.set_tensor(sgi, o, value)
 
         return after
 
-    def end_run(self, k: OpKey) -> None:
-        """The op's own error on this run: its last real output against its float
-        computation, over every invocation of the op (all iterations of a loop body)."""
+    def take_local(self, k: OpKey) -> dict | None:
+        """The op's own error on the run just made: its last real output against its float
+        computation, over every invocation of the op (all iterations of a loop body);
+        None when the op did not run."""
         gain = self.gains[k]
         calls, gain._calls = gain._calls, []
         if not calls:
-            return
+            return None
         ref = np.concatenate([np.asarray(c[0], np.float64).reshape(-1) for c in calls])
         got = np.concatenate([np.asarray(c[1], np.float64).reshape(-1) for c in calls])
-        gain._local.append(tensor_metrics(ref, got, calls[0][2]))
+        return tensor_metrics(ref, got, calls[0][2])
 
     def finish(self) -> list[FallbackGain]:
         for g in self.gains.values():

@@ -104,6 +104,68 @@ def tensor_metrics(reference: np.ndarray, dequantized: np.ndarray,
     }
 
 
+def metrics_of_arrays(r: np.ndarray, d: np.ndarray, scale: float | None, r32: np.ndarray,
+                      d32: np.ndarray, denom32: np.ndarray, work: np.ndarray | None = None,
+                      ratio: np.ndarray | None = None) -> dict[str, float]:
+    """`tensor_metrics` of the float64 vectors ``r`` (reference) and ``d`` (dequantized),
+    given also their float32 forms and ``denom32`` = |d32| + MDR_TOLERANCE (what the
+    analysis has at hand from its lookup tables): the same operations on the same numbers,
+    each vector read as few times as it can be.  ``work`` (float64) and ``ratio``
+    (float32), of the vectors' size, are scratch space (else allocated); ``d`` is
+    overwritten."""
+    n = d.size
+    if not n:
+        return tensor_metrics(r, d, scale)
+    rr, d_d, rd = _dot(r, r), _dot(d, d), _dot(r, d)
+    diffs = np.subtract(d, r, out=work)
+    dd = _dot(diffs, diffs)
+    mse = dd / n
+    mean = np.add.reduce(diffs) / n            # np.mean's sum and division
+    max_abs = float(max(diffs.max(), -diffs.min()))
+    dev = np.subtract(diffs, mean, out=d)      # np.std's operations
+    np.multiply(dev, dev, out=dev)
+    stddev = math.sqrt(np.add.reduce(dev) / n)
+    ratio = np.subtract(r32, d32, out=ratio)   # median_diff_ratio's, in float32
+    np.abs(ratio, out=ratio)
+    np.divide(ratio, denom32, out=ratio)
+    return {
+        "num_elements": float(n),
+        "stddev": float(stddev),
+        "mean_error": float(mean),
+        "max_abs_error": max_abs,
+        "mean_squared_error": mse,
+        "rmse_scale": (math.sqrt(mse) / scale) if scale else None,
+        "cosine": _cosine(rr, d_d, rd),
+        "sqnr_db": _sqnr(rr, dd),
+        "median_diff_ratio": median_in_place(ratio),
+    }
+
+
+def median_in_place(values: np.ndarray) -> float:
+    """np.median of a vector of non-negative floats (median_diff_ratio's ratios), which it
+    may reorder.  Often half of them are exactly zero (where the quantized value equals
+    the float one), which np.partition handles poorly: the zeros are counted instead, the
+    middle order statistics looked for among the others, and the middle pair averaged in
+    the vector's type as np.median averages it."""
+    n = values.size
+    if not n:
+        return math.nan
+    if math.isnan(np.add.reduce(values)):
+        return math.nan  # a NaN (inf alone sums to inf): np.median gives NaN
+    half = n // 2
+    wanted = [half] if n % 2 else [half - 1, half]
+    nonzero = values[values != 0]
+    zeros = n - nonzero.size
+    kth = [k - zeros for k in wanted if k >= zeros]
+    if kth:
+        nonzero.partition(kth)
+    zero = values.dtype.type(0)
+    middle = [zero if k < zeros else nonzero[k - zeros] for k in wanted]
+    if n % 2:
+        return float(middle[0])
+    return float((middle[0] + middle[1]) / values.dtype.type(2))
+
+
 def average(per_input: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
     """The mean of each metric over inputs (None where a metric is None)."""
     out: dict[str, float | None] = {}

@@ -94,3 +94,46 @@ def test_squared_difference_max_min():
                    "MaximumMinimumOptions", {}, 2)
             cases.append(Case(o, [x1, x2], lambda fn=fn, x1=x1, x2=x2: fn(x1, x2), name))
     assert check_cases(cases, compare_builtin=True) == 240
+
+
+@pytest.mark.parametrize("op", ["ADD", "SUB", "MUL", "SQUARED_DIFFERENCE"])
+def test_eight_bit_pair_tables_match_litert_on_every_pair(op):
+    """8-bit inputs go through a table of all 65,536 input pairs (pair_table) once as many
+    elements were computed with the same parameters: inputs holding every pair, plainly
+    and broadcast, equal LiteRT's kernels on each, through the table."""
+    rng = np.random.default_rng(sum(map(ord, op)))
+    dtypes = [np.int8] if op == "SQUARED_DIFFERENCE" else [np.uint8, np.int8]
+    every = np.arange(256, dtype=np.uint8)
+    cases = []
+    for dtype in dtypes:
+        x1 = np.repeat(every, 256).view(dtype).reshape(1, 256, 256)
+        x2 = np.tile(every, 256).view(dtype).reshape(1, 256, 256)
+        col = every.view(dtype).reshape(1, 1, 256)  # broadcast along two axes
+        assert x1.size >= ew.PAIR_TABLE_SIZE  # the table is built on the first call
+        for s2, b in (((1, 256, 256), x2), ((1, 1, 256), col)):
+            q1, q2 = rand_q(rng, dtype), rand_q(rng, dtype)
+            if op == "MUL":
+                oq = rand_q(rng, dtype, q1[0] * q2[0] * 30, q1[0] * q2[0] * 300)
+            elif op == "SQUARED_DIFFERENCE":
+                oq = rand_q(rng, dtype, max(q1[0], q2[0]) ** 2 * 50, max(q1[0], q2[0]) ** 2 * 500)
+            else:
+                oq = rand_q(rng, dtype, max(q1[0], q2[0]) / 2, max(q1[0], q2[0]) * 4)
+            if op == "SQUARED_DIFFERENCE":
+                opts, kind, version = {}, "SquaredDifferenceOptions", 2
+                fn = (lambda a=x1, b=b, q1=q1, q2=q2, oq=oq:
+                      ew.squared_difference(a, b, q1, q2, oq, LITERT_ROUNDING))
+            else:
+                opts = {"fused_activation_function": str(rng.choice(ACTIVATIONS))}
+                kind = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions"}[op]
+                version = VERSIONS[op][dtype]
+                core = {"ADD": ew.add, "SUB": ew.sub, "MUL": ew.mul}[op]
+                fn = (lambda a=x1, b=b, q1=q1, q2=q2, oq=oq, core=core, opts=dict(opts):
+                      core(a, b, q1, q2, oq, opts, LITERT_ROUNDING))
+            o = Op(op, [T((1, 256, 256), dtype, *q1), T(s2, dtype, *q2)],
+                   [T((1, 256, 256), dtype, *oq)], kind, opts, version)
+            fn()  # the first call computes directly and pays for the table
+            cases.append(Case(o, [x1, b], fn, f"{op} {np.dtype(dtype).name} {s2} {opts}"))
+    hits = ew.pair_table.cache_info().hits + ew.pair_table.cache_info().misses
+    assert check_cases(cases) == len(cases)
+    assert ew.pair_table.cache_info().hits + ew.pair_table.cache_info().misses == \
+        hits + len(cases)  # every case was looked up

@@ -1,0 +1,206 @@
+"""The fast per-layer fallback (only the changed op's downstream cone computed again, on
+the sample's first run) equals the full re-run with the op's hook, bit for bit; the
+analysis gives the same report with its samples shared among processes; the measuring
+shortcuts (lookup tables, one-partition median, merged statistics) give the numbers of
+the plain computations."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tflite_viewer.model import load_model
+from tflite_viewer.quant import analyze, parallel
+from tflite_viewer.quant.activations import new_stats
+from tflite_viewer.quant.analysis import make_samples
+from tflite_viewer.quant.cone import DownstreamCone
+from tflite_viewer.quant.fallback import FallbackRunner
+from tflite_viewer.quant.measure import Scratch, TensorMeter
+from tflite_viewer.quant.metrics import median_in_place, tensor_metrics
+from tflite_viewer.quant.pairing import pair_models
+from tflite_viewer.quant.ranges import dequantize
+from tflite_viewer.quant.runner import ModelRunner
+
+from .helpers import MNV2_DYNAMIC, MNV2_FLOAT, MNV2_INT8, MODELS, SMALL_FLOAT, SMALL_INT8
+
+PAIRS = {  # quantized, float model, every how many ops checked (the slow sweep: all)
+    "small_cnn_int8": (SMALL_INT8, SMALL_FLOAT, 1),
+    "mobilenet_v2_int8": (MNV2_INT8, MNV2_FLOAT, 3),
+    "mobilenet_v2_dynamic": (MNV2_DYNAMIC, MNV2_FLOAT, 2),   # hybrid ops, float activations
+    "uint8_no_float_model": (MODELS / "mobilenet_v1_0.25_224_quant.tflite", None, 6),
+}
+
+
+def _same(a: dict | None, b: dict | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.keys() == b.keys() and all(
+        a[k] == b[k] or (isinstance(a[k], float) and math.isnan(a[k]) and math.isnan(b[k]))
+        for k in a)
+
+
+@pytest.mark.parametrize("name", list(PAIRS))
+def test_cone_equals_the_full_rerun_bit_for_bit(name):
+    _check_cone(name, PAIRS[name][2])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(PAIRS))
+def test_cone_equals_the_full_rerun_for_every_op(name):
+    _check_cone(name, 1)
+
+
+def _check_cone(name: str, stride: int) -> None:
+    qpath, fpath, _ = PAIRS[name]
+    qm = load_model(qpath)
+    fm = load_model(fpath) if fpath is not None else None
+    fb = FallbackRunner(qm, fm, pair_models(qm, fm) if fm is not None else None)
+    runner = ModelRunner(qm)
+    samples = make_samples(qm, fm, count=2 if name == "small_cnn_int8" else 1, seed=3)
+    outs = list(qm.subgraphs[0].outputs)
+    assert fb.float_ops
+    recomputed = []
+    for sample in samples:
+        base = runner.run(sample)
+        cone = DownstreamCone(runner.interpreter, 0, False)
+        assert cone.why_not is None
+        for k in list(fb.float_ops)[::stride] + list(fb.float_ops)[-1:]:
+            # the interpreter holds the previous full re-run's tensors: the cone restores
+            fast = cone.outputs(k[1], base, lambda tensors: fb.replacements(k, tensors), outs)
+            fast_local = fb.take_local(k)
+            # and leaves the first run's tensors in place
+            assert all(runner.interpreter.subgraphs[0].tensors[i].data is base[(0, i)]
+                       for (s, i) in base if s == 0)
+            slow = runner.run(sample, after_op=fb.hook_for(k))
+            slow_local = fb.take_local(k)
+            for o in outs:
+                assert fast[o].dtype == slow[(0, o)].dtype
+                assert np.array_equal(fast[o], slow[(0, o)]), (name, k, o)
+            assert _same(fast_local, slow_local), (name, k)
+            recomputed.append(k if fast_local is not None else None)
+    assert len(recomputed) == len(samples) * (len(list(fb.float_ops)[::stride]) + 1)
+    assert sum(k is not None for k in recomputed) > len(recomputed) // 2  # ops measured
+
+
+def test_analysis_with_the_cone_equals_the_analysis_without(monkeypatch):
+    fast = analyze(SMALL_INT8, SMALL_FLOAT, samples=3, per_layer_fallback=True, workers=1)
+    monkeypatch.setattr(DownstreamCone, "eligible", lambda self, sg, op: False)
+    slow = analyze(SMALL_INT8, SMALL_FLOAT, samples=3, per_layer_fallback=True, workers=1)
+    assert fast.to_json() == slow.to_json()
+    for a, b in zip(fast.fallback, slow.fallback):
+        assert a.per_input == b.per_input and a.error == b.error
+
+
+def test_cone_declines_what_a_rerun_would_compute_otherwise():
+    from tflite_viewer.interpreter import Interpreter
+    lstm = Interpreter(load_model(MODELS / "lstm_dynamic.tflite"))
+    assert "calls other subgraphs" in DownstreamCone(lstm, 0, True).why_not
+    assert "control-flow" in DownstreamCone(lstm, 0, False).why_not
+    plain = Interpreter(load_model(SMALL_INT8))
+    cone = DownstreamCone(plain, 0, False)
+    assert cone.why_not is None and cone.eligible(0, 1) and not cone.eligible(1, 1)
+
+
+def test_samples_shared_among_processes_give_the_same_report(monkeypatch):
+    if not parallel.can_fork():
+        pytest.skip("forking children is Linux only")
+    monkeypatch.setattr(parallel, "WORTH_SECONDS", 0.0)
+    monkeypatch.setattr(parallel, "available_cpus", lambda: 3)
+    ticks = []
+    one = analyze(SMALL_INT8, SMALL_FLOAT, samples=5, per_layer_fallback=True, workers=1,
+                  keep_values=True)
+    three = analyze(SMALL_INT8, SMALL_FLOAT, samples=5, per_layer_fallback=True, workers=3,
+                    keep_values=True, progress=lambda d, t, m: ticks.append((d, t)))
+    assert one.to_json() == three.to_json()
+    for a, b in zip(one.tensors, three.tensors):
+        assert a.per_input == b.per_input
+        if a.sample_values is not None:
+            assert all(np.array_equal(x, y) for x, y in zip(a.sample_values, b.sample_values))
+        if a.activation is not None:
+            assert np.array_equal(a.activation.q_hist, b.activation.q_hist)
+            assert np.array_equal(a.activation.float_hist, b.activation.float_hist)
+    assert ticks[-1][0] == ticks[-1][1]  # the progress reaches its total
+
+
+def test_a_child_that_fails_leaves_its_samples_to_the_parent(monkeypatch):
+    if not parallel.can_fork():
+        pytest.skip("forking children is Linux only")
+    monkeypatch.setattr(parallel, "WORTH_SECONDS", 0.0)
+    import os
+    parent = os.getpid()
+    seen = []
+
+    def work(job, here):
+        if os.getpid() != parent:
+            raise RuntimeError("child failure")
+        seen.append(job)
+        return job * 10
+
+    got = []
+    parallel.map_jobs(list(range(7)), work, lambda i, r, here: got.append((i, r, here)),
+                      workers=2)
+    assert [(i, r) for i, r, _ in got] == [(i, 10 * i) for i in range(7)]
+    assert sorted(seen) == list(range(7))  # every job ended up computed here
+
+
+def test_table_measurements_equal_the_plain_computation():
+    rng = np.random.default_rng(7)
+    m = load_model(MNV2_INT8)
+    tensors = [t for t in m.subgraphs[0].tensors if not t.is_constant][:12]
+    scratch = Scratch()
+    for t in tensors:
+        meter = TensorMeter(t)
+        q = rng.integers(-128, 128, t.shape).astype(np.int8)
+        deq = dequantize(q, t.quantization)
+        ref = (deq + rng.normal(0, float(t.quantization.scale[0]), t.shape)
+               * (rng.random(t.shape) < 0.5)).astype(np.float32)  # half the values exact
+        for r in (ref, None):
+            fast, plain = new_stats(t).empty(), new_stats(t)
+            row, values = meter.measure(q, r, fast, True, scratch)
+            plain.add(q, r)
+            for field in ("count", "at_min", "at_max", "q_low", "q_high", "float_count",
+                          "float_below", "float_above"):
+                assert getattr(fast, field) == getattr(plain, field), field
+            assert np.array_equal(fast.q_hist, plain.q_hist)
+            assert np.array_equal(fast.float_hist, plain.float_hist)
+            if r is None:
+                assert row is None and values is None
+                continue
+            expected = tensor_metrics(r, deq, float(t.quantization.scale[0]))
+            assert row.keys() == expected.keys()
+            for key in row:
+                assert row[key] == pytest.approx(expected[key], rel=1e-12, abs=1e-15), key
+            assert row["median_diff_ratio"] == expected["median_diff_ratio"]
+            assert np.array_equal(values[1], deq.astype(np.float32))
+
+
+def test_median_in_place_is_np_median():
+    rng = np.random.default_rng(11)
+    for _ in range(2000):
+        n = int(rng.integers(1, 50))
+        a = (rng.standard_normal(n) ** 2).astype(np.float32)
+        a[rng.random(n) < rng.random()] = 0
+        if rng.random() < 0.2:
+            a[rng.integers(0, n)] = np.inf
+        if rng.random() < 0.05:
+            a[rng.integers(0, n)] = np.nan
+        if rng.random() < 0.1:
+            a[:] = a[0]
+        expect = float(np.median(a))
+        got = median_in_place(a.copy())
+        assert got == expect or (math.isnan(got) and math.isnan(expect)), a
+
+
+def test_merged_statistics_equal_one_pass_over_every_sample():
+    t = load_model(SMALL_INT8).subgraphs[0].tensors[14]
+    rng = np.random.default_rng(2)
+    parts = [rng.integers(-128, 128, 50).astype(np.int8) for _ in range(4)]
+    refs = [rng.normal(0, 3, 50) for _ in range(4)]
+    whole, merged = new_stats(t), new_stats(t)
+    for q, r in zip(parts, refs):
+        whole.add(q, r)
+        share = merged.empty()
+        share.add(q, r)
+        merged.merge(share)
+    assert whole.to_dict() == merged.to_dict()

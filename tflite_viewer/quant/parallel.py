@@ -1,0 +1,112 @@
+"""Sharing an analysis's samples among processes.
+
+The samples of an analysis are independent: each runs both models and measures every
+tensor (and each op's float fallback) on its own.  `map_jobs` runs the first job in this
+process and times it; when the rest would take long enough to be worth starting processes
+(`WORTH_SECONDS`), it forks one child per further processor the process may use, gives
+every process (this one included) every n-th remaining job and collects the children's
+results.  The results come back in job order whatever the number of processes, so an
+analysis gives the same report, bit for bit, with one process or several
+(`tests/quant/test_parallel.py`).
+
+Forked children inherit the models, interpreters and prepared kernels as they are (copy on
+write): nothing is loaded or built again.  Forking is used on Linux only (elsewhere, and
+with ``workers=1``, everything runs in this process).  A child that fails sends nothing
+usable back; its jobs are then run here, so any error is raised as a run in one process
+would raise it.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+from typing import Any, Callable, Sequence
+
+#: the first job's time times the jobs left above which children are started: forking,
+#: sending results back and joining cost some tens of milliseconds
+WORTH_SECONDS = 0.15
+
+
+def available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def can_fork() -> bool:
+    return sys.platform.startswith("linux") and \
+        "fork" in multiprocessing.get_all_start_methods()
+
+
+def map_jobs(jobs: Sequence[Any], work: Callable[[Any, bool], Any],
+             done: Callable[[int, Any, bool], None], workers: int | None = None,
+             check: Callable[[], None] | None = None) -> None:
+    """``work(job, here)`` every job and hand each result to ``done(index, result, here)``
+    in job order; ``here`` says the job ran in this process (where it may report progress
+    and raise to cancel) rather than in a child.  ``check()`` is called while waiting for
+    the children (it raises to cancel; the children are then stopped).  ``workers``:
+    processes to use at most (None: the processors this process may run on)."""
+    if not jobs:
+        return
+    t0 = time.perf_counter()
+    done(0, work(jobs[0], True), True)
+    rest = list(range(1, len(jobs)))
+    n = min(available_cpus() if workers is None else max(1, int(workers)), len(rest))
+    worth = (time.perf_counter() - t0) * len(rest) > WORTH_SECONDS
+    if n <= 1 or not worth or not can_fork():
+        for i in rest:
+            done(i, work(jobs[i], True), True)
+        return
+    shares = [rest[w::n] for w in range(n)]
+    ctx = multiprocessing.get_context("fork")
+    children = []
+    results: dict[int, tuple[Any, bool]] = {}
+    try:
+        for share in shares[1:]:
+            reader, writer = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_child, args=(share, jobs, work, writer), daemon=True)
+            proc.start()
+            writer.close()
+            children.append((share, proc, reader))
+        for i in shares[0]:
+            results[i] = (work(jobs[i], True), True)
+        for share, proc, reader in children:
+            got = _receive(reader, len(share), check)
+            for i in share:
+                results[i] = (got[i], False) if i in got else (work(jobs[i], True), True)
+    finally:
+        for _, proc, reader in children:
+            reader.close()
+            if proc.is_alive():
+                proc.terminate()
+            proc.join()
+    for i in rest:
+        done(i, *results[i])
+
+
+def _receive(reader, count: int, check: Callable[[], None] | None) -> dict[int, Any]:
+    """The results a child sent (those it could not send are missing)."""
+    got: dict[int, Any] = {}
+    while len(got) < count:
+        if check is not None:
+            check()
+        try:
+            if not reader.poll(0.1):
+                continue
+            i, result = reader.recv()
+        except Exception:  # noqa: BLE001 - a failed child (EOF, a bad pickle): redo its jobs
+            break
+        got[i] = result
+    return got
+
+
+def _child(share: list[int], jobs: Sequence[Any], work, writer) -> None:
+    try:
+        for i in share:
+            writer.send((i, work(jobs[i], False)))
+    except BaseException:  # noqa: BLE001 - the parent runs what is missing
+        pass
+    finally:
+        writer.close()

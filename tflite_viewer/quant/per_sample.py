@@ -1,0 +1,161 @@
+"""One sample of an analysis: both models run, every tensor measured, every op's float
+fallback measured, all of it kept in a `SampleResult` that `merge` adds to the report.
+
+A sample's work reads the analysis's shared state (models, runners, reports, the fallback
+runner) and writes only its own result, so samples can run in other processes
+(`parallel.map_jobs`) and their results be merged in sample order: the report is the same
+whichever process computed which sample.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..model import Model
+from .activations import ActivationStats
+from .cone import CannotReuse, DownstreamCone
+from .fallback import FallbackRunner, OpKey, output_quality
+from .measure import Scratch, TensorMeter
+from .ranges import dequantize
+
+
+@dataclass
+class SampleResult:
+    """What one sample of one run measured (see `merge`)."""
+
+    rows: dict[tuple[int, int], dict] = field(default_factory=dict)     # tensor metrics
+    stats: dict[tuple[int, int], ActivationStats] = field(default_factory=dict)
+    values: dict[tuple[int, int], tuple] = field(default_factory=dict)  # keep_values
+    outputs: dict[str, float] | None = None         # the model outputs' sqnr_db, cosine
+    #: per fallback op: (error or None, output quality row or None, the op's own error)
+    fallback: dict[OpKey, tuple[str | None, dict | None, dict | None]] = \
+        field(default_factory=dict)
+
+
+@dataclass
+class Analysis:
+    """What every sample reads: the models, the runs, the reports, the fallback runner."""
+
+    qm: Model
+    runs: list                     # analysis._Run
+    reports: dict                  # (subgraph, tensor) -> TensorReport
+    fb: FallbackRunner | None
+    runnable: dict[int, list[OpKey]]   # id(run) -> the fallback ops it executes
+    keep_values: bool
+    meters: dict = field(default_factory=dict)
+    scratch: Scratch = field(default_factory=Scratch)
+    cones: dict[int, DownstreamCone] = field(default_factory=dict)
+
+    def meter(self, rep) -> TensorMeter:
+        m = self.meters.get(rep.key)
+        if m is None:
+            m = self.meters[rep.key] = TensorMeter(
+                self.qm.subgraphs[rep.subgraph].tensors[rep.tensor])
+        return m
+
+
+def run_sample(a: Analysis, run, s: int, tick: Callable[[str], None] | None
+               ) -> SampleResult:
+    """Sample ``s`` of ``run``: ``tick(message)`` before each step when given."""
+    res = SampleResult()
+    sample = run.samples[s]
+    where = "" if len(a.runs) == 1 else f"{run.entry.label}, "
+    if tick is not None:
+        tick(f"{where}sample {s + 1}/{len(run.samples)}: running the models")
+    qt = run.qrun.run(sample)
+    ft = run.frun.run(sample) if run.frun is not None else None
+    for key, rep in a.reports.items():
+        if key[0] not in run.covers:
+            continue
+        qv = qt.get(key)
+        if qv is None:
+            continue
+        ref = None
+        if ft is not None and rep.float_tensor is not None:
+            ref = ft.get((rep.float_subgraph, rep.float_tensor))
+        stats = rep.activation.empty() if rep.activation is not None else None
+        keep = a.keep_values and rep.sample_values is None
+        row, values = a.meter(rep).measure(qv, ref, stats, keep, a.scratch)
+        if stats is not None:
+            res.stats[key] = stats
+        if row is not None:
+            res.rows[key] = row
+        if values is not None:
+            res.values[key] = values
+            rep.sample_values = values  # kept once per process; merge keeps the first
+    if ft is None or not run.out_pairs:
+        return res
+    f_outs = [ft[fk] for _, fk in run.out_pairs]
+    base_sqnr, base_cos = output_quality(f_outs, q_outputs(a.qm, run, qt))
+    res.outputs = {"sqnr_db": base_sqnr, "cosine": base_cos}
+    fb = a.fb
+    for k in a.runnable[id(run)]:
+        if tick is not None:
+            tick(f"{where}sample {s + 1}/{len(run.samples)}: op {k[1]} "
+                 f"({fb.gains[k].opcode}) in float")
+        error = row = None
+        try:
+            tensors = fallback_values(a, run, sample, k, qt)
+        except Exception as exc:  # noqa: BLE001 - one op's failure is that op's result
+            error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        else:
+            sq, co = output_quality(f_outs, q_outputs(a.qm, run, tensors))
+            row = {"sqnr_db": sq, "cosine": co, "baseline_sqnr_db": base_sqnr,
+                   "baseline_cosine": base_cos}
+        res.fallback[k] = (error, row, fb.take_local(k))
+    return res
+
+
+def merge(a: Analysis, run, res: SampleResult, out_rows: list[dict]) -> None:
+    """Add one sample's result to the reports, the fallback gains and ``out_rows``."""
+    for key, stats in res.stats.items():
+        a.reports[key].activation.merge(stats)
+    for key, row in res.rows.items():
+        a.reports[key].per_input.append(row)
+    for key, values in res.values.items():
+        rep = a.reports[key]
+        if rep.sample_values is None or rep.sample_values is values:
+            rep.sample_values = values
+    if res.outputs is not None:
+        out_rows.append(res.outputs)
+    for k, (error, row, local) in res.fallback.items():
+        gain = a.fb.gains[k]
+        if error is not None:
+            gain.error = error
+        if row is not None:
+            gain.per_input.append(row)
+        if local is not None:
+            gain._local.append(local)
+
+
+def q_outputs(qm: Model, run, values: dict) -> list[np.ndarray]:
+    res = []
+    for qi, _ in run.out_pairs:
+        t = qm.subgraphs[run.entry.subgraph].tensors[qi]
+        v = values[(run.entry.subgraph, qi)]
+        res.append(dequantize(v, t.quantization) if v.dtype.kind in "iu" else v)
+    return res
+
+
+def fallback_values(a: Analysis, run, sample, k: OpKey, baseline: dict) -> dict[Any, Any]:
+    """The quantized run's tensors (its outputs at least) with op ``k`` computed in float:
+    from the sample's first run (``baseline``) and op k's downstream cone where that is
+    exact (`cone`), else by running the model again with the op's hook."""
+    fb = a.fb
+    cone = a.cones.get(id(run))
+    if cone is None:
+        entry = run.entry
+        cone = a.cones[id(run)] = DownstreamCone(run.qrun.interpreter, entry.subgraph,
+                                                 len(entry.reached) > 1)
+    if cone.eligible(*k):
+        calls = fb.gains[k]._calls
+        mark = len(calls)
+        try:
+            values = cone.outputs(k[1], baseline, lambda tensors: fb.replacements(k, tensors),
+                                  [qi for qi, _ in run.out_pairs])
+            return {(run.entry.subgraph, i): v for i, v in values.items()}
+        except CannotReuse:
+            del calls[mark:]  # the full re-run measures the op again
+    return run.qrun.run(sample, after_op=fb.hook_for(k))
