@@ -17,6 +17,16 @@ timer's worst gap) while the worker parses and lays out.
 
     python benchmarks/bench_open.py [--sizes 5000 20000] [--repeat 3] [--no-corpus]
 
+``--big [DIR]`` measures the > 2 GB decoder of big_decoder.py and its int8 and int4 forms
+(written to DIR when missing) as whole processes, alternating: the window opening the file
+(seconds until the graph is shown, then the resident memory once every background check
+of the opened model has finished, and the process's peak), Model Explorer's adapter
+converting it (``--adapter-python``: a Python with ai-edge-model-explorer-adapter; it is a
+benchmark-only dependency) and LiteRT loading it (Interpreter + allocate_tensors).  The
+issue-28 targets: shown within 2 s, under 600 MB resident after opening.
+
+    python benchmarks/bench_open.py --big /tmp/big --rounds 3 [--adapter-python VENV/bin/python]
+
 Figures are printed, never asserted: the tests check behaviour, not speed.
 """
 from __future__ import annotations
@@ -131,12 +141,125 @@ def responsiveness(path: Path) -> tuple[float, float]:
     return (done[0] - start if done else float("nan")), max(gaps, default=0.0)
 
 
+def _status_mb(field: str) -> float:
+    """VmRSS or VmHWM of this process, MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def open_child(path: Path) -> int:
+    """One window opening ``path`` asynchronously, as a user's would: prints the seconds
+    until it shows the graph, until every background check of the model has finished, and
+    the resident memory then and at the peak."""
+    from PySide6.QtCore import QThreadPool
+    from tflite_viewer.ui.errors import ErrorReporter
+    from tflite_viewer.ui.main_window import MainWindow
+
+    app = make_app()
+    settings = QSettings(str(Path(os.environ.get("TMPDIR", "/tmp")) / "bench_open_big.ini"),
+                         QSettings.Format.IniFormat)
+    window = MainWindow(settings=settings, errors=ErrorReporter(interactive=False))
+    window.resize(1400, 900)
+    window.show()
+    app.processEvents()
+    shown: list[float] = []
+    window.modelOpened.connect(lambda _m: shown.append(time.perf_counter()))
+    start = time.perf_counter()
+    window.open_path(path)
+    pool = QThreadPool.globalInstance()
+    while time.perf_counter() - start < 600:
+        app.processEvents()
+        if shown and pool.activeThreadCount() == 0:
+            app.processEvents()
+            if pool.activeThreadCount() == 0:
+                break
+        time.sleep(0.002)
+    checked = time.perf_counter()
+    rss = _status_mb("VmRSS")
+    print(f"OPEN shown {shown[0] - start if shown else float('nan'):.3f} checked "
+          f"{checked - start:.3f} rss {rss:.1f} peak {_status_mb('VmHWM'):.1f}", flush=True)
+    window.close()
+    return 0
+
+
+_LITERT_LOAD = """
+import sys, warnings
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    li = Interpreter(model_path=sys.argv[1], experimental_op_resolver_type=
+                     OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+li.allocate_tensors()
+print(len(li.get_tensor_details()))
+"""
+
+_ADAPTER_CONVERT = """
+import sys
+import ai_edge_model_explorer_adapter as a
+out = a.ConvertFlatbufferDirectlyToJson(a.VisualizeConfig(), sys.argv[1])
+print(len(out))
+"""
+
+
+def big(directory: Path, rounds: int, adapter_python: str | None) -> None:
+    """The > 2 GB decoder and its quantized forms: the window, the adapter and LiteRT, each
+    a whole process, alternating (see the module docstring)."""
+    import tempfile
+
+    from benchmarks import child_process as cp
+
+    paths = cp.ensure_big_models(directory)
+    env = cp.fresh_env(Path(tempfile.mkdtemp(prefix="bench_open_pyc_")))
+    print(f"Whole processes, median of {rounds} alternating rounds (after a warm-up): wall "
+          "seconds and peak resident MB; ours: the window opening the file (shown = the "
+          "graph on screen; after checks = resident MB once every background check ended)")
+    print(f"{'model':<24} {'GB':>5} {'shown s':>8} {'checked s':>9} {'after checks':>12} "
+          f"{'peak':>7} {'process s':>9} | {'adapter s':>9} {'peak':>7} | {'LiteRT s':>8} "
+          f"{'peak':>7}")
+    for form, path in paths.items():
+        commands = {"ours": [sys.executable, str(Path(__file__)), "--open-child", str(path)],
+                    "litert": [sys.executable, "-c", _LITERT_LOAD, str(path)]}
+        if adapter_python:
+            commands["adapter"] = [adapter_python, "-c", _ADAPTER_CONVERT, str(path)]
+        runs = cp.alternate(commands, rounds, env)
+        fields = [r.out.split("OPEN", 1)[1].split() for r in runs["ours"]]
+        med = {k: statistics.median(float(f[f.index(k) + 1]) for f in fields)
+               for k in ("shown", "checked", "rss", "peak")}
+        line = (f"{path.name:<24} {path.stat().st_size / 1e9:>5.2f} {med['shown']:>8.2f} "
+                f"{med['checked']:>9.2f} {med['rss']:>12.0f} {med['peak']:>7.0f} "
+                f"{cp.median(runs['ours'], 'wall'):>9.2f} | ")
+        if "adapter" in runs:
+            line += (f"{cp.median(runs['adapter'], 'wall'):>9.2f} "
+                     f"{cp.median(runs['adapter'], 'peak_mb'):>7.0f} | ")
+        else:
+            line += f"{'-':>9} {'-':>7} | "
+        line += (f"{cp.median(runs['litert'], 'wall'):>8.2f} "
+                 f"{cp.median(runs['litert'], 'peak_mb'):>7.0f}")
+        print(line, flush=True)
+    print("Targets (issue 28): shown within 2 s; under 600 MB resident after opening, "
+          "background checks included")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[5000, 20000])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-corpus", action="store_true")
+    ap.add_argument("--big", nargs="?", const=str(Path(os.environ.get("TMPDIR", "/tmp"))
+                                                  / "tflite_viewer_big"), default=None,
+                    metavar="DIR", help="the > 2 GB decoder and its int8 / int4 forms")
+    ap.add_argument("--rounds", type=int, default=3, help="with --big: alternating rounds")
+    ap.add_argument("--adapter-python", default=None,
+                    help="with --big: a Python with ai-edge-model-explorer-adapter")
+    ap.add_argument("--open-child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.open_child:
+        return open_child(Path(args.open_child))
+    if args.big:
+        big(Path(args.big), args.rounds, args.adapter_python)
+        return 0
     make_app()
     tmp = Path(os.environ.get("TMPDIR", "/tmp"))
     have_adapter = importlib.util.find_spec("ai_edge_model_explorer_adapter") is not None

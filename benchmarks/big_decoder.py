@@ -12,9 +12,19 @@ file's layout nor the weight volume much.
 
 The default (10 layers, width 2048, MLP 5632, vocabulary 32000) holds 0.65 B float32
 parameters: a 2.6 GB file.  Generating it needs about 5.5 GB of memory for a minute.
+
+``--form`` writes the quantized forms LLM exports ship, with the same graph:
+
+* ``int8``: dynamic-range int8 (LiteRT-Torch's ``dynamic_int8``): every FULLY_CONNECTED
+  weight INT8 per output channel, the op hybrid (float activations quantized per row,
+  asymmetrically); the embedding an INT8 table with one scale per row, read by
+  EMBEDDING_LOOKUP into float rows: a 0.67 GB file;
+* ``int4``: INT4 weights and table in blocks of 32 values, each block with a FLOAT16 scale
+  (``BlockwiseQuantization``, as ai-edge-quantizer writes them): a 0.37 GB file.
+
 Not committed; the benchmarks write it to a temporary directory::
 
-    python benchmarks/big_decoder.py OUT.tflite [--layers 10] [--width 2048] ...
+    python benchmarks/big_decoder.py OUT.tflite [--form float|int8|int4] [--layers 10] ...
 """
 from __future__ import annotations
 
@@ -35,6 +45,9 @@ from tflite_viewer.schema import schema_generated as S  # noqa: E402
 
 Op = S.BuiltinOperator
 F32, I32 = S.TensorType.FLOAT32, S.TensorType.INT32
+FORMS = ("float", "int8", "int4")
+#: values per scale of the int4 form (BlockwiseQuantization.blockSize)
+BLOCK = 32
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,7 @@ class Config:
     max_seq: int = 256
     prefill: int = 8
     seed: int = 0
+    form: str = "float"
 
     @property
     def head_dim(self) -> int:
@@ -88,6 +102,23 @@ class _Builder:
             self.buffers.append(buf)
             self.weights[name] = len(self.buffers) - 1
         return self.weights[name]
+
+    def quantized(self, name: str, shape: tuple[int, int]) -> tuple[int, int | None, np.ndarray]:
+        """A 2-D weight of the int8 or int4 form, made once and shared: (values buffer,
+        FLOAT16 block-scale buffer or None, float32 scales per row for int8)."""
+        key = name + "#q"
+        if key not in self.weights:
+            n, k = shape
+            if self.cfg.form == "int8":
+                vals = self.rng.integers(-127, 128, shape, dtype=np.int8)
+                self.weights[key] = (self.const(vals), None,
+                                     (self.rng.random(n, dtype=np.float32) * 2e-4 + 1e-4))
+            else:
+                vals = self.rng.integers(-8, 8, shape, dtype=np.int8)
+                scales = (self.rng.random((n, k // BLOCK), dtype=np.float32) * 4e-3
+                          + 1e-3).astype(np.float16)
+                self.weights[key] = (self.const(pack_int4(vals)), self.const(scales), None)
+        return self.weights[key]
 
     def const(self, values: np.ndarray) -> int:
         buf = S.BufferT()
@@ -149,10 +180,34 @@ def _subgraph(b: _Builder, name: str, seq: int) -> tuple:
     def w(wname, shape, **kw):
         return b.tensor(wname, shape, F32, b.weight(wname, shape, **kw))
 
+    def qw(wname, shape):
+        """The weight [N, K] as its form stores it (float32, INT8 per row, INT4 blocks)."""
+        if cfg.form == "float":
+            return w(wname, shape)
+        values, scale_buffer, row_scales = b.quantized(wname, shape)
+        q = S.QuantizationParametersT()
+        if cfg.form == "int8":
+            t = b.tensor(wname, shape, S.TensorType.INT8, values)
+            q.scale, q.zeroPoint = row_scales, np.zeros(shape[0], np.int64)
+            q.quantizedDimension = 0
+        else:
+            scales = b.tensor(wname + "/block_scales", [shape[0], shape[1] // BLOCK],
+                              S.TensorType.FLOAT16, scale_buffer)
+            t = b.tensor(wname, shape, S.TensorType.INT4, values)
+            d = S.BlockwiseQuantizationT()
+            d.scales, d.zeroPoints, d.blockSize = scales, -1, BLOCK
+            q.detailsType, q.details = S.QuantizationDetails.BlockwiseQuantization, d
+        b.tensors[t].quantization = q
+        return t
+
     def fc(x, wname, n_out, n_in, tag):
-        return b.op(Op.FULLY_CONNECTED, [x, w(wname, (n_out, n_in)), -1], [1, seq, n_out], tag,
-                    _opts(S.FullyConnectedOptionsT, keepNumDims=True),
-                    S.BuiltinOptions.FullyConnectedOptions, version=5)
+        if cfg.form == "int8":  # hybrid, inputs quantized per row asymmetrically
+            opts, version = _opts(S.FullyConnectedOptionsT, keepNumDims=True,
+                                  asymmetricQuantizeInputs=True), 12
+        else:
+            opts, version = _opts(S.FullyConnectedOptionsT, keepNumDims=True), 5
+        return b.op(Op.FULLY_CONNECTED, [x, qw(wname, (n_out, n_in)), -1], [1, seq, n_out],
+                    tag, opts, S.BuiltinOptions.FullyConnectedOptions, version=version)
 
     axis = b.tensor(f"{name}/mean_axis", [1], I32, b.const(np.array([2], np.int32)))
     eps = b.tensor(f"{name}/eps", [], F32, b.const(np.array(1e-6, np.float32)))
@@ -174,9 +229,17 @@ def _subgraph(b: _Builder, name: str, seq: int) -> tuple:
         xn = b.op(Op.MUL, [x, r], [1, seq, c], f"{tag}/scaled")
         return b.op(Op.MUL, [xn, w(wname, (c,), ones=True)], [1, seq, c], f"{tag}/out")
 
-    emb = w("embedding", (cfg.vocab, c))
-    x = b.op(Op.GATHER, [emb, tokens], [1, seq, c], "embed",
-             _opts(S.GatherOptionsT, axis=0), S.BuiltinOptions.GatherOptions)
+    if cfg.form == "float":
+        emb = w("embedding", (cfg.vocab, c))
+        x = b.op(Op.GATHER, [emb, tokens], [1, seq, c], "embed",
+                 _opts(S.GatherOptionsT, axis=0), S.BuiltinOptions.GatherOptions)
+    else:  # a quantized table read into float rows
+        ids = b.op(Op.RESHAPE, [tokens, shape_const(f"{name}/ids_shape", [seq])], [seq],
+                   "ids", ttype=I32)
+        rows = b.op(Op.EMBEDDING_LOOKUP, [ids, qw("embedding", (cfg.vocab, c))], [seq, c],
+                    "embed_rows", version=4)
+        x = b.op(Op.RESHAPE, [rows, shape_const(f"{name}/embed_shape", [1, seq, c])],
+                 [1, seq, c], "embed")
     heads4 = shape_const(f"{name}/heads_shape", [1, seq, h, d])
     flat3 = shape_const(f"{name}/flat_shape", [1, seq, c])
     p0213 = perm(f"{name}/perm_0213", [0, 2, 1, 3])
@@ -245,10 +308,18 @@ def build(cfg: Config = Config()) -> ModelTree:
         sigs.append(sig)
     m = S.ModelT()
     m.version = 3
-    m.description = b"big_decoder.py: random weights, LLM export layout"
+    m.description = f"big_decoder.py: random weights, LLM export layout, {cfg.form}".encode()
     m.operatorCodes = b.code_list
     m.subgraphs, m.buffers, m.signatureDefs = subgraphs, b.buffers, sigs
     return ModelTree(m, offset_layout=True)
+
+
+def pack_int4(values: np.ndarray) -> np.ndarray:
+    """INT4 values packed two per byte, the lower nibble first (LiteRT's order)."""
+    flat = (values.reshape(-1).astype(np.uint8) & 0x0F)
+    if flat.size % 2:
+        flat = np.concatenate([flat, np.zeros(1, np.uint8)])
+    return flat[0::2] | (flat[1::2] << 4)
 
 
 def _map(name: str, index: int):
@@ -270,7 +341,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("output", type=Path)
     for field, default in Config().__dict__.items():
-        ap.add_argument(f"--{field.replace('_', '-')}", type=int, default=default)
+        if field == "form":
+            ap.add_argument("--form", choices=FORMS, default=default)
+        else:
+            ap.add_argument(f"--{field.replace('_', '-')}", type=int, default=default)
     args = ap.parse_args(argv)
     cfg = Config(**{f: getattr(args, f) for f in Config().__dict__})
     print(f"{cfg.parameters / 1e9:.2f} B parameters -> {args.output}")

@@ -64,7 +64,7 @@ def foldable_nodes(sg: "Subgraph") -> list["Node"]:
     """The nodes of the plan whose outputs are fixed while the subgraph's shapes are."""
     tensors = sg.tensors
     known = {t.index for t in tensors
-             if t.allocation_type is AllocationType.MMAP_RO and t.data is not None}
+             if t.allocation_type is AllocationType.MMAP_RO and t.has_data}
     entry_inputs = set(sg.inputs)
     nodes = []
     for node in sg.plan_nodes:

@@ -17,8 +17,8 @@ other WHILE runs op by op, as does this one whenever something watches its opera
 (stepping, breakpoints, hooks).
 
 The step computes what the body's kernels compute, in the same order and with the same
-numpy functions (``x @ W.T`` with the transposed weights the FULLY_CONNECTED kernel
-caches, or the hybrid kernel's function for int8 weights, `activations.logistic`,
+numpy functions (``x @ W.T`` with the transposed view of the weights the FULLY_CONNECTED
+kernel multiplies by, or the hybrid kernel's function for int8 weights, `activations.logistic`,
 ``np.tanh``), so its results equal the op-by-op path's bit for bit;
 ``tests/interpreter/test_fused_loops.py`` checks that on the corpus models (lstm_float,
 and lstm_dynamic with int8 weights).
@@ -253,7 +253,7 @@ def _match(cond: "Subgraph", body: "Subgraph") -> KerasLstmLoop | None:
         if last.inputs[0] != h2.outputs[0] or outs[2] != last.outputs[0] or seq_shape is None \
                 or int(np.prod(seq_shape)) != int(np.prod(h_shape)):
             return None
-    input_w_t = np.ascontiguousarray(w_x.T) if w_x.dtype == np.float32 else None
+    input_w_t = w_x.T if w_x.dtype == np.float32 else None  # the kernel's view
     return KerasLstmLoop(limits[0], limits[1], int(one_c.reshape(-1)[0]), int(one_t.reshape(-1)[0]),
                          recurrent, inputs, u, bias, scatter, tuple(seq_shape), input_w_t)
 
@@ -266,7 +266,7 @@ def _product(body: "Subgraph", node, w: np.ndarray) -> Callable[[np.ndarray], np
     if tensor.sparsity is not None:
         return None
     if w.dtype == np.float32:
-        w_t = np.ascontiguousarray(w.T)
+        w_t = w.T  # the transposed view the kernel multiplies by
         return lambda x: x @ w_t
     if w.dtype != np.int8 or not tensor.is_quantized_int:
         return None

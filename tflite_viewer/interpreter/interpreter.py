@@ -29,6 +29,7 @@ from .op_resolver import BuiltinOpResolver, OpResolver
 from .quant_math import check_rounding
 from .subgraph import Subgraph
 from .tensor import AllocationType, Tensor
+from .weights import DEFAULT_WEIGHT_CACHE_BYTES, WeightCache
 
 _NO_BYTES = (bytes, bytearray, memoryview)
 
@@ -62,17 +63,25 @@ class Interpreter(Executor):
     from another thread.  Before any kernel sees the model, every node's arity and tensor
     references are checked against what its kernel declares (`validation`):
     `ModelFormatError` naming where.
+
+    Weights stay in the mapped file; what kernels derive from them (unpacked sub-byte
+    values, converted copies) is kept between invokes within ``weight_cache_bytes``
+    (`weights`; 64 MiB by default), else derived again a block of rows at a time.
     """
 
     def __init__(self, model: Model | str | os.PathLike | bytes, *, rounding: str = "double",
                  max_allocation_bytes: int = DEFAULT_MAX_ALLOCATION_BYTES,
                  max_iterations: int | None = DEFAULT_MAX_ITERATIONS,
                  timeout: float | None = DEFAULT_TIMEOUT,
-                 op_resolver: OpResolver | None = None, allocate: bool = True) -> None:
+                 op_resolver: OpResolver | None = None, allocate: bool = True,
+                 weight_cache_bytes: int = DEFAULT_WEIGHT_CACHE_BYTES) -> None:
         rounding = check_rounding(rounding)
         if not isinstance(model, Model):
             model = load_model(model)
         self.model = model
+        #: what kernels derive from weights (unpacked, converted) and keep between
+        #: invokes, within ``weight_cache_bytes`` (`weights`)
+        self.weight_cache = WeightCache(weight_cache_bytes)
         self.rounding = rounding
         self.max_allocation_bytes = int(max_allocation_bytes)
         #: the iteration and time budgets and the stop request (`request_stop`)

@@ -21,6 +21,7 @@ from .errors import call_kernel
 from .debugger import Frame
 from .node import Node
 from .tensor import AllocationType, Tensor
+from .weights import make_tensor
 
 if TYPE_CHECKING:
     from ..model import Subgraph as ModelSubgraph
@@ -51,7 +52,9 @@ class Subgraph:
         self.model_subgraph = model_subgraph
         self.index: int = model_subgraph.index
         self.name: str = model_subgraph.display_name
-        self.tensors: list[Tensor] = [Tensor(i, t) for i, t in enumerate(model_subgraph.tensors)]
+        cache = interpreter.weight_cache
+        self.tensors: list[Tensor] = [make_tensor(i, t, cache)
+                                      for i, t in enumerate(model_subgraph.tensors)]
         self.inputs: tuple[int, ...] = model_subgraph.inputs
         self.outputs: tuple[int, ...] = model_subgraph.outputs
         self.nodes: list[Node] = []

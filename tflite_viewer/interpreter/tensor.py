@@ -4,7 +4,8 @@ A runtime tensor has a type, a shape (dims), quantization, and an allocation typ
 where its data lives:
 
 * ``MMAP_RO``: a constant; ``data`` is a read-only numpy view on the model file (from
-  `tflite_viewer.model.Tensor.data()`), never copied.
+  `tflite_viewer.model.Tensor.data()`), never copied; a sub-byte constant stays packed and
+  is unpacked when read (`weights.PackedConstant`).
 * ``ARENA_RW``: an activation whose shape is known after prepare; written by its producer.
 * ``DYNAMIC``: an activation whose shape depends on values and is set when its producer
   runs (TFLite's kTfLiteDynamic).
@@ -76,12 +77,23 @@ class Tensor:
             constant = model_tensor.data()  # no stored byte (all blocks zero, no element)
         if constant is not None and not self.is_variable:
             self.allocation_type = AllocationType.MMAP_RO
-            self.data = model_tensor.data()
+            if not self._decodes_lazily():
+                self.data = model_tensor.data()
         elif self.is_variable:
             self.allocation_type = AllocationType.PERSISTENT
             self._initial = model_tensor.data() if constant is not None else None
         else:
             self.allocation_type = AllocationType.ARENA_RW
+
+    @property
+    def has_data(self) -> bool:
+        """Whether the tensor holds a value (a packed constant's is not decoded to say so)."""
+        return self.data is not None
+
+    def _decodes_lazily(self) -> bool:
+        """Whether the constant's values are decoded when first read rather than here
+        (`weights.PackedConstant`: sub-byte constants stay packed)."""
+        return False
 
     def __repr__(self) -> str:
         tname = dtypes.type_name(self.type)

@@ -77,17 +77,31 @@ def numpy_dtype(code: int) -> np.dtype | None:
     return type_info(code).values
 
 
+def byte_values(bits: int, signed: bool) -> np.ndarray:
+    """The values each byte holds, [256, 8 // bits], lowest bits first (int8 or uint8):
+    unpacking is then one table lookup per byte."""
+    table = _BYTE_VALUES.get((bits, signed))
+    if table is None:
+        per_byte = 8 // bits
+        shifts = np.arange(per_byte, dtype=np.uint8) * bits
+        vals = (np.arange(256, dtype=np.uint8)[:, None] >> shifts) & ((1 << bits) - 1)
+        if signed:
+            vals = np.where(vals >= 1 << (bits - 1), vals.astype(np.int16) - (1 << bits), vals)
+        table = _BYTE_VALUES[(bits, signed)] = vals.astype(np.int8 if signed else np.uint8)
+        table.flags.writeable = False
+    return table
+
+
+_BYTE_VALUES: dict[tuple[int, bool], np.ndarray] = {}
+
+
 def unpack_subbyte(packed: np.ndarray, bits: int, count: int, signed: bool) -> np.ndarray:
     """Unpack 4- or 2-bit integers, lowest bits first (LiteRT's packing order)."""
-    per_byte = 8 // bits
-    mask = (1 << bits) - 1
-    shifts = np.arange(per_byte, dtype=np.uint8) * bits
-    vals = ((packed[:, None] >> shifts) & mask).reshape(-1)[:count]
-    if signed:
-        vals = vals.astype(np.int8)
-        vals = np.where(vals >= 1 << (bits - 1), vals - (1 << bits), vals).astype(np.int8)
-        return vals
-    return vals.astype(np.uint8)
+    table = byte_values(bits, signed)
+    # each byte's values as one wider integer: a one-dimensional gather, then the bytes
+    wide = table.view(np.int16 if bits == 4 else np.int32).reshape(-1)
+    out = np.take(wide, np.asarray(packed, np.uint8).reshape(-1))
+    return out.view(table.dtype)[:count]
 
 
 def bfloat16_to_float32(raw: np.ndarray) -> np.ndarray:

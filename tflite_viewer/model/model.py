@@ -1,6 +1,8 @@
 """The Model view: the root of everything the reader exposes."""
 from __future__ import annotations
 
+import mmap
+
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -145,6 +147,35 @@ class Model:
         return tuple(out)
 
     # -- buffers -------------------------------------------------------------------------
+    def release(self, view: np.ndarray) -> None:
+        """Let the pages under ``view`` (an array viewing the mapped file) leave this
+        process's resident memory: the operating system keeps them in its file cache and
+        maps them again when they are read.  A check that reads every weight once stays
+        small so; nothing happens for a model read from bytes."""
+        if not isinstance(self._source, mmap.mmap) or not view.size:
+            return
+        base = self.data.__array_interface__["data"][0]
+        start = view.__array_interface__["data"][0] - base
+        end = start + view.nbytes
+        if start < 0 or end > self.data.size or not view.flags.c_contiguous:
+            return
+        page = mmap.PAGESIZE
+        start -= start % page
+        try:
+            self._source.madvise(mmap.MADV_DONTNEED, start, min(end, self.data.size) - start)
+        except (AttributeError, OSError, ValueError):  # no madvise here: pages stay
+            pass
+
+    def scanned(self, values: np.ndarray, chunk_bytes: int = 1 << 24):
+        """``values`` (a view on the mapped file), flattened, a chunk at a time: each chunk
+        is `release`d once the caller has read it."""
+        flat = values.reshape(-1)
+        step = max(1, chunk_bytes // max(1, flat.itemsize))
+        for start in range(0, flat.size, step):
+            part = flat[start:start + step]
+            yield part
+            self.release(part)
+
     def _buffer(self, i: int) -> Buffer:
         b = self._fb.Buffers(i)
         offset, size = int(b.Offset()), int(b.Size())

@@ -243,6 +243,20 @@ class Tensor:
                                    f"{list(self.shape)} of {info.name} needs {need}")
         return raw.view(info.storage).reshape(self.shape)
 
+    def packed_values(self) -> np.ndarray:
+        """The stored bytes of a dense sub-byte constant, checked to hold its shape as
+        `data` checks them (ModelFormatError otherwise), without unpacking them."""
+        raw = self.raw_bytes()
+        info = dtypes.type_info(self.type)
+        if raw is None or not 0 < info.bits < 8 or self.sparsity is not None:
+            raise ValueError(f"{self.where}: not a dense sub-byte constant")
+        self._check_value_shape()
+        need = (self.num_elements * info.bits + 7) // 8
+        if raw.size != need:
+            raise ModelFormatError(self.where, f"buffer holds {raw.size} bytes, shape "
+                                   f"{list(self.shape)} of {info.name} needs {need}")
+        return raw
+
     def _check_value_shape(self) -> None:
         """A value needs a shape numpy can hold: no negative dimension, at most 64 of them
         (an untrusted file may declare anything)."""

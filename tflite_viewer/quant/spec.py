@@ -216,9 +216,8 @@ class _Checker:
                              f"point {_short([int(v) for v in zp])} (int8 weights are "
                              "symmetric, zero point 0)", sg.index, op.index, i,
                              zero_points=[int(v) for v in zp.reshape(-1)[:16]])
-                data = t.data()
-                if data is not None and data.size and int(data.min()) == -128:
-                    count = int(np.count_nonzero(data == -128))
+                count = _count_value(self.model, t.data(), -128)
+                if count:
                     self.add("weight-narrow-range", "warning",
                              f"{name} op {op.index} weights, tensor {i} ({t.name}): {count} "
                              "value(s) at -128 (the spec's int8 weight range is -127..127)",
@@ -295,6 +294,15 @@ class _Checker:
                 if why and "LiteRT's kernel requires" in why:
                     self.add("same-params", "error", why, rsg.index, op.index,
                              kernel_message=why)
+
+
+def _count_value(model: Model, data: np.ndarray | None, value: int) -> int:
+    """How many of a weight's values equal ``value``, read a chunk at a time and released
+    after (a decoder's weights are most of its file: a check must not keep them
+    resident)."""
+    if data is None or not data.size:
+        return 0
+    return sum(int(np.count_nonzero(part == value)) for part in model.scanned(data))
 
 
 def check_spec(model: Model) -> list[Finding]:

@@ -25,9 +25,10 @@ falls back to its hybrid kernel, which ignores the blockwise scales and returns 
 `blockwise_problem` refuses those models, and every parameter LiteRT ignores.
 
 The integer sums are float32 matrix products per block: exact while block_size * 128 * 8
-< 2**24 (blocks up to 16,383 values), in float64 beyond.  The weights stay as the model
-holds them: per call they are read block-major, and only the N per-row sums of step 3
-(and the float32 scales) are kept between calls.
+< 2**24 (blocks up to 16,383 values), in float64 beyond.  The weights stay packed in the
+model's file: per call they are unpacked and read block-major a few million values at a
+time, and only the N per-row sums of step 3 are kept between calls (the FLOAT16 scales
+are read from the file and widened a chunk at a time).
 """
 from __future__ import annotations
 
@@ -46,8 +47,9 @@ if TYPE_CHECKING:
 FILTER_WIDTH, FILTER_DEPTH = 4, 32
 #: |int8 input| * |int4 weight| bound of one product
 _PRODUCT_BOUND = 128 * 8
-#: output elements (blocks x rows x units) computed in one batch of matrix products
-_CHUNK = 1 << 22
+#: output elements (blocks x rows x units) computed in one batch of matrix products: the
+#: weights of a chunk are unpacked and widened to float32 at once (about 10 MB)
+_CHUNK = 1 << 21
 
 
 def blockwise_problem(ctx: "Subgraph", node: "Node", name: str = "FULLY_CONNECTED") -> str | None:
@@ -107,25 +109,39 @@ def blockwise_problem(ctx: "Subgraph", node: "Node", name: str = "FULLY_CONNECTE
 class BlockwiseDense:
     """The input-independent part of ``EvalBlockwise4Bit`` for one weight matrix: the
     float32 block scales [N, blocks] and the per-row ``kfsum``; calling it computes the
-    output for an input (see the module docstring)."""
+    output for an input (see the module docstring).
 
-    def __init__(self, weights: np.ndarray, scales: np.ndarray, block_size: int,
+    The weights come from ``rows(start, stop)``, which gives rows start:stop of the INT4
+    values [N, K] (int8): an array's slices, or rows unpacked from the packed bytes of the
+    mapped file (`weights.rows_reader`), so the whole matrix is never unpacked at once."""
+
+    def __init__(self, rows, n: int, k: int, scales: np.ndarray, block_size: int,
                  bias: np.ndarray | None) -> None:
-        n, k = weights.shape
+        self.rows = rows
         self.n, self.k, self.block = n, k, block_size
         self.blocks = k // block_size
-        self.scales = np.asarray(scales).astype(np.float32).reshape(n, self.blocks)
-        ksum = weights.reshape(n, self.blocks, block_size).sum(axis=2, dtype=np.int32)
+        # the FLOAT16 scales as stored (widened to float32 a chunk at a time: exact)
+        self.scales = np.asarray(scales).reshape(n, self.blocks)
         kfsum = np.zeros(n, np.float32)
-        for b in range(self.blocks):  # float32, block after block, as the C loop
-            kfsum += self.scales[:, b] * ksum[:, b].astype(np.float32)
+        for n0, n1 in self._chunks(self.block):
+            ksum = rows(n0, n1).reshape(n1 - n0, self.blocks, block_size).sum(
+                axis=2, dtype=np.int32)
+            sc = self.scales[n0:n1].astype(np.float32)
+            part = kfsum[n0:n1]
+            for b in range(self.blocks):  # float32, block after block, as the C loop
+                part += sc[:, b] * ksum[:, b].astype(np.float32)
         self.kfsum = kfsum
         self.bias = None if bias is None else np.asarray(bias, np.float32).reshape(-1)
         self.exact32 = block_size * _PRODUCT_BOUND < (1 << 24)
 
-    def __call__(self, x: np.ndarray, weights: np.ndarray, out_shape) -> np.ndarray:
-        """``weights`` are the INT4 values [N, K] (int8), ``x`` any float32 input whose
-        size is a multiple of K."""
+    def _chunks(self, m: int):
+        """(start, stop) of the blocks of output units computed (and unpacked) at once."""
+        per_unit = max(1, self.blocks * max(m, self.block))
+        step = max(1, _CHUNK // per_unit)
+        return [(n0, min(self.n, n0 + step)) for n0 in range(0, self.n, step)]
+
+    def __call__(self, x: np.ndarray, out_shape) -> np.ndarray:
+        """The output for ``x``, any float32 input whose size is a multiple of K."""
         rows = np.ascontiguousarray(x, np.float32).reshape(-1, self.k)
         m = rows.shape[0]
         out = np.zeros((m, self.n), np.float32)
@@ -136,15 +152,12 @@ class BlockwiseDense:
             # numpy's batched product copy them, slowly and unevenly)
             qb = np.ascontiguousarray(
                 q.reshape(m, self.blocks, self.block).transpose(1, 2, 0), dtype=work)
-            per_unit = max(1, self.blocks * max(m, self.block))
-            step = max(1, _CHUNK // per_unit)
-            for n0 in range(0, self.n, step):
-                n1 = min(self.n, n0 + step)
-                wb = np.ascontiguousarray(weights[n0:n1].reshape(
+            for n0, n1 in self._chunks(m):
+                wb = np.ascontiguousarray(self.rows(n0, n1).reshape(
                     n1 - n0, self.blocks, self.block).transpose(1, 0, 2), dtype=work)
                 acc = np.matmul(wb, qb).astype(np.float32, copy=False)  # [B, n, m]
                 part = out[:, n0:n1]
-                sc = self.scales[n0:n1]
+                sc = self.scales[n0:n1].astype(np.float32)
                 for b in range(self.blocks):
                     part += acc[b].T * sc[:, b]
             out -= zp.astype(np.float32)[:, None] * self.kfsum[None, :]

@@ -23,6 +23,7 @@ kernels (tests/interpreter/integer/test_hybrid.py) for weights in the int8 spec'
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -276,14 +277,37 @@ def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | No
     return HybridDense(filter, bias, filter_q, options)(input, out_shape)
 
 
+_SCRATCH = threading.local()
+
+
+def _rows_scratch(n: int) -> np.ndarray:
+    """A float32 work array of at least ``n`` values, reused by this thread: the blocks of
+    rows converted for each product (fresh arrays would cost page faults every time)."""
+    buf = getattr(_SCRATCH, "rows", None)
+    if buf is None or buf.size < n:
+        buf = _SCRATCH.rows = np.empty(n, np.float32)
+    return buf
+
+
 class HybridDense:
     """`fully_connected` with what depends only on the filter, bias and options computed
     once: a constant filter's product prepared at load (the fused Keras LSTM loops call it
-    every time step).  Calling it computes exactly what `fully_connected` does."""
+    every time step).  Calling it computes exactly what `fully_connected` does.
 
-    def __init__(self, filter: np.ndarray, bias: np.ndarray | None, filter_q,
-                 options: Options) -> None:
-        self.units, self.accum = filter.shape
+    ``keep_copies`` (the default) keeps the filter's int32 and float copies that make each
+    call one matrix product: 16 bytes per weight.  Without it (a weight too large for the
+    interpreter's `weights.WeightCache`) nothing is copied: each call converts a block of
+    rows at a time (``rows(start, stop)`` gives them: an array's slices, or rows unpacked
+    from a packed constant) and sums their exact integer products by float32 products over
+    slices of K short enough to be exact; the integers, and so the outputs, are the same."""
+
+    #: bytes per weight the copies of ``keep_copies`` take (int32, float64, float32)
+    COPY_BYTES = 16
+
+    def __init__(self, filter: np.ndarray | None, bias: np.ndarray | None, filter_q,
+                 options: Options, keep_copies: bool = True, rows=None,
+                 shape: tuple[int, int] | None = None) -> None:
+        self.units, self.accum = filter.shape if filter is not None else shape
         self.options = options
         fq = qparams(filter_q)
         self.per_channel = fq.scale.size > 1
@@ -291,6 +315,16 @@ class HybridDense:
         self.channel_scales = fq.scale.astype(np.float32)[None, :]
         self.asymmetric = bool(options.get("asymmetric_quantize_inputs", False))
         self.bias_row = None if bias is None else bias.astype(np.float32).reshape(1, -1)
+        act = activation_of(options)
+        self.plain = act in (None, "NONE")
+        # added even without a bias: 0 + (-0.0) is +0.0, as `__call__`'s zeros + product
+        self.row_offset = (np.zeros((1, self.units), np.float32) if self.bias_row is None
+                           else self.bias_row)
+        self.rows = rows if rows is not None else (lambda a, b: filter[a:b])
+        if not keep_copies:
+            self.w_t = self.w64_t = self.w32_t = None
+            self.row_sums = None  # computed with the first product (`_dot_by_rows`)
+            return
         w = filter.astype(np.int32)
         self.w_t = w.T
         self.row_sums = w.sum(axis=1, dtype=np.int64)[None, :]
@@ -302,11 +336,45 @@ class HybridDense:
         # exact while no partial sum can pass 2**24, whatever order BLAS adds in
         self.w32_t = (np.ascontiguousarray(w.T.astype(np.float32))
                       if w.size and 255.0 * w_max * self.accum < FLOAT32_EXACT else None)
-        act = activation_of(options)
-        self.plain = act in (None, "NONE")
-        # added even without a bias: 0 + (-0.0) is +0.0, as `__call__`'s zeros + product
-        self.row_offset = (np.zeros((1, self.units), np.float32) if self.bias_row is None
-                           else self.bias_row)
+
+    #: weights converted to float32 at once: 4 MB, which stay in cache for the product
+    BLOCK_VALUES = 1 << 20
+
+    def _blocks(self) -> list[tuple[int, int]]:
+        step = max(1, self.BLOCK_VALUES // max(1, self.accum))
+        return [(n0, min(self.units, n0 + step)) for n0 in range(0, self.units, step)]
+
+    #: terms of a float32 sum of int8-range products (|q|, |w| <= 128) that stays within
+    #: 2**24, where every integer is exact
+    K_EXACT = int(FLOAT32_EXACT) // (128 * 128)
+
+    def _dot_by_rows(self, q: np.ndarray) -> np.ndarray:
+        """The exact int64 products q @ filter^T, a block of filter rows at a time: float32
+        products over `K_EXACT` terms, summed exactly in float64.  The first call also
+        sums each filter row (a row of ones multiplied alongside), which `row_sums` keeps."""
+        first = self.row_sums is None
+        qf = q.astype(np.float32)
+        if first:
+            qf = np.concatenate([qf, np.ones((1, self.accum), np.float32)])
+        m = qf.shape[0]
+        out = np.empty((self.units, m), np.float64)
+        step = self.K_EXACT
+        blocks = self._blocks()
+        work = _rows_scratch(max(n1 - n0 for n0, n1 in blocks) * self.accum)
+        for n0, n1 in blocks:
+            wb = work[:(n1 - n0) * self.accum].reshape(n1 - n0, self.accum)
+            np.copyto(wb, self.rows(n0, n1), casting="unsafe")  # int8 -> float32: exact
+            if step >= self.accum:
+                out[n0:n1] = wb @ qf.T
+                continue
+            acc = np.zeros((n1 - n0, m), np.float64)
+            for k0 in range(0, self.accum, step):
+                acc += wb[:, k0:k0 + step] @ qf[:, k0:k0 + step].T
+            out[n0:n1] = acc
+        dot = out.T.astype(np.int64)
+        if first:
+            self.row_sums, dot = dot[-1:], dot[:-1]
+        return dot
 
     def row(self, x: np.ndarray) -> np.ndarray | None:
         """The product of one finite, nonzero float32 row [1, accum] with no fused
@@ -362,7 +430,9 @@ class HybridDense:
             offset = np.zeros(batches, np.int32)
         if not self.per_channel:
             sf = (sf * self.tensor_scale).astype(np.float32)
-        if self.w64_t is not None and q.size:  # int_matmul's exact float64 product
+        if self.w_t is None:  # no copies kept: the filter a block of rows at a time
+            dot = self._dot_by_rows(np.asarray(q))
+        elif self.w64_t is not None and q.size:  # int_matmul's exact float64 product
             dot = np.matmul(q.astype(np.float64), self.w64_t).astype(np.int64)
         else:
             dot = int_matmul(q.astype(np.int32), self.w_t)

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...model.dtypes import unpack_subbyte
+from ..weights import PackedConstant
 from .common import BuiltinOperator as Op, Kernel, declare, register
 
 _HYBRID_TABLES = ("UINT8", "INT8", "INT4", "INT2")
@@ -138,29 +140,54 @@ def _rows(flat: np.ndarray, starts: np.ndarray, count: int, per: int) -> np.ndar
     return flat[first[:, None] + np.arange(count)]
 
 
-def lookup(ids: np.ndarray, table: np.ndarray, type_name: str, path: str,
+def _packed_rows(packed: PackedConstant, starts: np.ndarray, count: int) -> np.ndarray:
+    """`_rows` read from the packed bytes of a sub-byte table: only the bytes of the rows
+    looked up are unpacked."""
+    per = 8 // packed.bits
+    raw = packed.raw
+    nbytes = -(-count // per)
+    first_byte = starts // per  # the byte holding each start (`_rows` reads from there)
+    index = np.minimum(first_byte[:, None] + np.arange(nbytes), raw.size - 1)
+    values = unpack_subbyte(raw[index].reshape(-1), packed.bits, index.size * per,
+                            packed.signed)
+    return values.reshape(len(starts), nbytes * per)[:, :count]
+
+
+def lookup(ids: np.ndarray, table: np.ndarray | PackedConstant, type_name: str, path: str,
            scales: np.ndarray | None, block_size: int, out_dtype) -> np.ndarray:
     """The looked-up rows (see the module docstring); ``scales`` are the per-tensor (1),
-    per-row (R) or blockwise (R * blocks) scales as float32."""
+    per-row (R) or blockwise (R * blocks) scales as float32.  ``table`` is the values, or
+    a sub-byte table left packed (`weights.PackedConstant`), whose looked-up rows alone
+    are unpacked."""
     rows = table.shape[0]
     ids = np.asarray(ids).reshape(-1)
     _check_ids(ids, rows)
+    packed = table if isinstance(table, PackedConstant) else None
+    if packed is not None and path == "copy":
+        table = packed.data
     if path == "copy":
         return table[ids]
     cols = int(np.prod(table.shape[1:], dtype=np.int64))
-    flat = table.reshape(-1)
-    if type_name == "UINT8":
-        flat = flat.view(np.int8)  # LiteRT's int8_t pointer on the table
     per = _PER_BYTE.get(type_name, 1)
+    if packed is not None:
+        def read(starts, count):
+            return _packed_rows(packed, starts, count)
+    else:
+        flat = table.reshape(-1)
+        if type_name == "UINT8":
+            flat = flat.view(np.int8)  # LiteRT's int8_t pointer on the table
+
+        def read(starts, count):
+            return _rows(flat, starts, count, per)
     starts = ids.astype(np.int64) * cols
     if path == "blockwise":
         blocks = cols // block_size
         bstarts = (starts[:, None] + np.arange(blocks) * block_size).reshape(-1)
-        values = _rows(flat, bstarts, block_size, per)
+        values = read(bstarts, block_size)
         sc = scales.reshape(rows, blocks)[ids].reshape(-1, 1)
         out = _scaled(values, sc, type_name).reshape(len(ids), cols)
     else:
-        values = _rows(flat, starts, cols, per)
+        values = read(starts, cols)
         sc = scales[ids].reshape(-1, 1) if scales.size > 1 else scales.reshape(1, 1)
         out = _scaled(values, sc, type_name)
     return out.astype(out_dtype).reshape((len(ids),) + tuple(table.shape[1:]))
@@ -208,6 +235,7 @@ class EmbeddingLookup(Kernel):
         cache = node.user_data
         table = ctx.input(node, 1)
         out = ctx.output(node, 0)
-        ctx.set_output(out, lookup(ctx.value(node, 0), ctx.value(node, 1), table.type_name,
+        values = table if isinstance(table, PackedConstant) else ctx.value(node, 1)
+        ctx.set_output(out, lookup(ctx.value(node, 0), values, table.type_name,
                                    cache["path"], cache.get("scales"), cache.get("block", 0),
                                    out.dtype))

@@ -7,6 +7,7 @@ from ..integer import batch_matmul as int_batch_matmul, blockwise as int_blockwi
 from ..integer import conv as int_conv
 from ..integer import fully_connected as int_fully_connected, hybrid as int_hybrid
 from ..tensor import AllocationType
+from ..weights import packed_rows, rows_reader
 from .common import (ACTIVATION_RANGES, FLOAT_WEIGHT, BuiltinOperator as Op, INT_KINDS, Kernel,
                      _float_bounds,
                      activation, apply_activation, declare, kind, option, register, rounding,
@@ -111,7 +112,7 @@ class FullyConnected(Kernel):
                 or (b is not None and (b.allocation_type is not AllocationType.MMAP_RO
                                        or b.data is None)):
             return None
-        wt = np.ascontiguousarray(w.data.T)
+        wt = w.data.T  # a view: BLAS reads the mapped weights transposed, never copied
         brow = None if b is None else b.data.reshape(1, -1)
         return (ctx.input(node, 0), w.shape[1], wt, brow, cache["act"], cache["keep"],
                 ctx.output(node, 0))
@@ -166,11 +167,13 @@ class FullyConnected(Kernel):
                 ctx.set_output(o, out)
                 return
         k = cache["kind"]
-        w = ctx.value(node, 1)
+        wt = ctx.input(node, 1)
+        # a packed constant is read a block of rows at a time, never unpacked whole (the
+        # tensor stands for its values then)
+        w = wt if k in ("blockwise", "hybrid") and packed_rows(wt) else ctx.value(node, 1)
         b = ctx.input(node, 2)
         bias = None if b is None else b.data
         o = ctx.output(node, 0)  # prepared for the input's shape: the output's shape
-        wt = ctx.input(node, 1)
         if wt.sparsity is not None:  # compressed values: the dense filter, once per array
             if cache.get("sparse_src") is not w:
                 cache["sparse_src"] = w
@@ -191,22 +194,31 @@ class FullyConnected(Kernel):
         elif k == "blockwise":  # EvalBlockwise4Bit's per-row sums, once per (filter, bias)
             src = cache.get("block_src")
             if src is None or src[0] is not w or src[1] is not bias:
-                wt = ctx.input(node, 1)
                 details = wt.quantization.blockwise
                 cache["block_src"] = (w, bias)
+                n, k_in = wt.shape
                 cache["block"] = int_blockwise.BlockwiseDense(
-                    w, ctx.tensors[details.scales].data, details.block_size, bias)
-            out = cache["block"](ctx.value(node, 0), w, o.shape)
+                    rows_reader(wt) if w is wt else rows_reader(wt, w), n, k_in,
+                    ctx.tensors[details.scales].data, details.block_size, bias)
+            out = cache["block"](ctx.value(node, 0), o.shape)
         elif k == "hybrid":  # the filter's part of EvalHybridDense, once per (filter, bias)
             src = cache.get("hybrid_src")
             if src is None or src[0] is not w or src[1] is not bias:
                 cache["hybrid_src"] = (w, bias)
+                n, k_in = wt.shape
+                # its int32/float copies while the interpreter's weight budget has room
+                keep = ctx.interpreter.weight_cache.reserve(
+                    ("hybrid", node.key), n * k_in * int_hybrid.HybridDense.COPY_BYTES)
+                values = wt.data if w is wt and keep else w  # unpacked only to be copied
+                packed = values is wt
                 cache["hybrid"] = int_hybrid.HybridDense(
-                    w, bias, tensor_qparams(ctx.input(node, 1)), node.builtin_data)
+                    None if packed else values, bias, tensor_qparams(wt), node.builtin_data,
+                    keep_copies=keep, rows=rows_reader(wt) if packed else None,
+                    shape=(n, k_in))
             out = cache["hybrid"](ctx.value(node, 0), o.shape)
         else:
             if cache["src"] is not w:
-                cache["src"], cache["wt"] = w, np.ascontiguousarray(w.T)
+                cache["src"], cache["wt"] = w, w.T  # a view, as in `_bind`
             if bias is not None:  # as a row: one-row products then add it without broadcasting
                 if cache["bsrc"] is not bias:
                     cache["bsrc"], cache["brow"] = bias, bias.reshape(1, -1)
