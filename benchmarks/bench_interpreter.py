@@ -15,6 +15,15 @@ crashes every LiteRT resolver (also shown as "abort"; we run it as TFLite Micro 
 
     python benchmarks/bench_interpreter.py [--runs N] [--rounds R] [--blas-threads N]
                                            [--float|--quantized] [MODEL ...]
+
+``--big [DIR]``: the > 2 GB decoder of big_decoder.py and its int8 and int4 forms (written
+to DIR when missing), ``tflite-viewer run MODEL --signature decode --inputs IN.npz`` as a
+whole process against LiteRT's builtin kernels running the same signature on the same
+inputs (benchmarks/litert_run.py), alternating, each with BLAS on one thread: wall time and
+peak resident memory of each process.  The issue-28 targets: within 2x LiteRT's time, at
+most 1.2x its peak memory.
+
+    python benchmarks/bench_interpreter.py --big /tmp/big --rounds 3
 """
 from __future__ import annotations
 
@@ -225,9 +234,65 @@ def _lowest(times) -> float | None:
     return min(times) if times else None
 
 
+def decode_inputs(model_path: Path, out: Path) -> Path:
+    """Inputs of the decoder's ``decode`` signature: a token, the cache position 3, a mask
+    letting it see positions 0..3, seeded caches."""
+    model = load_model(model_path)
+    sig = model.signature("decode")
+    sg = model.subgraphs[sig.subgraph_index]
+    arrays = {}
+    for i in sig.inputs:
+        t = sg.tensors[i.tensor_index]
+        if i.name == "tokens":
+            arrays[i.name] = np.full(t.shape, 17, np.int32)
+        elif i.name == "kv_slice_start":
+            arrays[i.name] = np.array([0, 3, 0, 0], np.int32)
+        elif i.name == "mask":
+            mask = np.full(t.shape, -1e9, np.float32)
+            mask[..., :4] = 0
+            arrays[i.name] = mask
+        else:
+            rng = np.random.default_rng(len(i.name))
+            arrays[i.name] = (rng.standard_normal(t.shape) * 0.1).astype(np.float32)
+    np.savez(out, **arrays)
+    return out
+
+
+def big(directory: Path, rounds: int) -> None:
+    """`run --signature decode` against LiteRT on the big decoder's three forms."""
+    from benchmarks import child_process as cp
+
+    paths = cp.ensure_big_models(directory)
+    tmp = Path(tempfile.mkdtemp(prefix="bench_interpreter_big_"))
+    env = cp.fresh_env(tmp / "pycache")
+    inputs = decode_inputs(paths["float"], tmp / "decode_inputs.npz")
+    print(f"run --signature decode, whole processes, median of {rounds} alternating rounds "
+          "(after a warm-up), BLAS on 1 thread: wall seconds, peak resident MB")
+    print(f"{'model':<24} {'GB':>5} {'ours s':>7} {'LiteRT s':>8} {'ratio':>6} "
+          f"{'ours MB':>8} {'LiteRT MB':>9} {'ratio':>6}  logits (first value) ours / LiteRT")
+    for form, path in paths.items():
+        commands = {
+            "ours": [sys.executable, "-m", "tflite_viewer", "run", str(path), "--signature",
+                     "decode", "--inputs", str(inputs)],
+            "litert": [sys.executable, str(ROOT / "benchmarks" / "litert_run.py"), str(path),
+                       "--signature", "decode", "--inputs", str(inputs)]}
+        runs = cp.alternate(commands, rounds, env)
+        t_ours, t_lite = cp.median(runs["ours"], "wall"), cp.median(runs["litert"], "wall")
+        m_ours, m_lite = cp.median(runs["ours"], "peak_mb"), cp.median(runs["litert"], "peak_mb")
+        ours_first = runs["ours"][0].out.split("logits", 1)[1].split("first [", 1)[1].split(",")[0]
+        lite_first = runs["litert"][0].out.split("logits", 1)[1].split("[", 2)[2].split(",")[0]
+        print(f"{path.name:<24} {path.stat().st_size / 1e9:>5.2f} {t_ours:>7.2f} {t_lite:>8.2f} "
+              f"{t_ours / t_lite:>6.2f} {m_ours:>8.0f} {m_lite:>9.0f} {m_ours / m_lite:>6.2f}  "
+              f"{ours_first} / {lite_first}", flush=True)
+    print("Targets (issue 28): time within 2x LiteRT's, peak memory at most 1.2x")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="*")
+    ap.add_argument("--big", nargs="?", default=None, metavar="DIR",
+                    const=str(Path(tempfile.gettempdir()) / "tflite_viewer_big"),
+                    help="the > 2 GB decoder and its int8 / int4 forms, whole processes")
     ap.add_argument("--float", dest="only", action="store_const", const="float")
     ap.add_argument("--quantized", dest="only", action="store_const", const="quantized")
     ap.add_argument("--runs", type=int, default=15)
@@ -238,6 +303,9 @@ def main(argv=None) -> int:
                     help="numpy BLAS threads (LiteRT's reference kernels use one); "
                          "on a busy machine 1 gives steadier figures")
     args = ap.parse_args(argv)
+    if args.big:
+        big(Path(args.big), max(1, args.rounds))
+        return 0
     if not args.models:
         args.models = ([] if args.only == "quantized" else FLOAT_MODELS) + \
             ([] if args.only == "float" else QUANTIZED_MODELS)

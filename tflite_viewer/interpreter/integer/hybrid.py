@@ -351,11 +351,12 @@ class HybridDense:
     def _dot_by_rows(self, q: np.ndarray) -> np.ndarray:
         """The exact int64 products q @ filter^T, a block of filter rows at a time: float32
         products over `K_EXACT` terms, summed exactly in float64.  The first call also
-        sums each filter row (a row of ones multiplied alongside), which `row_sums` keeps."""
-        first = self.row_sums is None
+        sums each filter row (exact in float32: |sum| <= 128 K < 2**24 for any K below
+        131,072; int64 otherwise), which `row_sums` keeps."""
+        sums = None
+        if self.row_sums is None:
+            sums = np.empty(self.units, np.int64)
         qf = q.astype(np.float32)
-        if first:
-            qf = np.concatenate([qf, np.ones((1, self.accum), np.float32)])
         m = qf.shape[0]
         out = np.empty((self.units, m), np.float64)
         step = self.K_EXACT
@@ -363,7 +364,11 @@ class HybridDense:
         work = _rows_scratch(max(n1 - n0 for n0, n1 in blocks) * self.accum)
         for n0, n1 in blocks:
             wb = work[:(n1 - n0) * self.accum].reshape(n1 - n0, self.accum)
-            np.copyto(wb, self.rows(n0, n1), casting="unsafe")  # int8 -> float32: exact
+            rows = self.rows(n0, n1)
+            np.copyto(wb, rows, casting="unsafe")  # int8 -> float32: exact
+            if sums is not None:
+                sums[n0:n1] = (np.add.reduce(wb, axis=1) if 128 * self.accum < FLOAT32_EXACT
+                               else rows.sum(axis=1, dtype=np.int64))
             if step >= self.accum:
                 out[n0:n1] = wb @ qf.T
                 continue
@@ -371,10 +376,9 @@ class HybridDense:
             for k0 in range(0, self.accum, step):
                 acc += wb[:, k0:k0 + step] @ qf[:, k0:k0 + step].T
             out[n0:n1] = acc
-        dot = out.T.astype(np.int64)
-        if first:
-            self.row_sums, dot = dot[-1:], dot[:-1]
-        return dot
+        if sums is not None:
+            self.row_sums = sums[None, :]
+        return out.T.astype(np.int64)
 
     def row(self, x: np.ndarray) -> np.ndarray | None:
         """The product of one finite, nonzero float32 row [1, accum] with no fused
