@@ -227,3 +227,36 @@ def test_pieces_compose_the_same_bytes_as_a_join(tmp_path, monkeypatch):
     finally:
         os.close(fd)
     assert (tmp_path / "out.bin").read_bytes() == bytes(composed)
+
+
+@pytest.mark.parametrize("layout", ["inline", "offset"])
+def test_a_root_field_the_file_does_not_store_is_written_in_a_new_root(tmp_path, layout):
+    """A model saved without a description: the root has no slot to re-point, so a
+    shallow root (its vtable, its offsets to the same children) goes after the header."""
+    tree = unpack(load_model(DILATED))
+    tree.model.description = None
+    src = tmp_path / f"{layout}.tflite"
+    src.write_bytes(serialize(tree, layout=layout))
+    before = load_model(src)
+    assert before.description == ""
+    doc = _spliced(src)
+    states = [doc.to_bytes()]
+    for text in ("described", "and described again, at greater length"):
+        doc.apply(SetDescription(text))
+        assert _kind(doc) == "splice"
+        _check_state(doc)
+        assert doc.model.description == text
+        states.append(doc.to_bytes())
+    for a, b in zip(before.buffers, doc.model.buffers):  # every weight as it was
+        assert a.data.tobytes() == b.data.tobytes()
+    assert len(states[1]) - len(states[0]) < (pieces_module.INSERT_GRANULE + 64 if
+                                              layout == "offset" else 128)
+    _, spliced = run_litert(doc.to_bytes())
+    _, full = run_litert(serialize(doc.tree))
+    for a, b in zip(spliced, full):
+        np.testing.assert_array_equal(a, b)
+    doc.undo()
+    doc.undo()
+    assert doc.to_bytes() == states[0]
+    doc.redo()
+    assert doc.to_bytes() == states[1]

@@ -22,7 +22,8 @@ a new object when the field is stored (strings, vectors, tables, union members);
 its table is *repacked*: a copy of the whole table (and everything below it) is packed from
 the object tree and the reference to the table (its parent's field, or its entry in the
 parent's vector) is re-pointed.  Subgraphs and the model root are never repacked (their
-copies would be the whole graph).  `VectorShrink` drops entries of a vector of tables in
+copies would be the whole graph); a root field with no slot to re-point goes into a
+shallow copy of the root written at the front of the file (`root`).  `VectorShrink` drops entries of a vector of tables in
 place (an operator removed).  Anything else returns None: the document then serializes.
 """
 from __future__ import annotations
@@ -38,6 +39,7 @@ from ..model.model import Model
 from ..schema.schema_layout import LAYOUT
 from .patch import _NP, FieldTarget, Locator, _field_spec, plan
 from .pieces import INSERT_GRANULE
+from .root import HEADER, raw_scalar, shallow_root
 from .tree import attr_name
 
 ALIGN = 16
@@ -124,6 +126,8 @@ class _Plan:
         self.blobs: list[_Blob] = []
         self.slots: list[tuple[int, int]] = []  # (slot position, blob index)
         self.repacked: set[tuple] = set()
+        #: root fields written into a new root table (`root.shallow_root`)
+        self.root_new: dict[str, Any] = {}
 
     # -- helpers ---------------------------------------------------------------------------
     def _u32(self, pos: int) -> int:
@@ -190,7 +194,29 @@ class _Plan:
                     return False
                 self._point(slot, blob)
                 return True
+        if t.path == () and t.table == "tflite.Model":
+            return self.root_field(spec, t.field, t.value)
         return self.repack(t.path, t.table, getattr(t, "owner", None))
+
+    def root_field(self, spec: dict, name: str, value: Any) -> bool:
+        """A root field the root does not store (or stores as a union of another member):
+        written into a new shallow root at the front of the file (`root`)."""
+        base = spec["type"]["base"]
+        if base == "Union" or name in self.root_new:
+            return False
+        if value is None:
+            self.root_new[name] = None
+        elif base in ("String", "Vector", "Obj"):
+            blob = _pack_value(spec, value)
+            if blob is None:
+                return False
+            self.root_new[name] = blob
+        else:
+            raw = raw_scalar(spec, value)
+            if raw is None:
+                return False
+            self.root_new[name] = raw
+        return True
 
     def _same_union(self, t: FieldTarget) -> bool:
         """Whether the stored union tag already names the new member's table."""
@@ -235,8 +261,25 @@ class _Plan:
 
     # -- placing new objects -----------------------------------------------------------------
     def finish(self, size: int, appendix: bool) -> list[Edit] | None:
+        front: list[Edit] = []
+        lift = 0  # bytes inserted after the header: every absolute offset moves up so
+        if self.root_new:
+            if appendix:
+                return None
+            granule = INSERT_GRANULE if _external_offsets(self.loc) is not None else ALIGN
+            built = shallow_root(self.loc, self.root_new,
+                                 lambda n: -(-n // granule) * granule)
+            if built is None:
+                return None
+            block, table_pos = built
+            lift = len(block)
+            if size + lift > _LIMIT and _external_offsets(self.loc) is None:
+                return None
+            front = [(0, 4, struct.pack("<I", HEADER + table_pos)), (HEADER, 0, block)]
         if not self.blobs:
-            return [(pos, n, new) for pos, (n, new) in self.edits.items()]
+            if lift and not self._lift_external(lift, None, 0):
+                return None
+            return [(pos, n, new) for pos, (n, new) in self.edits.items()] + front
         body = bytearray()
         where: list[int] = []
         for blob in self.blobs:
@@ -248,7 +291,7 @@ class _Plan:
             if appendix:
                 return None
             start = -(-size // ALIGN) * ALIGN
-            if start + len(body) > _LIMIT:
+            if start + len(body) + lift > _LIMIT:
                 return None
             placed = (size, 0, bytes(start - size) + bytes(body))
         else:
@@ -257,20 +300,33 @@ class _Plan:
             start = -(-extent // ALIGN) * ALIGN
             if start + len(body) <= first:  # fits in the gap before the first buffer
                 placed = (start, len(body), bytes(body))
+                if lift and not self._lift_external(lift, None, 0):
+                    return None
             else:
-                if appendix or start + len(body) > _LIMIT:
+                if appendix or start + len(body) + lift > _LIMIT:
                     return None
                 block = bytes(start - extent) + bytes(body)
                 shift = -(-len(block) // INSERT_GRANULE) * INSERT_GRANULE
                 placed = (extent, 0, block + bytes(shift - len(block)))
-                for pos, value in positions:
-                    if value >= extent and not self._put(pos, struct.pack("<Q", value + shift)):
-                        return None
+                if not self._lift_external(lift, extent, shift):
+                    return None
         for slot, k in self.slots:
             target = start + where[k]
             if target <= slot or not self._put(slot, struct.pack("<I", target - slot)):
                 return None
-        return [(pos, n, new) for pos, (n, new) in self.edits.items()] + [placed]
+        return [(pos, n, new) for pos, (n, new) in self.edits.items()] + [placed] + front
+
+    def _lift_external(self, lift: int, extent: int | None, shift: int) -> bool:
+        """Raise the absolute offsets stored in the file by ``lift`` (bytes inserted after
+        the header), and by ``shift`` more for those at or past ``extent``."""
+        external = _external_offsets(self.loc)
+        if external is None:
+            return True
+        for pos, value in external[0]:
+            new = value + lift + (shift if extent is not None and value >= extent else 0)
+            if new != value and not self._put(pos, struct.pack("<Q", new)):
+                return False
+        return True
 
 
 def _patchable(t: FieldTarget) -> bool:
