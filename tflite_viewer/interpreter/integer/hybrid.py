@@ -322,8 +322,7 @@ class HybridDense:
                            else self.bias_row)
         self.rows = rows if rows is not None else (lambda a, b: filter[a:b])
         if not keep_copies:
-            self.w_t = self.w64_t = self.w32_t = None
-            self.row_sums = None  # computed with the first product (`_dot_by_rows`)
+            self.w_t = self.w64_t = self.w32_t = self.row_sums = None
             return
         w = filter.astype(np.int32)
         self.w_t = w.T
@@ -344,18 +343,15 @@ class HybridDense:
         step = max(1, self.BLOCK_VALUES // max(1, self.accum))
         return [(n0, min(self.units, n0 + step)) for n0 in range(0, self.units, step)]
 
-    #: terms of a float32 sum of int8-range products (|q|, |w| <= 128) that stays within
-    #: 2**24, where every integer is exact
-    K_EXACT = int(FLOAT32_EXACT) // (128 * 128)
+    #: terms of a float32 sum of products of a shifted input (|q - zero point| <= 255)
+    #: and an int8 weight (|w| <= 128) that stays within 2**24, where every integer is
+    #: exact
+    K_EXACT = int(FLOAT32_EXACT) // (255 * 128)
 
     def _dot_by_rows(self, q: np.ndarray) -> np.ndarray:
-        """The exact int64 products q @ filter^T, a block of filter rows at a time: float32
-        products over `K_EXACT` terms, summed exactly in float64.  The first call also
-        sums each filter row (exact in float32: |sum| <= 128 K < 2**24 for any K below
-        131,072; int64 otherwise), which `row_sums` keeps."""
-        sums = None
-        if self.row_sums is None:
-            sums = np.empty(self.units, np.int64)
+        """The exact int64 products q @ filter^T of integer rows ``q`` (|q| <= 255), a
+        block of filter rows at a time: float32 products over `K_EXACT` terms, summed
+        exactly in float64."""
         qf = q.astype(np.float32)
         m = qf.shape[0]
         out = np.empty((self.units, m), np.float64)
@@ -364,11 +360,7 @@ class HybridDense:
         work = _rows_scratch(max(n1 - n0 for n0, n1 in blocks) * self.accum)
         for n0, n1 in blocks:
             wb = work[:(n1 - n0) * self.accum].reshape(n1 - n0, self.accum)
-            rows = self.rows(n0, n1)
-            np.copyto(wb, rows, casting="unsafe")  # int8 -> float32: exact
-            if sums is not None:
-                sums[n0:n1] = (np.add.reduce(wb, axis=1) if 128 * self.accum < FLOAT32_EXACT
-                               else rows.sum(axis=1, dtype=np.int64))
+            np.copyto(wb, self.rows(n0, n1), casting="unsafe")  # int8 -> float32: exact
             if step >= self.accum:
                 out[n0:n1] = wb @ qf.T
                 continue
@@ -376,8 +368,6 @@ class HybridDense:
             for k0 in range(0, self.accum, step):
                 acc += wb[:, k0:k0 + step] @ qf[:, k0:k0 + step].T
             out[n0:n1] = acc
-        if sums is not None:
-            self.row_sums = sums[None, :]
         return out.T.astype(np.int64)
 
     def row(self, x: np.ndarray) -> np.ndarray | None:
@@ -434,13 +424,15 @@ class HybridDense:
             offset = np.zeros(batches, np.int32)
         if not self.per_channel:
             sf = (sf * self.tensor_scale).astype(np.float32)
-        if self.w_t is None:  # no copies kept: the filter a block of rows at a time
-            dot = self._dot_by_rows(np.asarray(q))
-        elif self.w64_t is not None and q.size:  # int_matmul's exact float64 product
-            dot = np.matmul(q.astype(np.float64), self.w64_t).astype(np.int64)
+        if self.w_t is None:  # no copies kept: the filter a block of rows at a time, by
+            # the shifted input: sum (q - zp) w is sum q w - zp rowsum(w), exactly
+            dot = self._dot_by_rows(np.asarray(q, np.int32) - offset.astype(np.int32)[:, None])
         else:
-            dot = int_matmul(q.astype(np.int32), self.w_t)
-        dot = dot - self.row_sums * offset.astype(np.int64)[:, None]
+            if self.w64_t is not None and q.size:  # int_matmul's exact float64 product
+                dot = np.matmul(q.astype(np.float64), self.w64_t).astype(np.int64)
+            else:
+                dot = int_matmul(q.astype(np.int32), self.w_t)
+            dot = dot - self.row_sums * offset.astype(np.int64)[:, None]
         scale = sf[:, None]
         if self.per_channel:
             scale = (scale * self.channel_scales).astype(np.float32)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...model.dtypes import unpack_subbyte
+from ...model import dtypes
 from ..weights import PackedConstant
 from .common import BuiltinOperator as Op, Kernel, declare, register
 
@@ -148,7 +148,7 @@ def _packed_rows(packed: PackedConstant, starts: np.ndarray, count: int) -> np.n
     nbytes = -(-count // per)
     first_byte = starts // per  # the byte holding each start (`_rows` reads from there)
     index = np.minimum(first_byte[:, None] + np.arange(nbytes), raw.size - 1)
-    values = unpack_subbyte(raw[index].reshape(-1), packed.bits, index.size * per,
+    values = dtypes.unpack_subbyte(raw[index].reshape(-1), packed.bits, index.size * per,
                             packed.signed)
     return values.reshape(len(starts), nbytes * per)[:, :count]
 
