@@ -1,0 +1,1 @@
+"""Will it run there: per operator, what each runtime and delegate does with it."""
