@@ -368,9 +368,103 @@ def _other_cases() -> Iterator[tuple[str, Op]]:
                           {"out_type": "INT32"})
 
 
+def _int16_cases() -> Iterator[tuple[str, Op]]:
+    """The int16x8 paths TFLite Micro has (and XNNPACK has not)."""
+    for op in ("RELU", "RELU6"):
+        yield f"{op}-q16", Op(op, [q16(1, 8)], [q16(1)])
+    yield "SUB-q16", Op("SUB", [q16(1, 8), q16(1, 8)], [q16(1)], "SubOptions",
+                        {"pot_scale_int16": False}, version=3)
+    yield "MUL-q16", Op("MUL", [q16(1, 8), q16(1, 8)], [q16(1)], "MulOptions", {}, version=4)
+    yield "MEAN-q16", Op("MEAN", [q16(1, 4, 4, 3), const([1, 2], I32)], [q16(1)],
+                         "ReducerOptions", {"keep_dims": True}, version=3)
+    yield "SOFTMAX-q16", Op("SOFTMAX", [q16(1, 10)], [T((1,), I16, 1 / 32768, 0)],
+                            "SoftmaxOptions", {"beta": 1.0}, version=3)
+    yield "SOFTMAX-q8-q16", Op("SOFTMAX", [q8(1, 10)], [T((1,), I16, 1 / 65536, -32768)],
+                               "SoftmaxOptions", {"beta": 1.0}, version=2)
+    yield "SOFTMAX-q8-tiny-scale", Op("SOFTMAX", [q8(1, 10, scale=1e-9)],
+                                      [T((1,), I8, 1 / 256, -128)], "SoftmaxOptions",
+                                      {"beta": 1.0}, version=2)
+    for op in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+        yield f"{op}-q16", Op(op, [q16(1, 8, 8, 3)], [q16(1)], "Pool2DOptions",
+                              {"padding": "VALID", "stride_w": 2, "stride_h": 2,
+                               "filter_width": 2, "filter_height": 2}, version=3)
+    yield "TRANSPOSE-q16", Op("TRANSPOSE", [q16(2, 3, 4), const([2, 0, 1], I32)], [q16(1)],
+                              version=5)
+    yield "CONCATENATION-q16", Op("CONCATENATION", [q16(1, 4), q16(1, 3)], [q16(1)],
+                                  "ConcatenationOptions", {"axis": 1}, version=3)
+    yield "RESHAPE-q16", Op("RESHAPE", [q16(1, 4, 6), const([4, 6], I32)], [q16(1)])
+    yield "STRIDED_SLICE-q16", Op("STRIDED_SLICE", [q16(2, 6, 4), const([0, 1, 0], I32),
+                                                    const([2, 5, 4], I32),
+                                                    const([1, 1, 1], I32)],
+                                  [q16(1)], "StridedSliceOptions", {}, version=4)
+    yield "QUANTIZE-q16-q8", Op("QUANTIZE", [q16(1, 8)], [q8(1)], version=2)
+    yield "DEPTHWISE_CONV_2D-q16x8", Op(
+        "DEPTHWISE_CONV_2D", [q16(1, 6, 6, 4), weights((1, 3, 3, 4), I8, [0.01] * 4, qdim=3),
+                              const(np.zeros(4), I64, [1e-5] * 4, [0] * 4)],
+        [q16(1, scale=0.01)], "DepthwiseConv2DOptions",
+        {"padding": "VALID", "stride_w": 1, "stride_h": 1, "depth_multiplier": 1}, version=5)
+
+
+def _micro_cases() -> Iterator[tuple[str, Op]]:
+    """Operators TFLite Micro registers (and some it does not), in its common types."""
+    yield "L2_POOL_2D-f32", Op("L2_POOL_2D", [f32(1, 8, 8, 3)], [f32(1)], "Pool2DOptions",
+                               {"padding": "VALID", "stride_w": 2, "stride_h": 2,
+                                "filter_width": 2, "filter_height": 2})
+    yield "LOG_SOFTMAX-f32", Op("LOG_SOFTMAX", [f32(1, 10)], [f32(1)], "LogSoftmaxOptions", {})
+    yield "ADD_N-f32", Op("ADD_N", [f32(1, 4), f32(1, 4), f32(1, 4)], [f32(1)],
+                          "AddNOptions", {})
+    yield "ADD_N-i32", Op("ADD_N", [T((1, 4), I32), T((1, 4), I32)], [T((1,), I32)],
+                          "AddNOptions", {})
+    yield "FLOOR_DIV-f32", Op("FLOOR_DIV", [f32(1, 4), f32(1, 4)], [f32(1)])
+    yield "FLOOR_MOD-i32", Op("FLOOR_MOD", [T((1, 4), I32), T((1, 4), I32)], [T((1,), I32)])
+    yield "ARG_MIN-q8", Op("ARG_MIN", [q8(1, 4), const([1], I32)], [T((1,), I32)],
+                           "ArgMinOptions", {"output_type": "INT32"}, version=2)
+    yield "ARG_MAX-f32-i64", Op("ARG_MAX", [f32(1, 4), const([1], I32)], [T((1,), I64)],
+                                "ArgMaxOptions", {"output_type": "INT64"})
+    yield "EQUAL-bool", Op("EQUAL", [T((1, 4), BOOL), T((1, 4), BOOL)], [T((1,), BOOL)])
+    yield "GREATER-i32", Op("GREATER", [T((1, 4), I32), T((1, 4), I32)], [T((1,), BOOL)])
+    yield "LOGICAL_AND-bool", Op("LOGICAL_AND", [T((1, 4), BOOL), T((1, 4), BOOL)],
+                                 [T((1,), BOOL)])
+    yield "LOGICAL_NOT-bool", Op("LOGICAL_NOT", [T((1, 4), BOOL)], [T((1,), BOOL)])
+    yield "SELECT_V2-f32", Op("SELECT_V2", [T((1, 4), BOOL), f32(1, 4), f32(1, 4)], [f32(1)])
+    yield "CUMSUM-f32", Op("CUMSUM", [f32(2, 4), const(1, I32)], [f32(1)], "CumsumOptions", {})
+    yield "FILL-f32", Op("FILL", [const([2, 3], I32), const(1.5)], [f32(1)])
+    yield "ZEROS_LIKE-i32", Op("ZEROS_LIKE", [T((1, 4), I32)], [T((1,), I32)])
+    yield "BROADCAST_TO-f32", Op("BROADCAST_TO", [f32(1, 4), const([3, 4], I32)], [f32(1)],
+                                 version=2)
+    yield "GATHER_ND-f32", Op("GATHER_ND", [f32(3, 4), const([[0], [2]], I32)], [f32(1)])
+    yield "MIRROR_PAD-f32", Op("MIRROR_PAD", [f32(1, 4, 4, 1),
+                                              const([[0, 0], [1, 1], [1, 1], [0, 0]], I32)],
+                               [f32(1)], "MirrorPadOptions", {"mode": "REFLECT"})
+    yield "REVERSE_V2-f32", Op("REVERSE_V2", [f32(2, 4), const([1], I32)], [f32(1)])
+    yield "EMBEDDING_LOOKUP-f32", Op("EMBEDDING_LOOKUP", [const([0, 2], I32), weights((4, 3))],
+                                     [f32(1)])
+    yield "HARD_SWISH-q8-out", Op("HARD_SWISH", [q8(1, 8)], [q8(1, scale=0.02)])
+    yield "DEPTH_TO_SPACE-q8", Op("DEPTH_TO_SPACE", [q8(1, 2, 2, 8)], [q8(1)],
+                                  "DepthToSpaceOptions", {"block_size": 2})
+    yield "SPACE_TO_BATCH_ND-f32", Op("SPACE_TO_BATCH_ND", [f32(1, 4, 4, 1), const([2, 2], I32),
+                                                            const([[0, 0], [0, 0]], I32)],
+                                      [f32(1)])
+    yield "BATCH_TO_SPACE_ND-f32", Op("BATCH_TO_SPACE_ND", [f32(4, 2, 2, 1), const([2, 2], I32),
+                                                            const([[0, 0], [0, 0]], I32)],
+                                      [f32(1)])
+    yield "PACK-f32", Op("PACK", [f32(1, 4), f32(1, 4)], [f32(1)], "PackOptions",
+                         {"values_count": 2, "axis": 0})
+    yield "UNPACK-f32", Op("UNPACK", [f32(2, 4)], [f32(1), f32(1)], "UnpackOptions",
+                           {"num": 2, "axis": 0})
+    yield "SPLIT-q8", Op("SPLIT", [const(1, I32), q8(2, 6)], [q8(1), q8(1)],
+                         "SplitOptions", {"num_splits": 2}, version=2)
+    yield "CAST-i32-f32", Op("CAST", [T((1, 4), I32)], [f32(1)])
+    yield "CAST-f32-i64", Op("CAST", [f32(1, 4)], [T((1,), I64)])
+    yield "SQUARE-f32-const", Op("SQUARE", [f32(2, 3)], [f32(1)])
+    yield "RANGE-i32", Op("RANGE", [const(0, I32), const(6, I32), const(1, I32)],
+                          [T((1,), I32)])
+    yield "WHERE-bool", Op("WHERE", [T((2, 3), BOOL)], [T((1, 2), I64)])
+
+
 CATALOGUE: tuple[Callable[[], Iterator[tuple[str, Op]]], ...] = (
     _unary_cases, _binary_cases, _conv_cases, _fc_cases, _pool_reduce_cases, _shape_cases,
-    _other_cases)
+    _other_cases, _int16_cases, _micro_cases)
 
 
 @lru_cache(maxsize=1)

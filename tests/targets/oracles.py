@@ -147,6 +147,58 @@ def tflm_run_isolated(path: str, inputs: list[np.ndarray] | None = None,
         return MicroResult(d["ok"], d["op"], d["index"], d["log"], outputs, d["prepared"])
 
 
+def tflm_run_many(models: dict[str, bytes], timeout: float = 600.0) -> dict[str, MicroResult]:
+    """`tflm_run` on many models in one child process (micro_inputs as inputs), restarted
+    after a model that aborts it: that model's result says ``crashed`` in its log."""
+    import json
+    import subprocess
+    import sys
+
+    names = list(models)
+    results: dict[str, MicroResult] = {}
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, name in enumerate(names):
+            with open(os.path.join(tmp, f"{i}.tflite"), "wb") as fh:
+                fh.write(models[name])
+        start = 0
+        while start < len(names):
+            log = os.path.join(tmp, f"results{start}.jsonl")
+            cmd = [sys.executable, "-m", "tests.targets.oracles", "--many", tmp,
+                   str(start), str(len(names)), log]
+            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=root,
+                                  timeout=timeout)
+            done = 0
+            if os.path.exists(log):
+                with open(log) as fh:
+                    for line in fh:
+                        d = json.loads(line)
+                        results[names[d["i"]]] = MicroResult(d["ok"], d["op"], d["index"],
+                                                             d["log"], prepared=d["prepared"])
+                        done = d["i"] + 1 - start
+            start += done
+            if start < len(names) and proc.returncode != 0:
+                results[names[start]] = MicroResult(
+                    False, None, None, f"crashed: the process ended with {proc.returncode}")
+                start += 1
+            elif start < len(names) and done == 0:
+                raise RuntimeError(f"TFLM child made no progress: {proc.stderr[-500:]}")
+    return results
+
+
+def _many(folder: str, start: str, stop: str, log: str) -> None:
+    import json
+
+    with open(log, "w") as out:
+        for i in range(int(start), int(stop)):
+            with open(os.path.join(folder, f"{i}.tflite"), "rb") as fh:
+                model = fh.read()
+            r = tflm_run(model, micro_inputs(model))
+            out.write(json.dumps({"i": i, "ok": r.ok, "op": r.op, "index": r.index,
+                                  "log": r.log[-2000:], "prepared": r.prepared}) + "\n")
+            out.flush()
+
+
 def _child(path: str, feed: str, out: str) -> None:
     import json
 
@@ -165,4 +217,7 @@ def _child(path: str, feed: str, out: str) -> None:
 if __name__ == "__main__":
     import sys
 
-    _child(*sys.argv[1:4])
+    if sys.argv[1] == "--many":
+        _many(*sys.argv[2:6])
+    else:
+        _child(*sys.argv[1:4])

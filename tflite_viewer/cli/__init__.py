@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 
-SUBCOMMANDS = ("info", "run", "layout", "render", "edit", "quant", "ops")
+SUBCOMMANDS = ("info", "run", "layout", "render", "edit", "quant", "ops", "targets")
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 

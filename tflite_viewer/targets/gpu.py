@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from .facts import ModelFacts, SubgraphFacts
 from .gpu_checks import Signature, Spec, compatibility
+from .partition import Crossing
 from .partition import partition, side_effect_nodes
 from .verdict import FALLS_BACK, RUNS, OpVerdict, Partition, TargetResult
 
@@ -205,11 +206,11 @@ def _subgraph(f: SubgraphFacts, s: int, ops: list[OpVerdict], parts: list[Partit
                   for k in range(f.op_count)]  # RemapFp16InputTensors on the taken operators
         subsets = partition(inputs, f.outputs, f.tensor_count, f.graph_outputs,
                             [k in take for k in range(f.op_count)], sides) or []
-        produced = {t for outs in f.outputs for t in outs}
+        counter = Crossing(f.inputs, f.outputs)
         for sub in subsets:
             if sub.claimed:
                 parts.append(Partition(s, list(sub.nodes), sub.inputs, sub.outputs))
-                crossing += len(sub.outputs) + sum(1 for t in sub.inputs if t in produced)
+                crossing += counter.count(sub)
                 for k in sub.nodes:
                     in_part[k] = len(parts) - 1
     for k in range(f.op_count):

@@ -136,3 +136,23 @@ def partition(inputs: Sequence[Sequence[int]], outputs: Sequence[Sequence[int]],
         sub.inputs = sorted(set(sub.inputs))
         sub.outputs = sorted(set(sub.outputs))
     return subsets
+
+
+
+class Crossing:
+    """Counts the tensors passing between a partition and LiteRT's CPU kernels: its inputs
+    another operator writes, and its outputs an operator outside it reads (the model's own
+    inputs and outputs are not counted)."""
+
+    def __init__(self, inputs: Sequence[Sequence[int]], outputs: Sequence[Sequence[int]]):
+        self.produced = {t for outs in outputs for t in outs}
+        self.readers: dict[int, list[int]] = {}
+        for k, ins in enumerate(inputs):
+            for t in ins:
+                self.readers.setdefault(t, []).append(k)
+
+    def count(self, sub: NodeSubset) -> int:
+        members = set(sub.nodes)
+        return (sum(1 for t in sub.inputs if t in self.produced)
+                + sum(1 for t in sub.outputs
+                      if any(k not in members for k in self.readers.get(t, ()))))

@@ -39,13 +39,13 @@ class OpVerdict:
     op: str
     verdict: str
     reason: str = ""
-    fix: Fix | None = None
+    fixes: list[Fix] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         out = {"subgraph": self.subgraph, "index": self.index, "op": self.op,
                "verdict": self.verdict, "reason": self.reason}
-        if self.fix is not None:
-            out["fix"] = self.fix.as_dict()
+        if self.fixes:
+            out["fixes"] = [f.as_dict() for f in self.fixes]
         return out
 
 
@@ -75,6 +75,7 @@ class TargetResult:
     notes: list[str] = field(default_factory=list)
     source: str = ""  # what the rules transcribe (and whether a runnable oracle checked them)
     crossing: int = 0  # tensors a partition reads from or hands back to LiteRT's CPU kernels
+    fixes: list[Fix] = field(default_factory=list)  # rewrites for the model as a whole
 
     def counts(self) -> dict[str, int]:
         out = {v: 0 for v in VERDICTS}
@@ -91,4 +92,5 @@ class TargetResult:
     def as_dict(self) -> dict:
         return {"title": self.title, "source": self.source, "summary": self.summary(),
                 "partitions": [p.as_dict() for p in self.partitions],
-                "ops": [o.as_dict() for o in self.ops], "notes": list(self.notes)}
+                "ops": [o.as_dict() for o in self.ops], "notes": list(self.notes),
+                "fixes": [f.as_dict() for f in self.fixes]}

@@ -19,6 +19,7 @@ and output tensors (tests/targets/test_xnnpack_litert.py).
 from __future__ import annotations
 
 from .facts import ModelFacts, SubgraphFacts
+from .partition import Crossing
 from .partition import partition, side_effect_nodes
 from .verdict import FALLS_BACK, RUNS, OpVerdict, Partition, TargetResult
 from .xnnpack_ops import visit
@@ -109,12 +110,12 @@ def analyze(facts: ModelFacts, flags: Flags | None = None) -> TargetResult:
                 reasons = {k: "LiteRT's partitioner finds no schedule (a cycle)"
                            for k in range(f.op_count)}
                 subsets = []
-            produced = {t for outs in f.outputs for t in outs}
+            counter = Crossing(f.inputs, f.outputs)
             for sub in subsets:
                 if not sub.claimed:
                     continue
                 parts.append(Partition(s, list(sub.nodes), sub.inputs, sub.outputs))
-                crossing += len(sub.outputs) + sum(1 for t in sub.inputs if t in produced)
+                crossing += counter.count(sub)
                 for k in sub.nodes:
                     in_part[k] = len(parts) - 1
         for k in range(f.op_count):

@@ -11,6 +11,7 @@ the document uses to recompute op versions and the UI to refresh and keep its se
 ``warnings`` lists what is legal but probably not what the user wants (shapes that stop
 agreeing, per-channel scales on a per-tensor op, ...).
 """
+from .activation import SplitFusedActivation
 from .base import EditCommand, Scope
 from .header import (
            RemoveMetadata,
@@ -26,4 +27,4 @@ from .tensors import RenameTensor, ReplaceTensorData, SetQuantization, SetTensor
 __all__ = ["EditCommand", "ExposeTensor", "RemoveCustomOption", "RemoveMetadata", "RemoveOperator",
            "RenameSignature", "RenameSignatureTensor", "RenameTensor", "ReplaceTensorData",
            "Scope", "SetCustomOption", "SetDescription", "SetMetadata", "SetOpVersion", "SetOption",
-           "SetQuantization", "SetTensorShape"]
+           "SetQuantization", "SetTensorShape", "SplitFusedActivation"]
