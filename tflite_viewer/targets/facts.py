@@ -97,10 +97,81 @@ class SubgraphFacts:
         self._options_rows: dict[int, tuple[str, int]] | None = None
         self._options_cache: dict[str, dict[str, list]] = {}
         self._quant: dict[int, Quant] | None = None
+        self._op_keys: list | None = None
 
     @property
     def tensor_count(self) -> int:
         return len(self.types)
+
+    def op_key(self, k: int) -> tuple:
+        """Everything a target's rules read about operator ``k`` itself, as one hashable
+        value: two operators with the same key get the same verdict from a rule that looks
+        at no other operator.  A 20,000-op model is mostly a few blocks repeated, so the
+        targets check each distinct key once."""
+        keys = self._op_keys
+        if keys is None:
+            keys = self._op_keys = self._all_op_keys()
+        return keys[k]
+
+    def _all_op_keys(self) -> list[tuple]:
+        tk = self.tensor_keys
+        if self._options_rows is None:
+            self._index_options()
+        rows = self._options_rows
+        row_keys: dict[str, list[tuple]] = {
+            name: list(zip(*cols.values())) if cols else [] for name, cols in
+            self._options_cache.items()}
+        out = []
+        for k in range(self.op_count):
+            found = rows.get(k)
+            opts = None if found is None else (found[0], row_keys[found[0]][found[1]]
+                                               if row_keys[found[0]] else ())
+            out.append((self.builtin[k], self.custom[k], self.version[k],
+                        tuple(tk[t] if t >= 0 else None for t in self.inputs[k]),
+                        tuple(tk[t] if t >= 0 else None for t in self.outputs[k]), opts))
+        return out
+
+    @cached_property
+    def tensor_keys(self) -> list[tuple]:
+        """Every tensor as the rules see it: type, shape, constness, quantization, the
+        values of small integer constants (shapes, axes, paddings), shape signature."""
+        quant = self._quant if self._quant is not None else self._read_quantization()
+        self._quant = quant
+        out = []
+        for t, (ty, shape, static, var, sig) in enumerate(zip(
+                self.types, self.shapes, self.static, self.variable, self.signatures)):
+            values = None
+            if static and ty in ("INT32", "INT64") and self.num_elements(t) <= 16:
+                v = self.values(t)
+                values = None if v is None else tuple(v.reshape(-1).tolist())
+            out.append((ty, shape, static, var, quant.get(t), values, sig))
+        return out
+
+    def tensor_key(self, t: int) -> tuple | None:
+        return self.tensor_keys[t] if t >= 0 else None
+
+    @cached_property
+    def producer(self) -> dict[int, int]:
+        """Tensor -> the operator that writes it."""
+        return {t: k for k in range(self.op_count) for t in self.outputs[k]}
+
+    @cached_property
+    def side_effects(self) -> list[bool]:
+        """``Subgraph::OpMightHaveSideEffect``: resource tensors in or out, IF, WHILE and
+        CALL_ONCE (LiteRT's partitioner keeps such operators in order)."""
+        resource = {t for t, ty in enumerate(self.types) if ty == "RESOURCE"}
+        return [b in ("IF", "WHILE", "CALL_ONCE") or (bool(resource) and any(
+            t in resource for t in ins + outs))
+            for b, ins, outs in zip(self.builtin, self.inputs, self.outputs)]
+
+    @cached_property
+    def consumers(self) -> dict[int, list[int]]:
+        """Tensor -> the operators that read it, in order."""
+        out: dict[int, list[int]] = {}
+        for k in range(self.op_count):
+            for t in self.inputs[k]:
+                out.setdefault(t, []).append(k)
+        return out
 
     def op_name(self, k: int) -> str:
         """`CONV_2D`, or the custom code of a custom op."""

@@ -127,16 +127,13 @@ def dynamic_input_fixes(facts: ModelFacts, target: str) -> list[Fix]:
 
 def attach(facts: ModelFacts, result: TargetResult) -> None:
     """Add the rewrites that apply to every operator that does not run."""
-    producers: dict[int, dict[int, int]] = {}
     for v in result.ops:
         if v.verdict == RUNS:
             continue
         f = facts[v.subgraph]
-        if v.subgraph not in producers:
-            producers[v.subgraph] = {t: k for k in range(f.op_count) for t in f.outputs[k]}
         fixes = (_activation_fixes(f, v, result.name)
                  + _rank_fix(f, v, _RANK_LIMIT.get(result.name, 99))
-                 + _computed_input_fix(f, v, producers[v.subgraph])
+                 + _computed_input_fix(f, v, f.producer)
                  + _type_fixes(v, result.name))
         v.fixes.extend(fixes)
     if result.name in ("gpu", "tflm"):

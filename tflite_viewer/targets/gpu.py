@@ -26,7 +26,7 @@ from __future__ import annotations
 from .facts import ModelFacts, SubgraphFacts
 from .gpu_checks import Signature, Spec, compatibility
 from .partition import Crossing
-from .partition import partition, side_effect_nodes
+from .partition import partition
 from .verdict import FALLS_BACK, RUNS, OpVerdict, Partition, TargetResult
 
 TITLE = "GPU delegate (LiteRT, default options)"
@@ -61,6 +61,7 @@ PARSERS: dict[str, tuple[int | None, str]] = {
 CUSTOM_PARSERS = {"Convolution2DTransposeBias": None, "MaxPoolingWithArgmax2D": 2,
                   "MaxUnpooling2D": None, "Resampler": None}
 _COMPARISONS = ("EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL", "NOT_EQUAL")
+_CONTEXTUAL = _COMPARISONS + ("CAST", "CUSTOM")  # decided by their neighbours too
 
 
 class _Graph:
@@ -70,13 +71,11 @@ class _Graph:
         self.f = f
         self.fp16_map: dict[int, int] = {}  # DEQUANTIZE output -> its float16 constant
         self.fp16_nodes: set[int] = set()
-        self.producers: dict[int, list[int]] = {}
-        self.consumers: dict[int, list[int]] = {}
-        for k in range(f.op_count):
-            for t in f.outputs[k]:
-                self.producers.setdefault(t, []).append(k)
-            for t in f.inputs[k]:
-                self.consumers.setdefault(t, []).append(k)
+        self.consumers = f.consumers
+
+    def producers(self, t: int) -> list[int]:
+        k = self.f.producer.get(t)
+        return [] if k is None else [k]
 
     def spec(self, t: int, remap: bool) -> Spec:
         if t < 0:
@@ -114,7 +113,7 @@ def _parser_check(g: _Graph, k: int) -> str | None:
         return None
     if how == "logical":
         readers = g.consumers.get(f.outputs[k][0], []) if f.outputs[k] else []
-        if len(g.producers.get(f.outputs[k][0], [])) != 1 or len(readers) != 1:
+        if len(g.producers(f.outputs[k][0])) != 1 or len(readers) != 1:
             return "a comparison is taken only when one CAST or SELECT reads it"
         nxt = readers[0]
         dst = f.type(f.outputs[nxt][0]) if f.outputs[nxt] else "NOTYPE"
@@ -124,7 +123,7 @@ def _parser_check(g: _Graph, k: int) -> str | None:
     if how == "cast":
         x, y = f.inputs[k][0], f.outputs[k][0]
         if f.type(x) == "BOOL" and f.type(y) in ("FLOAT16", "FLOAT32"):
-            prod, cons = g.producers.get(x, []), g.consumers.get(x, [])
+            prod, cons = g.producers(x), g.consumers.get(x, [])
             if len(prod) != 1 or len(cons) != 1:
                 return "CAST from BOOL: not a single comparison feeding it"
             if len(g.consumers.get(y, [])) != 1:
@@ -170,6 +169,7 @@ def _subgraph(f: SubgraphFacts, s: int, ops: list[OpVerdict], parts: list[Partit
     g = _Graph(f)
     reasons: dict[int, str] = {}
     supported: list[bool] = []
+    accepted: set[tuple] = set()  # op keys the checks passed (see SubgraphFacts.op_key)
     for k in range(f.op_count):
         ins = f.inputs[k]
         if (f.builtin[k] == "DEQUANTIZE" and ins and ins[0] >= 0
@@ -178,11 +178,20 @@ def _subgraph(f: SubgraphFacts, s: int, ops: list[OpVerdict], parts: list[Partit
             g.fp16_nodes.add(k)
             supported.append(False)
             continue
+        key = None
+        if f.builtin[k] not in _CONTEXTUAL:
+            key = (f.op_key(k), tuple(f.tensor_key(g.fp16_map.get(t, t)) for t in ins)
+                   if g.fp16_map else ())
+            if key in accepted:
+                supported.append(True)
+                continue
         why = _parser_check(g, k) or _allowed_tensors(g, k)
         supported.append(why is None)
         if why:
             reasons[k] = why
-    sides = side_effect_nodes(f.builtin, f.inputs, f.outputs, f.types)
+        elif key is not None:
+            accepted.add(key)
+    sides = f.side_effects
     take: set[int] = set()
     n_supported = sum(supported)
     if n_supported and n_supported + len(g.fp16_nodes) == f.op_count:
@@ -206,7 +215,7 @@ def _subgraph(f: SubgraphFacts, s: int, ops: list[OpVerdict], parts: list[Partit
                   for k in range(f.op_count)]  # RemapFp16InputTensors on the taken operators
         subsets = partition(inputs, f.outputs, f.tensor_count, f.graph_outputs,
                             [k in take for k in range(f.op_count)], sides) or []
-        counter = Crossing(f.inputs, f.outputs)
+        counter = Crossing(f.producer, f.consumers)
         for sub in subsets:
             if sub.claimed:
                 parts.append(Partition(s, list(sub.nodes), sub.inputs, sub.outputs))

@@ -14,6 +14,8 @@ first one ("Didn't find op for builtin opcode ..."), and nothing takes over.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..edit.runtime_version import runtime_for_op, runtime_less, version_key
 from ..interpreter.litert_builtins import LITERT_BUILTINS
 from .facts import ModelFacts
@@ -35,6 +37,7 @@ def check_runtime(version: str) -> str:
     return ".".join(parts + ["0"] * (3 - len(parts)))
 
 
+@lru_cache(maxsize=4096)
 def op_verdict(name: str, builtin: str, version: int, runtime: str | None) -> tuple[str, str]:
     """(verdict, reason) for one operator."""
     if builtin == "CUSTOM":
@@ -64,12 +67,12 @@ def op_verdict(name: str, builtin: str, version: int, runtime: str | None) -> tu
 def required_runtime(facts: ModelFacts) -> str | None:
     """The largest runtime version over every operator (the converter's rule)."""
     best: str | None = None
-    for s in range(len(facts)):
-        f = facts[s]
-        for k in range(f.op_count):
-            need = runtime_for_op(f.builtin[k], f.version[k])
-            if need is not None and (best is None or runtime_less(best, need)):
-                best = need
+    pairs = {(f.builtin[k], f.version[k]) for f in (facts[s] for s in range(len(facts)))
+             for k in range(f.op_count)}
+    for builtin, version in pairs:
+        need = runtime_for_op(builtin, version)
+        if need is not None and (best is None or runtime_less(best, need)):
+            best = need
     return best
 
 

@@ -32,18 +32,6 @@ class NodeSubset:
     outputs: list[int] = field(default_factory=list)
 
 
-def side_effect_nodes(builtin: Sequence[str], inputs: Sequence[Sequence[int]],
-                      outputs: Sequence[Sequence[int]], types: Sequence[str]) -> list[bool]:
-    """``Subgraph::OpMightHaveSideEffect`` for every operator."""
-    n_t = len(types)
-
-    def resource(ts: Sequence[int]) -> bool:
-        return any(0 <= t < n_t and types[t] == "RESOURCE" for t in ts)
-
-    return [b in ("IF", "WHILE", "CALL_ONCE") or resource(i) or resource(o)
-            for b, i, o in zip(builtin, inputs, outputs)]
-
-
 def partition(inputs: Sequence[Sequence[int]], outputs: Sequence[Sequence[int]],
               n_tensors: int, graph_outputs: Sequence[int], claimed: Sequence[bool],
               side_effects: Sequence[bool] | None = None) -> list[NodeSubset] | None:
@@ -51,6 +39,12 @@ def partition(inputs: Sequence[Sequence[int]], outputs: Sequence[Sequence[int]],
     positions), ``claimed[k]`` saying whether the delegate claims operator k.  None when
     some operator can never be scheduled (LiteRT's kTfLiteError)."""
     n = len(inputs)
+    if n == 0:
+        return []
+    if all(claimed) or not any(claimed):
+        fast = _one_subset(inputs, outputs, n_tensors, graph_outputs, bool(claimed[0]))
+        if fast is not None:
+            return fast
     tensor_epoch = [_ALWAYS_READY] * n_tensors
     producers_left = [0] * n
     consumers: dict[int, list[int]] = {}
@@ -139,17 +133,36 @@ def partition(inputs: Sequence[Sequence[int]], outputs: Sequence[Sequence[int]],
 
 
 
+def _one_subset(inputs, outputs, n_tensors, graph_outputs, kind) -> list[NodeSubset] | None:
+    """Every operator of one kind, in a plan where each reads only what earlier operators
+    wrote: LiteRT's sweep takes them all, in order, in one epoch (the control edges
+    between side-effect operators follow the same order).  None when the plan is not in
+    that order (the general walk handles it)."""
+    written: set[int] = set()
+    produced = {t for outs in outputs for t in outs}
+    sub = NodeSubset(kind, list(range(len(inputs))))
+    ins: set[int] = set()
+    for k in range(len(inputs)):
+        for t in inputs[k]:
+            if 0 <= t < n_tensors:
+                if t in produced and t not in written:
+                    return None
+                if t not in written:
+                    ins.add(t)
+        written.update(t for t in outputs[k] if 0 <= t < n_tensors)
+    sub.inputs = sorted(ins)
+    sub.outputs = sorted({t for t in graph_outputs if t in written})
+    return [sub]
+
+
 class Crossing:
     """Counts the tensors passing between a partition and LiteRT's CPU kernels: its inputs
     another operator writes, and its outputs an operator outside it reads (the model's own
     inputs and outputs are not counted)."""
 
-    def __init__(self, inputs: Sequence[Sequence[int]], outputs: Sequence[Sequence[int]]):
-        self.produced = {t for outs in outputs for t in outs}
-        self.readers: dict[int, list[int]] = {}
-        for k, ins in enumerate(inputs):
-            for t in ins:
-                self.readers.setdefault(t, []).append(k)
+    def __init__(self, producer: dict[int, int], readers: dict[int, list[int]]) -> None:
+        self.produced = producer
+        self.readers = readers
 
     def count(self, sub: NodeSubset) -> int:
         members = set(sub.nodes)

@@ -64,8 +64,15 @@ def analyze(facts: ModelFacts) -> TargetResult:
     dynamic: list[str] = []
     for s in range(len(facts)):
         f = facts[s]
+        accepted: set[tuple] = set()  # op keys that passed (see SubgraphFacts.op_key)
         for k in range(f.op_count):
+            key = f.op_key(k) if f.builtin[k] != "CUSTOM" else None
+            if key is not None and key in accepted:
+                ops.append(OpVerdict(s, k, f.op_name(k), RUNS, ""))
+                continue
             why = op_reason(f, k)
+            if why is None and key is not None:
+                accepted.add(key)
             ops.append(OpVerdict(s, k, f.op_name(k), REFUSED if why else RUNS, why or ""))
         dynamic.extend(f"subgraph {s} tensor {t}" for t in f.graph_inputs if f.dynamic(t))
     first = first_failure(ops)

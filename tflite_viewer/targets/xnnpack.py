@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .facts import ModelFacts, SubgraphFacts
 from .partition import Crossing
-from .partition import partition, side_effect_nodes
+from .partition import partition
 from .verdict import FALLS_BACK, RUNS, OpVerdict, Partition, TargetResult
 from .xnnpack_ops import visit
 from .xnnpack_types import Ctx, Flags
@@ -51,15 +51,13 @@ def _unpackable(f: SubgraphFacts, k: int, quasi: set[int]) -> bool:
 def claims(f: SubgraphFacts, flags: Flags) -> tuple[set[int], dict[int, str], dict[int, int]]:
     """The operators the delegate takes in one subgraph, the reason for each it does not,
     and the unpacking DEQUANTIZE/DENSIFY operators it takes (op -> first reader)."""
-    consumers: dict[int, list[int]] = {}
-    for k in range(f.op_count):
-        for t in f.inputs[k]:
-            consumers.setdefault(t, []).append(k)
+    consumers = f.consumers
     c = Ctx(f, flags)
     producer: dict[int, int] = {}  # quasi-static tensor -> the op unpacking it
     unpack: dict[int, int] = {}  # unpacking op -> (kept while no refused reader reads it)
     claimed: set[int] = set()
     reasons: dict[int, str] = {}
+    accepted: set[tuple] = set()  # op keys the checks passed (see SubgraphFacts.op_key)
     for k in range(f.op_count):
         if _unpackable(f, k, c.quasi_static):
             x, y = f.inputs[k][0], f.outputs[k][0]
@@ -74,9 +72,19 @@ def claims(f: SubgraphFacts, flags: Flags) -> tuple[set[int], dict[int, str], di
             producer[y] = k
             c.quasi_static.add(y)
             continue
+        key = None
+        if f.builtin[k] not in ("CUSTOM", "STABLEHLO_COMPOSITE"):
+            ins = f.inputs[k]
+            key = (f.op_key(k), tuple(t in c.quasi_static for t in ins) if c.quasi_static
+                   else (), tuple(t in c.f16_for_f32 for t in ins) if c.f16_for_f32 else ())
+            if key in accepted:
+                claimed.add(k)
+                continue
         why = visit(c, k)
         if why is None:
             claimed.add(k)
+            if key is not None:
+                accepted.add(key)
             continue
         reasons[k] = why
         for t in f.inputs[k]:
@@ -105,12 +113,12 @@ def analyze(facts: ModelFacts, flags: Flags | None = None) -> TargetResult:
         in_part: dict[int, int] = {}
         if any(take):
             subsets = partition(f.inputs, f.outputs, f.tensor_count, f.graph_outputs, take,
-                                side_effect_nodes(f.builtin, f.inputs, f.outputs, f.types))
+                                f.side_effects)
             if subsets is None:
                 reasons = {k: "LiteRT's partitioner finds no schedule (a cycle)"
                            for k in range(f.op_count)}
                 subsets = []
-            counter = Crossing(f.inputs, f.outputs)
+            counter = Crossing(f.producer, f.consumers)
             for sub in subsets:
                 if not sub.claimed:
                     continue

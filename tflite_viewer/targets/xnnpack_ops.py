@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from .xnnpack_types import MAX_DIMS, Ctx, Refuse, need
+from .xnnpack_types import MAX_DIMS, Ctx, Refuse
 
 _ACT_OK = ("NONE", "RELU", "RELU_N1_TO_1", "RELU6")
 _C_PADDING = {1: "SAME", 2: "VALID"}  # TfLitePadding of a raw params struct
@@ -31,13 +31,16 @@ class Node:
         self.name = c.f.op_name(k)
 
     def i(self, n: int) -> int:
-        need(n < len(self.ins), f"input {n} missing")
+        if not n < len(self.ins):
+            raise Refuse(f"input {n} missing")
         t = self.ins[n]
-        need(t >= 0, f"optional input {n} omitted")
+        if not t >= 0:
+            raise Refuse(f"optional input {n} omitted")
         return t
 
     def out(self, n: int = 0) -> int:
-        need(n < len(self.outs), f"output {n} missing")
+        if not n < len(self.outs):
+            raise Refuse(f"output {n} missing")
         return self.outs[n]
 
     def io(self, n_in, n_out) -> None:
@@ -45,19 +48,21 @@ class Node:
         for count, want, what in ((len(self.ins), n_in, "inputs"), (len(self.outs), n_out,
                                                                      "outputs")):
             lo, hi = want if isinstance(want, tuple) else (want, want)
-            need(lo <= count <= hi, f"{count} {what}; XNNPACK's {self.name} takes "
-                 + (f"{lo}" if lo == hi else f"{lo} to {hi}"))
+            if not lo <= count <= hi:
+                raise Refuse(f"{count} {what}; XNNPACK's {self.name} takes "
+                             + (f"{lo}" if lo == hi else f"{lo} to {hi}"))
 
 
 def _activation(act: str | None) -> None:
     """ConvertActivationToOutputRange: only clamps fuse."""
     act = act or "NONE"
-    need(act in _ACT_OK or act not in _C_ACT.values(),
-         f"fused activation {act}: XNNPACK fuses only RELU, RELU6 and RELU_N1_TO_1")
+    if not (act in _ACT_OK or act not in _C_ACT.values()):
+        raise Refuse(f"fused activation {act}: XNNPACK fuses only RELU, RELU6 and RELU_N1_TO_1")
 
 
 def _padding(p: str | None) -> None:
-    need(p in ("SAME", "VALID"), f"padding {p or 'unset'} is not SAME or VALID")
+    if not p in ("SAME", "VALID"):
+        raise Refuse(f"padding {p or 'unset'} is not SAME or VALID")
 
 
 def _pool_params(n: Node) -> None:
@@ -65,11 +70,14 @@ def _pool_params(n: Node) -> None:
     o = n.o
     sw, sh, fw, fh = (o.get(k, 0) for k in ("stride_w", "stride_h", "filter_width",
                                             "filter_height"))
-    need(sw > 0 and sh > 0, f"stride {sh}x{sw} is not positive")
-    need(fw > 0 and fh > 0, f"filter {fh}x{fw} is not positive")
-    need(sw <= fw and sh <= fh, f"stride {sh}x{sw} larger than the filter {fh}x{fw}")
-    need(not (fw == 1 and fh == 1 and max(sw, sh) > 1),
-         f"a 1x1 filter with stride {sh}x{sw}")
+    if not (sw > 0 and sh > 0):
+        raise Refuse(f"stride {sh}x{sw} is not positive")
+    if not (fw > 0 and fh > 0):
+        raise Refuse(f"filter {fh}x{fw} is not positive")
+    if not (sw <= fw and sh <= fh):
+        raise Refuse(f"stride {sh}x{sw} larger than the filter {fh}x{fw}")
+    if not (not (fw == 1 and fh == 1 and max(sw, sh) > 1)):
+        raise Refuse(f"a 1x1 filter with stride {sh}x{sw}")
 
 
 def _unary(n: Node) -> None:
@@ -95,22 +103,26 @@ def _unary(n: Node) -> None:
         c.float_or_quint8(x)
         c.float_or_quint8(y)
         alpha = n.o.get("alpha", 0.0)
-        need(alpha != 0.0 and _is_normal(alpha), f"alpha {alpha:g} is not a normal number")
+        if not (alpha != 0.0 and _is_normal(alpha)):
+            raise Refuse(f"alpha {alpha:g} is not a normal number")
         si, so = _scale_or_nan(c, x), _scale_or_nan(c, y)
         if _is_normal(si) and _is_normal(so):
             pos = si / so
-            need(1 / 256 <= pos <= 128, f"input/output scale {pos:g} outside [1/256, 128]")
+            if not 1 / 256 <= pos <= 128:
+                raise Refuse(f"input/output scale {pos:g} outside [1/256, 128]")
             neg = pos * alpha
-            need(-127.99609375 <= neg <= 128 and abs(neg) >= 1 / 256,
-                 f"negative slope scale {neg:g} outside XNNPACK's range")
+            if not (-127.99609375 <= neg <= 128 and abs(neg) >= 1 / 256):
+                raise Refuse(f"negative slope scale {neg:g} outside XNNPACK's range")
     elif b == "QUANTIZE":
         c.float_or_quint8(x)
         c.float_or_quint8(y)
         tx, ty = c.f.type(x), c.f.type(y)
         if tx in ("INT8", "UINT8"):
-            need(tx == ty, f"QUANTIZE from {tx} to {ty}")
+            if not tx == ty:
+                raise Refuse(f"QUANTIZE from {tx} to {ty}")
             r = c.scale(x) / c.scale(y)
-            need(1 / 256 <= r <= 128, f"input/output scale {r:g} outside [1/256, 128]")
+            if not 1 / 256 <= r <= 128:
+                raise Refuse(f"input/output scale {r:g} outside [1/256, 128]")
 
 
 def _is_normal(v: float) -> bool:
@@ -130,7 +142,8 @@ def _io_scale(c: Ctx, a: int, y: int, lo: float, hi: float) -> None:
     """CheckTensorsInputOutputScale."""
     if c.f.type(a) == c.f.type(y) and c.f.type(a) in ("INT8", "UINT8"):
         r = c.scale(a) / c.scale(y)
-        need(lo <= r < hi, f"input/output scale {r:g} outside [{lo:g}, {hi:g})")
+        if not lo <= r < hi:
+            raise Refuse(f"input/output scale {r:g} outside [{lo:g}, {hi:g})")
 
 
 def _binary(n: Node) -> None:
@@ -143,8 +156,8 @@ def _binary(n: Node) -> None:
     if op in ("ADD", "MUL", "SUB"):
         for t in (a, b, y):
             c.float_or_quint8(t)
-        need(c.f.type(a) == c.f.type(b) == c.f.type(y),
-             f"mixed types {c.f.type(a)}, {c.f.type(b)} -> {c.f.type(y)}")
+        if not c.f.type(a) == c.f.type(b) == c.f.type(y):
+            raise Refuse(f"mixed types {c.f.type(a)}, {c.f.type(b)} -> {c.f.type(y)}")
     else:  # DIV, MAXIMUM, MINIMUM, PRELU, SQUARED_DIFFERENCE
         for t in (a, b, y):
             c.float_(t)
@@ -154,7 +167,8 @@ def _binary(n: Node) -> None:
     if op == "MUL" and c.f.type(a) == c.f.type(b) == c.f.type(y) and c.f.type(a) in ("INT8",
                                                                                  "UINT8"):
         r = c.scale(a) * c.scale(b) / c.scale(y)
-        need(1 / 65536 <= r < 256, f"product/output scale {r:g} outside [1/65536, 256)")
+        if not 1 / 65536 <= r < 256:
+            raise Refuse(f"product/output scale {r:g} outside [1/65536, 256)")
     if op in ("ADD", "DIV", "MUL", "SUB"):
         _activation(n.o.get("fused_activation_function"))
     if op == "PRELU":
@@ -192,12 +206,15 @@ def _batch_matmul(n: Node) -> None:
         q = c.f.quant(b)
         if q is not None and q.scale:
             zp = q.zero_point[0] if len(q.scale) > 1 else q.legacy_zero_point
-            need(zp == 0, f"input 1 zero point {zp} is not 0")
+            if not zp == 0:
+                raise Refuse(f"input 1 zero point {zp} is not 0")
     c.float_or_quint8(n.out())
-    need(_xnn_datatype(c, a) == _xnn_datatype(c, b) or dq,
-         f"mixed types {c.f.type(a)} and {c.f.type(b)}")
-    need(c.f.rank(a) >= 2, f"{c.desc(a)}: rank below 2")
-    need(rank_b >= 2, f"{c.desc(b)}: rank below 2")
+    if not (_xnn_datatype(c, a) == _xnn_datatype(c, b) or dq):
+        raise Refuse(f"mixed types {c.f.type(a)} and {c.f.type(b)}")
+    if not c.f.rank(a) >= 2:
+        raise Refuse(f"{c.desc(a)}: rank below 2")
+    if not rank_b >= 2:
+        raise Refuse(f"{c.desc(b)}: rank below 2")
 
 
 def _xnn_datatype(c: Ctx, t: int) -> str:
@@ -215,28 +232,32 @@ def _concatenation(n: Node) -> None:
     c.float_or_quint8(y)
     axis = n.o.get("axis", 0)
     for t in n.ins:
-        need(axis < c.f.rank(t), f"axis {axis} is a new dimension of tensor {t}")
+        if not axis < c.f.rank(t):
+            raise Refuse(f"axis {axis} is a new dimension of tensor {t}")
     if c.f.type(y) == "UINT8":
         qy = c.f.quant(y)
         for t in n.ins:
             qt = c.f.quant(t)
-            need((qt.legacy_zero_point if qt else 0) == qy.legacy_zero_point
-                 and (qt.legacy_scale if qt else 0.0) == qy.legacy_scale,
-                 f"input {t} and output quantization differ")
+            if not ((qt.legacy_zero_point if qt else 0) == qy.legacy_zero_point
+                 and (qt.legacy_scale if qt else 0.0) == qy.legacy_scale):
+                raise Refuse(f"input {t} and output quantization differ")
     for t in n.ins:
         c.float_or_quint8(t)
 
 
 def _conv_params(n: Node, depthwise: bool) -> None:
     o = n.o
-    need(o.get("stride_w", 0) > 0 and o.get("stride_h", 0) > 0, "stride is not positive")
+    if not (o.get("stride_w", 0) > 0 and o.get("stride_h", 0) > 0):
+        raise Refuse("stride is not positive")
     if depthwise:
         dm = o.get("depth_multiplier", 0)
-        need(dm > 0, f"depth multiplier {dm} is not positive")
+        if not dm > 0:
+            raise Refuse(f"depth multiplier {dm} is not positive")
         channels = n.c.f.shapes[n.ins[1]][3]
-        need(channels % dm == 0, f"depth multiplier {dm} does not divide {channels} channels")
-    need(o.get("dilation_w_factor", 0) > 0 and o.get("dilation_h_factor", 0) > 0,
-         "dilation is not positive")
+        if not channels % dm == 0:
+            raise Refuse(f"depth multiplier {dm} does not divide {channels} channels")
+    if not (o.get("dilation_w_factor", 0) > 0 and o.get("dilation_h_factor", 0) > 0):
+        raise Refuse("dilation is not positive")
 
 
 def _conv2d(n: Node) -> None:
@@ -251,7 +272,8 @@ def _conv2d(n: Node) -> None:
     c.shape(w, 4)
     c.static_unless_unpacked(w, "filter")
     bias = n.ins[2]
-    need(bias >= 0, "CONV_2D without bias")
+    if not bias >= 0:
+        raise Refuse("CONV_2D without bias")
     c.float_or_qcint32(bias)
     c.shape(bias, 1)
     c.static_unless_unpacked(bias, "bias")
@@ -261,9 +283,11 @@ def _conv2d(n: Node) -> None:
     c.shape(y, 4)
     tx, tw, ty = c.f.type(x), c.f.type(w), c.f.type(y)
     dq = not c.flags.disable_dynamically_quantized_ops and tx == "FLOAT32" and tw == "INT8"
-    need(tx == ty and (tx == tw or dq), f"mixed types {tx}, {tw} -> {ty}")
+    if not (tx == ty and (tx == tw or dq)):
+        raise Refuse(f"mixed types {tx}, {tw} -> {ty}")
     in_ch = c.f.shapes[w][3]
-    need(c.f.shapes[x][3] // in_ch != 0, "zero groups")
+    if not c.f.shapes[x][3] // in_ch != 0:
+        raise Refuse("zero groups")
     _padding(n.o.get("padding"))
     _activation(n.o.get("fused_activation_function"))
 
@@ -279,7 +303,8 @@ def _depthwise(n: Node) -> None:
     c.shape(w, 4)
     c.static_unless_unpacked(w, "filter")
     bias = n.ins[2]
-    need(bias >= 0, "DEPTHWISE_CONV_2D without bias")
+    if not bias >= 0:
+        raise Refuse("DEPTHWISE_CONV_2D without bias")
     c.float_or_qcint32(bias)
     c.shape(bias, 1)
     c.static_unless_unpacked(bias, "bias")
@@ -288,7 +313,8 @@ def _depthwise(n: Node) -> None:
     c.float_or_quint8(y)
     c.shape(y, 4)
     tx, tw, ty = c.f.type(x), c.f.type(w), c.f.type(y)
-    need(tx == ty == tw, f"mixed types {tx}, {tw} -> {ty} (no hybrid depthwise)")
+    if not tx == ty == tw:
+        raise Refuse(f"mixed types {tx}, {tw} -> {ty} (no hybrid depthwise)")
     _conv_params(n, depthwise=True)
     _padding(n.o.get("padding"))
     _activation(n.o.get("fused_activation_function"))
@@ -300,13 +326,16 @@ def _depth_to_space(n: Node) -> None:
     c.float_or_quint8(n.i(0))
     c.float_or_quint8(n.out())
     bs = n.o.get("block_size", 0)
-    need(bs > 1, f"block size {bs} is not above 1")
+    if not bs > 1:
+        raise Refuse(f"block size {bs} is not above 1")
 
 
 def _fully_connected(n: Node) -> None:
     c = n.c
-    need(c.f.version[n.k] != 8, "version 8 (sparse weights)")
-    need(n.o.get("weights_format", "DEFAULT") == "DEFAULT", "shuffled weights format")
+    if not c.f.version[n.k] != 8:
+        raise Refuse("version 8 (sparse weights)")
+    if not n.o.get("weights_format", "DEFAULT") == "DEFAULT":
+        raise Refuse("shuffled weights format")
     n.io((2, 3), 1)
     x = n.i(0)
     c.float_or_quint8(x)
@@ -321,7 +350,8 @@ def _fully_connected(n: Node) -> None:
         bias = n.ins[2]
         if not (dyn and c.f.type(bias) == "FLOAT32"):
             nb = c.f.num_elements(bias)
-            need(nb == out_ch, f"bias has {nb} elements for {out_ch} output channels")
+            if not nb == out_ch:
+                raise Refuse(f"bias has {nb} elements for {out_ch} output channels")
             c.float_or_qcint32(bias)
             c.static_unless_unpacked(bias, "bias")
         c.filter_and_bias(w, bias)
@@ -331,13 +361,17 @@ def _fully_connected(n: Node) -> None:
     dq = (not c.flags.disable_dynamically_quantized_ops and tx in ("FLOAT32", "FLOAT16")
           and tw in ("INT2", "INT4", "INT8"))
     srq = tx == "INT8" and tw in ("INT2", "INT4", "INT8")
-    need(tx == ty and (tx == tw or dq or srq), f"mixed types {tx}, {tw} -> {ty}")
+    if not (tx == ty and (tx == tw or dq or srq)):
+        raise Refuse(f"mixed types {tx}, {tw} -> {ty}")
     if not dq and tw == "INT8":
         q = c.f.quant(w)
         zp = q.legacy_zero_point if q else 0
-        need(zp == 0, f"weights zero point {zp} is not 0")
-    need(not (tw == "INT4" and in_ch % 2 == 1), f"INT4 weights with {in_ch} (odd) inputs")
-    need(not (tw == "INT2" and in_ch % 4 != 0), f"INT2 weights with {in_ch} inputs")
+        if not zp == 0:
+            raise Refuse(f"weights zero point {zp} is not 0")
+    if not (not (tw == "INT4" and in_ch % 2 == 1)):
+        raise Refuse(f"INT4 weights with {in_ch} (odd) inputs")
+    if not (not (tw == "INT2" and in_ch % 4 != 0)):
+        raise Refuse(f"INT2 weights with {in_ch} inputs")
     _activation(n.o.get("fused_activation_function"))
 
 
@@ -347,13 +381,16 @@ def _reduce(n: Node) -> None:
     x, axes = n.i(0), n.i(1)
     c.float_or_quint8(x)
     c.int32(axes)
-    need(c.f.rank(axes) <= 1, f"{c.desc(axes)}: axes must be 1-D")
+    if not c.f.rank(axes) <= 1:
+        raise Refuse(f"{c.desc(axes)}: axes must be 1-D")
     c.static(axes, "axes")
     values = c.f.values(axes)
     count = 0 if values is None else int(values.size)
-    need(count > 0 and not (count == 1 and int(values.reshape(-1)[0]) == 0
-                            and c.f.rank(x) == 0), "an empty reduction")
-    need(count <= MAX_DIMS, f"{count} reduction axes")
+    if not (count > 0 and not (count == 1 and int(values.reshape(-1)[0]) == 0
+                            and c.f.rank(x) == 0)):
+        raise Refuse("an empty reduction")
+    if not count <= MAX_DIMS:
+        raise Refuse(f"{count} reduction axes")
     c.float_or_quint8(n.out())
 
 
@@ -365,14 +402,15 @@ def _pad(n: Node) -> None:
     c.shape(x, 1, MAX_DIMS)
     c.int32(pads)
     dims = c.f.shapes[pads]
-    need(len(dims) == 2 and dims[0] == c.f.rank(x) and dims[1] == 2,
-         f"{c.desc(pads)}: paddings must be [{c.f.rank(x)}, 2]")
+    if not (len(dims) == 2 and dims[0] == c.f.rank(x) and dims[1] == 2):
+        raise Refuse(f"{c.desc(pads)}: paddings must be [{c.f.rank(x)}, 2]")
     c.static(pads, "paddings")
     y = n.out()
     c.float_or_quint8(y)
     c.shape(y, 1, MAX_DIMS)
     values = c.f.values(pads)
-    need(values is not None and (values >= 0).all(), "negative padding")
+    if not (values is not None and (values >= 0).all()):
+        raise Refuse("negative padding")
 
 
 def _reshape(n: Node) -> None:
@@ -385,9 +423,9 @@ def _reshape(n: Node) -> None:
     c.shape(y, 0, MAX_DIMS)
     if c.f.type(y) in ("UINT8", "INT8"):
         qx, qy = c.f.quant(x), c.f.quant(y)
-        need((qx.legacy_zero_point if qx else 0) == (qy.legacy_zero_point if qy else 0)
-             and (qx.legacy_scale if qx else 0.0) == (qy.legacy_scale if qy else 0.0),
-             "input and output quantization differ")
+        if not ((qx.legacy_zero_point if qx else 0) == (qy.legacy_zero_point if qy else 0)
+             and (qx.legacy_scale if qx else 0.0) == (qy.legacy_scale if qy else 0.0)):
+            raise Refuse("input and output quantization differ")
     if len(n.ins) == 2:
         s = n.i(1)
         c.int32(s)
@@ -397,7 +435,8 @@ def _reshape(n: Node) -> None:
         shape = [] if values is None else [int(v) for v in values.reshape(-1)]
     else:
         shape = list(n.o.get("new_shape") or ())
-    need(not (len(shape) == 1 and shape[0] in (0, -1)), "the legacy scalar-to-scalar form")
+    if not (not (len(shape) == 1 and shape[0] in (0, -1))):
+        raise Refuse("the legacy scalar-to-scalar form")
 
 
 def _resize_bilinear(n: Node) -> None:
@@ -416,7 +455,8 @@ def _resize_bilinear(n: Node) -> None:
     if values is not None:  # the delegate reads as many values as the size tensor's rank
         flat = values.reshape(-1)
         for i in range(min(c.f.rank(s), flat.size)):
-            need(int(flat[i]) > 0, f"output size {int(flat[i])} is not positive")
+            if not int(flat[i]) > 0:
+                raise Refuse(f"output size {int(flat[i])} is not positive")
 
 
 def _slice(n: Node) -> None:
@@ -432,13 +472,15 @@ def _slice(n: Node) -> None:
     c.float_or_quint8(x)
     c.float_or_quint8(y)
     values = c.f.values(size)
-    need(values is not None and (values > 0).all(), "a slice size is not positive")
+    if not (values is not None and (values > 0).all()):
+        raise Refuse("a slice size is not positive")
 
 
 def _softmax(n: Node) -> None:
     c = n.c
     beta = n.o.get("beta", 0.0)
-    need(beta == 1.0, f"beta {beta:g} is not 1")
+    if not beta == 1.0:
+        raise Refuse(f"beta {beta:g} is not 1")
     n.io(1, 1)
     c.float_(n.i(0))
     c.float_(n.out())
@@ -451,16 +493,21 @@ def _space_to_depth(n: Node) -> None:
     c.float32_or_quint8(x)
     c.float_or_quint8(n.out())
     bs = n.o.get("block_size", 0)
-    need(bs > 1, f"block size {bs} is not above 1")
+    if not bs > 1:
+        raise Refuse(f"block size {bs} is not above 1")
     h, w = c.f.shapes[x][1], c.f.shapes[x][2]
-    need(h % bs == 0 and w % bs == 0, f"{h}x{w} is not a multiple of block size {bs}")
+    if not (h % bs == 0 and w % bs == 0):
+        raise Refuse(f"{h}x{w} is not a multiple of block size {bs}")
 
 
 def _split(n: Node) -> None:
     c = n.c
-    need(n.o.get("num_splits", 0) == len(n.outs), "num_splits differs from the outputs")
-    need(len(n.ins) == 2, f"{len(n.ins)} inputs")
-    need(2 <= len(n.outs) <= 4, f"{len(n.outs)} outputs; XNNPACK splits in 2 to 4")
+    if not n.o.get("num_splits", 0) == len(n.outs):
+        raise Refuse("num_splits differs from the outputs")
+    if not len(n.ins) == 2:
+        raise Refuse(f"{len(n.ins)} inputs")
+    if not 2 <= len(n.outs) <= 4:
+        raise Refuse(f"{len(n.outs)} outputs; XNNPACK splits in 2 to 4")
     d = n.i(0)
     c.int32(d)
     c.static(d, "split dimension")
@@ -481,22 +528,24 @@ def _transpose(n: Node) -> None:
 def _strided_slice(n: Node) -> None:
     c = n.c
     o = n.o
-    need(not (o.get("ellipsis_mask", 0) or o.get("new_axis_mask", 0)
-              or o.get("shrink_axis_mask", 0)), "ellipsis, new-axis or shrink-axis mask")
+    if not (not (o.get("ellipsis_mask", 0) or o.get("new_axis_mask", 0)
+              or o.get("shrink_axis_mask", 0))):
+        raise Refuse("ellipsis, new-axis or shrink-axis mask")
     x, begin, end, strides = n.i(0), n.i(1), n.i(2), n.i(3)
     c.shape_tensor(strides, squeeze=False)
     c.static(strides, "strides")
     c.int32(strides)
     values = c.f.values(strides)
-    need(values is not None and (values == 1).all(), "a stride other than 1")
+    if not (values is not None and (values == 1).all()):
+        raise Refuse("a stride other than 1")
     for t, what in ((begin, "begin"), (end, "end")):
         c.shape_tensor(t, squeeze=False)
         c.static(t, what)
         c.int32(t)
     for t in (begin, end, strides):
         dims = c.f.shapes[t]
-        need(len(dims) == 1 and dims[0] == c.f.rank(x),
-             f"{c.desc(t)}: must hold one value per input dimension")
+        if not (len(dims) == 1 and dims[0] == c.f.rank(x)):
+            raise Refuse(f"{c.desc(t)}: must hold one value per input dimension")
     c.dim_match(strides, begin, 0)
     c.dim_match(begin, end, 0)
     c.float_or_quint8(x)
@@ -510,7 +559,8 @@ def _transpose_conv(n: Node) -> None:
     c.int32(shape_t)
     c.shape_tensor(shape_t, squeeze=False)
     c.static(shape_t, "output shape")
-    need(c.f.shapes[shape_t][0] == 4, "output shape is not 4-D")
+    if not c.f.shapes[shape_t][0] == 4:
+        raise Refuse("output shape is not 4-D")
     w = n.i(1)
     c.shape(w, 4)
     c.static_unless_unpacked(w, "filter")
@@ -528,8 +578,10 @@ def _transpose_conv(n: Node) -> None:
     c.shape(y, 4)
     oc, kh, kw, ic = c.f.shapes[w]
     out_shape = [int(v) for v in c.f.values(shape_t).reshape(-1)]
-    need(oc == out_shape[3], f"filter has {oc} output channels, output shape {out_shape[3]}")
-    need(ic == c.f.shapes[x][3], f"filter has {ic} input channels, input {c.f.shapes[x][3]}")
+    if not oc == out_shape[3]:
+        raise Refuse(f"filter has {oc} output channels, output shape {out_shape[3]}")
+    if not ic == c.f.shapes[x][3]:
+        raise Refuse(f"filter has {ic} input channels, input {c.f.shapes[x][3]}")
     _transpose_conv_padding(n.o.get("padding"), c.f.shapes[x][1:3], (kh, kw),
                             (n.o.get("stride_h", 0), n.o.get("stride_w", 0)), out_shape[1:3])
     _activation(n.o.get("fused_activation_function"))
@@ -539,12 +591,15 @@ def _transpose_conv_padding(padding, in_hw, k_hw, s_hw, out_hw) -> None:
     """CalculateTransposeConvPaddings (dilation 1)."""
     (ih, iw), (kh, kw), (sh, sw), (oh, ow) = in_hw, k_hw, s_hw, out_hw
     if padding == "VALID":
-        need(kh <= oh and kw <= ow, f"output {oh}x{ow} smaller than the kernel {kh}x{kw}")
+        if not (kh <= oh and kw <= ow):
+            raise Refuse(f"output {oh}x{ow} smaller than the kernel {kh}x{kw}")
     elif padding == "SAME":
-        need(sh > 0 and sw > 0, "stride is not positive")
-        need((oh + sh - 1) // sh == ih and (ow + sw - 1) // sw == iw,
-             f"input {ih}x{iw} does not match output {oh}x{ow} at stride {sh}x{sw}")
-        need(kh >= sh and kw >= sw, f"stride {sh}x{sw} larger than the kernel {kh}x{kw}")
+        if not (sh > 0 and sw > 0):
+            raise Refuse("stride is not positive")
+        if not ((oh + sh - 1) // sh == ih and (ow + sw - 1) // sw == iw):
+            raise Refuse(f"input {ih}x{iw} does not match output {oh}x{ow} at stride {sh}x{sw}")
+        if not (kh >= sh and kw >= sw):
+            raise Refuse(f"stride {sh}x{sw} larger than the kernel {kh}x{kw}")
     else:
         raise Refuse(f"padding {padding or 'unset'} is not SAME or VALID")
 
@@ -570,7 +625,8 @@ def _mediapipe_deconv(n: Node) -> None:
     c.float32(y)
     c.shape(y, 4)
     padding, sw, sh = _c_struct(n, 3)
-    need(sw > 0 and sh > 0, "stride is not positive")
+    if not (sw > 0 and sh > 0):
+        raise Refuse("stride is not positive")
     _, kh, kw, _ = c.f.shapes[w]
     _transpose_conv_padding(_C_PADDING.get(padding), c.f.shapes[x][1:3], (kh, kw), (sh, sw),
                             c.f.shapes[y][1:3])
@@ -593,11 +649,14 @@ def _mediapipe_pool(n: Node, unpool: bool) -> None:
         c.shape(n.out(0), 4)
         c.shape(n.out(1), 4)
     padding, sw, sh, fw, fh, act = _c_struct(n, 6)
-    need(sw > 0 and sh > 0 and fw > 0 and fh > 0, "stride or filter is not positive")
-    need(fw == sw and fh == sh, "filter and stride differ")
-    need(_C_ACT.get(act, "NONE") not in ("TANH", "SIGN_BIT", "SIGMOID"),
-         f"fused activation {_C_ACT.get(act)}")
-    need(_C_ACT.get(act) is not None, f"fused activation {act}")
+    if not (sw > 0 and sh > 0 and fw > 0 and fh > 0):
+        raise Refuse("stride or filter is not positive")
+    if not (fw == sw and fh == sh):
+        raise Refuse("filter and stride differ")
+    if not _C_ACT.get(act, "NONE") not in ("TANH", "SIGN_BIT", "SIGMOID"):
+        raise Refuse(f"fused activation {_C_ACT.get(act)}")
+    if not _C_ACT.get(act) is not None:
+        raise Refuse(f"fused activation {act}")
     _padding(_C_PADDING.get(padding))
 
 
@@ -611,15 +670,17 @@ def _attention(n: Node) -> None:
         c.float32(mask)
     c.float32(n.out())
     sq, sk, sv = c.f.shapes[q], c.f.shapes[k], c.f.shapes[v]
-    need(sq[-1:] == sk[-1:] == sv[-1:], "query, key and value head sizes differ")
+    if not sq[-1:] == sk[-1:] == sv[-1:]:
+        raise Refuse("query, key and value head sizes differ")
     if mask is not None:
         sm = c.f.shapes[mask]
-        need(len(sk) > 1 and len(sv) > 1 and sk[1] == sm[-1] == sv[1],
-             "mask and key/value sequence lengths differ")
+        if not (len(sk) > 1 and len(sv) > 1 and sk[1] == sm[-1] == sv[1]):
+            raise Refuse("mask and key/value sequence lengths differ")
 
 
 def _variable_op(n: Node) -> None:
-    need(n.c.flags.variable_ops, "variable operators are off in the default delegate")
+    if not n.c.flags.variable_ops:
+        raise Refuse("variable operators are off in the default delegate")
     raise Refuse("variable operators are not modelled")
 
 

@@ -25,11 +25,6 @@ class Refuse(Exception):
     """The delegate does not claim the operator; ``args[0]`` says why."""
 
 
-def need(condition: bool, reason: str) -> None:
-    if not condition:
-        raise Refuse(reason)
-
-
 def _normal(x: float) -> bool:
     """C's std::isnormal on a float (finite, non-zero, not subnormal)."""
     return math.isfinite(x) and abs(x) >= 1.1754943508222875e-38
@@ -132,29 +127,33 @@ class Ctx:
 
     def validate_quantized(self, t: int, kind: str, zero_point: int, scale: float) -> None:
         """xnn_validate_quantized_tensor."""
-        need(self.f.rank(t) <= MAX_DIMS, f"{self.desc(t)}: more than {MAX_DIMS} dimensions")
+        if not self.f.rank(t) <= MAX_DIMS:
+            raise Refuse(f"{self.desc(t)}: more than {MAX_DIMS} dimensions")
         self._zero_point(t, kind, zero_point)
-        need(scale > 0 and _normal(scale),
-             f"{self.desc(t)}: scale {scale:g} is not finite, normal and positive")
+        if not (scale > 0 and _normal(scale)):
+            raise Refuse(f"{self.desc(t)}: scale {scale:g} is not finite, normal and positive")
 
     def validate_channelwise(self, t: int, kind: str, zero_point: int,
                              scales: tuple[float, ...], channel_dim: int) -> None:
         """xnn_validate_channelwise_quantized_tensor."""
         dims = self.f.shapes[t]
-        need(len(dims) > 0, f"{self.desc(t)}: per-channel quantization of a scalar")
-        need(len(dims) <= MAX_DIMS, f"{self.desc(t)}: more than {MAX_DIMS} dimensions")
-        need(0 <= channel_dim < len(dims),
-             f"{self.desc(t)}: channel dimension {channel_dim} out of range")
+        if not len(dims) > 0:
+            raise Refuse(f"{self.desc(t)}: per-channel quantization of a scalar")
+        if len(dims) > MAX_DIMS:
+            raise Refuse(f"{self.desc(t)}: more than {MAX_DIMS} dimensions")
+        if not 0 <= channel_dim < len(dims):
+            raise Refuse(f"{self.desc(t)}: channel dimension {channel_dim} out of range")
         self._zero_point(t, kind, zero_point)
         for c in range(min(dims[channel_dim], len(scales))):
-            need(scales[c] > 0 and _normal(scales[c]),
-                 f"{self.desc(t)}: scale {scales[c]:g} of channel {c} is not finite, normal "
-                 "and positive")
+            if not (scales[c] > 0 and _normal(scales[c])):
+                raise Refuse(f"{self.desc(t)}: scale {scales[c]:g} of channel {c} is not "
+                             "finite, normal and positive")
 
     def _zero_point(self, t: int, kind: str, zp: int) -> None:
         lo, hi = {"qint8": (-128, 127), "qcint8": (-128, 127), "quint8": (0, 255),
                   "qint32": (0, 0), "qcint32": (0, 0), "qcint4": (0, 15)}[kind]
-        need(lo <= zp <= hi, f"{self.desc(t)}: zero point {zp} outside [{lo}, {hi}]")
+        if not lo <= zp <= hi:
+            raise Refuse(f"{self.desc(t)}: zero point {zp} outside [{lo}, {hi}]")
 
     def float32_or_qcint8(self, t: int, expected_dim: int) -> None:
         ty = self.f.type(t)
@@ -162,19 +161,20 @@ class Ctx:
             return
         q = self.f.quant(t)
         if ty == "INT8" and self.flags.qs8:
-            need(self.qtype(t) == "affine", f"{self.desc(t)}: not affine-quantized")
+            if self.qtype(t) != "affine":
+                raise Refuse(f"{self.desc(t)}: not affine-quantized")
             if len(q.scale) > 1:
-                need(q.quantized_dimension == expected_dim,
-                     f"{self.desc(t)}: quantized on dimension {q.quantized_dimension}, XNNPACK "
-                     f"needs {expected_dim}")
+                if q.quantized_dimension != expected_dim:
+                    raise Refuse(f"{self.desc(t)}: quantized on dimension "
+                                 f"{q.quantized_dimension}, XNNPACK needs {expected_dim}")
                 self.validate_channelwise(t, "qcint8", q.zero_point[0], q.scale,
                                           q.quantized_dimension)
             else:
                 self.validate_quantized(t, "qint8", q.zero_point[0], q.scale[0])
             return
         if ty == "UINT8" and self.flags.qu8:
-            need(self._per_tensor(t, zero_points=True),
-                 f"{self.desc(t)}: XNNPACK takes only per-tensor quantization here")
+            if not self._per_tensor(t, zero_points=True):
+                raise Refuse(f"{self.desc(t)}: XNNPACK takes only per-tensor quantization here")
             self.validate_quantized(t, "quint8", q.zero_point[0], q.scale[0])
             return
         raise self._unsupported(t, "FLOAT32, FLOAT16, INT8 or per-tensor UINT8")
@@ -188,22 +188,22 @@ class Ctx:
             q = self.f.quant(t)
             if kind == "affine":
                 if len(q.scale) > 1:
-                    need(q.quantized_dimension == expected_dim,
-                         f"{self.desc(t)}: quantized on dimension {q.quantized_dimension}, "
-                         f"XNNPACK needs {expected_dim}")
+                    if q.quantized_dimension != expected_dim:
+                        raise Refuse(f"{self.desc(t)}: quantized on dimension "
+                                     f"{q.quantized_dimension}, XNNPACK needs {expected_dim}")
                 elif ty == "INT2":
                     dims = self.f.shapes[t]
-                    need(q.quantized_dimension < len(dims)
-                         and len(q.scale) == dims[q.quantized_dimension],
-                         f"{self.desc(t)}: INT2 weights must be quantized per channel")
+                    if not (q.quantized_dimension < len(dims)
+                         and len(q.scale) == dims[q.quantized_dimension]):
+                        raise Refuse(f"{self.desc(t)}: INT2 weights must be quantized per channel")
             elif kind == "blockwise":
                 block = self.f.block_size(t)
-                need(block % 32 == 0,
-                     f"{self.desc(t)}: block size {block} is not a multiple of 32")
+                if not block % 32 == 0:
+                    raise Refuse(f"{self.desc(t)}: block size {block} is not a multiple of 32")
             return  # no quantization at all: the delegate only logs it
         if ty == "UINT8" and self.flags.qu8:
-            need(self._per_tensor(t, zero_points=True),
-                 f"{self.desc(t)}: XNNPACK takes only per-tensor quantization here")
+            if not self._per_tensor(t, zero_points=True):
+                raise Refuse(f"{self.desc(t)}: XNNPACK takes only per-tensor quantization here")
             return
         raise self._unsupported(t, "FLOAT32, FLOAT16, INT2/INT4/INT8 or per-tensor UINT8")
 
@@ -212,7 +212,8 @@ class Ctx:
         if ty == "FLOAT32":
             return
         if ty == "INT32" and (self.flags.qs8 or self.flags.qu8):
-            need(self._per_tensor(t), f"{self.desc(t)}: not per-tensor quantized")
+            if not self._per_tensor(t):
+                raise Refuse(f"{self.desc(t)}: not per-tensor quantized")
             return
         raise self._unsupported(t, "FLOAT32 or quantized INT32")
 
@@ -223,8 +224,8 @@ class Ctx:
             return
         if ty == "INT32" and self.flags.qs8:
             q = self.f.quant(t)
-            need(self.qtype(t) == "affine" and q.quantized_dimension == 0,
-                 f"{self.desc(t)}: not affine-quantized on dimension 0")
+            if not (self.qtype(t) == "affine" and q.quantized_dimension == 0):
+                raise Refuse(f"{self.desc(t)}: not affine-quantized on dimension 0")
             if len(q.scale) > 1:
                 self.validate_channelwise(t, "qcint32", 0, q.scale, 0)
             else:
@@ -245,24 +246,29 @@ class Ctx:
         ft = self.tensor_type(filt)
         if ft in ("FLOAT16", "FLOAT32"):
             bt = self.tensor_type(bias)
-            need(bt == ft or (ft == "FLOAT16" and bt == "FLOAT32"),
-                 f"filter {filt} and bias {bias} types {ft} and {bt} differ")
+            if not (bt == ft or (ft == "FLOAT16" and bt == "FLOAT32")):
+                raise Refuse(f"filter {filt} and bias {bias} types {ft} and {bt} differ")
 
     def shape(self, t: int, lo: int, hi: int | None = None) -> None:
         """CheckTensorShape: rank in [lo, hi], every dimension positive."""
         hi = lo if hi is None else hi
         dims = self.f.shapes[t]
         if lo == hi:
-            need(len(dims) == lo, f"{self.desc(t)}: rank {len(dims)}, XNNPACK needs {lo}")
+            if len(dims) != lo:
+                raise Refuse(f"{self.desc(t)}: rank {len(dims)}, XNNPACK needs {lo}")
         else:
-            need(len(dims) >= lo, f"{self.desc(t)}: rank {len(dims)} below {lo}")
-            need(len(dims) <= hi, f"{self.desc(t)}: rank {len(dims)} above XNNPACK's {hi}")
-        need(all(d > 0 for d in dims), f"{self.desc(t)}: a dimension is not positive")
+            if len(dims) < lo:
+                raise Refuse(f"{self.desc(t)}: rank {len(dims)} below {lo}")
+            if len(dims) > hi:
+                raise Refuse(f"{self.desc(t)}: rank {len(dims)} above XNNPACK's {hi}")
+        if not all(d > 0 for d in dims):
+            raise Refuse(f"{self.desc(t)}: a dimension is not positive")
 
     def static(self, t: int, what: str = "") -> None:
         """CheckTensorStaticAllocation: a constant with data in the file."""
-        need(0 <= t < len(self.f.static) and self.f.static[t],
-             f"{what or 'tensor'} {t} is computed at run time; XNNPACK needs it constant")
+        if not (0 <= t < len(self.f.static) and self.f.static[t]):
+            raise Refuse(f"{what or 'tensor'} {t} is computed at run time; XNNPACK needs it "
+                         "constant")
 
     def static_unless_unpacked(self, t: int, what: str) -> None:
         if t not in self.quasi_static:
@@ -272,13 +278,13 @@ class Ctx:
         """CheckShapeTensorShape."""
         dims = self.f.shapes[t]
         if len(dims) != 1:
-            need(squeeze and all(d == 1 for d in dims[:-1]),
-                 f"{self.desc(t)}: a shape tensor must be 1-D")
+            if not (squeeze and all(d == 1 for d in dims[:-1])):
+                raise Refuse(f"{self.desc(t)}: a shape tensor must be 1-D")
 
     def dim_match(self, a: int, b: int, k: int) -> None:
         da, db = self.f.shapes[a], self.f.shapes[b]
-        need(k < len(da) and k < len(db) and da[k] == db[k],
-             f"tensors {a} and {b} differ in dimension {k}")
+        if not (k < len(da) and k < len(db) and da[k] == db[k]):
+            raise Refuse(f"tensors {a} and {b} differ in dimension {k}")
 
     def scale(self, t: int) -> float:
         """The per-tensor scale (callers have checked the quantization)."""
