@@ -173,8 +173,12 @@ def tflm_run_many(models: dict[str, bytes], timeout: float = 600.0) -> dict[str,
                 with open(log) as fh:
                     for line in fh:
                         d = json.loads(line)
+                        outputs = None
+                        if d["ok"]:
+                            with np.load(os.path.join(tmp, f"{d['i']}.npz")) as z:
+                                outputs = [z[f"arr_{j}"] for j in range(len(z.files))]
                         results[names[d["i"]]] = MicroResult(d["ok"], d["op"], d["index"],
-                                                             d["log"], prepared=d["prepared"])
+                                                             d["log"], outputs, d["prepared"])
                         done = d["i"] + 1 - start
             start += done
             if start < len(names) and proc.returncode != 0:
@@ -194,6 +198,8 @@ def _many(folder: str, start: str, stop: str, log: str) -> None:
             with open(os.path.join(folder, f"{i}.tflite"), "rb") as fh:
                 model = fh.read()
             r = tflm_run(model, micro_inputs(model))
+            if r.ok:
+                np.savez(os.path.join(folder, f"{i}.npz"), *(r.outputs or []))
             out.write(json.dumps({"i": i, "ok": r.ok, "op": r.op, "index": r.index,
                                   "log": r.log[-2000:], "prepared": r.prepared}) + "\n")
             out.flush()

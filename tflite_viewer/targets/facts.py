@@ -26,6 +26,10 @@ from ..schema.schema_layout import LAYOUT
 TYPE_NAMES: dict[int, str] = LAYOUT["enums"]["tflite.TensorType"]["values"]
 _ENUMS = LAYOUT["enums"]
 _OBJECTS = LAYOUT["objects"]
+_SHAPE_ARITHMETIC = frozenset({
+    "SHAPE", "STRIDED_SLICE", "PACK", "CONCATENATION", "GATHER", "RESHAPE", "ADD", "SUB",
+    "MUL", "FLOOR_DIV", "FLOOR_MOD", "SLICE", "SQUEEZE", "EXPAND_DIMS", "CAST", "MAXIMUM",
+    "MINIMUM", "REDUCE_PROD", "FILL"})
 _SCALARS = {"UType", "Bool", "Byte", "UByte", "Short", "UShort", "Int", "UInt", "Long",
             "ULong", "Float", "Double"}
 
@@ -149,6 +153,20 @@ class SubgraphFacts:
 
     def tensor_key(self, t: int) -> tuple | None:
         return self.tensor_keys[t] if t >= 0 else None
+
+    def value_known(self, t: int, depth: int = 0) -> bool:
+        """The tensor's value follows from the file alone: a constant, or shape arithmetic
+        (SHAPE of a statically shaped tensor, slices, packs, casts, arithmetic) on such
+        values.  A converter folds these into the shapes it stores."""
+        if t < 0 or self.static[t]:
+            return True
+        k = self.producer.get(t)
+        if k is None or depth > 32 or self.builtin[k] not in _SHAPE_ARITHMETIC:
+            return False
+        if self.builtin[k] == "SHAPE":
+            x = self.inputs[k][0] if self.inputs[k] else -1
+            return x >= 0 and not self.dynamic(x)
+        return all(self.value_known(i, depth + 1) for i in self.inputs[k])
 
     @cached_property
     def producer(self) -> dict[int, int]:

@@ -22,22 +22,6 @@ from .facts import ModelFacts, SubgraphFacts
 from .verdict import RUNS, Fix, OpVerdict, TargetResult
 
 _RANK_LIMIT = {"xnnpack": 6, "gpu": 4}
-_SHAPE_OPS = ("SHAPE", "STRIDED_SLICE", "PACK", "CONCATENATION", "GATHER", "RESHAPE", "ADD",
-              "SUB", "MUL", "FLOOR_DIV", "FLOOR_MOD", "SLICE", "SQUEEZE", "EXPAND_DIMS",
-              "CAST")
-
-
-def _foldable(f: SubgraphFacts, t: int, producer: dict[int, int], depth: int = 0) -> bool:
-    """The tensor's value follows from constants and static shapes alone."""
-    if f.static[t]:
-        return True
-    k = producer.get(t)
-    if k is None or depth > 32 or f.builtin[k] not in _SHAPE_OPS:
-        return False
-    if f.builtin[k] == "SHAPE":
-        x = f.inputs[k][0]
-        return not f.dynamic(x)
-    return all(i < 0 or _foldable(f, i, producer, depth + 1) for i in f.inputs[k])
 
 
 def _activation_fixes(f: SubgraphFacts, v: OpVerdict, target: str) -> list[Fix]:
@@ -73,14 +57,14 @@ def _rank_fix(f: SubgraphFacts, v: OpVerdict, limit: int) -> list[Fix]:
                 f"split the computation along one of them (at most {limit}-D here)")]
 
 
-def _computed_input_fix(f: SubgraphFacts, v: OpVerdict, producer: dict[int, int]) -> list[Fix]:
+def _computed_input_fix(f: SubgraphFacts, v: OpVerdict) -> list[Fix]:
     if "computed at run time" not in v.reason:
         return []
     try:
         t = int(v.reason.split(" is computed")[0].split()[-1])
     except ValueError:
         return []
-    if _foldable(f, t, producer):
+    if f.value_known(t):
         return [Fix(f"tensor {t} is computed only from constants and static shapes: fold it "
                     "into a constant (re-convert with constant folding, or let the shapes be "
                     "static)")]
@@ -133,7 +117,7 @@ def attach(facts: ModelFacts, result: TargetResult) -> None:
         f = facts[v.subgraph]
         fixes = (_activation_fixes(f, v, result.name)
                  + _rank_fix(f, v, _RANK_LIMIT.get(result.name, 99))
-                 + _computed_input_fix(f, v, f.producer)
+                 + _computed_input_fix(f, v)
                  + _type_fixes(v, result.name))
         v.fixes.extend(fixes)
     if result.name in ("gpu", "tflm"):

@@ -125,6 +125,17 @@ def _quantize(f: SubgraphFacts, k: int) -> str | None:
     return None
 
 
+def _dequantize(f: SubgraphFacts, k: int) -> str | None:
+    """DequantizePrepare keeps the per-tensor params only: a per-channel input is
+    dequantized with channel 0's scale and zero point everywhere."""
+    x = _t(f, k, "in0")
+    q = f.quant(x) if x is not None else None
+    if q is not None and len(q.scale) > 1:
+        return ("Silently wrong: TFLM's DEQUANTIZE applies the first channel's scale and "
+                "zero point to every channel")
+    return None
+
+
 def _softmax(f: SubgraphFacts, k: int) -> str | None:
     x, y = _t(f, k, "in0"), _t(f, k, "out0")
     tx, ty = f.type(x), f.type(y)
@@ -244,7 +255,8 @@ RULES: dict[str, Rule] = {
     "CUMSUM": all_of(types("in1", (I32,), "Prepare"), types("in0", (F, I8))),
     "DEPTH_TO_SPACE": all_of(same("in0", "out0"), types("in0", (F, I8))),
     "SPACE_TO_DEPTH": all_of(same("in0", "out0"), types("in0", (F, I8))),
-    "DEQUANTIZE": all_of(types("in0", (I8, I16, U8), "Prepare"), types("out0", (F,), "Prepare")),
+    "DEQUANTIZE": all_of(types("in0", (I8, I16, U8), "Prepare"), types("out0", (F,), "Prepare"),
+                         _dequantize),
     "QUANTIZE": _quantize,
     "DIV": all_of(same("in0", "in1"), same("in0", "out0"), types("out0", (F, I32, I8))),
     "DYNAMIC_UPDATE_SLICE": all_of(same("in0", "in1"), types("in2", (I32, I64), "Prepare"),
