@@ -163,10 +163,15 @@ class SubgraphFacts:
         k = self.producer.get(t)
         if k is None or depth > 32 or self.builtin[k] not in _SHAPE_ARITHMETIC:
             return False
-        if self.builtin[k] == "SHAPE":
+        if self.builtin[k] == "SHAPE":  # a shape is known when no model input is dynamic
             x = self.inputs[k][0] if self.inputs[k] else -1
-            return x >= 0 and not self.dynamic(x)
+            return x >= 0 and (self.static[x] or not self.dynamic_inputs)
         return all(self.value_known(i, depth + 1) for i in self.inputs[k])
+
+    @cached_property
+    def dynamic_inputs(self) -> bool:
+        """A subgraph input has an unknown dimension (-1 in its shape signature)."""
+        return any(self.dynamic(t) for t in self.graph_inputs)
 
     @cached_property
     def producer(self) -> dict[int, int]:

@@ -18,6 +18,7 @@ commands (`Fix.edits`), which the window offers as an edit and a script can appl
 from __future__ import annotations
 
 from ..edit.commands import SetOption, SetTensorShape, SplitFusedActivation
+from ..edit.shape_commands import UpdateStoredShapes
 from .facts import ModelFacts, SubgraphFacts
 from .verdict import RUNS, Fix, OpVerdict, TargetResult
 
@@ -88,10 +89,26 @@ def _type_fixes(v: OpVerdict, target: str) -> list[Fix]:
     if "needs runtime" in r:
         return [Fix("ship a runtime at least that new, or avoid the feature that raised the "
                     "op version (see the version rules in the Properties panel)")]
+    if target == "tflm" and "is stored as" in r:
+        return [Fix("write the computed shapes into the file (see this target's changes: "
+                    "one edit for every such tensor)")]
     if "largest partition" in r:
         return [Fix("make the operators between this group and the delegated one run on the "
                     "GPU, or raise max_delegated_partitions in the delegate's options")]
     return []
+
+
+def stored_shape_fixes(facts: ModelFacts) -> list[Fix]:
+    """TFLM computes into the stored shapes: write the shapes the operators compute."""
+    from .tflm import shape_mismatches
+
+    found = shape_mismatches(facts)
+    if not found:
+        return []
+    shapes = {(m.subgraph, m.tensor): m.inferred for m in found}
+    return [Fix(f"write the shapes the operators compute into the {len(shapes)} tensor(s) "
+                "stored with placeholder sizes (TFLM does not resize tensors)",
+                [UpdateStoredShapes(shapes)])]
 
 
 def dynamic_input_fixes(facts: ModelFacts, target: str) -> list[Fix]:
@@ -120,5 +137,7 @@ def attach(facts: ModelFacts, result: TargetResult) -> None:
                  + _computed_input_fix(f, v)
                  + _type_fixes(v, result.name))
         v.fixes.extend(fixes)
+    if result.name == "tflm":
+        result.fixes.extend(stored_shape_fixes(facts))
     if result.name in ("gpu", "tflm"):
         result.fixes.extend(dynamic_input_fixes(facts, result.name))

@@ -80,23 +80,33 @@ def stage(reason: str) -> int:
     return 2 if reason.startswith("Eval:") else 1
 
 
-def stored_shape_errors(facts: ModelFacts) -> dict[tuple[int, int], str]:
-    """Operators whose output shape stored in the file is not what they compute.
+def shape_mismatches(facts: ModelFacts) -> list:
+    """Operator outputs whose shape stored in the file is not what the operator computes
+    (`interpreter.shape_inference.ShapeMismatch`), at the stored input shapes.
 
     TFLM never resizes a tensor: it computes into the stored shape.  A converter writes
     placeholder sizes where a dimension is dynamic (a batch of -1 stored as 1), and an
     operator such as SPACE_TO_BATCH_ND multiplies that batch, so the stored shape can be
     wrong even at the stored input size.  The interpreter's shape propagation finds them;
     it runs only for models with a dynamic dimension (the only ones where the converter
-    guessed)."""
-    if not any(facts[s].dynamic(t) for s in range(len(facts))
-               for t in range(facts[s].tensor_count)):
-        return {}
-    from ..interpreter.shape_inference import infer_shapes
+    guessed), once per model."""
+    cached = getattr(facts, "_shape_mismatches", None)
+    if cached is not None:
+        return cached
+    found: list = []
+    if any(facts[s].dynamic(t) for s in range(len(facts))
+           for t in range(facts[s].tensor_count)):
+        from ..interpreter.shape_inference import infer_shapes
 
-    found = infer_shapes(facts.model)
+        found = infer_shapes(facts.model).mismatches
+    facts._shape_mismatches = found  # type: ignore[attr-defined]
+    return found
+
+
+def stored_shape_errors(facts: ModelFacts) -> dict[tuple[int, int], str]:
+    """Why TFLM computes something else at each operator with a wrong stored shape."""
     out: dict[tuple[int, int], str] = {}
-    for m in found.mismatches:
+    for m in shape_mismatches(facts):
         out.setdefault((m.subgraph, m.operator),
                        f"{SILENT} tensor {m.tensor} is stored as {list(m.stored)} but the "
                        f"operator computes {list(m.inferred)}; TFLM does not resize tensors")
