@@ -73,6 +73,47 @@ def test_refused_single_ops_say_why(single_ops):
                 assert v.reason and v.reason != "not taken", (name, v.reason)
 
 
+def with_primary(data: bytes, k: int) -> bytes:
+    """The model with subgraphs 0 and k swapped (control-flow options renumbered), so that
+    LiteRT's ``_get_ops_details()``, which lists the primary subgraph only, shows k's."""
+    import flatbuffers
+
+    from tflite_viewer.schema import schema_generated as S
+
+    m = S.ModelT.InitFromPackedBuf(data, 0)
+    perm = {0: k, k: 0}
+    m.subgraphs[0], m.subgraphs[k] = m.subgraphs[k], m.subgraphs[0]
+    for sg in m.subgraphs:
+        for op in sg.operators or []:
+            opts = op.builtinOptions
+            for name in ("condSubgraphIndex", "bodySubgraphIndex", "thenSubgraphIndex",
+                         "elseSubgraphIndex", "initSubgraphIndex"):
+                if opts is not None and hasattr(opts, name):
+                    i = getattr(opts, name)
+                    setattr(opts, name, perm.get(i, i))
+    for sig in m.signatureDefs or []:
+        sig.subgraphIndex = perm.get(sig.subgraphIndex, sig.subgraphIndex)
+    b = flatbuffers.Builder(0)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+MULTI = ["control_flow", "lstm_float", "lstm_dynamic", "multi_signature"]
+
+
+@pytest.mark.parametrize("stem", MULTI)
+def test_every_subgraph_partitions_equal_litert(stem):
+    """Subgraphs past the first (loop bodies, conditions, signatures): LiteRT offers each to
+    the delegate too; made primary one at a time, LiteRT's DELEGATE nodes are ours."""
+    data = (MODELS / f"{stem}.tflite").read_bytes()
+    result = xnnpack.analyze(ModelFacts(load_model(data)))
+    n = len(load_model(data).subgraphs)
+    assert n > 1
+    for k in range(1, n):
+        mine = [(p.inputs, p.outputs) for p in result.partitions if p.subgraph == k]
+        assert mine == xnnpack_partitions(with_primary(data, k)), k
+
+
 def _chain(acts: list[str]) -> bytes:
     """x -> op0 -> op1 -> ... with ADD (XNNPACK takes it) and CAST round trips (it does
     not), so claimed and refused operators alternate and partitions split and merge."""
