@@ -53,6 +53,12 @@ class Report:
             lines.append(f"{name:<9} {s['runs']:>6} {s['falls_back']:>11} {s['refused']:>8} "
                          f"{s['partitions'] if delegate else '-':>11} "
                          f"{s['crossing_tensors'] if delegate else '-':>9}  {r.title}")
+        for name in names:
+            parts = self.results[name].partitions
+            if parts:
+                shown = "; ".join(f"sg {p.subgraph}: ops {_ranges(p.ops)}" for p in parts[:8])
+                more = f"; ... {len(parts) - 8} more" if len(parts) > 8 else ""
+                lines.append(f"{name} partitions: {shown}{more}")
         rows = self.uneven()
         if not rows:
             lines.append("")
@@ -82,6 +88,17 @@ class Report:
             for fx in r.fixes:
                 lines.append(f"change ({name}): {fx.summary}" + (" [edit]" if fx.edits else ""))
         return "\n".join(lines) + "\n"
+
+
+def _ranges(ops: list[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> "0-2, 5, 7-8"."""
+    out: list[str] = []
+    for k in sorted(ops):
+        if out and out[-1][1] == k - 1:
+            out[-1][1] = k
+        else:
+            out.append([k, k])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in out)
 
 
 def analyze(model: Model, targets: tuple[str, ...] | list[str] | None = None,
