@@ -65,10 +65,11 @@ class SubgraphFacts:
         self.model = model
         self.index = index
         self.name = sg.name
-        cols = sg.columns
+        # (the reader's columns need at least one operator in the file)
+        cols = sg.columns if len(sg.operators) else None
         tcols = sg.tensor_columns
         codes = model.operator_codes
-        code_idx = cols.opcode_index.tolist()
+        code_idx = cols.opcode_index.tolist() if cols is not None else []
         self.op_count = len(code_idx)
         n_codes = len(codes)
         # an opcode index out of range: the loader's checks refuse it, but stay total here
@@ -77,13 +78,13 @@ class SubgraphFacts:
         self.custom: list[str | None] = [codes[c].custom_code if 0 <= c < n_codes else None
                                          for c in code_idx]
         self.version: list[int] = [codes[c].version if 0 <= c < n_codes else 0 for c in code_idx]
-        ins, in_off = cols.inputs.tolist(), cols.input_offsets.tolist()
-        outs, out_off = cols.outputs.tolist(), cols.output_offsets.tolist()
+        ins, in_off, outs, out_off = ([], [0], [], [0]) if cols is None else (
+            cols.inputs.tolist(), cols.input_offsets.tolist(), cols.outputs.tolist(),
+            cols.output_offsets.tolist())
         self.inputs: list[tuple[int, ...]] = [tuple(ins[in_off[k]:in_off[k + 1]])
                                               for k in range(self.op_count)]
         self.outputs: list[tuple[int, ...]] = [tuple(outs[out_off[k]:out_off[k + 1]])
                                                for k in range(self.op_count)]
-        self.fused: dict[int, str] = cols.fused_activation
         self.types: list[str] = [TYPE_NAMES.get(t, str(t)) for t in tcols.type.tolist()]
         self.shapes: list[tuple[int, ...]] = tcols.shape
         self.signatures: list[tuple[int, ...] | None] = tcols.shape_signature

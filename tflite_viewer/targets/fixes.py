@@ -132,10 +132,13 @@ def attach(facts: ModelFacts, result: TargetResult) -> None:
         if v.verdict == RUNS:
             continue
         f = facts[v.subgraph]
-        fixes = (_activation_fixes(f, v, result.name)
-                 + _rank_fix(f, v, _RANK_LIMIT.get(result.name, 99))
-                 + _computed_input_fix(f, v)
-                 + _type_fixes(v, result.name))
+        try:
+            fixes = (_activation_fixes(f, v, result.name)
+                     + _rank_fix(f, v, _RANK_LIMIT.get(result.name, 99))
+                     + _computed_input_fix(f, v)
+                     + _type_fixes(v, result.name))
+        except (IndexError, KeyError, TypeError, ValueError, AttributeError):
+            fixes = []  # a malformed operator: its verdict says so, no rewrite applies
         v.fixes.extend(fixes)
     if result.name == "tflm":
         result.fixes.extend(stored_shape_fixes(facts))

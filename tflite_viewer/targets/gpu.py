@@ -172,7 +172,7 @@ def _subgraph(f: SubgraphFacts, s: int, ops: list[OpVerdict], parts: list[Partit
     accepted: set[tuple] = set()  # op keys the checks passed (see SubgraphFacts.op_key)
     for k in range(f.op_count):
         ins = f.inputs[k]
-        if (f.builtin[k] == "DEQUANTIZE" and ins and ins[0] >= 0
+        if (f.builtin[k] == "DEQUANTIZE" and ins and ins[0] >= 0 and f.outputs[k]
                 and f.type(ins[0]) == "FLOAT16" and f.static[ins[0]]):
             g.fp16_map[f.outputs[k][0]] = ins[0]
             g.fp16_nodes.add(k)
@@ -185,7 +185,10 @@ def _subgraph(f: SubgraphFacts, s: int, ops: list[OpVerdict], parts: list[Partit
             if key in accepted:
                 supported.append(True)
                 continue
-        why = _parser_check(g, k) or _allowed_tensors(g, k)
+        try:
+            why = _parser_check(g, k) or _allowed_tensors(g, k)
+        except (IndexError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            why = f"malformed operator ({type(exc).__name__})"
         supported.append(why is None)
         if why:
             reasons[k] = why
