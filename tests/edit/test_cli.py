@@ -77,7 +77,7 @@ def test_invalid_edit_exits_2_with_one_line_and_no_file(tmp_path, capsys):
         rc = main(["edit", str(DILATED), "-o", str(out), "--description", "first", *bad])
         err = capsys.readouterr().err
         assert rc == 2, bad
-        assert err.count("\n") == 1 and err.startswith("tflite-viewer: error: "), err
+        assert err.count("\n") == 1 and err.startswith("tflite-viewer edit: error: "), err
         assert "Traceback" not in err
         assert not out.exists()
     assert list(tmp_path.iterdir()) == []

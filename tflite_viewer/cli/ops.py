@@ -1,23 +1,28 @@
-"""`tflite-viewer ops [--json | --markdown]`: op coverage, every builtin code with its
-versions and types here and what LiteRT's builtin op resolver accepts."""
+"""`tflite-viewer ops [--json | --markdown] [-o OUT.json]`: op coverage, every builtin
+code with its versions and types here and what LiteRT's builtin op resolver accepts."""
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 from ..interpreter.coverage import OpCoverage, coverage, summary
+from .common import subcommand_parser
+from .output import Output, add_json_option, add_output_option
 
 _STATUS = {"both": "yes", "versions": "partly", "litert only": "no", "here only": "here only",
            "neither": "-"}
+DESCRIPTION = ("List every builtin op code with the versions and tensor types the interpreter "
+               "runs, against what LiteRT's builtin op resolver registers, and the reason for "
+               "every gap. LiteRT's side is generated from its sources and checked on the "
+               "installed ai-edge-litert wheel.")
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("ops", help="op coverage: versions and types here vs LiteRT")
+    p = subcommand_parser(subparsers, "ops", DESCRIPTION)
     fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    add_json_option(fmt, "the coverage")
     fmt.add_argument("--markdown", action="store_true",
-                     help="the README's coverage table (Markdown)")
+                     help="print the coverage as a Markdown table (docs/ops.md)")
+    add_output_option(p, what="the coverage as JSON")
 
 
 def _versions(ranges) -> str:
@@ -50,25 +55,22 @@ def markdown(rows: list[OpCoverage]) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    out = Output(args)
     rows = coverage()
     figures = summary(rows)
-    if args.json:
-        json.dump({"summary": figures, "ops": [r.as_dict() for r in rows]}, sys.stdout,
-                  indent=1, allow_nan=False)
-        sys.stdout.write("\n")
-        return 0
+    out.json({"summary": figures, "ops": [r.as_dict() for r in rows]})
     if args.markdown:
-        sys.stdout.write(markdown(rows))
+        out.text(markdown(rows))
         return 0
     width = max(len(r.name) for r in rows)
-    out = [f"{'op':<{width}}  {'here':<10} {'versions':<9} {'LiteRT':<7} types here / note"]
+    lines = [f"{'op':<{width}}  {'here':<10} {'versions':<9} {'LiteRT':<7} types here / note"]
     for r in rows:
         if r.status == "neither":
             continue
         lv = "-" if r.litert_versions is None else _versions([r.litert_versions])
-        out.append(f"{r.name:<{width}}  {_STATUS[r.status]:<10} {_versions(r.here_versions):<9} "
-                   f"{lv:<7} {r.here_types or r.note}" + (f" ({r.note})" if r.note and
-                                                          r.here_types else ""))
-    out.append(headline(figures))
-    sys.stdout.write("\n".join(out) + "\n")
+        lines.append(f"{r.name:<{width}}  {_STATUS[r.status]:<10} {_versions(r.here_versions):<9} "
+                     f"{lv:<7} {r.here_types or r.note}" + (f" ({r.note})" if r.note and
+                                                            r.here_types else ""))
+    lines.append(headline(figures))
+    out.text("\n".join(lines))
     return 0
