@@ -210,15 +210,20 @@ def main(args: argparse.Namespace) -> int:
                                "or pass --overwrite to replace it")
         doc.save(target, overwrite_original=args.overwrite)
     stale = [] if check is None else check.mismatches
+    if stale:  # the ones the edits made stale (a file may come with some: not our news)
+        before = _stale_shapes(doc.original)
+        known = set() if before is None else {
+            (m.subgraph, m.tensor, m.stored, m.inferred) for m in before.mismatches}
+        stale = [m for m in stale if (m.subgraph, m.tensor, m.stored, m.inferred) not in known]
     if stale:
         model = doc.model
         first = stale[0]
         shown = first.message(model.subgraphs[first.subgraph].tensors[first.tensor].name,
                               model.subgraphs[first.subgraph].operators[first.operator].name)
         more = f" (and {len(stale) - 1} more)" if len(stale) > 1 else ""
-        sys.stderr.write(f"warning: {len(stale)} stored shape{'s are' if len(stale) != 1 else ' is'} "
-                         f"stale after the edits: {shown}{more}; --update-shapes writes the "
-                         "computed shapes\n")
+        sys.stderr.write(f"warning: the edits made {len(stale)} stored "
+                         f"shape{'s' if len(stale) != 1 else ''} stale: {shown}{more}; "
+                         "--update-shapes writes the computed shapes\n")
     size = len(doc.to_bytes())
     out.json({
         "output": str(target) if args.output != "-" else "-", "bytes": size,

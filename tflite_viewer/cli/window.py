@@ -106,12 +106,32 @@ def _check_usage(args: argparse.Namespace) -> None:
         raise CommandError("--check goes alone")
 
 
-def _check_model(model: str) -> None:
-    """The model argument, read once before any Qt: a mistyped subcommand or a file that
-    is not a model is one line here, not an empty window with a dialog."""
-    _check_word(model)
-    input_file(model, "model")
-    load_model_arg(model)
+def _check_model(args: argparse.Namespace) -> None:
+    """The model and what the arguments name in it, read once before any Qt: a mistyped
+    subcommand, a file that is not a model, a subgraph, operator or tensor it does not
+    have are one line here, not an empty window with a dialog."""
+    if args.model is not None:
+        _check_word(args.model)
+        model = load_model_arg(args.model)
+    elif args.subgraph is None and args.select is None and args.run_to is None:
+        return  # the bundled sample: nothing to check in it
+    else:
+        from ..model import load_model
+        from ..samples import sample_model_path
+        model = load_model(sample_model_path())
+    name = Path(args.model).name if args.model else "the sample model"
+    try:
+        index = model.subgraph_index(args.subgraph)
+    except KeyError as exc:
+        raise CommandError(f"{name}: {exc.args[0]}") from None
+    if args.select is not None:
+        from ..ui.selection import parse_spec  # Qt-free
+        parse_spec(model, index, args.select)
+    if args.run_to is not None:
+        n = len(model.subgraphs[index].operators)
+        if not 0 <= args.run_to < n:
+            raise CommandError(f"--run-to {args.run_to}: subgraph {index} has {n} operators "
+                               f"(0..{n - 1})")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -121,8 +141,7 @@ def main(args: argparse.Namespace) -> int:
         report, code = check_report()
         print(report)
         return code
-    if args.model is not None:
-        _check_model(args.model)
+    _check_model(args)
     if args.inputs is not None:
         input_file(args.inputs, "inputs file")
     if args.screenshot is not None:
