@@ -32,6 +32,10 @@ DESCRIPTION = ("Change a model and write the result: builtin and custom options,
                "Addresses: S:N is operator (or tensor) N of subgraph S, and S: may be left out "
                "for subgraph 0. Values are typed by the schema, enums by name: "
                "--set 0:3.padding=VALID, --set 5.fused_activation_function=RELU6.")
+# shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
+EXAMPLES = [
+    "tflite-viewer edit small_cnn_dilated_float.tflite -o edited.tflite --set 2.dilation_w_factor=2 --rename-tensor 0:0=pixels",
+]
 
 
 class _Ordered(argparse.Action):

@@ -19,6 +19,11 @@ DESCRIPTION = ("Summarize a model: every subgraph's operators (op, version, inpu
                "called subgraphs) and tensors (type, shape, quantization, buffer), the "
                "signatures, the metadata, associated files and what the reader found wrong "
                "with the model (the problems LiteRT would refuse it for).")
+# shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
+EXAMPLES = [
+    "tflite-viewer info mobilenet_v2_float.tflite",
+    "tflite-viewer info control_flow.tflite --json",
+]
 
 
 def add_parser(subparsers) -> None:

@@ -18,6 +18,10 @@ DESCRIPTION = ("Lay out one subgraph as the window draws it (layered, top to bot
                "height; y grows downward) and every edge's polyline. Defects of the graph "
                "(cycles, tensors with several producers) are warnings on stderr; the graph is "
                "drawn anyway.")
+# shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
+EXAMPLES = [
+    "tflite-viewer layout control_flow.tflite --subgraph 4 -o layout.json",
+]
 
 
 def add_parser(subparsers) -> None:

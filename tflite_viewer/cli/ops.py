@@ -14,6 +14,10 @@ DESCRIPTION = ("List every builtin op code with the versions and tensor types th
                "runs, against what LiteRT's builtin op resolver registers, and the reason for "
                "every gap. LiteRT's side is generated from its sources and checked on the "
                "installed ai-edge-litert wheel.")
+# shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
+EXAMPLES = [
+    "tflite-viewer ops --json -o ops.json",
+]
 
 
 def add_parser(subparsers) -> None:
@@ -38,8 +42,6 @@ def headline(figures: dict) -> str:
 
 def markdown(rows: list[OpCoverage]) -> str:
     lines = [f"**{headline(summary(rows))}** (`tflite-viewer ops`).", "",
-             "<details><summary>The table (<code>tflite-viewer ops --markdown</code>)</summary>",
-             "",
              "| code | op | here | versions here | LiteRT versions | LiteRT types | note |",
              "|---:|---|---|---|---|---|---|"]
     for r in rows:
@@ -51,7 +53,7 @@ def markdown(rows: list[OpCoverage]) -> str:
         lv = "-" if r.litert_versions is None else _versions([r.litert_versions])
         lines.append(f"| {r.code} | {r.name} | {_STATUS[r.status]} | "
                      f"{_versions(r.here_versions)} | {lv} | {lt} | {r.note} |")
-    return "\n".join(lines + ["", "</details>"]) + "\n"
+    return "\n".join(lines) + "\n"
 
 
 def main(args: argparse.Namespace) -> int:

@@ -25,6 +25,10 @@ DESCRIPTION = ("Analyse a quantized model: spec checks from the file alone (scal
                "pair of .tflite files.\n\n"
                "Exit 1 when a spec rule is violated or a tensor is below --fail-below-sqnr, "
                "so CI can gate on it.")
+# shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
+EXAMPLES = [
+    "tflite-viewer quant small_cnn_dilated_int8.tflite --float small_cnn_dilated_float.tflite --samples 4 --per-layer-fallback --csv tensors.csv",
+]
 
 
 def add_parser(subparsers) -> None:

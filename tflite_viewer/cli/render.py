@@ -19,6 +19,10 @@ FORMATS = ("svg", "png")
 DESCRIPTION = ("Draw one subgraph's graph as the window shows it, to an SVG (vector, full "
                "detail) or a PNG (scaled down to at most 16,000 pixels a side). Needs no "
                "display: Qt's offscreen platform is used when there is none.")
+# shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
+EXAMPLES = [
+    "tflite-viewer render control_flow.tflite --subgraph 4 -o graph.svg",
+]
 
 
 def add_parser(subparsers) -> None:

@@ -55,6 +55,12 @@ DESCRIPTION = ("Run a model in the interpreter on your inputs (an .npz) or on se
                "process and compares every operator output, end to end and op-isolated (each "
                "of our kernels fed LiteRT's own inputs); exit 1 when one is outside the "
                "tolerance.")
+# shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
+EXAMPLES = [
+    "tflite-viewer run mobilenet_v2_float.tflite",
+    "tflite-viewer run control_flow.tflite --dump-all tensors.npz --json",
+    "tflite-viewer run mobilenet_v2_float.tflite --compare-litert",
+]
 
 
 def add_parser(subparsers) -> None:

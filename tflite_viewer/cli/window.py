@@ -21,7 +21,14 @@ DESCRIPTION = ("Open MODEL in the window (a bundled sample model when no MODEL i
                "with --screenshot draw the window to a PNG file headless and exit.\n\n"
                "Every subcommand works without a display; run tflite-viewer SUBCOMMAND -h "
                "for its options.")
-MODEL_SUFFIXES = (".tflite", ".lite", ".tfl", ".bin")
+# shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
+# (the window itself is not opened there: a line without --screenshot is only checked)
+EXAMPLES = [
+    "tflite-viewer mobilenet_v2_float.tflite",
+    "tflite-viewer mobilenet_v2_float.tflite --screenshot shot.png --select op:3",
+    "tflite-viewer mobilenet_v2_float.tflite --screenshot paused.png --run-to 20",
+    "tflite-viewer --check",
+]
 
 
 def _usage() -> str:
