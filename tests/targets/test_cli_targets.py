@@ -44,6 +44,13 @@ def test_json_contract(capsys):
     assert [(p["inputs"], p["outputs"]) for p in xnn] == xnnpack_partitions(CNN.read_bytes())
 
 
+def test_json_and_output_to_stdout_at_once_is_a_usage_error(capsys):
+    code, out, err = run_cli(capsys, CNN, "--json", "-o", "-")
+    assert code == 0 and list(strict_loads(out)["targets"])  # -o - with --json: one document
+    code, out, err = run_cli(capsys, CNN, "--json", "-o", "/no/such/dir/x.json")
+    assert code == 2 and "no such folder" in err
+
+
 def test_target_selection_and_output_file(capsys, tmp_path):
     out_file = tmp_path / "t.json"
     code, out, _ = run_cli(capsys, CNN, "--target", "tflm", "--target", "xnnpack", "-o",
@@ -83,7 +90,7 @@ def test_fixes_in_the_json(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["nope.tflite"], "No such file"),
+    (["nope.tflite"], "nope.tflite: no such file"),
     ([CNN, "--target", "npu"], "invalid choice"),
     ([CNN, "--runtime", "two"], "not like 2.14.0"),
 ])
@@ -91,6 +98,7 @@ def test_bad_input_exits_2_with_one_line(capsys, args, needle):
     code, out, err = run_cli(capsys, *args)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and needle in err
+    assert err.startswith("tflite-viewer targets: error: ")
 
 
 def test_a_truncated_model_exits_2(capsys, tmp_path):
