@@ -41,6 +41,7 @@ def _check(model: str, steps: list[tuple[str, int]], damage: int | None) -> None
     case = f"{model} {steps} damage={damage}: {done}"
     assert out.undocumented is None, f"undocumented exception for {case}\n{out.undocumented}"
     assert not out.hang, f"hang for {case}"
+    assert out.memory is None, f"memory past its bound for {case}: {out.memory}"
     stray = [w for w in out.warnings if w[0] != "interpreter"]
     assert not stray, f"warnings for {case}: {stray}"
     if not _RSS_START:

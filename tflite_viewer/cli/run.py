@@ -233,8 +233,6 @@ def _main(args: argparse.Namespace) -> int:
                                       DEFAULT_TIMEOUT)
     max_bytes = args.max_memory or DEFAULT_MAX_ALLOCATION_BYTES
     given = _load_inputs(args.inputs, max_bytes) if args.inputs else {}
-    arrays, generated = complete_inputs(model, given, args.seed, signature, max_bytes=max_bytes)
-    specs = input_specs(model, signature)
     if args.compare_litert:
         from ..interpreter.crosscheck import require_litert
         require_litert()  # say so before the run, not after it
@@ -242,8 +240,12 @@ def _main(args: argparse.Namespace) -> int:
     budgets = {"max_allocation_bytes": max_bytes,
                "max_iterations": args.max_iterations or DEFAULT_MAX_ITERATIONS,
                "timeout": args.timeout or DEFAULT_TIMEOUT}
+    # the interpreter first: its allocation check (inputs included) refuses a model whose
+    # tensors do not fit before any seeded input is made
     interp = Interpreter(model, **budgets) if args.rounding is None else \
         Interpreter(model, rounding=args.rounding, **budgets)
+    arrays, generated = complete_inputs(model, given, args.seed, signature, max_bytes=max_bytes)
+    specs = input_specs(model, signature)
     t0 = time.perf_counter()
     interp.invoke(positional(model, arrays, signature), signature=signature)
     seconds = time.perf_counter() - t0
