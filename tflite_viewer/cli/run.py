@@ -287,13 +287,21 @@ def _main(args: argparse.Namespace) -> int:
 
     if not args.compare_litert:
         return 0
-    from ..interpreter.crosscheck import DEFAULT_TOLERANCE, compare_runs, run_litert
+    from ..edit.expose import expose_op_outputs
+    from ..interpreter.crosscheck import (DEFAULT_TOLERANCE, STATEFUL_INVOCATIONS,
+                                          compare_steps, is_stateful, run_litert_steps)
     out.flush()
-    run = run_litert(args.model, arrays, signature, "BUILTIN_REF")
-    report = compare_runs(interp, run,
-                          tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
-                          units=args.tolerance_units, model_name=str(args.model),
-                          mode=getattr(args, "compare_mode", "auto"))
+    # a stateful model is compared over several invocations (the same inputs each time:
+    # the state carried between them is what differs); when LiteRT crashes keeping every
+    # tensor, on a copy with every op output exposed, made by the editor (passed in: the
+    # interpreter does not import the editor)
+    steps = [arrays] * (STATEFUL_INVOCATIONS if is_stateful(model) else 1)
+    runs = run_litert_steps(args.model, steps, signature, "BUILTIN_REF",
+                            expose=expose_op_outputs)
+    report = compare_steps(interp, model, steps, runs, first_ran=True, signature=signature,
+                           tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
+                           units=args.tolerance_units, model_name=str(args.model),
+                           mode=getattr(args, "compare_mode", "auto"))
     out.write("\n" + report.format_table() + "\n")
     if not report.ok:
         out.flush()
