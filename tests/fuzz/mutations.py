@@ -526,19 +526,54 @@ def associated_files(tree, rng):
     return f"associated files zip: {how}"
 
 
+def _make_csr(tree, rng):
+    """A float32 constant of at most 4096 elements stored as valid sparsity metadata:
+    DENSE levels over all but its last dimension, a SPARSE_CSR level storing every entry of
+    the last (segments 0, n, 2n, ..., indices 0..n-1 per row); its buffer is unchanged."""
+    def fits(t):
+        shape = _ints(t.shape)
+        return (t.buffer > 0 and t.type == 0 and shape and all(d > 0 for d in shape)
+                and int(np.prod(shape)) <= 4096 and t.sparsity is None)
+    picked = _pick_tensor(tree, rng, fits)
+    if picked is None:
+        return None
+    s, k, t = picked
+    shape = _ints(t.shape)
+    rows, n = int(np.prod(shape[:-1])) if len(shape) > 1 else 1, shape[-1]
+    sp = S.SparsityParametersT()
+    sp.traversalOrder = np.arange(len(shape), dtype=np.int32)
+    dims = []
+    for d in shape[:-1]:
+        dm = S.DimensionMetadataT()
+        dm.format, dm.denseSize = 0, d
+        dims.append(dm)
+    dm = S.DimensionMetadataT()
+    dm.format = 1
+    dm.arraySegmentsType, dm.arraySegments = 1, _int32_vector(np.arange(rows + 1) * n)
+    dm.arrayIndicesType, dm.arrayIndices = 1, _int32_vector(np.tile(np.arange(n), rows))
+    sp.dimMetadata = dims + [dm]
+    t.sparsity = sp
+    return s, k, t
+
+
 @mutation
 def sparsity_shape(tree, rng):
     """Sparsity metadata that disagrees with the tensor's shape: a DENSE level of another
     size, CSR indices past the dimension, segments of the wrong count, a block that does
     not divide its dimension, a traversal order that mixes block and tensor dimensions."""
     picked = _pick_tensor(tree, rng, lambda t: t.sparsity is not None)
-    if picked is None:
-        return broken_sparsity(tree, rng)  # make a sparse tensor first
+    if picked is None:  # store a constant as valid CSR first, then break it
+        picked = _make_csr(tree, rng)
+        if picked is None:
+            return None
     s, k, t = picked
     sp = t.sparsity
     dms = list(sp.dimMetadata or [])
     rank = len(_ints(t.shape))
-    how = rng.choice(("dense_size", "index", "segments", "block", "order", "shape"))
+    # (segments below zero most often: they sent the old traversal to an IndexError or to a
+    # 2**31-element index array)
+    how = rng.choice(("dense_size", "index", "segments", "segments", "segments", "block",
+                      "order", "shape"))
     if how == "dense_size" and dms:
         dm = rng.choice(dms)
         dm.format, dm.denseSize = 0, int(dm.denseSize) + rng.choice((-1, 1, 7, -2**31))
@@ -557,7 +592,7 @@ def sparsity_shape(tree, rng):
             return None
         dm = rng.choice(csr)
         values = list(_ints(dm.arraySegments.values))
-        change = rng.choice(("drop", "add", "negative", "swap", "shift"))
+        change = rng.choice(("drop", "add", "negative", "negative", "swap", "shift", "shift"))
         if change == "shift":  # all below zero, still increasing: positions before index 0
             n_idx = len(_ints(dm.arrayIndices.values)) if dm.arrayIndices is not None else 0
             values = [v - n_idx - rng.choice((3, 1000)) for v in values]
