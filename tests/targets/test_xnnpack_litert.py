@@ -98,7 +98,7 @@ def with_primary(data: bytes, k: int) -> bytes:
     return bytes(b.Output())
 
 
-MULTI = ["control_flow", "lstm_float", "lstm_dynamic", "multi_signature"]
+MULTI = ["control_flow", "lstm_float", "lstm_dynamic", "multi_signature", "microwakeword_alexa"]
 
 
 @pytest.mark.parametrize("stem", MULTI)

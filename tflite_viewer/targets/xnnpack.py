@@ -48,11 +48,17 @@ def _unpackable(f: SubgraphFacts, k: int, quasi: set[int]) -> bool:
     return False
 
 
-def claims(f: SubgraphFacts, flags: Flags) -> tuple[set[int], dict[int, str], dict[int, int]]:
+_VARIABLES = ("VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE")
+
+
+def claims(f: SubgraphFacts, flags: Flags, var_handles: dict | None = None
+           ) -> tuple[set[int], dict[int, str], dict[int, int]]:
     """The operators the delegate takes in one subgraph, the reason for each it does not,
-    and the unpacking DEQUANTIZE/DENSIFY operators it takes (op -> first reader)."""
+    and the unpacking DEQUANTIZE/DENSIFY operators it takes (op -> first reader).
+    ``var_handles`` is the delegate's (container, shared_name) -> id, kept across
+    subgraphs."""
     consumers = f.consumers
-    c = Ctx(f, flags)
+    c = Ctx(f, flags, var_handles=var_handles if var_handles is not None else {})
     producer: dict[int, int] = {}  # quasi-static tensor -> the op unpacking it
     unpack: dict[int, int] = {}  # unpacking op -> (kept while no refused reader reads it)
     claimed: set[int] = set()
@@ -73,7 +79,7 @@ def claims(f: SubgraphFacts, flags: Flags) -> tuple[set[int], dict[int, str], di
             c.quasi_static.add(y)
             continue
         key = None
-        if f.builtin[k] not in ("CUSTOM", "STABLEHLO_COMPOSITE"):
+        if f.builtin[k] not in ("CUSTOM", "STABLEHLO_COMPOSITE") + _VARIABLES:
             ins = f.inputs[k]
             key = (f.op_key(k), tuple(t in c.quasi_static for t in ins) if c.quasi_static
                    else (), tuple(t in c.f16_for_f32 for t in ins) if c.f16_for_f32 else ())
@@ -93,6 +99,10 @@ def claims(f: SubgraphFacts, flags: Flags) -> tuple[set[int], dict[int, str], di
                 del unpack[p]
                 reasons[p] = (f"unpacks constant data for operator {k} ({f.op_name(k)}), "
                               "which XNNPACK does not take")
+    for res in c.resources.values():  # a variable someone reads or writes: its VAR_HANDLE
+        if res.proxy >= 0 and res.var_handle >= 0:
+            claimed.add(res.var_handle)
+            reasons.pop(res.var_handle, None)
     return claimed, reasons, unpack
 
 
@@ -101,6 +111,7 @@ def analyze(facts: ModelFacts, flags: Flags | None = None) -> TargetResult:
     ops: list[OpVerdict] = []
     parts: list[Partition] = []
     crossing = 0
+    var_handles: dict = {}
     for s in range(len(facts)):
         f = facts[s]
         if f.name.startswith("VALIDATION:"):
@@ -108,7 +119,7 @@ def analyze(facts: ModelFacts, flags: Flags | None = None) -> TargetResult:
                                  "validation subgraph: LiteRT offers it to no delegate")
                        for k in range(f.op_count))
             continue
-        claimed, reasons, unpack = claims(f, flags)
+        claimed, reasons, unpack = claims(f, flags, var_handles)
         take = [k in claimed or k in unpack for k in range(f.op_count)]
         in_part: dict[int, int] = {}
         if any(take):

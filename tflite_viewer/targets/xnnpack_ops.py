@@ -352,10 +352,45 @@ def _strided_slice(n: Node) -> None:
     c.float_or_quint8(n.out())
 
 
-def _variable_op(n: Node) -> None:
-    if not n.c.flags.variable_ops:
-        raise Refuse("variable operators are off in the default delegate")
-    raise Refuse("variable operators are not modelled")
+def _var_handle(n: Node) -> None:
+    """VisitVarHandleNode: note which handle the resource tensor holds; the delegate
+    claims the VAR_HANDLE at the end, once a READ or ASSIGN of it has a proxy value."""
+    opts = n.c.f.operator(n.k).builtin_options
+    key = (opts.get("container") or "", opts.get("shared_name") or "")
+    global_id = n.c.var_handles.setdefault(key, len(n.c.var_handles))
+    res = n.c.resource(n.out())
+    if res.global_id in (-1, global_id):  # ResourceInfo::SetVarHandle (result unchecked)
+        res.global_id, res.var_handle = global_id, n.k
+    raise Refuse("VAR_HANDLE: taken only with the variable's reads and writes")
+
+
+def _proxy(n: Node, resource: int, value: int) -> None:
+    """ResourceInfo::AddProxyValue: every read and write of a variable must agree on its
+    type and shape, and a VAR_HANDLE must have created it in this subgraph."""
+    res = n.c.resource(resource)
+    if res.var_handle < 0:
+        raise Refuse(f"no VAR_HANDLE of resource {resource} before it in this subgraph")
+    if res.proxy < 0:
+        res.proxy = value
+        return
+    f = n.c.f
+    if f.type(res.proxy) != f.type(value) or f.shapes[res.proxy] != f.shapes[value]:
+        raise Refuse(f"tensor {value} disagrees in type or shape with the variable's other "
+                     f"uses (tensor {res.proxy})")
+
+
+def _read_variable(n: Node) -> None:
+    y = n.out()
+    if n.c.f.rank(y) == 0:
+        raise Refuse(f"{n.c.desc(y)}: a scalar (or unranked) variable")
+    n.c.float_or_quint8(y)
+    _proxy(n, n.i(0), y)
+
+
+def _assign_variable(n: Node) -> None:
+    x = n.i(1)
+    n.c.float_or_quint8(x)
+    _proxy(n, n.i(0), x)
 
 
 def _never(reason: str) -> Callable[[Node], None]:
@@ -371,7 +406,8 @@ VISIT: dict[str, Callable[[Node], None]] = {
                              "SQUARE", "TANH")},
     **{op: _binary for op in ("ADD", "DIV", "MAXIMUM", "MINIMUM", "MUL", "PRELU",
                               "SQUARED_DIFFERENCE", "SUB")},
-    "ASSIGN_VARIABLE": _variable_op, "READ_VARIABLE": _variable_op, "VAR_HANDLE": _variable_op,
+    "ASSIGN_VARIABLE": _assign_variable, "READ_VARIABLE": _read_variable,
+    "VAR_HANDLE": _var_handle,
     "AVERAGE_POOL_2D": _average_pool, "BATCH_MATMUL": batch_matmul,
     "CONCATENATION": _concatenation, "CONV_2D": conv2d, "DEPTHWISE_CONV_2D": depthwise,
     "DEPTH_TO_SPACE": _depth_to_space,

@@ -5,7 +5,10 @@ Transcribed from google-ai-edge/LiteRT ``tflite/delegates/xnnpack/xnnpack_delega
 (``xnn_validate_quantized_tensor``, ``xnn_validate_channelwise_quantized_tensor``), as
 built in the ai-edge-litert 2.3.0 wheel: signed and unsigned 8-bit quantized operators on
 (XNNPACK_DELEGATE_ENABLE_QS8/QU8 are on in its default delegate), FULLY_CONNECTED with
-dynamic weights off, variable operators off, FP16 not forced.
+dynamic weights off, FP16 not forced.
+
+Variable operators are always on (``support_variable_ops`` returns true: the flags that
+asked for them are deprecated).
 
 A failed check raises `Refuse` with the reason in words; the operator then falls back to
 LiteRT's CPU kernels.  Each check keeps the delegate's order, so the reason given is the
@@ -37,9 +40,18 @@ class Flags:
     qs8: bool = True
     qu8: bool = True
     dynamic_fully_connected: bool = False
-    variable_ops: bool = False
     force_fp16: bool = False
     disable_dynamically_quantized_ops: bool = False
+
+
+@dataclass
+class Resource:
+    """ResourceInfo: the VAR_HANDLE that made a resource tensor, and the tensor standing
+    for the variable's value (the first read or write the delegate accepted)."""
+
+    global_id: int = -1
+    var_handle: int = -1
+    proxy: int = -1
 
 
 @dataclass
@@ -52,6 +64,11 @@ class Ctx:
     flags: Flags
     quasi_static: set[int] = field(default_factory=set)
     f16_for_f32: dict[int, int] = field(default_factory=dict)
+    resources: dict[int, Resource] = field(default_factory=dict)  # per subgraph
+    var_handles: dict[tuple[str, str], int] = field(default_factory=dict)  # the delegate's
+
+    def resource(self, t: int) -> Resource:
+        return self.resources.setdefault(t, Resource())
 
     # -- tensor facts as LiteRT holds them ---------------------------------------------------
     def qtype(self, t: int) -> str:
