@@ -103,6 +103,7 @@ def test_dock_findings_also_in_problems(window, qtbot, tmp_path):
 
 def test_cancel_and_failure(window, qtbot, tmp_path):
     assert window.open_path(SMALL_INT8, wait=True)
+    window.quant_dock.show()  # View > Quantization (hidden in the default layout)
     dock = window.quant_panel
     dock.compare(SMALL_FLOAT, samples=50, fallback=True)
     assert dock.running and dock.cancel_button.isVisible()

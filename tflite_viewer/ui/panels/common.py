@@ -35,6 +35,15 @@ def panel_layout(owner: QWidget) -> QVBoxLayout:
     return layout
 
 
+def min_rows(view: QAbstractItemView, rows: int = 8) -> None:
+    """Keep room for ``rows`` rows and the header in a table or tree: a dock sharing its
+    area can shrink it no further (a table showing one row at a time is no table)."""
+    row = max(view.fontMetrics().height() + 6, 18)
+    header = getattr(view, "header", None) or getattr(view, "horizontalHeader")
+    head = header().sizeHint().height() if header is not None else 0
+    view.setMinimumHeight(head + rows * row + 2 * view.frameWidth() + 4)
+
+
 def exec_menu(menu, pos) -> None:
     """Run a context menu (one place, so tests can replace the modal loop)."""
     menu.exec(pos)
