@@ -74,6 +74,7 @@ def build_docks(ctl) -> None:
     ctl.watch_panel.unpinRequested.connect(ctl.unwatch)
     ctl.profile_panel.opActivated.connect(ctl.show_op)
     ctl.profile_panel.heatToggled.connect(ctl._set_heat)
+    ctl.profile_dock.visibilityChanged.connect(ctl.profile_panel.dock_shown)
 
 
 def build_actions(ctl) -> None:

@@ -94,9 +94,10 @@ class ProfileDock(QWidget):
                 names[key] = "?"
         self.set_times(dict(ws.debug.profile), names)
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
-        super().showEvent(event)
-        if self._stale and self.hub is not None:
+    def dock_shown(self, shown: bool) -> None:
+        """Its dock came into view (``QDockWidget.visibilityChanged``: a tab brought
+        forward): render what was only noted while it was out of sight."""
+        if shown and self._stale and self.hub is not None:
             self._stale = False
             self.render(self.hub.workspace, force=True)
 
