@@ -1,10 +1,16 @@
 """The bar above the canvas: a subgraph selector, the trail of subgraphs opened through
 control-flow operators ("main > WHILE #0 body > ..."), and beside it the other subgraphs the
-last call's operator runs (an IF's else-branch while its then-branch is shown)."""
+last call's operator runs (an IF's else-branch while its then-branch is shown).
+
+However long the trail, the bar asks for no more width than the selector: a long trail is
+cut at the canvas's edge (each crumb keeps its full name in its tooltip) instead of widening
+the centre and crushing the docks beside it (lstm_float's WHILE bodies left the Model dock
+140 px wide for as long as the window stayed open).
+"""
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolButton, QWidget
+from PySide6.QtCore import QSize, Signal
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
 
 from ..model import Model
 from .navigation import Call, Crumb
@@ -31,6 +37,9 @@ class NavigationBar(QWidget):
         super().__init__(parent)
         self.combo = QComboBox()
         self.combo.setMinimumWidth(220)
+        # long subgraph names must not widen it: it shows 36 characters, the list all
+        self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.combo.setMinimumContentsLength(36)
         self.combo.setToolTip("Subgraph (name or signature key)")
         self.combo.activated.connect(self.subgraphChosen)
         self._crumbs = QHBoxLayout()
@@ -44,6 +53,11 @@ class NavigationBar(QWidget):
         layout.addStretch(1)
         self.trail: list[Crumb] = []
         self.sibling_buttons: list[QToolButton] = []
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        """The selector's width: the trail never widens the window's centre."""
+        return QSize(self.combo.minimumWidth() + 80, super().minimumSizeHint().height())
 
     def set_model(self, model: Model | None) -> None:
         self.combo.blockSignals(True)
@@ -88,12 +102,13 @@ class NavigationBar(QWidget):
             if i == len(trail) - 1:  # where we are: plain bold text
                 here = QLabel(crumb.label)
                 here.setStyleSheet("font-weight: bold; color: #1f2328;")
+                here.setToolTip(crumb.label)
                 self._crumbs.addWidget(here)
                 continue
             button = QToolButton()
             button.setText(crumb.label)
             button.setAutoRaise(True)
-            button.setToolTip(f"Back to subgraph {crumb.subgraph}")
+            button.setToolTip(f"Back to subgraph {crumb.subgraph}: {crumb.label}")
             button.setStyleSheet("color: #0969da;")
             button.clicked.connect(lambda _=False, pos=i: self.crumbChosen.emit(pos))
             self._crumbs.addWidget(button)

@@ -51,6 +51,7 @@ class DebuggerController(QObject):
     request = Signal(object)  # a worker.Request
     stopReceived = Signal(object)                  # DebugStop, after the views updated
     snapshotsReceived = Signal(object)             # {(sg, t): TensorSnapshot}, after the views
+    commandFailed = Signal(str, str)               # command, message (after it was reported)
     sessionEnded = Signal(str)                     # why
     crossCheckDone = Signal(object)                # crosscheck_dock.CrossCheck
     sessionInputsChanged = Signal()                # a session started or ended, new inputs
@@ -463,9 +464,10 @@ class DebuggerController(QObject):
             self.hub.changed(DEBUG, ws)
             self.state_label.setText("Debug: cannot run")
             self.window.errors.report("Cannot debug this model", message, parent=self.window)
-            return
-        self.hub.changed(DEBUG, ws)
-        self.window.errors.report("Debugger", message, parent=self.window)
+        else:
+            self.hub.changed(DEBUG, ws)
+            self.window.errors.report("Debugger", message, parent=self.window)
+        self.commandFailed.emit(command, message)
 
     # ==========================================================================================
     # showing a stop

@@ -151,6 +151,7 @@ class LinkTree(QTreeWidget):
             tooltip: str | None = None) -> QTreeWidgetItem:
         text = value if isinstance(value, str) else format_value(value)
         item = QTreeWidgetItem(parent, [key, text])
+        item.setToolTip(0, key)
         item.setToolTip(1, tooltip or text)
         if link:
             item.setData(1, LINK_ROLE, link)
@@ -166,8 +167,12 @@ class LinkTree(QTreeWidget):
         self._rows.append(Row(section, key, text, link))
         return item
 
-    def fit_key_column(self, lo: int = 110, hi: int = 190) -> None:
-        """Size the key column to its contents, within reason."""
+    def fit_key_column(self, lo: int = 110, hi: int | None = 190) -> None:
+        """Size the key column to its contents, within reason (``hi`` None: at most 60 %
+        of the tree's width, so "fused_activation_function" is not cut while the value
+        keeps its room)."""
+        if hi is None:
+            hi = max(lo, int(self.viewport().width() * 0.6))
         self.resizeColumnToContents(0)
         self.setColumnWidth(0, min(max(self.columnWidth(0), lo), hi))
 

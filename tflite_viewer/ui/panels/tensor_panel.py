@@ -213,6 +213,7 @@ class TensorPanel(QWidget):
             log.exception("describing tensor %s", tensor.index)
             self.info.add(self.info.section("Error"), "error", str(exc))
         self.save_button.setEnabled(self._values("Stored values") is not None)
+        self.info.fit_key_column(140, None)
         self.histogram_pane.show_tensor(tensor)
         self.values_pane.show_tensor(tensor)
 
