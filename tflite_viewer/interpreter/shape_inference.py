@@ -12,6 +12,12 @@ Only shapes are computed: ``prepare`` records dims and never creates the tensors
 a model of any size costs the time of its prepare functions, not its activations' memory
 (the allocation limit is lifted here for the same reason).  A node whose prepare fails is
 reported and its outputs are treated as unknown, so one bad edit does not hide the rest.
+
+A dimension the tensor's shape signature leaves open (-1) is not stale whatever the stored
+value: in a model with dynamic inputs (openWakeWord's melspectrogram: signature [-1, -1],
+stored [1, 1]) the stored shapes are placeholders, and the shapes computed from them (a
+0-frame spectrogram) are not what any run computes, so they are neither reported nor
+offered for writing.
 """
 from __future__ import annotations
 
@@ -106,5 +112,14 @@ def _collect(sg: Subgraph, model: Model, out: ShapeInference) -> None:
             stored = tuple(int(d) for d in stored_tensors[o].shape)
             # an empty stored shape on a tensor computed with dims is "not stored" (the
             # converter leaves custom ops' outputs so), not a disagreement
-            if stored != shape and (stored or not shape):
+            if stored != shape and (stored or not shape) and \
+                    not _open_dims_only(stored, shape, stored_tensors[o].shape_signature):
                 out.mismatches.append(ShapeMismatch(sg.index, o, node.index, stored, shape))
+
+
+def _open_dims_only(stored: tuple[int, ...], computed: tuple[int, ...], signature) -> bool:
+    """Whether ``stored`` and ``computed`` differ only in dimensions ``signature`` leaves
+    open (-1): placeholders, not stale shapes (see the module docstring)."""
+    if signature is None or len(signature) != len(stored) or len(stored) != len(computed):
+        return False
+    return all(s == c or int(g) < 0 for s, c, g in zip(stored, computed, signature))

@@ -435,5 +435,7 @@ def _tensor_text(model, subgraph: int, graph: nx.MultiDiGraph | None,
         dynamic = [sig is not None and len(sig) == len(shape) and sig[i] < 0 for i in range(len(shape))]
         dims = "x".join("?" if dyn else str(d) for d, dyn in zip(shape, dynamic)) or "scalar"
         stored, dtype = text(t).rsplit(" ", 1)
+        if dims == stored:  # they differ only where the signature leaves the size open
+            return text(t)
         return f"{dims} {dtype} \u2260 stored {stored}"
     return flagged

@@ -29,7 +29,7 @@ from .panels import common as panel_common
 from .scene_data import SceneData
 from .selection import find_op
 from .workers import lay_out
-from .workspace import MODEL
+from .workspace import MODEL, SESSION_ENDED, SESSION_NOTICE
 
 log = logging.getLogger(__name__)
 
@@ -170,9 +170,12 @@ class EditFlow:
         self.last_edit_message = message
         self.statusBar().showMessage(message, 20000)
         if lines:
-            dropped = any("dropped" in line for line in self.workspace.notes)
+            notes = self.workspace.notes
+            dropped = any("dropped" in line for line in notes)
+            # about the run this edit ended: the next session takes it away
             self.notice.show_notice("\n".join(lines),
-                                    "warning" if result.warnings or dropped else "info")
+                                    "warning" if result.warnings or dropped else "info",
+                                    tag=SESSION_NOTICE if SESSION_ENDED in notes else None)
         elif self.notice.isVisible() and self.notice.level == "error":
             self.notice.dismiss()
 

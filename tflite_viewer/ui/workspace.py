@@ -45,6 +45,10 @@ WATCHES = "watches"
 CROSSCHECK = "crosscheck"
 QUANT = "quant"              # spec findings, the analysis' progress or its report
 PROBLEMS = "problems"        # what Problems lists changed (shape check, spec findings)
+#: the notice tag of "the debug session ended": the next session takes that notice away
+SESSION_NOTICE = "session"
+SESSION_ENDED = ("The debug session ended: the model changed. Start it again (F5 / F10) to "
+                 "run the new model.")
 TOPICS = (REPLACED, MODEL, NAVIGATION, SELECTION, DEBUG, SNAPSHOTS, BREAKPOINTS, WATCHES,
           CROSSCHECK, QUANT, PROBLEMS)
 
@@ -203,8 +207,7 @@ class Workspace:
         self._parts.clear()
         notes = []
         if was_running:
-            notes.append("The debug session ended: the model changed. Start it again "
-                         "(F5 / F10) to run the new model.")
+            notes.append(SESSION_ENDED)
         notes += self.watches.resolve(model, scope)
         notes += self.breakpoints.resolve(model, scope)
         self.notes = notes

@@ -28,14 +28,14 @@ from ...interpreter import debugger as dbg
 from ...interpreter.session import ERROR, FINISHED, PAUSED, BreakpointInfo, DebugStop
 from ..identity import TensorRef
 from ..panels.tensor_panel import NOT_RUNNING
-from ..workspace import BREAKPOINTS, DEBUG, SNAPSHOTS, WATCHES, RunOutputs, Workspace
+from ..workspace import (BREAKPOINTS, DEBUG, SESSION_NOTICE, SNAPSHOTS, WATCHES, RunOutputs,
+                         Workspace)
 from . import menus
 from .canvas import DebugCanvas
 from .state_label import StateLabel
 from .worker import DebugWorker, Request
 
 log = logging.getLogger(__name__)
-SESSION_ENDED = "session"  # the notice tag of "the debug session ended"
 _serials = itertools.count(1)  # session generations, unique for the process
 
 
@@ -187,7 +187,7 @@ class DebuggerController(QObject):
                          self.outputs_dock, self.profile_dock):
                 dock.show()
             self.callstack_dock.raise_()
-            self.window.notice.dismiss(SESSION_ENDED)  # about the session this one replaces
+            self.window.notice.dismiss(SESSION_NOTICE)  # about the session this one replaces
             self.hub.changed(DEBUG, ws)
             self.sessionInputsChanged.emit()
         return True
@@ -221,7 +221,7 @@ class DebuggerController(QObject):
         for e in ws.breakpoints:
             e.hits = 0
         if why:
-            self.window.notice.show_notice(why, "info", tag=SESSION_ENDED)
+            self.window.notice.show_notice(why, "info", tag=SESSION_NOTICE)
         self.hub.changed(DEBUG, ws)
         self.hub.changed(BREAKPOINTS, ws)
         self._refresh_inspector()

@@ -22,8 +22,9 @@ from typing import Any
 from PySide6.QtCore import QModelIndex, QObject, QSettings, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
-                               QLabel, QProgressBar, QPushButton, QSpinBox, QSplitter,
-                               QTableView, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+                               QLabel, QProgressBar, QPushButton, QSpinBox,
+                               QTableView, QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
+                               QWidget)
 
 from ...model import Model
 from ...quant import report as qreport
@@ -76,7 +77,7 @@ class QuantDock(QWidget):
             header.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)  # the message wraps
         self.findings_tree.itemClicked.connect(self._finding_clicked)
-        min_rows(self.findings_tree, 4)
+        min_rows(self.findings_tree, 8)
         self.compare_button = QPushButton("Compare with float model\u2026")
         self.compare_button.clicked.connect(self.compare_dialog)
         self.samples = QSpinBox()
@@ -140,10 +141,12 @@ class QuantDock(QWidget):
         self.error_hist.setMinimumHeight(60)
         self.detail = QLabel(NO_ROW)
         self.detail.setWordWrap(True)
-        left = QSplitter(Qt.Orientation.Vertical)
-        left.addWidget(self.findings_tree)
-        left.addWidget(self.table)
-        left.setSizes([90, 300])
+        # the findings and the tensors as two tabs: each keeps the dock's whole height (one
+        # above the other, person_detect's findings got two and a half rows)
+        left = self.lists = QTabWidget()
+        left.setDocumentMode(True)
+        self.findings_tab = left.addTab(self.findings_tree, "Spec findings")
+        self.tensors_tab = left.addTab(self.table, "Tensors")
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 0)
@@ -204,6 +207,7 @@ class QuantDock(QWidget):
         if q.report is not self._shown_report:
             self._shown_report = q.report
             self._show_table(q.report)
+            self.lists.setCurrentIndex(self.tensors_tab if q.report is not None else self.findings_tab)
             self.reportReady.emit(q.report)
         if ws.model is None:
             self.status.setText(NO_MODEL)
@@ -220,6 +224,8 @@ class QuantDock(QWidget):
 
     def _show_table(self, report) -> None:
         self.table_model.set_rows(qreport.rows(report) if report is not None else [])
+        self.lists.setTabText(self.tensors_tab, f"Tensors ({self.table_model.rowCount()})"
+                              if report is not None else "Tensors")
         self.overlay_hist.set_histograms(None, message="Select a compared tensor")
         self.error_hist.set_histogram(None)
         self.detail.setText(NO_ROW)
@@ -240,7 +246,12 @@ class QuantDock(QWidget):
             item.setForeground(0, SEVERITY_COLOURS.get(f.severity, QColor("#1f2328")))
             item.setToolTip(3, f.message)
             item.setData(0, Qt.ItemDataRole.UserRole, f)
-        self.findings_tree.setVisible(bool(findings))
+        if not findings:
+            item = QTreeWidgetItem(self.findings_tree, ["", "", "", "No spec findings" if
+                                                        self.ws.quant.findings is not None
+                                                        else "Checking the quantization spec\u2026"])
+            item.setFlags(Qt.ItemFlag.NoItemFlags)
+        self.lists.setTabText(self.findings_tab, f"Spec findings ({len(findings)})")
 
     def _finding_clicked(self, item: QTreeWidgetItem, _column: int = 0) -> None:
         f = item.data(0, Qt.ItemDataRole.UserRole)

@@ -93,7 +93,8 @@ class TensorPanel(QWidget):
         self.info.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.info.customContextMenuRequested.connect(self._context_menu)
 
-        self.histogram_pane = HistogramPane(self._values, self.no_values_message)
+        self.histogram_pane = HistogramPane(self._values, self.no_values_message,
+                                            live=lambda: self._live() is not NOT_RUNNING)
         overview = QSplitter(Qt.Orientation.Vertical)
         overview.addWidget(self.info)
         overview.addWidget(self.histogram_pane)
@@ -434,8 +435,15 @@ class TensorPanel(QWidget):
     def _describe_values(self, t: Tensor) -> None:
         """The sections that change while a run is paused: "not yet computed", statistics."""
         tree = self.info
-        if self._live() is None:
+        live = self._live()
+        if live is None:
             tree.add(tree.section("Run"), "values", "not yet computed in this run")
+        elif live is not NOT_RUNNING and live.shape is not None \
+                and tuple(live.shape) != tuple(t.shape or ()):
+            # a dynamic shape: the run computes another one than the file stores
+            sec = tree.section("Run")
+            tree.add(sec, "shape at this stop", shape_text(tuple(live.shape)))
+            tree.add(sec, "elements at this stop", f"{int(np.prod(live.shape)):,}")
         if self._has_values(t):
             quantized = t.quantization is not None and t.quantization.has_scale
             for source, label in (("Stored values", "Statistics (stored values)"),
