@@ -24,16 +24,24 @@ STATE_KEY, GEOMETRY_KEY = "window/state", "window/geometry"
 
 
 class _TabBars(QObject):
-    """Keeps the tab bars of tabified docks showing whole titles (Qt makes them lazily)."""
+    """Keeps the tab bars of tabified docks showing whole titles: Qt makes them lazily, as
+    children of the window (at ChildAdded a new one is not a QTabBar yet: the check waits
+    for the event loop)."""
 
     def __init__(self, window) -> None:
         super().__init__(window)
         self.window = window
+        self.pending = False
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
-        if event.type() == QEvent.Type.ChildAdded and isinstance(event.child(), QTabBar):
-            QTimer.singleShot(0, self.window.fix_tab_bars)
+        if event.type() == QEvent.Type.ChildAdded and not self.pending:
+            self.pending = True
+            QTimer.singleShot(0, self._fix)
         return False
+
+    def _fix(self) -> None:
+        self.pending = False
+        self.window.fix_tab_bars()
 
 
 class LayoutFlow:
@@ -69,6 +77,7 @@ class LayoutFlow:
         """View > Reset Layout: the docks where they start, sized for the window."""
         self.restoreState(self._default_state, LAYOUT_VERSION)
         self._size_docks()
+        self.fix_tab_bars()
         self.fold_problems(self.problems_panel.count() == 0)
         if self.remember_layout:
             self.settings.remove(STATE_KEY)
