@@ -545,6 +545,8 @@ class MainWindow(WorkspaceState, FileFlows, EditFlow, ShapeCheck, LayoutFlow, QM
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
         QTimer.singleShot(0, self._update_zoom_label)
+        if event.oldSize().width() > event.size().width() > 0:
+            QTimer.singleShot(0, self.keep_canvas_room)
 
     def about(self) -> None:
         QMessageBox.about(self, "About tflite-viewer",

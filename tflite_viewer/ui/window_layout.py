@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QMenu, QTabBar, QTreeW
                                QTreeWidgetItem, QVBoxLayout)
 
 #: the smallest widths at which the side docks still show their two columns
-MODEL_MIN_WIDTH = 230
+MODEL_MIN_WIDTH = 250
 SIDE_MIN_WIDTH = 280
 #: settings keys of the remembered layout (bump LAYOUT_VERSION when docks change names)
 LAYOUT_VERSION = 1
@@ -94,6 +94,24 @@ class LayoutFlow:
         self.resizeDocks([self.problems_dock], [max(160, h // 4)], Qt.Orientation.Vertical)
         self.resizeDocks([self.properties_dock, self.tensor_dock],
                          [int(h * 0.36), int(h * 0.64)], Qt.Orientation.Vertical)
+
+    def keep_canvas_room(self) -> None:
+        """After the window shrank: side docks wider than their share give the canvas its
+        room back when it has less than two fifths of the width (Qt takes a shrink out of
+        the centre alone: at 1024 px the canvas was left 290 px)."""
+        w = self.width()
+        centre = self.centralWidget().width()
+        if centre >= 0.4 * w:
+            return
+        docks, sizes = [], []
+        for dock, share, least in ((self.model_dock, 0.2, MODEL_MIN_WIDTH),
+                                   (self.properties_dock, 0.3, SIDE_MIN_WIDTH)):
+            cap = max(least, int(w * share))
+            if dock.isVisible() and not dock.isFloating() and dock.width() > cap:
+                docks.append(dock)
+                sizes.append(cap)
+        if docks:
+            self.resizeDocks(docks, sizes, Qt.Orientation.Horizontal)
 
     def showEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().showEvent(event)

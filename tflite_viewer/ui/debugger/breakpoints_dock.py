@@ -69,6 +69,7 @@ class BreakpointsDock(QWidget):
             item = QTreeWidgetItem([EMPTY, ""])
             item.setFlags(Qt.ItemFlag.NoItemFlags)
             self.tree.addTopLevelItem(item)
+            item.setFirstColumnSpanned(True)  # the empty state across the columns
         self.tree.blockSignals(False)
 
     def _id(self, item: QTreeWidgetItem | None) -> int | None:

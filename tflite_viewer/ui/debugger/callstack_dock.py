@@ -45,6 +45,7 @@ class CallStackDock(QWidget):
             item = QTreeWidgetItem([state + EMPTY, ""])
             item.setFlags(Qt.ItemFlag.NoItemFlags)
             self.tree.addTopLevelItem(item)
+            item.setFirstColumnSpanned(True)  # the empty state across the columns
             return
         frames = list(zip(stop.position, stop.op_names))
         for (sg, op), name in reversed(frames):

@@ -80,6 +80,7 @@ class DebuggerController(QObject):
         menus.build_actions(self)
         self.state_label = StateLabel(self.hub)
         window.statusBar().addPermanentWidget(self.state_label)
+        self.state_label.setText("")  # hidden until a session starts
         self.canvas = DebugCanvas(self)
         self.hub.subscribe(self._workspace_changed, DEBUG, BREAKPOINTS)
         window.selectionChanged.connect(lambda _s: self._update_actions())

@@ -5,6 +5,7 @@ session, empties it.  Its size is fixed.  A label that grows with its text asks 
 bar, and through it the main window's whole dock layout, to lay out again at every step
 (every dock animates its geometry): a fixed size keeps a step's text change a repaint of the
 label alone.  A text too long for it is elided in the middle; the tooltip has all of it.
+Without a session it is hidden, and the status bar's messages have its room.
 """
 from __future__ import annotations
 
@@ -46,6 +47,10 @@ class StateLabel(QLabel):
     def setText(self, text: str) -> None:  # noqa: N802 - Qt API
         super().setText(text)
         self.setToolTip(text)
+        # without a session it takes no room: the status bar's messages get the width
+        # (set only when a session starts or ends, not at every step)
+        if self.isHidden() == bool(text):
+            self.setVisible(bool(text))
 
     def paintEvent(self, _event) -> None:  # noqa: N802 - Qt API
         painter = QPainter(self)

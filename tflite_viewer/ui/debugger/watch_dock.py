@@ -61,6 +61,7 @@ class WatchDock(QWidget):
             item = QTreeWidgetItem([EMPTY])
             item.setFlags(Qt.ItemFlag.NoItemFlags)
             self.tree.addTopLevelItem(item)
+            item.setFirstColumnSpanned(True)  # the empty state across the columns
             item.setFirstColumnSpanned(True)
             return
         for pin in ws.watches.pins:

@@ -27,7 +27,7 @@ from .. import editors as ed
 from .. import tensor_stats as ts
 from ..selection import producers_consumers
 from . import common
-from .common import LinkTree, Row, format_value
+from .common import ElidedLabel, LinkTree, Row, format_value
 from .tensor_comparison import TensorComparison
 from .tensor_histogram import HistogramPane
 from .tensor_quantization import WARNING, ZERO_POINT_RANGES, QuantizationEditor
@@ -72,13 +72,12 @@ class TensorPanel(QWidget):
         self.shape_check = None  # the window's ShapeInference after an edit (computed shapes)
         self._values_mark: tuple[int, int] | None = None  # where the value sections begin
 
-        self.title = QLabel("No tensor selected")
+        self.title = ElidedLabel("No tensor selected")
         self.title.setStyleSheet("font-weight: bold; padding: 4px;")
-        self.title.setWordWrap(True)
-        self.save_button = QPushButton("Save .npy\u2026")
+        self.save_button = QPushButton("Save\u2026")
         self.save_button.setToolTip("Save the tensor's values (dense, in its own dtype) as a NumPy file")
         self.save_button.clicked.connect(self._save_dialog)
-        self.replace_button = QPushButton("Replace .npy\u2026")
+        self.replace_button = QPushButton("Replace\u2026")
         self.replace_button.setToolTip("Replace the constant's values from a NumPy file")
         self.replace_button.clicked.connect(self.replace_dialog)
         self.replace_button.hide()
