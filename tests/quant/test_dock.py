@@ -28,7 +28,7 @@ def test_dock_end_to_end(window, qtbot, tmp_path):
     with qtbot.waitSignal(dock.findingsChanged, timeout=20_000):
         assert window.open_path(SMALL_INT8, wait=True)
     assert dock.findings == [] and dock.findings_tree.topLevelItemCount() == 1  # its empty state
-    assert dock.findings_tree.topLevelItem(0).text(3) == "No spec findings"
+    assert dock.findings_tree.topLevelItem(0).text(0) == "No spec findings"
     seen = []
     dock._progress.changed.connect(lambda d, t, m: seen.append((d, t)))
     _run(qtbot, dock)

@@ -128,6 +128,7 @@ def install(window: "MainWindow") -> QuantDock:
     if view_menu is not None:
         toggle = window.quant_dock.toggleViewAction()
         toggle.setShortcut(QKeySequence("Ctrl+Shift+Q"))
+        toggle.triggered.connect(lambda on: on and window.quant_dock.raise_())  # in front of its tabs
         view_menu.addAction(toggle)
     overlay = QuantCanvasOverlay(window, dock)
     window.quant_overlay = overlay

@@ -129,7 +129,9 @@ def build_actions(ctl) -> None:
     menu.addAction(ctl.crosscheck_action)
     menu.addSeparator()
     for dock in ctl.docks:
-        menu.addAction(dock.toggleViewAction())
+        toggle = dock.toggleViewAction()
+        toggle.triggered.connect(lambda on, d=dock: on and d.raise_())  # in front of its tabs
+        menu.addAction(toggle)
 
 
 def add_menu_actions(ctl, menu: QMenu) -> None:

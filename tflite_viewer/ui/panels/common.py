@@ -62,8 +62,14 @@ class ElidedLabel(QLabel):
 
 def min_rows(view: QAbstractItemView, rows: int = 8) -> None:
     """Keep room for ``rows`` rows and the header in a table or tree: a dock sharing its
-    area can shrink it no further (a table showing one row at a time is no table)."""
+    area can shrink it no further (a table showing one row at a time is no table).  A
+    table's rows are made compact (the font's height and a little), as a tree's are."""
     row = max(view.fontMetrics().height() + 6, 18)
+    vertical = getattr(view, "verticalHeader", None)
+    if vertical is not None:  # a table: its rows are as high as its vertical header says
+        vertical().setDefaultSectionSize(row + 2)
+        vertical().setMinimumSectionSize(row)
+        row += 2
     header = getattr(view, "header", None) or getattr(view, "horizontalHeader")
     head = header().sizeHint().height() if header is not None else 0
     view.setMinimumHeight(head + rows * row + 2 * view.frameWidth() + 4)

@@ -31,7 +31,7 @@ from ...quant import report as qreport
 from .. import tensor_stats as ts
 from ..histogram_widget import HistogramWidget
 from ..workspace import MODEL, QUANT, Hub, Workspace
-from .common import min_rows, panel_layout, split_panes
+from .common import ElidedLabel, min_rows, panel_layout, split_panes
 from .quant_runs import Comparison, SpecCheck
 from .quant_source import DEBUGGER, SampleSource
 from .quant_table import COLUMNS, SEVERITY_COLOURS, SORT_ROLE, QuantTableModel, _text  # noqa: F401
@@ -105,12 +105,17 @@ class QuantDock(QWidget):
             self.settings.value("quant/overlay", None)), 0))
         self.overlay_metric.currentIndexChanged.connect(
             lambda _i: self.settings.setValue("quant/overlay", self.overlay_metric.currentData() or ""))
-        self.status = QLabel(NO_MODEL)
-        self.status.setWordWrap(True)
+        # the combos may shrink (their lists show all): the dock must not widen the window
+        for combo in (self.overlay_metric, self.source.combo):
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(14)
+        # one line, cut in the middle (the tooltip has all of it): a wrapped status line
+        # needs more height as the dock narrows, which made the window grow
+        self.status = ElidedLabel(NO_MODEL)
         # two short rows of controls (the dock must not widen the window: it shares the
         # bottom area), then the status line with the progress bar beside it
         bar = QVBoxLayout()
-        for widgets in ((self.compare_button, self.samples, self.fallback, self.cancel_button),
+        for widgets in ((self.compare_button, self.samples, self.fallback),
                         (self.source, self.overlay_metric, self.export_button)):
             row = QHBoxLayout()
             for w in widgets:
@@ -120,6 +125,7 @@ class QuantDock(QWidget):
         status_row = QHBoxLayout()
         status_row.addWidget(self.status, 1)
         status_row.addWidget(self.progress)
+        status_row.addWidget(self.cancel_button)  # beside its progress, not widening a row
         bar.addLayout(status_row)
         self._source_changed(self.source.kind)
         self.table_model = QuantTableModel(self)
@@ -246,11 +252,12 @@ class QuantDock(QWidget):
             item.setForeground(0, SEVERITY_COLOURS.get(f.severity, QColor("#1f2328")))
             item.setToolTip(3, f.message)
             item.setData(0, Qt.ItemDataRole.UserRole, f)
-        if not findings:
-            item = QTreeWidgetItem(self.findings_tree, ["", "", "", "No spec findings" if
-                                                        self.ws.quant.findings is not None
-                                                        else "Checking the quantization spec\u2026"])
+        if not findings:  # the empty state, across the columns
+            item = QTreeWidgetItem(self.findings_tree, [
+                "No spec findings" if self.ws.quant.findings is not None
+                else "Checking the quantization spec\u2026"])
             item.setFlags(Qt.ItemFlag.NoItemFlags)
+            item.setFirstColumnSpanned(True)
         self.lists.setTabText(self.findings_tab, f"Spec findings ({len(findings)})")
 
     def _finding_clicked(self, item: QTreeWidgetItem, _column: int = 0) -> None:
