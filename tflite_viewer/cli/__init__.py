@@ -55,6 +55,15 @@ def _window_parser() -> argparse.ArgumentParser:
                              "operator N (of --subgraph, default 0), the debugger docks shown")
     parser.add_argument("--inputs", metavar="IN.npz", default=None,
                         help="with --run-to: input arrays keyed by input name (else seeded)")
+    parser.add_argument("--cross-check", action="store_true",
+                        help="with --screenshot: cross-check with LiteRT, its dock shown, "
+                             "coloured by error, the largest error selected")
+    parser.add_argument("--compare-float", metavar="FLOAT.tflite", default=None,
+                        help="with --screenshot: compare MODEL (quantized) with its float "
+                             "original in the Quantization dock, the worst tensor selected")
+    parser.add_argument("--overlay", metavar="METRIC", default=None,
+                        help="with --compare-float: colour the canvas by METRIC (sqnr_db, "
+                             "cosine, fallback_gain_db, ...)")
     parser.add_argument("--check", action="store_true",
                         help="report whether this machine has what the window needs (Qt's system "
                              "libraries) and exit: 0 all present, 1 something missing")

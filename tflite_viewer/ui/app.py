@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import tempfile
 from argparse import Namespace
 from pathlib import Path
 
@@ -57,12 +58,15 @@ def run_app(args: Namespace) -> int:
     select = getattr(args, "select", None)
     subgraph = getattr(args, "subgraph", None)
     run_to = getattr(args, "run_to", None)
-    if run_to is not None and not screenshot:
-        sys.stderr.write("tflite-viewer: error: --run-to goes with --screenshot\n")
-        return 2
+    steps = {k: getattr(args, k, None) for k in ("cross_check", "compare_float", "overlay")}
+    for flag, value in (("--run-to", run_to), ("--cross-check", steps["cross_check"] or None),
+                        ("--compare-float", steps["compare_float"])):
+        if value is not None and not screenshot:
+            sys.stderr.write(f"tflite-viewer: error: {flag} goes with --screenshot\n")
+            return 2
     if screenshot:
         return take_screenshot(model, Path(screenshot), select=select, subgraph=subgraph,
-                               run_to=run_to, inputs=getattr(args, "inputs", None))
+                               run_to=run_to, inputs=getattr(args, "inputs", None), **steps)
 
     install_excepthook()
     window = MainWindow(errors=reporter())
@@ -75,9 +79,11 @@ def run_app(args: Namespace) -> int:
 
 def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgraph: str | None = None,
                     size: tuple[int, int] = SCREENSHOT_SIZE, run_to: int | None = None,
-                    inputs: str | None = None) -> int:
-    """Open ``model`` in a window of ``size``, select, and save the window to ``out``;
-    with ``run_to``, first run the debugger to just before that operator."""
+                    inputs: str | None = None, cross_check: bool = False,
+                    compare_float: str | None = None, overlay: str | None = None) -> int:
+    """Open ``model`` in a window of ``size`` (the default layout), select, and save the
+    window to ``out``; with ``run_to``, first run the debugger to just before that operator;
+    with ``cross_check`` / ``compare_float``, show that analysis (`screenshot_steps`)."""
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
@@ -89,9 +95,12 @@ def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgra
         sys.stderr.write(f"tflite-viewer: error: --screenshot {out.name}: the output must end in .png\n")
         return 2
     make_app()
-    settings = QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, "tflite-viewer", "screenshot")
+    # settings of this screenshot alone: nothing chosen in an earlier one (a dock's overlay,
+    # sample count, layout) changes what this one shows
+    scratch = tempfile.TemporaryDirectory(prefix="tflite-viewer-screenshot-")
+    settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.Format.IniFormat)
     errors = ErrorReporter(interactive=False)  # messages go to stderr, no modal dialog
-    window = MainWindow(settings=settings, errors=errors)
+    window = MainWindow(settings=settings, errors=errors, remember_layout=False)
     window.resize(*size)
     window.show()
     QApplication.processEvents()
@@ -102,6 +111,12 @@ def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgra
         if run_to is not None:
             from .debugger.screenshot import pause_before
             pause_before(window, run_to, inputs)
+        if cross_check or compare_float:
+            from . import screenshot_steps
+            if cross_check:
+                screenshot_steps.cross_check(window)
+            if compare_float:
+                screenshot_steps.compare_float(window, compare_float, overlay)
         if select:
             window.select_spec(select)
     except ValueError as exc:

@@ -35,6 +35,9 @@ class CanvasLegend(QWidget):
     def set_range(self, title: str, low: str, high: str) -> None:
         """Show ``title`` over the ramp, ``low`` under its left end and ``high`` its right."""
         self.metric_name, self.low_text, self.high_text = title, low, high
+        metrics = self.fontMetrics()
+        self.setFixedWidth(max(WIDTH, metrics.horizontalAdvance(title) + 20,
+                               metrics.horizontalAdvance(f"{low}  {high}") + 24))
         self.place()
         self.show()
         self.raise_()

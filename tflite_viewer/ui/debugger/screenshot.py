@@ -11,7 +11,8 @@ from ...interpreter.inputs import match_inputs
 WAIT_MS = 600_000
 
 
-def wait_until(condition: Callable[[], bool], signals, timeout_ms: int) -> bool:
+def wait_until(condition: Callable[[], bool], signals, timeout_ms: int,
+               poll_ms: int | None = None) -> bool:
     """Run the event loop until ``condition()`` holds (checked now, and again whenever one
     of ``signals`` fires) or ``timeout_ms`` pass; True when it holds.
 
@@ -19,11 +20,16 @@ def wait_until(condition: Callable[[], bool], signals, timeout_ms: int) -> bool:
     worker's queued results).  A lambda connected to a worker's own signal without a
     context object runs on the worker's thread, possibly before the loop starts: that
     quit was lost and ``--screenshot --run-to`` waited out its 10 s timeout (issue 25,
-    item 15).  Checking the condition first and after each signal cannot miss one."""
+    item 15).  Checking the condition first and after each signal cannot miss one.
+    ``poll_ms`` also checks it that often (for a condition no signal announces)."""
     loop = QEventLoop()
     timer = QTimer()
     timer.setSingleShot(True)
     timer.timeout.connect(loop.quit)
+    poll = QTimer()
+    if poll_ms:
+        poll.timeout.connect(loop.quit)
+        poll.start(poll_ms)
     for signal in signals:
         signal.connect(loop.quit)  # a slot of the loop, a QObject of this thread
     try:
@@ -33,6 +39,7 @@ def wait_until(condition: Callable[[], bool], signals, timeout_ms: int) -> bool:
         return bool(condition())
     finally:
         timer.stop()
+        poll.stop()
         for signal in signals:
             signal.disconnect(loop.quit)
 

@@ -108,7 +108,7 @@ class QuantDock(QWidget):
         # the combos may shrink (their lists show all): the dock must not widen the window
         for combo in (self.overlay_metric, self.source.combo):
             combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-            combo.setMinimumContentsLength(14)
+            combo.setMinimumContentsLength(20)
         # one line, cut in the middle (the tooltip has all of it): a wrapped status line
         # needs more height as the dock narrows, which made the window grow
         self.status = ElidedLabel(NO_MODEL)
