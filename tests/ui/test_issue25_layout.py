@@ -246,3 +246,18 @@ def _items(tree):
     for i in range(tree.topLevelItemCount()):
         walk(tree.topLevelItem(i))
     return out
+
+
+def test_item14_an_edge_label_never_says_the_same_shape_twice():
+    """A stale batch (small_cnn_dilated stores 1 where SPACE_TO_BATCH_ND computes 4, as
+    LiteRT does) in a dimension the signature leaves open: the label shows the numbers,
+    not "?x18x18x8 float32 != stored ?x18x18x8"."""
+    from tflite_viewer.ui.scene_data import TextMeasure, build_scene_data
+    model = load_model(model_path("small_cnn_dilated_float.tflite"))
+    check = infer_shapes(model)
+    assert {m.tensor: m.inferred for m in check.mismatches} == {14: (4, 18, 18, 8), 15: (4, 16, 16, 8)}
+    sd = build_scene_data(model, 0, TextMeasure(),
+                          computed_shapes={m.tensor: m.inferred for m in check.mismatches})
+    flagged = {t: text for _x, _y, text, t in sd.edge_labels if "\u2260" in text}
+    assert flagged == {14: "4x18x18x8 float32 \u2260 stored 1x18x18x8",
+                       15: "4x16x16x8 float32 \u2260 stored 1x16x16x8"}

@@ -435,7 +435,8 @@ def _tensor_text(model, subgraph: int, graph: nx.MultiDiGraph | None,
         dynamic = [sig is not None and len(sig) == len(shape) and sig[i] < 0 for i in range(len(shape))]
         dims = "x".join("?" if dyn else str(d) for d, dyn in zip(shape, dynamic)) or "scalar"
         stored, dtype = text(t).rsplit(" ", 1)
-        if dims == stored:  # they differ only where the signature leaves the size open
-            return text(t)
+        if dims == stored:  # they differ where the signature leaves the size open: say how
+            dims = "x".join(map(str, shape)) or "scalar"
+            stored = "x".join(str(int(d)) for d in tcols.shape[t]) or "scalar"
         return f"{dims} {dtype} \u2260 stored {stored}"
     return flagged
