@@ -88,7 +88,8 @@ class DebugOverlayItem(QGraphicsItem):
             return
         m = self._margin()
         dirty = QRectF()
-        for op in changed_ops + [old_current, current]:
+        moved = [old_current, current] if old_current != current else []
+        for op in changed_ops + moved:
             r = self.op_rect(op) if op is not None else None
             if r is not None:
                 dirty = dirty.united(r.adjusted(-m, -m, m, m))

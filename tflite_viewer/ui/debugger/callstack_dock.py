@@ -35,6 +35,10 @@ class CallStackDock(QWidget):
 
     def render(self, ws) -> None:
         stop = ws.debug.last_stop if ws.debug.active else None
+        shown = getattr(self, "_shown", None)
+        if stop is not None and shown is not None and shown[0] is stop and shown[1] is ws.model:
+            return  # the same stop (a command just started): nothing to redo
+        self._shown = (stop, ws.model)
         names = [] if ws.model is None else [sg.display_name for sg in ws.model.subgraphs]
         self.set_stop(stop, names)
 

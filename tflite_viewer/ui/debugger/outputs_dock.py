@@ -87,7 +87,8 @@ class OutputsDock(QWidget):
     def render(self, ws) -> None:
         out = ws.debug.outputs
         if out is None:
-            self.clear()
+            if getattr(self, "_shown", None) is not None or self.texts:
+                self.clear()  # (already empty: left as it is, no layout to redo)
             return
         if getattr(self, "_shown", None) is out:
             return  # the same run's outputs (a step of another run does not change them)

@@ -83,6 +83,10 @@ class ProfileDock(QWidget):
             self._stale = True
             return
         self._stale = False
+        shown = getattr(self, "_shown", None)
+        if shown is not None and shown[0] is ws.debug.profile and shown[1] is ws.model:
+            return  # the same times (a command just started)
+        self._shown = (ws.debug.profile, ws.model)
         if ws.model is None or not ws.debug.profile:
             self.set_times({}, {})
             return

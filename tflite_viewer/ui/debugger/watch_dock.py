@@ -56,6 +56,13 @@ class WatchDock(QWidget):
         """Every pin of ``ws`` with its values at the paused run's stop ("not computed"
         without them); the empty state says how to pin."""
         snaps = ws.debug.snapshots if ws.debug.active else {}
+        pins = tuple(ws.watches.pins)
+        values = [snaps.get(p.key) for p in pins]
+        shown = getattr(self, "_shown", None)
+        if shown is not None and shown[0] == pins and len(shown[1]) == len(values) and \
+                all(a is b for a, b in zip(shown[1], values)):
+            return  # a stop that changed none of the pinned values: nothing to redo
+        self._shown = (pins, values)  # (the snapshots are kept: identity stays meaningful)
         self.tree.clear()
         if not ws.watches.pins:
             item = QTreeWidgetItem([EMPTY])
