@@ -9,8 +9,9 @@ the centre and crushing the docks beside it (lstm_float's WHILE bodies left the 
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QToolButton, QWidget
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
+from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePolicy,
+                               QToolButton, QWidget)
 
 from ..model import Model
 from .navigation import Call, Crumb
@@ -37,20 +38,35 @@ class NavigationBar(QWidget):
         super().__init__(parent)
         self.combo = QComboBox()
         self.combo.setMinimumWidth(220)
-        # long subgraph names must not widen it: it shows 36 characters, the list all
+        # long subgraph names must not widen it: it shows 24 characters, the list all
         self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.combo.setMinimumContentsLength(36)
+        self.combo.setMinimumContentsLength(24)
         self.combo.setToolTip("Subgraph (name or signature key)")
         self.combo.activated.connect(self.subgraphChosen)
-        self._crumbs = QHBoxLayout()
+        # the trail lives in a scroll area without bars: where the canvas is narrower than
+        # the trail it is cut (scrolled to its end, where the user is), never squeezed
+        # over the selector
+        holder = QWidget()
+        self._crumbs = QHBoxLayout(holder)
+        self._crumbs.setContentsMargins(0, 0, 0, 0)
         self._crumbs.setSpacing(2)
+        self._crumbs.addStretch(1)
+        self.trail_area = QScrollArea()
+        self.trail_area.setWidget(holder)
+        self.trail_area.setWidgetResizable(True)
+        self.trail_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.trail_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.trail_area.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.trail_area.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.trail_area.setFixedHeight(self.combo.sizeHint().height() + 2)
+        self.trail_area.setStyleSheet("QScrollArea, QScrollArea > QWidget > QWidget "
+                                      "{ background: transparent; }")
         layout = QHBoxLayout(self)
         layout.setContentsMargins(6, 3, 6, 3)
         layout.addWidget(QLabel("Subgraph"))
         layout.addWidget(self.combo)
         layout.addSpacing(12)
-        layout.addLayout(self._crumbs)
-        layout.addStretch(1)
+        layout.addWidget(self.trail_area, 1)
         self.trail: list[Crumb] = []
         self.sibling_buttons: list[QToolButton] = []
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
@@ -79,12 +95,13 @@ class NavigationBar(QWidget):
             item = self._crumbs.takeAt(0)
             if item.widget():
                 item.widget().deleteLater()
+        self._crumbs.addStretch(1)  # crumbs go before it: left-aligned
         if len(trail) < 2:
             return
         self._add_crumbs(trail)
         if siblings:
-            self._crumbs.addSpacing(10)
-            self._crumbs.addWidget(QLabel("also:"))
+            self._crumbs.insertSpacing(self._crumbs.count() - 1, 10)
+            self._add(QLabel("also:"))
         for call, label in siblings:
             button = QToolButton()
             button.setText(label)
@@ -92,18 +109,30 @@ class NavigationBar(QWidget):
             button.setToolTip(f"Show the {call.role} subgraph of the same operator instead")
             button.setStyleSheet("color: #0969da;")
             button.clicked.connect(lambda _=False, c=call: self.callChosen.emit(c))
-            self._crumbs.addWidget(button)
+            self._add(button)
             self.sibling_buttons.append(button)
+
+    def _reveal(self, widget: QWidget) -> None:
+        try:
+            self.trail_area.ensureWidgetVisible(widget, 8, 0)
+        except RuntimeError:  # the trail was rebuilt meanwhile: that crumb is gone
+            pass
+
+    def _add(self, widget: QWidget) -> None:
+        """A crumb (or label, or sibling button) after the others, before the stretch."""
+        self._crumbs.insertWidget(self._crumbs.count() - 1, widget)
 
     def _add_crumbs(self, trail: list[Crumb]) -> None:
         for i, crumb in enumerate(trail):
             if i:
-                self._crumbs.addWidget(QLabel("\u203a"))
+                self._add(QLabel("\u203a"))
             if i == len(trail) - 1:  # where we are: plain bold text
                 here = QLabel(crumb.label)
                 here.setStyleSheet("font-weight: bold; color: #1f2328;")
                 here.setToolTip(crumb.label)
-                self._crumbs.addWidget(here)
+                self._add(here)
+                # where the user is stays in sight when the trail is cut
+                QTimer.singleShot(0, lambda w=here: self._reveal(w))
                 continue
             button = QToolButton()
             button.setText(crumb.label)
@@ -111,4 +140,4 @@ class NavigationBar(QWidget):
             button.setToolTip(f"Back to subgraph {crumb.subgraph}: {crumb.label}")
             button.setStyleSheet("color: #0969da;")
             button.clicked.connect(lambda _=False, pos=i: self.crumbChosen.emit(pos))
-            self._crumbs.addWidget(button)
+            self._add(button)
