@@ -37,10 +37,11 @@ class NavigationBar(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.combo = QComboBox()
+        # as wide as its names, between these (a long name must not widen the centre; the
+        # list shows them all)
+        self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.combo.setMinimumWidth(220)
-        # long subgraph names must not widen it: it shows 24 characters, the list all
-        self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.combo.setMinimumContentsLength(24)
+        self.combo.setMaximumWidth(360)
         self.combo.setToolTip("Subgraph (name or signature key)")
         self.combo.activated.connect(self.subgraphChosen)
         # the trail lives in a scroll area without bars: where the canvas is narrower than
