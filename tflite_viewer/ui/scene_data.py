@@ -323,7 +323,8 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
     ``reuse_layout``: the layout of an earlier version of the same subgraph.  After an edit
     that changed only labels (options, versions, names, shapes), the boxes stay where they
     were and only the text is new; it is used only if the graph still has exactly its nodes
-    and edges, else the subgraph is laid out afresh.
+    and edges and every new text fits its old box (a longer options line, "3x3 s2x1 SAME
+    relu", would be cut), else the subgraph is laid out afresh.
     """
     measure = measure or TextMeasure()
     if graph is None:
@@ -339,9 +340,13 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
         factory = functools.partial(lambda g: g, graph)
         defects = list(graph.graph.get("defects", ()))
         ga = None
+    lay = None
     if reuse_layout is not None and ga is not None and same_structure(reuse_layout, ids, src, dst, tensors):
-        lay = reuse_layout
-    else:
+        widths, heights = _sizes(labels, measure)
+        old = reuse_layout.arrays
+        if (widths <= old.w + 0.5).all() and (heights <= old.h + 0.5).all():
+            lay = reuse_layout  # every new text fits its box: the boxes stay where they were
+    if lay is None:
         widths, heights = _sizes(labels, measure)
         if ga is not None:
             lay = layout_arrays(ga, widths, heights, layer_gap=LAYER_GAP, node_gap=NODE_GAP)
@@ -430,5 +435,8 @@ def _tensor_text(model, subgraph: int, graph: nx.MultiDiGraph | None,
         dynamic = [sig is not None and len(sig) == len(shape) and sig[i] < 0 for i in range(len(shape))]
         dims = "x".join("?" if dyn else str(d) for d, dyn in zip(shape, dynamic)) or "scalar"
         stored, dtype = text(t).rsplit(" ", 1)
+        if dims == stored:  # they differ where the signature leaves the size open: say how
+            dims = "x".join(map(str, shape)) or "scalar"
+            stored = "x".join(str(int(d)) for d in tcols.shape[t]) or "scalar"
         return f"{dims} {dtype} \u2260 stored {stored}"
     return flagged

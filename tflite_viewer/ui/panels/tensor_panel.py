@@ -27,7 +27,7 @@ from .. import editors as ed
 from .. import tensor_stats as ts
 from ..selection import producers_consumers
 from . import common
-from .common import LinkTree, Row, format_value
+from .common import ElidedLabel, LinkTree, Row, format_value
 from .tensor_comparison import TensorComparison
 from .tensor_histogram import HistogramPane
 from .tensor_quantization import WARNING, ZERO_POINT_RANGES, QuantizationEditor
@@ -72,13 +72,12 @@ class TensorPanel(QWidget):
         self.shape_check = None  # the window's ShapeInference after an edit (computed shapes)
         self._values_mark: tuple[int, int] | None = None  # where the value sections begin
 
-        self.title = QLabel("No tensor selected")
+        self.title = ElidedLabel("No tensor selected")
         self.title.setStyleSheet("font-weight: bold; padding: 4px;")
-        self.title.setWordWrap(True)
-        self.save_button = QPushButton("Save .npy\u2026")
+        self.save_button = QPushButton("Save\u2026")
         self.save_button.setToolTip("Save the tensor's values (dense, in its own dtype) as a NumPy file")
         self.save_button.clicked.connect(self._save_dialog)
-        self.replace_button = QPushButton("Replace .npy\u2026")
+        self.replace_button = QPushButton("Replace\u2026")
         self.replace_button.setToolTip("Replace the constant's values from a NumPy file")
         self.replace_button.clicked.connect(self.replace_dialog)
         self.replace_button.hide()
@@ -93,7 +92,8 @@ class TensorPanel(QWidget):
         self.info.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.info.customContextMenuRequested.connect(self._context_menu)
 
-        self.histogram_pane = HistogramPane(self._values, self.no_values_message)
+        self.histogram_pane = HistogramPane(self._values, self.no_values_message,
+                                            live=lambda: self._live() is not NOT_RUNNING)
         overview = QSplitter(Qt.Orientation.Vertical)
         overview.addWidget(self.info)
         overview.addWidget(self.histogram_pane)
@@ -213,6 +213,7 @@ class TensorPanel(QWidget):
             log.exception("describing tensor %s", tensor.index)
             self.info.add(self.info.section("Error"), "error", str(exc))
         self.save_button.setEnabled(self._values("Stored values") is not None)
+        self.info.fit_key_column(140, None)
         self.histogram_pane.show_tensor(tensor)
         self.values_pane.show_tensor(tensor)
 
@@ -433,8 +434,15 @@ class TensorPanel(QWidget):
     def _describe_values(self, t: Tensor) -> None:
         """The sections that change while a run is paused: "not yet computed", statistics."""
         tree = self.info
-        if self._live() is None:
+        live = self._live()
+        if live is None:
             tree.add(tree.section("Run"), "values", "not yet computed in this run")
+        elif live is not NOT_RUNNING and live.shape is not None \
+                and tuple(live.shape) != tuple(t.shape or ()):
+            # a dynamic shape: the run computes another one than the file stores
+            sec = tree.section("Run")
+            tree.add(sec, "shape at this stop", shape_text(tuple(live.shape)))
+            tree.add(sec, "elements at this stop", f"{int(np.prod(live.shape)):,}")
         if self._has_values(t):
             quantized = t.quantization is not None and t.quantization.has_scale
             for source, label in (("Stored values", "Statistics (stored values)"),
