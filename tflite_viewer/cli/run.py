@@ -219,7 +219,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _main(args: argparse.Namespace) -> int:
     from ..interpreter import Interpreter
-    from ..interpreter.inputs import complete_inputs, input_specs, positional
+    from ..interpreter.inputs import complete_inputs, input_specs
 
     if args.tolerance is not None and not args.tolerance >= 0:
         raise ValueError(f"--tolerance must be a relative error >= 0, not {args.tolerance}")
@@ -245,7 +245,7 @@ def _main(args: argparse.Namespace) -> int:
     interp = Interpreter(model, **budgets) if args.rounding is None else \
         Interpreter(model, rounding=args.rounding, **budgets)
     t0 = time.perf_counter()
-    interp.invoke(positional(model, arrays, signature), signature=signature)
+    interp.invoke(arrays, signature=signature)  # by name: a signature has no order
     seconds = time.perf_counter() - t0
 
     sgi = specs[0].subgraph if specs else (

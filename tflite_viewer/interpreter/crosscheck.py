@@ -45,7 +45,7 @@ from .comparison import (DEFAULT_TOLERANCE, DEFAULT_UNITS, KERNELS, MODES,  # no
                          OPTIMIZED_UNITS, CrossCheckReport, Error, LiteRTRun, TensorRow,
                          compare_runs, compare_tensor, isolated_run, real_values,
                          resolve_mode, similarity)
-from .inputs import complete_inputs, input_specs, positional
+from .inputs import complete_inputs, input_specs
 
 DEFAULT_TIMEOUT = 600.0
 RESOLVERS = ("BUILTIN_REF", "BUILTIN", "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
@@ -349,7 +349,7 @@ def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
                 Interpreter(model, rounding=rounding)
             if hook is not None:
                 interpreter.add_hook("after", hook)
-            interpreter.invoke(positional(model, arrays, signature), signature=signature)
+            interpreter.invoke(arrays, signature=signature)  # by input name
         elif hook is not None:
             raise ValueError("pass either an interpreter that already ran or a hook, not both")
         run = run_litert(path, arrays, signature, resolver, fallback=fallback, timeout=timeout)

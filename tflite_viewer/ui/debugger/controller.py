@@ -461,6 +461,8 @@ class DebuggerController(QObject):
             entry = self.specs[0].subgraph
         sg = model.subgraphs[entry]
         by_name = {sg.tensors[i].name: i for i in sg.outputs}
+        if self.signature is not None:  # outputs named, and ordered, by the signature
+            by_name = {m.name: m.tensor_index for m in model.signature(self.signature).outputs}
         producers = {}
         for op in sg.operators:
             for o in op.outputs:

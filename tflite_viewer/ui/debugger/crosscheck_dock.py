@@ -43,11 +43,11 @@ class CrossCheck:
 def run_cross_check(model, inputs: dict, signature: str | None) -> CrossCheck:
     """Qt-free: our run and LiteRT's on ``inputs``, compared (runs on a pool thread)."""
     from ...interpreter import Interpreter
-    from ...interpreter.inputs import complete_inputs, positional
+    from ...interpreter.inputs import complete_inputs
 
     arrays, _ = complete_inputs(model, inputs or {}, 0, signature)
     interp = Interpreter(model)
-    interp.invoke(positional(model, arrays, signature), signature=signature)
+    interp.invoke(arrays, signature=signature)  # by input name
     report = compare_with_litert(model, arrays, signature=signature, interpreter=interp)
     sg = interp.subgraphs[report.subgraph]
     ours = {r.tensor: np.array(sg.tensors[r.tensor].data) for r in report.rows
