@@ -216,3 +216,18 @@ def test_forms_without_kernels_yet_are_refused_with_the_documented_error(form):
         **{**_inputs(0), "tokens": np.array([[7]], np.int32),
            "input_pos": np.array([0], np.int32)})["logits"]
     assert logits.shape == (1, 1, VOCAB) and np.abs(logits).max() > 0.1
+
+
+def test_quant_compares_weight_only_int8_with_float_on_both_signatures():
+    """`quant` on the decoder: both entries run (prefill's subgraph 0 and the decode
+    signature) with each input fed by name.  Before, decode's int32 ``input_pos`` got a
+    float sample meant for a kv cache input ("input 'decode_input_pos' is INT32; got
+    float32 values").  Weight-only int8 of random weights keeps the outputs close."""
+    from tflite_viewer.quant.analysis import analyze
+    report = analyze(path("q8_wo"), path("f32"), samples=1, seed=3)
+    entries = {e["signature"]: e for e in report.entry_outputs}
+    assert set(entries) == {None, "decode"}
+    assert entries["decode"]["subgraph"] == load_model(path("f32")).signature(
+        "decode").subgraph_index
+    for e in entries.values():
+        assert 30 < e["sqnr_db"] < 100 and e["cosine"] > 0.999
