@@ -54,6 +54,16 @@ class Interpreter(Executor):
     reproduces LiteRT builds compiled with TFLITE_SINGLE_ROUNDING; the two differ on exact
     ties.  Any other value is a ValueError.
 
+    Signatures take their inputs by name, as LiteRT's SignatureRunner does::
+
+        interp.invoke({"tokens": t, "input_pos": p, ...}, signature="decode")
+        interp.signature_runner("decode")(tokens=t, input_pos=p, ...)
+
+    A signature lists its inputs in its own order, which need not be its subgraph's
+    (litert-torch's prefill and decode signatures are alphabetical): a list, or an input
+    position, for a signature is an `InputError`.  Without a signature a list follows the
+    subgraph's ``inputs`` order.
+
     Budgets (see `tflite_viewer.interpreter.budget`): ``max_allocation_bytes`` bounds every
     tensor, input and the prepared arena (checked before allocating); ``max_iterations``
     bounds each WHILE execution; ``timeout`` (seconds) bounds each `invoke()` and each
