@@ -138,6 +138,11 @@ def test_composite_boxes_name_what_they_compute(form):
         for title, _, options in composites:  # TinyLlama's epsilon; 1/sqrt(head_dim)
             assert options == ("epsilon=1e-05" if title == "odml.rms_norm"
                                else f"scale={1 / np.sqrt(HEAD_DIM):g}")
+        # Find (Ctrl+F) answers to a composite's name as well as to its op code
+        from tflite_viewer.ui.search import find
+        norms = {lab.op_index for lab in data.labels if lab.title == "odml.rms_norm"}
+        assert {hit.index for hit in find(m, k, "rms_norm")} == norms
+        assert len(find(m, k, "STABLEHLO_COMPOSITE")) == sum(counts.values())
         ops = len(m.subgraphs[k].operators)
         kinds = Counter(lab.kind for lab in data.labels)
         assert kinds["op"] == ops and kinds["input"] == len(KV_NAMES) + 2
