@@ -267,14 +267,20 @@ class TensorPanel(QWidget):
             self.editFailed.emit(f"cannot read {Path(path).name}: {exc}")
             return
         t = self.tensor
-        quantized = t.quantization is not None and t.quantization.has_scale
+        q = t.quantization
+        details = (q.details or {}) if q is not None else {}
+        blockwise = details.get("type") == "BlockwiseQuantization"
+        quantized = q is not None and (q.has_scale or blockwise)
         if requantize is None:
             requantize = False
             if quantized and values.dtype.kind == "f" and t.type_name in ZERO_POINT_RANGES:
+                how = (f"block by block (blocks of {details.get('block_size')}) with the block "
+                       f"scales of tensor {details.get('scales')}, which are kept"
+                       if blockwise else "with the tensor's scale and zero point")
                 answer = QMessageBox.question(
                     self, "Requantize from float?",
                     f"{Path(path).name} holds {values.dtype} values and {t.name!r} is "
-                    f"{t.type_name}.\n\nQuantize the values with the tensor's scale and zero point?",
+                    f"{t.type_name}.\n\nQuantize the values {how}?",
                     QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No
                     | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Yes)
                 if answer == QMessageBox.StandardButton.Cancel:
