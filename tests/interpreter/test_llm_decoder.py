@@ -1,16 +1,13 @@
 """A small real decoder: tests/data/models/llm/tiny_llama_*.tflite, exported by
 tools/export_tiny_decoder.py with litert-torch (the suite itself needs no torch).
 
-Every form is read (info, layout, signatures, composite labels, parameter count); the
-float32 and weight-only int8 forms run prefill_8 then decode by signature name, and every
-tensor of the signature's subgraph is compared with LiteRT 2.3.0's builtin kernels
-(BUILTIN_WITHOUT_DEFAULT_DELEGATES: its optimized kernels, no XNNPACK delegate), since
-these forms are float arithmetic.
-
-What our interpreter refuses today, for lack of kernels another change adds, is listed in
-`REFUSED` with the documented `UnsupportedOpError` it must raise (never a run): the INT8
-per-row and INT4 blockwise EMBEDDING_LOOKUP tables.  Once those kernels land, the forms
-move from `REFUSED` to `RUNS` (and this test fails until they do, so that nobody forgets).
+Every form (float32, dynamic int4 blockwise, dynamic int8, weight-only int8) is read
+(info, layout, signatures, composite labels, parameter count) and run: prefill_8 then
+decode by signature name, every float tensor of the signature's subgraph compared with
+LiteRT 2.3.0's builtin kernels (BUILTIN_WITHOUT_DEFAULT_DELEGATES: its optimized kernels,
+no XNNPACK delegate; the reference kernels lack the blockwise INT4 path and return the
+bias there).  Measured: at most 3e-7 of a tensor's magnitude apart (float summation
+order), the int8 and int4 forms' logits bit-identical.
 """
 from __future__ import annotations
 
@@ -25,16 +22,14 @@ import pytest
 
 from tests.conftest import MODELS_DIR
 from tests.litert_oracle import litert
-from tflite_viewer.interpreter import Interpreter, UnsupportedOpError
+from tflite_viewer.interpreter import Interpreter
 from tflite_viewer.interpreter.inputs import InputError
 from tflite_viewer.model import load_model
 from tflite_viewer.schema import schema_generated as S
 
 LLM = MODELS_DIR / "llm"
 FORMS = ("f32", "q4_block32", "q8", "q8_wo")
-RUNS = ("f32", "q8_wo")
-#: form -> what the UnsupportedOpError names (op, table type) until the kernels exist
-REFUSED = {"q4_block32": ("EMBEDDING_LOOKUP", "INT4"), "q8": ("EMBEDDING_LOOKUP", "INT8")}
+RUNS = FORMS
 # tools/export_tiny_decoder.py's CONFIG, restated here as the hand count's source
 VOCAB, LAYERS, DIM, HEADS, HEAD_DIM, GROUPS, FF = 256, 2, 64, 4, 16, 2, 128
 KV_LEN, PREFILL = 32, 8
@@ -150,7 +145,7 @@ def test_composite_boxes_name_what_they_compute(form):
         if form == "f32" and key == "decode":  # and the command line's layout
             layout = json.loads(subprocess.run(
                 [sys.executable, "-m", "tflite_viewer", "layout", str(path(form)),
-                 "--subgraph", str(k), "--json", "-"], capture_output=True, text=True,
+                 "--subgraph", str(k), "--json"], capture_output=True, text=True,
                 timeout=120, check=True).stdout)
             assert Counter(n["kind"] for n in layout["nodes"]) == \
                 {"op": ops, "input": len(KV_NAMES) + 2, "output": len(KV_NAMES) + 1}
@@ -207,32 +202,19 @@ def test_prefill_then_decode_by_signature_name_match_litert(form):
         ours.invoke(list(dec.values()), signature="decode")
 
 
-@pytest.mark.parametrize("form", sorted(REFUSED))
-def test_forms_without_kernels_yet_are_refused_with_the_documented_error(form):
-    op, dtype = REFUSED[form]
-    with pytest.raises(UnsupportedOpError) as err:
-        Interpreter(path(form))
-    text = str(err.value)
-    assert f"{op} v1 with {dtype} input 1" in text, text
-    assert "subgraph 0 op 1, subgraph 1 op 1" in text  # both signatures' lookups
-    # LiteRT runs them (the reason they are in the test data)
-    li = litert(path(form).read_bytes())
-    logits = li.get_signature_runner("decode")(
-        **{**_inputs(0), "tokens": np.array([[7]], np.int32),
-           "input_pos": np.array([0], np.int32)})["logits"]
-    assert logits.shape == (1, 1, VOCAB) and np.abs(logits).max() > 0.1
-
-
-def test_quant_compares_weight_only_int8_with_float_on_both_signatures():
+@pytest.mark.parametrize("form, low", [("q8_wo", 40), ("q8", 40), ("q4_block32", 20)])
+def test_quant_compares_each_form_with_float_on_both_signatures(form, low):
     """`quant` on the decoder: both entries run (prefill's subgraph 0 and the decode
     signature) with each input fed by name.  Before, decode's int32 ``input_pos`` got a
     float sample meant for a kv cache input ("input 'decode_input_pos' is INT32; got
-    float32 values").  Weight-only int8 of random weights keeps the outputs close."""
+    float32 values").  Int8 keeps the outputs within 40 dB of float, int4 within 20 dB
+    (measured: 47-54 dB and 25-30 dB); no spec finding is an error."""
     from tflite_viewer.quant.analysis import analyze
-    report = analyze(path("q8_wo"), path("f32"), samples=1, seed=3)
+    report = analyze(path(form), path("f32"), samples=1, seed=3)
     entries = {e["signature"]: e for e in report.entry_outputs}
     assert set(entries) == {None, "decode"}
     assert entries["decode"]["subgraph"] == load_model(path("f32")).signature(
         "decode").subgraph_index
     for e in entries.values():
-        assert 30 < e["sqnr_db"] < 100 and e["cosine"] > 0.999
+        assert low < e["sqnr_db"] < 100 and e["cosine"] > 0.99
+    assert not report.errors

@@ -143,6 +143,10 @@ def test_blocks_tab_shows_the_grid_histogram_and_a_block(window, qtbot):
     np.testing.assert_array_equal(np.array([d for _, _, d in cells], np.float32),
                                   ints[5, 32:64].astype(np.float32) * np.float32(scales[5, 1]))
     assert "Row 5, block 1 (columns 32..63)" in pane.block_label.text()
+    # every block agrees with the reader's dequantization of the whole tensor
+    whole = t.dequantized().reshape(256, 2, 32)
+    for r, b in ((0, 0), (5, 1), (255, 1)):
+        np.testing.assert_array_equal(pane.view.dequantized(r, b), whole[r, b])
     # the scale tensor is a link: it selects that tensor, which is no blockwise tensor
     pane.scales_link.click()
     assert window.selection == ("tensor", scales_index)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import Tensor
+from ..model import ModelFormatError, Tensor
+from ..model.quantization import dequantize_blockwise
 
 
 @dataclass(frozen=True)
@@ -52,12 +53,11 @@ class BlockView:
         return self.values[row, block]
 
     def dequantized(self, row: int, block: int) -> np.ndarray:
-        """``(q - zero_point) * scale`` of one block, float32."""
-        q = self.values[row, block].astype(np.float32)
-        if self.zero_points is not None:
-            q = q - np.float32(self.zero_points[row, block])
-        with np.errstate(all="ignore"):
-            return q * np.float32(self.scales[row, block])
+        """``(q - zero_point) * scale`` of one block, float32, by the reader's
+        `dequantize_blockwise` (the whole tensor at once would be 4 bytes per weight)."""
+        zp = None if self.zero_points is None else self.zero_points[row, block:block + 1]
+        return dequantize_blockwise(self.values[row, block], self.scales[row, block:block + 1],
+                                    zp, self.block_size)
 
 
 def block_view(t: Tensor) -> BlockView | str | None:
@@ -65,34 +65,33 @@ def block_view(t: Tensor) -> BlockView | str | None:
     sentence saying why when its parameters cannot be laid out (the Problems panel's spec
     checks say more)."""
     q = t.quantization
-    details = q.details if q is not None else None
-    if not details or details.get("type") != "BlockwiseQuantization":
+    b = q.blockwise if q is not None else None
+    if b is None:
         return None
-    size = int(details.get("block_size") or 0)
-    scales_i = int(details.get("scales") if details.get("scales") is not None else -1)
-    zp = details.get("zero_points")
-    zp_i = None if zp is None or int(zp) < 0 else int(zp)
     shape = tuple(int(d) for d in t.shape)
-    tensors = t.subgraph.tensors
+    size = b.block_size
     if size <= 0 or not shape or shape[-1] % size:
         return f"block size {size} does not divide the last dimension of {list(shape)}"
-    if not 0 <= scales_i < len(tensors) or (zp_i is not None and zp_i >= len(tensors)):
-        return f"the scale or zero-point tensor index is out of range ({scales_i}, {zp_i})"
+    try:
+        scale_t, zp_t = t.block_tensors()
+    except ModelFormatError as exc:
+        return str(exc)
     values = t.values() if t.is_constant else None
     if values is None:
         return "the tensor holds no stored values"
     rows = int(np.prod(shape[:-1], dtype=np.int64)) if len(shape) > 1 else 1
     blocks = shape[-1] // size
-    scales = tensors[scales_i].values()
+    scales = scale_t.values()
     if scales is None or scales.size != rows * blocks:
-        return (f"tensor {scales_i} holds {0 if scales is None else scales.size} block "
+        return (f"tensor {scale_t.index} holds {0 if scales is None else scales.size} block "
                 f"scales; {rows * blocks} are needed ({rows} rows x {blocks} blocks)")
     zps = None
-    if zp_i is not None:
-        z = tensors[zp_i].values()
+    if zp_t is not None:
+        z = zp_t.values()
         if z is None or z.size != rows * blocks:
-            return f"tensor {zp_i} does not hold {rows * blocks} block zero points"
+            return f"tensor {zp_t.index} does not hold {rows * blocks} block zero points"
         zps = z.astype(np.int64).reshape(rows, blocks)
-    return BlockView(t.index, shape, size, scales_i, zp_i,
+    return BlockView(t.index, shape, size, scale_t.index,
+                     None if zp_t is None else zp_t.index,
                      scales.astype(np.float32).reshape(rows, blocks), zps,
                      np.asarray(values).reshape(rows, blocks, size))
