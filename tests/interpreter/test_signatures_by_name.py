@@ -117,6 +117,11 @@ def test_cross_check_runs_both_sides_by_name(model_bytes, key):
     interp = Interpreter(model_bytes)
     report = compare_with_litert(model_bytes, ins, signature=key, interpreter=None)
     assert report.ok and report.first_divergence is None
+    # every op output of the signature's own subgraph was compared (LiteRT's tensors are
+    # read from that subgraph, not from subgraph 0, which has fewer)
+    m = load_model(model_bytes)
+    sub = m.subgraphs[m.signature(key).subgraph_index]
+    assert {r.tensor for r in report.rows} == {o for op in sub.operators for o in op.outputs}
     # and our side of it is what LiteRT's signature runner computes
     interp.invoke(ins, signature=key)
     _, sg, t = OUT[key]

@@ -112,7 +112,7 @@ try:
     runner = li.get_signature_runner(cfg["signature"]) if cfg["signature"] is not None else None
     # tensors LiteRT hands out as objects (RESOURCE and VARIANT handles, strings) are never
     # read: get_tensor on a resource variable's handle is a segmentation fault
-    details = {d["index"]: d for d in li.get_tensor_details()}
+    details = {d["index"]: d for d in li.get_tensor_details(cfg["subgraph"])}
     readable = [i for i in range(cfg["num_tensors"])
                 if i in details and details[i]["dtype"] is not np.object_
                 and np.dtype(details[i]["dtype"]) != np.dtype(object)]
