@@ -35,7 +35,7 @@ import numpy as np
 from ..model import Model, load_model
 from . import debugger as dbg
 from .errors import ExecutionError
-from .inputs import complete_inputs, input_specs, positional
+from .inputs import complete_inputs, input_specs
 from .interpreter import Interpreter
 from .tensor import AllocationType
 
@@ -320,9 +320,8 @@ class DebugSession:
         self._cancel.clear()
         self._reset_masks()
         interp = self.interpreter
-        arrays = positional(self.model, self.inputs, self.signature)
-        try:
-            stop = interp.start(arrays, signature=self.signature)
+        try:  # by input name: a signature's order need not be its subgraph's
+            stop = interp.start(self.inputs, signature=self.signature)
         except Exception as exc:  # noqa: BLE001
             self.state = ERROR
             self.error = str(exc)

@@ -182,6 +182,7 @@ class MainWindow(WorkspaceState, FileFlows, EditFlow, ShapeCheck, LayoutFlow, QM
         self.properties_panel.tensorActivated.connect(self.select_tensor)
         self.properties_panel.callActivated.connect(self.follow_call)
         self.tensor_panel.opActivated.connect(self.select_op)
+        self.tensor_panel.tensorActivated.connect(self.select_tensor)
         self.model_panel.subgraphActivated.connect(lambda i: self.show_subgraph(i))
         self.problems_panel.findingActivated.connect(self._finding_activated)
         self.problems_panel.updateShapesRequested.connect(self.update_stored_shapes)

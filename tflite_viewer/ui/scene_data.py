@@ -198,7 +198,7 @@ def constants_text(op_name: str, inputs: np.ndarray | tuple[int, ...], is_const:
 def _labels_for_model(model, subgraph: int, ga: GraphArrays) -> list[NodeLabel]:
     """The text of every box, by node row, from the reader's columns (no networkx)."""
     from ..graph.build import called_subgraphs
-    from ..graph.labels import options_summary  # graph layer: no Qt
+    from ..graph.labels import composite_title, options_summary  # graph layer: no Qt
 
     sg = model.subgraphs[subgraph]
     is_const = sg.constant_mask
@@ -229,6 +229,14 @@ def _labels_for_model(model, subgraph: int, ga: GraphArrays) -> list[NodeLabel]:
                 code = codes[ci]
                 facts = op_code[ci] = (code.name, f"v{code.version}", code.category)
             name = facts[0]
+            version = facts[1]
+            if name == "STABLEHLO_COMPOSITE":  # its own name says what it computes
+                try:
+                    title = composite_title(sg.operators[k])
+                except Exception:  # noqa: BLE001 - a broken options table keeps the op name
+                    title = None
+                if title:
+                    name, version = title, f"composite {facts[1]}"
             options: str | None = None
             if eager:
                 try:
@@ -237,11 +245,12 @@ def _labels_for_model(model, subgraph: int, ga: GraphArrays) -> list[NodeLabel]:
                     options = "?"
             text = ""
             if has_const[k]:
-                key = (name, const_inputs[offsets[k]:offsets[k + 1]].tobytes())
+                key = (facts[0], const_inputs[offsets[k]:offsets[k + 1]].tobytes())
                 text = constants.get(key)
                 if text is None:
-                    text = constants[key] = constants_text(name, cols.op_inputs(k), is_const, shape)
-            labels.append(NodeLabel("op", name, facts[1], options, text, facts[2], k, None,
+                    text = constants[key] = constants_text(facts[0], cols.op_inputs(k),
+                                                           is_const, shape)
+            labels.append(NodeLabel("op", name, version, options, text, facts[2], k, None,
                                     dict(calls.get(k, {}))))
         else:
             name = KINDS[kind]

@@ -490,6 +490,9 @@ class DebuggerController(QObject):
         entry = ws.debug.specs[0].subgraph if ws.debug.specs else 0
         sg = model.subgraphs[entry]
         by_name = {sg.tensors[i].name: i for i in sg.outputs}
+        if ws.debug.signature is not None:  # outputs named, and ordered, by the signature
+            by_name = {m.name: m.tensor_index
+                       for m in model.signature(ws.debug.signature).outputs}
         rows = []
         for k, (name, arr) in enumerate(stop.outputs.items()):
             t = by_name.get(name, sg.outputs[k] if k < len(sg.outputs) else -1)

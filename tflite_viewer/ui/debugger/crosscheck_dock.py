@@ -51,11 +51,11 @@ class CrossCheck:
 def run_cross_check(model, inputs: dict, signature: str | None) -> CrossCheck:
     """Qt-free: our run and LiteRT's on ``inputs``, compared (runs on a pool thread)."""
     from ...interpreter import Interpreter
-    from ...interpreter.inputs import complete_inputs, positional
+    from ...interpreter.inputs import complete_inputs
 
     arrays, _ = complete_inputs(model, inputs or {}, 0, signature)
     interp = Interpreter(model)
-    interp.invoke(positional(model, arrays, signature), signature=signature)
+    interp.invoke(arrays, signature=signature)  # by input name
     from ...edit.expose import expose_op_outputs
     # LiteRT crashing while keeping every tensor: compared on an exposed copy instead
     report = compare_with_litert(model, arrays, signature=signature, interpreter=interp,

@@ -185,6 +185,13 @@ class PropertiesPanel(QWidget):
                 if self.editable and field is not None:
                     self._put(item, f"option:{key}", ed.field_editor(
                         field, value, lambda v, k=key, t=table: self.set_option(k, v, t)))
+        attrs = op.composite_attributes
+        if attrs is not None:  # a composite's attributes, decoded from their FlexBuffer
+            sec = tree.section(f"Composite {op.composite_name or ''} attributes")
+            if isinstance(attrs, (bytes, bytearray)):
+                tree.add(sec, "bytes", format_value(attrs))
+            else:
+                self._nested(sec, attrs)
         raw = op.custom_options_bytes
         if raw is not None:
             sec = tree.section(f"Custom options ({op.custom_options_format}, {len(raw)} bytes)")
