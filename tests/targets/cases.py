@@ -476,3 +476,12 @@ def all_cases() -> dict[str, bytes]:
             assert name not in out, name
             out[name] = build(op)
     return out
+
+
+def case(name: str) -> bytes:
+    """One case of the catalogue, built (without building the rest)."""
+    for gen in CATALOGUE:
+        for n, op in gen():
+            if n == name:
+                return build(op)
+    raise KeyError(name)

@@ -103,3 +103,9 @@ def _stamped_runtime(facts: ModelFacts) -> str | None:
                 return None
             return value if isinstance(value, str) and value else None
     return None
+
+
+def known_runtimes() -> list[str]:
+    """Every runtime version the version table names, newest first (the window's choices)."""
+    from ..edit.runtime_version import RUNTIME_VERSIONS
+    return sorted(set(RUNTIME_VERSIONS.values()), key=version_key, reverse=True)

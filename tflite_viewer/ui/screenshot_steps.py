@@ -4,6 +4,7 @@ each with its dock in front, as a user leaves them to look at the result.
 
     tflite-viewer MODEL --screenshot OUT.png --cross-check
     tflite-viewer QUANT.tflite --screenshot OUT.png --compare-float FLOAT.tflite [--overlay sqnr_db]
+    tflite-viewer MODEL --screenshot OUT.png --target xnnpack
 
 Each waits for its result on the window's own signals (`debugger.screenshot.wait_until`)
 and raises ValueError with a message for the command line when there is none.
@@ -61,6 +62,29 @@ def compare_float(window, float_path: str | Path, overlay: str | None = None,
         panel.overlay_metric.setCurrentIndex(panel.overlay_metric.findData(overlay))
     if panel.proxy.rowCount():
         panel.table.selectRow(0)  # the report's order: the worst first
+
+
+def show_target(window, target: str, timeout_ms: int = WAIT_MS) -> None:
+    """Pick ``target`` in the Targets dock, bring it forward with the canvas coloured by
+    its verdicts, and select the first operator that does not run there."""
+    from .targets_state import targets_state
+    panel, dock = window.targets_panel, window.targets_dock
+    try:
+        panel.set_target(target)
+    except ValueError as exc:
+        raise ValueError(f"--target: {exc}") from None
+    dock.show()
+    dock.raise_()
+    state = targets_state(window.workspace)
+    if not wait_until(lambda: panel.result is not None or bool(state.error),
+                      (panel.reportShown,), timeout_ms, poll_ms=50):
+        raise ValueError(f"--target {target}: no report within {timeout_ms / 1000:g} s")
+    if panel.result is None:
+        raise ValueError(f"--target {target}: {state.error}")
+    rows = panel.rows()
+    if rows:
+        panel.select_row(rows[0].subgraph, rows[0].index)
+        panel.opActivated.emit(rows[0].subgraph, rows[0].index)  # as a click on the row
 
 
 def _size(x) -> float:

@@ -1,0 +1,190 @@
+"""The targets overlay on the canvas, its legend, and the Targets dock's hookup to the main
+window (`install`).
+
+With a target picked, every operator of the subgraph shown is tinted by its verdict
+(green runs, amber falls back to the CPU, red refused) and, for a delegate, the operators
+of one partition share a coloured outer frame and the partition's tag ("P2") on its first
+operator: the groups the delegate replaces by one DELEGATE node each.  The marks are
+`targets.overlay.marks` (Qt-free); this module only paints them.  Problems lists the
+reasons (`ui.targets_state.findings`).  All are views of the open workspace's report.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QKeySequence, QPainter, QPen
+from PySide6.QtWidgets import QGraphicsItem
+
+from ..targets import overlay as target_overlay
+from ..targets.verdict import FALLS_BACK, REFUSED, RUNS
+from .canvas_legend import CanvasLegend
+from .panels.targets_dock import TargetsDock
+from .targets_state import REPORT
+from .workspace import MODEL, NAVIGATION
+
+if TYPE_CHECKING:
+    from .main_window import MainWindow
+
+def _legends_shown(window) -> int:
+    """How many other colourings show their legend (this one stacks above them)."""
+    others = [getattr(getattr(window, "quant_overlay", None), "legend", None),
+              getattr(getattr(getattr(window, "debugger", None), "canvas", None), "legend", None)]
+    return sum(1 for legend in others if legend is not None and legend.isVisibleTo(window))
+
+
+def verdict_colour(t: float) -> QColor:
+    """The legend's three steps: runs, falls back, refused."""
+    verdict = RUNS if t < 1 / 3 else FALLS_BACK if t < 2 / 3 else REFUSED
+    return QColor(target_overlay.VERDICT_COLOURS[verdict])
+
+
+class TargetsOverlayItem(QGraphicsItem):
+    """Paints ``marks`` (node row -> targets.overlay.OpMark) over the op boxes; ``tags``
+    (node row -> "P2") label each partition's first operator."""
+
+    def __init__(self, rects, marks: dict, tags: dict[int, str]) -> None:
+        super().__init__()
+        self._rects = rects
+        self.marks = marks
+        self.tags = tags
+        rows = list(marks)
+        if rows:
+            r = rects[rows]
+            self._bounds = QRectF(float(r[:, 0].min()) - 12, float(r[:, 1].min()) - 30,
+                                  float((r[:, 0] + r[:, 2]).max() - r[:, 0].min()) + 24,
+                                  float((r[:, 1] + r[:, 3]).max() - r[:, 1].min()) + 42)
+        else:
+            self._bounds = QRectF()
+        self.setZValue(6)
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
+        return self._bounds
+
+    def paint(self, painter: QPainter, option, widget=None) -> None:
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        for row, mark in self.marks.items():
+            x, y, w, h = self._rects[row].tolist()
+            c = QColor(mark.colour)
+            fill = QColor(c)
+            fill.setAlpha(60)
+            painter.setBrush(fill)
+            painter.setPen(QPen(c, 3))
+            painter.drawRoundedRect(QRectF(x - 3, y - 3, w + 6, h + 6), 7, 7)
+            if mark.group_colour is not None:
+                painter.setBrush(Qt.BrushStyle.NoBrush)
+                painter.setPen(QPen(QColor(mark.group_colour), 3, Qt.PenStyle.DashLine))
+                painter.drawRoundedRect(QRectF(x - 9, y - 9, w + 18, h + 18), 10, 10)
+        font = QFont(painter.font())
+        font.setBold(True)
+        painter.setFont(font)
+        metrics = painter.fontMetrics()
+        for row, tag in self.tags.items():
+            x, y, _w, _h = self._rects[row].tolist()
+            colour = QColor(self.marks[row].group_colour or "#57606a")
+            box = QRectF(x - 9, y - 9 - metrics.height() - 4, metrics.horizontalAdvance(tag) + 10,
+                         metrics.height() + 4)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(colour)
+            painter.drawRoundedRect(box, 4, 4)
+            painter.setPen(QColor("white"))
+            painter.drawText(box, int(Qt.AlignmentFlag.AlignCenter), tag)
+
+
+class VerdictLegend(CanvasLegend):
+    """The target and its counts over three swatches (runs, falls back, refused)."""
+
+    def paintEvent(self, event) -> None:  # noqa: N802 - Qt API
+        p = QPainter(self)
+        p.fillRect(self.rect(), QColor(255, 255, 255, 235))
+        p.setPen(QColor("#57606a"))
+        p.drawRect(self.rect().adjusted(0, 0, -1, -1))
+        p.setPen(QColor("#1f2328"))
+        metrics = p.fontMetrics()
+        p.drawText(QPointF(8, 14), metrics.elidedText(self.metric_name, Qt.TextElideMode.ElideRight,
+                                                      self.width() - 16))
+        x = 8.0
+        for verdict in (RUNS, FALLS_BACK, REFUSED):
+            p.fillRect(QRectF(x, 22, 14, 14), QColor(target_overlay.VERDICT_COLOURS[verdict]))
+            p.drawText(QPointF(x + 19, 34), verdict)
+            x += 19 + metrics.horizontalAdvance(verdict) + 14
+        if self.low_text:
+            p.setPen(QColor("#1f6feb"))
+            p.drawText(QPointF(x, 34), self.low_text)
+
+
+class TargetsCanvasOverlay:
+    """Keeps the overlay item on the window's scene in step with the dock's target and the
+    workspace's report."""
+
+    def __init__(self, window: "MainWindow", dock: TargetsDock) -> None:
+        self.window, self.dock = window, dock
+        self.item: TargetsOverlayItem | None = None
+        self.legend = VerdictLegend(window.view, verdict_colour, slot=0)
+        self.marks: dict = {}  # op index -> OpMark, of the subgraph shown
+
+    def refresh(self) -> None:
+        w = self.window
+        if self.item is not None:
+            try:
+                if self.item.scene() is not None:
+                    self.item.scene().removeItem(self.item)
+            except RuntimeError:  # the scene was cleared (another subgraph, an edit)
+                pass
+        self.item = None
+        self.legend.hide()
+        result = self.dock.result
+        data = w.graph_scene.data
+        if result is None or data is None or w.model is None:
+            self.marks = {}
+            return
+        self.marks = target_overlay.marks(result, w.subgraph)
+        rows = {data.op_node[k]: m for k, m in self.marks.items() if k in data.op_node}
+        tags = {}
+        for i, p in enumerate(result.partitions):
+            if p.subgraph == w.subgraph and p.ops and p.ops[0] in data.op_node:
+                tags[data.op_node[p.ops[0]]] = f"P{i + 1}"
+        self.item = TargetsOverlayItem(data.rects, rows, tags)
+        w.graph_scene.addItem(self.item)
+        ours = [p for p in result.partitions if p.subgraph == w.subgraph]
+        groups = f"dashed frames: {len(ours)} partition(s)" if ours else ""
+        self.legend.slot = _legends_shown(w)
+        self.legend.set_range(target_overlay.legend(result), groups, "")
+        # room for the swatches and the partition note
+        metrics = self.legend.fontMetrics()
+        need = sum(19 + metrics.horizontalAdvance(v) + 14 for v in (RUNS, FALLS_BACK, REFUSED))
+        self.legend.setFixedWidth(max(self.legend.width(), need + metrics.horizontalAdvance(groups) + 16))
+        self.legend.place()
+
+
+def _show(window: "MainWindow", subgraph: int, index: int) -> None:
+    if window.model is None or not 0 <= subgraph < len(window.model.subgraphs):
+        return
+    if subgraph != window.subgraph:
+        window.show_subgraph(subgraph, wait=True)
+    window.select_op(index)
+
+
+def install(window: "MainWindow") -> TargetsDock:
+    """Add the Targets dock (tabbed with Problems, shown from View > Targets), its overlay
+    and its Problems entries; all are views of the open workspace."""
+    dock = TargetsDock(window.settings, hub=window.hub)
+    window.targets_panel = dock
+    window.targets_dock = window._dock("Targets", dock, Qt.DockWidgetArea.BottomDockWidgetArea,
+                                       "targets")
+    window.tabifyDockWidget(window.problems_dock, window.targets_dock)
+    window.targets_dock.hide()
+    view_menu = next((a.menu() for a in window.menuBar().actions() if a.text() == "&View"), None)
+    if view_menu is not None:
+        toggle = window.targets_dock.toggleViewAction()
+        toggle.setText("&Targets")
+        toggle.setShortcut(QKeySequence("Ctrl+Shift+T"))
+        toggle.triggered.connect(lambda on: on and window.targets_dock.raise_())
+        view_menu.addAction(toggle)
+    overlay = TargetsCanvasOverlay(window, dock)
+    window.targets_overlay = overlay
+    dock.opActivated.connect(lambda sg, k: _show(window, sg, k))
+    dock.editRequested.connect(window.apply_edit)
+    dock.reportShown.connect(lambda _result: (overlay.refresh(), window._show_problems()))
+    window.hub.subscribe(lambda _ws: overlay.refresh(), MODEL, NAVIGATION, REPORT)
+    return dock
