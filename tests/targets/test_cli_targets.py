@@ -106,3 +106,15 @@ def test_a_truncated_model_exits_2(capsys, tmp_path):
     bad.write_bytes(CNN.read_bytes()[:200])
     code, out, err = run_cli(capsys, bad)
     assert code == 2 and len(err.strip().splitlines()) == 1 and "truncated" in err
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--target", "xnnpack"], "--target goes with --screenshot OUT.png"),
+    (["--screenshot", "x.png", "--target", "npu"], "--target npu: one of litert, xnnpack, gpu, tflm"),
+])
+def test_the_window_target_option_is_checked_before_qt(capsys, tmp_path, args, needle):
+    args = [a if a != "x.png" else str(tmp_path / "x.png") for a in args]
+    code = main([str(MODELS / "sine_float.tflite"), *args])  # the window's command line
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err.strip().endswith(needle) and err.count("\n") == 1
+    assert not (tmp_path / "x.png").exists()

@@ -55,14 +55,14 @@ def test_xnnpack_colours_the_canvas_groups_partitions_and_fills_problems(
     panel.every.setChecked(True)
     assert len(panel.rows()) == 13
     assert {r.partition_label for r in panel.rows() if r.verdict == "runs"} == \
-        {"P1", "P2", "P3", "P4"}
+        {"P0", "P1", "P2", "P3"}
     # the overlay: every op marked by its verdict, partition ops framed in its colour
     data = window.graph_scene.data
     assert overlay.marks == target_overlay.marks(expected, 0)
     assert overlay.item is not None and overlay.item.scene() is window.graph_scene
-    assert sorted(overlay.item.tags.values()) == ["P1", "P2", "P3", "P4"]
+    assert sorted(overlay.item.tags.values()) == ["P0", "P1", "P2", "P3"]
     for i, p in enumerate(expected.partitions):
-        assert overlay.item.tags[data.op_node[p.ops[0]]] == f"P{i + 1}"
+        assert overlay.item.tags[data.op_node[p.ops[0]]] == f"P{i}"
         colours = {overlay.item.marks[data.op_node[k]].group_colour for k in p.ops}
         assert colours == {target_overlay.GROUP_COLOURS[i]}
     assert overlay.legend.isVisibleTo(window)
@@ -192,3 +192,31 @@ def test_view_menu_toggles_the_dock(qtbot, window):
     toggle.trigger()
     assert not window.targets_dock.isHidden()
     assert window.dockWidgetArea(window.targets_dock) == Qt.DockWidgetArea.BottomDockWidgetArea
+
+
+def test_the_state_is_qt_free_per_workspace_and_dropped_by_an_edit():
+    import subprocess
+    import sys
+
+    from tflite_viewer.edit import ModelDocument, RenameTensor
+    from tflite_viewer.ui.targets_state import findings, needs_report, result_of
+    from tflite_viewer.ui.workspace import Workspace
+
+    code = ("import sys, tflite_viewer.ui.targets_state; "
+            "print(sorted(m for m in sys.modules if m.startswith('PySide6')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    model = load_model(DILATED)
+    ws = Workspace(model, DILATED)
+    state = targets_state(ws)
+    assert needs_report(state, None) and result_of(ws, "xnnpack") is None
+    state.report, state.runtime = analyze(model), None
+    assert not needs_report(state, None) and needs_report(state, "2.3.0")
+    assert result_of(ws, "") is None and result_of(ws, "gpu") is state.report.results["gpu"]
+    assert [f.operator for f in findings(ws, "tflm")] == [1, 2, 10]
+    assert all(f.severity == "error" and f.message.startswith("tflm: ") for f in findings(ws, "tflm"))
+    doc = ModelDocument(model)
+    doc.apply(RenameTensor(0, 0, "renamed"))
+    edited = load_model(doc.to_bytes())
+    ws.replace_model(edited)
+    assert targets_state(ws).report is None and findings(ws, "tflm") == []

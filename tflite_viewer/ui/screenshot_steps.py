@@ -66,7 +66,8 @@ def compare_float(window, float_path: str | Path, overlay: str | None = None,
 
 def show_target(window, target: str, timeout_ms: int = WAIT_MS) -> None:
     """Pick ``target`` in the Targets dock, bring it forward with the canvas coloured by
-    its verdicts, and select the first operator that does not run there."""
+    its verdicts (a delegate's list with every operator and its partition), and select the
+    first operator that does not run there."""
     from .targets_state import targets_state
     panel, dock = window.targets_panel, window.targets_dock
     try:
@@ -81,7 +82,9 @@ def show_target(window, target: str, timeout_ms: int = WAIT_MS) -> None:
         raise ValueError(f"--target {target}: no report within {timeout_ms / 1000:g} s")
     if panel.result is None:
         raise ValueError(f"--target {target}: {state.error}")
-    rows = panel.rows()
+    if panel.result.partitions:  # a delegate: list every operator with its partition
+        panel.every.setChecked(True)
+    rows = [r for r in panel.rows() if r.verdict != "runs"] or panel.rows()
     if rows:
         panel.select_row(rows[0].subgraph, rows[0].index)
         panel.opActivated.emit(rows[0].subgraph, rows[0].index)  # as a click on the row

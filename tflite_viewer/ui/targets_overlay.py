@@ -3,8 +3,9 @@ window (`install`).
 
 With a target picked, every operator of the subgraph shown is tinted by its verdict
 (green runs, amber falls back to the CPU, red refused) and, for a delegate, the operators
-of one partition share a coloured outer frame and the partition's tag ("P2") on its first
-operator: the groups the delegate replaces by one DELEGATE node each.  The marks are
+of one partition share a coloured dashed frame and the partition's tag on its first
+operator ("P2": numbered from 0, as the JSON and the reasons number them): the groups the
+delegate replaces by one DELEGATE node each.  The marks are
 `targets.overlay.marks` (Qt-free); this module only paints them.  Problems lists the
 reasons (`ui.targets_state.findings`).  All are views of the open workspace's report.
 """
@@ -143,7 +144,7 @@ class TargetsCanvasOverlay:
         tags = {}
         for i, p in enumerate(result.partitions):
             if p.subgraph == w.subgraph and p.ops and p.ops[0] in data.op_node:
-                tags[data.op_node[p.ops[0]]] = f"P{i + 1}"
+                tags[data.op_node[p.ops[0]]] = f"P{i}"
         self.item = TargetsOverlayItem(data.rects, rows, tags)
         w.graph_scene.addItem(self.item)
         ours = [p for p in result.partitions if p.subgraph == w.subgraph]

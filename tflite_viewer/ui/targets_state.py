@@ -83,7 +83,7 @@ class OpRow:
 
     @property
     def partition_label(self) -> str:
-        return "" if self.partition is None else f"P{self.partition + 1}"
+        return "" if self.partition is None else f"P{self.partition}"
 
 
 def op_rows(result: TargetResult, every: bool = False) -> list[OpRow]:

@@ -115,25 +115,33 @@ class TargetsDock(QWidget):
         self.fixes.setColumnCount(2)
         self.fixes.setHeaderLabels(["What to change", "Edit"])
         self.fixes.setRootIsDecorated(False)
-        self.fixes.setWordWrap(True)
+        self.fixes.setUniformRowHeights(True)
         self.fixes.header().setStretchLastSection(False)
         self.fixes.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        self.fixes.header().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
+        self.fixes.header().setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        self.fixes.setColumnWidth(1, 150)
         self.apply_button = QPushButton("Apply")
         self.apply_button.setToolTip("Make this change to the model (one undoable edit)")
         self.apply_button.setEnabled(False)
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 0)
+        self.detail = QLabel("")
+        self.detail.setWordWrap(True)
+        self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.fix_detail = QLabel("")
+        self.fix_detail.setWordWrap(True)
+        self.fix_detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        rl.addWidget(self.detail)
         rl.addWidget(self.fixes, 1)
         buttons = QHBoxLayout()
-        buttons.addStretch(1)
-        buttons.addWidget(self.apply_button)
+        buttons.addWidget(self.fix_detail, 1)
+        buttons.addWidget(self.apply_button, 0, Qt.AlignmentFlag.AlignTop)
         rl.addLayout(buttons)
         layout = panel_layout(self)
         layout.addLayout(bar)
         layout.addWidget(self.summary)
-        layout.addWidget(split_panes(Qt.Orientation.Horizontal, (self.table, 3), (right, 2)), 1)
+        layout.addWidget(split_panes(Qt.Orientation.Horizontal, (self.table, 1), (right, 1)), 1)
 
         target = str(self.settings.value("targets/target", ""))
         self.picker.setCurrentIndex(max(0, self.picker.findData(target)))
@@ -210,6 +218,8 @@ class TargetsDock(QWidget):
             self._show_fixes()
             return
         rows = op_rows(result, self.every.isChecked())
+        # a delegate's groups, when the operators in them are listed
+        self.table.setColumnHidden(2, not (result.partitions and self.every.isChecked()))
         items = []
         for row in rows[:MAX_ROWS]:
             item = QTreeWidgetItem([row.label, row.verdict, row.partition_label, row.reason])
@@ -234,7 +244,7 @@ class TargetsDock(QWidget):
             items.append(empty)
         self.table.addTopLevelItems(items)
         if rows:
-            for column, width in ((0, 190), (1, 80), (2, 60)):
+            for column, width in ((0, 180), (1, 75), (2, 60)):
                 self.table.setColumnWidth(column, width)
         else:
             items[0].setFirstColumnSpanned(True)
@@ -272,14 +282,17 @@ class TargetsDock(QWidget):
         self.fixes.clear()
         result = self.result
         if result is None:
+            self.detail.setText("")
             self._fix_selected()
             return
         row = self._current_row()
+        self.detail.setText("" if row is None else f"{row.label} {row.verdict}: {row.reason}")
         listed = fixes_for(result, row)
         for fix in listed:
             edit = "; ".join(getattr(e, "description", type(e).__name__) for e in fix.edits)
             item = QTreeWidgetItem([fix.summary, edit or "by hand"])
             item.setToolTip(0, fix.summary)
+            item.setToolTip(1, edit or "The editor cannot make this change: the text says how")
             item.setData(0, FIX_ROLE, fix)
             if not fix.edits:
                 item.setForeground(1, QColor("#6e7781"))
@@ -291,8 +304,9 @@ class TargetsDock(QWidget):
             empty.setFlags(Qt.ItemFlag.NoItemFlags)
             self.fixes.addTopLevelItem(empty)
             empty.setFirstColumnSpanned(True)
-        else:
-            self.fixes.setCurrentItem(self.fixes.topLevelItem(0))
+        else:  # the first change the editor can make, else the first
+            first = next((k for k, fix in enumerate(listed) if fix.edits), 0)
+            self.fixes.setCurrentItem(self.fixes.topLevelItem(first))
         self._fix_selected()
 
     def fix_texts(self) -> list[tuple[str, str]]:
@@ -306,6 +320,13 @@ class TargetsDock(QWidget):
     def _fix_selected(self) -> None:
         fix = self._selected_fix()
         self.apply_button.setEnabled(fix is not None and bool(fix.edits))
+        if fix is None:
+            self.fix_detail.setText("")
+        elif fix.edits:
+            self.fix_detail.setText(f"{fix.summary}. Apply: "
+                                    + "; ".join(e.description for e in fix.edits))
+        else:
+            self.fix_detail.setText(f"{fix.summary} (by hand: the editor cannot make it)")
 
     def apply_selected(self) -> None:
         """Apply the selected change: each of its edits, one undoable step each (a change
