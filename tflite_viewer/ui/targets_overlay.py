@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QKeySequence, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsItem
 
 from ..targets import overlay as target_overlay
 from ..targets.verdict import FALLS_BACK, REFUSED, RUNS
+from . import style
 from .canvas_legend import CanvasLegend
 from .panels.targets_dock import TargetsDock
 from .targets_state import REPORT
@@ -42,47 +45,91 @@ def verdict_colour(t: float) -> QColor:
 
 class TargetsOverlayItem(QGraphicsItem):
     """Paints ``marks`` (node row -> targets.overlay.OpMark) over the op boxes; ``tags``
-    (node row -> "P2") label each partition's first operator."""
+    (node row -> "P2") label each partition's first operator.  Only the boxes in view are
+    painted, and zoomed far out they are flat rectangles, one batch per colour (a
+    20,000-operator model repaints as fast as the canvas under it)."""
 
     def __init__(self, rects, marks: dict, tags: dict[int, str]) -> None:
         super().__init__()
-        self._rects = rects
         self.marks = marks
         self.tags = tags
-        rows = list(marks)
-        if rows:
-            r = rects[rows]
-            self._bounds = QRectF(float(r[:, 0].min()) - 12, float(r[:, 1].min()) - 30,
-                                  float((r[:, 0] + r[:, 2]).max() - r[:, 0].min()) + 24,
-                                  float((r[:, 1] + r[:, 3]).max() - r[:, 1].min()) + 42)
+        self._rows = np.fromiter(marks, dtype=np.int64, count=len(marks))
+        self._boxes = np.asarray(rects, np.float64)[self._rows] if len(self._rows) else \
+            np.zeros((0, 4))
+        colours = [m.colour for m in marks.values()]
+        groups = [m.group_colour or "" for m in marks.values()]
+        self._palette = sorted(set(colours))
+        self._colour = np.array([self._palette.index(c) for c in colours], np.int64)
+        self._groups = sorted(set(groups) - {""})
+        self._group = np.array([self._groups.index(g) if g else -1 for g in groups], np.int64)
+        self._tag_rows = {row: k for k, row in enumerate(self._rows.tolist()) if row in tags}
+        b = self._boxes
+        if len(b):
+            self._bounds = QRectF(float(b[:, 0].min()) - 12, float(b[:, 1].min()) - 30,
+                                  float((b[:, 0] + b[:, 2]).max() - b[:, 0].min()) + 24,
+                                  float((b[:, 1] + b[:, 3]).max() - b[:, 1].min()) + 42)
         else:
             self._bounds = QRectF()
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemUsesExtendedStyleOption, True)
         self.setZValue(6)
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
         return self._bounds
 
+    def _visible(self, r: QRectF, pad: float) -> np.ndarray:
+        b = self._boxes
+        return np.flatnonzero((b[:, 0] - pad <= r.right()) & (b[:, 0] + b[:, 2] + pad >= r.left())
+                              & (b[:, 1] - pad <= r.bottom()) & (b[:, 1] + b[:, 3] + pad >= r.top()))
+
     def paint(self, painter: QPainter, option, widget=None) -> None:
+        if not len(self._boxes):
+            return
+        lod = option.levelOfDetailFromTransform(painter.worldTransform())
+        shown = self._visible(option.exposedRect, 30)
+        if not shown.size:
+            return
+        b = self._boxes
+        if lod < style.LOD_DETAIL:  # far out: flat rectangles, a batch per colour
+            painter.setPen(Qt.PenStyle.NoPen)
+            for g, colour in enumerate(self._groups):
+                sel = shown[self._group[shown] == g]
+                if sel.size:
+                    painter.setBrush(QColor(colour))
+                    painter.drawRects([QRectF(x - 9, y - 9, w + 18, h + 18)
+                                       for x, y, w, h in b[sel].tolist()])
+            for c, colour in enumerate(self._palette):
+                sel = shown[self._colour[shown] == c]
+                if sel.size:
+                    painter.setBrush(QColor(colour))
+                    painter.drawRects([QRectF(x - 3, y - 3, w + 6, h + 6)
+                                       for x, y, w, h in b[sel].tolist()])
+            return
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        for row, mark in self.marks.items():
-            x, y, w, h = self._rects[row].tolist()
-            c = QColor(mark.colour)
+        for k in shown.tolist():
+            x, y, w, h = b[k].tolist()
+            c = QColor(self._palette[self._colour[k]])
             fill = QColor(c)
             fill.setAlpha(60)
             painter.setBrush(fill)
             painter.setPen(QPen(c, 3))
             painter.drawRoundedRect(QRectF(x - 3, y - 3, w + 6, h + 6), 7, 7)
-            if mark.group_colour is not None:
+            g = self._group[k]
+            if g >= 0:
                 painter.setBrush(Qt.BrushStyle.NoBrush)
-                painter.setPen(QPen(QColor(mark.group_colour), 3, Qt.PenStyle.DashLine))
+                painter.setPen(QPen(QColor(self._groups[g]), 3, Qt.PenStyle.DashLine))
                 painter.drawRoundedRect(QRectF(x - 9, y - 9, w + 18, h + 18), 10, 10)
         font = QFont(painter.font())
         font.setBold(True)
         painter.setFont(font)
         metrics = painter.fontMetrics()
-        for row, tag in self.tags.items():
-            x, y, _w, _h = self._rects[row].tolist()
-            colour = QColor(self.marks[row].group_colour or "#57606a")
+        visible = set(shown.tolist())
+        for row, k in self._tag_rows.items():
+            if k not in visible:
+                continue
+            tag = self.tags[row]
+            x, y, _w, _h = b[k].tolist()
+            g = self._group[k]
+            colour = QColor(self._groups[g] if g >= 0 else "#57606a")
             box = QRectF(x - 9, y - 9 - metrics.height() - 4, metrics.horizontalAdvance(tag) + 10,
                          metrics.height() + 4)
             painter.setPen(Qt.PenStyle.NoPen)
