@@ -63,7 +63,7 @@ def plan_tflm(model: Model | ModelFacts, pointer_bytes: int = 4,
                 offsets = None
 
     sizes, firsts, lasts, fixed, meta = [], [], [], [], []
-    variables = 0
+    variables: list[int] = []
     flat = 0
     for sg, shp in zip(facts.subgraphs, shapes):
         for t in range(sg.n_tensors):
@@ -86,7 +86,7 @@ def plan_tflm(model: Model | ModelFacts, pointer_bytes: int = 4,
                             "at an offline offset: TFLM plans it like an activation, so other "
                             "buffers may overwrite its state between invocations")
                 else:
-                    variables += align_up(nbytes, ALIGNMENT)
+                    variables.append(nbytes)
             if not needs:
                 continue
             sizes.append(align_up(nbytes, ALIGNMENT))
@@ -114,9 +114,11 @@ def plan_tflm(model: Model | ModelFacts, pointer_bytes: int = 4,
     if check is not None and offsets is not None:
         _check_overlaps(check, buffers)
     arena = _arena(buffers, life, facts, result.max_size)
-    tail_parts = _tail(facts, variables, pointer_bytes)
-    return MemoryPlan("tflm", ALIGNMENT, result.max_size, sum(tail_parts.values()), tail_parts,
-                      [arena], problems, notes, check)
+    tail_parts = _tail(facts, sum(variables), pointer_bytes)
+    tail = (sum(align_up(v, ALIGNMENT) for v in variables) + tail_parts["TfLiteEvalTensor"]
+            + tail_parts["NodeAndRegistration"])
+    return MemoryPlan("tflm", ALIGNMENT, result.max_size, tail, tail_parts, [arena], problems,
+                      notes, check)
 
 
 def _arena(buffers: list[PlannedBuffer], life: Lifetimes, facts: ModelFacts, size: int) -> Arena:
@@ -181,12 +183,14 @@ def _check_overlaps(check: OfflineCheck, buffers: list[PlannedBuffer]) -> None:
 
 
 def _tail(facts: ModelFacts, variables: int, pointer_bytes: int) -> dict[str, int]:
-    """Persistent bytes computed from the model (a lower bound of TFLM's tail)."""
-    eval_tensor = 3 * pointer_bytes if pointer_bytes == 8 else 12
+    """Persistent bytes computed from the model, as TFLM requests them (RecordingMicroAllocator
+    prints them per category): variable buffers, the ``TfLiteEvalTensor`` array (data and
+    dims pointers and a type) and the ``NodeAndRegistration`` array of each subgraph.  The
+    struct sizes are those of a 64-bit host (the Python package) or a 32-bit target."""
+    eval_tensor = 24 if pointer_bytes == 8 else 12
     node = 64 if pointer_bytes == 8 else 32
     return {
         "variables": variables,
-        "TfLiteEvalTensor": sum(align_up(sg.n_tensors * eval_tensor, pointer_bytes)
-                                for sg in facts.subgraphs),
+        "TfLiteEvalTensor": sum(sg.n_tensors * eval_tensor for sg in facts.subgraphs),
         "NodeAndRegistration": sum(sg.n_ops * node for sg in facts.subgraphs),
     }
