@@ -193,3 +193,72 @@ BUILT = {
     "residual_48": residual,
     "branches": branches,
 }
+
+
+# -- graphs for LiteRT's ArenaPlanner -------------------------------------------------------
+
+def litert_in_place() -> bytes:
+    """RESHAPE/EXPAND_DIMS/SQUEEZE share their input; ADD/MUL/SOFTMAX share one when it is
+    their input's last reader; a second reader prevents it."""
+    t = [((1, 8, 8, 4), F32), ((1, 8, 8, 4), F32), (np.array([1, 256], I32),),
+         ((1, 256), F32), ((1, 256), F32), ((1, 256), F32), ((1, 256), F32),
+         (np.array([0], I32),), ((1, 1, 256), F32), ((1, 256), F32), ((1, 256), F32)]
+    ops = [Op("RELU", [0], [1]),
+           Op("RESHAPE", [1, 2], [3], "ReshapeOptions", {"new_shape": [1, 256]}),
+           Op("ADD", [3, 3], [4], "AddOptions", {}),          # t3 read twice here
+           Op("MUL", [4, 3], [5], "MulOptions", {}),          # last reader of t4 and t3
+           Op("SOFTMAX", [5], [6], "SoftmaxOptions", {"beta": 1.0}),
+           Op("EXPAND_DIMS", [6, 7], [8]),
+           Op("SQUEEZE", [8], [9], "SqueezeOptions", {"squeeze_dims": [0]}),
+           Op("RELU6", [9], [10])]
+    return graph_model(t, ops, [0], [10])
+
+
+def litert_ties(pieces: int = 20) -> bytes:
+    """SPLIT into many equal tensors created at one node: std::sort's order among them (it
+    is not stable) decides their offsets."""
+    t = [((1, 4, 4, pieces * 2), F32), (np.array(3, I32),)]
+    t += [((1, 4, 4, 2), F32)] * pieces            # 2 .. pieces+1: split outputs
+    t += [((1, 4, 4, 2), F32)] * pieces            # relu outputs
+    t += [((1, 4, 4, pieces * 2), F32)]
+    split = list(range(2, 2 + pieces))
+    relu = list(range(2 + pieces, 2 + 2 * pieces))
+    order = [(k * 7) % pieces for k in range(pieces)]  # read them in a scrambled order
+    ops = [Op("SPLIT", [1, 0], split, "SplitOptions", {"num_splits": pieces})]
+    ops += [Op("RELU", [split[k]], [relu[k]]) for k in order]
+    ops += [Op("CONCATENATION", relu, [2 + 2 * pieces], "ConcatenationOptions", {"axis": 3})]
+    return graph_model(t, ops, [0], [2 + 2 * pieces])
+
+
+def litert_constant_folding() -> bytes:
+    """SHAPE is computed at Prepare (persistent, outside the arena), so RESHAPE's shape is
+    known; DEQUANTIZE of a constant keeps its result in the persistent arena."""
+    w = np.linspace(-1, 1, 64).astype(np.float16).reshape(1, 64)
+    t = [((1, 8, 8), F32), ((3,), I32), ((1, 8, 8), F32), (w,), ((1, 64), F32),
+         ((1, 64), F32), (np.array([1, 64], I32),), ((1, 64), F32)]
+    ops = [Op("RELU", [0], [2]), Op("SHAPE", [2], [1], "ShapeOptions", {"out_type": "INT32"}),
+           Op("DEQUANTIZE", [3], [4]),
+           Op("RESHAPE", [2, 6], [5], "ReshapeOptions", {"new_shape": [1, 64]}),
+           Op("ADD", [5, 4], [7], "AddOptions", {})]
+    return graph_model(t, ops, [0], [7, 1])
+
+
+def litert_dynamic() -> bytes:
+    """TILE with multiples from an input: its output is dynamic, so LiteRT plans the nodes
+    after it when the model runs, around what is still live."""
+    t = [((1, 16), F32), ((2,), I32), ((1, 16), F32), ((1, 16), F32), ((1, 16), F32),
+         ((1, 16), F32), ((1, 16), F32)]
+    ops = [Op("RELU", [0], [2]), Op("TILE", [2, 1], [3]), Op("RELU", [3], [4]),
+           Op("RELU6", [2], [5]), Op("ADD", [4, 5], [6], "AddOptions", {})]
+    return graph_model(t, ops, [0, 1], [6])
+
+
+LITERT_BUILT = {
+    "in_place": litert_in_place,
+    "ties": litert_ties,
+    "constant_folding": litert_constant_folding,
+    "dynamic": litert_dynamic,
+    "branches": branches,
+    "mirror_pad": mirror_pad,
+    "if_branches": if_model,  # subgraph 0 only: IF's outputs are dynamic in LiteRT
+}

@@ -1,5 +1,5 @@
 """`tflite-viewer`: the window, or a headless subcommand (info, run, layout, render, edit,
-quant).
+quant, ops, memory).
 
 Exit codes are a contract scripts rely on: 0 success, 1 a check failed (e.g. a comparison
 mismatch), 2 bad input or usage, always with one readable line on stderr, never a
@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 
-SUBCOMMANDS = ("info", "run", "layout", "render", "edit", "quant", "ops")
+SUBCOMMANDS = ("info", "run", "layout", "render", "edit", "quant", "ops", "memory")
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 

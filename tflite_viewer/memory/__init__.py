@@ -13,8 +13,9 @@ from .facts import ModelFacts, read_facts
 from .greedy import plan_greedy
 from .offline import METADATA_NAME, encode_offline, read_offline
 from .plan import Arena, MemoryPlan, OfflineCheck, PlannedBuffer, timeline
+from .litert import plan_litert
 from .tflm import plan_tflm
 
 __all__ = ["Arena", "METADATA_NAME", "MemoryPlan", "ModelFacts", "OfflineCheck",
-           "PlannedBuffer", "encode_offline", "plan_greedy", "plan_tflm", "read_facts",
+           "PlannedBuffer", "encode_offline", "plan_greedy", "plan_litert", "plan_tflm", "read_facts",
            "read_offline", "timeline"]

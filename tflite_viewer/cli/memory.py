@@ -1,0 +1,186 @@
+"""`tflite-viewer memory MODEL [--target tflm|litert] [--json] [-o FILE]`: will it fit?
+
+The arena a runtime plans for the model: its size, the step where it peaks and the tensors
+live there (largest first), a text timeline like TFLite Micro's ``PrintMemoryPlan``, the
+model's own offline plan (OfflineMemoryAllocation) and whether it is valid, and with
+``--what-if`` an operator order that needs less (``tflite-viewer edit --reorder S:memory``
+applies it).
+
+``--json`` prints strict JSON to stdout; ``-o FILE`` writes the report (text or JSON) to
+FILE instead, ``-`` meaning stdout.  Exit 0, or 2 with one line on bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import jsonout
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("memory", help="arena plan and tensor lifetimes (TFLM, LiteRT)",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("model", help="a .tflite file")
+    p.add_argument("--target", choices=("tflm", "litert"), default="tflm",
+                   help="TFLite Micro's GreedyMemoryPlanner (default) or LiteRT's ArenaPlanner")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.add_argument("-o", "--output", metavar="FILE", default=None,
+                   help="write the report to FILE ('-': stdout)")
+    p.add_argument("--pointer-size", type=int, choices=(4, 8), default=4,
+                   help="tflm: bytes per pointer on the target (4: 32-bit MCU; 8: a 64-bit "
+                        "host such as the tflite-micro Python package)")
+    p.add_argument("--what-if", action="store_true",
+                   help="tflm: look for an operator order that needs a smaller arena")
+    p.add_argument("--no-timeline", action="store_true", help="leave the timeline out")
+
+
+def _where(model, step_op: tuple[int, int] | None) -> str:
+    if step_op is None:
+        return "nowhere"
+    s, k = step_op
+    if k < 0:
+        return f"subgraphs[{s}] entry (its inputs)"
+    return f"subgraphs[{s}].operators[{k}] {model.subgraphs[s].operators[k].name}"
+
+
+def _buffer_doc(b) -> dict[str, Any]:
+    if b.tensor >= 0:
+        return {"subgraph": b.subgraph, "index": b.tensor, "name": b.name, "offset": b.offset,
+                "size": b.size, "bytes": b.bytes, "first": b.first, "last": b.last,
+                "offline": b.offline, **({"shares": b.shares} if b.shares >= 0 else {})}
+    return {"subgraph": b.subgraph, "op": b.op, "what": b.name.removeprefix("scratch: "),
+            "offset": b.offset, "size": b.size, "bytes": b.bytes, "first": b.first,
+            "last": b.last}
+
+
+def document(model, plan, reorder=None, settings: dict | None = None) -> dict[str, Any]:
+    """The `memory --json` document (docs/memory.md describes every key)."""
+    arena = plan.arena
+    peak = plan.peak_op
+    live = arena.live_at(arena.peak_step) if arena.peak_step is not None else []
+    names = {}
+    steps = []
+    for i, (s, k) in enumerate(arena.steps):
+        if k >= 0 and (s, k) not in names:
+            names[(s, k)] = model.subgraphs[s].operators[k].name
+        j = i - arena.step_base
+        steps.append({"step": i, "subgraph": s, "op": k,
+                      "opcode": names.get((s, k)) if k >= 0 else None,
+                      "live_bytes": int(arena.live_bytes[j]) if 0 <= j < arena.live_bytes.size
+                      else 0,
+                      "top": int(arena.top[j]) if 0 <= j < arena.top.size else 0})
+    doc: dict[str, Any] = {
+        "model": str(model.path) if model.path else None,
+        "target": plan.target,
+        "settings": dict(settings or {}, alignment=plan.alignment),
+        "arena": {"head_bytes": plan.head_bytes, "tail_bytes": plan.tail_bytes,
+                  "tail_is_lower_bound": True, "tail_parts": plan.tail_parts,
+                  "peak_op": list(peak) if peak is not None else None,
+                  "peak_step": arena.peak_step,
+                  "peak_live_bytes": sum(b.size for b in live)},
+        "tensors": [_buffer_doc(b) for b in plan.buffers if b.tensor >= 0],
+        "scratch": [_buffer_doc(b) for b in plan.buffers if b.tensor < 0],
+        "live_at_peak": [_buffer_doc(b) for b in live],
+        "steps": steps,
+        "offline": None if plan.offline is None else {
+            "version": plan.offline.version, "subgraphs": plan.offline.subgraphs,
+            "valid": plan.offline.valid, "errors": plan.offline.errors,
+            "warnings": plan.offline.warnings},
+        "what_if": None,
+        "problems": plan.problems, "notes": plan.notes, "findings": [],
+    }
+    if plan.target == "litert":
+        doc["arenas"] = [{"subgraph": a.subgraph, "size": a.size,
+                          "peak_op": list(a.step_op(a.peak_step) or []) or None}
+                         for a in plan.arenas]
+    if reorder is not None:
+        doc["what_if"] = {"subgraph": reorder.subgraph, "order": reorder.order,
+                          "head_bytes": reorder.head_after, "saved_bytes": reorder.saved,
+                          "operators_moved": reorder.moved, "strategy": reorder.strategy,
+                          "apply": f"tflite-viewer edit MODEL -o OUT.tflite --reorder "
+                                   f"{reorder.subgraph}:memory"}
+    return doc
+
+
+def render_text(model, plan, reorder=None, timeline: bool = True,
+                settings: dict | None = None) -> str:
+    from ..memory import timeline as draw
+    arena = plan.arena
+    name = Path(model.path).name if model.path else "model"
+    if plan.target == "tflm":
+        head = (f"{name}: TFLite Micro arena (reference kernels, "
+                f"{(settings or {}).get('pointer_bytes', 4) * 8}-bit pointers, "
+                f"{plan.alignment}-byte alignment)")
+        lines = [head,
+                 f"  head (planned tensors and scratch): {plan.head_bytes:>12,} bytes",
+                 f"  tail (persistent, at least):        {plan.tail_bytes:>12,} bytes  ("
+                 + ", ".join(f"{k} {v:,}" for k, v in plan.tail_parts.items()) + ")"]
+    else:
+        lines = [f"{name}: LiteRT arenas (builtin kernels without delegates, "
+                 f"{plan.alignment}-byte tensor alignment)",
+                 f"  non-persistent arenas:  {plan.head_bytes:>12,} bytes"
+                 + "".join(f"\n    subgraph {a.subgraph}: {a.size:,}" for a in plan.arenas
+                           if len(plan.arenas) > 1),
+                 f"  persistent arena:       {plan.tail_bytes:>12,} bytes"]
+    live = arena.live_at(arena.peak_step) if arena.peak_step is not None else []
+    lines.append(f"  peak: step {arena.peak_step}, {_where(model, plan.peak_op)}; "
+                 f"{sum(b.size for b in live):,} bytes live there:")
+    for b in live[:20]:
+        what = (f"tensor {b.tensor} {b.name!r}" if b.tensor >= 0
+                else f"scratch of op {b.op} ({b.name.removeprefix('scratch: ')})")
+        lines.append(f"    {b.size:>12,}  {what}  [{b.offset:,}, {b.end:,})  "
+                     f"steps {b.first}..{b.last}")
+    if len(live) > 20:
+        lines.append(f"    ... {len(live) - 20} more")
+    if plan.offline is None:
+        lines.append("  offline plan: none")
+    else:
+        state = "valid" if plan.offline.valid else "NOT valid"
+        lines.append(f"  offline plan (OfflineMemoryAllocation v{plan.offline.version}): {state}")
+        lines += [f"    error: {e}" for e in plan.offline.errors]
+        lines += [f"    warning: {w}" for w in plan.offline.warnings]
+    lines += [f"  problem: {p}" for p in plan.problems]
+    lines += [f"  note: {n}" for n in plan.notes]
+    if reorder is not None:
+        lines.append(f"  what if: running subgraph {reorder.subgraph}'s operators in another "
+                     f"order ({reorder.moved} moved, {reorder.strategy}) needs "
+                     f"{reorder.head_after:,} bytes, {reorder.saved:,} less; apply it with")
+        lines.append(f"    tflite-viewer edit {name} -o OUT.tflite --reorder "
+                     f"{reorder.subgraph}:memory")
+    if timeline:
+        rows = draw(arena)
+        if rows:
+            lines.append("timeline (a row per step, 80 columns across the arena; '*' live one "
+                         "step, '!' overlap):")
+            lines += rows
+    return "\n".join(lines)
+
+
+def main(args: argparse.Namespace) -> int:
+    from ..memory import plan_litert, plan_tflm
+    from ..memory.reorder import best_order
+    from ..model import load_model
+    model = load_model(args.model)
+    settings: dict[str, Any] = {}
+    reorder = None
+    if args.target == "tflm":
+        settings = {"pointer_bytes": args.pointer_size, "kernels": "reference"}
+        plan = plan_tflm(model, pointer_bytes=args.pointer_size)
+        if args.what_if:
+            reorder = best_order(model, pointer_bytes=args.pointer_size)
+    else:
+        if args.what_if:
+            raise ValueError("--what-if searches TFLite Micro's plan; use it with --target tflm")
+        settings = {"kernels": "builtin, no delegates"}
+        plan = plan_litert(model)
+    if args.json:
+        text = jsonout.dumps(document(model, plan, reorder, settings), indent=1)
+    else:
+        text = render_text(model, plan, reorder, not args.no_timeline, settings)
+    if args.output and args.output != "-":
+        Path(args.output).write_text(text + "\n")
+    else:
+        sys.stdout.write(text + "\n")
+    return 0
