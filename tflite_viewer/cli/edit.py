@@ -62,6 +62,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     e.add_argument("--remove-custom", dest="remove_custom", metavar="S:N.KEY", **flag)
     e.add_argument("--metadata", dest="metadata", metavar="NAME=TEXT|NAME=@FILE", **flag)
     e.add_argument("--remove-metadata", dest="remove_metadata", metavar="NAME", **flag)
+    e.add_argument("--reorder", dest="reorder", metavar="S:memory|S:N0,N1,...", **flag,
+                   help="run subgraph S's operators in another order: the one `memory "
+                        "--what-if` finds for the smallest TFLite Micro arena, or the listed one")
+    e.add_argument("--offline-plan", dest="offline_plan", nargs=0, action=_Ordered, default=None,
+                   help="store TFLite Micro's arena plan as OfflineMemoryAllocation metadata")
     p.add_argument("--layout", choices=("auto", "inline", "offset"), default="auto",
                    help="buffer layout of the output (auto: offset only past 2 GB or if the "
                         "input used it)")
@@ -149,6 +154,16 @@ def build_command(kind: str, value: str):
         return E.SetMetadata(name, val)
     if kind == "remove_metadata":
         return E.RemoveMetadata(value)
+    if kind == "reorder":
+        s, _, order = value.rpartition(":")
+        try:
+            sub = int(s) if s else 0
+            ops: list[int] | str = order if order == "memory" else [int(k) for k in _numbers(order)]
+        except ValueError:
+            raise EditError(f"bad --reorder {value!r} (expected S:memory or S:N0,N1,...)") from None
+        return E.ReorderOperators(sub, ops)
+    if kind == "offline_plan":
+        return E.SetOfflineMemoryPlan()
     raise EditError(f"unknown edit {kind}")  # pragma: no cover
 
 

@@ -12,11 +12,10 @@ FILE instead, ``-`` meaning stdout.  Exit 0, or 2 with one line on bad input.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
-
-from . import jsonout
 
 
 def add_parser(subparsers) -> None:
@@ -60,17 +59,17 @@ def document(model, plan, reorder=None, settings: dict | None = None) -> dict[st
     arena = plan.arena
     peak = plan.peak_op
     live = arena.live_at(arena.peak_step) if arena.peak_step is not None else []
-    names = {}
+    codes = [c.name for c in model.operator_codes]
+    opcode = [[codes[c] if 0 <= c < len(codes) else None
+               for c in sg.columns.opcode_index.tolist()] for sg in model.subgraphs]
+    live_bytes, tops = arena.live_bytes.tolist(), arena.top.tolist()
     steps = []
     for i, (s, k) in enumerate(arena.steps):
-        if k >= 0 and (s, k) not in names:
-            names[(s, k)] = model.subgraphs[s].operators[k].name
         j = i - arena.step_base
         steps.append({"step": i, "subgraph": s, "op": k,
-                      "opcode": names.get((s, k)) if k >= 0 else None,
-                      "live_bytes": int(arena.live_bytes[j]) if 0 <= j < arena.live_bytes.size
-                      else 0,
-                      "top": int(arena.top[j]) if 0 <= j < arena.top.size else 0})
+                      "opcode": opcode[s][k] if k >= 0 else None,
+                      "live_bytes": live_bytes[j] if 0 <= j < len(live_bytes) else 0,
+                      "top": tops[j] if 0 <= j < len(tops) else 0})
     doc: dict[str, Any] = {
         "model": str(model.path) if model.path else None,
         "target": plan.target,
@@ -176,7 +175,9 @@ def main(args: argparse.Namespace) -> int:
         settings = {"kernels": "builtin, no delegates"}
         plan = plan_litert(model)
     if args.json:
-        text = jsonout.dumps(document(model, plan, reorder, settings), indent=1)
+        # every value is an int, a str, a bool or None (no float to make strict), so the
+        # document goes straight to json; allow_nan=False keeps that a guarantee
+        text = json.dumps(document(model, plan, reorder, settings), allow_nan=False)
     else:
         text = render_text(model, plan, reorder, not args.no_timeline, settings)
     if args.output and args.output != "-":

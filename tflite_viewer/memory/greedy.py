@@ -47,11 +47,9 @@ def plan_greedy(sizes: list[int], first: list[int], last: list[int],
     lo = min(first)
     hi = max(last)
     base = -lo
-    buckets: list[list[int]] = [[] for _ in range(max(hi, lo) - lo + 1)]
-    seq = [0] * n
-    placed: list[int] = []
-    reversed_: list[int] = []
-    stamp = [-1] * n
+    buckets: list[list[tuple[int, int, int, int, int]]] = [[] for _ in range(hi - lo + 1)]
+    placed: list[tuple[int, int, int, int, int]] = []  # (offset, seq, end, first, last)
+    reversed_: list[tuple[int, int, int, int, int]] = []
     for k, b in enumerate(order):
         f, l_ = first[b], last[b]
         if offline[b] != ONLINE:
@@ -59,32 +57,30 @@ def plan_greedy(sizes: list[int], first: list[int], last: list[int],
         else:
             size = sizes[b]
             if f > l_ or (l_ - f + 1) * 4 > len(placed):
-                live = [e for e in placed if not (first[e] > l_ or f > last[e])]
+                live = [e for e in placed if not (e[3] > l_ or f > e[4])]
+            elif f == l_:
+                live = buckets[f + base] + [e for e in reversed_ if not (e[3] > l_ or f > e[4])]
             else:
                 # reversed lifetimes are in no bucket; TFLM's test still finds some overlaps
-                live = [e for e in reversed_ if not (first[e] > l_ or f > last[e])]
-                for e in live:
-                    stamp[e] = k
+                found = {e[1]: e for e in reversed_ if not (e[3] > l_ or f > e[4])}
                 for t in range(f + base, l_ + base + 1):
                     for e in buckets[t]:
-                        if stamp[e] != k:
-                            stamp[e] = k
-                            live.append(e)
-            live.sort(key=lambda e: (offsets[e], seq[e]))
+                        found[e[1]] = e
+                live = list(found.values())
+            live.sort()  # by offset, then placement order (seq): TFLM's list order
             cand = 0
-            for e in live:
-                if offsets[e] - cand >= size:
+            for off, _seq, end, _f, _l in live:
+                if off - cand >= size:
                     break
-                end = offsets[e] + sizes[e]
                 if end > cand:
                     cand = end
         offsets[b] = cand
-        seq[b] = k
-        placed.append(b)
+        entry = (cand, k, cand + sizes[b], f, l_)
+        placed.append(entry)
         if f > l_:
-            reversed_.append(b)
+            reversed_.append(entry)
         for t in range(max(f, lo) + base, min(l_, hi) + base + 1):
-            buckets[t].append(b)
+            buckets[t].append(entry)
     return GreedyResult(offsets, max(o + s for o, s in zip(offsets, sizes)), order)
 
 

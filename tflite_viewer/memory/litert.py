@@ -310,8 +310,8 @@ def _chunks(sg: SubgraphFacts, info: list[_Tensor]) -> list[tuple[int, int]]:
 
 def _place(sg, info, alloc, dealloc, nodes_to_tensors, shared):
     """``CalculateAllocations`` for each chunk, then offsets of the tensors that share."""
-    active: list[tuple[int, int, int, int, int]] = []  # (offset, size, tensor, first, last)
-    persistent: list[tuple[int, int, int, int, int]] = []
+    active = _Active(sg.n_ops)
+    persistent = _Active(sg.n_ops)
     persistent_size = 0
     offsets: dict[int, int] = {}
     sizes: dict[int, int] = {}
@@ -329,9 +329,9 @@ def _place(sg, info, alloc, dealloc, nodes_to_tensors, shared):
             last_active = last
             continue
         if first < last_active:
-            active = []
+            active.reset()
         else:
-            active = [a for a in active if a[4] >= first]
+            active.purge_before(first)
         last_active = last
 
         def less(a: int, b: int) -> bool:
@@ -349,7 +349,7 @@ def _place(sg, info, alloc, dealloc, nodes_to_tensors, shared):
         for t in todo:
             planned.add(t)
             if info[t].kind == "persistent":
-                off = _allocate(persistent, info[t].bytes, t, alloc[t], NOT_ASSIGNED)
+                off = persistent.allocate(info[t].bytes, alloc[t], NOT_ASSIGNED)
                 persistent_size = max(persistent_size, off + info[t].bytes)
                 continue
             r = shared.get(t)
@@ -357,8 +357,7 @@ def _place(sg, info, alloc, dealloc, nodes_to_tensors, shared):
                 continue  # shares its input's memory
             if r is not None:
                 shared.pop(t)
-            off = _allocate(active, info[t].bytes, t, alloc[t], dealloc[t])
-            offsets[t] = off
+            offsets[t] = active.allocate(info[t].bytes, alloc[t], dealloc[t])
             sizes[t] = info[t].bytes
     for t, r in list(shared.items()):
         base = r
@@ -370,27 +369,65 @@ def _place(sg, info, alloc, dealloc, nodes_to_tensors, shared):
     return offsets, sizes, persistent_size
 
 
-def _allocate(active: list, size: int, tensor: int, first: int, last: int) -> int:
-    """``SimpleMemoryArena::Allocate``: the best-fitting gap among overlapping allocations."""
-    if size == 0:
-        return 0
-    best, best_fit = None, None
-    current = 0
-    for off, sz, _t, f, l_ in active:
-        if l_ < first or f > last:
-            continue
-        aligned = -(-current // ALIGNMENT) * ALIGNMENT
-        if aligned + size <= off and (best_fit is None or off - aligned < best_fit):
-            best = aligned
-            best_fit = off - current
-        current = max(current, off + sz)
-        if best_fit == 0:
-            break
-    if best is None:
-        best = -(-current // ALIGNMENT) * ALIGNMENT
-    entry = (best, size, tensor, first, last)
-    i = len(active)
-    while i > 0 and active[i - 1][0] > best:  # upper_bound on offset
-        i -= 1
-    active.insert(i, entry)
-    return best
+class _Active:
+    """``SimpleMemoryArena``'s active allocations, also kept in per-node buckets so that an
+    allocation looks only at those whose lifetimes overlap its own (LiteRT scans them all
+    and skips the others; the offsets are the same)."""
+
+    def __init__(self, n_nodes: int) -> None:
+        self.horizon = max(n_nodes, 1)  # a lifetime reaching NOT_ASSIGNED ends here
+        self.reset()
+
+    def reset(self) -> None:
+        self.entries: list[tuple[int, int, int, int, int]] = []  # offset, size, first, last, seq
+        self.buckets: dict[int, list[int]] = {}
+        self.seq = 0
+
+    def purge_before(self, node: int) -> None:
+        """``PurgeActiveAllocs``: drop allocations that ended before ``node``."""
+        kept = [e for e in self.entries if e[3] >= node]
+        if len(kept) != len(self.entries):
+            self.entries, self.buckets = [], {}
+            for e in kept:
+                self._add(e)
+
+    def _span(self, first: int, last: int) -> range:
+        return range(max(first, 0), min(last, self.horizon) + 1)
+
+    def _add(self, e: tuple[int, int, int, int, int]) -> None:
+        i = len(self.entries)
+        self.entries.append(e)
+        for t in self._span(e[2], e[3]):
+            self.buckets.setdefault(t, []).append(i)
+
+    def allocate(self, size: int, first: int, last: int) -> int:
+        """``SimpleMemoryArena::Allocate``: the best-fitting gap among overlapping allocations."""
+        if size == 0:
+            return 0
+        span = self._span(first, last)
+        if len(span) * 4 > len(self.entries):
+            live = [e for e in self.entries if not (e[3] < first or e[2] > last)]
+        else:
+            seen: set[int] = set()
+            live = []
+            for t in span:
+                for i in self.buckets.get(t, ()):
+                    if i not in seen:
+                        seen.add(i)
+                        live.append(self.entries[i])
+        live.sort(key=lambda e: (e[0], e[4]))  # by offset; equal offsets in insertion order
+        best, best_fit = None, None
+        current = 0
+        for off, sz, _f, _l, _s in live:
+            aligned = -(-current // ALIGNMENT) * ALIGNMENT
+            if aligned + size <= off and (best_fit is None or off - aligned < best_fit):
+                best = aligned
+                best_fit = off - current
+            current = max(current, off + sz)
+            if best_fit == 0:
+                break
+        if best is None:
+            best = -(-current // ALIGNMENT) * ALIGNMENT
+        self._add((best, size, first, last, self.seq))
+        self.seq += 1
+        return best
