@@ -124,7 +124,9 @@ def render_text(model, plan, reorder=None, timeline: bool = True,
                            if len(plan.arenas) > 1),
                  f"  persistent arena:       {plan.tail_bytes:>12,} bytes"]
     live = arena.live_at(arena.peak_step) if arena.peak_step is not None else []
-    lines.append(f"  peak: step {arena.peak_step}, {_where(model, plan.peak_op)}; "
+    where = ("subgraphs no control flow reaches from subgraph 0 (TFLM plans them all at "
+             "step -1)" if arena.peak_step == -1 else _where(model, plan.peak_op))
+    lines.append(f"  peak: step {arena.peak_step}, {where}; "
                  f"{sum(b.size for b in live):,} bytes live there:")
     for b in live[:20]:
         what = (f"tensor {b.tensor} {b.name!r}" if b.tensor >= 0
