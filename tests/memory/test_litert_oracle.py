@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.memory.litert_arena import litert_addresses
+from tests.memory.litert_arena import litert_addresses, litert_addresses_many
 from tests.memory.models import LITERT_BUILT
 from tflite_viewer.memory import libstdcxx, litert, plan_litert
 from tflite_viewer.model import load_model
@@ -54,36 +54,55 @@ LITERT_DIFFERS = {
 }
 
 
-def _mismatches(data: bytes) -> tuple[list, dict]:
+def _job(data: bytes):
     model = load_model(data)
     arena = plan_litert(model).arenas[0]
-    report = litert_addresses(data, [b.tensor for b in arena.buffers],
-                              len(model.subgraphs[0].tensors))
+    return arena, (data, [b.tensor for b in arena.buffers], len(model.subgraphs[0].tensors))
+
+
+def _compare(arena, report: dict) -> list:
+    """Arena tensors whose LiteRT address is not the block's start plus our offset."""
     addresses = report["addresses"]
     at_zero = [addresses[b.tensor] for b in arena.buffers if b.offset == 0 and b.size]
     base = at_zero[0] if at_zero and at_zero[0] is not None else 0
-    bad = [(b.tensor, b.offset, None if addresses[b.tensor] is None
-            else addresses[b.tensor] - base) for b in arena.buffers
-           if addresses[b.tensor] is None or addresses[b.tensor] - base != b.offset]
-    return bad, report
+    return [(b.tensor, b.offset, None if addresses[b.tensor] is None
+             else addresses[b.tensor] - base) for b in arena.buffers
+            if addresses[b.tensor] is None or addresses[b.tensor] - base != b.offset]
+
+
+@pytest.fixture(scope="module")
+def litert_runs() -> dict[str, tuple]:
+    """Every built graph and every corpus model LiteRT runs, through one child process."""
+    sources = {name: make() for name, make in LITERT_BUILT.items()}
+    sources.update({name: (DATA / name).read_bytes() for name in EXACT_CORPUS + [
+        n for n, why in LITERT_DIFFERS.items() if why not in ("refused", "crashes")]})
+    names = list(sources)
+    jobs = [_job(sources[n]) for n in names]
+    reports = litert_addresses_many([job for _, job in jobs])
+    return {n: (arena, report) for n, (arena, _), report in zip(names, jobs, reports)}
+
+
+def _mismatches(data: bytes) -> tuple[list, dict]:
+    arena, job = _job(data)
+    report = litert_addresses(*job)
+    return _compare(arena, report), report
 
 
 @pytest.mark.parametrize("name", sorted(LITERT_BUILT))
-def test_built_graph_offsets_equal_litert(name):
-    bad, _ = _mismatches(LITERT_BUILT[name]())
-    assert bad == []
+def test_built_graph_offsets_equal_litert(litert_runs, name):
+    assert _compare(*litert_runs[name]) == []
 
 
 @pytest.mark.parametrize("name", EXACT_CORPUS)
-def test_corpus_offsets_equal_litert(name):
-    bad, _ = _mismatches((DATA / name).read_bytes())
-    assert bad == []
+def test_corpus_offsets_equal_litert(litert_runs, name):
+    assert _compare(*litert_runs[name]) == []
 
 
 @pytest.mark.parametrize("name", sorted(n for n, why in LITERT_DIFFERS.items()
                                         if why not in ("refused", "crashes")))
-def test_every_other_corpus_model_differs_for_its_named_reason(name):
-    bad, report = _mismatches((DATA / name).read_bytes())
+def test_every_other_corpus_model_differs_for_its_named_reason(litert_runs, name):
+    arena, report = litert_runs[name]
+    bad = _compare(arena, report)
     assert bad, f"{name} now matches LiteRT: move it to EXACT_CORPUS"
     if LITERT_DIFFERS[name] == TEMPORARIES:
         assert any(s and all(d > 0 for d in s) for s in report["temporaries"])
@@ -92,10 +111,11 @@ def test_every_other_corpus_model_differs_for_its_named_reason(name):
 
 
 def test_refused_and_crashing_models_do_not_run():
-    with pytest.raises(RuntimeError, match="quantized_dimension"):
-        litert_addresses((DATA / "person_detect.tflite").read_bytes(), [], 0)
-    with pytest.raises(RuntimeError):
-        litert_addresses((DATA / "keyword_scrambled_8bit.tflite").read_bytes(), [], 0)
+    refused, crashed = litert_addresses_many(
+        [((DATA / "person_detect.tflite").read_bytes(), [], 0),
+         ((DATA / "keyword_scrambled_8bit.tflite").read_bytes(), [], 0)])
+    assert "quantized_dimension" in refused["error"]
+    assert "crashed" in crashed["error"]
 
 
 def test_every_corpus_model_is_classified():
