@@ -6,7 +6,8 @@
 2. `info`: the summary, its text, and its JSON (which must be strict);
 3. `graph.build_graph` and `graph.layout` of the first and last subgraph, their JSON;
 4. the interpreter with small budgets: build, prepare, seeded inputs, `invoke`;
-5. re-serialization through the editor's tree and writer, and loading the result.
+5. the TFLite Micro and LiteRT memory plans, their `memory` JSON (strict) and text;
+6. re-serialization through the editor's tree and writer, and loading the result.
 
 Each step either succeeds or raises a documented error: a `TFLiteViewerError` subclass
 (ModelFormatError, UnsupportedOpError, ExecutionError, the budget errors, InputError,
@@ -132,6 +133,14 @@ def _interpret(model) -> None:
     interp.outputs()
 
 
+def _memory(model) -> None:
+    from tflite_viewer.cli.memory import document, render_text
+    from tflite_viewer.memory import plan_litert, plan_tflm
+    for plan in (plan_tflm(model), plan_litert(model)):
+        _strict_json(json.dumps(document(model, plan), allow_nan=False))
+        render_text(model, plan)
+
+
 def _reserialize(model) -> None:
     from tflite_viewer.edit.tree import unpack
     from tflite_viewer.edit.writer import serialize
@@ -141,7 +150,7 @@ def _reserialize(model) -> None:
 
 
 STEPS = (("walk", walk), ("info", _info), ("layout", _layout), ("interpreter", _interpret),
-         ("reserialize", _reserialize))
+         ("memory", _memory), ("reserialize", _reserialize))
 
 
 def _alarm(signum, frame):

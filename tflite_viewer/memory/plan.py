@@ -103,9 +103,14 @@ class OfflineCheck:
 
 def profile(buffers: list[PlannedBuffer], n_steps: int, base: int = 0
             ) -> tuple[np.ndarray, np.ndarray]:
-    """(live bytes, top byte) at every step from ``base`` to ``base + n_steps - 1``."""
-    delta = np.zeros(n_steps + 1, dtype=np.int64)
-    top = np.zeros(n_steps, dtype=np.int64)
+    """(live bytes, top byte) at every step from ``base`` to ``base + n_steps - 1``.
+
+    int64 unless a model's absurd shapes need Python's integers (a fuzzed file asks for
+    exabytes; the figures must still be right, not wrapped)."""
+    big = sum(b.size for b in buffers) + max([b.end for b in buffers], default=0) >= 2**62
+    dtype = object if big else np.int64
+    delta = np.zeros(n_steps + 1, dtype=dtype)
+    top = np.zeros(n_steps, dtype=dtype)
     for b in buffers:
         lo, hi = b.first - base, b.last - base
         if hi < lo or hi < 0 or lo >= n_steps:
@@ -114,7 +119,10 @@ def profile(buffers: list[PlannedBuffer], n_steps: int, base: int = 0
         delta[lo] += b.size
         delta[hi + 1] -= b.size
         seg = top[lo:hi + 1]
-        np.maximum(seg, b.end, out=seg)
+        if big:
+            top[lo:hi + 1] = [max(v, b.end) for v in seg]
+        else:
+            np.maximum(seg, b.end, out=seg)
     return np.cumsum(delta[:-1]), top
 
 

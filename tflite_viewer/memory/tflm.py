@@ -107,6 +107,12 @@ def plan_tflm(model: Model | ModelFacts, pointer_bytes: int = 4,
         meta.append((req.subgraph, -1, sg.original[req.op], f"scratch: {req.what}", req.bytes))
     _check_intermediates(facts, shapes, problems)
 
+    too_big = [m for m, size in zip(meta, sizes) if size >= 2**31]
+    if too_big:
+        s_, t_, op_, name_, _ = too_big[0]
+        problems.append(f"subgraphs[{s_}].{'tensors' if t_ >= 0 else 'operators'}"
+                        f"[{t_ if t_ >= 0 else op_}] ({name_!r}) needs 2 GiB or more; TFLM's "
+                        "planner holds sizes and offsets as int and cannot plan this model")
     result = plan_greedy(sizes, firsts, lasts, fixed)
     buffers = [PlannedBuffer(s, t, op, name, nbytes, size, f, l_, o, fx != ONLINE)
                for (s, t, op, name, nbytes), size, f, l_, o, fx
