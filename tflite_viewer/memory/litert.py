@@ -27,7 +27,7 @@ when a model has kernels that may add them.
 from __future__ import annotations
 
 from ..model import Model
-from ..model.opcodes import BUILTIN_CODES
+from ..model.opcodes import BUILTIN_CODES, builtin_name
 from .facts import ModelFacts, SubgraphFacts, read_facts
 from .plan import Arena, MemoryPlan, PlannedBuffer, peak_step, profile
 from .sizes import litert_bytes
@@ -158,18 +158,13 @@ def plan_litert(model: Model | ModelFacts, preserve_all_tensors: bool = False) -
         arena, persist = _plan_subgraph(sg, preserve_all_tensors)
         arenas.append(arena)
         persistent += persist
-        temporaries |= {_name(code) for code in sg.op_codes if code in _TEMPORARIES}
+        temporaries |= {builtin_name(code) for code in sg.op_codes if code in _TEMPORARIES}
     if temporaries:
         notes.append("kernels' temporary tensors are not modelled; LiteRT may add some for "
                      + ", ".join(sorted(temporaries)) + " in the same arena")
     total = sum(a.size for a in arenas)
     return MemoryPlan("litert", ALIGNMENT, total, persistent, {"persistent arena": persistent},
                       arenas, [], notes)
-
-
-def _name(code: int) -> str:
-    from ..model.opcodes import builtin_name
-    return builtin_name(code)
 
 
 def _plan_subgraph(sg: SubgraphFacts, preserve: bool) -> tuple[Arena, int]:
