@@ -156,3 +156,27 @@ def test_overlapping_offline_plan_is_flagged():
     plan = plan_tflm(doc.model)
     assert plan.offline is not None and not plan.offline.valid
     assert any("overlap" in w for w in plan.offline.warnings)
+
+
+def test_best_offline_plan_is_used_by_tflm_and_shrinks_its_head_as_claimed():
+    """mobilenet_v1 0.25 (float): TFLM's largest-first placement leaves a 400 KB hole; the
+    plan stored with SetOfflineMemoryPlan("best") does not, and TFLM's head shows it."""
+    from tflite_viewer.memory.offline_search import best_offline_plan
+    data = (DATA / "mobilenet_v1_0.25_224_1_default_1.tflite").read_bytes()
+    found = best_offline_plan(load_model(data), pointer_bytes=8)
+    assert found is not None and found.saved > 0
+    doc = ModelDocument(data)
+    doc.apply(SetOfflineMemoryPlan("best", pointer_bytes=8))
+    planned = doc.to_bytes()
+    ours = plan_tflm(load_model(planned), pointer_bytes=8)
+    assert ours.offline is not None and ours.offline.valid
+    assert ours.head_bytes == found.head_after
+    before, after = tflm_arenas([data, planned])
+    assert before["head"] == found.head_before
+    assert after["head"] == found.head_after < before["head"]
+
+
+def test_best_offline_plan_is_refused_when_nothing_beats_tflm():
+    doc = ModelDocument((DATA / "person_detect.tflite").read_bytes())
+    with pytest.raises(EditError, match="no offline plan"):
+        doc.apply(SetOfflineMemoryPlan("best"))

@@ -65,8 +65,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     e.add_argument("--reorder", dest="reorder", metavar="S:memory|S:N0,N1,...", **flag,
                    help="run subgraph S's operators in another order: the one `memory "
                         "--what-if` finds for the smallest TFLite Micro arena, or the listed one")
-    e.add_argument("--offline-plan", dest="offline_plan", nargs=0, action=_Ordered, default=None,
-                   help="store TFLite Micro's arena plan as OfflineMemoryAllocation metadata")
+    e.add_argument("--offline-plan", dest="offline_plan", nargs="?", const="tflm",
+                   choices=("tflm", "best"), action=_Ordered, default=None,
+                   help="store TFLite Micro's arena plan (or with 'best' the smallest one "
+                        "`memory --what-if` finds) as OfflineMemoryAllocation metadata")
     p.add_argument("--layout", choices=("auto", "inline", "offset"), default="auto",
                    help="buffer layout of the output (auto: offset only past 2 GB or if the "
                         "input used it)")
@@ -163,7 +165,7 @@ def build_command(kind: str, value: str):
             raise EditError(f"bad --reorder {value!r} (expected S:memory or S:N0,N1,...)") from None
         return E.ReorderOperators(sub, ops)
     if kind == "offline_plan":
-        return E.SetOfflineMemoryPlan()
+        return E.SetOfflineMemoryPlan("best" if value == "best" else None)
     raise EditError(f"unknown edit {kind}")  # pragma: no cover
 
 

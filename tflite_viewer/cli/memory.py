@@ -54,7 +54,8 @@ def _buffer_doc(b) -> dict[str, Any]:
             "last": b.last}
 
 
-def document(model, plan, reorder=None, settings: dict | None = None) -> dict[str, Any]:
+def document(model, plan, reorder=None, settings: dict | None = None,
+             offline_plan=None) -> dict[str, Any]:
     """The `memory --json` document (docs/memory.md describes every key)."""
     arena = plan.arena
     peak = plan.peak_op
@@ -100,11 +101,16 @@ def document(model, plan, reorder=None, settings: dict | None = None) -> dict[st
                           "operators_moved": reorder.moved, "strategy": reorder.strategy,
                           "apply": f"tflite-viewer edit MODEL -o OUT.tflite --reorder "
                                    f"{reorder.subgraph}:memory"}
+    if offline_plan is not None:
+        doc["what_if_offline_plan"] = {
+            "head_bytes": offline_plan.head_after, "saved_bytes": offline_plan.saved,
+            "strategy": offline_plan.strategy,
+            "apply": "tflite-viewer edit MODEL -o OUT.tflite --offline-plan best"}
     return doc
 
 
 def render_text(model, plan, reorder=None, timeline: bool = True,
-                settings: dict | None = None) -> str:
+                settings: dict | None = None, offline_plan=None) -> str:
     from ..memory import timeline as draw
     arena = plan.arena
     name = Path(model.path).name if model.path else "model"
@@ -150,6 +156,15 @@ def render_text(model, plan, reorder=None, timeline: bool = True,
                      f"{reorder.head_after:,} bytes, {reorder.saved:,} less; apply it with")
         lines.append(f"    tflite-viewer edit {name} -o OUT.tflite --reorder "
                      f"{reorder.subgraph}:memory")
+    elif settings and settings.get("what_if"):
+        lines.append("  what if: no operator order found needs less than the file's")
+    if offline_plan is not None:
+        lines.append(f"  what if: an offline plan placing tensors {offline_plan.strategy} "
+                     f"needs {offline_plan.head_after:,} bytes, {offline_plan.saved:,} less, "
+                     "with the graph unchanged; store it with")
+        lines.append(f"    tflite-viewer edit {name} -o OUT.tflite --offline-plan best")
+    elif settings and settings.get("what_if"):
+        lines.append("  what if: no offline plan found beats TFLM's own placement")
     if timeline:
         rows = draw(arena)
         if rows:
@@ -165,12 +180,14 @@ def main(args: argparse.Namespace) -> int:
     from ..model import load_model
     model = load_model(args.model)
     settings: dict[str, Any] = {}
-    reorder = None
+    reorder = offline_plan = None
     if args.target == "tflm":
         settings = {"pointer_bytes": args.pointer_size, "kernels": "reference"}
         plan = plan_tflm(model, pointer_bytes=args.pointer_size)
         if args.what_if:
+            from ..memory.offline_search import best_offline_plan
             reorder = best_order(model, pointer_bytes=args.pointer_size)
+            offline_plan = best_offline_plan(model, pointer_bytes=args.pointer_size)
     else:
         if args.what_if:
             raise ValueError("--what-if searches TFLite Micro's plan; use it with --target tflm")
@@ -179,9 +196,11 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         # every value is an int, a str, a bool or None (no float to make strict), so the
         # document goes straight to json; allow_nan=False keeps that a guarantee
-        text = json.dumps(document(model, plan, reorder, settings), allow_nan=False)
+        text = json.dumps(document(model, plan, reorder, settings, offline_plan),
+                          allow_nan=False)
     else:
-        text = render_text(model, plan, reorder, not args.no_timeline, settings)
+        text = render_text(model, plan, reorder, not args.no_timeline,
+                           dict(settings, what_if=args.what_if), offline_plan)
     if args.output and args.output != "-":
         Path(args.output).write_text(text + "\n")
     else:

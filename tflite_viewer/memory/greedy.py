@@ -35,15 +35,21 @@ def placement_order(sizes: list[int], offline: list[int]) -> list[int]:
 
 
 def plan_greedy(sizes: list[int], first: list[int], last: list[int],
-                offline: list[int] | None = None) -> GreedyResult:
-    """Offsets of buffers of ``sizes`` (already aligned) live from ``first`` to ``last``."""
+                offline: list[int] | None = None, order: list[int] | None = None
+                ) -> GreedyResult:
+    """Offsets of buffers of ``sizes`` (already aligned) live from ``first`` to ``last``.
+
+    ``order``: place the buffers in this order instead of TFLM's (the same first-fit scan;
+    `offline_search` uses it to look for smaller plans).
+    """
     n = len(sizes)
     if offline is None:
         offline = [ONLINE] * n
     offsets = [0] * n
     if n == 0:
         return GreedyResult(offsets, 0, [])
-    order = placement_order(sizes, offline)
+    if order is None:
+        order = placement_order(sizes, offline)
     lo = min(first)
     hi = max(last)
     base = -lo

@@ -30,13 +30,15 @@ RESHAPE = BUILTIN_CODES["RESHAPE"]
 
 
 def plan_tflm(model: Model | ModelFacts, pointer_bytes: int = 4,
-              orders: dict[int, list[int]] | None = None, offline: bool = True) -> MemoryPlan:
+              orders: dict[int, list[int]] | None = None,
+              offline: bool | list[int] = True) -> MemoryPlan:
     """TFLM's plan of ``model``.
 
     ``pointer_bytes``: 4 for 32-bit microcontrollers, 8 for a 64-bit host such as the
     ``tflite-micro`` Python package (ADD_N's scratch and the tail's structs depend on it).
     ``orders``: execute subgraph S's operators in ``orders[S]`` (file indices) instead.
-    ``offline``: use the model's OfflineMemoryAllocation when it has one (as TFLM does).
+    ``offline``: use the model's OfflineMemoryAllocation when it has one (as TFLM does);
+    False ignores it; a list of offsets plans as if the model carried that one.
     """
     facts = model if isinstance(model, ModelFacts) else read_facts(model)
     for s, order in (orders or {}).items():
@@ -52,7 +54,13 @@ def plan_tflm(model: Model | ModelFacts, pointer_bytes: int = 4,
                      "only inline buffer data, so those tensors would be planned in the arena")
 
     offsets, check = None, None
-    if offline:
+    if isinstance(offline, list):
+        offsets = list(offline)
+        check = check_offline(offsets, facts.total_tensors, ALIGNMENT)
+        if check.errors:
+            problems += [f"offline plan: {e}" for e in check.errors]
+            offsets = None
+    elif offline:
         offsets, errors = read_offline(facts.model)
         if errors or offsets is not None:
             check = check_offline(offsets or [], facts.total_tensors, ALIGNMENT)

@@ -13,6 +13,7 @@ import numpy as np
 from ...memory import encode_offline, plan_tflm
 from ...memory.facts import SubgraphFacts
 from ...memory.offline import METADATA_NAME
+from ...memory.offline_search import best_offline_plan
 from ...memory.reorder import best_order, check_order
 from ...model.errors import EditError
 from ...model.opcodes import CUSTOM
@@ -108,10 +109,12 @@ class SetOfflineMemoryPlan(SetMetadata):
 
     ``offsets``: one per tensor of every subgraph (subgraph 0's first), -1 where TFLM
     should plan the tensor itself; None stores the plan TFLM computes for the model now
-    (its tensors' offsets; scratch buffers stay planned at run time, around them).
+    (its tensors' offsets; scratch buffers stay planned at run time, around them);
+    ``"best"`` the smallest plan `memory.offline_search` finds (refused when none beats
+    TFLM's own).
     """
 
-    def __init__(self, offsets: list[int] | None = None, pointer_bytes: int = 4) -> None:
+    def __init__(self, offsets: list[int] | str | None = None, pointer_bytes: int = 4) -> None:
         super().__init__(METADATA_NAME, b"")
         self.offsets, self.pointer_bytes = offsets, pointer_bytes
         self.description = "Store the TFLite Micro arena plan (OfflineMemoryAllocation)"
@@ -120,7 +123,17 @@ class SetOfflineMemoryPlan(SetMetadata):
         subs = tree.model.subgraphs or []
         total = sum(len(sg.tensors or []) for sg in subs)
         offsets = self.offsets
-        if offsets is None:
+        if offsets == "best":
+            from ...model import load_model
+            from ..writer import serialize
+            found = best_offline_plan(load_model(serialize(tree)), self.pointer_bytes)
+            if found is None:
+                raise EditError("no offline plan found that needs less TFLite Micro arena than "
+                                "TFLM's own plan")
+            offsets = found.offsets
+            self.description = (f"Store a TFLite Micro arena plan ({found.strategy}: head "
+                                f"{found.head_before:,} -> {found.head_after:,} bytes)")
+        elif offsets is None:
             from ...model import load_model
             from ..writer import serialize
             plan = plan_tflm(load_model(serialize(tree)), self.pointer_bytes, offline=False)
@@ -133,7 +146,7 @@ class SetOfflineMemoryPlan(SetMetadata):
                                 "head) as OfflineMemoryAllocation")
         else:
             try:
-                offsets = [int(v) for v in offsets]
+                offsets = [int(v) for v in offsets]  # type: ignore[union-attr]
             except (TypeError, ValueError):
                 raise EditError("offline offsets must be integers") from None
             if len(offsets) != total:
