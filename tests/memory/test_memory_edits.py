@@ -180,3 +180,18 @@ def test_best_offline_plan_is_refused_when_nothing_beats_tflm():
     doc = ModelDocument((DATA / "person_detect.tflite").read_bytes())
     with pytest.raises(EditError, match="no offline plan"):
         doc.apply(SetOfflineMemoryPlan("best"))
+
+
+@pytest.mark.slow
+def test_best_offline_plan_on_a_20000_op_model_is_used_by_tflm():
+    """The synthetic residual model of the benchmarks: TFLM confirms the smaller head (the
+    unmarked sample is mobilenet_v1 above)."""
+    from benchmarks.synthetic_models import residual_model
+    from tflite_viewer.memory.offline_search import best_offline_plan
+    data = residual_model(20000)
+    found = best_offline_plan(load_model(data), pointer_bytes=8)
+    assert found is not None
+    doc = ModelDocument(data)
+    doc.apply(SetOfflineMemoryPlan(found.offsets))
+    before, after = tflm_arenas([data, doc.to_bytes()], timeout=900)
+    assert (before["head"], after["head"]) == (found.head_before, found.head_after)
