@@ -12,9 +12,16 @@ samples (default 10):
   project's interpreter, pairing, metrics, activation statistics), and the same with the
   per-layer float fallback (one more quantized run per quantized op and sample).
 
+* with ``--aeq VENV_PYTHON``: ai-edge-quantizer's model validator
+  (``model_validator.compare_model``, every tensor, MSE) on the same pair and the same
+  samples, run in that virtual environment's interpreter (`aeq_validate.py`, one child per
+  round, the time of compare_model itself), alternating with ours; the issue's targets are
+  analysis at or below 1.0x of it, and with per-layer fallback at or below 3x.
+
 Each figure is the lowest of ``--rounds`` runs (default 3), alternating ours and LiteRT's.
 
-    python benchmarks/bench_quant.py [--samples N] [--rounds R] [--blas-threads N] [QUANT FLOAT]
+    python benchmarks/bench_quant.py [--samples N] [--rounds R] [--blas-threads N]
+                                     [--aeq VENV/bin/python] [QUANT FLOAT]
 """
 from __future__ import annotations
 
@@ -73,14 +80,26 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--blas-threads", type=int, default=None)
+    ap.add_argument("--aeq", default=None,
+                    help="python of a virtual environment with ai-edge-quantizer")
     args = ap.parse_args()
     qname, fname = args.models
     qpath, fpath = MODELS / f"{qname}.tflite", MODELS / f"{fname}.tflite"
     qm, fm = load_model(qpath), load_model(fpath)
     samples = make_samples(qm, fm, count=args.samples)
     best = {"anchor": float("inf"), "anchor+compare": float("inf"), "ours": float("inf"),
-            "ours+fallback": float("inf")}
+            "ours+fallback": float("inf"), "aeq": float("inf")}
+    npz = None
+    if args.aeq:
+        import tempfile
+        npz = Path(tempfile.mkdtemp()) / "samples.npz"
+        names = [i.name for i in fm.signature_defs[0].inputs] if fm.signature_defs else \
+            [fm.subgraphs[0].tensors[i].name for i in fm.subgraphs[0].inputs]
+        np.savez(npz, **{f"s{k}_{n}": a for k, sample in enumerate(samples)
+                         for n, a in zip(names, sample)})
     for _ in range(args.rounds):
+        if npz is not None:
+            best["aeq"] = min(best["aeq"], aeq_round(args.aeq, fpath, qpath, npz, fm))
         best["anchor"] = min(best["anchor"], litert_runs(qpath, fpath, qm, fm, samples, False))
         t0 = time.perf_counter()
         analyze(qpath, fpath, samples=args.samples)
@@ -100,6 +119,21 @@ def main() -> None:
     print(f"  quant.analyze + per-layer fallback      {best['ours+fallback'] * 1e3:9.1f} ms   "
           f"ratio {best['ours+fallback'] / best['anchor']:.1f}x LiteRT runs "
           f"({ops} ops x {args.samples} samples extra quantized runs)")
+    if npz is not None:
+        a = best["aeq"]
+        print(f"  ai-edge-quantizer compare_model         {a * 1e3:9.1f} ms")
+        print(f"  ratio to it: analysis {best['ours'] / a:.2f}x (target <= 1.0x), "
+              f"with per-layer fallback {best['ours+fallback'] / a:.2f}x (target <= 3x)")
+
+
+def aeq_round(python: str, fpath: Path, qpath: Path, npz: Path, fm) -> float:
+    """One ai-edge-quantizer validation (its own time, measured in the child)."""
+    import subprocess
+    key = fm.signature_defs[0].key if fm.signature_defs else ""
+    out = subprocess.run([python, str(ROOT / "benchmarks" / "aeq_validate.py"), str(fpath),
+                          str(qpath), str(npz), "1"] + ([key] if key else []),
+                         capture_output=True, text=True, check=True).stdout
+    return float(out.split("AEQ ", 1)[1].split()[0])
 
 
 if __name__ == "__main__":

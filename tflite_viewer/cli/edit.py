@@ -194,7 +194,7 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     if args.json:
         print(jsonout.dumps({
-            "output": str(out), "bytes": len(doc.to_bytes()),
+            "output": str(out), "bytes": doc.nbytes,
             "edits": [{"description": r.description, "warnings": r.warnings,
                        "raised_versions": [vars(v) for v in r.raised_versions],
                        "min_runtime_version": r.min_runtime_version} for r in results],
@@ -205,5 +205,5 @@ def main(args: argparse.Namespace) -> int:
         print("\n".join(r.lines()))
     if not results:
         print("no edits: the model is written unchanged")
-    print(f"wrote {out} ({len(doc.to_bytes())} bytes)")
+    print(f"wrote {out} ({doc.nbytes} bytes)")
     return EXIT_OK

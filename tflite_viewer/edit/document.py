@@ -11,20 +11,27 @@ Undo and redo replay commands (``revert`` / ``apply``), not stored files, so mem
 flat for large models, and every state of the history has one byte string (the tests
 check that undo and redo give it back byte for byte).
 
-Fast path.  An edit that only changes fixed-size fields the file already stores (an
+Fast paths.  An edit that only changes fixed-size fields the file already stores (an
 option's stride or activation, an op version that is stored, quantization scales of the
 same count, a constant's bytes) is written by overwriting those bytes of the previous
-state's bytes (`patch`), then re-read like any other; the object tree is changed too, so a
-later full serialize sees it.  So the bytes of a state are defined as:
+state's bytes (`patch`).  Most other edits (a rename, a shape of another rank, a new
+quantization table, an exposed output, a removed operator) are *spliced* (`splice`): the
+new objects are appended and the references to them re-pointed.  Either way the result is
+re-read like any other, and the object tree is changed too, so a later full serialize sees
+it.  So the bytes of a state are defined as:
 
 * state 0: the opened file as it is (with ``layout="auto"``), else the tree serialized;
-* after a *patched* edit: the previous state's bytes with the edit's patches;
+* after a *patched* or *spliced* edit: the previous state's bytes with the edit's edits;
 * after any other edit: the tree serialized (`writer.serialize`).
 
-Undoing a patched edit writes the old bytes back.  Undoing a serialized edit rebuilds the
-previous state from its definition: the last serialized state before it (re-serialized
-from the tree, rolled back to it for the moment) or the opened file, plus the patches
-made since.
+A state's bytes are `pieces.Pieces`: ranges of the opened file plus what changed, so an
+edit of a 2.5 GB model neither copies nor reads its weights, and `save` streams them.
+Undoing a patched or spliced edit restores the previous state's pieces (kept with the
+edit: they share everything but the changed bytes).  Undoing a serialized edit rebuilds
+the previous state from its definition: the last serialized state before it
+(re-serialized from the tree, rolled back to it for the moment) or the opened file, plus
+the edits made since.  The models of the last few states are kept, so an undo right
+after an edit does not re-read anything.
 
 Qt: wrap each applied command in one QUndoCommand whose ``redo()`` calls
 ``document.redo()`` (skipping the first call, made by ``push``) and whose ``undo()`` calls
@@ -35,6 +42,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,7 +59,9 @@ from .coldiff import changes as column_changes
 from .op_version import op_required_version
 from .runtime_version import (encode_min_runtime, min_runtime_version, runtime_less)
 from .tree import ModelTree, text, unpack
-from .patch import FieldTarget, Locator, Patch, apply_patches, plan
+from .patch import FieldTarget, Locator, Patch, plan
+from .pieces import Pieces, SourceFile
+from .splice import VectorShrink, plan_splice
 from .validate import check_tree, new_errors
 from .writer import serialize
 
@@ -99,10 +109,19 @@ class _Record:
     raised: list[tuple[Any, int, int]] = field(default_factory=list)  # (OperatorCodeT, old, new)
     runtime: tuple[Any, Any, Any] | None = None  # (BufferT, old data, new data)
     result: EditResult | None = None
-    patches: list[Patch] | None = None  # the bytes it overwrote (None: it re-serialized)
+    patches: list[Patch] | None = None  # the bytes it overwrote (None: not patched)
+    splice: list | None = None  # its `splice` edits (None: not spliced)
+    before: Pieces | None = None  # the state's bytes before it (patched or spliced edits)
+
+    def edits(self) -> list | None:
+        """What it did to the previous state's bytes, if it did not re-serialize."""
+        if self.patches is not None:
+            return [(p.pos, len(p.new), p.new) for p in self.patches]
+        return self.splice
 
 
 Listener = Callable[[Model, EditResult], None]
+_KEPT_MODELS = 4  # models of recent states kept for undo/redo (each holds its index)
 
 
 class ModelDocument:
@@ -114,9 +133,15 @@ class ModelDocument:
         self.model: Model = self.original
         self.layout = layout
         self._tree: ModelTree = unpack(self.original)
-        self._bytes: bytes | None = None  # this state's bytes (None: state 0, not made yet)
+        self._source: SourceFile | None = None
+        self._pieces: Pieces | None = None  # this state's bytes (None: state 0, not made yet)
+        self._models: OrderedDict[int, tuple[Pieces, Model]] = OrderedDict()
         self._locator: Locator | None = None
         self.fast_path_enabled = True
+        #: models from this many operators and tensors, or this many bytes, are spliced
+        #: (`splice`) rather than re-serialized when an edit is not a plain patch
+        self.splice_min_objects = 2000
+        self.splice_min_bytes = 32 << 20
         self._history: list[_Record] = []
         self._index = 0  # records [0, index) are applied
         self._clean = 0
@@ -188,9 +213,8 @@ class ModelDocument:
         self._revert_auto(record)
         record.command.revert(self._tree)
         try:
-            if record.patches is not None:
-                self._set_bytes(apply_patches(self._current(), record.patches, reverse=True),
-                                self._index - 1)
+            if record.before is not None:
+                self._set_bytes(record.before, self._index - 1)
             else:
                 self._set_bytes(self._rebuild(self._index - 1), self._index - 1)
         except Exception:
@@ -209,6 +233,7 @@ class ModelDocument:
             raise EditError("nothing to redo")
         record = self._history[self._index]
         record.raised, record.runtime, record.patches = [], None, None
+        record.splice, record.before = None, None
         result = self._execute(record, "redo")
         self._index += 1
         self._notify(result)
@@ -218,7 +243,7 @@ class ModelDocument:
         tree = self._tree
         command = record.command
         scope = command.scope(tree)
-        affected = self._affected(scope)
+        affected = self._affected(scope) if command.changes_op_signatures else []
         before = {op: op_required_version(tree.model, sg, op) for sg, op in affected}
         versions = [int(c.version) for c in tree.model.operatorCodes or []]
         command.apply(tree)  # raises EditError with the tree untouched
@@ -228,10 +253,13 @@ class ModelDocument:
             check_tree(tree)
             previous = self.model
             patches = self._plan(record)
-            if patches is not None:
-                self._publish_bytes(apply_patches(self._current(), patches),
-                                    check_against=previous)
-                record.patches = patches
+            splice = None if patches is not None else self._plan_splice(record)
+            if patches is not None or splice is not None:
+                before = self._current()
+                edits = splice if splice is not None else \
+                    [(p.pos, len(p.new), p.new) for p in patches]
+                self._publish_bytes(before.replace(edits), check_against=previous)
+                record.patches, record.splice, record.before = patches, splice, before
             else:
                 self._publish(check_against=previous)
         except Exception as exc:
@@ -256,35 +284,65 @@ class ModelDocument:
 
     def _publish(self, check_against: Model | None = None) -> None:
         """Serialize and re-read the tree; make it the document's model."""
-        self._publish_bytes(serialize(self._tree, self.layout), check_against)
+        self._publish_bytes(Pieces.of_bytes(serialize(self._tree, self.layout)), check_against)
 
-    def _publish_bytes(self, data: bytes, check_against: Model | None = None) -> None:
-        model = load_model(data)
+    def _publish_bytes(self, pieces: Pieces, check_against: Model | None = None) -> None:
+        model = self._load(pieces)
         if check_against is not None:
             errors = new_errors(check_against, model)
             if errors:
                 raise EditError(f"the edit would make the model invalid: {errors[0]}")
-        self._bytes = data
+        self._pieces = pieces
         self.model = model
 
-    def _set_bytes(self, data: bytes, state: int) -> None:
-        """Make ``data`` (the bytes of ``state``) the document's model."""
+    def _load(self, pieces: Pieces) -> Model:
+        """The model of a state's bytes: kept for the last few states (undo, redo)."""
+        hit = self._models.get(id(pieces))
+        if hit is not None and hit[0] is pieces:
+            self._models.move_to_end(id(pieces))
+            return hit[1]
+        model = load_model(pieces.materialize())
+        self._models[id(pieces)] = (pieces, model)
+        while len(self._models) > _KEPT_MODELS:
+            self._models.popitem(last=False)
+        return model
+
+    def _set_bytes(self, pieces: Pieces, state: int) -> None:
+        """Make ``pieces`` (the bytes of ``state``) the document's model."""
         if state == 0 and self.layout == "auto":  # the opened file itself
-            self._bytes, self.model = None, self.original
+            self._pieces, self.model = None, self.original
             return
-        self._publish_bytes(data)
+        self._publish_bytes(pieces)
 
     # -- the bytes of a state ----------------------------------------------------------------
-    def _original_bytes(self):
-        return self.original.data
+    def _original_pieces(self) -> Pieces:
+        """The opened file as pieces: a range of the file itself when it was opened from
+        one (so it is never read into memory), else its bytes."""
+        source = self.original._source
+        if self.path is not None and not isinstance(source, (bytes, bytearray)):
+            if self._source is None:
+                self._source = SourceFile(self.path, source, self.original.file_size)
+            if self._source.fd >= 0:
+                return Pieces.of_file(self._source)
+        if isinstance(source, bytes):
+            return Pieces.of_bytes(source)
+        return Pieces.of_bytes(self.original.data.tobytes())
 
-    def _current(self):
-        """This state's bytes (a bytes-like object; the opened file's at state 0)."""
-        if self._bytes is not None:
-            return self._bytes
-        if self.layout == "auto":
-            return self._original_bytes()
-        return self.to_bytes()
+    def _current(self) -> Pieces:
+        """This state's bytes (the opened file's at state 0)."""
+        if self._pieces is not None:
+            return self._pieces
+        if self.layout == "auto" and self._index == 0:
+            self._pieces = self._original_pieces()
+            self._models[id(self._pieces)] = (self._pieces, self.original)
+            return self._pieces
+        self._pieces = Pieces.of_bytes(serialize(self._tree, self.layout))
+        return self._pieces
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the model as it would be saved."""
+        return len(self._current())
 
     def _plan(self, record: _Record) -> list[Patch] | None:
         """The patches that make this edit, if it is a fast-path edit (see the docstring)."""
@@ -305,28 +363,62 @@ class ModelDocument:
             targets.append(FieldTarget((("buffers", k),), "tflite.Buffer", "data", new))
         if self._locator is None or self._locator.model is not self.model:
             self._locator = Locator(self.model)
+        if any(not isinstance(t, FieldTarget) for t in targets):
+            return None
         return plan(self._locator, targets)
 
-    def _rebuild(self, state: int) -> bytes:
+    def _plan_splice(self, record: _Record) -> list | None:
+        """The `splice` edits that make this edit, if it can be spliced."""
+        if not self.fast_path_enabled or (self._index == 0 and self.layout != "auto") or \
+                not self._worth_splicing():
+            return None
+        targets = record.command.targets(self._tree)
+        if targets is None:
+            return None
+        targets = list(targets)
+        for code, _old, new in record.raised:
+            targets.append(FieldTarget((("operator_codes", self._code_index(code)),),
+                                       "tflite.OperatorCode", "version", new, owner=code))
+        if record.runtime is not None:
+            buf, _old, new = record.runtime
+            k = next((i for i, b in enumerate(self._tree.model.buffers or []) if b is buf), -1)
+            if k < 0:
+                return None
+            targets.append(FieldTarget((("buffers", k),), "tflite.Buffer", "data", new))
+        return plan_splice(self.model, self._tree, targets, len(self._current()),
+                           appendix=self._tree.appendix is not None)
+
+    def _worth_splicing(self) -> bool:
+        """Splice only where a serialize would be slow: a small model is re-serialized, so
+        its saved bytes stay compact and canonical (no objects left behind by edits)."""
+        index = self.original.index
+        objects = sum(len(b) for name in ("tflite.Operator", "tflite.Tensor")
+                      for b in index.batches.get(name, ()))
+        return objects >= self.splice_min_objects or \
+            self.original.file_size >= self.splice_min_bytes
+
+    def _rebuild(self, state: int) -> Pieces:
         """The bytes of ``state`` (the tree is at that state): see the module docstring."""
         last = state - 1
-        while last >= 0 and self._history[last].patches is not None:
+        while last >= 0 and self._history[last].edits() is not None:
             last -= 1
         patched = self._history[last + 1:state]
-        patches = [p for r in patched for p in r.patches]
         if last < 0 and self.layout == "auto":
-            return apply_patches(self._original_bytes(), patches)
-        tree = self._tree
-        for r in reversed(patched):
-            self._revert_auto(r)
-            r.command.revert(tree)
-        try:
-            base = serialize(tree, self.layout)
-        finally:
-            for r in patched:
-                r.command.apply(tree)
-                self._reapply_auto(r)
-        return apply_patches(base, patches)
+            base = self._original_pieces()
+        else:
+            tree = self._tree
+            for r in reversed(patched):
+                self._revert_auto(r)
+                r.command.revert(tree)
+            try:
+                base = Pieces.of_bytes(serialize(tree, self.layout))
+            finally:
+                for r in patched:
+                    r.command.apply(tree)
+                    self._reapply_auto(r)
+        for r in patched:
+            base = base.replace(r.edits())
+        return base
 
     # -- automatic follow-ups ------------------------------------------------------------------
     def _affected(self, scope: Scope) -> list[tuple[Any, Any]]:
@@ -337,7 +429,11 @@ class ModelDocument:
         sg = subs[scope.subgraph]
         ops = sg.operators or []
         out = [ops[k] for k in scope.operators if 0 <= k < len(ops)]
-        if scope.tensors:
+        found = self._model_ops_touching(scope.subgraph, scope.tensors, len(ops)) \
+            if scope.tensors else None
+        if found is not None:  # the model's columns: no Python loop over 20,000 operators
+            out += [ops[k] for k in found]
+        elif scope.tensors:
             for op in ops:
                 idx = set()
                 if op.inputs is not None:
@@ -351,16 +447,38 @@ class ModelDocument:
             seen.setdefault(id(op), op)
         return [(sg, op) for op in seen.values()]
 
+    def _model_ops_touching(self, s: int, tensors: set[int], n_ops: int) -> list[int] | None:
+        """Operators of subgraph ``s`` reading or writing ``tensors``, from the current
+        model's verifier columns; None if the tree's subgraph is not at the model's state."""
+        index = self.model.index
+        ops = index.table("tflite.Operator")
+        mine = ops.parent == s if ops.parent is not None else np.zeros(len(ops), bool)
+        if int(np.count_nonzero(mine)) != n_ops:
+            return None
+        wanted = np.fromiter(tensors, dtype=np.int64, count=len(tensors))
+        rows: list[np.ndarray] = []
+        for field in ("inputs", "outputs"):
+            values, owner, _ = index.vector(ops, field)
+            rows.append(owner[np.isin(values, wanted)])
+        hit = np.unique(np.concatenate(rows))
+        hit = hit[mine[hit]]
+        return sorted(int(k) for k in ops.index[hit])
+
     def _raise_versions(self, record: _Record, scope: Scope, affected, before) -> None:
         """Raise operator-code versions the edit made too low (never lower one)."""
         tree = self._tree
+        if not affected:
+            return
         subs = tree.model.subgraphs or []
-        present = set()
-        if scope.subgraph is not None and 0 <= scope.subgraph < len(subs):
-            present = {id(op) for op in subs[scope.subgraph].operators or []}
-        after = [(sg, op) for sg, op in affected if id(op) in present]
-        after += [p for p in self._affected(Scope(scope.subgraph, set(), scope.tensors))
-                  if p[1] not in before]
+        if scope.structural:
+            present = set()
+            if scope.subgraph is not None and 0 <= scope.subgraph < len(subs):
+                present = {id(op) for op in subs[scope.subgraph].operators or []}
+            after = [(sg, op) for sg, op in affected if id(op) in present]
+        else:
+            after = list(affected)
+        # No command adds a tensor to an operator, so the operators touching the scope's
+        # tensors after the edit are among those that touched them before (in `affected`).
         for sg, op in after:
             need = op_required_version(tree.model, sg, op)
             if need is None:
@@ -421,13 +539,10 @@ class ModelDocument:
 
     # -- output ------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
-        """The model as it would be saved (serialized now if nothing was edited yet)."""
-        if self._bytes is None:
-            if self.layout == "auto" and self._index == 0:
-                self._bytes = self._original_bytes().tobytes()
-            else:
-                self._bytes = serialize(self._tree, self.layout)
-        return self._bytes
+        """The model as it would be saved (serialized now if nothing was edited yet).
+
+        For large models prefer `save`, which streams the bytes instead of joining them."""
+        return self._current().tobytes()
 
     def changes(self) -> list[str]:
         """What differs from the original file, field by field (schema names)."""
@@ -451,7 +566,7 @@ class ModelDocument:
             if same:
                 raise EditError(f"{target} is the opened model; save elsewhere or pass "
                                 "overwrite_original=True")
-        data = self.to_bytes()
+        pieces = self._current()
         mode = None
         for ref in (target, self.path):
             if ref is not None and Path(ref).exists():
@@ -460,10 +575,11 @@ class ModelDocument:
         directory = target.parent if str(target.parent) else Path(".")
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+            try:
+                pieces.write_to(fd)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
             if mode is not None:
                 os.chmod(tmp, mode)
             else:

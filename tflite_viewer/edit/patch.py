@@ -19,7 +19,7 @@ slow path (a full serialize).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field as _dc_field
 from typing import Any, Iterable
 
 import numpy as np
@@ -43,6 +43,9 @@ class FieldTarget:
     table: str  # "tflite.Conv2DOptions"
     field: str  # schema name: "stride_w"
     value: Any  # object-tree value (int, float, bool, numpy array, list, None)
+    #: the object-tree table the field belongs to: `splice` repacks it when the field
+    #: cannot be written where it is stored
+    owner: Any = _dc_field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

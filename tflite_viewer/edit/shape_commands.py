@@ -47,6 +47,12 @@ class UpdateStoredShapes(EditCommand):
         # shapes; only what still disagrees once all are set is worth a warning
         self.warnings = []
 
+    def targets(self, tree: ModelTree) -> list | None:
+        out: list = []
+        for part in self._parts:
+            out += part.targets(tree)
+        return out
+
     def _undo(self, tree: ModelTree) -> None:
         for part in reversed(self._parts):
             part._undo(tree)

@@ -21,11 +21,14 @@ def check_tree(tree: ModelTree) -> None:
     bufs = tree.model.buffers or []
     if bufs and bufs[0].data is not None and len(bufs[0].data):
         raise EditError("buffers[0] must stay the empty sentinel buffer")
+    limit = max(len(bufs), 1)
     for sg_index, sg in enumerate(tree.model.subgraphs or []):
-        for t_index, t in enumerate(sg.tensors or []):
-            if not 0 <= t.buffer < max(len(bufs), 1):
-                raise EditError(f"subgraphs[{sg_index}].tensors[{t_index}].buffer: buffer "
-                                f"{t.buffer} out of range (0..{len(bufs) - 1})")
+        tensors = sg.tensors or []
+        used = [t.buffer for t in tensors]
+        if used and (min(used) < 0 or max(used) >= limit):  # one pass; name the first
+            t_index = next(k for k, b in enumerate(used) if not 0 <= b < limit)
+            raise EditError(f"subgraphs[{sg_index}].tensors[{t_index}].buffer: buffer "
+                            f"{used[t_index]} out of range (0..{len(bufs) - 1})")
 
 
 def _key(f: Finding) -> tuple[str, str]:

@@ -14,7 +14,7 @@ from .errors import ModelFormatError
 from .model import Model
 from .verify import verify_buffer
 
-Source = Union[str, os.PathLike, bytes, bytearray, memoryview]
+Source = Union[str, os.PathLike, bytes, bytearray, memoryview, mmap.mmap]
 
 
 def load_model(source: Source) -> Model:
@@ -24,12 +24,15 @@ def load_model(source: Source) -> Model:
     for files that cannot be opened.  Weights are never read here: tensors' data are views.
     """
     path: Path | None = None
-    if isinstance(source, (bytes, bytearray, memoryview)):
+    if isinstance(source, mmap.mmap):  # a composed state of an edited model: no copy
+        buf = source
+    elif isinstance(source, (bytes, bytearray, memoryview)):
         buf = bytes(source) if not isinstance(source, bytes) else source
     else:
         path = Path(source)
         buf = _map_file(path)
     data = np.frombuffer(buf, dtype=np.uint8)
+    data.flags.writeable = False
     index = verify_buffer(LAYOUT, data, LAYOUT["file_identifier"])
     model = Model(buf, data, path, index)
     model.findings.extend(check_model(model, index))

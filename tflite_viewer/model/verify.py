@@ -167,6 +167,7 @@ class Verifier:
         # A well-formed file cannot hold more vector elements than it has bytes; corrupt
         # files with overlapping vectors could otherwise make us allocate without bound.
         self.max_elements = max_elements if max_elements is not None else max(self.r.size, 1024)
+        self.extent = 8  # where the last table, vtable, vector or string seen ends
 
     # -- failure helpers -------------------------------------------------------------
     def _fail(self, batch: _Batch, ok: np.ndarray, rows: np.ndarray | None, where: str,
@@ -212,7 +213,9 @@ class Verifier:
             if batch.pos.size:
                 found.setdefault(batch.type_name, []).append(batch)
                 queue.extend(self._verify_tables(batch))
-        return FileIndex(self.layout, self.r, found)
+        index = FileIndex(self.layout, self.r, found)
+        index.extent = self.extent
+        return index
 
     def _verify_tables(self, batch: _Batch) -> list[_Batch]:
         r, size = self.r, self.r.size
@@ -228,6 +231,7 @@ class Verifier:
                    "invalid vtable size")
         self._fail(batch, (tsize >= 4) & (pos + tsize <= size), None, "",
                    "table extends past the end of the file" + TRUNCATED)
+        self.extent = max(self.extent, int((pos + tsize).max()), int((vt + vsize).max()))
         children: list[_Batch] = []
         for f in self.objects[batch.type_name].fields:
             has_slot = f.voffset + 2 <= vsize
@@ -267,6 +271,8 @@ class Verifier:
         length = self.r.uint(target, 4)
         end = target + 4 + length * elem_size + (1 if string else 0)
         kind = "string" if string else "vector"
+        if end.size:
+            self.extent = max(self.extent, int(end.max()))
         if not (end <= self.r.size).all():
             bad = np.flatnonzero(end > self.r.size)[0]
             self._fail(batch, end <= self.r.size, rows, name,
@@ -336,6 +342,7 @@ class FileIndex:
         self.layout = layout
         self.r = reader
         self.batches = batches
+        self.extent = 0  # end of the flatbuffer's own objects (buffers stored after it excluded)
 
     def table(self, type_name: str, label: str | None = None) -> _Batch:
         """The (single) batch of a table type, optionally the one reached through ``label``."""

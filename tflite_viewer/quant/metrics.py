@@ -30,13 +30,21 @@ IDEAL_RMSE_SCALE = 1.0 / math.sqrt(12.0)
 MDR_TOLERANCE = 1e-6
 
 
+def _dot(x: np.ndarray, y: np.ndarray) -> float:
+    """The sum of products of two float64 vectors."""
+    return float(np.dot(x, y))
+
+
 def sqnr_db(reference: np.ndarray, approx: np.ndarray) -> float:
     """20 log10(||reference|| / ||reference - approx||); inf for no error, -inf for no
     signal with an error."""
     ref = np.asarray(reference, dtype=np.float64).reshape(-1)
     err = ref - np.asarray(approx, dtype=np.float64).reshape(-1)
-    noise = float(np.sqrt(np.dot(err, err)))
-    signal = float(np.sqrt(np.dot(ref, ref)))
+    return _sqnr(_dot(ref, ref), _dot(err, err))
+
+
+def _sqnr(signal2: float, noise2: float) -> float:
+    noise, signal = math.sqrt(noise2), math.sqrt(signal2)
     if noise == 0.0:
         return math.inf
     if signal == 0.0:
@@ -47,12 +55,16 @@ def sqnr_db(reference: np.ndarray, approx: np.ndarray) -> float:
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
     x = np.asarray(a, dtype=np.float64).reshape(-1)
     y = np.asarray(b, dtype=np.float64).reshape(-1)
-    na, nb = float(np.linalg.norm(x)), float(np.linalg.norm(y))
+    return _cosine(_dot(x, x), _dot(y, y), _dot(x, y))
+
+
+def _cosine(xx: float, yy: float, xy: float) -> float:
+    na, nb = math.sqrt(xx), math.sqrt(yy)
     if na == 0.0 and nb == 0.0:
         return 1.0
     if na == 0.0 or nb == 0.0:
         return 0.0
-    return float(np.dot(x, y) / (na * nb))
+    return float(xy / (na * nb))
 
 
 def median_diff_ratio(reference: np.ndarray, target: np.ndarray) -> float:
@@ -60,29 +72,34 @@ def median_diff_ratio(reference: np.ndarray, target: np.ndarray) -> float:
     t = np.asarray(target, dtype=np.float32).reshape(-1)
     if r.size == 0:
         return 0.0
-    return float(np.median(np.abs(r - t) / (np.abs(t) + np.float32(MDR_TOLERANCE))))
+    ratio = np.abs(r - t)
+    ratio /= np.abs(t) + np.float32(MDR_TOLERANCE)
+    return float(np.median(ratio))
 
 
 def tensor_metrics(reference: np.ndarray, dequantized: np.ndarray,
                    scale: float | None = None) -> dict[str, float]:
     """All `METRICS` of one tensor on one input (``scale``: the quantized tensor's single
-    scale, for rmse_scale)."""
+    scale, for rmse_scale).  Each vector is converted and read as few times as it can be:
+    analysis computes this for every tensor of every sample."""
     ref = np.asarray(reference, dtype=np.float64)
     deq = np.asarray(dequantized, dtype=np.float64)
     if ref.shape != deq.shape:
         raise ValueError(f"shapes differ: float {list(ref.shape)}, quantized {list(deq.shape)}")
-    diffs = (deq - ref).reshape(-1)
+    r, d = ref.reshape(-1), deq.reshape(-1)
+    diffs = d - r
     n = diffs.size
-    mse = float(np.mean(diffs * diffs)) if n else 0.0
+    dd = _dot(diffs, diffs)
+    mse = dd / n if n else 0.0
     return {
         "num_elements": float(n),
         "stddev": float(np.std(diffs)) if n else 0.0,
         "mean_error": float(np.mean(diffs)) if n else 0.0,
-        "max_abs_error": float(np.max(np.abs(diffs))) if n else 0.0,
+        "max_abs_error": float(max(diffs.max(), -diffs.min())) if n else 0.0,
         "mean_squared_error": mse,
         "rmse_scale": (math.sqrt(mse) / scale) if scale else None,
-        "cosine": cosine(ref, deq),
-        "sqnr_db": sqnr_db(ref, deq),
+        "cosine": _cosine(_dot(r, r), _dot(d, d), _dot(r, d)),
+        "sqnr_db": _sqnr(_dot(r, r), dd),
         "median_diff_ratio": median_diff_ratio(ref, deq),
     }
 

@@ -148,7 +148,7 @@ class EditFlow:
         self.edited.emit(result)
 
     def _report_change(self, old: Model | None, model: Model, result: EditResult, seconds: float) -> None:
-        size = len(self._session.document.to_bytes()) if self._session else model.file_size
+        size = self._session.document.nbytes if self._session else model.file_size
         message = (f"{result.description} \u2014 {human_size(size)}, "
                    f"re-serialized in {seconds * 1000:.0f} ms")
         notes = change_notes(old, model)

@@ -26,6 +26,10 @@ class EditCommand:
     """Base of every edit.  Subclasses implement `_check`, `_do` and `_undo`."""
 
     description = "edit"
+    #: whether the edit can change what LiteRT's op versioning reads (types, shapes,
+    #: quantization, options, constness of its operators' tensors); if not, the document
+    #: does not recompute the versions of the operators in its scope
+    changes_op_signatures = True
 
     def __init__(self) -> None:
         self.warnings: list[str] = []

@@ -7,12 +7,16 @@ import numpy as np
 
 from ...model.errors import EditError
 from ...schema import schema_generated as S
+from ..patch import FieldTarget
+from ..splice import VectorShrink
 from ..tree import ModelTree, text
 from .base import EditCommand, lookup_signature, utf8_name
 
 # -- signatures ------------------------------------------------------------------------------
 
 class RenameSignature(EditCommand):
+    changes_op_signatures = False  # no operator changes
+
     def __init__(self, old: str, new: str) -> None:
         super().__init__()
         self.old, self.new = old, new
@@ -34,12 +38,19 @@ class RenameSignature(EditCommand):
         self._prev = self._sig.signatureKey
         self._sig.signatureKey = self._raw
 
+    def targets(self, tree: ModelTree) -> list | None:
+        k = next(i for i, s in enumerate(tree.model.signatureDefs) if s is self._sig)
+        return [FieldTarget((("signature_defs", k),), "tflite.SignatureDef", "signature_key",
+                            self._raw, owner=self._sig)]
+
     def _undo(self, tree: ModelTree) -> None:
         self._sig.signatureKey = self._prev
 
 
 class RenameSignatureTensor(EditCommand):
     """Rename one input or output name of a signature (what signature runners are called with)."""
+    changes_op_signatures = False  # no operator changes
+
 
     def __init__(self, key: str, kind: str, old: str, new: str) -> None:
         super().__init__()
@@ -69,6 +80,15 @@ class RenameSignatureTensor(EditCommand):
         self._prev = self._tm.name
         self._tm.name = self._raw
 
+    def targets(self, tree: ModelTree) -> list | None:
+        for i, sig in enumerate(tree.model.signatureDefs or []):
+            maps = (sig.inputs if self.kind == "inputs" else sig.outputs) or []
+            for j, m in enumerate(maps):
+                if m is self._tm:
+                    return [FieldTarget((("signature_defs", i), (self.kind, j)),
+                                        "tflite.TensorMap", "name", self._raw, owner=m)]
+        return None
+
     def _undo(self, tree: ModelTree) -> None:
         self._tm.name = self._prev
 
@@ -76,6 +96,8 @@ class RenameSignatureTensor(EditCommand):
 # -- model header ----------------------------------------------------------------------------
 
 class SetDescription(EditCommand):
+    changes_op_signatures = False  # no operator changes
+
     def __init__(self, description: str) -> None:
         super().__init__()
         self.text = description
@@ -89,12 +111,17 @@ class SetDescription(EditCommand):
         self._prev = tree.model.description
         tree.model.description = self._raw
 
+    def targets(self, tree: ModelTree) -> list | None:
+        return [FieldTarget((), "tflite.Model", "description", self._raw)]
+
     def _undo(self, tree: ModelTree) -> None:
         tree.model.description = self._prev
 
 
 class SetMetadata(EditCommand):
     """Add or replace a metadata entry (its bytes go in a buffer of their own)."""
+    changes_op_signatures = False  # no operator changes
+
 
     def __init__(self, name: str, value: bytes | str) -> None:
         super().__init__()
@@ -142,6 +169,8 @@ class SetMetadata(EditCommand):
 
 class RemoveMetadata(EditCommand):
     """Remove a metadata entry (its buffer stays, emptied of nothing: indices must not move)."""
+    changes_op_signatures = False  # no operator changes
+
 
     def __init__(self, name: str) -> None:
         super().__init__()
@@ -157,6 +186,10 @@ class RemoveMetadata(EditCommand):
     def _do(self, tree: ModelTree) -> None:
         self._old = tree.model.metadata
         tree.model.metadata = [e for e in self._old if text(e.name) != self.name]
+
+    def targets(self, tree: ModelTree) -> list | None:
+        keep = tuple(k for k, e in enumerate(self._old) if text(e.name) != self.name)
+        return [VectorShrink((), "tflite.Model", "metadata", keep)]
 
     def _undo(self, tree: ModelTree) -> None:
         tree.model.metadata = self._old

@@ -10,6 +10,8 @@ from ...model.errors import EditError
 from ...schema import schema_generated as S
 from ..op_version import builtin_name, op_required_version
 from ..patch import FieldTarget
+from ..shapes import operators_touching
+from ..splice import VectorShrink
 from ..tree import ModelTree, text
 from ..values import coerce_int
 from .base import (
@@ -64,7 +66,7 @@ class SetOpVersion(EditCommand):
 
     def targets(self, tree: ModelTree) -> list[FieldTarget] | None:
         return [FieldTarget((("operator_codes", self._code_index),), "tflite.OperatorCode",
-                            "version", self._code.version)]
+                            "version", self._code.version, owner=self._code)]
 
     def _undo(self, tree: ModelTree) -> None:
         self._code.version = self._old
@@ -72,6 +74,8 @@ class SetOpVersion(EditCommand):
 
 class ExposeTensor(EditCommand):
     """Make an intermediate tensor a subgraph output (and an output of its signatures)."""
+    changes_op_signatures = False  # subgraph outputs are not part of an op signature
+
 
     def __init__(self, subgraph: int, tensor: int, name: str | None = None,
                  signatures: bool = True) -> None:
@@ -126,6 +130,16 @@ class ExposeTensor(EditCommand):
         self._sg.outputs = self._old_outputs
         for sig, old in reversed(self._sig_old):
             sig.outputs = old
+
+    def targets(self, tree: ModelTree) -> list | None:
+        out: list = [FieldTarget((("subgraphs", self.subgraph),), "tflite.SubGraph", "outputs",
+                                 self._sg.outputs, owner=self._sg)]
+        sigs = tree.model.signatureDefs or []
+        for sig, _old in self._sig_old:
+            k = next(i for i, s in enumerate(sigs) if s is sig)
+            out.append(FieldTarget((("signature_defs", k),), "tflite.SignatureDef", "outputs",
+                                   list(sig.outputs), owner=sig))
+        return out
 
 
 class RemoveOperator(EditCommand):
@@ -184,11 +198,11 @@ class RemoveOperator(EditCommand):
         ops = list(sg.operators)
         del ops[self.operator]
         sg.operators = ops
-        for op in ops:
-            if op.inputs is not None and dst in {int(i) for i in op.inputs}:
-                saved.append(("op_inputs", op, op.inputs))
-                op.inputs = np.where(np.asarray(op.inputs) == dst, src,
-                                     np.asarray(op.inputs)).astype(np.int32)
+        for k in operators_touching(ops, dst, ("inputs",)):
+            op = ops[k]
+            saved.append(("op_inputs", op, op.inputs))
+            op.inputs = np.where(np.asarray(op.inputs) == dst, src,
+                                 np.asarray(op.inputs)).astype(np.int32)
         if sg.outputs is not None and dst in {int(i) for i in sg.outputs}:
             saved.append(("sg_outputs", sg.outputs))
             sg.outputs = np.where(np.asarray(sg.outputs) == dst, src,
@@ -201,6 +215,36 @@ class RemoveOperator(EditCommand):
                     saved.append(("sig", tm, tm.tensorIndex))
                     tm.tensorIndex = src
         self._saved = saved
+
+    def targets(self, tree: ModelTree) -> list | None:
+        """Written in the state before the removal: operator paths use the old indices."""
+        s, removed = self.subgraph, self.operator
+        n_old = len(self._saved[0][1])
+        out: list = [VectorShrink((("subgraphs", s),), "tflite.SubGraph", "operators",
+                                  tuple(k for k in range(n_old) if k != removed))]
+        old_ops = self._saved[0][1]
+        sigs = tree.model.signatureDefs or []
+        for entry in self._saved[1:]:
+            kind = entry[0]
+            if kind == "op_inputs":
+                op = entry[1]
+                k = next(k for k in operators_touching(old_ops, self._src, ("inputs",))
+                         if old_ops[k] is op)
+                out.append(FieldTarget((("subgraphs", s), ("operators", k)),
+                                       "tflite.Operator", "inputs", op.inputs, owner=op))
+            elif kind == "sg_outputs":
+                out.append(FieldTarget((("subgraphs", s),), "tflite.SubGraph", "outputs",
+                                       self._sg.outputs, owner=self._sg))
+            elif kind == "sig":
+                tm = entry[1]
+                where = next(((i, j) for i, sig in enumerate(sigs)
+                              for j, m in enumerate(sig.outputs or []) if m is tm), None)
+                if where is None:
+                    return None
+                out.append(FieldTarget((("signature_defs", where[0]), ("outputs", where[1])),
+                                       "tflite.TensorMap", "tensor_index", tm.tensorIndex,
+                                       owner=tm))
+        return out
 
     def _undo(self, tree: ModelTree) -> None:
         for entry in reversed(self._saved):

@@ -88,7 +88,7 @@ class SetOption(EditCommand):
     def targets(self, tree: ModelTree) -> list[FieldTarget] | None:
         path = (("subgraphs", self.subgraph), ("operators", self.operator), (self._union, None))
         return [FieldTarget(path, "tflite." + self._member, self.field,
-                            getattr(self._target, self._attr))]
+                            getattr(self._target, self._attr), owner=self._target)]
 
     def _undo(self, tree: ModelTree) -> None:
         setattr(self._target, self._attr, self._old)
@@ -130,6 +130,12 @@ class _CustomOptionsEdit(EditCommand):
     def _do(self, tree: ModelTree) -> None:
         self._old = self._op.customOptions
         self._op.customOptions = self._new
+
+    def targets(self, tree: ModelTree) -> list[FieldTarget] | None:
+        if self._op in tree.large_custom_ops:
+            return None  # stored after the flatbuffer: serialized
+        return [FieldTarget((("subgraphs", self.subgraph), ("operators", self.operator)),
+                            "tflite.Operator", "custom_options", self._new, owner=self._op)]
 
     def _undo(self, tree: ModelTree) -> None:
         self._op.customOptions = self._old

@@ -18,6 +18,8 @@ from .base import EditCommand, Scope, buffer_data, lookup_tensor, utf8_name
 # -- tensors ---------------------------------------------------------------------------------
 
 class RenameTensor(EditCommand):
+    changes_op_signatures = False  # names are not part of an op signature
+
     def __init__(self, subgraph: int, tensor: int, name: str) -> None:
         super().__init__()
         self.subgraph, self.tensor, self.name = subgraph, tensor, name
@@ -33,7 +35,8 @@ class RenameTensor(EditCommand):
         self._raw = utf8_name(self.name, "a tensor name")
         self._t = t
         self.description = f"Rename tensor {text(t.name)!r} to {self.name!r}"
-        dup = [k for k, o in enumerate(sg.tensors) if k != self.tensor and text(o.name) == self.name]
+        raw = self._raw
+        dup = [k for k, o in enumerate(sg.tensors) if o.name == raw and k != self.tensor]
         if dup:
             self.warnings.append(f"tensors {dup} of subgraph {self.subgraph} already have the "
                                  f"name {self.name!r}")
@@ -41,6 +44,10 @@ class RenameTensor(EditCommand):
     def _do(self, tree: ModelTree) -> None:
         self._old = self._t.name
         self._t.name = self._raw
+
+    def targets(self, tree: ModelTree) -> list[FieldTarget] | None:
+        return [FieldTarget(_tensor_path(self), "tflite.Tensor", "name", self._raw,
+                            owner=self._t)]
 
     def _undo(self, tree: ModelTree) -> None:
         self._t.name = self._old
@@ -113,6 +120,17 @@ class SetTensorShape(EditCommand):
 
     def _undo(self, tree: ModelTree) -> None:
         self._t.shape, self._t.shapeSignature = self._old
+
+    def targets(self, tree: ModelTree) -> list[FieldTarget] | None:
+        path = _tensor_path(self)
+        t = self._t
+        return [FieldTarget(path, "tflite.Tensor", "shape", t.shape, owner=t),
+                FieldTarget(path, "tflite.Tensor", "shape_signature", t.shapeSignature,
+                            owner=t)]
+
+
+def _tensor_path(cmd) -> tuple:
+    return (("subgraphs", cmd.subgraph), ("tensors", cmd.tensor))
 
 
 def _dims(value: Any, where: str) -> list:
@@ -218,13 +236,16 @@ class SetQuantization(EditCommand):
         old, new = self._old, self._new
         if old is None or new is None or old.details is not new.details or \
                 old.detailsType != new.detailsType:
-            return None
+            # a table added or removed: the tensor points at a new one (see `splice`)
+            return [FieldTarget(_tensor_path(self), "tflite.Tensor", "quantization", new,
+                                owner=self._t)]
         path = (("subgraphs", self.subgraph), ("tensors", self.tensor), ("quantization", None))
         q = "tflite.QuantizationParameters"
-        return [FieldTarget(path, q, "min", new.min), FieldTarget(path, q, "max", new.max),
-                FieldTarget(path, q, "scale", new.scale),
-                FieldTarget(path, q, "zero_point", new.zeroPoint),
-                FieldTarget(path, q, "quantized_dimension", new.quantizedDimension)]
+        return [FieldTarget(path, q, "min", new.min, owner=new),
+                FieldTarget(path, q, "max", new.max, owner=new),
+                FieldTarget(path, q, "scale", new.scale, owner=new),
+                FieldTarget(path, q, "zero_point", new.zeroPoint, owner=new),
+                FieldTarget(path, q, "quantized_dimension", new.quantizedDimension, owner=new)]
 
     def _undo(self, tree: ModelTree) -> None:
         self._t.quantization = self._old
@@ -239,6 +260,8 @@ class ReplaceTensorData(EditCommand):
     quantizer does.  A buffer shared with other tensors is not changed behind their back:
     the tensor gets a new buffer of its own.
     """
+    changes_op_signatures = False  # same shape and type, and still constant
+
 
     def __init__(self, subgraph: int, tensor: int, values, requantize: bool = False) -> None:
         super().__init__()
