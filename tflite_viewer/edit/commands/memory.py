@@ -57,6 +57,7 @@ class ReorderOperators(EditCommand):
     ``order`` lists the operators' current indices in the new execution order, or is
     ``"memory"``: the order `memory.reorder.best_order` finds for TFLM's arena.
     """
+    changes_op_signatures = False  # the same operators, with the same tensors
 
     def __init__(self, subgraph: int, order: list[int] | str, pointer_bytes: int = 4) -> None:
         super().__init__()
