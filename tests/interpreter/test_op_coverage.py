@@ -95,3 +95,38 @@ def test_flex_ops_are_refused_as_needing_tensorflow():
                             custom_code="FlexRaggedRange")
     with pytest.raises(UnsupportedOpError, match="Flex .*TensorFlow"):
         Interpreter(model)
+
+
+def test_ops_forms_report(capsys):
+    """`ops --forms`: op x activations x weight type x form, here and in LiteRT (the
+    generated sweep, kept current by test_quant_forms_sweep.py)."""
+    from tflite_viewer.interpreter.coverage import (RUNS_WHERE_LITERT_IS_WRONG, forms_coverage,
+                                                    forms_summary)
+    rows = forms_coverage()
+    figures = forms_summary(rows)
+    # every combination LiteRT's builtin kernels compute with meaning runs here
+    assert figures["litert_runs"] == figures["litert_runs_here_runs"] > 80
+    # everything LiteRT refuses is refused here
+    assert figures["litert_refuses"] == figures["litert_refuses_here_refused"]
+    # each combination LiteRT computes without meaning but run here has its reason
+    loose = {(r.op, r.weight_type) for r in rows if r.litert == "wrong" and r.here == "runs"}
+    assert loose and loose <= set(RUNS_WHERE_LITERT_IS_WRONG)
+    blockwise = {(r.op, r.weight_type) for r in rows
+                 if r.form == "blockwise" and r.here == "runs"
+                 and not r.weight_type.startswith("FLOAT")}
+    assert blockwise == {("FULLY_CONNECTED", "INT4"), ("EMBEDDING_LOOKUP", "INT4"),
+                         ("EMBEDDING_LOOKUP", "INT2")}
+
+    assert cli_main(["ops", "--forms"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^FULLY_CONNECTED\s+float\s+INT4\s+per-tensor, per-channel:0, blockwise /",
+                     out, re.M)
+    assert f"LiteRT's builtin kernels compute {figures['litert_runs']} with meaning" in out
+    assert cli_main(["ops", "--forms", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["summary"] == figures and len(doc["combinations"]) == len(rows)
+    assert cli_main(["ops", "--forms", "--markdown"]) == 0
+    md = capsys.readouterr().out
+    assert md.startswith("**Weights in every type") and "| EMBEDDING_LOOKUP | float | INT2 |" in md
+    assert cli_main(["ops", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["weight_forms"]["summary"] == figures

@@ -1,12 +1,15 @@
-"""`tflite-viewer ops [--json | --markdown]`: op coverage, every builtin code with its
-versions and types here and what LiteRT's builtin op resolver accepts."""
+"""`tflite-viewer ops [--forms] [--json | --markdown]`: op coverage, every builtin code with
+its versions and types here and what LiteRT's builtin op resolver accepts; with
+``--forms``, the weights of the weighted ops in every type and quantization form, here
+and in LiteRT's builtin kernels (the generated sweep, interpreter/litert_forms.py)."""
 from __future__ import annotations
 
 import argparse
 import json
 import sys
 
-from ..interpreter.coverage import OpCoverage, coverage, summary
+from ..interpreter.coverage import (RUNS_WHERE_LITERT_IS_WRONG, FormCoverage, OpCoverage,
+                                    coverage, forms_coverage, forms_summary, summary)
 
 _STATUS = {"both": "yes", "versions": "partly", "litert only": "no", "here only": "here only",
            "neither": "-"}
@@ -18,6 +21,9 @@ def add_parser(subparsers) -> None:
     fmt.add_argument("--json", action="store_true", help="one JSON document on stdout")
     fmt.add_argument("--markdown", action="store_true",
                      help="the README's coverage table (Markdown)")
+    p.add_argument("--forms", action="store_true",
+                   help="weights by op x activations x type x quantization form, here and "
+                        "in LiteRT's builtin kernels")
 
 
 def _versions(ranges) -> str:
@@ -29,6 +35,67 @@ def headline(figures: dict) -> str:
             f"here ({figures['all_versions']} in every version LiteRT resolves); "
             f"{figures['here_only']} more that LiteRT's builtin resolver lacks; "
             f"{figures['builtin_codes']} builtin codes in the schema")
+
+
+def forms_headline(figures: dict) -> str:
+    return (f"Weights in every type and quantization form ({figures['combinations']} "
+            f"combinations of {figures['ops']} weighted ops x activations x weight type x "
+            f"none/per-tensor/per-channel/blockwise/custom): LiteRT's builtin kernels compute "
+            f"{figures['litert_runs']} with meaning, {figures['litert_runs_here_runs']} of "
+            f"them run here; of the {figures['litert_wrong']} LiteRT runs without meaning "
+            f"(scales ignored, zeros), {figures['litert_wrong_here_refused']} are refused here "
+            f"and {figures['litert_wrong_here_runs']} run (as its reference kernel or as it "
+            f"reads them: `ops --forms`); the {figures['litert_refuses']} it refuses are "
+            f"refused here ({figures['litert_refuses_here_refused']})")
+
+
+def _forms_table(rows: list[FormCoverage]) -> list[tuple[str, str, str, str, str, str]]:
+    """Per (op, activations, weight type): the forms run here, the forms LiteRT runs with
+    meaning, the forms it runs without meaning, and the notes of the ones run here there."""
+    groups: dict[tuple[str, str, str], list[FormCoverage]] = {}
+    for r in rows:
+        groups.setdefault((r.op, r.activations, r.weight_type), []).append(r)
+    out = []
+    for (op, act, wtype), rs in groups.items():
+        here = [r.form for r in rs if r.here == "runs"]
+        lit = [r.form for r in rs if r.litert == "runs"]
+        wrong = [r.form for r in rs if r.litert == "wrong"]
+        note = RUNS_WHERE_LITERT_IS_WRONG.get((op, wtype), "") if any(
+            r.litert == "wrong" and r.here == "runs" for r in rs) else ""
+        out.append((op, act, wtype, ", ".join(here) or "-", ", ".join(lit) or "-",
+                    (", ".join(wrong) or "-") + (f" ({note})" if note else "")))
+    return out
+
+
+def forms_markdown(rows: list[FormCoverage]) -> str:
+    lines = [f"**{forms_headline(forms_summary(rows))}** (`tflite-viewer ops --forms`).", "",
+             "| op | activations | weight type | runs here | LiteRT runs | LiteRT runs "
+             "without meaning |", "|---|---|---|---|---|---|"]
+    for row in _forms_table(rows):
+        if row[3] == row[4] == "-" and row[5] == "-":
+            continue
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _forms_main(args: argparse.Namespace) -> int:
+    rows = forms_coverage()
+    figures = forms_summary(rows)
+    if args.json:
+        json.dump({"summary": figures, "combinations": [r.as_dict() for r in rows]},
+                  sys.stdout, indent=1, allow_nan=False)
+        sys.stdout.write("\n")
+        return 0
+    if args.markdown:
+        sys.stdout.write(forms_markdown(rows))
+        return 0
+    out = [f"{'op':<18} {'act':<6} {'weight':<8} runs here / LiteRT runs / LiteRT runs "
+           "without meaning"]
+    for op, act, wtype, here, lit, wrong in _forms_table(rows):
+        out.append(f"{op:<18} {act:<6} {wtype:<8} {here} / {lit} / {wrong}")
+    out.append(forms_headline(figures))
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
 
 
 def markdown(rows: list[OpCoverage]) -> str:
@@ -50,11 +117,16 @@ def markdown(rows: list[OpCoverage]) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "forms", False):
+        return _forms_main(args)
     rows = coverage()
     figures = summary(rows)
     if args.json:
-        json.dump({"summary": figures, "ops": [r.as_dict() for r in rows]}, sys.stdout,
-                  indent=1, allow_nan=False)
+        forms = forms_coverage()
+        json.dump({"summary": figures, "ops": [r.as_dict() for r in rows],
+                   "weight_forms": {"summary": forms_summary(forms),
+                                    "combinations": [r.as_dict() for r in forms]}},
+                  sys.stdout, indent=1, allow_nan=False)
         sys.stdout.write("\n")
         return 0
     if args.markdown:
@@ -70,5 +142,6 @@ def main(args: argparse.Namespace) -> int:
                    f"{lv:<7} {r.here_types or r.note}" + (f" ({r.note})" if r.note and
                                                           r.here_types else ""))
     out.append(headline(figures))
+    out.append(forms_headline(forms_summary(forms_coverage())))
     sys.stdout.write("\n".join(out) + "\n")
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import folding, validation
+from .accepts import check_accepts
 from .errors import PASS_THROUGH, UnsupportedOpError, call_kernel
 from .node import Node
 from .subgraph import Subgraph
@@ -24,7 +25,9 @@ def build_nodes(interp: "Interpreter") -> None:
     LiteRT's InterpreterBuilder::ParseNodes: each operator's (builtin code, version) or
     custom name is looked up in the op resolver, the nodes are validated (arity, tensor
     references) before any kernel sees them, each kernel's ``check`` refuses what it cannot
-    compute, and only then does every kernel's ``init`` run. Missing kernels, unsupported
+    compute (first the types and quantization forms its registration declares,
+    `accepts.check_accepts`, then its own ``check``), and only then does every kernel's
+    ``init`` run. Missing kernels, unsupported
     versions and refused types are gathered into one `UnsupportedOpError`.
     """
     problems: dict[tuple[str, int, str], list[str]] = {}
@@ -76,7 +79,9 @@ def build_nodes(interp: "Interpreter") -> None:
         validation.check_subgraph(sg, interp.subgraphs, order=not problems)
     if True:  # type checks of resolved ops, reported with the missing ones
         for sg, node in pending:
-            why = kernel_hook(sg, node, "check")
+            # the declared types and quantization forms first (accepts.py), then the
+            # kernel's own check: neither decodes a weight
+            why = check_accepts(sg, node) or kernel_hook(sg, node, "check")
             if why:
                 problems.setdefault((node.name, node.version, why), []).append(
                     f"subgraph {sg.index} op {node.index}")

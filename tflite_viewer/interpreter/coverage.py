@@ -92,11 +92,35 @@ def _covers(ranges, wanted: tuple[int, int]) -> bool:
 
 
 def kernel_types(kernel) -> str:
-    """What a kernel computes, in words: its declared ``dtypes`` or its ``types`` kinds."""
+    """What a kernel computes, in words: its declared ``dtypes`` or its ``types`` kinds,
+    and the weight slots of its `accepts` declaration when it has one of its own."""
     declared = getattr(kernel, "dtypes", None) or getattr(
         getattr(kernel, "check_fn", None), "input_types", None)
     if declared:
         return ", ".join(declared)
+    text = _kinds_text(kernel)
+    slots = _slots_text(kernel)
+    return f"{text}; {slots}" if slots else text
+
+
+def _slots_text(kernel) -> str:
+    """``input 1: INT8 INT4: per-tensor per-channel:0 | ...`` for the inputs a kernel's
+    declaration names (per kind when it declares per kind)."""
+    from .accepts import ANYTHING, DEFAULT, declaration
+    decl = declaration(kernel)
+    if decl is DEFAULT or decl is ANYTHING:
+        return ""
+    parts = [f"input {pos}: {decl.slot(pos).text}" for pos in sorted(decl.inputs)]
+    if decl.kinds:
+        for kind, sub in decl.kinds.items():
+            named = [f"{pos}: {sub.slot(pos).text}" for pos in sorted(sub.inputs)
+                     if sub.slot(pos) is not decl.inputs.get(pos)]
+            if named:
+                parts.append(f"{kind} input " + ", ".join(named))
+    return "; ".join(parts)
+
+
+def _kinds_text(kernel) -> str:
     types = getattr(kernel, "types", "float")
     if types == "any":
         return "any (type-agnostic)"
@@ -136,3 +160,55 @@ def summary(rows: list[OpCoverage]) -> dict:
             "all_versions": sum(r.status == "both" for r in litert),
             "here_only": sum(r.status == "here only" for r in rows),
             "here": sum(bool(r.here_versions) for r in rows)}
+
+
+# -- weights by type and quantization form ------------------------------------------------
+@dataclass(frozen=True)
+class FormCoverage:
+    """One (op, activations, weight type, quantization form) of the sweep
+    (tools/sweep_quant_forms.py): what LiteRT's builtin kernels do with it ("runs",
+    "wrong": runs without meaning, "refuses") and this interpreter ("runs", "refused")."""
+
+    op: str
+    activations: str
+    weight_type: str
+    form: str
+    litert: str
+    here: str
+    note: str
+
+    def as_dict(self) -> dict:
+        return {"op": self.op, "activations": self.activations,
+                "weight_type": self.weight_type, "form": self.form, "litert": self.litert,
+                "here": self.here, "note": self.note}
+
+
+#: why a combination LiteRT computes without meaning runs here (every other one is refused)
+RUNS_WHERE_LITERT_IS_WRONG: dict[tuple[str, str], str] = {
+    ("FULLY_CONNECTED", "INT4"): "as LiteRT's reference kernel (EvalHybridDense), which "
+        "computes it right; the builtin resolver's optimized 4-bit path (EvalHybridDense4Bit, "
+        "N >= 4, K >= 32 even) cannot hold a weight of -8 and departs from it",
+    ("EMBEDDING_LOOKUP", "UINT8"): "as LiteRT does: its lookup reads an UINT8 table "
+        "through an int8 pointer, so values above 127 come out negative (v - 256)",
+}
+
+
+def forms_coverage() -> list[FormCoverage]:
+    """Every combination of the generated sweep (litert_forms.py), in sweep order."""
+    from .litert_forms import LITERT_FORMS
+    return [FormCoverage(op, act, wtype, form, lit, here, note)
+            for (op, act, wtype, form), (lit, here, note) in LITERT_FORMS.items()]
+
+
+def forms_summary(rows: list[FormCoverage]) -> dict:
+    """The figures of the weights sweep: how many combinations LiteRT computes with
+    meaning, computes without, refuses; how many of each run here."""
+    def count(lit, here=None):
+        return sum(r.litert == lit and (here is None or r.here == here) for r in rows)
+
+    return {"combinations": len(rows), "ops": len({r.op for r in rows}),
+            "litert_runs": count("runs"), "litert_runs_here_runs": count("runs", "runs"),
+            "litert_wrong": count("wrong"), "litert_wrong_here_refused": count("wrong", "refused"),
+            "litert_wrong_here_runs": count("wrong", "runs"),
+            "litert_refuses": count("refuses"),
+            "litert_refuses_here_refused": count("refuses", "refused")}

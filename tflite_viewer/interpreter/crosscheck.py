@@ -279,6 +279,22 @@ def _write_temp(data: bytes, tmp: list) -> str:
     return path
 
 
+def reference_lacks(model: Model) -> str | None:
+    """Why LiteRT's reference kernels cannot be the oracle of ``model`` (None: they can):
+    its reference FULLY_CONNECTED has no blockwise path and returns the bias alone for
+    blockwise INT4 weights, which its builtin kernel (EvalBlockwise4Bit) computes."""
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            if op.opcode.name != "FULLY_CONNECTED" or len(op.inputs) < 2 or op.inputs[1] < 0:
+                continue
+            q = sg.tensors[op.inputs[1]].quantization
+            if q is not None and q.blockwise is not None:
+                return (f"subgraph {sg.index} op {op.index}: LiteRT's reference "
+                        "FULLY_CONNECTED has no blockwise path (it returns the bias), so its "
+                        "builtin kernels are the oracle")
+    return None
+
+
 def run_litert(model: Model | str | os.PathLike | bytes, inputs: Mapping[str, Any],
                signature: str | None = None, resolver: str = "BUILTIN_REF", *,
                fallback: bool = True, timeout: float = DEFAULT_TIMEOUT) -> LiteRTRun:
@@ -286,7 +302,9 @@ def run_litert(model: Model | str | os.PathLike | bytes, inputs: Mapping[str, An
     `tflite_viewer.interpreter.inputs.complete_inputs` gives them).
 
     With ``fallback`` (the default), a ``BUILTIN_REF`` run that fails or crashes is retried
-    with LiteRT's optimized kernels (without delegates) and the run says why.  Raises
+    with LiteRT's optimized kernels (without delegates) and the run says why; so is a
+    model the reference kernels would compute wrong (`reference_lacks`: blockwise weights),
+    without trying them.  Raises
     `LiteRTCrashError` when LiteRT crashes, `LiteRTError` when it refuses the model."""
     require_litert()
     if resolver not in RESOLVERS:
@@ -303,6 +321,11 @@ def run_litert(model: Model | str | os.PathLike | bytes, inputs: Mapping[str, An
         num_tensors = len(m.subgraphs[subgraph].tensors)
         args = (path, arrays, [s.name for s in specs], [s.tensor for s in specs],
                 signature, subgraph, num_tensors)
+        why_not_ref = reference_lacks(m) if fallback and resolver == "BUILTIN_REF" else None
+        if why_not_ref is not None:  # the reference kernels would compute it wrong
+            run = _run_child(*args, FALLBACK_RESOLVER, timeout)
+            run.fallback_reason = why_not_ref
+            return run
         try:
             return _run_child(*args, resolver, timeout)
         except LiteRTError as exc:

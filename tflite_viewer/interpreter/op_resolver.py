@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from .accepts import ANYTHING
 from .registration import BUILTIN_KERNELS, CUSTOM_KERNELS, Kernel, Registration
 
 
@@ -70,7 +71,11 @@ class BuiltinOpResolver(OpResolver):
 
 
 class _FunctionKernel(Kernel):
+    """A user's ``invoke(ctx, node)`` function: it reads the tensors (and their
+    quantization) itself, so every type and form reaches it."""
+
     types = "any"
+    accepts = ANYTHING
 
     def __init__(self, invoke: Callable) -> None:
         self._invoke = invoke

@@ -13,7 +13,10 @@ types the kernel handles: ``"float"`` kernels refuse quantized integer tensors a
 ``"float+uint8+int8+int16+hybrid"`` names the kinds of node the kernel computes, where a
 node's kind (`node_kind`) is its first input's type (``float`` for float32/float16, the
 integer type name for quantized inputs) or ``hybrid`` for float activations with quantized
-weights.  Such kernels dispatch on that kind in prepare (see kernels/common.py).  A kernel whose ``invoke`` runs other subgraphs
+weights.  Such kernels dispatch on that kind in prepare (see kernels/common.py).  ``accepts``
+declares per input the tensor types and quantization forms (per-tensor, per-channel on an
+axis, blockwise, ...) the kernel implements; the builder refuses the rest (accepts.py).
+A kernel whose ``invoke`` runs other subgraphs
 (WHILE, IF, CALL_ONCE) sets ``calls_subgraphs = True`` and writes ``invoke`` as a generator
 that ``yield from``s `Interpreter.call_subgraph`, so the debugger can step into them.
 """
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..model import opcodes
+from .accepts import DEFAULT, Accepts
 from .tensor import FLOAT16, QUANTIZED_INT_TYPES
 
 if TYPE_CHECKING:
@@ -38,6 +42,9 @@ class Kernel:
     types: str = "float"
     #: invoke is a generator that runs subgraphs (control flow)
     calls_subgraphs: bool = False
+    #: the tensor types and quantization forms it implements per input and output
+    #: (accepts.py); anything else is refused when the interpreter is built
+    accepts: Accepts = DEFAULT
 
     def init(self, ctx: "Subgraph", node: "Node") -> Any:
         """Called once per node at load; returns the node's user_data."""

@@ -85,6 +85,11 @@ ARITY: dict[str, Arity] = {
     "CALL_ONCE": Arity(0, 0, 0, 0),
     "VAR_HANDLE": Arity(0, 0, 1, 1),
     "ASSIGN_VARIABLE": Arity(2, 2, 0, 0),
+    "HASHTABLE_LOOKUP": Arity(3, 3, 2, 2),
+    "MULTINOMIAL": Arity(2, 2, 1, 1),
+    "STABLEHLO_GATHER": Arity(2, 2, 1, 1),
+    "STABLEHLO_SCATTER": Arity(3, 3, 1, 1),
+    "STABLEHLO_RNG_BIT_GENERATOR": Arity(1, 1, 2, 2),
     # custom ops with kernels here
     "TFLite_Detection_PostProcess": Arity(3, 3, 4, 4),
     "Convolution2DTransposeBias": Arity(3, 3, 1, 1),

@@ -1,12 +1,37 @@
-"""Quantization parameters of a tensor and dequantization as LiteRT does it."""
+"""Quantization parameters of a tensor, their form, and dequantization as LiteRT does it.
+
+A tensor's quantization has one *form* (`Quantization.form`): ``none`` (no scale: a float,
+or an integer that is just an integer), ``per-tensor`` (one scale and zero point),
+``per-channel`` (a scale per index of ``quantized_dimension``), ``blockwise`` (the
+schema's `BlockwiseQuantization` details: the scales live in another tensor of the
+subgraph, FLOAT16, one per block of ``block_size`` values along the last dimension),
+``custom`` (`CustomQuantization` bytes, meaningful only to the runtime that wrote them) or
+``multi-axis`` (`MultiAxisQuantization`).  The interpreter's kernels declare which forms
+they implement (interpreter/accepts.py); the reader dequantizes all but custom.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .errors import ModelFormatError
+
+
+#: `Quantization.form` values, in the order reports list them
+FORMS = ("none", "per-tensor", "per-channel", "blockwise", "custom", "multi-axis")
+_DETAIL_FORMS = {"BlockwiseQuantization": "blockwise", "CustomQuantization": "custom",
+                 "MultiAxisQuantization": "multi-axis"}
+
+
+class Blockwise(NamedTuple):
+    """BlockwiseQuantization details: tensor indices of the scales and zero points (-1:
+    none) in the same subgraph, and the number of values per block."""
+
+    scales: int
+    zero_points: int
+    block_size: int
 
 
 @dataclass(frozen=True)
@@ -34,6 +59,43 @@ class Quantization:
     @property
     def is_per_channel(self) -> bool:
         return self.scale.size > 1
+
+    @property
+    def form(self) -> str:
+        """One of `FORMS`: what kind of parameters these are (details win over scales)."""
+        if self.details is not None:
+            return _DETAIL_FORMS.get(str(self.details.get("type")), "custom")
+        if self.scale.size > 1:
+            return "per-channel"
+        return "per-tensor" if self.scale.size == 1 else "none"
+
+    @property
+    def blockwise(self) -> Blockwise | None:
+        """The BlockwiseQuantization details, or None for any other form."""
+        d = self.details
+        if d is None or d.get("type") != "BlockwiseQuantization":
+            return None
+        zp = d.get("zero_points")
+        return Blockwise(int(d.get("scales") or 0), -1 if zp is None else int(zp),
+                         int(d.get("block_size") or 0))
+
+    def describe(self, shape: tuple[int, ...] | None = None) -> str:
+        """The form in words, for messages: ``per-channel on axis 0 (16 scales)``,
+        ``blockwise (block 32, scales in tensor 7)``."""
+        form = self.form
+        if form == "per-channel":
+            axis = self.effective_dimension(tuple(shape)) if shape is not None else None
+            axis = self.quantized_dimension if axis is None else axis
+            return f"per-channel on axis {axis} ({self.scale.size} scales)"
+        if form == "blockwise":
+            b = self.blockwise
+            zp = "" if b.zero_points < 0 else f", zero points in tensor {b.zero_points}"
+            return f"blockwise (block {b.block_size}, scales in tensor {b.scales}{zp})"
+        if form == "per-tensor":
+            return "per-tensor"
+        if form == "none":
+            return "no quantization parameters"
+        return f"{form} quantization ({self.details.get('type')})"
 
     @property
     def has_scale(self) -> bool:
@@ -108,3 +170,38 @@ class Quantization:
 def _first(values: np.ndarray) -> str:
     """The first of some bad values, as text (``nan``, ``-inf``, ``0``)."""
     return f"{float(values.reshape(-1)[0]):g}"
+
+
+def form_of(q: Quantization | None) -> str:
+    """`Quantization.form` of a tensor's quantization, ``"none"`` when it has none."""
+    return "none" if q is None else q.form
+
+
+def dequantize_blockwise(values: np.ndarray, scales: np.ndarray,
+                         zero_points: np.ndarray | None, block_size: int,
+                         where: str = "quantization") -> np.ndarray:
+    """(q - zero_point) * scale per block of ``block_size`` values along the last axis,
+    computed in float32 from the (FLOAT16) scales widened exactly, as LiteRT's kernels
+    (fully_connected.cc, embedding_lookup.cc) use them: ``scales`` has ``values``' shape
+    with the last dimension divided by the block size.  Parameters that do not fit raise
+    ModelFormatError naming ``where``."""
+    q = np.asarray(values)
+    if block_size <= 0 or q.ndim == 0 or q.shape[-1] % block_size:
+        raise ModelFormatError(where, f"block size {block_size} does not divide the last "
+                               f"dimension of shape {list(q.shape)}")
+    blocks = q.shape[-1] // block_size
+    want = q.shape[:-1] + (blocks,)
+    s = np.asarray(scales)
+    if s.size != int(np.prod(want, dtype=np.int64)):
+        raise ModelFormatError(where, f"{s.size} block scales for a tensor of shape "
+                               f"{list(q.shape)} in blocks of {block_size} "
+                               f"({list(want)} needed)")
+    s = s.astype(np.float32).reshape(want)[..., None]
+    grouped = q.reshape(q.shape[:-1] + (blocks, block_size)).astype(np.float32)
+    if zero_points is not None:
+        zp = np.asarray(zero_points)
+        if zp.size != s.size:
+            raise ModelFormatError(where, f"{zp.size} block zero points for {s.size} scales")
+        grouped = grouped - zp.astype(np.float32).reshape(want)[..., None]
+    with np.errstate(all="ignore"):
+        return (grouped * s).reshape(q.shape).astype(np.float32)

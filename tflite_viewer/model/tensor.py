@@ -11,7 +11,7 @@ from ..schema import schema_generated as S
 from . import dtypes
 from .errors import ModelFormatError
 from .options import table_to_dict, union_value
-from .quantization import Quantization
+from .quantization import Quantization, dequantize_blockwise
 from .sparsity import DimensionMetadata, Sparsity
 from ..schema.schema_layout import LAYOUT
 
@@ -283,9 +283,38 @@ class Tensor:
         if values.dtype.kind in "fc":
             return values.astype(np.float32) if values.dtype.kind == "f" else values
         q = self.quantization
+        if q is not None and q.blockwise is not None:
+            return self._dequantize_blockwise(values, q)
         if q is not None and q.has_scale:
             return q.dequantize(values, f"{self.where}.quantization")
         return values.astype(np.float32)
+
+    def block_tensors(self) -> tuple["Tensor", "Tensor | None"] | None:
+        """The scale tensor and the zero-point tensor (or None) of a blockwise-quantized
+        tensor, or None for any other form; an index outside the subgraph raises
+        ModelFormatError."""
+        q = self.quantization
+        b = q.blockwise if q is not None else None
+        if b is None:
+            return None
+        where = f"{self.where}.quantization.details"
+        tensors = self.subgraph.tensors
+        if not 0 <= b.scales < len(tensors):
+            raise ModelFormatError(where, f"scale tensor index {b.scales} out of range "
+                                   f"(0..{len(tensors) - 1})")
+        if b.zero_points >= len(tensors):
+            raise ModelFormatError(where, f"zero-point tensor index {b.zero_points} out of "
+                                   f"range (0..{len(tensors) - 1})")
+        return tensors[b.scales], tensors[b.zero_points] if b.zero_points >= 0 else None
+
+    def _dequantize_blockwise(self, values: np.ndarray, q: Quantization) -> np.ndarray:
+        scale_t, zp_t = self.block_tensors()
+        where = f"{self.where}.quantization.details"
+        scales = scale_t.values()
+        if scales is None:
+            raise ModelFormatError(where, f"scale tensor {scale_t.index} holds no values")
+        zps = zp_t.values() if zp_t is not None else None
+        return dequantize_blockwise(values, scales, zps, q.blockwise.block_size, where)
 
 
 def _index_vector(kind: int, tab) -> np.ndarray | None:

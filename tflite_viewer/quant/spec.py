@@ -9,7 +9,15 @@ Rules (each `Finding` names its rule, the op or tensor, and the values):
 * ``weight-narrow-range`` (warning): int8 weights stay in [-127, 127].
 * ``per-channel-dimension``: per-channel parameters only where the spec allows them, on
   the dimension it names (filters of CONV_2D / TRANSPOSE_CONV / FULLY_CONNECTED on 0,
-  of DEPTHWISE_CONV_2D on 3; biases on 0); never on activations.
+  of DEPTHWISE_CONV_2D on 3; biases on 0; an EMBEDDING_LOOKUP table per row, on 0, which
+  LiteRT's hybrid lookup reads; a constant DEQUANTIZE reads, on any dimension, as
+  weight-only exports write them); never on activations.
+* ``blockwise``: a `BlockwiseQuantization` tensor's block size divides its last dimension,
+  its scale tensor exists, is a FLOAT16 constant shaped like the tensor with the last
+  dimension divided by the block size, with finite scales >= 0; a zero-point tensor (if
+  any) is an integer constant of the same shape.  Warnings: a type LiteRT computes no
+  blockwise kernel for (INT4 and INT2 only), and scales of 0 (an all-zero block, as
+  ai-edge-quantizer writes it: LiteRT's builtin kernels compute it, XNNPACK refuses it).
 * ``bias``: a bias of a quantized op is int32 (int64 with int16 activations) with zero
   point 0 and scale = input scale x weight scale (per channel), within `BIAS_RTOL`.
 * ``int16-zero-point``: int16 activations have zero point 0.
@@ -40,6 +48,10 @@ WEIGHTED_OPS: dict[str, tuple[int, int, int | None]] = {
 }
 #: ops whose constant second input is a weight matrix (per-tensor only)
 MATRIX_OPS = {"BATCH_MATMUL": 1, "EMBEDDING_LOOKUP": 1}
+#: matrix ops whose weight may be per-channel, and on which dimension
+MATRIX_PER_CHANNEL = {"EMBEDDING_LOOKUP": 0}
+#: types LiteRT has blockwise kernels for (FULLY_CONNECTED INT4, EMBEDDING_LOOKUP INT4/INT2)
+BLOCKWISE_TYPES = ("INT4", "INT2")
 
 
 @dataclass
@@ -89,6 +101,9 @@ class _Checker:
     # -- per tensor ----------------------------------------------------------------------
     def tensor_rules(self, sg, t) -> None:
         q = t.quantization
+        if q is not None and q.blockwise is not None:
+            self.blockwise_rules(sg, t, q.blockwise)
+            return
         if q is None or not q.has_scale:
             return
         scale = q.scale.astype(np.float64)
@@ -117,6 +132,53 @@ class _Checker:
                      "(the spec quantizes activations per tensor)", sg.index, tensor=t.index,
                      scales=int(q.scale.size))
 
+    def blockwise_rules(self, sg, t, b) -> None:
+        """The ``blockwise`` rule (module docstring): the details against the tensor."""
+        def bad(message: str, severity: str = "error", **values: Any) -> None:
+            self.add("blockwise", severity, f"tensor {t.index} ({t.name}): {message}",
+                     sg.index, tensor=t.index, **values)
+
+        shape = t.shape
+        if b.block_size <= 0 or not shape or shape[-1] % b.block_size:
+            bad(f"block size {b.block_size} does not divide the last dimension of "
+                f"{list(shape)}", block_size=b.block_size, shape=list(shape))
+            return
+        want = list(shape[:-1]) + [shape[-1] // b.block_size]
+        if not 0 <= b.scales < len(sg.tensors):
+            bad(f"scale tensor index {b.scales} is not a tensor of the subgraph",
+                scales=b.scales)
+            return
+        s = sg.tensors[b.scales]
+        if s.type_name != "FLOAT16" or not s.is_constant or list(s.shape) != want:
+            bad(f"scale tensor {s.index} is {s.type_name}{list(s.shape)}"
+                f"{'' if s.is_constant else ' (not a constant)'}; blocks of {b.block_size} "
+                f"need FLOAT16{want}", scales=s.index, scale_type=s.type_name,
+                scale_shape=list(s.shape), expected_shape=want)
+            return
+        values = s.values()
+        if values is not None:
+            v = values.astype(np.float32)
+            if not (np.isfinite(v) & (v >= 0)).all():
+                first = float(v[~(np.isfinite(v) & (v >= 0))][0])
+                bad(f"scale {first:g} in tensor {s.index} is not finite and >= 0",
+                    scale=first)
+            elif (v == 0).any():
+                bad(f"{int(np.count_nonzero(v == 0))} block scale(s) of 0 in tensor {s.index} "
+                    "(all-zero blocks: LiteRT's builtin kernels compute them, XNNPACK "
+                    "refuses the tensor)", "warning", zero_scales=int(np.count_nonzero(v == 0)))
+        if b.zero_points >= 0:
+            z = sg.tensors[b.zero_points] if b.zero_points < len(sg.tensors) else None
+            if z is None or not z.is_constant or list(z.shape) != want or \
+                    z.type_name not in ("INT8", "INT16", "INT32", "INT64", "INT4", "UINT8"):
+                bad(f"zero-point tensor {b.zero_points} "
+                    + ("is not a tensor of the subgraph" if z is None else
+                       f"is {z.type_name}{list(z.shape)}; an integer constant {want} expected"),
+                    zero_points=b.zero_points)
+        if t.type_name not in BLOCKWISE_TYPES:
+            bad(f"{t.type_name} blockwise values: LiteRT's kernels compute blockwise "
+                "quantization for INT4 (FULLY_CONNECTED, EMBEDDING_LOOKUP) and INT2 "
+                "(EMBEDDING_LOOKUP) only", "warning", type=t.type_name)
+
     # -- per op --------------------------------------------------------------------------
     def op_rules(self, sg, op) -> None:
         name = op.opcode.name
@@ -133,9 +195,11 @@ class _Checker:
                 continue
             is_weight = pos == weight_pos
             is_bias = weighted is not None and pos == weighted[2]
-            if q.is_per_channel:
+            if q.is_per_channel and name == "DEQUANTIZE":
+                pass  # dequantize.cc reads the scales along quantized_dimension, any one
+            elif q.is_per_channel:
                 allowed = (weighted[1] if is_weight else 0 if is_bias else None) \
-                    if weighted else None
+                    if weighted else MATRIX_PER_CHANNEL.get(name) if is_weight else None
                 dim = q.quantized_dimension
                 if allowed is None or dim != allowed:
                     want = ("no per-channel dimension" if allowed is None

@@ -207,3 +207,17 @@ def test_litert_missing_gives_a_clear_error(monkeypatch):
 def test_bad_resolver_name():
     with pytest.raises(ValueError, match="resolver must be one of"):
         run_litert(_p("sine_float"), {}, resolver="FAST")
+
+
+def test_blockwise_decoder_is_checked_against_litert_builtin_kernels():
+    """LiteRT's reference FULLY_CONNECTED returns the bias for blockwise INT4 weights: the
+    cross-check of such a model runs LiteRT's builtin kernels instead, says so, and finds
+    this interpreter in agreement (a check against the reference would call right values
+    wrong, and a zero output right)."""
+    from tests.interpreter.llm_models import decoder_model
+
+    model, ids = decoder_model("int4_blockwise", np.random.default_rng(3))
+    report = cc.compare_with_litert(model, {"ids": ids})
+    assert report.resolver == FALLBACK_RESOLVER
+    assert "no blockwise path" in (report.fallback_reason or "")
+    assert report.ok, report.format_table()

@@ -4,5 +4,5 @@ from . import (activations, control_flow, conv, detection, elementwise, image, m
                quantize, recurrent, reduce, shape_ops, unary_math,
                data_ops, segment_ops, stablehlo, stablehlo_control,
                stablehlo_gather, conv3d, rnn, hashtable, random_ops, reduce_window, indexing,
-               text_ops)
+               text_ops, embedding)
 from . import signal  # noqa: F401  (TFLite Micro's signal library: custom ops Signal*)

@@ -6,8 +6,8 @@ import numpy as np
 
 from ..integer import l2norm as int_l2norm, lut, softmax as int_softmax
 from ..registration import check_types
-from .common import (QUANTIZED, BuiltinOperator as Op, bind_arrays, bind_elementwise,
-                     broadcast_shape, define, option, rounding, same_shape, tensor_qparams)
+from .common import (FLOAT_WEIGHT, QUANTIZED, BuiltinOperator as Op, bind_arrays, bind_elementwise,
+                     broadcast_shape, declare, define, option, rounding, same_shape, tensor_qparams)
 
 
 def _clip(lo, hi):
@@ -73,6 +73,9 @@ def _prelu_check(ctx, node):
 
 define(Op.PRELU, (1, 1), lambda ctx, node: prelu(ctx.value(node, 0), ctx.value(node, 1)),
        broadcast_shape, types="float+uint8+int8+int16", check=_prelu_check,
+       accepts=declare(kinds={"float": {1: FLOAT_WEIGHT},
+                              "int8": {1: "INT8: per-tensor"}, "int16": {1: "INT8: per-tensor"},
+                              "uint8": {1: "UINT8: per-tensor"}}),
        int_prepare=_prepare_prelu,
        int_compute=lambda ctx, node, p: lut.prelu(ctx.value(node, 0), ctx.value(node, 1), None,
                                                   None, None, p.rounding, p))

@@ -11,6 +11,8 @@ from ...schema.schema_generated import BuiltinOperator  # noqa: F401  (re-export
 from ..integer.common import QParams, qparams
 from ..node import Node
 from ..padding import compute_out_size, compute_padding, window_geometry  # noqa: F401
+from ..accepts import (ANYTHING, DEFAULT, FLOAT_WEIGHT, Accepts,  # noqa: F401
+                       accepts as declare)
 from ..registration import Kernel, node_kind, register  # noqa: F401
 from ..subgraph import Subgraph  # noqa: F401
 
@@ -199,7 +201,7 @@ def quantization_mismatch(ctx, node, indices=None) -> str | None:
 
 def define(op: int, versions: tuple[int, int], compute, shape=None, types: str = "float",
            name: str | None = None, check=None, int_prepare=None, int_compute=None,
-           same_quantization: bool = False, bind=None) -> type:
+           same_quantization: bool = False, bind=None, accepts: Accepts = DEFAULT) -> type:
     """Register a kernel from two functions, for the many ops that need no more:
     the rule (docs/ARCHITECTURE.md, "Add an op kernel") is `define` when an op is a
     compute function, an optional shape function and an optional integer prepare/compute
@@ -218,7 +220,9 @@ def define(op: int, versions: tuple[int, int], compute, shape=None, types: str =
     ``int_compute(ctx, node, params)``; ``types`` then lists the kinds they accept.
 
     ``bind(ctx, node, invoke) -> callable | None`` is the optional `Kernel.bind` of the
-    non-integer path (see `bind_elementwise`).
+    non-integer path (see `bind_elementwise`).  ``accepts`` declares the tensor types and
+    quantization forms per input (`accepts.accepts`; default: whole-byte types, none or
+    per-tensor).
     """
 
     class _Defined(Kernel):
@@ -275,6 +279,7 @@ def define(op: int, versions: tuple[int, int], compute, shape=None, types: str =
                     ctx.set_output(ctx.tensors[o], r)
 
     _Defined.types = types
+    _Defined.accepts = accepts
     _Defined.check_fn = check  # (the op coverage report reads its input_types, if any)
     _Defined.__name__ = _Defined.__qualname__ = name or f"Kernel_{op}"
     register(op, versions)(_Defined)

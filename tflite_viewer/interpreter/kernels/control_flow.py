@@ -18,7 +18,7 @@ import itertools
 
 import numpy as np
 
-from .common import BuiltinOperator as Op, Kernel, option, register
+from .common import ANYTHING, BuiltinOperator as Op, Kernel, option, register
 
 
 class SubgraphKernel(Kernel):
@@ -27,6 +27,8 @@ class SubgraphKernel(Kernel):
 
     types = "any"
     calls_subgraphs = True
+    #: the tensors go on to the called subgraph, whose kernels check what they read
+    accepts = ANYTHING
 
 
 def prepare_callee(ctx, index: int, shapes) -> list | None:

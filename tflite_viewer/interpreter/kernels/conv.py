@@ -17,7 +17,8 @@ from ..integer import transpose_conv as int_transpose_conv
 from ..integer.hybrid_transpose_conv import hybrid_transpose_conv
 from ..integer.common import Window, im2col
 from ..padding import scatter_taps, transpose_conv_padding
-from .common import (BuiltinOperator, INT_KINDS, Kernel, apply_activation, clamp_activation,
+from .common import (FLOAT_WEIGHT, BuiltinOperator, INT_KINDS, Kernel, apply_activation,
+                     clamp_activation, declare,
                      kind, option, pad_for_windows, register, rounding, tensor_qparams,
                      window_geometry)
 
@@ -206,10 +207,31 @@ def int16_bias_problem(ctx, node, data_k: int, bias_k: int, depthwise: bool = Fa
     return None
 
 
+#: a bias: float, or int32/int64 with a scale per tensor or per output channel
+BIAS_SLOT = "*: none per-tensor per-channel:0"
+
+
+def filter_accepts(pos: int, axis: int, bias: int, hybrid: str = "INT8 INT4",
+                   int8: str = "INT8 INT4"):
+    """A convolution's declaration (filter at ``pos``, per-channel on ``axis``, bias at
+    ``bias``), per node kind as LiteRT's kernels take them (measured:
+    tools/sweep_quant_forms.py): float filters for float nodes; ``hybrid`` types for a
+    float input; ``int8`` types for int8 ones; int8 filters for int16x8; uint8 filters
+    per tensor for uint8.  An integer filter always carries a scale."""
+    per = f"per-tensor per-channel:{axis}"
+    return declare({bias: BIAS_SLOT}, kinds={
+        "float": {pos: FLOAT_WEIGHT},
+        "hybrid": {pos: f"{hybrid}: {per}"},
+        "int8": {pos: f"{int8}: {per}"},
+        "int16": {pos: f"INT8: {per}"},
+        "uint8": {pos: "UINT8: per-tensor"}})
+
+
 class _ConvKernel(Kernel):
     """What CONV_2D and DEPTHWISE_CONV_2D share: the node kinds and the per-node cache."""
 
     types = "float+uint8+int8+int16+hybrid"
+    accepts = filter_accepts(1, 0, 2)
     depthwise = False
 
     def check(self, ctx, node):
@@ -267,6 +289,8 @@ class Conv2D(_ConvKernel):
 class DepthwiseConv2D(_ConvKernel):
     """DEPTHWISE_CONV_2D: float; uint8 (v1), int8 (v3), int16x8 (v5) bit-exact with LiteRT;
     hybrid float input with int8 weights (v6)."""
+
+    accepts = filter_accepts(1, 3, 2, hybrid="INT8")
 
     depthwise = True
 
@@ -332,6 +356,11 @@ class TransposeConv(Kernel):
     node's kind is its data input's (input 2)."""
 
     types = "float+uint8+int8+int16+hybrid"
+    accepts = filter_accepts(1, 0, 3, hybrid="INT8", int8="INT8")
+
+    def node_kind(self, ctx, node):
+        """The kind of the data input (input 2), as the kernel dispatches."""
+        return kind(ctx, self._data_first(node))
 
     @staticmethod
     def _data_first(node):

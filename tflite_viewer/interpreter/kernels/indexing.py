@@ -1,5 +1,5 @@
-"""Ops that index one tensor with the values of another: GATHER, GATHER_ND, SCATTER_ND,
-EMBEDDING_LOOKUP and WHERE.  Unlike the shape ops they read their indices at run time, so
+"""Ops that index one tensor with the values of another: GATHER, GATHER_ND, SCATTER_ND
+and WHERE (EMBEDDING_LOOKUP, which also dequantizes, is in embedding.py).  Unlike the shape ops they read their indices at run time, so
 each checks them against the indexed shape (TFLite returns an error; numpy would wrap a
 negative index silently)."""
 from __future__ import annotations
@@ -89,17 +89,6 @@ def _scatter_nd_shape(ctx, node):
 define(Op.SCATTER_ND, (1, 1), lambda ctx, node: scatter_nd(
     ctx.value(node, 0), ctx.value(node, 1), as_int_list(ctx.value(node, 2))),
     _scatter_nd_shape, types="any")
-
-
-def embedding_lookup(ids: np.ndarray, table: np.ndarray) -> np.ndarray:
-    if np.any(ids < 0) or np.any(ids >= table.shape[0]):
-        raise IndexError(f"EMBEDDING_LOOKUP id out of range [0, {table.shape[0]})")
-    return table[ids.reshape(-1)]
-
-
-define(Op.EMBEDDING_LOOKUP, (1, 5),
-       lambda ctx, node: embedding_lookup(ctx.value(node, 0), ctx.value(node, 1)),
-       lambda ctx, node: [(ctx.input(node, 0).shape[0],) + tuple(ctx.input(node, 1).shape[1:])])
 
 
 # WHERE (one input) lists the coordinates of the true elements.

@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..integer import batch_matmul as int_batch_matmul, conv as int_conv
+from ..integer import batch_matmul as int_batch_matmul, blockwise as int_blockwise
+from ..integer import conv as int_conv
 from ..integer import fully_connected as int_fully_connected, hybrid as int_hybrid
 from ..tensor import AllocationType
-from .common import (ACTIVATION_RANGES, BuiltinOperator as Op, INT_KINDS, Kernel, _float_bounds, activation,
-                     apply_activation, kind, option, register, rounding, tensor_qparams)
+from .common import (ACTIVATION_RANGES, FLOAT_WEIGHT, BuiltinOperator as Op, INT_KINDS, Kernel,
+                     _float_bounds,
+                     activation, apply_activation, declare, kind, option, register, rounding,
+                     tensor_qparams)
 
 
 def fully_connected(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
@@ -28,6 +31,13 @@ def fully_connected(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
     return out
 
 
+def _blockwise(w) -> bool:
+    """Integer weights with BlockwiseQuantization (a float weight's details mean nothing:
+    LiteRT's float kernel and this one ignore them)."""
+    return w.quantization is not None and w.quantization.blockwise is not None \
+        and w.is_quantized_int
+
+
 def _fc_shape(x_shape, w_shape, keep):
     o, k = w_shape
     if keep:
@@ -42,14 +52,25 @@ def _fc_shape(x_shape, w_shape, keep):
 class FullyConnected(Kernel):
     """FULLY_CONNECTED: float; uint8 (v1), int8 (v4+, per-tensor or per-channel), int16x8
     bit-exact with LiteRT's reference kernel (double effective scale, round half away);
-    hybrid float input with int8 weights, symmetric or asymmetric input quantization."""
+    hybrid float input with int8, int4 or int2 weights, symmetric or asymmetric input
+    quantization; float input with INT4 blockwise weights bit-exact with LiteRT's builtin
+    kernel (``EvalBlockwise4Bit``; its reference kernel has no blockwise path and returns
+    the bias: integer/blockwise.py)."""
 
     types = "float+uint8+int8+int16+hybrid"
+    accepts = declare({2: "*: none per-tensor per-channel:0"}, kinds={
+        "float": {1: FLOAT_WEIGHT},
+        "hybrid": {1: "INT8 INT4 INT2: per-tensor per-channel:0 | INT4: blockwise"},
+        "int8": {1: "INT8 INT4: per-tensor per-channel:0 | INT2: per-channel:0"},
+        "int16": {1: "INT8 INT4: per-tensor per-channel:0"},
+        "uint8": {1: "UINT8: per-tensor"}})
 
     def check(self, ctx, node):
         fmt = node.builtin_data.get("weights_format", "DEFAULT")
         if fmt not in ("DEFAULT", 0):
             return f"FULLY_CONNECTED v{node.version} with weights_format {fmt}: not implemented"
+        if _blockwise(ctx.input(node, 1)):
+            return int_blockwise.blockwise_problem(ctx, node)
         return super().check(ctx, node)
 
     def init(self, ctx, node):
@@ -64,6 +85,9 @@ class FullyConnected(Kernel):
         cache = node.user_data
         ctx.resize(ctx.output(node, 0), _fc_shape(x.shape, w.shape, cache["keep"]))
         cache["kind"] = k = kind(ctx, node)
+        if _blockwise(w):
+            cache["kind"], cache["bound"] = "blockwise", None  # (checked at load)
+            return
         if k != "hybrid" and cache["act"] not in (None, *ACTIVATION_RANGES):
             # fully_connected.cc's Prepare: only the hybrid path applies TANH or SIGN_BIT
             raise ValueError(f"fused activation {cache['act']} on a {k} FULLY_CONNECTED: "
@@ -164,6 +188,15 @@ class FullyConnected(Kernel):
                 out = int_fully_connected.fully_connected(
                     ctx.value(node, 0), w, bias, options=node.builtin_data,
                     params=cache["params"], output_dtype=o.dtype, fmat=cache["wt"])
+        elif k == "blockwise":  # EvalBlockwise4Bit's per-row sums, once per (filter, bias)
+            src = cache.get("block_src")
+            if src is None or src[0] is not w or src[1] is not bias:
+                wt = ctx.input(node, 1)
+                details = wt.quantization.blockwise
+                cache["block_src"] = (w, bias)
+                cache["block"] = int_blockwise.BlockwiseDense(
+                    w, ctx.tensors[details.scales].data, details.block_size, bias)
+            out = cache["block"](ctx.value(node, 0), w, o.shape)
         elif k == "hybrid":  # the filter's part of EvalHybridDense, once per (filter, bias)
             src = cache.get("hybrid_src")
             if src is None or src[0] is not w or src[1] is not bias:
@@ -227,6 +260,10 @@ class BatchMatmul(Kernel):
     reference kernel; hybrid float LHS with int8 RHS (integer/batch_matmul.py)."""
 
     types = "float+int8+int16+hybrid"
+    accepts = declare(kinds={"float": {1: "FLOAT32: none per-tensor per-channel:* custom"},
+                             "hybrid": {1: "INT8: per-tensor per-channel:-1"},
+                             "int8": {1: "INT8: per-tensor"},
+                             "int16": {1: "INT16: per-tensor"}})
 
     def init(self, ctx, node):
         return {"kind": "float", "params": None, "rhs": None, "row_sums": None}

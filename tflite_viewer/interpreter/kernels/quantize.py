@@ -11,8 +11,8 @@ import numpy as np
 
 from ..integer import quantize as int_quantize
 from ..tensor import FLOAT16, FLOAT32, INT4, INT8, INT16, INT32, QUANTIZED_INT_TYPES, UINT8
-from .common import (BuiltinOperator as Op, Kernel, qparams, register, rounding, same_shape,
-                     tensor_qparams)
+from .common import (BuiltinOperator as Op, Kernel, declare, qparams, register, rounding,
+                     same_shape, tensor_qparams)
 
 UINT4 = 20  # TensorType.UINT4
 
@@ -44,6 +44,7 @@ class Quantize(Kernel):
     integer types (multiplier of double(s_in) / double(s_out))."""
 
     types = "any"
+    accepts = declare(outputs="* INT4 UINT4: none per-tensor per-channel:*")
 
     def check(self, ctx, node):
         x, o = ctx.input(node, 0), ctx.output(node, 0)
@@ -102,12 +103,18 @@ class _ConstantCached(Kernel):
 
 @register(Op.DEQUANTIZE, versions=(1, 8))
 class Dequantize(_ConstantCached):
+    accepts = declare({0: "FLOAT16: none per-tensor blockwise custom | INT16: per-tensor "
+                          "| INT8 UINT8 INT4 UINT4 INT2: per-tensor per-channel:*"})
+
     def check(self, ctx, node):
         x = ctx.input(node, 0)
         if x.type not in QUANTIZED_INT_TYPES and x.type not in (FLOAT16, UINT4):
             return f"DEQUANTIZE v{node.version} of {x.type_name}: not supported"
         if ctx.output(node, 0).type != FLOAT32:
             return f"DEQUANTIZE v{node.version} to {ctx.output(node, 0).type_name}: not supported"
+        if x.type != FLOAT16 and (x.quantization is None or not x.quantization.has_scale):
+            return (f"DEQUANTIZE v{node.version} of {x.type_name} tensor {x.index} "
+                    f"({x.name!r}) without quantization parameters")
         return None
 
     def prepare(self, ctx, node):

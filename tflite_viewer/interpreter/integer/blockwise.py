@@ -1,0 +1,154 @@
+"""FULLY_CONNECTED with INT4 blockwise weights, as LiteRT 2.3.0's builtin kernel computes it.
+
+The weights are INT4 values [N, K]; their `BlockwiseQuantization` details name a FLOAT16
+tensor of N * K / block_size scales, one per block of ``block_size`` consecutive values of
+a row (what ai-edge-quantizer and LiteRT-Torch write for int4 decoders).  LiteRT's
+``EvalBlockwise4Bit`` (tflite/kernels/fully_connected.cc), reached from the optimized
+kernel's 4-bit path only, computes per input row m and output n:
+
+1. the float input row is quantized asymmetrically to int8 (``BatchQuantizeFloats`` with
+   ``do_asymmetric``: a scale s_m and a zero point z_m per row; the same quantizer as the
+   hybrid kernels, `hybrid.asymmetric_quantize`);
+2. per block b, an exact integer sum acc_b = sum_k q[m, k] * w[n, k] and the float16 scale
+   widened to float32; the output is accumulated in float32, block after block:
+   ``out += float(acc_b) * scale[n, b]``;
+3. an input-independent float32 sum, block after block, ``kfsum += scale[n, b] *
+   sum_k w[n, k]`` over the block; then ``out -= z_m * kfsum``, ``out *= s_m``,
+   ``out += bias[n]``.  No fused activation is applied and the zero points of the details
+   are never read.
+
+Every product of step 2 and 3 is one float32 rounding, in the same order as the C loop,
+so the result is bit-exact (measured on random shapes and magnitudes:
+tests/interpreter/test_llm_kernels_litert.py).  The kernel runs only when LiteRT's 4-bit
+path does (INT4 constant weights, K even and at least 32, N at least 4); otherwise LiteRT
+falls back to its hybrid kernel, which ignores the blockwise scales and returns the bias.
+`blockwise_problem` refuses those models, and every parameter LiteRT ignores.
+
+The integer sums are float32 matrix products per block: exact while block_size * 128 * 8
+< 2**24 (blocks up to 16,383 values), in float64 beyond.  The weights stay as the model
+holds them: per call they are read block-major, and only the N per-row sums of step 3
+(and the float32 scales) are kept between calls.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .hybrid import asymmetric_quantize
+
+if TYPE_CHECKING:
+    from ..node import Node
+    from ..subgraph import Subgraph
+
+#: optimized_4bit::FilterWidth / FilterDepth (fully_connected_4bit.h): below them LiteRT's
+#: optimized kernel does not take its 4-bit path, and blockwise weights are not applied
+FILTER_WIDTH, FILTER_DEPTH = 4, 32
+#: |int8 input| * |int4 weight| bound of one product
+_PRODUCT_BOUND = 128 * 8
+#: output elements (blocks x rows x units) computed in one batch of matrix products
+_CHUNK = 1 << 22
+
+
+def blockwise_problem(ctx: "Subgraph", node: "Node", name: str = "FULLY_CONNECTED") -> str | None:
+    """Why LiteRT's builtin kernel would not compute this blockwise FULLY_CONNECTED as
+    `BlockwiseDense` does (so it is refused), or None.  Reads shapes, types and the small
+    zero-point tensor only: no weight is decoded."""
+    x, w, o = ctx.input(node, 0), ctx.input(node, 1), ctx.output(node, 0)
+    b = ctx.input(node, 2)
+    head = f"{name} v{node.version} with blockwise weights (tensor {w.index} {w.name!r})"
+    details = w.quantization.blockwise
+    if w.type_name != "INT4":
+        return (f"{head}: {w.type_name} blockwise weights; LiteRT's kernel applies block "
+                "scales to INT4 weights only (other types fall back to a kernel that ignores "
+                "them)")
+    if x.type_name != "FLOAT32" or o.type_name != "FLOAT32":
+        return (f"{head}: a {x.type_name} input or {o.type_name} output; LiteRT computes "
+                "blockwise weights with FLOAT32 input and output only")
+    if not w.is_constant or w.sparsity is not None or w.shape is None or len(w.shape) != 2:
+        return f"{head}: the weights must be a dense constant matrix [N, K]"
+    n, k = (int(d) for d in w.shape)
+    if k % 2 or k < FILTER_DEPTH or n < FILTER_WIDTH:
+        return (f"{head}: weights [{n}, {k}]; LiteRT's 4-bit kernel needs K even and at "
+                f"least {FILTER_DEPTH} and N at least {FILTER_WIDTH}, else its fallback "
+                "ignores the block scales and outputs the bias")
+    bs = details.block_size
+    if bs <= 0 or k % bs:
+        return f"{head}: block size {bs} does not divide the input dimension {k}"
+    tensors = ctx.tensors
+    if not 0 <= details.scales < len(tensors):
+        return f"{head}: scale tensor index {details.scales} out of range"
+    s = tensors[details.scales]
+    if s.type_name != "FLOAT16" or not s.is_constant:
+        return (f"{head}: scale tensor {s.index} is {s.type_name}"
+                f"{'' if s.is_constant else ' (not a constant)'}; LiteRT reads it as "
+                "constant FLOAT16")
+    need = n * (k // bs)
+    got = int(np.prod(s.shape, dtype=np.int64)) if s.shape is not None else -1
+    if got != need:
+        return (f"{head}: scale tensor {s.index} holds {got} scales; {need} needed "
+                f"([{n}, {k // bs}])")
+    if details.zero_points >= 0:
+        if details.zero_points >= len(tensors):
+            return f"{head}: zero-point tensor index {details.zero_points} out of range"
+        zp = tensors[details.zero_points]
+        if not zp.is_constant or zp.data is None or np.any(zp.data != 0):
+            return (f"{head}: non-zero block zero points (tensor {zp.index}); LiteRT's "
+                    "kernel never reads them")
+    act = node.builtin_data.get("fused_activation_function")
+    if act not in (None, "NONE", 0):
+        return (f"{head}: fused activation {act}; LiteRT's blockwise kernel applies none "
+                "(its result would ignore it)")
+    if b is not None and b.type_name != "FLOAT32":
+        return f"{head}: a {b.type_name} bias; LiteRT reads it as FLOAT32"
+    return None
+
+
+class BlockwiseDense:
+    """The input-independent part of ``EvalBlockwise4Bit`` for one weight matrix: the
+    float32 block scales [N, blocks] and the per-row ``kfsum``; calling it computes the
+    output for an input (see the module docstring)."""
+
+    def __init__(self, weights: np.ndarray, scales: np.ndarray, block_size: int,
+                 bias: np.ndarray | None) -> None:
+        n, k = weights.shape
+        self.n, self.k, self.block = n, k, block_size
+        self.blocks = k // block_size
+        self.scales = np.asarray(scales).astype(np.float32).reshape(n, self.blocks)
+        ksum = weights.reshape(n, self.blocks, block_size).sum(axis=2, dtype=np.int32)
+        kfsum = np.zeros(n, np.float32)
+        for b in range(self.blocks):  # float32, block after block, as the C loop
+            kfsum += self.scales[:, b] * ksum[:, b].astype(np.float32)
+        self.kfsum = kfsum
+        self.bias = None if bias is None else np.asarray(bias, np.float32).reshape(-1)
+        self.exact32 = block_size * _PRODUCT_BOUND < (1 << 24)
+
+    def __call__(self, x: np.ndarray, weights: np.ndarray, out_shape) -> np.ndarray:
+        """``weights`` are the INT4 values [N, K] (int8), ``x`` any float32 input whose
+        size is a multiple of K."""
+        rows = np.ascontiguousarray(x, np.float32).reshape(-1, self.k)
+        m = rows.shape[0]
+        out = np.zeros((m, self.n), np.float32)
+        if m:
+            q, s, zp = asymmetric_quantize(rows)
+            work = np.float32 if self.exact32 else np.float64
+            # block-major, contiguous: one matrix product per block (strided operands make
+            # numpy's batched product copy them, slowly and unevenly)
+            qb = np.ascontiguousarray(
+                q.reshape(m, self.blocks, self.block).transpose(1, 2, 0), dtype=work)
+            per_unit = max(1, self.blocks * max(m, self.block))
+            step = max(1, _CHUNK // per_unit)
+            for n0 in range(0, self.n, step):
+                n1 = min(self.n, n0 + step)
+                wb = np.ascontiguousarray(weights[n0:n1].reshape(
+                    n1 - n0, self.blocks, self.block).transpose(1, 0, 2), dtype=work)
+                acc = np.matmul(wb, qb).astype(np.float32, copy=False)  # [B, n, m]
+                part = out[:, n0:n1]
+                sc = self.scales[n0:n1]
+                for b in range(self.blocks):
+                    part += acc[b].T * sc[:, b]
+            out -= zp.astype(np.float32)[:, None] * self.kfsum[None, :]
+            out *= s[:, None]
+        if self.bias is not None:
+            out += self.bias
+        return out.reshape(out_shape)
