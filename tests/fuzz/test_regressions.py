@@ -83,7 +83,7 @@ def test_zero_subgraphs_is_refused_at_load_and_by_every_command(tmp_path):
     with pytest.raises(ModelFormatError, match="^subgraphs: the model has no subgraphs"):
         load_model(data)
     path = write(tmp_path, data)
-    for args in (("info", path, "--json"), ("layout", path, "--json", "-"), ("run", path)):
+    for args in (("info", path, "--json"), ("layout", path, "--json"), ("run", path)):
         assert "no subgraphs" in one_error_line(cli(*args))
 
 
@@ -332,7 +332,7 @@ def test_info_and_layout_json_are_strict(tmp_path):
             "message": "non-finite number nan written as null"} in doc["findings"]
     assert any(f["where"] == where and "non-finite scale nan" in f["message"]
                for f in doc["findings"])
-    layout = cli("layout", path, "--json", "-")
+    layout = cli("layout", path, "--json")
     assert layout.returncode == 0
     _strict(layout.stdout)
 

@@ -63,15 +63,15 @@ def test_text_report_names_the_peak_and_draws_the_timeline():
 
 def test_output_file_and_dash(tmp_path):
     out = tmp_path / "plan.json"
-    result = _cli("memory", str(MODELS_DIR / "sine_float.tflite"), "--json", "-o", str(out))
-    assert result.returncode == 0 and result.stdout == ""
+    result = _cli("memory", str(MODELS_DIR / "sine_float.tflite"), "-o", str(out))
+    assert result.returncode == 0 and result.stdout.startswith("sine_float.tflite: TFLite Micro")
     assert _strict(out.read_text())["arena"]["head_bytes"] == 128
     result = _cli("memory", str(MODELS_DIR / "sine_float.tflite"), "--json", "-o", "-")
     assert _strict(result.stdout)["arena"]["head_bytes"] == 128
 
 
 @pytest.mark.parametrize("args, words", [
-    (["missing.tflite"], "No such file"),
+    (["missing.tflite"], "missing.tflite: no such file"),
     ([str(MODELS_DIR / "sine_float.tflite"), "--target", "gpu"], "invalid choice"),
     ([str(MODELS_DIR / "sine_float.tflite"), "--target", "litert", "--what-if"], "--what-if"),
 ])

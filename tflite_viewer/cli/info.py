@@ -1,4 +1,5 @@
-"""`tflite-viewer info MODEL [--json]`: a readable summary, in the spirit of LiteRT's analyzer.
+"""`tflite-viewer info MODEL [--json] [-o OUT.json]`: a readable summary, in the spirit of
+LiteRT's analyzer, or the same as a JSON document (docs/ARCHITECTURE.md's contract).
 
 The JSON is strict (`jsonout`): a non-finite number (a NaN scale) is written as ``null``
 and listed in ``findings`` with where it was."""
@@ -6,19 +7,30 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 import numpy as np
 
-from ..model import Model, ModelFormatError, load_model
-from . import jsonout
+from ..model import Model, ModelFormatError
+from .common import add_model_argument, load_model_arg, subcommand_parser
+from .output import Output, add_json_option, add_output_option
+
+DESCRIPTION = ("Summarize a model: every subgraph's operators (op, version, inputs, outputs, "
+               "called subgraphs) and tensors (type, shape, quantization, buffer), the "
+               "signatures, the metadata, associated files and what the reader found wrong "
+               "with the model (the problems LiteRT would refuse it for).")
+# shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
+EXAMPLES = [
+    "tflite-viewer info mobilenet_v2_float.tflite",
+    "tflite-viewer info control_flow.tflite --json",
+]
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("info", help="summarize a model (operators, tensors, metadata)")
-    p.add_argument("model", help="a .tflite file")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p = subcommand_parser(subparsers, "info", DESCRIPTION)
+    add_model_argument(p)
+    add_json_option(p, "the summary")
+    add_output_option(p, what="the summary as JSON")
 
 
 def _jsonable(value: Any) -> Any:
@@ -192,9 +204,10 @@ def render_text(model: Model) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    model = load_model(args.model)
-    if args.json:
-        sys.stdout.write(jsonout.dumps(summarize(model)) + "\n")
-    else:
-        sys.stdout.write(render_text(model) + "\n")
+    out = Output(args)
+    model = load_model_arg(args.model)
+    if not out.stdout_taken:
+        out.text(render_text(model))
+    if out.wants_json:
+        out.json(summarize(model))
     return 0

@@ -1,13 +1,11 @@
-"""`tflite-viewer memory MODEL [--target tflm|litert] [--json] [-o FILE]`: will it fit?
+"""`tflite-viewer memory MODEL [--target tflm|litert] [--json] [-o OUT.json]`: will it fit?
 
 The arena a runtime plans for the model: its size, the step where it peaks and the tensors
 live there (largest first), a text timeline like TFLite Micro's ``PrintMemoryPlan``, the
 model's own offline plan (OfflineMemoryAllocation) and whether it is valid, and with
-``--what-if`` an operator order that needs less (``tflite-viewer edit --reorder S:memory``
-applies it).
-
-``--json`` prints strict JSON to stdout; ``-o FILE`` writes the report (text or JSON) to
-FILE instead, ``-`` meaning stdout.  Exit 0, or 2 with one line on bad input.
+``--what-if`` an operator order and a placement that need less (``tflite-viewer edit
+--reorder S:memory`` and ``--offline-plan best`` apply them).  docs/memory.md says how
+each figure is computed and checked.
 """
 from __future__ import annotations
 
@@ -17,22 +15,43 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .common import add_model_argument, load_model_arg, subcommand_parser
+from .output import Output, add_json_option, add_output_option, write_file
+
+DESCRIPTION = ("The tensor arena a runtime plans for the model, computed as it computes it: "
+               "TFLite Micro's GreedyMemoryPlanner (the head TFLM's RecordingMicroAllocator "
+               "prints, and a lower bound of its tail) or LiteRT's ArenaPlanner; the step "
+               "where it peaks and the tensors live there, largest first; a timeline of the "
+               "arena; the model's own offline plan (OfflineMemoryAllocation) and whether it "
+               "is valid.\n\n"
+               "--what-if looks for an operator order and a tensor placement that need a "
+               "smaller TFLite Micro arena; edit --reorder S:memory and edit --offline-plan "
+               "best apply them.")
+# shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
+EXAMPLES = [
+    "tflite-viewer memory person_detect.tflite",
+    "tflite-viewer memory mobilenet_v1_0.25_224_1_default_1.tflite --what-if --no-timeline",
+    "tflite-viewer memory mobilenet_v2_float.tflite --target litert --json",
+]
+
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("memory", help="arena plan and tensor lifetimes (TFLM, LiteRT)",
-                              description=__doc__.split("\n\n")[0])
-    p.add_argument("model", help="a .tflite file")
+    p = subcommand_parser(subparsers, "memory", DESCRIPTION)
+    add_model_argument(p)
     p.add_argument("--target", choices=("tflm", "litert"), default="tflm",
-                   help="TFLite Micro's GreedyMemoryPlanner (default) or LiteRT's ArenaPlanner")
-    p.add_argument("--json", action="store_true", help="print the plan as JSON")
-    p.add_argument("-o", "--output", metavar="FILE", default=None,
-                   help="write the report to FILE ('-': stdout)")
-    p.add_argument("--pointer-size", type=int, choices=(4, 8), default=4,
-                   help="tflm: bytes per pointer on the target (4: 32-bit MCU; 8: a 64-bit "
-                        "host such as the tflite-micro Python package)")
+                   help="TFLite Micro's GreedyMemoryPlanner or LiteRT's ArenaPlanner "
+                        "(default tflm)")
+    add_json_option(p, "the plan")
+    add_output_option(p, what="the plan as JSON")
+    p.add_argument("--pointer-size", choices=("4", "8"), default="4",
+                   help="tflm: bytes per pointer on the target: 4 for a 32-bit "
+                        "microcontroller, 8 for a 64-bit host such as the tflite-micro "
+                        "Python package (default 4)")
     p.add_argument("--what-if", action="store_true",
-                   help="tflm: look for an operator order that needs a smaller arena")
-    p.add_argument("--no-timeline", action="store_true", help="leave the timeline out")
+                   help="tflm: look for an operator order and a tensor placement that need "
+                        "a smaller arena")
+    p.add_argument("--no-timeline", action="store_true",
+                   help="leave the timeline out of the text report")
 
 
 def _where(model, step_op: tuple[int, int] | None) -> str:
@@ -174,35 +193,43 @@ def render_text(model, plan, reorder=None, timeline: bool = True,
     return "\n".join(lines)
 
 
+def _emit_json(out: Output, doc: dict) -> None:
+    """`Output.json`'s routing, the document serialized by `json` itself: every value is an
+    int, a str, a bool or None under str keys, which strict JSON needs no walk for
+    (`jsonout.dumps` walks 40,000 objects of a 20,000-op plan: a quarter of a second);
+    ``allow_nan=False`` keeps that a guarantee."""
+    if not out.wants_json:
+        return
+    text = json.dumps(doc, allow_nan=False) + "\n"
+    if out.as_json or out.output == "-":
+        sys.stdout.write(text)
+    if out.output not in (None, "-"):
+        write_file(out.output, text)
+
+
 def main(args: argparse.Namespace) -> int:
     from ..memory import plan_litert, plan_tflm
     from ..memory.reorder import best_order
-    from ..model import load_model
-    model = load_model(args.model)
+    out = Output(args)
+    model = load_model_arg(args.model)
     settings: dict[str, Any] = {}
     reorder = offline_plan = None
     if args.target == "tflm":
-        settings = {"pointer_bytes": args.pointer_size, "kernels": "reference"}
-        plan = plan_tflm(model, pointer_bytes=args.pointer_size)
+        pointer = int(args.pointer_size)
+        settings = {"pointer_bytes": pointer, "kernels": "reference"}
+        plan = plan_tflm(model, pointer_bytes=pointer)
         if args.what_if:
             from ..memory.offline_search import best_offline_plan
-            reorder = best_order(model, pointer_bytes=args.pointer_size)
-            offline_plan = best_offline_plan(model, pointer_bytes=args.pointer_size)
+            reorder = best_order(model, pointer_bytes=pointer)
+            offline_plan = best_offline_plan(model, pointer_bytes=pointer)
     else:
         if args.what_if:
             raise ValueError("--what-if searches TFLite Micro's plan; use it with --target tflm")
         settings = {"kernels": "builtin, no delegates"}
         plan = plan_litert(model)
-    if args.json:
-        # every value is an int, a str, a bool or None (no float to make strict), so the
-        # document goes straight to json; allow_nan=False keeps that a guarantee
-        text = json.dumps(document(model, plan, reorder, settings, offline_plan),
-                          allow_nan=False)
-    else:
-        text = render_text(model, plan, reorder, not args.no_timeline,
-                           dict(settings, what_if=args.what_if), offline_plan)
-    if args.output and args.output != "-":
-        Path(args.output).write_text(text + "\n")
-    else:
-        sys.stdout.write(text + "\n")
+    if out.wants_json:
+        _emit_json(out, document(model, plan, reorder, settings, offline_plan))
+    if not out.stdout_taken:
+        out.text(render_text(model, plan, reorder, not args.no_timeline,
+                             dict(settings, what_if=args.what_if), offline_plan))
     return 0

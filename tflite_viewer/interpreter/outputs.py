@@ -85,22 +85,47 @@ def _scores(model_tensor, arr: np.ndarray) -> np.ndarray | None:
     return None
 
 
-def top_k(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None,
-          producer: str | None, k: int = TOP_K) -> list[tuple[int, str, float]]:
-    """The top-k (index, label, score) of a classification-like output, labels from the
-    model's TENSOR_AXIS_LABELS file ("" without one); [] when the output is not one."""
+CLASSIFIER_OPS = ("SOFTMAX", "LOG_SOFTMAX")
+
+
+def classifier_reason(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None,
+                      producer: str | None, name: str | None = None) -> str | None:
+    """Why this output reads as a classifier's scores (and gets a top-k), or None.
+
+    Only a vector (batch dimensions of 1 aside) of numbers, or dequantizable integers, can
+    be; it is one when the model's metadata gives labels for it (about as many as it has
+    entries), when a SOFTMAX or LOG_SOFTMAX computed it, or when its name says logits.  A
+    detection model's class ids or a detector's per-anchor scores are none of these."""
     if arr is None or arr.size < 2:
-        return []
+        return None
     squeezed = arr.reshape([d for d in arr.shape if d != 1] or [1])
     if squeezed.ndim != 1:
-        return []
-    mt = model.subgraphs[subgraph].tensors[tensor]
-    scores = _scores(mt, squeezed)
-    if scores is None:
-        return []
+        return None
+    if _scores(model.subgraphs[subgraph].tensors[tensor], squeezed) is None:
+        return None
+    n = squeezed.size
     labels = _labels_for(model, subgraph, tensor)
-    if not (labels or producer in ("SOFTMAX", "LOGISTIC", "LOG_SOFTMAX") or scores.size >= 10):
+    if labels and abs(len(labels) - n) <= 1:
+        return f"{n} classes, labels from the model's metadata"
+    if producer in CLASSIFIER_OPS:
+        return f"{n} classes, a {producer} output"
+    names = [x for x in (name, model.subgraphs[subgraph].tensors[tensor].name) if x]
+    if any("logit" in x.lower() for x in names):
+        return f"{n} classes, named logits"
+    return None
+
+
+def top_k(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None,
+          producer: str | None, k: int = TOP_K, name: str | None = None
+          ) -> list[tuple[int, str, float]]:
+    """The top-k (index, label, score) of a classifier's output (see `classifier_reason`),
+    labels from the model's TENSOR_AXIS_LABELS file ("" without one); [] when the output
+    is not a classifier's."""
+    if classifier_reason(model, subgraph, tensor, arr, producer, name) is None:
         return []
+    squeezed = arr.reshape(-1)
+    scores = _scores(model.subgraphs[subgraph].tensors[tensor], squeezed)
+    labels = _labels_for(model, subgraph, tensor)
     k = min(k, scores.size)
     order = np.argsort(-np.nan_to_num(scores, nan=-np.inf), kind="stable")[:k]
     return [(int(i), labels[i] if labels and i < len(labels) else "", float(scores[i]))
@@ -108,10 +133,12 @@ def top_k(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None,
 
 
 def top_k_lines(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None,
-                producer: str | None) -> list[str]:
-    """The top-5 of a classification-like output (with labels when the model names any)."""
-    best = top_k(model, subgraph, tensor, arr, producer)
+                producer: str | None, name: str | None = None) -> list[str]:
+    """The top-5 of a classifier's output (with labels when the model names any), and why
+    the output was taken for a classifier's."""
+    reason = classifier_reason(model, subgraph, tensor, arr, producer, name)
+    best = top_k(model, subgraph, tensor, arr, producer, name=name) if reason else []
     if not best:
         return []
     parts = [f"#{i}{f' {label!r}' if label else ''} {_fmt(score)}" for i, label, score in best]
-    return [f"    top-{len(best)}: " + ", ".join(parts)]
+    return [f"    top-{len(best)} ({reason}): " + ", ".join(parts)]

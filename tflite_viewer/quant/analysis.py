@@ -159,6 +159,27 @@ def _load(m: Model | str | os.PathLike | bytes | None) -> Model | None:
     return load_model(m)
 
 
+def pair_problem(qm: Model, fm: Model) -> str | None:
+    """Why ``fm`` cannot be the float original of ``qm``, or None: their first subgraphs
+    must take as many inputs, of the same shapes (-1 in a shape signature matches any
+    size), and give as many outputs."""
+    qs, fs = qm.subgraphs[0], fm.subgraphs[0]
+    if len(qs.inputs) != len(fs.inputs):
+        return (f"the quantized model takes {len(qs.inputs)} input(s), the float model "
+                f"{len(fs.inputs)}")
+    for i, (a, b) in enumerate(zip(qs.inputs, fs.inputs)):
+        ta, tb = qs.tensors[a], fs.tensors[b]
+        sa = tuple(ta.shape_signature if ta.shape_signature is not None else ta.shape)
+        sb = tuple(tb.shape_signature if tb.shape_signature is not None else tb.shape)
+        if len(sa) != len(sb) or any(x != y and x != -1 and y != -1 for x, y in zip(sa, sb)):
+            return (f"input {i} is {ta.name!r} {list(ta.shape)} in the quantized model but "
+                    f"{tb.name!r} {list(tb.shape)} in the float model")
+    if len(qs.outputs) != len(fs.outputs):
+        return (f"the quantized model gives {len(qs.outputs)} output(s), the float model "
+                f"{len(fs.outputs)}")
+    return None
+
+
 def _label(m: Model, given) -> str:
     return str(given) if isinstance(given, (str, os.PathLike)) else (
         str(m.path) if m.path is not None else "<bytes>")
@@ -313,6 +334,10 @@ def analyze(model: Model | str | os.PathLike | bytes,
     module docstring."""
     qm = _load(model)
     fm = _load(float_model)
+    if fm is not None:
+        problem = pair_problem(qm, fm)
+        if problem:
+            raise ValueError(f"the two models do not match: {problem}")
     findings = check_spec(qm)
     pairing: Pairing | None = pair_models(qm, fm) if fm is not None else None
     weights = analyze_weights(qm, fm, pairing)

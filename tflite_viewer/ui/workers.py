@@ -4,6 +4,7 @@ A `Task` wraps a plain function in a QRunnable for the global QThreadPool; its r
 exception comes back through Qt signals, which Qt delivers on the GUI thread (queued,
 because the receivers live there).  Every task carries a serial number so the window can
 drop results that a newer request has made stale (open A, then B before A finished).
+Before the process exits, `ui.app.drain_workers` lets running tasks finish.
 """
 from __future__ import annotations
 
@@ -47,9 +48,18 @@ class Task(QRunnable):
         try:
             result = self._fn(*self._args)
         except BaseException as exc:  # noqa: BLE001 - everything goes back to the window
-            self.signals.failed.emit(self.serial, exc)
+            self._report(self.signals.failed, exc)
         else:
-            self.signals.finished.emit(self.serial, result)
+            self._report(self.signals.finished, result)
+
+    def _report(self, signal, value: Any) -> None:
+        """Emit the outcome; when the process is already tearing Qt down (the window closed
+        and its objects deleted while this task ran) there is nobody left to tell, and
+        PySide's "Signal source has been deleted" is not worth a traceback at exit."""
+        try:
+            signal.emit(self.serial, value)
+        except RuntimeError:
+            log.debug("task %d finished after its receiver was deleted", self.serial)
 
     def start(self, pool: QThreadPool | None = None) -> int:
         (pool or QThreadPool.globalInstance()).start(self)

@@ -1,0 +1,162 @@
+"""`tflite-viewer [MODEL]`: the window's entry point, with the subcommands' error contract.
+
+Everything that can be decided without Qt is decided here, before PySide6 is imported: the
+usage (``--run-to`` needs ``--screenshot``), the model file (missing, a folder, empty, not
+a model: the same one-line messages as every subcommand, from `common`), a mistyped
+subcommand (``tflite-viewer inof``: did you mean info?) and, for the window itself, whether
+a display is there to show it on (Qt would otherwise abort with SIGABRT).  Each is one line
+on stderr and exit 2.  ``--check`` asks a child process whether Qt's platform plugin really
+starts here.
+"""
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from .common import (EXIT_OK, CommandError, add_subgraph_option, input_file, load_model_arg,
+                     output_file)
+
+DESCRIPTION = ("Open MODEL in the window (a bundled sample model when no MODEL is given), or "
+               "with --screenshot draw the window to a PNG file headless and exit.\n\n"
+               "Every subcommand works without a display; run tflite-viewer SUBCOMMAND -h "
+               "for its options.")
+# shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
+# (the window itself is not opened there: a line without --screenshot is only checked)
+EXAMPLES = [
+    "tflite-viewer mobilenet_v2_float.tflite",
+    "tflite-viewer mobilenet_v2_float.tflite --screenshot shot.png --select op:3",
+    "tflite-viewer mobilenet_v2_float.tflite --screenshot paused.png --run-to 20",
+    "tflite-viewer --check",
+]
+
+
+def _usage() -> str:
+    from . import SUBCOMMANDS
+    return ("tflite-viewer [MODEL] [--select op:N|tensor:N] [--subgraph S]\n"
+            "                     [--screenshot OUT.png [--run-to N [--inputs IN.npz]]]\n"
+            f"       tflite-viewer {{{','.join(SUBCOMMANDS)}}} ...\n"
+            "       tflite-viewer --check | --version | -h")
+
+
+def _epilog() -> str:
+    from . import SUBCOMMANDS
+    width = max(len(n) for n in SUBCOMMANDS)
+    return "subcommands:\n" + "\n".join(f"  {name:<{width}}  {text}"
+                                         for name, text in SUBCOMMANDS.items())
+
+
+class _WindowHelp(argparse.RawDescriptionHelpFormatter):
+    """Keeps the subcommand list's lines as written (the epilog), fills the description."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith("subcommands:"):
+            return super()._fill_text(text, width, indent)
+        return "\n\n".join(argparse.HelpFormatter._fill_text(self, p, width, indent)
+                           for p in text.split("\n\n"))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+    from . import Parser
+    parser = Parser(prog="tflite-viewer", usage=_usage(), description=DESCRIPTION,
+                    epilog=_epilog(), formatter_class=_WindowHelp)
+    parser.add_argument("model", nargs="?", metavar="MODEL",
+                        help="the .tflite file to open (default: the bundled sample model)")
+    parser.add_argument("--screenshot", metavar="OUT.png",
+                        help="draw the window to OUT.png without showing it, and exit")
+    parser.add_argument("--select", metavar="op:N|tensor:N",
+                        help="the operator or tensor to select once the model is shown")
+    add_subgraph_option(parser)
+    parser.add_argument("--run-to", metavar="N", type=int, default=None,
+                        help="with --screenshot: run the model in the debugger and pause before "
+                             "operator N of the subgraph shown, the debugger docks open")
+    parser.add_argument("--inputs", metavar="IN.npz", default=None,
+                        help="with --run-to: input arrays keyed by input name (default: seeded)")
+    parser.add_argument("--check", action="store_true",
+                        help="report whether the window can start on this machine (Qt's "
+                             "libraries, the display, the platform plugin) and exit: 0 it can, "
+                             "1 it cannot")
+    parser.add_argument("--version", action="version", version=f"tflite-viewer {__version__}")
+    return parser
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    argv = list(argv)
+    if argv and not argv[0].startswith("-"):
+        _check_word(argv[0])  # `tflite-viewer inof x`: the near miss, not "unrecognized x"
+    return build_parser().parse_args(argv)
+
+
+def _check_word(model: str) -> None:
+    """A first argument that is no file and looks like a word, not a path, was meant as
+    a subcommand: say which one it is close to."""
+    from . import SUBCOMMANDS, did_you_mean
+    path = Path(model)
+    if path.exists() or path.suffix or len(path.parts) != 1:
+        return
+    guess = did_you_mean(model)
+    if guess:
+        raise CommandError(f"{model!r} is not a subcommand (did you mean {guess}?)")
+    raise CommandError(f"{model!r}: no such file, and not a subcommand "
+                       f"({', '.join(SUBCOMMANDS)})")
+
+
+def _check_usage(args: argparse.Namespace) -> None:
+    if args.screenshot is None and args.run_to is not None:
+        raise CommandError("--run-to goes with --screenshot OUT.png")
+    if args.inputs is not None and args.run_to is None:
+        raise CommandError("--inputs goes with --run-to N")
+    if args.screenshot is not None and Path(args.screenshot).suffix.lower() != ".png":
+        raise CommandError(f"--screenshot {args.screenshot}: the output must end in .png")
+    if args.screenshot is not None and args.check:
+        raise CommandError("--check goes alone")
+
+
+def _check_model(args: argparse.Namespace) -> None:
+    """The model and what the arguments name in it, read once before any Qt: a mistyped
+    subcommand, a file that is not a model, a subgraph, operator or tensor it does not
+    have are one line here, not an empty window with a dialog."""
+    if args.model is not None:
+        _check_word(args.model)
+        model = load_model_arg(args.model)
+    elif args.subgraph is None and args.select is None and args.run_to is None:
+        return  # the bundled sample: nothing to check in it
+    else:
+        from ..model import load_model
+        from ..samples import sample_model_path
+        model = load_model(sample_model_path())
+    name = Path(args.model).name if args.model else "the sample model"
+    try:
+        index = model.subgraph_index(args.subgraph)
+    except KeyError as exc:
+        raise CommandError(f"{name}: {exc.args[0]}") from None
+    if args.select is not None:
+        from ..ui.selection import parse_spec  # Qt-free
+        parse_spec(model, index, args.select)
+    if args.run_to is not None:
+        n = len(model.subgraphs[index].operators)
+        if not 0 <= args.run_to < n:
+            raise CommandError(f"--run-to {args.run_to}: subgraph {index} has {n} operators "
+                               f"(0..{n - 1})")
+
+
+def main(args: argparse.Namespace) -> int:
+    _check_usage(args)
+    if args.check:
+        from ..ui.platform_check import check_report  # loads no Qt in this process
+        report, code = check_report()
+        print(report)
+        return code
+    _check_model(args)
+    if args.inputs is not None:
+        input_file(args.inputs, "inputs file")
+    if args.screenshot is not None:
+        output_file(args.screenshot)
+    if args.screenshot is None:
+        from ..ui.platform_check import display_problem
+        problem = display_problem()
+        if problem:
+            raise CommandError(problem)
+    from ..ui.app import run_app  # the only place the window (and PySide6) is imported
+    return int(run_app(args) or EXIT_OK)
