@@ -248,8 +248,6 @@ def _main(args: argparse.Namespace) -> int:
                                       DEFAULT_TIMEOUT)
     max_bytes = args.max_memory or DEFAULT_MAX_ALLOCATION_BYTES
     given = _load_inputs(args.inputs, max_bytes) if args.inputs else {}
-    arrays, generated = complete_inputs(model, given, args.seed, signature, max_bytes=max_bytes)
-    specs = input_specs(model, signature)
     if args.compare_litert:
         from ..interpreter.crosscheck import require_litert
         require_litert()  # say so before the run, not after it
@@ -257,8 +255,12 @@ def _main(args: argparse.Namespace) -> int:
     budgets = {"max_allocation_bytes": max_bytes,
                "max_iterations": args.max_iterations or DEFAULT_MAX_ITERATIONS,
                "timeout": args.timeout or DEFAULT_TIMEOUT}
+    # the interpreter first: its allocation check (inputs included) refuses a model whose
+    # tensors do not fit before any seeded input is made
     interp = Interpreter(model, **budgets) if args.rounding is None else \
         Interpreter(model, rounding=args.rounding, **budgets)
+    arrays, generated = complete_inputs(model, given, args.seed, signature, max_bytes=max_bytes)
+    specs = input_specs(model, signature)
     t0 = time.perf_counter()
     interp.invoke(positional(model, arrays, signature), signature=signature)
     seconds = time.perf_counter() - t0
@@ -315,18 +317,29 @@ def _main(args: argparse.Namespace) -> int:
 
     report = None
     if args.compare_litert:
-        from ..interpreter.crosscheck import DEFAULT_TOLERANCE, compare_runs, run_litert
+        from ..edit.expose import expose_op_outputs
+        from ..interpreter.crosscheck import (DEFAULT_TOLERANCE, STATEFUL_INVOCATIONS,
+                                              compare_steps, is_stateful, run_litert_steps)
         out.text("\n".join(lines))
         lines = []
         sys.stdout.flush()
-        run = run_litert(args.model, arrays, signature, "BUILTIN_REF")
-        report = compare_runs(interp, run,
-                              tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
-                              units=args.tolerance_units, model_name=str(args.model),
-                              mode=getattr(args, "compare_mode", "auto"))
+        # a stateful model is compared over several invocations (the same inputs each time:
+        # the state carried between them is what differs); when LiteRT crashes keeping every
+        # tensor, on a copy with every op output exposed, made by the editor (passed in: the
+        # interpreter does not import the editor)
+        steps = [arrays] * (STATEFUL_INVOCATIONS if is_stateful(model) else 1)
+        runs = run_litert_steps(args.model, steps, signature, "BUILTIN_REF",
+                                expose=expose_op_outputs)
+        report = compare_steps(interp, model, steps, runs, first_ran=True, signature=signature,
+                               tolerance=DEFAULT_TOLERANCE if args.tolerance is None
+                               else args.tolerance,
+                               units=args.tolerance_units, model_name=str(args.model),
+                               mode=getattr(args, "compare_mode", "auto"))
         lines.append("\n" + report.format_table())
         doc["crosscheck"] = {
             "kernels": report.kernels, "resolver": report.resolver, "mode": report.mode,
+            "litert_mode": report.litert_mode, "invocations": report.invocations,
+            "invocation": report.invocation,
             "tolerance": report.tolerance, "units": report.units, "ok": report.ok,
             "fallback_reason": report.fallback_reason, "summary": report.summary(),
             "first_divergence": None if report.ok else report.divergence_text(),

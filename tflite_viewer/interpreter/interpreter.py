@@ -94,6 +94,11 @@ class Interpreter(Executor):
         #: let kernels bind their invoke to the prepared node (`Kernel.bind`) for invoke()
         #: once a run has gone through; False calls every kernel's invoke
         self.bind_kernels = True
+        #: float32 CONV_2D and FULLY_CONNECTED sum their products in LiteRT's reference
+        #: order, one rounding per step (`float32.ordered_matmul`: its results to the bit);
+        #: False takes numpy's BLAS product instead, several times faster, its sums
+        #: blocked and fused, a float32 rounding or so from the reference per output
+        self.reference_float_sums = True
         #: op times and calls: kept per op by stepped and watched runs (a stop reads them
         #: after every step), in the subgraphs' counters by the prepared plan (`_execute`)
         self._op_times: dict[tuple[int, int], float] = defaultdict(float)

@@ -13,7 +13,7 @@ from . import opcodes
 from .errors import Finding
 from .lazy import LazySequence
 from .metadata import (CONVERSION_METADATA, MIN_RUNTIME_VERSION, TFLITE_METADATA, Metadata,
-                       open_associated_files)
+                       open_associated_files, read_associated_file)
 from .subgraph import Subgraph
 from .verify import FileIndex
 
@@ -267,10 +267,27 @@ class Model:
         return zf.namelist() if zf else []
 
     def read_associated_file(self, name: str) -> bytes:
+        """The bytes of a packed file.  A damaged archive member is a `ModelFormatError`
+        naming the metadata entry that lists the files and where the archive starts; a
+        name the archive does not hold is a KeyError."""
         zf = open_associated_files(self.data)
         if zf is None:
             raise KeyError(f"the model has no associated files (looking for {name!r})")
-        return zf.read(name)
+        return read_associated_file(zf, name, self._associated_files_where(zf))
+
+    def _associated_files_where(self, zf) -> str:
+        """Where a damaged associated file is reported: the TFLITE_METADATA entry (and its
+        buffer) that lists the packed files, and the byte where the zip begins."""
+        try:
+            start = min([i.header_offset for i in zf.infolist()] + [zf.start_dir])
+        except (AttributeError, ValueError):  # pragma: no cover - zipfile internals differ
+            start = None
+        at = f" at byte {start:,}" if start is not None else ""
+        entry = self.metadata_entry(TFLITE_METADATA)
+        if entry is None:
+            return f"associated files (the zip appended to the model{at})"
+        return (f"metadata[{entry.index}] ({entry.name}, buffer {entry.buffer}).associated "
+                f"files (the zip appended to the model{at})")
 
     # -- summaries -----------------------------------------------------------------------
     @cached_property
