@@ -7,11 +7,40 @@ Built from a `memory.MemoryPlan`; hit testing and lookups are vectorized so the 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from dataclasses import dataclass, field
 import numpy as np
 
-from ..memory import MemoryPlan
+from ..memory import MemoryPlan, plan_litert, plan_tflm
+
+TARGETS = {"tflm": "TFLite Micro", "litert": "LiteRT"}
+#: plans of models up to this many operators are made on the GUI thread (milliseconds)
+SYNC_OPS = 3000
+
+
+@dataclass
+class MemoryState:
+    """The Memory dock's per-model state (``Workspace.part("memory", MemoryState)``): the
+    plans made for this model, by target, and what went wrong making one."""
+
+    plans: dict[str, MemoryPlan] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    running: set[str] = field(default_factory=set)
+    charts: dict[tuple[str, int | None], "MemoryChart"] = field(default_factory=dict)
+
+    def chart(self, target: str, arena_index: int | None = None) -> "MemoryChart | None":
+        """The chart of ``target``'s plan (one arena of it for LiteRT), made once."""
+        plan = self.plans.get(target)
+        if plan is None:
+            return None
+        key = (target, arena_index)
+        if key not in self.charts:
+            self.charts[key] = build_chart(plan, arena_index)
+        return self.charts[key]
+
+
+def make_plan(model, target: str) -> MemoryPlan:
+    """The plan the dock shows: TFLM for a 32-bit target, or LiteRT's."""
+    return plan_tflm(model) if target == "tflm" else plan_litert(model)
 
 
 @dataclass
