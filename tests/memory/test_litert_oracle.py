@@ -42,6 +42,7 @@ LITERT_DIFFERS = {
     "sparse_conv_fp16.tflite": TEMPORARIES,
     "ssd_mobilenet_v1.tflite": TEMPORARIES,
     "yamnet_audio_classifier_with_metadata.tflite": TEMPORARIES,
+    "microwakeword_alexa.tflite": TEMPORARIES,
     # WHILE: LiteRT runs the body on its caller's buffers (kTfLiteCustom inputs) and may
     # make the loop's outputs dynamic; neither is modelled
     "control_flow.tflite": "control flow",

@@ -195,3 +195,36 @@ def test_best_offline_plan_on_a_20000_op_model_is_used_by_tflm():
     doc.apply(SetOfflineMemoryPlan(found.offsets))
     before, after = tflm_arenas([data, doc.to_bytes()], timeout=900)
     assert (before["head"], after["head"]) == (found.head_before, found.head_after)
+
+
+def _tflm_outputs(model: bytes, invocations: int = 1) -> list[np.ndarray]:
+    from tflite_micro.python.tflite_micro import runtime
+    interp = runtime.Interpreter.from_bytes(model, arena_size=16 << 20)
+    rng = np.random.default_rng(0)
+    out = []
+    for _ in range(invocations):
+        for i in range(len(load_model(model).subgraphs[0].inputs)):
+            d = interp.get_input_details(i)
+            if np.issubdtype(d["dtype"], np.floating):
+                x = rng.standard_normal(d["shape"]).astype(d["dtype"])
+            else:
+                x = rng.integers(-128, 128, d["shape"]).astype(d["dtype"])
+            interp.set_input(x, i)
+        interp.invoke()
+        out.append(interp.get_output(0).copy())
+    return out
+
+
+@pytest.mark.parametrize("name, invocations, heads", [
+    ("mobilenet_v1_0.25_224_1_default_1.tflite", 1, (1_605_632, 1_204_224)),
+    # streaming: resource variables carry state from one invocation to the next
+    ("microwakeword_alexa.tflite", 6, (3_648, 3_200)),
+])
+def test_tflm_computes_the_same_outputs_with_the_best_offline_plan(name, invocations, heads):
+    data = (DATA / name).read_bytes()
+    doc = ModelDocument(data)
+    doc.apply(SetOfflineMemoryPlan("best", pointer_bytes=8))
+    planned = doc.to_bytes()
+    assert tuple(r["head"] for r in tflm_arenas([data, planned])) == heads
+    for a, b in zip(_tflm_outputs(data, invocations), _tflm_outputs(planned, invocations)):
+        np.testing.assert_array_equal(a, b)

@@ -112,6 +112,15 @@ def test_each_scratch_rule_decides_the_head(oracle, name, monkeypatch):
     assert plan_tflm(load_model(data), pointer_bytes=8).head_bytes != report["head"]
 
 
+def test_var_handle_outputs_are_not_planned(oracle, monkeypatch):
+    """VAR_HANDLE's Prepare gives its output data (the resource id): planning those 4-byte
+    tensors too would put 32 more bytes in microwakeword's head than TFLM's."""
+    from tflite_viewer.memory import tflm
+    data, report = oracle["microwakeword_alexa.tflite"]
+    monkeypatch.setattr(tflm, "VAR_HANDLE", -1)
+    assert plan_tflm(load_model(data), pointer_bytes=8).head_bytes == report["head"] + 32
+
+
 def test_keyword_int8_svdf_scratch_decides_the_head(oracle, monkeypatch):
     data, report = oracle["keyword_scrambled_8bit.tflite"]
     monkeypatch.setattr(tflm_scratch, "RULES", {})

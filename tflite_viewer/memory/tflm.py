@@ -27,6 +27,7 @@ from .tflm_scratch import scratch_requests
 
 ALIGNMENT = 16  # MicroArenaBufferAlignment()
 RESHAPE = BUILTIN_CODES["RESHAPE"]
+VAR_HANDLE = BUILTIN_CODES["VAR_HANDLE"]
 
 
 def plan_tflm(model: Model | ModelFacts, pointer_bytes: int = 4,
@@ -70,6 +71,10 @@ def plan_tflm(model: Model | ModelFacts, pointer_bytes: int = 4,
                 problems += [f"offline plan: {e}" for e in check.errors]
                 offsets = None
 
+    # VAR_HANDLE's Prepare points its output at the resource id in its own persistent data,
+    # so that output already has data when the plan is made (var_handle.cc)
+    prepared = {(sg.index, t) for sg in facts.subgraphs for k in range(sg.n_ops)
+                if sg.op_codes[k] == VAR_HANDLE for t in sg.op_outputs[k]}
     sizes, firsts, lasts, fixed, meta = [], [], [], [], []
     variables: list[int] = []
     flat = 0
@@ -84,7 +89,8 @@ def plan_tflm(model: Model | ModelFacts, pointer_bytes: int = 4,
                                     f"type {sg.types[t]} and refuses the model")
                 continue
             nbytes = max(nbytes, 0)
-            needs = not sg.has_data[t] and not sg.is_variable[t] and nbytes != 0
+            needs = (not sg.has_data[t] and not sg.is_variable[t] and nbytes != 0
+                     and (sg.index, t) not in prepared)
             if sg.is_variable[t]:
                 if off != ONLINE:
                     needs = True
