@@ -91,7 +91,10 @@ def summarize(model: Model) -> dict:
                     "shape_signature": None if t.shape_signature is None else list(t.shape_signature),
                     "buffer": t.buffer, "buffer_bytes": t.buffer_nbytes, "kind": t.kind,
                     "is_variable": t.is_variable, "quantization": _quantization(t),
-                    "sparsity": _sparsity(t)} for t in sg.tensors]
+                    "sparsity": _sparsity(t),
+                    **({"external_buffer": t.external_buffer,
+                        "data_location": t.data_location} if t.external_buffer else {})}
+                   for t in sg.tensors]
         operators = [{"index": op.index, "opcode": op.name, "builtin_code": op.builtin_code,
                       "version": op.version, "inputs": list(op.inputs),
                       "outputs": list(op.outputs), "intermediates": list(op.intermediates),
@@ -120,10 +123,27 @@ def summarize(model: Model) -> dict:
                         "outputs": {m.name: m.tensor_index for m in s.outputs}}
                        for s in model.signature_defs],
         "metadata": _metadata(model),
+        **_external(model),
         "associated_files": model.associated_files(),
         "findings": [{"severity": f.severity, "where": f.where, "message": f.message}
                      for f in model.findings],
     }
+
+
+def _external(model: Model) -> dict:
+    """The side files (external buffer groups) and their entries, when the model has any."""
+    if not model.external_buffer_groups and not model.external_buffers:
+        return {}
+    groups = []
+    for g in model.external_buffer_groups:
+        size = model.weights.size(g.name) if g.name else None
+        groups.append({"index": g.index, "name": g.name,
+                       "location": model.weights.describe(g.name), "exists": size is not None,
+                       "bytes": size})
+    return {"external_buffer_groups": groups,
+            "external_buffers": [{"id": e.id, "group": e.group, "offset": e.offset,
+                                  "length": e.length, "packing": e.packing}
+                                 for e in model.external_buffers]}
 
 
 def _tensor_line(t) -> str:
@@ -141,6 +161,8 @@ def _tensor_line(t) -> str:
     extra = " variable" if t.is_variable else ""
     extra += " sparse" if t.sparsity is not None else ""
     buf = f" B#{t.buffer} ({t.buffer_nbytes} bytes)" if t.buffer_nbytes or t.is_constant else ""
+    if t.external_buffer:
+        buf = f" in {t.data_location}"
     return f"  T#{t.index} {t.name} {t.type_name}{list(t.shape)}{sig}{quant}{buf}{extra}"
 
 
@@ -202,6 +224,10 @@ def render_text(model: Model) -> str:
         else:
             text = value if isinstance(value, str) else json.dumps(value)[:200]
             lines.append(f"{head}: {text}")
+    for g in _external(model).get("external_buffer_groups", []):
+        state = f"{g['bytes']:,} bytes" if g["exists"] else "MISSING"
+        lines.append(f"External buffer group {g['index']} {g['name']!r}: {g['location']} "
+                     f"({state})")
     for name in model.associated_files():
         lines.append(f"Associated file: {name}")
     for f in model.findings:

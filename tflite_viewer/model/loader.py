@@ -11,17 +11,23 @@ import numpy as np
 from ..schema.schema_layout import LAYOUT
 from .checks import check_model
 from .errors import ModelFormatError
+from .external import SideFiles, WeightSource, check_external
 from .model import Model
 from .verify import verify_buffer
 
 Source = Union[str, os.PathLike, bytes, bytearray, memoryview, mmap.mmap]
 
 
-def load_model(source: Source) -> Model:
+def load_model(source: Source, *, weights_dir: str | os.PathLike | None = None,
+               weights: WeightSource | None = None) -> Model:
     """Open a .tflite file (memory-mapped, nothing read until asked) or model bytes.
 
     Raises ModelFormatError, naming where, for anything that is not a sound model; OSError
     for files that cannot be opened.  Weights are never read here: tensors' data are views.
+    External buffers (side files) are looked for in the model file's folder, in
+    ``weights_dir`` when given (model bytes have no folder), or in ``weights``; a missing
+    side file is a load finding, and a ModelFormatError naming the file when its values
+    are read or run.
     """
     path: Path | None = None
     if isinstance(source, mmap.mmap):  # a composed state of an edited model: no copy
@@ -34,8 +40,11 @@ def load_model(source: Source) -> Model:
     data = np.frombuffer(buf, dtype=np.uint8)
     data.flags.writeable = False
     index = verify_buffer(LAYOUT, data, LAYOUT["file_identifier"])
-    model = Model(buf, data, path, index)
+    if weights is None and weights_dir is not None:
+        weights = SideFiles(weights_dir)
+    model = Model(buf, data, path, index, weights)
     model.findings.extend(check_model(model, index))
+    model.findings.extend(check_external(model))
     return model
 
 

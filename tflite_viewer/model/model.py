@@ -11,6 +11,7 @@ import numpy as np
 from ..schema import schema_generated as S
 from . import opcodes
 from .errors import Finding
+from .external import NoSource, SideFiles, WeightSource
 from .lazy import LazySequence
 from .metadata import (CONVERSION_METADATA, MIN_RUNTIME_VERSION, TFLITE_METADATA, Metadata,
                        open_associated_files, read_associated_file)
@@ -103,7 +104,7 @@ class Model:
     """An immutable, lazily decoded view of a .tflite file (see `load_model`)."""
 
     def __init__(self, source: Any, data: np.ndarray, path: Path | None = None,
-                 index: "FileIndex | None" = None) -> None:
+                 index: "FileIndex | None" = None, weights: "WeightSource | None" = None) -> None:
         self._source = source  # the mmap or bytes the views point into
         self.data = data  # the whole file as a read-only uint8 array
         self.path = path
@@ -114,6 +115,9 @@ class Model:
             fb.SubgraphsLength(), lambda i: Subgraph(self, i, fb.Subgraphs(i)))
         self.buffers: LazySequence[Buffer] = LazySequence(fb.BuffersLength(), self._buffer)
         self.findings: list[Finding] = []
+        #: where external buffer groups (side files) are found: see `external.py`
+        self.weights = weights if weights is not None else (
+            SideFiles(path.parent) if path is not None else NoSource())
 
     def __repr__(self) -> str:
         where = self.path.name if self.path else f"{self.file_size} bytes"
@@ -231,6 +235,14 @@ class Model:
             out.append(ExternalBuffer(i, int(e.Id()), int(e.Group()), int(e.Offset()),
                                       int(e.Length()), _text(e.Packing())))
         return tuple(out)
+
+    @cached_property
+    def external_buffers_by_id(self) -> dict[int, ExternalBuffer]:
+        """Entries by the id tensors name them with (the first entry of a repeated id)."""
+        out: dict[int, ExternalBuffer] = {}
+        for e in self.external_buffers:
+            out.setdefault(e.id, e)
+        return out
 
     # -- metadata ------------------------------------------------------------------------
     @cached_property
