@@ -13,7 +13,7 @@ import numpy as np
 
 from ..graph.labels import composite_summary
 from ..model import Model, ModelFormatError
-from .common import add_model_argument, load_model_arg, subcommand_parser
+from .common import CommandError, add_model_argument, load_model_arg, subcommand_parser
 from .output import Output, add_json_option, add_output_option
 
 DESCRIPTION = ("Summarize a model: every subgraph's operators (op, version, inputs, outputs, "
@@ -29,7 +29,10 @@ EXAMPLES = [
 
 def add_parser(subparsers) -> None:
     p = subcommand_parser(subparsers, "info", DESCRIPTION)
-    add_model_argument(p)
+    add_model_argument(p, help="the .tflite file, or a .litertlm container")
+    p.add_argument("--section", type=int, metavar="N", default=None,
+                   help="the TFLite section of a .litertlm container to describe (default: "
+                        "its first TFLiteModel section)")
     add_json_option(p, "the summary")
     add_output_option(p, what="the summary as JSON")
 
@@ -110,7 +113,7 @@ def summarize(model: Model) -> dict:
                           "outputs": list(sg.outputs), "tensors": tensors,
                           "operators": operators})
     return {
-        "file": str(model.path) if model.path else None,
+        "file": str(model.path) if model.path else (str(model.origin) if model.origin else None),
         "file_size": model.file_size, "schema_version": model.version,
         "description": model.description,
         "weights_bytes": model.weights_nbytes,
@@ -190,7 +193,7 @@ def _tree_lines(value: Any, indent: str) -> list[str]:
 
 
 def render_text(model: Model) -> str:
-    lines = [f"Model {model.path or '<bytes>'}: schema version {model.version}, "
+    lines = [f"Model {model.path or model.origin or '<bytes>'}: schema version {model.version}, "
              f"{model.file_size} bytes ({model.weights_nbytes} weights, "
              f"{model.file_size - model.weights_nbytes} graph), "
              f"{model.parameter_count} parameters"]
@@ -235,11 +238,46 @@ def render_text(model: Model) -> str:
     return "\n".join(lines)
 
 
+def _container(model: Model) -> dict | None:
+    """The container a model was opened from: its version, metadata and sections."""
+    origin = model.origin
+    if origin is None:
+        return None
+    c = origin.container
+    return {"file": str(c.path) if c.path else None, "version": ".".join(map(str, c.version)),
+            "system_metadata": _jsonable(c.system_metadata), "section": origin.section,
+            "sections": [{"index": s.index, "type": s.type_name, "begin": s.begin,
+                          "end": s.end, "items": _jsonable(s.items)} for s in c.sections]}
+
+
+def _container_lines(doc: dict, model: Model) -> list[str]:
+    c = model.origin.container
+    lines = [f"Container {c.name}: LiteRT-LM {doc['version']}, {len(c.sections)} sections"]
+    for key, value in c.system_metadata.items():
+        lines.append(f"  {key}: {value}")
+    for s in c.sections:
+        mark = "  <- described below" if s.index == doc["section"] else ""
+        lines.append(f"  {s.label}, bytes {s.begin:,}..{s.end:,}{mark}")
+    s = c.sections[doc["section"]]
+    kind = f" {s.model_type.removeprefix('tf_lite_')}" if s.model_type else ""
+    return lines + ["", f"Section {s.index} ({s.type_name}{kind}):"]
+
+
 def main(args: argparse.Namespace) -> int:
     out = Output(args)
-    model = load_model_arg(args.model)
+    if args.section is not None and args.section < 0:
+        raise CommandError(f"--section {args.section}: a section number is 0 or more")
+    model = load_model_arg(args.model, section=args.section)
+    container = _container(model)
+    if args.section is not None and container is None:
+        raise CommandError(f"{args.model}: --section is for .litertlm containers; this is a "
+                           ".tflite model")
     if not out.stdout_taken:
-        out.text(render_text(model))
+        head = _container_lines(container, model) if container else []
+        out.text("\n".join(head + [render_text(model)]))
     if out.wants_json:
-        out.json(summarize(model))
+        doc = summarize(model)
+        if container:
+            doc["container"] = container
+        out.json(doc)
     return 0

@@ -115,6 +115,8 @@ class Model:
             fb.SubgraphsLength(), lambda i: Subgraph(self, i, fb.Subgraphs(i)))
         self.buffers: LazySequence[Buffer] = LazySequence(fb.BuffersLength(), self._buffer)
         self.findings: list[Finding] = []
+        #: a model opened from a .litertlm container: which one, which section (`litertlm`)
+        self.origin: Any = None
         #: where external buffer groups (side files) are found: see `external.py`
         self.weights = weights if weights is not None else (
             SideFiles(path.parent) if path is not None else NoSource())
