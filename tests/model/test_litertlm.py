@@ -217,3 +217,19 @@ def test_cli_info_lists_sections_and_describes_the_chosen_one(built):
     bad = info("--section", "1")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1 and "SP_Tokenizer" in bad.stderr
+
+
+def test_a_section_saved_as_tflite_takes_its_weights_section_as_side_file(tmp_path, built):
+    from tflite_viewer.edit.commands import RenameTensor
+    from tflite_viewer.edit.document import ModelDocument
+    path, parts = built
+    doc = ModelDocument(load_container(path).open_model(2))
+    doc.apply(RenameTensor(0, 0, "renamed_input"))
+    out = doc.save(tmp_path / "decoder.tflite")
+    assert (tmp_path / "tflite_weights").read_bytes() == parts[3].data
+    saved = load_model(out)
+    assert saved.findings == [] and saved.subgraphs[0].tensors[0].name == "renamed_input"
+    inputs = _decode_inputs(saved, seed=4)
+    ours = Interpreter(saved).invoke(inputs, signature="decode")
+    for key, value in Interpreter(load_model(DECODER)).invoke(inputs, signature="decode").items():
+        assert ours[key].tobytes() == value.tobytes()

@@ -321,14 +321,16 @@ class Model:
         """Elements of constant tensors (weights, biases, other constants), each buffer
         counted once: the signatures of an LLM export (prefill, decode) are subgraphs whose
         tensors share the same weight buffers, and those weights exist once in the file.
-        A buffer's elements are those of the first non-variable tensor that reads it."""
-        seen: set[int] = set()
+        A buffer's elements are those of the first non-variable tensor that reads it;
+        external buffers (side files) count the same way, once per id."""
+        seen: set = set()
         total = 0
         for sg in self.subgraphs:
             for t in sg.tensors:
-                if t.buffer in seen or not t.buffer_nbytes or t.is_variable:
+                key = ("external", t.external_buffer) if t.external_buffer else t.buffer
+                if key in seen or t.is_variable or not (t.buffer_nbytes or t.external_buffer):
                     continue
-                seen.add(t.buffer)
+                seen.add(key)
                 total += t.num_elements
         return total
 

@@ -445,8 +445,14 @@ class TensorPanel(QWidget):
             item.setForeground(1, WARNING)
         tree.add(sec, "shape signature", shape_text(t.shape_signature))
         tree.add(sec, "kind", t.kind)
-        tree.add(sec, "buffer", str(t.buffer))
-        tree.add(sec, "bytes", f"{t.buffer_nbytes:,}")
+        if t.external_buffer:  # the data lives in a side file (or a container section)
+            item = tree.add(sec, "data", t.data_location, tooltip=t.data_location)
+            if any(f.tensor == t.index and f.subgraph == t.subgraph.index
+                   for f in t.model.findings):
+                item.setForeground(1, WARNING)
+        else:
+            tree.add(sec, "buffer", str(t.buffer))
+            tree.add(sec, "bytes", f"{t.buffer_nbytes:,}")
         tree.add(sec, "elements", f"{t.num_elements:,}")
         if t.is_variable:
             tree.add(sec, "variable", "true")
