@@ -238,3 +238,25 @@ def test_cli_info_says_where_the_data_lives(tmp_path):
     ext = [t for t in tensors if t.get("external_buffer")]
     assert ext and all(t["data_location"].startswith(f"side file {tmp_path / 'weights.bin'}")
                        for t in ext)
+
+
+def test_side_files_outside_the_folder_are_flagged_and_only_regular_files_are_read(tmp_path):
+    import os
+    tree = unpack(load_model(MODELS_DIR / "sine_float.tflite"))
+    externalize(tree, "/dev/zero", select=every_constant)  # a device: never opened
+    (tmp_path / "m.tflite").write_bytes(serialize(tree))
+    model = load_model(tmp_path / "m.tflite")
+    assert any(f.severity == "warning" and "outside the model's folder" in f.message
+               for f in model.findings)
+    weight = next(t for t in model.subgraphs[0].tensors if t.external_buffer)
+    with pytest.raises(ModelFormatError, match="/dev/zero is not a regular file"):
+        weight.data()
+    fifo = tmp_path / "fifo.bin"
+    os.mkfifo(fifo)
+    tree = unpack(load_model(MODELS_DIR / "sine_float.tflite"))
+    externalize(tree, "fifo.bin", select=every_constant)
+    (tmp_path / "f.tflite").write_bytes(serialize(tree))
+    weight = next(t for t in load_model(tmp_path / "f.tflite").subgraphs[0].tensors
+                  if t.external_buffer)
+    with pytest.raises(ModelFormatError, match="fifo.bin is not a regular file"):
+        weight.data()  # would block forever if it were opened

@@ -76,7 +76,7 @@ class SideFiles:
     def size(self, name: str) -> int | None:
         try:
             st = os.stat(self.path(name))
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL byte in the name
             return None
         return int(st.st_size) if stat.S_ISREG(st.st_mode) else None
 
@@ -89,15 +89,18 @@ class SideFiles:
             raise ModelFormatError("external_buffer_groups", "a group with an empty name "
                                    "names no side file")
         try:
+            if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or a device would block
+                raise ModelFormatError("external_buffer_groups", f"side file {path} is not a "
+                                       f"regular file (group {name!r})")
             with open(path, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
                 raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         except FileNotFoundError:
             raise ModelFormatError("external_buffer_groups", f"side file {path} is missing "
                                    f"(group {name!r}, looked for next to the model)") from None
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             raise ModelFormatError("external_buffer_groups", f"side file {path} cannot be "
-                                   f"read: {exc.strerror or exc}") from None
+                                   f"read: {getattr(exc, 'strerror', None) or exc}") from None
         data = np.frombuffer(raw, dtype=np.uint8)
         data.flags.writeable = False
         out = GroupData(data, f"side file {path}")
@@ -178,6 +181,11 @@ def check_external(model: "Model") -> list[Finding]:
         return _ids_without_table(model)
     findings: list[Finding] = []
     sizes: dict[str, int | None] = {}
+    for g in model.external_buffer_groups:
+        if g.name and (os.path.isabs(g.name) or ".." in Path(g.name).parts):
+            findings.append(Finding("warning", f"external_buffer_groups[{g.index}]",
+                                    f"side file {g.name!r} is outside the model's folder: "
+                                    "opening this model reads that file"))
     for sg in model.subgraphs:
         ext = sg.external_buffer_ids
         for t in np.flatnonzero(ext).tolist():
