@@ -260,3 +260,13 @@ def test_side_files_outside_the_folder_are_flagged_and_only_regular_files_are_re
                   if t.external_buffer)
     with pytest.raises(ModelFormatError, match="fifo.bin is not a regular file"):
         weight.data()  # would block forever if it were opened
+
+
+def test_litert_cross_check_says_litert_interpreter_does_not_read_side_files(tmp_path):
+    """LiteRT's Interpreter API, the cross-check's reference, refuses external buffers
+    ("Input tensor N lacks data"): the command line says why, in one line."""
+    path = write_with_side_file("sine_float", tmp_path, select=None)
+    run = subprocess.run([sys.executable, "-m", "tflite_viewer", "run", str(path),
+                          "--compare-litert"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert "does not read external buffers" in run.stderr and "weights.bin" in run.stderr
