@@ -83,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--overlay", metavar="METRIC", default=None,
                         help="with --compare-float: colour the canvas by METRIC (sqnr_db, "
                              "cosine, fallback_gain_db, ...)")
+    parser.add_argument("--memory", action="store_true",
+                        help="with --screenshot: the Memory dock in front (TFLite Micro's "
+                             "arena), the canvas coloured by live memory, the largest tensor "
+                             "live at the peak selected")
     parser.add_argument("--target", metavar="NAME", default=None,
                         help="with --screenshot: the Targets dock in front for NAME (litert, "
                              "xnnpack, gpu, tflm), the canvas coloured by its verdicts and "
@@ -124,6 +128,8 @@ def _check_usage(args: argparse.Namespace) -> None:
     if args.screenshot is None and (args.cross_check or args.compare_float is not None):
         raise CommandError(f"{'--cross-check' if args.cross_check else '--compare-float'} "
                            "goes with --screenshot OUT.png")
+    if args.screenshot is None and args.memory:
+        raise CommandError("--memory goes with --screenshot OUT.png")
     if args.overlay is not None and args.compare_float is None:
         raise CommandError("--overlay goes with --compare-float FLOAT.tflite")
     if args.target is not None:

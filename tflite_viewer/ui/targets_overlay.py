@@ -30,11 +30,14 @@ from .workspace import MODEL, NAVIGATION
 if TYPE_CHECKING:
     from .main_window import MainWindow
 
-def _legends_shown(window) -> int:
-    """How many other colourings show their legend (this one stacks above them)."""
+def _free_slot(window) -> int:
+    """The lowest legend slot no other shown colouring takes (quantization, op time and
+    memory keep theirs; this one stacks where there is room)."""
     others = [getattr(getattr(window, "quant_overlay", None), "legend", None),
-              getattr(getattr(getattr(window, "debugger", None), "canvas", None), "legend", None)]
-    return sum(1 for legend in others if legend is not None and legend.isVisibleTo(window))
+              getattr(getattr(getattr(window, "debugger", None), "canvas", None), "legend", None),
+              getattr(getattr(window, "memory_overlay", None), "legend", None)]
+    used = {legend.slot for legend in others if legend is not None and legend.isVisibleTo(window)}
+    return next(k for k in range(len(used) + 1) if k not in used)
 
 
 def verdict_colour(t: float) -> QColor:
@@ -196,7 +199,7 @@ class TargetsCanvasOverlay:
         w.graph_scene.addItem(self.item)
         ours = [p for p in result.partitions if p.subgraph == w.subgraph]
         groups = f"dashed frames: {len(ours)} partition(s)" if ours else ""
-        self.legend.slot = _legends_shown(w)
+        self.legend.slot = _free_slot(w)
         self.legend.set_range(target_overlay.legend(result), groups, "")
         # room for the swatches and the partition note
         metrics = self.legend.fontMetrics()

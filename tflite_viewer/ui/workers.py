@@ -78,10 +78,11 @@ class Opened:
 
 
 def open_model(source: str | Path | bytes, subgraph: int | str | None,
-               measure: TextMeasure) -> Opened:
-    """Parse, build the graph and lay out the requested subgraph (runs in a worker)."""
+               measure: TextMeasure, section: int | None = None) -> Opened:
+    """Parse, build the graph and lay out the requested subgraph (runs in a worker);
+    ``section``: the TFLite section of a .litertlm container (the first by default)."""
     start = time.perf_counter()
-    model = load_model(source)
+    model = load_model(source, section=section)
     index = model.subgraph_index(subgraph)
     scene = lay_out(model, index, measure)
     summary = summarize(model)
