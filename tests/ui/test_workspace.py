@@ -1,7 +1,8 @@
 """One model, one state: after model A was used in every dock and overlay (a paused and a
 finished run, a watch, a breakpoint, the cross-check with LiteRT, the quantization
-analysis, the inspector's Compare tab, Find, the colourings), opening model B, editing A,
-or reloading A's file leaves nothing of A's state anywhere in the window.
+analysis, the inspector's Compare tab, Find, the colourings, a target's verdicts),
+opening model B, editing A, or reloading A's file leaves nothing of A's state anywhere
+in the window.
 
 Each walk fails on any exception that reaches the excepthook (`failing_excepthook`) or the
 error reporter, then checks every dock for B's data or its empty state, and every text of
@@ -20,6 +21,7 @@ from tflite_viewer.model import load_model
 from tflite_viewer.ui.debugger import breakpoints_dock, callstack_dock, outputs_dock, \
     profile_dock, watch_dock
 from tflite_viewer.ui.debugger.crosscheck_dock import NO_ROW, NOT_RUN
+from tflite_viewer.ui.targets_state import targets_state
 
 from .conftest import model_path
 from .workspace_checks import failing_excepthook  # noqa: F401 - a fixture
@@ -70,6 +72,10 @@ def use_everything(qtbot, window) -> dict:
         quant.compare(A_FLOAT, samples=2, fallback=False)
     quant.overlay_metric.setCurrentIndex(quant.overlay_metric.findData("sqnr_db"))
     quant._row_clicked(quant.proxy.index(0, 0))
+    window.targets_dock.show()  # XNNPACK's verdicts on the canvas and in Problems
+    window.targets_panel.set_target("xnnpack")
+    qtbot.waitUntil(lambda: window.targets_panel.result is not None, timeout=20_000)
+    window.targets_panel.every.setChecked(True)
     window.find_bar.open_bar()
     window.find_bar.edit.setText("conv2d")
     # every part holds A's state now (so the checks below are not vacuous)
@@ -79,6 +85,7 @@ def use_everything(qtbot, window) -> dict:
     assert naming([quant.detail.toolTip()], names)
     assert dbg.outputs_panel.texts and dbg.profile_panel.ops.rowCount()
     assert window.graph_scene._debug_overlay is not None and window.quant_overlay.item is not None
+    assert window.targets_overlay.item is not None and window.targets_panel.rows()
     return {"watched": watched, "names": names}
 
 
@@ -107,6 +114,23 @@ def assert_empty_docks(window, another_model: bool = True) -> None:
     assert not window.tensor_panel.tabs.isTabVisible(window.tensor_panel.compare_tab)
     if another_model:
         assert window.tensor_panel.tensor is None and window.properties_panel.operator is None
+    assert_targets_follow(window)
+
+
+def assert_targets_follow(window) -> None:
+    """The Targets dock and its overlay show the open model's report (made again for it)
+    or none yet, never the one of the model before."""
+    report = targets_state(window.workspace).report
+    assert report is None or report.facts.model is window.model
+    result = window.targets_panel.result
+    assert result is None or result is report.results["xnnpack"]
+    shown = {(r.subgraph, r.index, r.op) for r in window.targets_panel.rows()}
+    if result is None:
+        assert not shown and window.targets_overlay.item is None
+    else:
+        assert shown == {(o.subgraph, o.index, o.op) for o in result.ops}
+        assert set(window.targets_overlay.marks) <= set(range(len(
+            window.model.subgraphs[window.subgraph].operators)))
 
 
 def test_opening_b_after_using_everything_on_a_leaves_nothing_of_a(qtbot, window,
@@ -137,6 +161,10 @@ def test_opening_b_after_using_everything_on_a_leaves_nothing_of_a(qtbot, window
     key(qtbot, window, Qt.Key.Key_F10)
     stop = wait_stop(qtbot, dbg, before)
     assert stop.position == ((0, 0),) and len(stop.executed[0]) == len(b.subgraphs[0].operators)
+    # the picked target's verdicts on B, made for B
+    qtbot.waitUntil(lambda: window.targets_panel.result is not None, timeout=20_000)
+    assert_targets_follow(window)
+    assert window.targets_overlay.item is not None
 
 
 def test_an_edit_after_using_everything_keeps_only_what_follows_the_model(

@@ -38,6 +38,7 @@ SUBCOMMANDS: dict[str, str] = {
     "quant": "quantization analysis: spec checks, ranges, float vs quantized, fallback gain",
     "ops": "op coverage: versions and types here against LiteRT's builtin resolver",
     "memory": "will it fit: TFLite Micro's or LiteRT's tensor arena, its peak, what-ifs",
+    "targets": "which operators LiteRT, XNNPACK, the GPU delegate and TFLite Micro take",
 }
 PROG = "tflite-viewer"
 

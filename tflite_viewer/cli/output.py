@@ -86,7 +86,14 @@ class Output:
         """The JSON document: on stdout with ``--json``, in ``-o`` (when that is JSON)."""
         if not self.wants_json:
             return
-        text = jsonout.dumps(doc, indent=indent) + "\n"
+        self.json_text(jsonout.dumps(doc, indent=indent))
+
+    def json_text(self, text: str) -> None:
+        """A JSON document the command serialized itself (strict already): where `json`
+        would put it.  For documents too large for jsonout's walk over every value."""
+        if not self.wants_json:
+            return
+        text = text if text.endswith("\n") else text + "\n"
         if self.as_json or (self.product_is_json and self.output == "-"):
             sys.stdout.write(text)
         if self.product_is_json and self.output not in (None, "-"):

@@ -27,6 +27,7 @@ EXAMPLES = [
     "tflite-viewer mobilenet_v2_float.tflite",
     "tflite-viewer mobilenet_v2_float.tflite --screenshot shot.png --select op:3",
     "tflite-viewer mobilenet_v2_float.tflite --screenshot paused.png --run-to 20",
+    "tflite-viewer small_cnn_dilated_float.tflite --screenshot xnnpack.png --target xnnpack",
     "tflite-viewer --check",
 ]
 
@@ -86,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --screenshot: the Memory dock in front (TFLite Micro's "
                              "arena), the canvas coloured by live memory, the largest tensor "
                              "live at the peak selected")
+    parser.add_argument("--target", metavar="NAME", default=None,
+                        help="with --screenshot: the Targets dock in front for NAME (litert, "
+                             "xnnpack, gpu, tflm), the canvas coloured by its verdicts and "
+                             "partitions")
     parser.add_argument("--check", action="store_true",
                         help="report whether the window can start on this machine (Qt's "
                              "libraries, the display, the platform plugin) and exit: 0 it can, "
@@ -127,6 +132,12 @@ def _check_usage(args: argparse.Namespace) -> None:
         raise CommandError("--memory goes with --screenshot OUT.png")
     if args.overlay is not None and args.compare_float is None:
         raise CommandError("--overlay goes with --compare-float FLOAT.tflite")
+    if args.target is not None:
+        if args.screenshot is None:
+            raise CommandError("--target goes with --screenshot OUT.png")
+        from ..targets.report import TARGETS
+        if args.target not in TARGETS:
+            raise CommandError(f"--target {args.target}: one of {', '.join(TARGETS)}")
     if args.screenshot is not None and Path(args.screenshot).suffix.lower() != ".png":
         raise CommandError(f"--screenshot {args.screenshot}: the output must end in .png")
     if args.screenshot is not None and args.check:

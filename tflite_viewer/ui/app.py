@@ -103,7 +103,8 @@ def run_app(args: Namespace) -> int:
                                run_to=getattr(args, "run_to", None),
                                inputs=getattr(args, "inputs", None),
                                **{k: getattr(args, k, None)
-                                  for k in ("cross_check", "compare_float", "overlay", "memory")})
+                                  for k in ("cross_check", "compare_float", "overlay", "memory",
+                                            "target")})
 
     install_excepthook()
     window = MainWindow(errors=reporter())
@@ -120,10 +121,11 @@ def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgra
                     size: tuple[int, int] = SCREENSHOT_SIZE, run_to: int | None = None,
                     inputs: str | None = None, cross_check: bool = False,
                     compare_float: str | None = None, overlay: str | None = None,
-                    memory: bool = False) -> int:
+                    memory: bool = False, target: str | None = None) -> int:
     """Open ``model`` in a window of ``size`` (the default layout), select, and save the
     window to ``out``; with ``run_to``, first run the debugger to just before that
-    operator; with ``cross_check`` / ``compare_float`` / ``memory``, show that analysis
+    operator; with ``cross_check`` / ``compare_float`` / ``memory`` / ``target``, show
+    that analysis
     (`screenshot_steps`).  Returns 0; raises ValueError (or OSError) with the reason when
     it cannot."""
     from .render import save_png
@@ -133,14 +135,15 @@ def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgra
     make_app()
     with _quiet_qt_and_logs():
         image = _grab(model, size, select, subgraph, run_to, inputs, bool(cross_check),
-                      compare_float, overlay, bool(memory))
+                      compare_float, overlay, bool(memory), target)
     save_png(image, out)
     return 0
 
 
 def _grab(model: Path, size: tuple[int, int], select: str | None, subgraph: str | None,
           run_to: int | None, inputs: str | None, cross_check: bool = False,
-          compare_float: str | None = None, overlay: str | None = None, memory: bool = False):
+          compare_float: str | None = None, overlay: str | None = None, memory: bool = False,
+          target: str | None = None):
     """The window with ``model`` open (and paused, checked, selected) as an image; the
     window is closed and its background tasks finished however this ends."""
     from PySide6.QtCore import QSettings
@@ -174,6 +177,9 @@ def _grab(model: Path, size: tuple[int, int], select: str | None, subgraph: str 
         if memory:
             from . import screenshot_steps
             screenshot_steps.memory(window, select_peak=not select)
+        if target:
+            from . import screenshot_steps
+            screenshot_steps.show_target(window, target)
         if select:
             window.select_spec(select)
         for _ in range(3):

@@ -1,9 +1,11 @@
 """What ``--screenshot`` can do before it grabs the window, besides selecting and pausing a
-run (`debugger.screenshot`): the cross-check with LiteRT, the quantization analysis and the
-memory plan, each with its dock in front, as a user leaves them to look at the result.
+run (`debugger.screenshot`): the cross-check with LiteRT, the quantization analysis, a
+target's verdicts and the memory plan, each with its dock in front, as a user leaves them
+to look at the result.
 
     tflite-viewer MODEL --screenshot OUT.png --cross-check
     tflite-viewer QUANT.tflite --screenshot OUT.png --compare-float FLOAT.tflite [--overlay sqnr_db]
+    tflite-viewer MODEL --screenshot OUT.png --target xnnpack
     tflite-viewer MODEL --screenshot OUT.png --memory
 
 Each waits for its result on the window's own signals (`debugger.screenshot.wait_until`)
@@ -64,6 +66,30 @@ def compare_float(window, float_path: str | Path, overlay: str | None = None,
         panel.table.selectRow(0)  # the report's order: the worst first
 
 
+def show_target(window, target: str, timeout_ms: int = WAIT_MS) -> None:
+    """Pick ``target`` in the Targets dock, bring it forward with the canvas coloured by
+    its verdicts (a delegate's list with every operator and its partition), and select the
+    first operator that does not run there."""
+    from .targets_state import targets_state
+    panel, dock = window.targets_panel, window.targets_dock
+    try:
+        panel.set_target(target)
+    except ValueError as exc:
+        raise ValueError(f"--target: {exc}") from None
+    dock.show()
+    dock.raise_()
+    state = targets_state(window.workspace)
+    if not wait_until(lambda: panel.result is not None or bool(state.error),
+                      (panel.reportShown,), timeout_ms, poll_ms=50):
+        raise ValueError(f"--target {target}: no report within {timeout_ms / 1000:g} s")
+    if panel.result is None:
+        raise ValueError(f"--target {target}: {state.error}")
+    if panel.result.partitions:  # a delegate: list every operator with its partition
+        panel.every.setChecked(True)
+    rows = [r for r in panel.rows() if r.verdict != "runs"] or panel.rows()
+    if rows:
+        panel.select_row(rows[0].subgraph, rows[0].index)
+        panel.opActivated.emit(rows[0].subgraph, rows[0].index)  # as a click on the row
 def memory(window, select_peak: bool = True, timeout_ms: int = WAIT_MS) -> None:
     """Bring the Memory dock forward (TFLite Micro's arena, the canvas coloured by live
     memory) and select the largest tensor live at the peak."""

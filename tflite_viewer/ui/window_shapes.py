@@ -15,6 +15,7 @@ import logging
 from ..edit import EditResult, UpdateStoredShapes
 from ..interpreter.shape_inference import ShapeInference, infer_shapes
 from ..model import Finding, Model
+from .targets_state import findings as target_findings
 from .workers import Task, lay_out
 
 log = logging.getLogger(__name__)
@@ -120,16 +121,21 @@ class ShapeCheck:
         return out
 
     def _show_problems(self, _ws=None) -> None:
-        """Problems lists the open workspace's findings: the reader's, the shape check's and
+        """Problems lists the open workspace's findings: the reader's, the shape check's,
         the quantization spec checks' (one the reader already reports on the same tensor,
-        person_detect's quantized_dimension, is not listed twice).  The dock is shown while
+        person_detect's quantized_dimension, is not listed twice) and the picked target's.  The dock is shown while
         it lists something and folded away while it is empty (the canvas gets the room)."""
-        extra = self.shape_findings() + self._quant_findings()
+        extra = self.shape_findings() + self._quant_findings() + self._target_findings()
         stale = len(self.shape_check.mismatches) if self.shape_check else 0
         self.problems_panel.show_model(self.model, extra, stale)
         count = self.problems_panel.count()
         self.problems_dock.setWindowTitle(f"Problems ({count})")
         self.fold_problems(count == 0)
+
+    def _target_findings(self) -> list[Finding]:
+        """The picked target's refusals and fallbacks (Targets dock), once checked."""
+        panel = getattr(self, "targets_panel", None)
+        return [] if panel is None else target_findings(self.workspace, panel.target)
 
     def _quant_findings(self) -> list[Finding]:
         spec = self.workspace.quant.findings or []

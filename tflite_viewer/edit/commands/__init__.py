@@ -11,6 +11,7 @@ the document uses to recompute op versions and the UI to refresh and keep its se
 ``warnings`` lists what is legal but probably not what the user wants (shapes that stop
 agreeing, per-channel scales on a per-tensor op, ...).
 """
+from .activation import SplitFusedActivation
 from .base import EditCommand, Scope
 from .header import (
            RemoveMetadata,
@@ -28,4 +29,4 @@ __all__ = ["EditCommand", "ExposeTensor", "RemoveCustomOption", "RemoveMetadata"
            "RenameSignature", "RenameSignatureTensor", "RenameTensor", "ReorderOperators",
            "ReplaceTensorData", "Scope", "SetCustomOption", "SetDescription", "SetMetadata",
            "SetOfflineMemoryPlan", "SetOpVersion", "SetOption", "SetQuantization",
-           "SetTensorShape"]
+           "SetTensorShape", "SplitFusedActivation"]
