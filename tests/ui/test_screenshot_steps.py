@@ -46,4 +46,6 @@ def test_the_steps_refuse_what_they_cannot_do(tmp_path, capsys):
     bad = tmp_path / "bad.tflite"
     bad.write_bytes(b"not a model")
     assert cli.main([str(INT8), "--screenshot", str(out), "--compare-float", str(bad)]) == 2
-    assert "--compare-float bad.tflite" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--compare-float " in err
+    assert "bad.tflite: file identifier" in err and "not a TFLite model" in err

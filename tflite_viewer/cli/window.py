@@ -132,7 +132,10 @@ def _check_model(args: argparse.Namespace) -> None:
     subcommand, a file that is not a model, a subgraph, operator or tensor it does not
     have are one line here, not an empty window with a dialog."""
     if args.compare_float is not None:
-        load_model_arg(args.compare_float)
+        try:
+            load_model_arg(args.compare_float)
+        except CommandError as exc:
+            raise CommandError(f"--compare-float {exc}") from None
     if args.model is not None:
         _check_word(args.model)
         model = load_model_arg(args.model)
