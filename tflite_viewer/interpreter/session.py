@@ -414,8 +414,9 @@ class DebugSession:
             return self.start()
         return self._run(self.interpreter.step_out)
 
-    def run_to(self, subgraph: int, op: int) -> DebugStop:
-        """Run until just before ``op`` of ``subgraph`` (breakpoints stop earlier)."""
+    def run_to(self, subgraph: int, op: int, call: int | None = None) -> DebugStop:
+        """Run until just before ``op`` of ``subgraph`` (breakpoints stop earlier).
+        ``call`` names a generation run's call (`GenerationSession`); one run has one."""
         if self.state != PAUSED:
             stop = self.start()
             if stop.state != PAUSED or stop.position[-1] == (subgraph, op):
