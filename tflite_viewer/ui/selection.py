@@ -30,6 +30,9 @@ class Selection:
     index: int
     # what identifies the operator after an edit: the tensors it produces (not compared)
     outputs: tuple[int, ...] = field(default=(), compare=False)
+    #: an operator or tensor of another subgraph drawn inline on the canvas (a composite's
+    #: decomposition, composites expanded); None: of the shown subgraph
+    subgraph: int | None = field(default=None, compare=False)
 
     @classmethod
     def op(cls, subgraph: Subgraph, k: int) -> Selection:

@@ -292,11 +292,11 @@ class DebuggerController(QObject):
         self._move("run_to", (subgraph, op) if call is None else (subgraph, op, call))
 
     def run_to_selected(self) -> None:
-        sel = self.window.selection
-        if sel is None or sel[0] != "op":
+        at = self.window.selected_op()  # an inlined operator: of its own subgraph
+        if at is None:
             self.window.statusBar().showMessage("Select an operator to run to", 5000)
             return
-        self.run_to(self.window.subgraph, sel[1])
+        self.run_to(*at)
 
     def stop(self) -> None:
         """Interrupt a running command (between two ops) and end the run."""
@@ -310,11 +310,11 @@ class DebuggerController(QObject):
         """F9: a breakpoint before the selected operator (or ``op`` of ``subgraph``), or
         remove the one there.  No session is needed: it is kept with the model."""
         if op is None:
-            sel = self.window.selection
-            if sel is None or sel[0] != "op":
+            at = self.window.selected_op()  # an inlined operator: of its own subgraph
+            if at is None:
                 self.window.statusBar().showMessage("Select an operator for the breakpoint", 5000)
                 return
-            subgraph, op = self.window.subgraph, sel[1]
+            subgraph, op = at
         ws = self.ws
         if ws.model is None:
             return
@@ -418,9 +418,9 @@ class DebuggerController(QObject):
         from .condition_dialog import ConditionDialog
         if self.window.model is None:
             return
-        sel = self.window.selection
-        op = sel[1] if sel is not None and sel[0] == "op" else None
-        dialog = ConditionDialog(self.window.model, self.window.subgraph, op, self.window)
+        at = self.window.selected_op()
+        subgraph, op = at if at is not None else (self.window.subgraph, None)
+        dialog = ConditionDialog(self.window.model, subgraph, op, self.window)
         if dialog.exec():
             self.add_breakpoint(dialog.breakpoint())
         self.window.view.setFocus(Qt.FocusReason.OtherFocusReason)
@@ -522,6 +522,10 @@ class DebuggerController(QObject):
         w = self.window
         if stop.state == PAUSED and stop.position:
             sg = stop.position[-1][0]
+            inline = getattr(w.graph_scene.data, "inline", None)
+            if inline is not None and stop.position[0][0] == w.subgraph and \
+                    sg in {s for s, _ in inline.node_of}:
+                return  # paused in a composite drawn inline on the subgraph shown
             if sg != w.subgraph:
                 w.show_subgraph(sg, wait=True)
             return
