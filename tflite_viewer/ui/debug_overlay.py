@@ -58,7 +58,7 @@ class DebugOverlayItem(QGraphicsItem):
         for k, origin in enumerate(slots):
             self._op_rows[n_ops + k] = inline.node_of.get(origin, -1)
         self._edge_boxes: np.ndarray | None = None
-        self._executed = np.zeros(n_ops, bool)
+        self._executed = np.zeros(len(self._op_rows), bool)
         self._computed_edges = np.zeros(len(data.edge_points), bool)
         self._breakpoints: dict[int, bool] = {}
         self._heat: np.ndarray | None = None
