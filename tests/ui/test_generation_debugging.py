@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import Qt
 
+from tests.conftest import MODELS_DIR as MODELS
 from tests.interpreter.kv_decoder_models import KV_NAMES, PREFILL, kv_decoder_model
 from tests.interpreter.test_generation import PROMPT, litert_loop
 from tflite_viewer.interpreter.session import FINISHED, PAUSED
@@ -69,7 +70,7 @@ def test_breakpoint_in_decode_3_with_the_call_named_and_the_cache_watched(
     rows = dbg.callstack_panel.rows()
     assert rows[0] == (f"decode (subgraph {dec})", f"#{softmax} SOFTMAX")
     assert rows[-1][0] == "decode #3 (signature 'decode')"
-    assert rows[-1][1] == f"call 4 of 9: token {ref[1]} at position {len(PROMPT) + 1}"
+    assert rows[-1][1] == f"token {ref[1]} at position {len(PROMPT) + 1}"
     assert "decode #3: paused at decode/op" in dbg.state_label.text()
     # the Watch dock shows decode #3's KV cache: what decode #2 gave back
     qtbot.waitUntil(lambda: (dec, k0) in dbg.snapshots, timeout=TIMEOUT)
@@ -91,3 +92,53 @@ def test_breakpoint_in_decode_3_with_the_call_named_and_the_cache_watched(
     again = InputsDialog(model, window.path, settings, window, None, dbg.ws.debug.generation)
     qtbot.addWidget(again)
     assert again.generating and again.generation_form.prompt.text() == "5, 17, 42"
+
+
+LLM = MODELS / "llm" / "tiny_llama_f32.tflite"
+
+
+def test_screenshot_steps_pause_in_decode_3_with_the_cache_watched(qtbot, window):
+    """What `--screenshot --generate 8 --run-to N --decode-step 3 --watch ...` does, on
+    the committed litert-torch export: paused before the attention composite of decode
+    #3, the Call Stack naming it beside the Watch dock holding the KV cache."""
+    from tflite_viewer.ui import screenshot_steps
+    from tflite_viewer.ui.debugger.screenshot import pause_before
+    assert window.open_path(LLM, subgraph="decode", wait=True)
+    model = window.model
+    dec = model.signature("decode").subgraph_index
+    attention = next(op.index for op in model.subgraphs[dec].operators
+                     if op.composite_name == "odml.scaled_dot_product_attention")
+    screenshot_steps.generation(window, 8, "5,17,42")
+    pause_before(window, attention, call=3)
+    screenshot_steps.watch(window, ["kv_cache_k_0", "kv_cache_v_0"])
+    dbg = window.debugger
+    stop = dbg.last_stop
+    assert stop.call.label == "decode #3" and stop.position == ((dec, attention),)
+    assert dbg.callstack_panel.rows()[-1][0] == "decode #3 (signature 'decode')"
+    names = [r[0] for r in dbg.watch_panel.row_texts()]
+    assert len(names) == 2 and "kv_cache_k_0" in names[0] and "kv_cache_v_0" in names[1]
+    assert dbg.callstack_dock.isVisible() and dbg.watch_dock.isVisible()
+    assert dbg.watch_dock not in window.tabifiedDockWidgets(dbg.callstack_dock)
+    for name in ("kv_cache_k_0", "kv_cache_v_0"):  # the values decode #3 reads
+        t = next(m.tensor_index for m in model.signature("decode").inputs if m.name == name)
+        assert np.array_equal(dbg.snapshots[(dec, t)].values, stop.call.inputs[name])
+
+
+def test_screenshot_command_line(tmp_path, capsys):
+    from tflite_viewer import cli
+    out = tmp_path / "decode3.png"
+    args = [str(LLM), "--screenshot", str(out), "--generate", "8", "--prompt", "5,17,42",
+            "--subgraph", "decode", "--run-to", "51", "--decode-step", "3",
+            "--watch", "kv_cache_k_0"]
+    assert cli.main(args) == 0 and out.stat().st_size > 10_000
+    for bad, message in (
+            (["--generate", "8"], "--generate goes with --run-to N"),
+            (["--run-to", "3", "--decode-step", "2"], "--decode-step goes with --generate K"),
+            (["--run-to", "3", "--generate", "2", "--decode-step", "3"], "decode steps 1..2"),
+            (["--run-to", "3", "--generate", "40"], "the KV cache holds 32"),
+            (["--run-to", "3", "--watch", "nothing"], "--watch nothing: subgraph 0"),
+            (["--expand-composites"], "--expand-composites goes with --screenshot")):
+        shot = [] if bad == ["--expand-composites"] else ["--screenshot", str(tmp_path / "x.png")]
+        assert cli.main([str(LLM), *shot, *bad]) == 2, bad
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, (bad, err)

@@ -61,10 +61,9 @@ class CallStackDock(QWidget):
             self.tree.addTopLevelItem(item)
         call = stop.call
         if call is not None:  # a generation run: the call is the outermost frame
-            fed = "prompt" if call.index == 0 else \
+            fed = "the prompt" if call.index == 0 else \
                 f"token {call.token} at position {call.position}"
-            item = QTreeWidgetItem([f"{call.label} (signature {call.signature!r})",
-                                    f"call {call.index + 1} of {call.total}: {fed}"])
+            item = QTreeWidgetItem([f"{call.label} (signature {call.signature!r})", fed])
             item.setToolTip(0, call.describe())
             item.setToolTip(1, "generated so far: " + (" ".join(map(str, stop.tokens))
                                                        or "nothing yet"))
