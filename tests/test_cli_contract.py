@@ -71,6 +71,7 @@ def _entry_points(model: Path, tmp: Path) -> dict[str, tuple[str, list[str]]]:
         "edit": ("tflite-viewer edit", ["edit", str(model), "-o", str(tmp / "e.tflite")]),
         "quant": ("tflite-viewer quant", ["quant", str(model)]),
         "quant --float": ("tflite-viewer quant", ["quant", str(INT8), "--float", str(model)]),
+        "memory": ("tflite-viewer memory", ["memory", str(model)]),
         "window": ("tflite-viewer", [str(model)]),
         "window --screenshot": ("tflite-viewer", [str(model), "--screenshot", str(tmp / "s.png")]),
     }
@@ -165,6 +166,7 @@ REPORTS = {  # the report commands: -o writes the same JSON document --json prin
     "run": (["run", str(CONTROL_FLOW)], "Model "),
     "quant": (["quant", str(INT8), "--samples", "1"], "model: "),
     "ops": (["ops"], "op "),
+    "memory": (["memory", str(CONTROL_FLOW)], "control_flow.tflite: TFLite Micro arena"),
 }
 VOLATILE = {"milliseconds"}  # a run's own duration differs from run to run
 

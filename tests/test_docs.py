@@ -68,6 +68,7 @@ def workspace(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("docs")
     for model in [*MODELS_DIR.glob("*.tflite"), *(MODELS_DIR / "llm").glob("*.tflite")]:
         (d / model.name).symlink_to(model)
+    (d / "llm").symlink_to(MODELS_DIR / "llm")  # the LLM exports and the .litertlm
     (d / "custom_twice.tflite").write_bytes(
         single_op_model("CUSTOM", [Input((3,))], [np.float32], custom_code="Twice"))
     return d

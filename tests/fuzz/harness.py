@@ -9,7 +9,8 @@
    allocation peak measured: making inputs may cost their own bytes plus a bounded scratch
    (`INPUT_SCRATCH`), never a multiple of them;
 5. the interpreter with small budgets: build, prepare, seeded inputs, `invoke`;
-6. re-serialization through the editor's tree and writer, and loading the result.
+6. the TFLite Micro and LiteRT memory plans, their `memory` JSON (strict) and text;
+7. re-serialization through the editor's tree and writer, and loading the result.
 
 Each step either succeeds or raises a documented error: a `TFLiteViewerError` subclass
 (ModelFormatError, UnsupportedOpError, ExecutionError, the budget errors, InputError,
@@ -161,6 +162,14 @@ def _interpret(model) -> None:
     interp.outputs()
 
 
+def _memory(model) -> None:
+    from tflite_viewer.cli.memory import document, render_text
+    from tflite_viewer.memory import plan_litert, plan_tflm
+    for plan in (plan_tflm(model), plan_litert(model)):
+        _strict_json(json.dumps(document(model, plan), allow_nan=False))
+        render_text(model, plan)
+
+
 def _reserialize(model) -> None:
     from tflite_viewer.edit.tree import unpack
     from tflite_viewer.edit.writer import serialize
@@ -170,7 +179,7 @@ def _reserialize(model) -> None:
 
 
 STEPS = (("walk", walk), ("info", _info), ("layout", _layout), ("inputs", _inputs),
-         ("interpreter", _interpret), ("reserialize", _reserialize))
+         ("interpreter", _interpret), ("memory", _memory), ("reserialize", _reserialize))
 #: steps that also report into the outcome (memory bounds)
 _WITH_OUTCOME = {"inputs"}
 

@@ -37,6 +37,7 @@ SUBCOMMANDS: dict[str, str] = {
     "edit": "change options, names, versions, quantization and write a new model",
     "quant": "quantization analysis: spec checks, ranges, float vs quantized, fallback gain",
     "ops": "op coverage: versions and types here against LiteRT's builtin resolver",
+    "memory": "will it fit: TFLite Micro's or LiteRT's tensor arena, its peak, what-ifs",
 }
 PROG = "tflite-viewer"
 

@@ -97,16 +97,19 @@ def model_error(path: str | os.PathLike, exc: BaseException) -> CommandError:
     return CommandError(f"{path}: {one_line(exc)}")
 
 
-def load_model_arg(path: str | os.PathLike) -> Model:
+def load_model_arg(path: str | os.PathLike, section: int | None = None) -> Model:
     """`load_model` of a command-line argument: the file checks above, then the reader;
-    every failure is one `CommandError` line naming the file."""
+    every failure is one `CommandError` line naming the file.  A .litertlm container
+    opens its TFLite section ``section`` (the first one by default)."""
     from ..model import ModelFormatError, load_model
 
     input_file(path, "model")
     try:
-        return load_model(path)
+        return load_model(path, section=section)
     except (ModelFormatError, OSError) as exc:
         raise model_error(path, exc) from None
+    except KeyError as exc:  # a section that is not a TFLite model
+        raise CommandError(f"{path}: {exc.args[0]}") from None
 
 
 def output_file(path: str | os.PathLike) -> Path:

@@ -83,6 +83,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="set a metadata entry to TEXT or to the bytes of FILE")
     e.add_argument("--remove-metadata", dest="remove_metadata", metavar="NAME", **flag,
                    help="remove a metadata entry")
+    e.add_argument("--reorder", dest="reorder", metavar="S:memory|S:N0,N1,...", **flag,
+                   help="run subgraph S's operators in another order: the one memory "
+                        "--what-if finds for the smallest TFLite Micro arena, or the listed one")
+    e.add_argument("--offline-plan", dest="offline_plan", nargs="?", const="tflm",
+                   choices=("tflm", "best"), action=_Ordered, default=None,
+                   help="store TFLite Micro's arena plan (tflm, the default) or the smallest "
+                        "one memory --what-if finds (best) as OfflineMemoryAllocation metadata")
     e.add_argument("--update-shapes", dest="update_shapes", action="store_true",
                    help="after the edits, write the shapes the operators compute into every "
                         "stored shape they made stale")
@@ -173,6 +180,16 @@ def build_command(kind: str, value: str):
         return E.SetMetadata(name, val)
     if kind == "remove_metadata":
         return E.RemoveMetadata(value)
+    if kind == "reorder":
+        s, _, order = value.rpartition(":")
+        try:
+            sub = int(s) if s else 0
+            ops: list[int] | str = order if order == "memory" else [int(k) for k in _numbers(order)]
+        except ValueError:
+            raise EditError(f"bad --reorder {value!r} (expected S:memory or S:N0,N1,...)") from None
+        return E.ReorderOperators(sub, ops)
+    if kind == "offline_plan":
+        return E.SetOfflineMemoryPlan("best" if value == "best" else None)
     raise EditError(f"unknown edit {kind}")  # pragma: no cover
 
 

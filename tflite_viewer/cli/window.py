@@ -100,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--overlay", metavar="METRIC", default=None,
                         help="with --compare-float: colour the canvas by METRIC (sqnr_db, "
                              "cosine, fallback_gain_db, ...)")
+    parser.add_argument("--memory", action="store_true",
+                        help="with --screenshot: the Memory dock in front (TFLite Micro's "
+                             "arena), the canvas coloured by live memory, the largest tensor "
+                             "live at the peak selected")
     parser.add_argument("--check", action="store_true",
                         help="report whether the window can start on this machine (Qt's "
                              "libraries, the display, the platform plugin) and exit: 0 it can, "
@@ -148,6 +152,8 @@ def _check_usage(args: argparse.Namespace) -> None:
             raise CommandError(f"{option} goes with {needs}")
     if args.generate is not None and args.inputs is not None:
         raise CommandError("--inputs does not go with --generate (the loop makes its inputs)")
+    if args.screenshot is None and args.memory:
+        raise CommandError("--memory goes with --screenshot OUT.png")
     if args.overlay is not None and args.compare_float is None:
         raise CommandError("--overlay goes with --compare-float FLOAT.tflite")
     if args.screenshot is not None and Path(args.screenshot).suffix.lower() != ".png":

@@ -317,6 +317,18 @@ def _model_file(model: Model | str | os.PathLike | bytes, tmp: list) -> tuple[Mo
     return load_model(model), str(Path(model))
 
 
+def _refuse_side_files(m: Model) -> None:
+    """LiteRT's Interpreter, the cross-check's reference, does not read external buffers
+    (it reports "Input tensor N lacks data"): say so in the user's terms."""
+    n = sum(int((sg.external_buffer_ids != 0).sum()) for sg in m.subgraphs)
+    if n:
+        names = ", ".join(g.name for g in m.external_buffer_groups) or "its side files"
+        raise LiteRTError(f"LiteRT's Interpreter does not read external buffers: {n} "
+                          f"tensor(s) of this model keep their data in {names}; the "
+                          "cross-check needs a model with its weights inline",
+                          "LiteRT's Interpreter does not read side files")
+
+
 def _write_temp(data: bytes, tmp: list) -> str:
     fd, path = tempfile.mkstemp(suffix=".tflite", prefix="tflite-viewer-")
     with os.fdopen(fd, "wb") as f:
@@ -388,6 +400,7 @@ def run_litert_steps(model: Model | str | os.PathLike | bytes,
         raise ValueError("run_litert_steps: no invocation to run")
     with _deleted_afterwards() as tmp:
         m, path = _model_file(model, tmp)
+        _refuse_side_files(m)
         specs = input_specs(m, signature)
         arrays = []
         for inputs in steps:

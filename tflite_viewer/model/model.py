@@ -11,6 +11,7 @@ import numpy as np
 from ..schema import schema_generated as S
 from . import opcodes
 from .errors import Finding
+from .external import NoSource, SideFiles, WeightSource
 from .lazy import LazySequence
 from .metadata import (CONVERSION_METADATA, MIN_RUNTIME_VERSION, TFLITE_METADATA, Metadata,
                        open_associated_files, read_associated_file)
@@ -103,7 +104,7 @@ class Model:
     """An immutable, lazily decoded view of a .tflite file (see `load_model`)."""
 
     def __init__(self, source: Any, data: np.ndarray, path: Path | None = None,
-                 index: "FileIndex | None" = None) -> None:
+                 index: "FileIndex | None" = None, weights: "WeightSource | None" = None) -> None:
         self._source = source  # the mmap or bytes the views point into
         self.data = data  # the whole file as a read-only uint8 array
         self.path = path
@@ -114,6 +115,11 @@ class Model:
             fb.SubgraphsLength(), lambda i: Subgraph(self, i, fb.Subgraphs(i)))
         self.buffers: LazySequence[Buffer] = LazySequence(fb.BuffersLength(), self._buffer)
         self.findings: list[Finding] = []
+        #: a model opened from a .litertlm container: which one, which section (`litertlm`)
+        self.origin: Any = None
+        #: where external buffer groups (side files) are found: see `external.py`
+        self.weights = weights if weights is not None else (
+            SideFiles(path.parent) if path is not None else NoSource())
 
     def __repr__(self) -> str:
         where = self.path.name if self.path else f"{self.file_size} bytes"
@@ -232,6 +238,14 @@ class Model:
                                       int(e.Length()), _text(e.Packing())))
         return tuple(out)
 
+    @cached_property
+    def external_buffers_by_id(self) -> dict[int, ExternalBuffer]:
+        """Entries by the id tensors name them with (the first entry of a repeated id)."""
+        out: dict[int, ExternalBuffer] = {}
+        for e in self.external_buffers:
+            out.setdefault(e.id, e)
+        return out
+
     # -- metadata ------------------------------------------------------------------------
     @cached_property
     def metadata(self) -> tuple[Metadata, ...]:
@@ -307,14 +321,16 @@ class Model:
         """Elements of constant tensors (weights, biases, other constants), each buffer
         counted once: the signatures of an LLM export (prefill, decode) are subgraphs whose
         tensors share the same weight buffers, and those weights exist once in the file.
-        A buffer's elements are those of the first non-variable tensor that reads it."""
-        seen: set[int] = set()
+        A buffer's elements are those of the first non-variable tensor that reads it;
+        external buffers (side files) count the same way, once per id."""
+        seen: set = set()
         total = 0
         for sg in self.subgraphs:
             for t in sg.tensors:
-                if t.buffer in seen or not t.buffer_nbytes or t.is_variable:
+                key = ("external", t.external_buffer) if t.external_buffer else t.buffer
+                if key in seen or t.is_variable or not (t.buffer_nbytes or t.external_buffer):
                     continue
-                seen.add(t.buffer)
+                seen.add(key)
                 total += t.num_elements
         return total
 

@@ -103,7 +103,7 @@ def run_app(args: Namespace) -> int:
                                run_to=getattr(args, "run_to", None),
                                inputs=getattr(args, "inputs", None),
                                **{k: getattr(args, k, None)
-                                  for k in ("cross_check", "compare_float", "overlay",
+                                  for k in ("cross_check", "compare_float", "overlay", "memory",
                                             "generate", "prompt", "decode_step", "watch",
                                             "expand_composites")})
 
@@ -122,10 +122,10 @@ def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgra
                     size: tuple[int, int] = SCREENSHOT_SIZE, run_to: int | None = None,
                     inputs: str | None = None, cross_check: bool = False,
                     compare_float: str | None = None, overlay: str | None = None,
-                    **debugging) -> int:
+                    memory: bool = False, **debugging) -> int:
     """Open ``model`` in a window of ``size`` (the default layout), select, and save the
     window to ``out``; with ``run_to``, first run the debugger to just before that
-    operator; with ``cross_check`` / ``compare_float``, show that analysis
+    operator; with ``cross_check`` / ``compare_float`` / ``memory``, show that analysis
     (`screenshot_steps`).  ``debugging``: ``generate`` (K tokens), ``prompt``,
     ``decode_step``, ``watch`` (tensor names or indices) and ``expand_composites``
     (`screenshot_steps.generation`, `screenshot_steps.watch`).  Returns 0; raises
@@ -137,14 +137,14 @@ def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgra
     make_app()
     with _quiet_qt_and_logs():
         image = _grab(model, size, select, subgraph, run_to, inputs, bool(cross_check),
-                      compare_float, overlay, debugging)
+                      compare_float, overlay, bool(memory), debugging)
     save_png(image, out)
     return 0
 
 
 def _grab(model: Path, size: tuple[int, int], select: str | None, subgraph: str | None,
           run_to: int | None, inputs: str | None, cross_check: bool = False,
-          compare_float: str | None = None, overlay: str | None = None,
+          compare_float: str | None = None, overlay: str | None = None, memory: bool = False,
           debugging: dict | None = None):
     """The window with ``model`` open (and paused, checked, selected) as an image; the
     window is closed and its background tasks finished however this ends."""
@@ -184,6 +184,8 @@ def _grab(model: Path, size: tuple[int, int], select: str | None, subgraph: str 
                 screenshot_steps.cross_check(window)
             if compare_float:
                 screenshot_steps.compare_float(window, compare_float, overlay)
+        if memory:
+            screenshot_steps.memory(window, select_peak=not select)
         if select:
             window.select_spec(select)
         for _ in range(3):

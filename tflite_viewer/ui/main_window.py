@@ -24,7 +24,7 @@ from ..graph.build import subgraph_references
 from ..model import Model
 from ..model.op_metadata import first_call
 from . import navigation as nav
-from . import quant_overlay, style
+from . import memory_overlay, quant_overlay, style
 from .breadcrumbs import NavigationBar
 from .errors import ErrorReporter, reporter
 from .find_bar import FindBar
@@ -100,6 +100,7 @@ class MainWindow(WorkspaceState, FileFlows, EditFlow, ShapeCheck, LayoutFlow, Co
         from .debugger import DebuggerController  # the Debug menu, its docks and canvas marks
         self.debugger = DebuggerController(self)
         quant_overlay.install(self)  # the Quantization dock, its overlay, Problems entries
+        memory_overlay.install(self)  # the Memory dock and its overlay
         self._init_layout()
 
     # ==========================================================================================

@@ -49,6 +49,9 @@ def build_menus(w: MainWindow) -> None:
 
 def _file_menu(w: MainWindow, m: QMenu) -> None:
     add_action(w, m, "&Open\u2026", w.open_dialog, QKeySequence.StandardKey.Open)
+    w.open_section_action = add_action(w, m, "Open Container &Section\u2026",
+                                       w.open_section_dialog)
+    w.open_section_action.setEnabled(False)
     w.recent_menu = m.addMenu("Open &Recent")
     w.recent_menu.aboutToShow.connect(w._fill_recent)
     w.reload_action = add_action(w, m, "&Reload", w.reload, "Ctrl+R")

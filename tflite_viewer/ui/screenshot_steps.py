@@ -1,12 +1,14 @@
 """What ``--screenshot`` can do before it grabs the window, besides selecting and pausing a
-run (`debugger.screenshot`): the cross-check with LiteRT and the quantization analysis,
-each with its dock in front, as a user leaves them to look at the result; a generation run
-to pause in (an LLM's prefill, then decode steps) and tensors pinned in the Watch dock.
+run (`debugger.screenshot`): the cross-check with LiteRT, the quantization analysis and the
+memory plan, each with its dock in front, as a user leaves them to look at the result; a
+generation run to pause in (an LLM's prefill, then decode steps) and tensors pinned in the
+Watch dock.
 
     tflite-viewer MODEL --screenshot OUT.png --cross-check
     tflite-viewer QUANT.tflite --screenshot OUT.png --compare-float FLOAT.tflite [--overlay sqnr_db]
+    tflite-viewer MODEL --screenshot OUT.png --memory
     tflite-viewer LLM.tflite --screenshot OUT.png --generate 8 --prompt 5,17,42 \
-        --subgraph decode --run-to 40 --decode-step 3 --watch kv_cache_k_0
+        --subgraph decode --run-to 51 --decode-step 3 --watch kv_cache_k_0
 
 Each waits for its result on the window's own signals (`debugger.screenshot.wait_until`)
 and raises ValueError with a message for the command line when there is none.
@@ -99,6 +101,31 @@ def compare_float(window, float_path: str | Path, overlay: str | None = None,
         panel.overlay_metric.setCurrentIndex(panel.overlay_metric.findData(overlay))
     if panel.proxy.rowCount():
         panel.table.selectRow(0)  # the report's order: the worst first
+
+
+def memory(window, select_peak: bool = True, timeout_ms: int = WAIT_MS) -> None:
+    """Bring the Memory dock forward (TFLite Micro's arena, the canvas coloured by live
+    memory) and select the largest tensor live at the peak."""
+    from .memory_chart import MemoryState
+    dock, panel = window.memory_dock, window.memory_panel
+    ws = window.workspace
+    panel.target.setCurrentIndex(panel.target.findData("tflm"))
+    panel.overlay.setChecked(True)
+    dock.show()
+    dock.raise_()
+    state = ws.part("memory", MemoryState)
+    if not wait_until(lambda: "tflm" not in state.running, (), timeout_ms, poll_ms=100):
+        raise ValueError(f"--memory: no plan within {timeout_ms / 1000:g} s")
+    plan = state.plans.get("tflm")
+    if plan is None:
+        raise ValueError(f"--memory: {state.errors.get('tflm', 'no plan')}")
+    arena = plan.arena
+    live = arena.live_at(arena.peak_step) if arena.peak_step is not None else []
+    tensors = [b for b in live if b.tensor >= 0]
+    if select_peak and tensors:
+        if tensors[0].subgraph != window.subgraph:
+            window.show_subgraph(tensors[0].subgraph, wait=True)
+        window.select_tensor(tensors[0].tensor)
 
 
 def _size(x) -> float:

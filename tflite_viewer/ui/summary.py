@@ -62,7 +62,13 @@ def weights_and_parameters(model: Model) -> tuple[int, int]:
     # each buffer once (signatures share weights), as the first tensor reading it counts
     counted = np.flatnonzero(has_data & ~variable)
     _, first = np.unique(buf[counted], return_index=True)
-    return weights, int(elements[counted[first]].sum())
+    params = int(elements[counted[first]].sum())
+    ext = index.scalar(tensors, "external_buffer").astype(np.int64)
+    external = np.flatnonzero((ext != 0) & ~variable)  # side files: each id once
+    if external.size:
+        _, first = np.unique(ext[external], return_index=True)
+        params += int(elements[external[first]].sum())
+    return weights, params
 
 
 def summarize(model: Model) -> ModelSummary:

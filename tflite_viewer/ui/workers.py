@@ -78,11 +78,13 @@ class Opened:
 
 
 def open_model(source: str | Path | bytes, subgraph: int | str | None,
-               measure: TextMeasure, expand: bool = False) -> Opened:
+               measure: TextMeasure, section: int | None = None,
+               expand: bool = False) -> Opened:
     """Parse, build the graph and lay out the requested subgraph (runs in a worker);
+    ``section``: the TFLite section of a .litertlm container (the first by default);
     ``expand``: composites drawn expanded (View > Fold Composites off)."""
     start = time.perf_counter()
-    model = load_model(source)
+    model = load_model(source, section=section)
     index = model.subgraph_index(subgraph)
     scene = lay_out(model, index, measure, expand=expand)
     summary = summarize(model)

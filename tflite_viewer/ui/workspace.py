@@ -139,6 +139,8 @@ class Workspace:
         self.path = path
         self.summary = summary           # ui.summary.ModelSummary of the opened file
         self.save_target = path          # where Save writes (the opened file until Save As)
+        if model is not None and model.origin is not None:
+            self.save_target = None      # a container's model: Save asks for a .tflite
         self.document = None             # edit.ModelDocument, made on the first edit
         self.edit_session = None         # the window's undo-stack mirror of the document
         self.debug = DebugState()

@@ -19,11 +19,13 @@ from .header import (
            SetDescription,
            SetMetadata,
 )
+from .memory import ReorderOperators, SetOfflineMemoryPlan
 from .operators import ExposeTensor, RemoveOperator, SetOpVersion
 from .options import RemoveCustomOption, SetCustomOption, SetOption
 from .tensors import RenameTensor, ReplaceTensorData, SetQuantization, SetTensorShape
 
 __all__ = ["EditCommand", "ExposeTensor", "RemoveCustomOption", "RemoveMetadata", "RemoveOperator",
-           "RenameSignature", "RenameSignatureTensor", "RenameTensor", "ReplaceTensorData",
-           "Scope", "SetCustomOption", "SetDescription", "SetMetadata", "SetOpVersion", "SetOption",
-           "SetQuantization", "SetTensorShape"]
+           "RenameSignature", "RenameSignatureTensor", "RenameTensor", "ReorderOperators",
+           "ReplaceTensorData", "Scope", "SetCustomOption", "SetDescription", "SetMetadata",
+           "SetOfflineMemoryPlan", "SetOpVersion", "SetOption", "SetQuantization",
+           "SetTensorShape"]

@@ -292,6 +292,10 @@ class ReplaceTensorData(EditCommand):
     def _check(self, tree: ModelTree) -> None:
         sg, t = lookup_tensor(tree, self.subgraph, self.tensor)
         where = f"subgraphs[{self.subgraph}].tensors[{self.tensor}]"
+        if int(t.externalBuffer):
+            raise EditError(f"{where}: {text(t.name)!r} keeps its data in a side file "
+                            f"(external buffer {int(t.externalBuffer):#x}); replacing "
+                            "external data is not supported")
         data = buffer_data(tree, t)
         if data is None or data.size == 0:
             raise EditError(f"{where}: {text(t.name)!r} is not a constant tensor (it has no data)")

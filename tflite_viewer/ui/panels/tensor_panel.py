@@ -445,8 +445,11 @@ class TensorPanel(QWidget):
             item.setForeground(1, WARNING)
         tree.add(sec, "shape signature", shape_text(t.shape_signature))
         tree.add(sec, "kind", t.kind)
-        tree.add(sec, "buffer", str(t.buffer))
-        tree.add(sec, "bytes", f"{t.buffer_nbytes:,}")
+        if t.external_buffer:  # the data lives in a side file (or a container section)
+            self._external_rows(tree, sec, t)
+        else:
+            tree.add(sec, "buffer", str(t.buffer))
+            tree.add(sec, "bytes", f"{t.buffer_nbytes:,}")
         tree.add(sec, "elements", f"{t.num_elements:,}")
         if t.is_variable:
             tree.add(sec, "variable", "true")
@@ -518,6 +521,24 @@ class TensorPanel(QWidget):
         d = ts.density(t)
         if d is not None:
             tree.add(sec, "density", f"{d * 100:.2f} % ({t.data().size:,} of {t.num_elements:,} stored)")
+
+    @staticmethod
+    def _external_rows(tree, sec, t: Tensor) -> None:
+        """Where an external tensor's bytes are: the side file (full path in the tooltip)
+        and the byte range; red when the reader found the file missing or short."""
+        model = t.model
+        entry = model.external_buffers_by_id.get(t.external_buffer)
+        groups = model.external_buffer_groups
+        name = groups[entry.group].name if entry is not None and 0 <= entry.group < len(groups) \
+            else f"external buffer {t.external_buffer:#x}"
+        bad = any(f.tensor == t.index and f.subgraph == t.subgraph.index for f in model.findings)
+        item = tree.add(sec, "data in", name, tooltip=t.data_location)
+        if entry is not None:
+            tree.add(sec, "bytes", f"{entry.offset:,}..{entry.offset + entry.length:,} "
+                     f"({entry.length:,} bytes, id {t.external_buffer:#x})",
+                     tooltip=t.data_location)
+        if bad:
+            item.setForeground(1, WARNING)
 
     def show_values(self, values: np.ndarray | None) -> None:
         """Values computed at run time for the shown tensor (an activation): the Values tab."""
