@@ -103,7 +103,7 @@ def main(args: argparse.Namespace) -> int:
     failed = None
     if args.compare_litert:
         from ..interpreter.generation_litert import litert_generate
-        ref = litert_generate(model.path or args.model, plan, prompt, args.generate,
+        ref = litert_generate(model, plan, prompt, args.generate,
                               timeout=args.timeout or DEFAULT_TIMEOUT)
         same = ref.tokens == result.tokens
         first = next((i for i, (a, b) in enumerate(zip(result.tokens, ref.tokens)) if a != b),

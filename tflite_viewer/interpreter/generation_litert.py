@@ -20,7 +20,9 @@ from typing import Sequence
 import numpy as np
 
 from ..model import Model
-from .crosscheck import LiteRTCrashError, LiteRTError, require_litert, tidy_litert_message
+from .crosscheck import (LiteRTCrashError, LiteRTError, _deleted_afterwards, _model_file,
+                         _refuse_side_files, _write_temp, require_litert,
+                         tidy_litert_message)
 from .generation import GenerationPlan
 
 RESOLVER = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"
@@ -90,15 +92,13 @@ def litert_generate(model: Model | str | os.PathLike, plan: GenerationPlan,
     """Run the loop with LiteRT in a child process (a `LiteRTError` when it cannot, a
     `LiteRTCrashError` when it crashes)."""
     require_litert()
-    with tempfile.TemporaryDirectory(prefix="tflite-viewer-generate-") as tmp:
-        if isinstance(model, Model):
-            path = getattr(model, "path", None)
-            if path is None:
-                path = os.path.join(tmp, "model.tflite")
-                with open(path, "wb") as f:
-                    f.write(bytes(model.data))
-        else:
-            path = os.fspath(model)
+    with tempfile.TemporaryDirectory(prefix="tflite-viewer-generate-") as tmp, \
+            _deleted_afterwards() as temporary:
+        if isinstance(model, Model) and getattr(model, "origin", None) is not None:
+            m, path = model, _write_temp(bytes(np.asarray(model.data, np.uint8)), temporary)
+        else:  # a section of a container is written out: LiteRT opens .tflite files
+            m, path = _model_file(model, temporary)
+        _refuse_side_files(m)  # LiteRT's Interpreter reads no external buffers
         out = os.path.join(tmp, "logits.npy")
         cfg = {"model": str(path), "resolver": resolver, "prompt": [int(t) for t in prompt],
                "steps": int(steps), "out": out, **{k: v for k, v in plan.to_dict().items()
