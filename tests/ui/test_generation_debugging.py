@@ -48,6 +48,10 @@ def test_breakpoint_in_decode_3_with_the_call_named_and_the_cache_watched(
     assert "the KV cache holds 16 positions" in dialog.error.text()
     form.prompt.setText(", ".join(map(str, PROMPT)))
     form.steps.setValue(8)
+    form.kv.setText("kv_cache_k_*")  # a piece set by hand, wrongly: the v caches unfed
+    dialog.accept()
+    assert "none of tokens, position or KV cache" in dialog.error.text()
+    form.kv.setText("kv_cache_*")  # by hand, as globs
     dialog.accept()
     assert dialog.generation is not None and dialog.generation.prompt == tuple(PROMPT)
     dbg = window.debugger
