@@ -66,6 +66,7 @@ def _entry_points(model: Path, tmp: Path) -> dict[str, tuple[str, list[str]]]:
         "info": ("tflite-viewer info", ["info", str(model)]),
         "layout": ("tflite-viewer layout", ["layout", str(model)]),
         "run": ("tflite-viewer run", ["run", str(model)]),
+        "run --generate": ("tflite-viewer run", ["run", str(model), "--generate", "2"]),
         "render": ("tflite-viewer render", ["render", str(model), "-o", str(tmp / "g.svg")]),
         "edit": ("tflite-viewer edit", ["edit", str(model), "-o", str(tmp / "e.tflite")]),
         "quant": ("tflite-viewer quant", ["quant", str(model)]),

@@ -66,7 +66,7 @@ def workspace(tmp_path_factory) -> Path:
     """A folder with the corpus models, where the examples run."""
     from tests.interpreter.singleop import Input, single_op_model
     d = tmp_path_factory.mktemp("docs")
-    for model in MODELS_DIR.glob("*.tflite"):
+    for model in [*MODELS_DIR.glob("*.tflite"), *(MODELS_DIR / "llm").glob("*.tflite")]:
         (d / model.name).symlink_to(model)
     (d / "llm").symlink_to(MODELS_DIR / "llm")  # the LLM exports and the .litertlm
     (d / "custom_twice.tflite").write_bytes(

@@ -47,6 +47,7 @@ from ..model.errors import TFLiteViewerError
 from .common import (EXIT_CHECK_FAILED, CommandError, add_model_argument, add_seed_option,
                      input_file, load_model_arg, one_line, subcommand_parser)
 from .output import Output, add_json_option, add_output_option, write_file
+from . import run_generate
 
 DESCRIPTION = ("Run a model in the interpreter on your inputs (an .npz) or on seeded inputs "
                "valid for it, and print its outputs: statistics, first values, and for a "
@@ -54,12 +55,19 @@ DESCRIPTION = ("Run a model in the interpreter on your inputs (an .npz) or on se
                "of every subgraph. --compare-litert runs LiteRT on the same inputs in a child "
                "process and compares every operator output, end to end and op-isolated (each "
                "of our kernels fed LiteRT's own inputs); exit 1 when one is outside the "
-               "tolerance.")
+               "tolerance.\n\n"
+               "--generate K runs an on-device LLM (prefill and decode signatures, as "
+               "litert-torch exports them): the prefill signature on the prompt's ids, then "
+               "the decode signature K times, each call's KV-cache outputs fed to the next "
+               "call's KV-cache inputs by name and each step fed the argmax of the last; it "
+               "prints the K generated ids. With --compare-litert the same loop runs on "
+               "LiteRT's builtin kernels and the ids are compared (exit 1 when they differ).")
 # shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
 EXAMPLES = [
     "tflite-viewer run mobilenet_v2_float.tflite",
     "tflite-viewer run control_flow.tflite --dump-all tensors.npz --json",
     "tflite-viewer run mobilenet_v2_float.tflite --compare-litert",
+    "tflite-viewer run tiny_llama_q8.tflite --generate 8 --prompt 5,17,42",
 ]
 
 
@@ -100,7 +108,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--max-memory", type=_size, default=None, metavar="SIZE",
                    help="bytes any tensor, input or the arena may take, e.g. 512M or 8G "
                         "(default: a quarter of physical memory, at most 4G)")
-    add_json_option(p, "the run (inputs, outputs, top-k, cross-check)")
+    run_generate.add_options(p)
+    add_json_option(p, "the run (inputs, outputs, top-k, cross-check; with --generate the "
+                       "tokens, the loop and its calls)")
     add_output_option(p, what="the run as JSON")
 
 
@@ -235,6 +245,9 @@ def _main(args: argparse.Namespace) -> int:
     from ..interpreter import Interpreter
     from ..interpreter.inputs import complete_inputs, input_specs
 
+    run_generate.check_usage(args)
+    if args.generate is not None:
+        return run_generate.main(args)
     out = Output(args, files={"--dump-all": args.dump_all})
     if args.tolerance is not None and not args.tolerance >= 0:
         raise CommandError(f"--tolerance must be a relative error >= 0, not {args.tolerance}")

@@ -28,6 +28,8 @@ EXAMPLES = [
     "tflite-viewer mobilenet_v2_float.tflite --screenshot shot.png --select op:3",
     "tflite-viewer mobilenet_v2_float.tflite --screenshot paused.png --run-to 20",
     "tflite-viewer small_cnn_dilated_float.tflite --screenshot xnnpack.png --target xnnpack",
+    "tflite-viewer tiny_llama_f32.tflite --screenshot decode3.png --generate 8 --prompt 5,17,42 "
+    "--subgraph decode --run-to 40 --decode-step 3 --watch kv_cache_k_0",
     "tflite-viewer --check",
 ]
 
@@ -36,6 +38,8 @@ def _usage() -> str:
     from . import SUBCOMMANDS
     return ("tflite-viewer [MODEL] [--select op:N|tensor:N] [--subgraph S]\n"
             "                     [--screenshot OUT.png [--run-to N [--inputs IN.npz]]]\n"
+            "                     [--generate K [--prompt IDS] [--decode-step I]] "
+            "[--watch TENSOR ...] [--expand-composites]\n"
             f"       tflite-viewer {{{','.join(SUBCOMMANDS)}}} ...\n"
             "       tflite-viewer --check | --version | -h")
 
@@ -74,6 +78,20 @@ def build_parser() -> argparse.ArgumentParser:
                              "operator N of the subgraph shown, the debugger docks open")
     parser.add_argument("--inputs", metavar="IN.npz", default=None,
                         help="with --run-to: input arrays keyed by input name (default: seeded)")
+    parser.add_argument("--generate", metavar="K", type=int, default=None,
+                        help="with --run-to: run the model as an LLM generating K tokens "
+                             "(prefill, then K decode steps, the KV cache carried by name)")
+    parser.add_argument("--prompt", metavar="IDS", default=None,
+                        help="with --generate: the prompt's token ids, e.g. 1,2,3 (default 1)")
+    parser.add_argument("--decode-step", metavar="I", type=int, default=None,
+                        help="with --generate: pause before --run-to's operator in decode "
+                             "step I (default: the first call that runs it)")
+    parser.add_argument("--watch", metavar="TENSOR", action="append", default=None,
+                        help="with --run-to: pin this tensor (index or name, in the subgraph "
+                             "shown) in the Watch dock; repeatable")
+    parser.add_argument("--expand-composites", action="store_true",
+                        help="with --screenshot: draw every STABLEHLO_COMPOSITE expanded "
+                             "inline (View > Fold Composites off)")
     parser.add_argument("--cross-check", action="store_true",
                         help="with --screenshot: cross-check with LiteRT, its dock shown, "
                              "coloured by error, the largest error selected")
@@ -128,6 +146,17 @@ def _check_usage(args: argparse.Namespace) -> None:
     if args.screenshot is None and (args.cross_check or args.compare_float is not None):
         raise CommandError(f"{'--cross-check' if args.cross_check else '--compare-float'} "
                            "goes with --screenshot OUT.png")
+    for option, value, needs, needed in (
+            ("--generate", args.generate, "--run-to N", args.run_to),
+            ("--prompt", args.prompt, "--generate K", args.generate),
+            ("--decode-step", args.decode_step, "--generate K", args.generate),
+            ("--watch", args.watch, "--run-to N", args.run_to),
+            ("--expand-composites", args.expand_composites or None, "--screenshot OUT.png",
+             args.screenshot)):
+        if value is not None and needed is None:
+            raise CommandError(f"{option} goes with {needs}")
+    if args.generate is not None and args.inputs is not None:
+        raise CommandError("--inputs does not go with --generate (the loop makes its inputs)")
     if args.screenshot is None and args.memory:
         raise CommandError("--memory goes with --screenshot OUT.png")
     if args.overlay is not None and args.compare_float is None:
@@ -175,6 +204,22 @@ def _check_model(args: argparse.Namespace) -> None:
         if not 0 <= args.run_to < n:
             raise CommandError(f"--run-to {args.run_to}: subgraph {index} has {n} operators "
                                f"(0..{n - 1})")
+    if args.generate is not None:
+        _check_generation(args, model)
+    for name in args.watch or ():
+        from ..ui.selection import find_tensor  # Qt-free
+        find_tensor(model, index, name)  # a ValueError naming the subgraph's tensors
+
+
+def _check_generation(args: argparse.Namespace, model) -> None:
+    """The loop --generate sets up, checked as the window would (GenerationError)."""
+    from ..interpreter.generation import Generation, find_plan, parse_prompt
+    prompt = parse_prompt(args.prompt or "1")
+    plan = find_plan(model, len(prompt))
+    Generation(model, plan, prompt, args.generate)
+    if args.decode_step is not None and not 1 <= args.decode_step <= args.generate:
+        raise CommandError(f"--decode-step {args.decode_step}: the run has decode steps "
+                           f"1..{args.generate}")
 
 
 def main(args: argparse.Namespace) -> int:

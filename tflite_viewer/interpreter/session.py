@@ -116,6 +116,10 @@ class DebugStop:
     breakpoint_id: int | None = None
     op_times: Mapping[tuple[int, int], float] = field(default_factory=dict)
     outputs: Mapping[str, np.ndarray] | None = None
+    #: a generation loop's call the run is in (`generation.Call`: "prefill", "decode #3",
+    #: its signature and inputs), and the token ids generated so far; None and () otherwise
+    call: Any = None
+    tokens: tuple[int, ...] = ()
 
     @property
     def current(self) -> tuple[int, int] | None:
@@ -127,16 +131,20 @@ class DebugStop:
 
     def describe(self, subgraph_names: list[str] | None = None) -> str:
         """The status-bar text: ``paused at main/op 12 CONV_2D`` (``subgraph 0/op 12 ...``
-        without names)."""
+        without names), in a generation loop led by the call (``decode #3: paused at
+        ...``)."""
+        call = f"{self.call.label}: " if self.call is not None else ""
         if self.state == PAUSED and self.position:
             sg, op = self.position[-1]
             name = self.op_names[-1]
             label = subgraph_names[sg] if subgraph_names and sg < len(subgraph_names) \
                 else f"subgraph {sg}"
             where = f"{label}/op {op} {name}" if name else f"{label} (returning)"
-            return f"paused at {where}"
-        return {READY: "ready", FINISHED: "finished", STOPPED: "stopped",
-                ERROR: "error"}.get(self.state, self.state)
+            return f"{call}paused at {where}"
+        if self.state == FINISHED and self.tokens:
+            return f"finished: generated {' '.join(map(str, self.tokens))}"
+        return call + {READY: "ready", FINISHED: "finished", STOPPED: "stopped",
+                       ERROR: "error"}.get(self.state, self.state)
 
 
 class _CancelBreakpoint(dbg.Breakpoint):
@@ -213,6 +221,9 @@ class DebugSession:
         self._breakpoints: dict[int, dbg.Breakpoint] = {}
         self._cancel = threading.Event()
         self._cancel_bp = _CancelBreakpoint(self._cancel)
+        #: Step Over enters a STABLEHLO_COMPOSITE, as the canvas draws composites expanded
+        #: (View > Fold Composites off): its ops are the next ones on screen
+        self.inline_composites = False
         self.interpreter.add_hook("after", self._after_op)
         self._executed = [np.zeros(len(sg.nodes), bool) for sg in self.interpreter.subgraphs]
         self._computed = [np.zeros(len(sg.tensors), bool) for sg in self.interpreter.subgraphs]
@@ -255,12 +266,17 @@ class DebugSession:
             nodes = self.interpreter.subgraphs[sg].nodes
             names.append(nodes[op].name if op < len(nodes) else "")
         bp_id = next((k for k, b in self._breakpoints.items() if b is bp), None)
+        call, tokens = self._call_state()
         return DebugStop(next(self._serial), state, reason, tuple(position), tuple(names),
                          message, self.ops_run, tuple(_frozen(a) for a in self._executed),
                          tuple(_frozen(a) for a in self._computed), bp_id,
                          MappingProxyType(dict(self.interpreter.op_times)),
                          None if outputs is None else MappingProxyType(
-                             {k: _frozen(v) for k, v in outputs.items()}))
+                             {k: _frozen(v) for k, v in outputs.items()}), call, tokens)
+
+    def _call_state(self) -> tuple[Any, tuple[int, ...]]:
+        """The generation call the run is in and the tokens so far (a chained session's)."""
+        return None, ()
 
     def _from(self, stop: dbg.Stop) -> DebugStop:
         if stop.finished:
@@ -362,9 +378,31 @@ class DebugSession:
         return None
 
     def step_over(self) -> DebugStop:
-        """Run one op of the current subgraph; a control-flow op runs whole (F10).  Not
-        running: start, paused before the first op."""
-        return self._ensure() or self._run(self.interpreter.step)
+        """Run one op of the current subgraph; a control-flow op runs whole (F10), a
+        composite too unless `inline_composites` (then it is entered, and its end passed
+        without a pause).  Not running: start, paused before the first op."""
+        first = self._ensure()
+        if first is not None:
+            return first
+        node = self.interpreter.current_node()
+        if self.inline_composites and node is not None and node.name == "STABLEHLO_COMPOSITE":
+            return self._run(self.interpreter.step_into)
+        stop = self._run(self.interpreter.step)
+        if self.inline_composites and self._returning_from_composite(stop):
+            stop = self._run(self.interpreter.step)
+        return stop
+
+    def _returning_from_composite(self, stop: DebugStop) -> bool:
+        """Paused at the end of a composite's decomposition (about to return)."""
+        if stop.state != PAUSED or len(stop.position) < 2 or stop.op_names[-1]:
+            return False
+        sg, op = stop.position[-2]
+        nodes = self.interpreter.subgraphs[sg].nodes
+        return op < len(nodes) and nodes[op].name == "STABLEHLO_COMPOSITE"
+
+    def set_inline_composites(self, on: bool) -> None:
+        """Whether Step Over enters composites (see `inline_composites`)."""
+        self.inline_composites = bool(on)
 
     def step_into(self) -> DebugStop:
         """Like step_over, but enter the subgraph a WHILE/IF/CALL_ONCE calls (F11)."""
@@ -376,8 +414,9 @@ class DebugSession:
             return self.start()
         return self._run(self.interpreter.step_out)
 
-    def run_to(self, subgraph: int, op: int) -> DebugStop:
-        """Run until just before ``op`` of ``subgraph`` (breakpoints stop earlier)."""
+    def run_to(self, subgraph: int, op: int, call: int | None = None) -> DebugStop:
+        """Run until just before ``op`` of ``subgraph`` (breakpoints stop earlier).
+        ``call`` names a generation run's call (`GenerationSession`); one run has one."""
         if self.state != PAUSED:
             stop = self.start()
             if stop.state != PAUSED or stop.position[-1] == (subgraph, op):

@@ -104,7 +104,8 @@ def run_app(args: Namespace) -> int:
                                inputs=getattr(args, "inputs", None),
                                **{k: getattr(args, k, None)
                                   for k in ("cross_check", "compare_float", "overlay", "memory",
-                                            "target")})
+                                            "target", "generate", "prompt", "decode_step",
+                                            "watch", "expand_composites")})
 
     install_excepthook()
     window = MainWindow(errors=reporter())
@@ -121,13 +122,15 @@ def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgra
                     size: tuple[int, int] = SCREENSHOT_SIZE, run_to: int | None = None,
                     inputs: str | None = None, cross_check: bool = False,
                     compare_float: str | None = None, overlay: str | None = None,
-                    memory: bool = False, target: str | None = None) -> int:
+                    memory: bool = False, target: str | None = None, **debugging) -> int:
     """Open ``model`` in a window of ``size`` (the default layout), select, and save the
     window to ``out``; with ``run_to``, first run the debugger to just before that
     operator; with ``cross_check`` / ``compare_float`` / ``memory`` / ``target``, show
     that analysis
-    (`screenshot_steps`).  Returns 0; raises ValueError (or OSError) with the reason when
-    it cannot."""
+    (`screenshot_steps`).  ``debugging``: ``generate`` (K tokens), ``prompt``,
+    ``decode_step``, ``watch`` (tensor names or indices) and ``expand_composites``
+    (`screenshot_steps.generation`, `screenshot_steps.watch`).  Returns 0; raises
+    ValueError (or OSError) with the reason when it cannot."""
     from .render import save_png
 
     if out.suffix.lower() != ".png":
@@ -135,7 +138,7 @@ def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgra
     make_app()
     with _quiet_qt_and_logs():
         image = _grab(model, size, select, subgraph, run_to, inputs, bool(cross_check),
-                      compare_float, overlay, bool(memory), target)
+                      compare_float, overlay, bool(memory), target, debugging)
     save_png(image, out)
     return 0
 
@@ -143,7 +146,7 @@ def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgra
 def _grab(model: Path, size: tuple[int, int], select: str | None, subgraph: str | None,
           run_to: int | None, inputs: str | None, cross_check: bool = False,
           compare_float: str | None = None, overlay: str | None = None, memory: bool = False,
-          target: str | None = None):
+          target: str | None = None, debugging: dict | None = None):
     """The window with ``model`` open (and paused, checked, selected) as an image; the
     window is closed and its background tasks finished however this ends."""
     from PySide6.QtCore import QSettings
@@ -159,26 +162,32 @@ def _grab(model: Path, size: tuple[int, int], select: str | None, subgraph: str 
     errors = ErrorReporter(interactive=False, echo=False)  # the caller says it, on one line
     window = MainWindow(settings=settings, errors=errors, remember_layout=False)
     try:
+        debugging = {k: v for k, v in (debugging or {}).items() if v}
         window.resize(*size)
+        if debugging.get("expand_composites"):
+            window.set_fold_composites(False)
         window.show()
         QApplication.processEvents()
         if not window.open_path(model, subgraph=subgraph, wait=True):
             title, message = errors.last or ("Cannot open model", f"{model}: cannot open it")
             raise ValueError(message)
+        from . import screenshot_steps
+        if debugging.get("generate"):
+            screenshot_steps.generation(window, debugging["generate"],
+                                        debugging.get("prompt") or "1")
         if run_to is not None:
             from .debugger.screenshot import pause_before
-            pause_before(window, run_to, inputs)
+            pause_before(window, run_to, inputs, call=debugging.get("decode_step"))
+        if debugging.get("watch"):
+            screenshot_steps.watch(window, debugging["watch"])
         if cross_check or compare_float:
-            from . import screenshot_steps
             if cross_check:
                 screenshot_steps.cross_check(window)
             if compare_float:
                 screenshot_steps.compare_float(window, compare_float, overlay)
         if memory:
-            from . import screenshot_steps
             screenshot_steps.memory(window, select_peak=not select)
         if target:
-            from . import screenshot_steps
             screenshot_steps.show_target(window, target)
         if select:
             window.select_spec(select)

@@ -225,6 +225,11 @@ def draw_node(painter: QPainter, data: SceneData, row: int, show_text: bool) -> 
             painter.setPen(QPen(strong, 1.0, Qt.PenStyle.DashLine))
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawRoundedRect(rect.adjusted(-3, -3, 3, 3), 7, 7)
+        if lab.origin is not None:  # inlined from a composite: the composite's colour around
+            painter.setPen(QPen(style.category_colors("control flow")[1], 1.4,
+                                Qt.PenStyle.DotLine))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawRoundedRect(rect.adjusted(-4, -4, 4, 4), 8, 8)
         if not show_text:
             return
         left = x + PAD_X + 2

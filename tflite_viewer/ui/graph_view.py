@@ -195,7 +195,10 @@ class GraphView(QGraphicsView):
             QToolTip.hideText()
             return
         lab = data.labels[row]
-        if lab.kind == "op":
+        if lab.kind == "op" and lab.origin is not None:
+            text = (f"subgraph {lab.origin[0]} #{lab.origin[1]} {lab.title}, inlined from "
+                    f"{lab.group}\n{lab.options}\n(double-click to open its decomposition)")
+        elif lab.kind == "op":
             text = f"#{lab.op_index} {lab.title} {lab.version}\n{data.options_text(row)}"
             if lab.constants:
                 text += f"\n{lab.constants}"

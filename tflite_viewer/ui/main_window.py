@@ -42,6 +42,7 @@ from .panels.tensor_panel import TensorPanel
 from .scene_data import SceneData
 from .search import Match, find
 from .selection import Selection, parse_spec, producers_consumers
+from .window_composites import CompositeFolding
 from .window_editing import EditFlow
 from .window_files import APP_NAME, FileFlows
 from .window_layout import LayoutFlow
@@ -53,7 +54,8 @@ from .workspace import MODEL, NAVIGATION, PROBLEMS, QUANT, SELECTION, Hub
 log = logging.getLogger(__name__)
 
 
-class MainWindow(WorkspaceState, FileFlows, EditFlow, ShapeCheck, LayoutFlow, QMainWindow):
+class MainWindow(WorkspaceState, FileFlows, EditFlow, ShapeCheck, LayoutFlow, CompositeFolding,
+                 QMainWindow):
     modelOpened = Signal(object)  # Model
     openFailed = Signal(str)  # the message shown
     subgraphShown = Signal(int)
@@ -260,14 +262,15 @@ class MainWindow(WorkspaceState, FileFlows, EditFlow, ShapeCheck, LayoutFlow, QM
 
     def _show(self, index: int, wait: bool) -> None:
         scene = self.scenes.get(index)
-        if scene is not None:
+        if scene is not None and scene.expanded == self.expand_composites:
             self._display(scene)
             return
         if wait:
             self._display(self._layout_now(index))
             return
         self._busy(f"Laying out {self.model.subgraphs[index].display_name}\u2026")
-        task = Task(lay_out, self.model, index, self.measure, None, self.computed_shapes(index))
+        task = Task(lay_out, self.model, index, self.measure, None, self.computed_shapes(index),
+                    self.expand_composites)
         self._layout_serial = task.serial
         self._layout_models[task.serial] = self.model
         task.signals.finished.connect(self._layout_done)  # bound methods: see _open_requests
@@ -276,15 +279,16 @@ class MainWindow(WorkspaceState, FileFlows, EditFlow, ShapeCheck, LayoutFlow, QM
         task.start()
 
     def _layout_now(self, index: int) -> SceneData:
-        sd = lay_out(self.model, index, self.measure, None, self.computed_shapes(index))
+        sd = lay_out(self.model, index, self.measure, None, self.computed_shapes(index),
+                     self.expand_composites)
         self.scenes[index] = sd
         return sd
 
     def _layout_done(self, serial: int, sd: SceneData) -> None:
         self._tasks.pop(serial, None)
         model = self._layout_models.pop(serial, None)
-        if model is not self.model:  # the model was edited (or replaced) meanwhile
-            self._idle()
+        if model is not self.model or sd.expanded != self.expand_composites:
+            self._idle()  # the model was edited (or replaced) or Fold Composites changed
             return
         self.scenes[sd.subgraph] = sd
         self._idle()
@@ -335,19 +339,28 @@ class MainWindow(WorkspaceState, FileFlows, EditFlow, ShapeCheck, LayoutFlow, QM
     # selection
     def _node_clicked(self, row: int) -> None:
         lab = self.graph_scene.data.labels[row]
+        if lab.origin is not None:  # inlined from a composite's decomposition
+            if lab.kind == "op":
+                self.select_inlined(*lab.origin, center=False)
+            return
         if lab.kind == "op":
             self.select_op(lab.op_index, center=False)
         elif lab.tensor is not None:
             self.select_tensor(lab.tensor, center=False)
 
     def _edge_clicked(self, edge: int) -> None:
-        t = int(self.graph_scene.data.edge_tensor[edge])
+        sd = self.graph_scene.data
+        t = int(sd.edge_tensor[edge])
         if t >= 0:
             self.select_tensor(t, center=False)
+        elif sd.inline is not None and edge in sd.inline.edge_origin:
+            self.select_inlined_tensor(*sd.inline.edge_origin[edge], center=False)
 
     def _node_double_clicked(self, row: int) -> None:
         lab = self.graph_scene.data.labels[row]
-        if lab.kind == "op" and lab.calls:
+        if lab.kind == "op" and lab.origin is not None:
+            self.open_inlined(*lab.origin)
+        elif lab.kind == "op" and lab.calls:
             self.open_called(lab.op_index)
 
     def open_called(self, op_index: int, role: str | None = None, *, wait: bool = False) -> None:
@@ -447,6 +460,9 @@ class MainWindow(WorkspaceState, FileFlows, EditFlow, ShapeCheck, LayoutFlow, QM
         sd = self.graph_scene.data
         if sd is None or self.selection is None:
             return [], [], []
+        inlined = self.inlined_rows(sd)
+        if inlined is not None:
+            return inlined
         kind, n = self.selection
         if kind == "op":
             row = sd.op_node.get(n)

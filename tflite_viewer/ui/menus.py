@@ -108,6 +108,11 @@ def _view_menu(w: MainWindow, m: QMenu) -> None:
     w.minimap_action = add_action(w, m, "&Overview Map", w.minimap.set_enabled_by_user)
     w.minimap_action.setCheckable(True)
     w.minimap_action.setChecked(True)
+    w.fold_action = add_action(w, m, "Fold &Composites", w.set_fold_composites,
+                               tip="Draw each STABLEHLO_COMPOSITE as one box (its name and "
+                                   "attributes); off: every composite expanded inline")
+    w.fold_action.setCheckable(True)
+    w.fold_action.setChecked(w.fold_composites)
     m.addSeparator()
     w.reset_layout_action = add_action(w, m, "&Reset Layout", w.reset_layout,
                                        tip="Put every dock back where it starts")

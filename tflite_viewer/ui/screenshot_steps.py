@@ -1,12 +1,15 @@
 """What ``--screenshot`` can do before it grabs the window, besides selecting and pausing a
 run (`debugger.screenshot`): the cross-check with LiteRT, the quantization analysis, a
 target's verdicts and the memory plan, each with its dock in front, as a user leaves them
-to look at the result.
+to look at the result; a generation run to pause in (an LLM's prefill, then decode steps)
+and tensors pinned in the Watch dock.
 
     tflite-viewer MODEL --screenshot OUT.png --cross-check
     tflite-viewer QUANT.tflite --screenshot OUT.png --compare-float FLOAT.tflite [--overlay sqnr_db]
     tflite-viewer MODEL --screenshot OUT.png --target xnnpack
     tflite-viewer MODEL --screenshot OUT.png --memory
+    tflite-viewer LLM.tflite --screenshot OUT.png --generate 8 --prompt 5,17,42 \
+        --subgraph decode --run-to 51 --decode-step 3 --watch kv_cache_k_0
 
 Each waits for its result on the window's own signals (`debugger.screenshot.wait_until`)
 and raises ValueError with a message for the command line when there is none.
@@ -16,10 +19,45 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from PySide6.QtCore import Qt
+
 from ..quant import report as qreport
 from .debugger.screenshot import wait_until
 
 WAIT_MS = 600_000
+
+
+def generation(window, steps: int, prompt: str) -> None:
+    """Make the debugger's run a generation loop: ``prompt`` (token ids), then ``steps``
+    decode steps, the pieces found from litert-torch's names (a GenerationError says
+    what is missing)."""
+    from ..interpreter.generation import Generation, find_plan, parse_prompt
+    from .workspace import GenerationSetup
+    ids = parse_prompt(prompt)
+    plan = find_plan(window.model, len(ids))
+    Generation(window.model, plan, ids, steps)
+    window.debugger.set_generation(GenerationSetup(plan, tuple(ids), int(steps)))
+
+
+def watch(window, names, timeout_ms: int = 60_000) -> None:
+    """Pin tensors of the shown subgraph (indices or names) in the Watch dock, shown beside
+    the Call Stack, and wait for their values."""
+    from .selection import find_tensor
+    dbg = window.debugger
+    sg = window.subgraph
+    keys = [(sg, find_tensor(window.model, sg, name)) for name in names]
+    for key in keys:
+        dbg.watch(*key)
+    # out of the bottom tabs, beside them: the Call Stack (which call) and the values
+    window.removeDockWidget(dbg.watch_dock)
+    window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dbg.watch_dock,
+                         Qt.Orientation.Horizontal)
+    dbg.watch_dock.show()
+    dbg.callstack_dock.show()
+    dbg.callstack_dock.raise_()
+    window.resizeDocks([dbg.callstack_dock, dbg.watch_dock], [1, 1], Qt.Orientation.Horizontal)
+    wait_until(lambda: all(k in dbg.snapshots for k in keys),
+               (dbg.snapshotsReceived, dbg.stopReceived), timeout_ms)
 
 
 def cross_check(window, timeout_ms: int = WAIT_MS) -> None:

@@ -131,11 +131,13 @@ class EditFlow:
         if current is not None and current.subgraph == self.subgraph and not result.scope.structural:
             reuse = current.layout
         background = self._check_edited_shapes(model)  # at once for small models
-        sd = lay_out(model, self.subgraph, self.measure, reuse, self.computed_shapes(self.subgraph))
+        sd = lay_out(model, self.subgraph, self.measure, reuse, self.computed_shapes(self.subgraph),
+                     self.expand_composites)
         self.scenes = {self.subgraph: sd}  # the other subgraphs are laid out again when shown
         self.nav.set_model(model)
         self._redisplay(sd)
-        self.selection = selection.resolve(model.subgraphs[self.subgraph]) if selection else None
+        self.selection = selection.resolve(model.subgraphs[self.subgraph]) \
+            if selection is not None and selection.subgraph is None else None
         self._refresh_panels(keys)
         self._refresh_highlight(False)
         self.model_panel.show_model(model, keep_scroll=True, path=self.path)
@@ -234,6 +236,22 @@ class EditFlow:
         if sd is None or self.model is None:
             return
         menu = QMenu(self)
+        origin = sd.labels[index].origin if kind == "node" else None
+        if kind == "edge" and getattr(sd, "inline", None) is not None:
+            origin = sd.inline.edge_origin.get(index)
+        if origin is not None:  # a box or edge inlined from a composite's decomposition
+            if kind == "node" and sd.labels[index].kind == "op":
+                self.select_inlined(*origin, center=False)
+            elif kind == "edge":
+                self.select_inlined_tensor(*origin, center=False)
+            else:
+                return
+            name = self.model.subgraphs[origin[0]].display_name
+            menu.addAction(f"Open the decomposition ({name}) to edit it",
+                           lambda: self.show_subgraph(origin[0]))
+            self.debugger.add_menu_actions(menu)
+            panel_common.exec_menu(menu, pos)
+            return
         if kind == "node" and sd.labels[index].kind == "op":
             k = int(sd.labels[index].op_index)
             self.select_op(k, center=False)
@@ -250,16 +268,24 @@ class EditFlow:
         self.debugger.add_menu_actions(menu)  # breakpoint / run to here / watch
         panel_common.exec_menu(menu, pos)
 
-    def _update_edit_actions(self) -> None:
+    def _own_selection(self):
+        """The selection when it is the shown subgraph's own (an inlined operator or tensor
+        is edited in its decomposition, not here)."""
         sel = self.selection
+        return sel if sel is not None and sel.subgraph is None else None
+
+    def _update_edit_actions(self) -> None:
+        sel = self._own_selection()
         self.expose_action.setEnabled(sel is not None and sel.is_tensor and sel.index not in
                                       self.model.subgraphs[self.subgraph].outputs)
         self.remove_op_action.setEnabled(sel is not None and sel.is_op)
 
     def _expose_selected(self) -> None:
-        if self.selection is not None and self.selection.is_tensor:
-            self.expose_tensor(self.selection.index)
+        sel = self._own_selection()
+        if sel is not None and sel.is_tensor:
+            self.expose_tensor(sel.index)
 
     def _remove_selected(self) -> None:
-        if self.selection is not None and self.selection.is_op:
-            self.remove_operator(self.selection.index)
+        sel = self._own_selection()
+        if sel is not None and sel.is_op:
+            self.remove_operator(sel.index)

@@ -94,13 +94,14 @@ class FileFlows:
         self._busy(f"Opening {path.name}\u2026")
         if wait:
             try:
-                opened = open_model(path, subgraph, self.measure, section)
+                opened = open_model(path, subgraph, self.measure, section,
+                                    self.expand_composites)
             except BaseException as exc:  # noqa: BLE001 - reported, never raised to Qt
                 self._open_failed(path, exc)
                 return False
             self._opened(opened, selection, wait=True, carry=carry)
             return True
-        task = Task(open_model, path, subgraph, self.measure, section)
+        task = Task(open_model, path, subgraph, self.measure, section, self.expand_composites)
         self._open_serial = task.serial
         # bound methods of the window, not lambdas holding it: an open that ends after the
         # window is gone is disconnected by Qt instead of reaching a deleted window

@@ -91,7 +91,8 @@ class ShapeCheck:
             return
         current = self.graph_scene.data
         if current is not None and check.mismatches:
-            sd = lay_out(model, self.subgraph, self.measure, current.layout, self.computed_shapes(self.subgraph))
+            sd = lay_out(model, self.subgraph, self.measure, current.layout,
+                         self.computed_shapes(self.subgraph), self.expand_composites)
             self.scenes = {self.subgraph: sd}
             self._redisplay(sd)
             self._refresh_highlight(False)

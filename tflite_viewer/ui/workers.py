@@ -78,13 +78,15 @@ class Opened:
 
 
 def open_model(source: str | Path | bytes, subgraph: int | str | None,
-               measure: TextMeasure, section: int | None = None) -> Opened:
+               measure: TextMeasure, section: int | None = None,
+               expand: bool = False) -> Opened:
     """Parse, build the graph and lay out the requested subgraph (runs in a worker);
-    ``section``: the TFLite section of a .litertlm container (the first by default)."""
+    ``section``: the TFLite section of a .litertlm container (the first by default);
+    ``expand``: composites drawn expanded (View > Fold Composites off)."""
     start = time.perf_counter()
     model = load_model(source, section=section)
     index = model.subgraph_index(subgraph)
-    scene = lay_out(model, index, measure)
+    scene = lay_out(model, index, measure, expand=expand)
     summary = summarize(model)
     seconds = time.perf_counter() - start
     path = Path(source) if isinstance(source, (str, Path)) else None
@@ -93,14 +95,14 @@ def open_model(source: str | Path | bytes, subgraph: int | str | None,
 
 
 def lay_out(model: Model, subgraph: int, measure: TextMeasure, reuse_layout=None,
-            computed_shapes: dict | None = None) -> SceneData:
+            computed_shapes: dict | None = None, expand: bool = False) -> SceneData:
     """Graph, layout and canvas chunks of one subgraph of an open model (runs in a worker).
 
     ``reuse_layout``: the layout of the same subgraph before an edit that kept its structure;
     ``computed_shapes``: stale tensors' computed shapes (see `build_scene_data`)."""
     with _no_gc():
         scene = build_scene_data(model, subgraph, measure, reuse_layout=reuse_layout,
-                                 computed_shapes=computed_shapes)
+                                 computed_shapes=computed_shapes, expand_composites=expand)
         scene.plan = plan_scene(scene, measure)
     return scene
 

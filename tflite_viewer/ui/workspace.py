@@ -66,6 +66,8 @@ class DebugState:
     pending: set = field(default_factory=set)       # snapshots asked for, not yet back
     inputs: dict = field(default_factory=dict)      # chosen inputs by name (the rest seeded)
     signature: str | None = None                    # the signature run (None: subgraph 0)
+    #: a generation loop to run instead (`GenerationSetup`: prefill, then decode steps)
+    generation: Any = None
     specs: tuple = ()                               # the session's InputSpecs
     outputs: Any = None         # RunOutputs of the last finished run
     profile: dict = field(default_factory=dict)     # (subgraph, op) -> seconds, last stop
@@ -83,11 +85,24 @@ class DebugState:
 
 
 @dataclass(frozen=True)
+class GenerationSetup:
+    """A generation run as the Inputs dialog sets it up: the loop's pieces
+    (`interpreter.generation.GenerationPlan`), the prompt's ids, how many tokens."""
+
+    plan: Any
+    prompt: tuple[int, ...]
+    steps: int
+
+
+@dataclass(frozen=True)
 class RunOutputs:
-    """The outputs of a finished run: the entry subgraph and (name, tensor, values) rows."""
+    """The outputs of a finished run: the entry subgraph and (name, tensor, values) rows;
+    a generation run's last call's, with the prompt and every generated id."""
 
     subgraph: int
     rows: tuple
+    tokens: tuple = ()
+    prompt: tuple = ()
 
 
 @dataclass
@@ -199,6 +214,7 @@ class Workspace:
         self.version += 1
         self.debug.end()
         self.debug.inputs, self.debug.signature, self.debug.specs = {}, None, ()
+        self.debug.generation = None
         self.debug.outputs, self.debug.profile = None, {}
         self.crosscheck = CrossCheckState(message="The model changed: run the cross-check again.")
         if self.quant.cancel is not None:  # a comparison of the old model under way

@@ -1,4 +1,5 @@
-"""The Call Stack dock: the subgraph frames of the paused run, innermost first.
+"""The Call Stack dock: the subgraph frames of the paused run, innermost first; in a
+generation run the call last ("decode #3 (signature 'decode')", what it was fed).
 
 A view of the open workspace's last stop (``ws.debug.last_stop``): without a paused run it
 says so instead of keeping another run's frames.
@@ -58,6 +59,20 @@ class CallStackDock(QWidget):
                                     f"#{op} {name}" if name else "returning"])
             item.setData(0, Qt.ItemDataRole.UserRole, (sg, op))
             self.tree.addTopLevelItem(item)
+        call = stop.call
+        if call is not None:  # a generation run: the call is the outermost frame
+            fed = "the prompt" if call.index == 0 else \
+                f"token {call.token} at position {call.position}"
+            item = QTreeWidgetItem([f"{call.label} (signature {call.signature!r})", fed])
+            item.setToolTip(0, call.describe())
+            item.setToolTip(1, "generated so far: " + (" ".join(map(str, stop.tokens))
+                                                       or "nothing yet"))
+            self.tree.addTopLevelItem(item)
+
+    def rows(self) -> list[tuple[str, str]]:
+        """The two columns of every row, top to bottom (what a user reads)."""
+        items = [self.tree.topLevelItem(i) for i in range(self.tree.topLevelItemCount())]
+        return [(it.text(0), it.text(1)) for it in items]
 
     def frames(self) -> list[tuple[int, int]]:
         items = [self.tree.topLevelItem(i) for i in range(self.tree.topLevelItemCount())]

@@ -33,12 +33,22 @@ class DebugCanvas:
                                  BREAKPOINTS, CROSSCHECK)
 
     def _frame_op(self, stop, subgraph: int) -> int | None:
-        """The op about to run in ``subgraph`` if the paused run has a frame there."""
+        """The op about to run in ``subgraph`` if the paused run has a frame there; with
+        composites drawn inline, the slot of an inlined op (``n_ops + slot``) when the run
+        is paused in a decomposition, or the first inlined op of the composite about to
+        run."""
         if stop is None or stop.state != PAUSED:
             return None
+        data = self.window.graph_scene.data
+        inline = getattr(data, "inline", None) if data is not None else None
+        slot_of = {} if inline is None else {o: k for k, o in enumerate(inline.slots())}
+        n_ops = len(self.controller.hub.workspace.model.subgraphs[subgraph].operators)
         for sg, op in reversed(stop.position):
+            if (sg, op) in slot_of:
+                return n_ops + slot_of[(sg, op)]
             if sg == subgraph:
-                return op
+                slots = inline.expanded.composite_slots.get((sg, op)) if inline else None
+                return n_ops + slots[0] if slots else op
         return None
 
     def paint(self) -> None:
@@ -53,7 +63,16 @@ class DebugCanvas:
         sg = ws.subgraph
         n_ops = len(ws.model.subgraphs[sg].operators)
         marks = ws.breakpoints.op_marks(sg)
+        inline = getattr(scene.data, "inline", None)
+        slots = inline.slots() if inline is not None else []
+        by_subgraph: dict[int, dict[int, bool]] = {}
+        for k, (s, op) in enumerate(slots):  # breakpoints on inlined operators
+            theirs = by_subgraph.setdefault(s, ws.breakpoints.op_marks(s))
+            if op in theirs:
+                marks[n_ops + k] = theirs[op]
         heat = self._heat(ws, sg, n_ops)
+        if heat is not None and slots:
+            heat = np.concatenate([heat, self._slot_heat(ws, slots, heat)])
         if not (ws.debug.active or marks or heat is not None):
             scene.drop_debug_overlay()
             self.legend.hide()
@@ -63,12 +82,41 @@ class DebugCanvas:
             return
         stop = ws.debug.last_stop if ws.debug.active else None
         if stop is not None and sg < len(stop.executed) and len(stop.executed[sg]) == n_ops:
-            overlay.set_state(executed=stop.executed[sg], computed=stop.computed[sg],
-                              current=self._frame_op(stop, sg))
+            executed, edges = stop.executed[sg], None
+            if slots:
+                executed = np.concatenate([executed, np.array(
+                    [bool(stop.executed[s][op]) for s, op in slots], bool)])
+                edges = self._computed_edges(stop, sg, scene.data)
+            overlay.set_state(executed=executed, computed=stop.computed[sg],
+                              current=self._frame_op(stop, sg), edges=edges)
         else:
             overlay.set_state()
         overlay.set_breakpoints(marks)
         overlay.set_heat(heat)
+
+    @staticmethod
+    def _computed_edges(stop, sg: int, data) -> np.ndarray:
+        """Per edge of an expanded scene: its tensor computed (the shown subgraph's own, or
+        a decomposition's)."""
+        t = data.edge_tensor
+        out = np.zeros(len(t), bool)
+        own = (t >= 0) & (t < len(stop.computed[sg]))
+        out[own] = stop.computed[sg][t[own]]
+        for e, (s, k) in data.inline.edge_origin.items():
+            out[e] = bool(stop.computed[s][k])
+        return out
+
+    def _slot_heat(self, ws, slots, heat: np.ndarray) -> np.ndarray:
+        """Heat of the inlined operators: their op times, on the scale of the shown ones
+        (the cross-check's errors are the shown subgraph's alone: none)."""
+        values = np.full(len(slots), np.nan)
+        if self.controller.heat == "time" and ws.debug.active:
+            times = ws.debug.profile
+            top = max(times.values(), default=0.0)
+            for k, key in enumerate(slots):
+                if key in times and top > 0:
+                    values[k] = times[key] / top
+        return values
 
     def _heat(self, ws, sg: int, n_ops: int) -> np.ndarray | None:
         heat = self.controller.heat

@@ -183,6 +183,7 @@ class DebuggerController(QObject):
             d.release = lambda: self._release(serial)
             self.request.emit(Request("open", {
                 "model": ws.model, "inputs": d.inputs, "signature": d.signature,
+                "generation": d.generation, "inline_composites": self.inline_composites(),
                 "breakpoints": [(e.id, e.make()) for e in ws.breakpoints]}, None, serial))
             for dock in (self.callstack_dock, self.breakpoints_dock, self.watch_dock,
                          self.outputs_dock, self.profile_dock):
@@ -202,16 +203,42 @@ class DebuggerController(QObject):
 
     def session_inputs(self) -> tuple[dict[str, np.ndarray], str | None] | None:
         """The inputs the running session computes on, by input name (the chosen ones, the
-        rest seeded as the session seeds them), and its signature; None without a session."""
+        rest seeded as the session seeds them), and its signature; in a generation run the
+        inputs and signature of the call it is in.  None without a session."""
         ws = self.ws
         if not ws.debug.active or ws.model is None:
             return None
+        call = self.current_call()
+        if call is not None:
+            return dict(call.inputs), call.signature
         from ...interpreter.inputs import complete_inputs
         try:
             arrays, _ = complete_inputs(ws.model, ws.debug.inputs, 0, ws.debug.signature)
         except Exception:  # noqa: BLE001 - inputs the session itself refused
             return None
         return arrays, ws.debug.signature
+
+    def current_call(self):
+        """The generation call (`interpreter.generation.Call`) the session's last stop is
+        in, or None (no generation run, or none started)."""
+        stop = self.ws.debug.last_stop if self.ws.debug.active else None
+        return None if stop is None else stop.call
+
+    def run_inputs(self) -> tuple[dict[str, np.ndarray], str | None]:
+        """What a cross-check runs on: the current call's inputs and signature in a
+        generation run, else the chosen inputs (the rest seeded) and signature."""
+        call = self.current_call()
+        if call is not None:
+            return dict(call.inputs), call.signature
+        return dict(self.ws.debug.inputs), self.ws.debug.signature
+
+    def inline_composites(self) -> bool:
+        """Whether the canvas draws composites expanded (Step Over then enters them)."""
+        return not bool(getattr(self.window, "fold_composites", True))
+
+    def set_inline_composites(self, on: bool) -> None:
+        if self.ws.debug.active:
+            self._send("set_inline_composites", (bool(on),))
 
     def end_session(self, why: str = "") -> None:
         """End the session (the run is abandoned); ``why`` becomes a notice."""
@@ -259,15 +286,17 @@ class DebuggerController(QObject):
     def restart(self) -> None:
         self._move("restart")
 
-    def run_to(self, subgraph: int, op: int) -> None:
-        self._move("run_to", (subgraph, op))
+    def run_to(self, subgraph: int, op: int, call: int | None = None) -> None:
+        """Run to ``op`` of ``subgraph``; in a generation run, ``call`` (0 the prefill, i
+        decode step i) names the call to stop in."""
+        self._move("run_to", (subgraph, op) if call is None else (subgraph, op, call))
 
     def run_to_selected(self) -> None:
-        sel = self.window.selection
-        if sel is None or sel[0] != "op":
+        at = self.window.selected_op()  # an inlined operator: of its own subgraph
+        if at is None:
             self.window.statusBar().showMessage("Select an operator to run to", 5000)
             return
-        self.run_to(self.window.subgraph, sel[1])
+        self.run_to(*at)
 
     def stop(self) -> None:
         """Interrupt a running command (between two ops) and end the run."""
@@ -281,11 +310,11 @@ class DebuggerController(QObject):
         """F9: a breakpoint before the selected operator (or ``op`` of ``subgraph``), or
         remove the one there.  No session is needed: it is kept with the model."""
         if op is None:
-            sel = self.window.selection
-            if sel is None or sel[0] != "op":
+            at = self.window.selected_op()  # an inlined operator: of its own subgraph
+            if at is None:
                 self.window.statusBar().showMessage("Select an operator for the breakpoint", 5000)
                 return
-            subgraph, op = self.window.subgraph, sel[1]
+            subgraph, op = at
         ws = self.ws
         if ws.model is None:
             return
@@ -350,20 +379,35 @@ class DebuggerController(QObject):
         if self.window.model is None:
             return
         dialog = InputsDialog(self.window.model, self.window.path, self.window.settings,
-                              self.window, self.signature)
+                              self.window, self.signature, self.ws.debug.generation)
         accepted = dialog.exec()
         self.window.view.setFocus(Qt.FocusReason.OtherFocusReason)  # the canvas, not a dock
-        if accepted:
+        if accepted and dialog.generation is not None:
+            self.set_generation(dialog.generation)
+        elif accepted:
             self.set_inputs(dialog.arrays(), dialog.signature)
             if dialog.notes:
                 self.window.notice.show_notice("; ".join(dialog.notes), "info")
+
+    def set_generation(self, setup) -> None:
+        """Run a generation loop (a workspace.GenerationSetup) from the next start: prefill,
+        then decode steps, the KV cache carried; the session there is ends (its run has
+        other inputs and entries).  None: back to one run of the chosen inputs."""
+        d = self.ws.debug
+        if setup == d.generation:
+            return
+        d.generation = setup
+        self.end_session()
 
     def set_inputs(self, arrays: dict[str, np.ndarray], signature: str | None = None) -> None:
         """Use these inputs (of ``signature``, or of subgraph 0) from the next start; another
         signature ends the session (its run has other inputs and another entry)."""
         d = self.ws.debug
         d.inputs = dict(arrays)
-        if signature != d.signature:
+        if d.generation is not None:
+            d.generation, d.signature = None, signature
+            self.end_session()
+        elif signature != d.signature:
             d.signature = signature
             self.end_session()
         elif d.active:
@@ -374,9 +418,9 @@ class DebuggerController(QObject):
         from .condition_dialog import ConditionDialog
         if self.window.model is None:
             return
-        sel = self.window.selection
-        op = sel[1] if sel is not None and sel[0] == "op" else None
-        dialog = ConditionDialog(self.window.model, self.window.subgraph, op, self.window)
+        at = self.window.selected_op()
+        subgraph, op = at if at is not None else (self.window.subgraph, None)
+        dialog = ConditionDialog(self.window.model, subgraph, op, self.window)
         if dialog.exec():
             self.add_breakpoint(dialog.breakpoint())
         self.window.view.setFocus(Qt.FocusReason.OtherFocusReason)
@@ -478,6 +522,10 @@ class DebuggerController(QObject):
         w = self.window
         if stop.state == PAUSED and stop.position:
             sg = stop.position[-1][0]
+            inline = getattr(w.graph_scene.data, "inline", None)
+            if inline is not None and stop.position[0][0] == w.subgraph and \
+                    sg in {s for s, _ in inline.node_of}:
+                return  # paused in a composite drawn inline on the subgraph shown
             if sg != w.subgraph:
                 w.show_subgraph(sg, wait=True)
             return
@@ -488,17 +536,21 @@ class DebuggerController(QObject):
     def _outputs(self, ws: Workspace, stop: DebugStop) -> RunOutputs:
         model = ws.model
         entry = ws.debug.specs[0].subgraph if ws.debug.specs else 0
+        signature = ws.debug.signature
+        if stop.call is not None:  # a generation run: its last call's
+            signature = stop.call.signature
+            entry = model.signature(signature).subgraph_index
         sg = model.subgraphs[entry]
         by_name = {sg.tensors[i].name: i for i in sg.outputs}
-        if ws.debug.signature is not None:  # outputs named, and ordered, by the signature
-            by_name = {m.name: m.tensor_index
-                       for m in model.signature(ws.debug.signature).outputs}
+        if signature is not None:  # outputs named, and ordered, by the signature
+            by_name = {m.name: m.tensor_index for m in model.signature(signature).outputs}
         rows = []
         for k, (name, arr) in enumerate(stop.outputs.items()):
             t = by_name.get(name, sg.outputs[k] if k < len(sg.outputs) else -1)
             if arr is not None:
                 rows.append((name, t, arr))
-        return RunOutputs(entry, tuple(rows))
+        prompt = tuple(ws.debug.generation.prompt) if ws.debug.generation is not None else ()
+        return RunOutputs(entry, tuple(rows), tuple(stop.tokens), prompt)
 
     # -- the inspector -------------------------------------------------------------------------
     def _live_value(self, tensor):

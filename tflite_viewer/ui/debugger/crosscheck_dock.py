@@ -258,7 +258,8 @@ def start_cross_check(controller) -> None:
     ws.crosscheck = CrossCheckState(message="Running LiteRT and the interpreter on the same "
                                             "inputs\u2026", running=True)
     controller.hub.changed(CROSSCHECK, ws)
-    task = Task(run_cross_check, ws.model, dict(ws.debug.inputs), ws.debug.signature)
+    inputs, signature = controller.run_inputs()  # a generation run: the call paused in
+    task = Task(run_cross_check, ws.model, inputs, signature)
     run = _Run(controller, ws, ws.model, dock)
     task.signals.finished.connect(run.done)
     task.signals.failed.connect(run.failed)

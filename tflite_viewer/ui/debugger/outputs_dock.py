@@ -99,6 +99,8 @@ class OutputsDock(QWidget):
                 if o >= 0:
                     producers[o] = op.name
         self.show_outputs(ws.model, out.subgraph, list(out.rows), producers)
+        if out.tokens:
+            self.show_tokens(out.prompt, out.tokens)
         self._shown = out
 
     def clear(self) -> None:
@@ -149,6 +151,17 @@ class OutputsDock(QWidget):
             label.setWordWrap(True)
             self._add(label)
             self.texts.append(text)
+
+    def show_tokens(self, prompt, tokens) -> None:
+        """A generation run's ids, first: the prompt and what was generated."""
+        text = (f"prompt: {' '.join(map(str, prompt))}\n"
+                f"generated ({len(tokens)}): {' '.join(map(str, tokens))}")
+        label = QLabel(text)
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        label.setWordWrap(True)
+        self.rows.insertWidget(0, label)
+        self.rows.insertWidget(0, QLabel("<b>tokens</b> (the argmax of each decode step)"))
+        self.texts.insert(0, text)
 
     @staticmethod
     def _picture(rgb: np.ndarray) -> QLabel:

@@ -87,9 +87,11 @@ def wait_for_snapshot(window, subgraph: int, tensor: int, timeout_ms: int = 10_0
                       (dbg.snapshotsReceived, dbg.stopReceived, dbg.commandFailed), timeout_ms)
 
 
-def pause_before(window, op: int, inputs_path: str | None = None) -> None:
-    """Run the shown subgraph's model to just before ``op``; ValueError for a bad op or
-    inputs (the message names them)."""
+def pause_before(window, op: int, inputs_path: str | None = None,
+                 call: int | None = None) -> None:
+    """Run the shown subgraph's model to just before ``op`` (in a generation run, in call
+    ``call``: decode step ``call``); ValueError for a bad op or inputs (the message names
+    them)."""
     model = window.model
     sg = window.subgraph
     n = len(model.subgraphs[sg].operators)
@@ -98,7 +100,7 @@ def pause_before(window, op: int, inputs_path: str | None = None) -> None:
     dbg = window.debugger
     if inputs_path:
         dbg.set_inputs(match_inputs(model, read_npz(inputs_path)))
-    dbg.run_to(sg, op)
+    dbg.run_to(sg, op, call)
     stop = wait_for_stop(dbg)
     if stop.state == "error":
         raise ValueError(f"--run-to {op}: {stop.message}")

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QLabel, QWidget
 from ...interpreter.session import STOPPED
 from ..workspace import DEBUG, MODEL
 
-WIDTH_CHARS = 84  # room for "Debug: paused at subgraph/op DEPTHWISE_CONV_2D - 1,234 ops run"
+WIDTH_CHARS = 96  # room for "Debug: decode #3: paused at decode/op 51 STABLEHLO_COMPOSITE - 533 ops run"
 
 
 def state_text(ws) -> str:

@@ -95,9 +95,16 @@ class DebugWorker(QObject):
         self.session = None
         self.serial = serial
         try:
-            self.session = DebugSession(args["model"], args.get("inputs") or {},
-                                        signature=args.get("signature"),
-                                        seed=args.get("seed", 0))
+            generation = args.get("generation")
+            if generation is not None:  # prefill, then decode after decode
+                from ...interpreter.generation_session import GenerationSession
+                self.session = GenerationSession(args["model"], generation.plan,
+                                                 generation.prompt, generation.steps)
+            else:
+                self.session = DebugSession(args["model"], args.get("inputs") or {},
+                                            signature=args.get("signature"),
+                                            seed=args.get("seed", 0))
+            self.session.set_inline_composites(bool(args.get("inline_composites")))
             for bid, bp in args.get("breakpoints") or ():  # the workspace's, by its ids
                 self.session.add_breakpoint(bp, bid)
         except Exception as exc:  # noqa: BLE001
