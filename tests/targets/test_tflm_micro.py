@@ -102,10 +102,14 @@ def test_single_op_cases_cover_both_verdicts(micro_results):
 def _check_outputs(name: str, data: bytes, outputs: list, ref: list) -> bool:
     """TFLM's outputs against LiteRT's, as our verdict predicts: the same where every
     operator runs; different where we say TFLM computes something else for sure; either
-    where an output's shape depends on run-time values (the stored shape may be right)."""
+    where an output's shape depends on run-time values (the stored shape may be right), or
+    where TFLM keeps a stale stored shape: it then reads arena bytes no kernel wrote, left
+    over from earlier runs in the process, and a near-uniform classifier output (such as
+    small_cnn_dilated_int8's -102/-103 logits) can come out equal by chance."""
     same = all(a.shape == b.shape and _close(a, b) for a, b in zip(outputs, ref))
     _, refused = verdict(data)
-    definite = [o for o in refused if "depends on input" not in o.reason]
+    definite = [o for o in refused if "depends on input" not in o.reason
+                and "TFLM does not resize tensors" not in o.reason]
     if same:
         assert not definite, (name, [o.reason for o in definite])
     else:
