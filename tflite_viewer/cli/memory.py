@@ -38,9 +38,9 @@ EXAMPLES = [
 def add_parser(subparsers) -> None:
     p = subcommand_parser(subparsers, "memory", DESCRIPTION)
     add_model_argument(p)
-    p.add_argument("--target", choices=("tflm", "litert"), default="tflm",
-                   help="TFLite Micro's GreedyMemoryPlanner or LiteRT's ArenaPlanner "
-                        "(default tflm)")
+    p.add_argument("--target", choices=("tflm", "litert"), default="tflm", metavar="NAME",
+                   help="tflm (TFLite Micro's GreedyMemoryPlanner) or litert (LiteRT's "
+                        "ArenaPlanner); default tflm")
     add_json_option(p, "the plan")
     add_output_option(p, what="the plan as JSON")
     p.add_argument("--pointer-size", choices=("4", "8"), default="4",
