@@ -37,6 +37,7 @@ SUBCOMMANDS: dict[str, str] = {
     "edit": "change options, names, versions, quantization and write a new model",
     "quant": "quantization analysis: spec checks, ranges, float vs quantized, fallback gain",
     "ops": "op coverage: versions and types here against LiteRT's builtin resolver",
+    "diff": "compare two models: structure, options, weights, quantization, numbers",
 }
 PROG = "tflite-viewer"
 
