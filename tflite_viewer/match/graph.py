@@ -39,6 +39,7 @@ class SideGraph:
     shapes: list[tuple[int, ...]]       # tensor -> shape
     constant: list[bool]                # tensor -> holds data in the file
     variable: list[bool]                # tensor -> is_variable
+    buffer: list[int]                   # tensor -> buffer index
     graph_inputs: tuple[int, ...]
     graph_outputs: tuple[int, ...]
 
@@ -57,7 +58,7 @@ class SideGraph:
                    [tuple(outs[out_off[k]:out_off[k + 1]]) for k in range(n)],
                    dict(cols.fused_activation), list(tcols.name), tcols.type.tolist(),
                    list(tcols.shape), sg.constant_mask.tolist(), tcols.is_variable.tolist(),
-                   tuple(sg.inputs), tuple(sg.outputs))
+                   tcols.buffer.tolist(), tuple(sg.inputs), tuple(sg.outputs))
 
     @property
     def n_ops(self) -> int:
@@ -109,6 +110,14 @@ class SideGraph:
 
     def kind(self, t: int) -> str:
         return self.kinds[t]
+
+    def constant_bytes(self, t: int) -> bytes | None:
+        """A constant's stored bytes (None when it has no buffer of its own here)."""
+        buf = self.buffer[t]
+        bufs = self.model.buffers
+        if not 0 < buf < len(bufs):
+            return None
+        return bufs[buf].data.tobytes()
 
     def type_name(self, t: int) -> str:
         return dtypes.type_name(self.types[t])

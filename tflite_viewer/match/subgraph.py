@@ -2,19 +2,22 @@
 
 Names first, structure where names fail, position last; every match keeps its evidence.
 
-1. **Seeds.**  Tensors named in a signature the two subgraphs share (by the signature's
-   input/output name), then tensors whose name is unique on both sides and that agree in
-   kind (constant, variable, activation) and shape.
+1. **Seeds.**  Tensors whose name is unique on both sides and that agree in kind
+   (constant, variable, widened constant, activation) and shape, then tensors named in a
+   signature the two subgraphs share (by the signature's input/output name), then
+   constants whose bytes (type and shape) are unique on each side and the same on both.
 2. **Propagation** (a work list).  A matched tensor pair matches its producers (same op
    type, same output position) and its consumers (same op type reading it at the same
    input position; several candidates are told apart by how many other inputs already
-   agree, then by order).  A matched op pair matches its inputs and outputs position by
+   agree, then by order).  Producers go first: consumers are matched only when nothing
+   else is left to do.  A matched op pair matches its inputs and outputs position by
    position.  Where one side has an op the other lacks, propagation looks through it:
    a QUANTIZE/DEQUANTIZE the converter inserted, an activation that was split out of the
    op before it, or any op that keeps its input's shape (an op added with the editor).
 3. **Leftovers**, each followed by propagation again: names that agree in kind only (a
-   tensor whose shape was changed), the subgraphs' inputs and outputs by position, and,
-   when both subgraphs have as many tensors (or ops), the same index.
+   tensor whose shape was changed), the subgraphs' inputs and outputs by position,
+   when both subgraphs have as many tensors (or ops) the same index, and ops that touch
+   no tensor (CALL_ONCE) by their order.
 
 What stays unmatched is added (B) or removed (A); the ops among them are classified
 (`classify`): a quantize/dequantize pair's half, a split-out (or fused-in) activation, or
@@ -35,8 +38,8 @@ MAX_SKIP = 2
 
 @dataclass(frozen=True)
 class Evidence:
-    """Why two items were matched: ``kind`` is "name", "signature", "structure" or
-    "position"; ``detail`` says which name, which neighbour or which position."""
+    """Why two items were matched: ``kind`` is "name", "signature", "content" (a constant's
+    bytes), "structure" or "position"; ``detail`` says which name, neighbour or position."""
 
     kind: str
     detail: str
@@ -46,6 +49,16 @@ class Evidence:
 
     def to_dict(self) -> dict[str, str]:
         return {"kind": self.kind, "detail": self.detail}
+
+
+#: kinds structure may match with each other: an edit that removes the op between a
+#: constant and its QUANTIZE/DEQUANTIZE (a DENSIFY) turns that op's output from an
+#: activation into a widened constant; names alone never cross kinds
+_COMPATIBLE = {("activation", "widened"), ("widened", "activation")}
+
+
+def compatible(x: str, y: str) -> bool:
+    return x == y or (x, y) in _COMPATIBLE
 
 
 def _unique_names(g: SideGraph) -> dict[str, int]:
@@ -98,13 +111,14 @@ class SubgraphMatcher:
     # -- the phases ----------------------------------------------------------------------
     def run(self, seeds: list[tuple[int, int, Evidence]] = ()) -> "SubgraphMatcher":
         a, b = self.a, self.b
+        self._names(strong=True)
         for ta, tb, ev in seeds:
             if a.valid(ta) and b.valid(tb) and a.kind(ta) == b.kind(tb):
                 self.match_tensor(ta, tb, ev)
-        self._names(strong=True)
+        self._contents()
         self._drain()
-        for phase in (lambda: self._names(strong=False), self._io_positions,
-                      self._same_index):
+        for phase in (lambda: self._names(strong=False), self._retyped, self._io_positions,
+                      self._same_index, self._lone_ops):
             phase()
             self._drain()
         self._aliases()
@@ -117,7 +131,9 @@ class SubgraphMatcher:
         pairs = []
         for name, ta in _unique_names(a).items():
             tb = nb.get(name)
-            if tb is None or ta in self.t_ab or tb in self.t_ba or a.kind(ta) != b.kind(tb):
+            if tb is None or ta in self.t_ab or tb in self.t_ba:
+                continue
+            if (a.kind(ta) != b.kind(tb)) if strong else not compatible(a.kind(ta), b.kind(tb)):
                 continue
             if strong and a.shapes[ta] != b.shapes[tb]:
                 continue
@@ -125,6 +141,80 @@ class SubgraphMatcher:
         pairs.sort()  # upstream first: producers are then matched in execution order
         for _, ta, tb in pairs:
             self.match_tensor(ta, tb, Evidence("name", repr(a.names[ta])))
+
+    def _contents(self) -> None:
+        """Constants left unmatched whose bytes (with type and shape) are unique on each
+        side and equal across: a nameless model's weights, or renamed ones."""
+        a, b = self.a, self.b
+
+        def keyed(g: SideGraph, matched: dict[int, int], wanted=None) -> dict:
+            out: dict = {}
+            for t in range(g.n_tensors):
+                if t in matched or g.kind(t) != "constant":
+                    continue
+                shape_key = (g.types[t], g.shapes[t])
+                if wanted is not None and shape_key not in wanted:
+                    continue
+                raw = g.constant_bytes(t)
+                if raw is None:
+                    continue
+                out.setdefault(shape_key + (raw,), []).append(t)
+            return out
+
+        shapes_b = {(b.types[t], b.shapes[t]) for t in range(b.n_tensors)
+                    if t not in self.t_ba and b.kind(t) == "constant"}
+        if not shapes_b:
+            return
+        in_a = keyed(a, self.t_ab, shapes_b)
+        if not in_a:
+            return
+        in_b = keyed(b, self.t_ba, {k[:2] for k in in_a})
+        for key, xs in in_a.items():
+            ys = in_b.get(key)
+            if ys is not None and len(xs) == 1 and len(ys) == 1:
+                self.match_tensor(xs[0], ys[0], Evidence(
+                    "content", f"the same {len(key[2])} bytes of {a.type_name(xs[0])} "
+                               f"{list(key[1])}"))
+
+    @staticmethod
+    def _loose(g: SideGraph, t: int, matched: dict[int, int]) -> bool:
+        """No matched op writes or reads the tensor (what removing its producer leaves)."""
+        p = g.producer[t]
+        return (p < 0 or p not in matched) and not any(k in matched for k, _ in g.consumers[t])
+
+    def _retyped(self) -> None:
+        """Unmatched ops of different types that write matched tensors and read matched
+        tensors at their first input (a converter that writes RESHAPE for SQUEEZE)."""
+        a, b = self.a, self.b
+        for ta, tb in list(self.t_ab.items()):
+            pa, pb = a.producer[ta], b.producer[tb]
+            if pa < 0 or pb < 0 or pa in self.o_ab or pb in self.o_ba or \
+                    not a.inputs[pa] or not b.inputs[pb]:
+                continue
+            xa, xb = a.inputs[pa][0], b.inputs[pb][0]
+            if xa >= 0 and self.t_ab.get(xa) == xb and \
+                    a.outputs[pa].index(ta) == b.outputs[pb].index(tb):
+                self.match_op(pa, pb, Evidence(
+                    "structure", f"writes matched {a.describe_tensor(ta)} from matched "
+                                 f"{a.describe_tensor(xa)}; the op type differs"))
+
+    def _lone_ops(self) -> None:
+        """Ops that read and write no tensor (CALL_ONCE): the k-th unmatched one of a type
+        on one side with the k-th on the other."""
+        a, b = self.a, self.b
+
+        def lone(g: SideGraph, matched: dict[int, int]) -> dict[str, list[int]]:
+            out: dict[str, list[int]] = {}
+            for k in range(g.n_ops):
+                if k not in matched and not any(t >= 0 for t in g.inputs[k] + g.outputs[k]):
+                    out.setdefault(g.opcode[k], []).append(k)
+            return out
+
+        in_b = lone(b, self.o_ba)
+        for name, xs in lone(a, self.o_ab).items():
+            for n, (x, y) in enumerate(zip(xs, in_b.get(name, ()))):
+                self.match_op(x, y, Evidence("position", f"{name} number {n} of those that "
+                                                         "touch no tensor"))
 
     def _io_positions(self) -> None:
         a, b = self.a, self.b
@@ -147,19 +237,35 @@ class SubgraphMatcher:
                 if t in self.t_ab or t in self.t_ba or a.kind(t) != b.kind(t):
                     continue
                 if (a.shapes[t] == b.shapes[t] and a.types[t] == b.types[t]) or \
-                        (a.names[t] and a.names[t] == b.names[t]):
+                        (a.names[t] and a.names[t] == b.names[t]) or \
+                        (a.types[t] == b.types[t] and self._loose(a, t, self.o_ab) and
+                         self._loose(b, t, self.o_ba)):
                     self.match_tensor(t, t, Evidence("position", f"tensor {t} on both sides"))
 
     # -- propagation ---------------------------------------------------------------------
     def _drain(self) -> None:
+        """Work through the queue in three levels of trust.  First what a matched tensor's
+        producer and a matched op's outputs and constant inputs say; then the consumers of
+        a matched tensor (several ops may read one tensor), one tensor pair at a time;
+        last the activation inputs of a matched op, one op pair at a time (an op removed
+        or inserted upstream makes them differ).  So an op is matched by the tensor it
+        writes before another op reading the same input can claim it."""
         q = self._queue
-        while q:
-            what, x, y = q.popleft()
-            if what == 0:
-                self._producers(x, y)
-                self._consumers(x, y)
-            else:
-                self._op_neighbours(x, y)
+        consumers: deque = deque()
+        backward: deque = deque()
+        while q or consumers or backward:
+            while q:
+                what, x, y = q.popleft()
+                if what == 0:
+                    self._producers(x, y)
+                    consumers.append((x, y))
+                else:
+                    self._op_neighbours(x, y)
+                    backward.append((x, y))
+            if consumers:
+                self._consumers(*consumers.popleft())
+            elif backward:
+                self._activation_inputs(*backward.popleft())
 
     def _op_neighbours(self, oa: int, ob: int) -> None:
         a, b = self.a, self.b
@@ -168,7 +274,14 @@ class SubgraphMatcher:
             if a.valid(x) and b.valid(y):
                 self._pair_at(x, y, f"output {pos} of matched {name}")
         for pos, (x, y) in enumerate(zip(a.inputs[oa], b.inputs[ob])):
-            if a.valid(x) and b.valid(y):
+            if a.valid(x) and b.valid(y) and a.kind(x) in ("constant", "variable"):
+                self._pair_at(x, y, f"input {pos} of matched {name}")
+
+    def _activation_inputs(self, oa: int, ob: int) -> None:
+        a, b = self.a, self.b
+        name = a.describe_op(oa)
+        for pos, (x, y) in enumerate(zip(a.inputs[oa], b.inputs[ob])):
+            if a.valid(x) and b.valid(y) and a.kind(x) not in ("constant", "variable"):
                 self._pair_at(x, y, f"input {pos} of matched {name}")
 
     def _pair_at(self, x: int, y: int, detail: str) -> None:
@@ -176,7 +289,7 @@ class SubgraphMatcher:
         free and of one kind, else through the QUANTIZE/DEQUANTIZE ops inserted on a side
         (their roots matched, the tensors between recorded as aliases)."""
         a, b = self.a, self.b
-        if x not in self.t_ab and y not in self.t_ba and a.kind(x) == b.kind(y):
+        if x not in self.t_ab and y not in self.t_ba and compatible(a.kind(x), b.kind(y)):
             self.match_tensor(x, y, Evidence("structure", detail))
             return
         rx, ops_a = self._root(a, x, self.o_ab)
@@ -206,12 +319,12 @@ class SubgraphMatcher:
         return t, ops
 
     def _skippable(self, g: SideGraph, k: int, matched: dict[int, int]) -> bool:
-        """An unmatched op propagation may look through: one output, of its first (data)
-        input's shape (a QUANTIZE/DEQUANTIZE, an activation, an op the editor added)."""
+        """An unmatched op propagation may look through: one output, of its first input's
+        shape (a QUANTIZE/DEQUANTIZE, a DENSIFY, an activation, an op the editor added)."""
         if k in matched or len(g.outputs[k]) != 1 or not g.inputs[k]:
             return False
         x, y = g.inputs[k][0], g.outputs[k][0]
-        return g.valid(x) and g.valid(y) and not g.constant[x] and g.shapes[x] == g.shapes[y]
+        return g.valid(x) and g.valid(y) and g.shapes[x] == g.shapes[y]
 
     def _producer_chain(self, g: SideGraph, t: int, matched: dict[int, int]
                         ) -> list[tuple[int, int, list[int]]]:
