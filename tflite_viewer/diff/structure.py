@@ -182,6 +182,11 @@ class SubgraphComparison:
                     p = self._partner(x)
                     detail = "A's tensor has no match in B" if p is None else \
                         f"A's tensor is B's {self._tensor_text('b', p)}"
+                    shared = len({k for k, _ in ga.consumers[x]})
+                    if shared > 1 and ga.constant[x] and y is not None and gb.valid(y) and \
+                            gb.constant[y] and y not in self.part.t_ba:
+                        detail = (f"A shares this constant among {shared} ops; B gives this "
+                                  "op one of its own")
                 yield Difference("operator", "changed", f"{what}[{i}]", ra, rb,
                                  self._tensor_text("a", x) if x is not None else None,
                                  self._tensor_text("b", y) if y is not None else None, detail)

@@ -3,9 +3,11 @@
 Names first, structure where names fail, position last; every match keeps its evidence.
 
 1. **Seeds.**  Tensors whose name is unique on both sides and that agree in kind
-   (constant, variable, widened constant, activation) and shape, then tensors named in a
-   signature the two subgraphs share (by the signature's input/output name), then
-   constants whose bytes (type and shape) are unique on each side and the same on both.
+   (constant, variable, widened constant, activation) and shape, the inputs of a
+   signature the two subgraphs share (by the signature's input name), and constants whose
+   bytes (type and shape) are unique on each side and the same on both.  The signature's
+   outputs come once these have been propagated (step 2): an op removed before an output
+   makes the signature name another tensor.
 2. **Propagation** (a work list).  A matched tensor pair matches its producers (same op
    type, same output position) and its consumers (same op type reading it at the same
    input position; several candidates are told apart by how many other inputs already
@@ -92,6 +94,8 @@ class SubgraphMatcher:
         self.inserted: dict[int, str] = {}          # unmatched B op -> what it is
         self.removed: dict[int, str] = {}           # unmatched A op -> what it was
         self._queue: deque = deque()
+        self._consumer_queue: deque = deque()
+        self._backward_queue: deque = deque()
 
     # -- recording -----------------------------------------------------------------------
     def match_tensor(self, ta: int, tb: int, ev: Evidence) -> bool:
@@ -111,14 +115,24 @@ class SubgraphMatcher:
     # -- the phases ----------------------------------------------------------------------
     def run(self, seeds: list[tuple[int, int, Evidence]] = ()) -> "SubgraphMatcher":
         a, b = self.a, self.b
+
+        def seed(pairs) -> None:
+            for ta, tb, ev in pairs:
+                if a.valid(ta) and b.valid(tb) and a.kind(ta) == b.kind(tb):
+                    self.match_tensor(ta, tb, ev)
+
         self._names(strong=True)
-        for ta, tb, ev in seeds:
-            if a.valid(ta) and b.valid(tb) and a.kind(ta) == b.kind(tb):
-                self.match_tensor(ta, tb, ev)
+        seed(s for s in seeds if s[0] in a.graph_inputs)
+        self._io_positions(("input",))
         self._contents()
+        self._drain(backward=False)
+        # outputs once the graph has spoken (removing the op that wrote a subgraph output
+        # makes the signature name its input), then names whose shape changed
+        seed(seeds)
+        self._names(strong=False)
+        self._drain(backward=False)
         self._drain()
-        for phase in (lambda: self._names(strong=False), self._retyped, self._io_positions,
-                      self._same_index, self._lone_ops):
+        for phase in (self._retyped, self._io_positions, self._same_index, self._lone_ops):
             phase()
             self._drain()
         self._aliases()
@@ -216,10 +230,13 @@ class SubgraphMatcher:
                 self.match_op(x, y, Evidence("position", f"{name} number {n} of those that "
                                                          "touch no tensor"))
 
-    def _io_positions(self) -> None:
+    def _io_positions(self, which: tuple[str, ...] = ("input", "output")) -> None:
+        """The subgraphs' inputs (when both have as many) and outputs by position."""
         a, b = self.a, self.b
         for what, xs, ys in (("input", a.graph_inputs, b.graph_inputs),
                              ("output", a.graph_outputs, b.graph_outputs)):
+            if what not in which or (what == "input" and len(xs) != len(ys)):
+                continue
             for k, (ta, tb) in enumerate(zip(xs, ys)):
                 if a.valid(ta) and b.valid(tb) and a.kind(ta) == b.kind(tb):
                     self.match_tensor(ta, tb, Evidence("position", f"subgraph {what} {k}"))
@@ -243,17 +260,16 @@ class SubgraphMatcher:
                     self.match_tensor(t, t, Evidence("position", f"tensor {t} on both sides"))
 
     # -- propagation ---------------------------------------------------------------------
-    def _drain(self) -> None:
+    def _drain(self, backward: bool = True) -> None:
         """Work through the queue in three levels of trust.  First what a matched tensor's
         producer and a matched op's outputs and constant inputs say; then the consumers of
         a matched tensor (several ops may read one tensor), one tensor pair at a time;
-        last the activation inputs of a matched op, one op pair at a time (an op removed
-        or inserted upstream makes them differ).  So an op is matched by the tensor it
-        writes before another op reading the same input can claim it."""
-        q = self._queue
-        consumers: deque = deque()
-        backward: deque = deque()
-        while q or consumers or backward:
+        last (``backward``; else they wait for a later call) the activation inputs of a
+        matched op, one op pair at a time (an op removed or inserted upstream makes them
+        differ).  So an op is matched by the tensor it writes before another op reading the
+        same input can claim it."""
+        q, consumers, later = self._queue, self._consumer_queue, self._backward_queue
+        while q or consumers or (backward and later):
             while q:
                 what, x, y = q.popleft()
                 if what == 0:
@@ -261,11 +277,11 @@ class SubgraphMatcher:
                     consumers.append((x, y))
                 else:
                     self._op_neighbours(x, y)
-                    backward.append((x, y))
+                    later.append((x, y))
             if consumers:
                 self._consumers(*consumers.popleft())
-            elif backward:
-                self._activation_inputs(*backward.popleft())
+            elif backward and later:
+                self._activation_inputs(*later.popleft())
 
     def _op_neighbours(self, oa: int, ob: int) -> None:
         a, b = self.a, self.b
