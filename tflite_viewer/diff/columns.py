@@ -78,12 +78,13 @@ def _child_keys(model: Model, parent_batch, parent_rows: dict[int, int], n: int,
             if batch.parent_batch is not parent_batch or len(batch) == 0:
                 continue
             cols = _columns(model, batch)
-            for j, prow in enumerate(batch.parent.tolist()):
+            label = (batch.label, type_name)
+            rows = zip(*cols) if cols else [()] * len(batch)
+            for prow, values in zip(batch.parent.tolist(), rows):
                 item = parent_rows.get(prow)
                 if item is not None:
-                    keys[item].append((batch.label, type_name,
-                                       tuple(col[j] for col in cols)))
-    return [tuple(sorted(k)) for k in keys]
+                    keys[item].append(label + (values,))
+    return [tuple(k) if len(k) < 2 else tuple(sorted(k, key=repr)) for k in keys]
 
 
 def _rows(model: Model, type_name: str, subgraph: int):
@@ -100,12 +101,14 @@ def option_keys(model: Model, subgraph: int) -> list[tuple]:
     order = {int(r): k for k, r in enumerate(rows.tolist())}
     keys = _child_keys(model, ops, order, len(rows), ("Options", "Options2"))
     if len(ops):
-        custom = _per_row(*index.vector(ops, "custom_options")[::2])
-        fmt = index.scalar(ops, "custom_options_format").tolist()
-        large = list(zip(index.scalar(ops, "large_custom_options_offset").tolist(),
-                         index.scalar(ops, "large_custom_options_size").tolist()))
-        keys = [k + (custom[r], fmt[r], large[r] != (0, 0))
-                for k, r in zip(keys, rows.tolist())]
+        values, _owner, lengths = index.vector(ops, "custom_options")
+        fmt = index.scalar(ops, "custom_options_format")
+        large = (index.scalar(ops, "large_custom_options_offset") != 0) | \
+            (index.scalar(ops, "large_custom_options_size") != 0)
+        if lengths.any() or fmt.any() or large.any():  # custom ops: their bytes too
+            custom = _per_row(values, lengths)
+            fmt_l, large_l = fmt.tolist(), large.tolist()
+            keys = [k + (custom[r], fmt_l[r], large_l[r]) for k, r in zip(keys, rows.tolist())]
     return keys
 
 

@@ -10,17 +10,17 @@ statistics of a changed constant, what an inserted op is, which tensors a list g
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 CATEGORIES = ("model", "signature", "subgraph", "operator", "tensor")
 CHANGES = ("added", "removed", "changed")
 _SIGN = {"added": "+", "removed": "-", "changed": "~"}
 
 
-@dataclass(frozen=True)
-class Ref:
+class Ref(NamedTuple):
     """An item on one side: (subgraph, index) and its name (op type or tensor name); for
-    signatures and model-level items ``index`` is -1 and ``name`` the key."""
+    signatures and model-level items ``index`` is -1 and ``name`` the key.  (A tuple: a
+    diff of two 20,000-op models makes tens of thousands.)"""
 
     subgraph: int
     index: int

@@ -285,20 +285,23 @@ class SubgraphMatcher:
 
     def _op_neighbours(self, oa: int, ob: int) -> None:
         a, b = self.a, self.b
-        name = a.describe_op(oa)
+        t_ab, na, nb = self.t_ab, a.n_tensors, b.n_tensors
         for pos, (x, y) in enumerate(zip(a.outputs[oa], b.outputs[ob])):
-            if a.valid(x) and b.valid(y):
-                self._pair_at(x, y, f"output {pos} of matched {name}")
+            if 0 <= x < na and 0 <= y < nb and t_ab.get(x) != y:
+                self._pair_at(x, y, f"output {pos} of matched {a.describe_op(oa)}")
+        kinds = a.kinds
         for pos, (x, y) in enumerate(zip(a.inputs[oa], b.inputs[ob])):
-            if a.valid(x) and b.valid(y) and a.kind(x) in ("constant", "variable"):
-                self._pair_at(x, y, f"input {pos} of matched {name}")
+            if 0 <= x < na and 0 <= y < nb and t_ab.get(x) != y and \
+                    kinds[x] in ("constant", "variable"):
+                self._pair_at(x, y, f"input {pos} of matched {a.describe_op(oa)}")
 
     def _activation_inputs(self, oa: int, ob: int) -> None:
         a, b = self.a, self.b
-        name = a.describe_op(oa)
+        t_ab, na, nb, kinds = self.t_ab, a.n_tensors, b.n_tensors, a.kinds
         for pos, (x, y) in enumerate(zip(a.inputs[oa], b.inputs[ob])):
-            if a.valid(x) and b.valid(y) and a.kind(x) not in ("constant", "variable"):
-                self._pair_at(x, y, f"input {pos} of matched {name}")
+            if 0 <= x < na and 0 <= y < nb and t_ab.get(x) != y and \
+                    kinds[x] not in ("constant", "variable"):
+                self._pair_at(x, y, f"input {pos} of matched {a.describe_op(oa)}")
 
     def _pair_at(self, x: int, y: int, detail: str) -> None:
         """Tensors in the same place of a matched op pair: matched directly when both are
