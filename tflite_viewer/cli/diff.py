@@ -1,5 +1,5 @@
 """`tflite-viewer diff A B [--json] [-o OUT.json] [--matches] [--numeric [--inputs IN.npz |
---images DIR] [--samples N] [--seed N] [--tolerance T]]`
+--images DIR] [--samples N] [--seed N] [--tolerance REL]]`
 
 A summary first (what was matched; how many model fields, signatures, subgraphs,
 operators and tensors were added, removed or changed), then each difference; with
@@ -25,7 +25,7 @@ DESCRIPTION = (
     "only one model has.\n\n"
     "With --numeric both models run on the same inputs and every matched tensor pair is "
     "compared (max abs error, error relative to range, cosine, SQNR: the metrics of "
-    "`quant`); the first op where they part is named.\n\n"
+    "the quant command); the first op where they part is named.\n\n"
     "Exit 0 when the models are the same, 1 when they differ, 2 on bad input.")
 EXAMPLES = [
     "tflite-viewer diff mobilenet_v2_float.tflite mobilenet_v2_int8.tflite",
@@ -53,9 +53,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--samples", type=int, default=1, metavar="N",
                    help="number of samples (seeded when no --inputs or --images; default 1)")
     add_seed_option(p, "the seeded samples")
-    p.add_argument("--tolerance", type=float, default=None, metavar="T",
-                   help="a tensor pair parts when its error passes T times the range of A's "
-                        "values (default 1e-6)")
+    p.add_argument("--tolerance", type=float, default=None, metavar="REL",
+                   help="a tensor pair parts when its error passes REL times the range of "
+                        "A's values (default 1e-6)")
 
 
 def main(args: argparse.Namespace) -> int:

@@ -426,11 +426,14 @@ class SubgraphMatcher:
     def _pick(self, ta: int, key: tuple[str, int], la: list, lb: list) -> None:
         """Pair candidate consumers of one op type and input position: best score first
         (inputs already matched at the same positions, equal output shapes, equal fused
-        activation, not reached through inserted ops), then in order."""
+        activation, not reached through inserted ops), then in order; never two ops whose
+        outputs are already matched elsewhere."""
         a, b = self.a, self.b
         scored = []
         for ia, (da, ka) in enumerate(la):
             for ib, (db, kb) in enumerate(lb):
+                if self._outputs_disagree(ka, kb):
+                    continue
                 s = sum(1 for x, y in zip(a.inputs[ka], b.inputs[kb])
                         if x >= 0 and self.t_ab.get(x) == y)
                 s += [a.shapes[o] for o in a.outputs[ka] if a.valid(o)] == \
@@ -445,6 +448,16 @@ class SubgraphMatcher:
             if depth:
                 detail += " (through an op inserted on one side)"
             self.match_op(ka, kb, Evidence("structure", detail))
+
+    def _outputs_disagree(self, ka: int, kb: int) -> bool:
+        """Whether an output of A's op ``ka`` is already matched with a tensor that is not
+        B's op ``kb``'s output at that position (or the other way round): an op removed
+        on one side leaves its output behind, matched by name to a tensor nothing writes."""
+        for x, y in zip(self.a.outputs[ka], self.b.outputs[kb]):
+            px, py = self.t_ab.get(x), self.t_ba.get(y)
+            if (px is not None and px != y) or (py is not None and py != x):
+                return True
+        return False
 
     # -- what is left --------------------------------------------------------------------
     def _aliases(self) -> None:
