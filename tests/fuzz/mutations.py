@@ -576,7 +576,9 @@ def sparsity_shape(tree, rng):
                       "order", "shape"))
     if how == "dense_size" and dms:
         dm = rng.choice(dms)
-        dm.format, dm.denseSize = 0, int(dm.denseSize) + rng.choice((-1, 1, 7, -2**31))
+        # wrapped to int32 as the file stores it (applied twice, -2**31 twice would not fit)
+        size = int(dm.denseSize) + rng.choice((-1, 1, 7, -2**31))
+        dm.format, dm.denseSize = 0, (size + 2**31) % 2**32 - 2**31
     elif how == "index":
         csr = [dm for dm in dms if dm.format == 1 and dm.arrayIndices is not None]
         if not csr:

@@ -236,7 +236,7 @@ def test_absent_operator_vectors_read_as_empty_in_every_column_reader(tmp_path):
     for sg in model.subgraphs:
         assert sg.columns.opcode_index.size == 0 and sg.columns.inputs.size == 0
         assert len(sg.operators) == 0
-    assert cli("layout", write(tmp_path, data), "--json", "-").returncode == 0
+    assert cli("layout", write(tmp_path, data), "--json").returncode == 0
     assert cli("info", write(tmp_path, data), "--json").returncode == 0
 
 

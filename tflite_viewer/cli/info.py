@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..graph.labels import composite_summary
 from ..model import Model, ModelFormatError
 from .common import add_model_argument, load_model_arg, subcommand_parser
 from .output import Output, add_json_option, add_output_option
@@ -98,7 +99,10 @@ def summarize(model: Model) -> dict:
                                                 or op.builtin_options_2_type),
                       "options": _jsonable(op.options),
                       "custom_options": _jsonable(op.custom_options),
-                      "calls": op.called_subgraphs} for op in sg.operators]
+                      "calls": op.called_subgraphs,
+                      **({"composite": {"name": op.composite_name,
+                                        "attributes": _jsonable(op.composite_attributes)}}
+                         if op.composite_name is not None else {})} for op in sg.operators]
         subgraphs.append({"index": sg.index, "name": sg.name, "inputs": list(sg.inputs),
                           "outputs": list(sg.outputs), "tensors": tensors,
                           "operators": operators})
@@ -178,6 +182,8 @@ def render_text(model: Model) -> str:
             ins = ", ".join("-" if i < 0 else f"T#{i}" for i in op.inputs)
             outs = ", ".join(f"T#{i}" for i in op.outputs)
             calls = "".join(f" {role}=Subgraph#{s}" for role, s in op.called_subgraphs.items())
+            if op.composite_name is not None:  # what the composite computes
+                calls = f" {op.composite_name}({composite_summary(op)})" + calls
             lines.append(f"  Op#{op.index} {op.name}(v{op.version})({ins}) -> [{outs}]{calls}")
         lines.append("  Tensors:")
         lines.extend(_tensor_line(t) for t in sg.tensors)

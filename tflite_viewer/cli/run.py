@@ -233,7 +233,7 @@ def _stats(a: np.ndarray | None) -> dict:
 
 def _main(args: argparse.Namespace) -> int:
     from ..interpreter import Interpreter
-    from ..interpreter.inputs import complete_inputs, input_specs, positional
+    from ..interpreter.inputs import complete_inputs, input_specs
 
     out = Output(args, files={"--dump-all": args.dump_all})
     if args.tolerance is not None and not args.tolerance >= 0:
@@ -262,7 +262,7 @@ def _main(args: argparse.Namespace) -> int:
     arrays, generated = complete_inputs(model, given, args.seed, signature, max_bytes=max_bytes)
     specs = input_specs(model, signature)
     t0 = time.perf_counter()
-    interp.invoke(positional(model, arrays, signature), signature=signature)
+    interp.invoke(arrays, signature=signature)  # by name: a signature has no order
     seconds = time.perf_counter() - t0
 
     sgi = specs[0].subgraph if specs else (

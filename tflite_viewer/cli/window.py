@@ -73,6 +73,15 @@ def build_parser() -> argparse.ArgumentParser:
                              "operator N of the subgraph shown, the debugger docks open")
     parser.add_argument("--inputs", metavar="IN.npz", default=None,
                         help="with --run-to: input arrays keyed by input name (default: seeded)")
+    parser.add_argument("--cross-check", action="store_true",
+                        help="with --screenshot: cross-check with LiteRT, its dock shown, "
+                             "coloured by error, the largest error selected")
+    parser.add_argument("--compare-float", metavar="FLOAT.tflite", default=None,
+                        help="with --screenshot: compare MODEL (quantized) with its float "
+                             "original in the Quantization dock, the worst tensor selected")
+    parser.add_argument("--overlay", metavar="METRIC", default=None,
+                        help="with --compare-float: colour the canvas by METRIC (sqnr_db, "
+                             "cosine, fallback_gain_db, ...)")
     parser.add_argument("--check", action="store_true",
                         help="report whether the window can start on this machine (Qt's "
                              "libraries, the display, the platform plugin) and exit: 0 it can, "
@@ -107,6 +116,11 @@ def _check_usage(args: argparse.Namespace) -> None:
         raise CommandError("--run-to goes with --screenshot OUT.png")
     if args.inputs is not None and args.run_to is None:
         raise CommandError("--inputs goes with --run-to N")
+    if args.screenshot is None and (args.cross_check or args.compare_float is not None):
+        raise CommandError(f"{'--cross-check' if args.cross_check else '--compare-float'} "
+                           "goes with --screenshot OUT.png")
+    if args.overlay is not None and args.compare_float is None:
+        raise CommandError("--overlay goes with --compare-float FLOAT.tflite")
     if args.screenshot is not None and Path(args.screenshot).suffix.lower() != ".png":
         raise CommandError(f"--screenshot {args.screenshot}: the output must end in .png")
     if args.screenshot is not None and args.check:
@@ -117,6 +131,11 @@ def _check_model(args: argparse.Namespace) -> None:
     """The model and what the arguments name in it, read once before any Qt: a mistyped
     subcommand, a file that is not a model, a subgraph, operator or tensor it does not
     have are one line here, not an empty window with a dialog."""
+    if args.compare_float is not None:
+        try:
+            load_model_arg(args.compare_float)
+        except CommandError as exc:
+            raise CommandError(f"--compare-float {exc}") from None
     if args.model is not None:
         _check_word(args.model)
         model = load_model_arg(args.model)

@@ -50,7 +50,7 @@ from .comparison import (DEFAULT_TOLERANCE, DEFAULT_UNITS, KERNELS, MODES,  # no
                          OPTIMIZED_UNITS, CrossCheckReport, Error, LiteRTRun, TensorRow,
                          compare_runs, compare_tensor, isolated_run, real_values,
                          resolve_mode, similarity)
-from .inputs import complete_inputs, input_specs, positional
+from .inputs import complete_inputs, input_specs
 
 DEFAULT_TIMEOUT = 600.0
 RESOLVERS = ("BUILTIN_REF", "BUILTIN", "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
@@ -112,7 +112,7 @@ try:
     runner = li.get_signature_runner(cfg["signature"]) if cfg["signature"] is not None else None
     # tensors LiteRT hands out as objects (RESOURCE and VARIANT handles, strings) are never
     # read: get_tensor on a resource variable's handle is a segmentation fault
-    details = {d["index"]: d for d in li.get_tensor_details()}
+    details = {d["index"]: d for d in li.get_tensor_details(cfg["subgraph"])}
     readable = [i for i in range(cfg["num_tensors"])
                 if i in details and details[i]["dtype"] is not np.object_
                 and np.dtype(details[i]["dtype"]) != np.dtype(object)]
@@ -549,7 +549,7 @@ def compare_steps(interpreter, model: Model, steps: "list[Mapping[str, np.ndarra
     reports = []
     for k, (arrays, run) in enumerate(zip(steps, runs)):
         if k or not first_ran:
-            interpreter.invoke(positional(model, arrays, signature), signature=signature)
+            interpreter.invoke(arrays, signature=signature)  # by input name
         reports.append(compare_runs(interpreter, run, tolerance=tolerance, units=units,
                                     model_name=model_name, mode=mode))
         if not reports[-1].ok:

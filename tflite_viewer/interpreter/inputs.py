@@ -444,7 +444,11 @@ def complete_inputs(model: Model, given: Mapping[str, Any] | None = None, seed: 
 
 def positional(model: Model, inputs: Mapping[str, np.ndarray], signature: str | None = None
                ) -> list[np.ndarray]:
-    """Arrays keyed by input name, in the order of the entry subgraph's inputs list (what
-    `Interpreter.set_inputs` takes as a sequence)."""
+    """Arrays keyed by input name, in the order of subgraph 0's inputs list (what
+    `Interpreter.set_inputs` takes as a sequence).  A signature's inputs have no position
+    the interpreter accepts: pass them by name (an `InputError` here says so)."""
+    if signature is not None:
+        raise InputError(f"signature {signature!r} takes its inputs by name: pass the dict "
+                         "itself, not positional(...)")
     specs = sorted(input_specs(model, signature), key=lambda s: s.position)
     return [inputs[s.name] for s in specs]

@@ -3,6 +3,7 @@ top-k of a classifier's output with the labels the model's metadata names.  Qt-f
 `run` command prints these and the window's Outputs dock shows them."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,11 @@ def value_summary(arr: np.ndarray | None) -> str:
     if nonfinite:
         stats += f" ({nonfinite} non-finite)"
     return f"{stats}  first [{first}{more}]"
+
+
+def output_labels(model: Model, subgraph: int, tensor: int) -> list[str] | None:
+    """The labels TFLITE_METADATA names for an output (its TENSOR_AXIS_LABELS file), or None."""
+    return _labels_for(model, subgraph, tensor)
 
 
 def _labels_for(model: Model, subgraph: int, tensor: int) -> list[str] | None:
@@ -142,3 +148,54 @@ def top_k_lines(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None
         return []
     parts = [f"#{i}{f' {label!r}' if label else ''} {_fmt(score)}" for i, label, score in best]
     return [f"    top-{len(best)} ({reason}): " + ", ".join(parts)]
+
+
+# -- segmentation maps --------------------------------------------------------------------------
+
+def label_colours(n: int) -> np.ndarray:
+    """``n`` distinct RGB colours for class indices, class 0 black (the background of the
+    PASCAL VOC convention segmentation models follow): the bits of the class index are
+    spread over the high bits of red, green and blue in turn."""
+    out = np.zeros((max(n, 1), 3), np.uint8)
+    for i in range(n):
+        c, rgb = i, [0, 0, 0]
+        for bit in range(7, -1, -1):
+            for ch in range(3):
+                rgb[ch] |= ((c >> ch) & 1) << bit
+            c >>= 3
+        out[i] = rgb
+    return out
+
+
+@dataclass(frozen=True)
+class Segmentation:
+    """An output read as per-pixel class scores: the argmax class of every pixel and the
+    classes present, largest share first, as (class, label, fraction of the pixels)."""
+
+    classes: np.ndarray  # H x W class indices
+    present: tuple[tuple[int, str, float], ...]
+    n_classes: int
+
+
+def segmentation(model: Model | None, subgraph: int, tensor: int,
+                 arr: np.ndarray | None) -> Segmentation | None:
+    """``arr`` as a segmentation map when it is one: [1,] H x W x C scores with more than 4
+    classes C and H, W of at least 4 pixels (deeplabv3's float32[1, 257, 257, 21]); None
+    otherwise.  Labels come from the model's TENSOR_AXIS_LABELS file ("" without one)."""
+    if arr is None:
+        return None
+    a = np.asarray(arr)
+    while a.ndim > 3 and a.shape[0] == 1:
+        a = a[0]
+    if a.ndim != 3 or a.shape[0] < 4 or a.shape[1] < 4 or a.shape[2] <= 4 \
+            or a.dtype.kind not in "biuf":
+        return None
+    scores = a.astype(np.float64) if a.dtype.kind == "f" else a
+    if scores.dtype.kind == "f":
+        scores = np.nan_to_num(scores, nan=-np.inf)
+    classes = np.argmax(scores, axis=2)
+    counts = np.bincount(classes.reshape(-1), minlength=a.shape[2])
+    labels = (output_labels(model, subgraph, tensor) if model is not None else None) or []
+    present = sorted(((int(c), labels[c] if c < len(labels) else "", float(n) / classes.size)
+                      for c, n in enumerate(counts) if n), key=lambda r: (-r[2], r[0]))
+    return Segmentation(classes, tuple(present), int(a.shape[2]))

@@ -35,7 +35,7 @@ import numpy as np
 from ..model import Model, load_model
 from . import debugger as dbg
 from .errors import ExecutionError
-from .inputs import complete_inputs, input_specs, positional
+from .inputs import complete_inputs, input_specs
 from .interpreter import Interpreter
 from .tensor import AllocationType
 
@@ -153,7 +153,8 @@ class _CancelBreakpoint(dbg.Breakpoint):
         return "stopped by the user"
 
 
-def _kind(bp: dbg.Breakpoint) -> str:
+def breakpoint_kind(bp: dbg.Breakpoint) -> str:
+    """``op``, ``op type``, ``non-finite``, ``range``, ``saturation`` or ``condition``."""
     return {dbg.OpBreakpoint: "op", dbg.OpTypeBreakpoint: "op type",
             dbg.NonFiniteBreakpoint: "non-finite", dbg.RangeBreakpoint: "range",
             dbg.SaturationBreakpoint: "saturation"}.get(type(bp), "condition")
@@ -174,7 +175,7 @@ def describe_breakpoint(bp: dbg.Breakpoint, model: Model | None = None) -> str:
         where.append(f"subgraph {bp.subgraph}")
     if bp.op_type is not None:
         where.append(f"op type {bp.op_type}")
-    kind = _kind(bp)
+    kind = breakpoint_kind(bp)
     if isinstance(bp, dbg.NonFiniteBreakpoint):
         head = "NaN/Inf in an output"
     elif isinstance(bp, dbg.RangeBreakpoint):
@@ -319,9 +320,8 @@ class DebugSession:
         self._cancel.clear()
         self._reset_masks()
         interp = self.interpreter
-        arrays = positional(self.model, self.inputs, self.signature)
-        try:
-            stop = interp.start(arrays, signature=self.signature)
+        try:  # by input name: a signature's order need not be its subgraph's
+            stop = interp.start(self.inputs, signature=self.signature)
         except Exception as exc:  # noqa: BLE001
             self.state = ERROR
             self.error = str(exc)
@@ -401,11 +401,32 @@ class DebugSession:
         self._cancel.set()
 
     # -- breakpoints -------------------------------------------------------------------------
-    def add_breakpoint(self, bp: dbg.Breakpoint) -> int:
-        bid = next(self._ids)
+    def add_breakpoint(self, bp: dbg.Breakpoint, bid: int | None = None) -> int:
+        """Add ``bp``; ``bid`` gives it the id a UI knows it by (one already used is
+        replaced), else the next free one."""
+        if bid is None:
+            bid = next(self._ids)
+            while bid in self._breakpoints:
+                bid = next(self._ids)
+        elif bid in self._breakpoints:
+            self.remove_breakpoint(bid)
         self._breakpoints[bid] = bp
         self.interpreter.add_breakpoint(bp)
         return bid
+
+    def sync_breakpoints(self, wanted) -> None:
+        """Make the session's breakpoints ``wanted`` ((id, Breakpoint) pairs, a UI's list):
+        ids it lacks are removed, new ones added, known ones take the new enabled state
+        (their hit counts stay)."""
+        wanted = dict(wanted)
+        for bid in [b for b in self._breakpoints if b not in wanted]:
+            self.remove_breakpoint(bid)
+        for bid, bp in wanted.items():
+            mine = self._breakpoints.get(bid)
+            if mine is None:
+                self.add_breakpoint(bp, bid)
+            else:
+                mine.enabled = bool(bp.enabled)
 
     def remove_breakpoint(self, bid: int) -> None:
         bp = self._breakpoints.pop(bid, None)
@@ -433,7 +454,7 @@ class DebugSession:
 
     def breakpoints(self) -> tuple[BreakpointInfo, ...]:
         return tuple(BreakpointInfo(bid, describe_breakpoint(bp, self.model), bp.enabled,
-                                    bp.hits, bp.subgraph, bp.op, _kind(bp))
+                                    bp.hits, bp.subgraph, bp.op, breakpoint_kind(bp))
                      for bid, bp in self._breakpoints.items())
 
     # -- values ------------------------------------------------------------------------------

@@ -304,9 +304,19 @@ class Model:
 
     @cached_property
     def parameter_count(self) -> int:
-        """Elements of constant tensors (weights, biases, other constants)."""
-        return sum(t.num_elements for sg in self.subgraphs for t in sg.tensors
-                   if t.buffer_nbytes and not t.is_variable)
+        """Elements of constant tensors (weights, biases, other constants), each buffer
+        counted once: the signatures of an LLM export (prefill, decode) are subgraphs whose
+        tensors share the same weight buffers, and those weights exist once in the file.
+        A buffer's elements are those of the first non-variable tensor that reads it."""
+        seen: set[int] = set()
+        total = 0
+        for sg in self.subgraphs:
+            for t in sg.tensors:
+                if t.buffer in seen or not t.buffer_nbytes or t.is_variable:
+                    continue
+                seen.add(t.buffer)
+                total += t.num_elements
+        return total
 
     def op_histogram(self) -> dict[str, int]:
         """`{"CONV_2D/v1": 15, ...}` over all subgraphs, in first-seen order."""

@@ -165,6 +165,34 @@ class Operator:
                     out[role] = int(value)
         return out
 
+    # -- composites ----------------------------------------------------------------------
+    @property
+    def composite_name(self) -> str | None:
+        """A STABLEHLO_COMPOSITE's name (``odml.scaled_dot_product_attention``), else None."""
+        if self.builtin_options_2_type != "StableHLOCompositeOptions":
+            return None
+        name = self.builtin_options_2.get("name")
+        return str(name) if name else None
+
+    @cached_property
+    def composite_attributes(self) -> Any:
+        """A STABLEHLO_COMPOSITE's ``composite_attributes`` decoded from FlexBuffers (a
+        dict such as ``{"scale": 0.25}``); the raw bytes when they are in another format
+        or do not decode; None when the op is no composite or has none."""
+        if self.builtin_options_2_type != "StableHLOCompositeOptions":
+            return None
+        opts = self.builtin_options_2
+        raw = opts.get("composite_attributes")
+        if not raw:
+            return None
+        raw = bytes(raw)
+        if opts.get("composite_attributes_format", "FLEXBUFFERS") != "FLEXBUFFERS":
+            return raw
+        try:
+            return flexbuffers.Loads(raw)
+        except Exception:  # noqa: BLE001 - arbitrary bytes: anything may fail inside
+            return raw
+
     # -- custom options ------------------------------------------------------------------
     @cached_property
     def custom_options_bytes(self) -> bytes | None:

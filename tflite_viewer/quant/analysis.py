@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..interpreter.inputs import InputError, InputSpec, input_specs
 from ..model import Model, load_model
 from ..model.errors import TFLiteViewerError
 from . import samples as smp
@@ -198,15 +199,20 @@ def make_samples(model: Model, float_model: Model | None, *, count: int = 10, se
         got = smp.given_samples(model, given, signature)
         return got[:count] if count else got
     if npz is not None:
-        return smp.npz_samples(model, npz, count)
+        return smp.npz_samples(model, npz, count, signature)
     if images is not None:
-        return smp.image_samples(model, images, count)
+        return smp.image_samples(model, images, count, signature)
     return smp.seeded_samples(source, count, seed, signature)
 
 
 @dataclass
 class _Run:
-    """One entry of the quantized model, its float counterpart, samples and runners."""
+    """One entry of the quantized model, its float counterpart, samples and runners.
+
+    ``samples`` are in the order of one model's entry inputs (``source``); ``q_order`` and
+    ``f_order`` pick each runner's inputs from a sample (`input_order`), so the two models
+    get the same values for the same named input even when their inputs are listed in
+    other orders."""
 
     entry: Entry
     covers: frozenset[int]               # the subgraphs compared on this run
@@ -214,6 +220,35 @@ class _Run:
     qrun: ModelRunner
     frun: ModelRunner | None
     out_pairs: list[tuple[int, tuple[int, int]]]   # (quantized output, float (sg, tensor))
+    q_order: list[int] | None = None
+    f_order: list[int] | None = None
+
+
+def input_order(src: list[InputSpec], dst: list[InputSpec],
+                partner: Callable[[InputSpec], tuple[int, int] | None] | None = None
+                ) -> list[int] | None:
+    """For each input of ``dst``, the index of the ``src`` input that feeds it: same name
+    (signature input name, else tensor name), else the tensor ``partner`` pairs it with
+    ((subgraph, tensor) of ``src``), else the same position.  None when that is the
+    identity; an `InputError` when an input finds no source."""
+    by_name = {s.name: k for k, s in enumerate(src)}
+    by_tensor = {(s.subgraph, s.tensor): k for k, s in enumerate(src)}
+    order = []
+    for pos, d in enumerate(dst):
+        k = by_name.get(d.name)
+        if k is None and partner is not None:
+            k = by_tensor.get(partner(d) or (-1, -1))
+        if k is None and len(src) == len(dst):
+            k = pos
+        if k is None:
+            raise InputError(f"input {d.name!r} {d.describe()}: no input of the other model "
+                             f"feeds it (those are {', '.join(repr(s.name) for s in src)})")
+        order.append(k)
+    return None if order == list(range(len(src))) else order
+
+
+def _pick(sample: smp.Sample, order: list[int] | None) -> smp.Sample:
+    return sample if order is None else [sample[k] for k in order]
 
 
 def _float_entry(qm: Model, fm: Model, entry: Entry, pairing: Pairing) -> Entry | None:
@@ -249,18 +284,29 @@ def _plan(qm: Model, fm: Model | None, pairing: Pairing | None, backend: str, *,
             continue
         covered |= covers
         fe = _float_entry(qm, fm, e, pairing) if fm is not None else None
-        if n == 0:
-            batch = make_samples(qm, fm if fe is not None else None, count=count, seed=seed,
-                                 npz=npz, images=images, given=given, signature=e.signature)
-        else:  # seeded, for the entry's own inputs
+        supplied = n == 0 and (given is not None or npz is not None or images is not None)
+        if supplied:  # in the quantized entry's order
+            batch = make_samples(qm, None, count=count, seed=seed, npz=npz, images=images,
+                                 given=given, signature=e.signature)
+        else:  # seeded, for the float entry's inputs when there is one (what data is like)
             batch = smp.seeded_samples(fm if fe is not None else qm, count, seed,
                                        fe.signature if fe is not None else e.signature)
         qsg = qm.subgraphs[e.subgraph]
         outs = [(qi, pairing.tensors[(e.subgraph, qi)][0]) for qi in qsg.outputs
                 if pairing is not None and (e.subgraph, qi) in pairing.tensors] \
             if fe is not None else []
-        runs.append(_Run(e, covers, batch, ModelRunner(qm, backend, e),
-                         ModelRunner(fm, backend, fe) if fe is not None else None, outs))
+        run = _Run(e, covers, batch, ModelRunner(qm, backend, e),
+                   ModelRunner(fm, backend, fe) if fe is not None else None, outs)
+        if fe is not None:
+            qspecs, fspecs = input_specs(qm, e.signature), input_specs(fm, fe.signature)
+            if not supplied:   # samples in the float entry's order
+                run.q_order = input_order(fspecs, qspecs, lambda q: pairing.partner(
+                    (q.subgraph, q.tensor)))
+            else:                   # samples in the quantized entry's order
+                back = {v[0]: k for k, v in pairing.tensors.items()}
+                run.f_order = input_order(qspecs, fspecs,
+                                          lambda f: back.get((f.subgraph, f.tensor)))
+        runs.append(run)
     return runs
 
 
@@ -369,8 +415,8 @@ def analyze(model: Model | str | os.PathLike | bytes,
         mine = [rep for key, rep in reports.items() if key[0] in run.covers]
         for s, sample in enumerate(run.samples):
             tick(f"{where}sample {s + 1}/{len(run.samples)}: running the models")
-            qt = run.qrun.run(sample)
-            ft = run.frun.run(sample) if run.frun is not None else None
+            qt = run.qrun.run(_pick(sample, run.q_order))
+            ft = run.frun.run(_pick(sample, run.f_order)) if run.frun is not None else None
             for rep in mine:
                 qv = qt.get(rep.key)
                 if qv is None:
@@ -388,7 +434,8 @@ def analyze(model: Model | str | os.PathLike | bytes,
                 tick(f"{where}sample {s + 1}/{len(run.samples)}: op {k[1]} "
                      f"({fb.gains[k].opcode}) in float")
                 try:
-                    tensors = run.qrun.run(sample, after_op=fb.hook_for(k))
+                    tensors = run.qrun.run(_pick(sample, run.q_order),
+                                           after_op=fb.hook_for(k))
                 except Exception as exc:  # noqa: BLE001 - one op's failure is that op's result
                     fb.gains[k].error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
                     continue

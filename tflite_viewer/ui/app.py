@@ -10,6 +10,7 @@ import contextlib
 import logging
 import os
 import sys
+import tempfile
 from argparse import Namespace
 from pathlib import Path
 
@@ -100,7 +101,9 @@ def run_app(args: Namespace) -> int:
     if screenshot:
         return take_screenshot(model, Path(screenshot), select=select, subgraph=subgraph,
                                run_to=getattr(args, "run_to", None),
-                               inputs=getattr(args, "inputs", None))
+                               inputs=getattr(args, "inputs", None),
+                               **{k: getattr(args, k, None)
+                                  for k in ("cross_check", "compare_float", "overlay")})
 
     install_excepthook()
     window = MainWindow(errors=reporter())
@@ -115,34 +118,42 @@ def run_app(args: Namespace) -> int:
 
 def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgraph: str | None = None,
                     size: tuple[int, int] = SCREENSHOT_SIZE, run_to: int | None = None,
-                    inputs: str | None = None) -> int:
-    """Open ``model`` in a window of ``size``, select, and save the window to ``out``;
-    with ``run_to``, first run the debugger to just before that operator.  Returns 0;
-    raises ValueError (or OSError) with the reason when it cannot."""
+                    inputs: str | None = None, cross_check: bool = False,
+                    compare_float: str | None = None, overlay: str | None = None) -> int:
+    """Open ``model`` in a window of ``size`` (the default layout), select, and save the
+    window to ``out``; with ``run_to``, first run the debugger to just before that
+    operator; with ``cross_check`` / ``compare_float``, show that analysis
+    (`screenshot_steps`).  Returns 0; raises ValueError (or OSError) with the reason when
+    it cannot."""
     from .render import save_png
 
     if out.suffix.lower() != ".png":
         raise ValueError(f"--screenshot {out.name}: the output must end in .png")
     make_app()
     with _quiet_qt_and_logs():
-        image = _grab(model, size, select, subgraph, run_to, inputs)
+        image = _grab(model, size, select, subgraph, run_to, inputs, bool(cross_check),
+                      compare_float, overlay)
     save_png(image, out)
     return 0
 
 
 def _grab(model: Path, size: tuple[int, int], select: str | None, subgraph: str | None,
-          run_to: int | None, inputs: str | None):
-    """The window with ``model`` open (and paused, selected) as an image; the window is
-    closed and its background tasks finished however this ends."""
+          run_to: int | None, inputs: str | None, cross_check: bool = False,
+          compare_float: str | None = None, overlay: str | None = None):
+    """The window with ``model`` open (and paused, checked, selected) as an image; the
+    window is closed and its background tasks finished however this ends."""
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
     from .errors import ErrorReporter
     from .main_window import MainWindow
 
-    settings = QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, "tflite-viewer", "screenshot")
+    # settings of this screenshot alone: nothing chosen in an earlier one (a dock's overlay,
+    # sample count, layout) changes what this one shows
+    scratch = tempfile.TemporaryDirectory(prefix="tflite-viewer-screenshot-")
+    settings = QSettings(str(Path(scratch.name) / "settings.ini"), QSettings.Format.IniFormat)
     errors = ErrorReporter(interactive=False, echo=False)  # the caller says it, on one line
-    window = MainWindow(settings=settings, errors=errors)
+    window = MainWindow(settings=settings, errors=errors, remember_layout=False)
     try:
         window.resize(*size)
         window.show()
@@ -153,6 +164,12 @@ def _grab(model: Path, size: tuple[int, int], select: str | None, subgraph: str 
         if run_to is not None:
             from .debugger.screenshot import pause_before
             pause_before(window, run_to, inputs)
+        if cross_check or compare_float:
+            from . import screenshot_steps
+            if cross_check:
+                screenshot_steps.cross_check(window)
+            if compare_float:
+                screenshot_steps.compare_float(window, compare_float, overlay)
         if select:
             window.select_spec(select)
         for _ in range(3):
@@ -161,3 +178,4 @@ def _grab(model: Path, size: tuple[int, int], select: str | None, subgraph: str 
     finally:
         window.close()
         drain_workers()
+        scratch.cleanup()

@@ -70,7 +70,10 @@ class DebugOverlayItem(QGraphicsItem):
         the op about to run.  Only what changed is repainted (a step: two op boxes and the
         edges that became computed), so a step costs the same at 20,000 ops as at 20."""
         n = len(self._op_rows)
-        new_exec = np.zeros(n, bool) if executed is None else np.asarray(executed, bool)[:n]
+        new_exec = np.zeros(n, bool)
+        if executed is not None:  # masks of another length would be another subgraph's
+            executed = np.asarray(executed, bool)[:n]
+            new_exec[:len(executed)] = executed
         t = self._data.edge_tensor
         new_edges = np.zeros(len(t), bool)
         if computed is not None and len(t):
@@ -85,7 +88,8 @@ class DebugOverlayItem(QGraphicsItem):
             return
         m = self._margin()
         dirty = QRectF()
-        for op in changed_ops + [old_current, current]:
+        moved = [old_current, current] if old_current != current else []
+        for op in changed_ops + moved:
             r = self.op_rect(op) if op is not None else None
             if r is not None:
                 dirty = dirty.united(r.adjusted(-m, -m, m, m))

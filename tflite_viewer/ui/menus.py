@@ -42,6 +42,8 @@ def build_menus(w: MainWindow) -> None:
     m = bar.addMenu("&Go")
     add_action(w, m, "&Back", w.go_back, "Alt+Left", "Back to the calling subgraph")
     m = bar.addMenu("&Help")
+    w.shortcuts_action = add_action(w, m, "&Keyboard Shortcuts", w.show_shortcuts, "Ctrl+/",
+                                    "Every shortcut of the window, by menu")
     add_action(w, m, "&About", w.about)
 
 
@@ -103,6 +105,9 @@ def _view_menu(w: MainWindow, m: QMenu) -> None:
     w.minimap_action = add_action(w, m, "&Overview Map", w.minimap.set_enabled_by_user)
     w.minimap_action.setCheckable(True)
     w.minimap_action.setChecked(True)
+    m.addSeparator()
+    w.reset_layout_action = add_action(w, m, "&Reset Layout", w.reset_layout,
+                                       tip="Put every dock back where it starts")
     m.addSeparator()
     for dock in (w.model_dock, w.properties_dock, w.tensor_dock, w.problems_dock,
                  w.history_dock, w.changes_dock):

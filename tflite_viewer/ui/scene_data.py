@@ -198,7 +198,7 @@ def constants_text(op_name: str, inputs: np.ndarray | tuple[int, ...], is_const:
 def _labels_for_model(model, subgraph: int, ga: GraphArrays) -> list[NodeLabel]:
     """The text of every box, by node row, from the reader's columns (no networkx)."""
     from ..graph.build import called_subgraphs
-    from ..graph.labels import options_summary  # graph layer: no Qt
+    from ..graph.labels import composite_title, options_summary  # graph layer: no Qt
 
     sg = model.subgraphs[subgraph]
     is_const = sg.constant_mask
@@ -229,6 +229,14 @@ def _labels_for_model(model, subgraph: int, ga: GraphArrays) -> list[NodeLabel]:
                 code = codes[ci]
                 facts = op_code[ci] = (code.name, f"v{code.version}", code.category)
             name = facts[0]
+            version = facts[1]
+            if name == "STABLEHLO_COMPOSITE":  # its own name says what it computes
+                try:
+                    title = composite_title(sg.operators[k])
+                except Exception:  # noqa: BLE001 - a broken options table keeps the op name
+                    title = None
+                if title:
+                    name, version = title, f"composite {facts[1]}"
             options: str | None = None
             if eager:
                 try:
@@ -237,11 +245,12 @@ def _labels_for_model(model, subgraph: int, ga: GraphArrays) -> list[NodeLabel]:
                     options = "?"
             text = ""
             if has_const[k]:
-                key = (name, const_inputs[offsets[k]:offsets[k + 1]].tobytes())
+                key = (facts[0], const_inputs[offsets[k]:offsets[k + 1]].tobytes())
                 text = constants.get(key)
                 if text is None:
-                    text = constants[key] = constants_text(name, cols.op_inputs(k), is_const, shape)
-            labels.append(NodeLabel("op", name, facts[1], options, text, facts[2], k, None,
+                    text = constants[key] = constants_text(facts[0], cols.op_inputs(k),
+                                                           is_const, shape)
+            labels.append(NodeLabel("op", name, version, options, text, facts[2], k, None,
                                     dict(calls.get(k, {}))))
         else:
             name = KINDS[kind]
@@ -323,7 +332,8 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
     ``reuse_layout``: the layout of an earlier version of the same subgraph.  After an edit
     that changed only labels (options, versions, names, shapes), the boxes stay where they
     were and only the text is new; it is used only if the graph still has exactly its nodes
-    and edges, else the subgraph is laid out afresh.
+    and edges and every new text fits its old box (a longer options line, "3x3 s2x1 SAME
+    relu", would be cut), else the subgraph is laid out afresh.
     """
     measure = measure or TextMeasure()
     if graph is None:
@@ -339,9 +349,13 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
         factory = functools.partial(lambda g: g, graph)
         defects = list(graph.graph.get("defects", ()))
         ga = None
+    lay = None
     if reuse_layout is not None and ga is not None and same_structure(reuse_layout, ids, src, dst, tensors):
-        lay = reuse_layout
-    else:
+        widths, heights = _sizes(labels, measure)
+        old = reuse_layout.arrays
+        if (widths <= old.w + 0.5).all() and (heights <= old.h + 0.5).all():
+            lay = reuse_layout  # every new text fits its box: the boxes stay where they were
+    if lay is None:
         widths, heights = _sizes(labels, measure)
         if ga is not None:
             lay = layout_arrays(ga, widths, heights, layer_gap=LAYER_GAP, node_gap=NODE_GAP)
@@ -430,5 +444,8 @@ def _tensor_text(model, subgraph: int, graph: nx.MultiDiGraph | None,
         dynamic = [sig is not None and len(sig) == len(shape) and sig[i] < 0 for i in range(len(shape))]
         dims = "x".join("?" if dyn else str(d) for d, dyn in zip(shape, dynamic)) or "scalar"
         stored, dtype = text(t).rsplit(" ", 1)
+        if dims == stored:  # they differ where the signature leaves the size open: say how
+            dims = "x".join(map(str, shape)) or "scalar"
+            stored = "x".join(str(int(d)) for d in tcols.shape[t]) or "scalar"
         return f"{dims} {dtype} \u2260 stored {stored}"
     return flagged

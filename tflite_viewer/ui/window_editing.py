@@ -8,8 +8,11 @@ document's freshly serialized and re-read model replaces ``self.model``: the sho
 subgraph's scene is rebuilt (keeping the layout when the graph's structure did not change),
 the panels show the same objects again, the selection (a `Selection`, which finds its
 operator again by the tensors it produces), the view and the keyboard focus stay, and
-``model_replaced`` tells anyone holding state derived from the old model (a debugger) to
-reset.
+the open workspace's `Workspace.replace_model` drops what was computed on the old model
+(the debug run, its outputs and profile, the cross-check, the comparison) and moves the
+watches and breakpoints to their tensors and operators in the new one (or drops them, with
+a notice), and the hub tells the views (topic ``MODEL``); ``model_replaced`` is still
+emitted for whoever listens to Qt signals.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from .panels import common as panel_common
 from .scene_data import SceneData
 from .selection import find_op
 from .workers import lay_out
+from .workspace import MODEL, SESSION_ENDED, SESSION_NOTICE
 
 log = logging.getLogger(__name__)
 
@@ -39,15 +43,17 @@ class EditFlow:
     @property
     def session(self) -> EditSession | None:
         """The edit session of the open model, made on first use (opening stays fast)."""
-        if self._session is None and self.model is not None:
-            session = EditSession(ModelDocument(self.model), self)
+        ws = self.workspace
+        if ws.edit_session is None and ws.model is not None:
+            session = EditSession(ModelDocument(ws.model), self)
             session.changed.connect(self._document_changed)
             session.failed.connect(self._edit_failed)
             session.stack.cleanChanged.connect(self._clean_changed)  # a method: Qt disconnects it
             self.undo_group.addStack(session.stack)
             self.undo_group.setActiveStack(session.stack)
-            self._session = session
-        return self._session
+            ws.edit_session, ws.document = session, session.document
+            ws.on_close(lambda: self._close_session(session))  # another model opened
+        return ws.edit_session
 
     @property
     def document(self) -> ModelDocument | None:
@@ -63,12 +69,11 @@ class EditFlow:
     def is_modified(self) -> bool:
         return self._session is not None and self._session.is_modified
 
-    def _close_session(self) -> None:
-        if self._session is not None:
-            self.undo_group.removeStack(self._session.stack)
-            self._session.close()
-            self._session.deleteLater()
-            self._session = None
+    def _close_session(self, session: EditSession) -> None:
+        """The workspace of ``session`` is closed: its undo history goes with it."""
+        self.undo_group.removeStack(session.stack)
+        session.close()
+        session.deleteLater()
         self.setWindowModified(False)
 
     def apply_edit(self, command) -> EditResult | None:
@@ -116,8 +121,8 @@ class EditFlow:
         focus = remember_focus(self._editing_panels())
         keys = self._panel_keys()
         selection = self.selection
-        self.model = model
-        self._references = None
+        ws = self.workspace
+        ws.replace_model(model, result.scope)  # runs, results and pins follow (ws.notes)
         self.tensor_panel.forget_values()
         if not 0 <= self.subgraph < len(model.subgraphs):
             self.subgraph = 0
@@ -134,7 +139,6 @@ class EditFlow:
         self._refresh_panels(keys)
         self._refresh_highlight(False)
         self.model_panel.show_model(model, keep_scroll=True, path=self.path)
-        self._show_problems()
         self._changes_stale = True
         self._refresh_changes()
         self._update_title()
@@ -143,6 +147,7 @@ class EditFlow:
         restore_focus(focus)
         if background:
             self._check_shapes_in_background(model)
+        self.hub.changed(MODEL, ws)
         self.model_replaced.emit(model)
         self.selectionChanged.emit(self.selection)
         self.edited.emit(result)
@@ -158,13 +163,19 @@ class EditFlow:
             lines.append(notes.text())
         for w in result.warnings:
             lines.append(f"Warning: {w}")
+        lines += self.workspace.notes  # the debug run ended; watches, breakpoints moved
         if result.warnings:
             message += f"; warning: {result.warnings[0]}" + (
                 f" (+{len(result.warnings) - 1} more)" if len(result.warnings) > 1 else "")
         self.last_edit_message = message
         self.statusBar().showMessage(message, 20000)
         if lines:
-            self.notice.show_notice("\n".join(lines), "warning" if result.warnings else "info")
+            notes = self.workspace.notes
+            dropped = any("dropped" in line for line in notes)
+            # about the run this edit ended: the next session takes it away
+            self.notice.show_notice("\n".join(lines),
+                                    "warning" if result.warnings or dropped else "info",
+                                    tag=SESSION_NOTICE if SESSION_ENDED in notes else None)
         elif self.notice.isVisible() and self.notice.level == "error":
             self.notice.dismiss()
 

@@ -2,10 +2,13 @@
 save as, the unsaved-changes prompt, image export, recent files and drag and drop.
 
 A mixin of `MainWindow`: it reads and sets the window's state (``model``, ``path``,
-``save_target``, the edit session) and calls its display methods; it holds no state of
-its own.  Opening runs in a worker task; a result is applied only if it answers the newest
-request, so a slow open can never overwrite a later one, and a failure leaves the open
-model untouched.  Nothing is written to the opened file unless the user confirms it.
+``save_target``, the edit session: all parts of the open `Workspace`) and calls its display
+methods; it holds no state of its own.  Opening runs in a worker task; a result is applied
+only if it answers the newest request, so a slow open can never overwrite a later one, and
+a failure leaves the open model untouched.  An opened model gets a new workspace, which
+replaces the old one whole (`workspace.Hub.replace`); a Reload carries the watches and
+breakpoints over to the reloaded file's tensors and operators, by name.  Nothing is written
+to the opened file unless the user confirms it.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from .editing import human_size
 from .recent import add_recent, clear_recent, recent_files
 from .render import render_scene
 from .workers import Opened, Task, open_model
+from .workspace import Workspace
 
 APP_NAME = "tflite-viewer"
 
@@ -38,15 +42,20 @@ class FileFlows:
         if path:
             self.open_path(path, ask=False)
 
-    def reload(self) -> None:
-        if self.path is not None:
-            self.open_path(self.path, subgraph=self.subgraph, keep_selection=True)
+    def reload(self, *, wait: bool = False) -> bool:
+        """Open the model's file again (it may have changed on disk): the subgraph and the
+        selection stay, and the watches and breakpoints follow their tensors by name."""
+        if self.path is None:
+            return False
+        return self.open_path(self.path, subgraph=self.subgraph, keep_selection=True,
+                              carry=True, wait=wait)
 
     def open_path(self, path: str | Path, *, subgraph: int | str | None = None, wait: bool = False,
-                  keep_selection: bool = False, ask: bool = True) -> bool:
+                  keep_selection: bool = False, ask: bool = True, carry: bool = False) -> bool:
         """Open ``path``; in a worker unless ``wait``.  Returns False when a synchronous open
         failed or the user kept unsaved edits (the open model, if any, stays).  ``ask``
-        False: the caller already asked about unsaved edits."""
+        False: the caller already asked about unsaved edits; ``carry``: a reload (the
+        watches and breakpoints carry over)."""
         if ask and not self.maybe_save():
             return False
         path = Path(path)
@@ -58,7 +67,7 @@ class FileFlows:
             except BaseException as exc:  # noqa: BLE001 - reported, never raised to Qt
                 self._open_failed(path, exc)
                 return False
-            self._opened(opened, selection, wait=True)
+            self._opened(opened, selection, wait=True, carry=carry)
             return True
         task = Task(open_model, path, subgraph, self.measure)
         self._open_serial = task.serial
@@ -67,19 +76,19 @@ class FileFlows:
         task.signals.finished.connect(self._task_done)
         task.signals.failed.connect(self._task_failed)
         self._tasks[task.serial] = task
-        self._open_requests[task.serial] = (path, selection)
+        self._open_requests[task.serial] = (path, selection, carry)
         task.start()
         return True
 
     def _task_done(self, serial: int, result: Opened) -> None:
         self._tasks.pop(serial, None)
-        _path, selection = self._open_requests.pop(serial, (None, None))
+        _path, selection, carry = self._open_requests.pop(serial, (None, None, False))
         if serial == self._open_serial:
-            self._opened(result, selection)
+            self._opened(result, selection, carry=carry)
 
     def _task_failed(self, serial: int, exc: BaseException) -> None:
         self._tasks.pop(serial, None)
-        path, _selection = self._open_requests.pop(serial, (None, None))
+        path, _selection, _carry = self._open_requests.pop(serial, (None, None, False))
         if serial == self._open_serial:
             self._open_failed(path, exc)
 
@@ -100,36 +109,28 @@ class FileFlows:
         self.errors.report(title, message, parent=self)
         self.openFailed.emit(message)
 
-    def _opened(self, opened: Opened, selection=None, wait: bool = False) -> None:
+    def _opened(self, opened: Opened, selection=None, wait: bool = False, carry: bool = False) -> None:
+        """Show an opened model: a new workspace replaces the old one whole (its debug
+        session, tasks and undo history end with it) and every view renders the new one."""
         self._idle()
-        self._close_session()
-        self.model = opened.model
-        self.path = opened.path
-        self.save_target = opened.path
-        self.scenes = {opened.scene.subgraph: opened.scene}
-        self._references = None
-        self.selection = None
-        self._clear_find()
+        ws = Workspace(opened.model, opened.path, opened.summary)
+        ws.scenes = {opened.scene.subgraph: opened.scene}
+        if carry and self.model is not None:
+            ws.carry_over(self.workspace)  # a reload: watches and breakpoints follow by name
         self.notice.dismiss()
-        for panel in (self.properties_panel, self.tensor_panel, self.model_panel):
-            panel.editable = True
-        self.tensor_panel.forget_values()
-        self.changes_panel.show_changes(None)
-        self._changes_stale = False
+        self.hub.replace(ws)
         title = opened.path.name if opened.path else "model"
         self._update_title()
         if opened.path is not None:
             add_recent(self.settings, opened.path)
         self.nav.set_model(self.model)
-        self.model_panel.show_model(self.model, opened.summary)
         self._set_shape_check(None)
-        self._show_problems()
-        self.properties_panel.show_operator(None)
-        self.tensor_panel.show_tensor(None)
         self.trail = self._trail_to(opened.scene.subgraph)
         self._display(opened.scene)
         n_ops = opened.summary.n_ops
         self.statusBar().showMessage(f"Opened {title}: {n_ops:,} operators in {opened.seconds:.2f} s", 8000)
+        if ws.notes:
+            self.notice.show_notice("\n".join(ws.notes), "warning")
         self.modelOpened.emit(self.model)
         self._check_opened_shapes(self.model, wait)
         self.model_replaced.emit(self.model)
@@ -283,5 +284,6 @@ class FileFlows:
         if not self.maybe_save():
             event.ignore()
             return
+        self.save_layout()
         self.settings.sync()
         super().closeEvent(event)

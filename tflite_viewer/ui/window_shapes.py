@@ -119,13 +119,26 @@ class ShapeCheck:
             out.append(Finding("error", f"subgraphs[{s}].operators[{k}]", message, s, operator=k))
         return out
 
-    def _show_problems(self) -> None:
-        extra = self.shape_findings()
+    def _show_problems(self, _ws=None) -> None:
+        """Problems lists the open workspace's findings: the reader's, the shape check's and
+        the quantization spec checks' (one the reader already reports on the same tensor,
+        person_detect's quantized_dimension, is not listed twice).  The dock is shown while
+        it lists something and folded away while it is empty (the canvas gets the room)."""
+        extra = self.shape_findings() + self._quant_findings()
         stale = len(self.shape_check.mismatches) if self.shape_check else 0
         self.problems_panel.show_model(self.model, extra, stale)
-        self.problems_dock.setWindowTitle(f"Problems ({len(self.model.findings) + len(extra)})")
-        if stale and self.problems_dock.isHidden():
-            self.problems_dock.show()
+        count = self.problems_panel.count()
+        self.problems_dock.setWindowTitle(f"Problems ({count})")
+        self.fold_problems(count == 0)
+
+    def _quant_findings(self) -> list[Finding]:
+        spec = self.workspace.quant.findings or []
+        model = self.model
+        known = {(f.subgraph, f.tensor) for f in (model.findings if model is not None else [])
+                 if f.tensor is not None}
+        return [Finding(f.severity, f"quantization spec [{f.rule}]", f.message, f.subgraph,
+                        f.tensor, f.op) for f in spec
+                if f.tensor is None or (f.subgraph, f.tensor) not in known]
 
     def update_stored_shapes(self) -> EditResult | None:
         """Write the computed shapes of every stale tensor into the model (one undo step)."""

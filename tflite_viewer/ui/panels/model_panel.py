@@ -313,7 +313,7 @@ class ModelPanel(QWidget):
                 tree.add(sec, name, "show contents", link=f"file:{name}")
             self.preview_box.show()
             self.show_associated_file(files[0])
-        tree.fit_key_column()
+        tree.fit_key_column(110, None)
 
     def _renamable(self, item: QTreeWidgetItem, spec: tuple) -> None:
         if self.editable:
