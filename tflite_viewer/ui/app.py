@@ -103,7 +103,8 @@ def run_app(args: Namespace) -> int:
                                run_to=getattr(args, "run_to", None),
                                inputs=getattr(args, "inputs", None),
                                **{k: getattr(args, k, None)
-                                  for k in ("cross_check", "compare_float", "overlay")})
+                                  for k in ("cross_check", "compare_float", "overlay",
+                                            "compare_with")})
 
     install_excepthook()
     window = MainWindow(errors=reporter())
@@ -119,7 +120,8 @@ def run_app(args: Namespace) -> int:
 def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgraph: str | None = None,
                     size: tuple[int, int] = SCREENSHOT_SIZE, run_to: int | None = None,
                     inputs: str | None = None, cross_check: bool = False,
-                    compare_float: str | None = None, overlay: str | None = None) -> int:
+                    compare_float: str | None = None, overlay: str | None = None,
+                    compare_with: str | None = None) -> int:
     """Open ``model`` in a window of ``size`` (the default layout), select, and save the
     window to ``out``; with ``run_to``, first run the debugger to just before that
     operator; with ``cross_check`` / ``compare_float``, show that analysis
@@ -132,14 +134,15 @@ def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgra
     make_app()
     with _quiet_qt_and_logs():
         image = _grab(model, size, select, subgraph, run_to, inputs, bool(cross_check),
-                      compare_float, overlay)
+                      compare_float, overlay, compare_with)
     save_png(image, out)
     return 0
 
 
 def _grab(model: Path, size: tuple[int, int], select: str | None, subgraph: str | None,
           run_to: int | None, inputs: str | None, cross_check: bool = False,
-          compare_float: str | None = None, overlay: str | None = None):
+          compare_float: str | None = None, overlay: str | None = None,
+          compare_with: str | None = None):
     """The window with ``model`` open (and paused, checked, selected) as an image; the
     window is closed and its background tasks finished however this ends."""
     from PySide6.QtCore import QSettings
@@ -170,6 +173,9 @@ def _grab(model: Path, size: tuple[int, int], select: str | None, subgraph: str 
                 screenshot_steps.cross_check(window)
             if compare_float:
                 screenshot_steps.compare_float(window, compare_float, overlay)
+        if compare_with:
+            from . import screenshot_steps
+            screenshot_steps.compare_with(window, compare_with)
         if select:
             window.select_spec(select)
         for _ in range(3):

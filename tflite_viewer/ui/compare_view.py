@@ -273,7 +273,11 @@ class CompareController(QObject):
             self.pane.hide()
             self.a_legend.hide()
             return
-        self.pane.show()
+        if self.pane.isHidden():  # the two canvases share the width
+            self.pane.show()
+            split = w.canvas_split
+            half = max(split.width() // 2, 1)
+            split.setSizes([half, split.width() - half])
         diff = state.diff
         name = state.other_path.name if state.other_path else ""
         if diff is None:

@@ -4,6 +4,7 @@ each with its dock in front, as a user leaves them to look at the result.
 
     tflite-viewer MODEL --screenshot OUT.png --cross-check
     tflite-viewer QUANT.tflite --screenshot OUT.png --compare-float FLOAT.tflite [--overlay sqnr_db]
+    tflite-viewer A.tflite --screenshot OUT.png --compare-with B.tflite
 
 Each waits for its result on the window's own signals (`debugger.screenshot.wait_until`)
 and raises ValueError with a message for the command line when there is none.
@@ -61,6 +62,20 @@ def compare_float(window, float_path: str | Path, overlay: str | None = None,
         panel.overlay_metric.setCurrentIndex(panel.overlay_metric.findData(overlay))
     if panel.proxy.rowCount():
         panel.table.selectRow(0)  # the report's order: the worst first
+
+
+def compare_with(window, other: str | Path, timeout_ms: int = WAIT_MS) -> None:
+    """File > Compare With ``other``: both canvases, the Differences dock in front."""
+    ctl = window.compare
+    ws = window.workspace
+    ctl.compare_with(other)
+    if not wait_until(lambda: not ws.comparison.running, (ctl.computed,), timeout_ms,
+                      poll_ms=100):
+        raise ValueError(f"--compare-with: no result within {timeout_ms / 1000:g} s")
+    if ws.comparison.diff is None:
+        raise ValueError(f"--compare-with {Path(other).name}: {ws.comparison.status}")
+    window.view.fit_width()
+    ctl.pane.view.fit_width()
 
 
 def _size(x) -> float:
