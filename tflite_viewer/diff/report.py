@@ -61,6 +61,8 @@ class ModelDiff:
         if self.same:
             lines.append("the models are the same" + (
                 " (structure and numbers)" if self.numeric is not None else ""))
+            if self.numeric is not None:
+                lines += self.numeric.summary_lines()
             return lines
         parts = []
         for c, row in self.counts().items():
@@ -83,9 +85,10 @@ class ModelDiff:
             lines += [d.line() for d in shown]
         if limit is not None and len(self.differences) > limit:
             lines.append(f"... and {len(self.differences) - limit} more (--json lists all)")
-        if self.numeric is not None:
+        table = self.numeric.table_lines() if self.numeric is not None else []
+        if table:
             lines.append("")
-            lines += self.numeric.table_lines()
+            lines += table
         return "\n".join(lines) + "\n"
 
     def to_dict(self, matches: bool = False) -> dict[str, Any]:
