@@ -16,10 +16,12 @@ Names first, structure where names fail, position last; every match keeps its ev
    position.  Where one side has an op the other lacks, propagation looks through it:
    a QUANTIZE/DEQUANTIZE the converter inserted, an activation that was split out of the
    op before it, or any op that keeps its input's shape (an op added with the editor).
-3. **Leftovers**, each followed by propagation again: names that agree in kind only (a
-   tensor whose shape was changed), the subgraphs' inputs and outputs by position,
-   when both subgraphs have as many tensors (or ops) the same index, and ops that touch
-   no tensor (CALL_ONCE) by their order.
+3. **Leftovers**, each followed by propagation again: the signature's outputs and names
+   whose shape changed (before the activation inputs of matched ops are paired, the least
+   trusted step of 2), ops of another type that write and read matched tensors (a
+   converter's RESHAPE for a SQUEEZE), the subgraphs' outputs by position, when both
+   subgraphs have as many tensors (or ops) the same index (a tensor nothing matched reads
+   or writes any more, too), and ops that touch no tensor (CALL_ONCE) by their order.
 
 What stays unmatched is added (B) or removed (A); the ops among them are classified
 (`classify`): a quantize/dequantize pair's half, a split-out (or fused-in) activation, or
