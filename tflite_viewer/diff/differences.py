@@ -68,7 +68,7 @@ class Difference:
             return f"{side}subgraph {ref.subgraph}" + (f" {ref.name!r}" if ref.name else "")
         noun = self.category
         sg = (lambda r: f"{r.subgraph}:" if r.subgraph else "")
-        shown = (lambda r: r.name if self.category == "operator" else repr(r.name))
+        shown = (lambda r: r.name if self.category == "operator" else repr(_elide(r.name)))
         if a is not None and b is not None:
             head = f"{noun} {sg(a)}{a.index} {shown(a)}"
             if b.key != a.key:
@@ -89,6 +89,15 @@ class Difference:
         if self.detail:
             text += f" ({self.detail})"
         return text
+
+
+def _elide(name: str, limit: int = 64) -> str:
+    """A long tensor name (converters join scopes into hundreds of characters) shortened in
+    the middle for a line of text; JSON keeps it whole."""
+    if len(name) <= limit:
+        return name
+    half = (limit - 3) // 2
+    return name[:half] + "..." + name[-half:]
 
 
 def _show(value: Any, limit: int = 60) -> str:
