@@ -73,6 +73,8 @@ def _entry_points(model: Path, tmp: Path) -> dict[str, tuple[str, list[str]]]:
         "quant --float": ("tflite-viewer quant", ["quant", str(INT8), "--float", str(model)]),
         "memory": ("tflite-viewer memory", ["memory", str(model)]),
         "targets": ("tflite-viewer targets", ["targets", str(model)]),
+        "diff": ("tflite-viewer diff", ["diff", str(model), str(INT8)]),
+        "diff B": ("tflite-viewer diff", ["diff", str(INT8), str(model)]),
         "window": ("tflite-viewer", [str(model)]),
         "window --screenshot": ("tflite-viewer", [str(model), "--screenshot", str(tmp / "s.png")]),
     }

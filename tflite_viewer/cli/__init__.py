@@ -39,6 +39,7 @@ SUBCOMMANDS: dict[str, str] = {
     "ops": "op coverage: versions and types here against LiteRT's builtin resolver",
     "memory": "will it fit: TFLite Micro's or LiteRT's tensor arena, its peak, what-ifs",
     "targets": "which operators LiteRT, XNNPACK, the GPU delegate and TFLite Micro take",
+    "diff": "compare two models: structure, options, weights, quantization, numbers",
 }
 PROG = "tflite-viewer"
 

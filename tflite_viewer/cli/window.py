@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--compare-float", metavar="FLOAT.tflite", default=None,
                         help="with --screenshot: compare MODEL (quantized) with its float "
                              "original in the Quantization dock, the worst tensor selected")
+    parser.add_argument("--compare-with", metavar="OTHER.tflite", default=None,
+                        help="with --screenshot: compare MODEL with OTHER side by side "
+                             "(File > Compare With), the Differences dock in front")
     parser.add_argument("--overlay", metavar="METRIC", default=None,
                         help="with --compare-float: colour the canvas by METRIC (sqnr_db, "
                              "cosine, fallback_gain_db, ...)")
@@ -159,6 +162,8 @@ def _check_usage(args: argparse.Namespace) -> None:
         raise CommandError("--inputs does not go with --generate (the loop makes its inputs)")
     if args.screenshot is None and args.memory:
         raise CommandError("--memory goes with --screenshot OUT.png")
+    if args.screenshot is None and args.compare_with is not None:
+        raise CommandError("--compare-with goes with --screenshot OUT.png")
     if args.overlay is not None and args.compare_float is None:
         raise CommandError("--overlay goes with --compare-float FLOAT.tflite")
     if args.target is not None:
@@ -182,6 +187,11 @@ def _check_model(args: argparse.Namespace) -> None:
             load_model_arg(args.compare_float)
         except CommandError as exc:
             raise CommandError(f"--compare-float {exc}") from None
+    if args.compare_with is not None:
+        try:
+            load_model_arg(args.compare_with)
+        except CommandError as exc:
+            raise CommandError(f"--compare-with {exc}") from None
     if args.model is not None:
         _check_word(args.model)
         model = load_model_arg(args.model)

@@ -104,8 +104,8 @@ def run_app(args: Namespace) -> int:
                                inputs=getattr(args, "inputs", None),
                                **{k: getattr(args, k, None)
                                   for k in ("cross_check", "compare_float", "overlay", "memory",
-                                            "target", "generate", "prompt", "decode_step",
-                                            "watch", "expand_composites")})
+                                            "target", "compare_with", "generate", "prompt",
+                                            "decode_step", "watch", "expand_composites")})
 
     install_excepthook()
     window = MainWindow(errors=reporter())
@@ -122,11 +122,12 @@ def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgra
                     size: tuple[int, int] = SCREENSHOT_SIZE, run_to: int | None = None,
                     inputs: str | None = None, cross_check: bool = False,
                     compare_float: str | None = None, overlay: str | None = None,
-                    memory: bool = False, target: str | None = None, **debugging) -> int:
+                    memory: bool = False, target: str | None = None,
+                    compare_with: str | None = None, **debugging) -> int:
     """Open ``model`` in a window of ``size`` (the default layout), select, and save the
     window to ``out``; with ``run_to``, first run the debugger to just before that
     operator; with ``cross_check`` / ``compare_float`` / ``memory`` / ``target``, show
-    that analysis
+    that analysis; with ``compare_with``, File > Compare With that model
     (`screenshot_steps`).  ``debugging``: ``generate`` (K tokens), ``prompt``,
     ``decode_step``, ``watch`` (tensor names or indices) and ``expand_composites``
     (`screenshot_steps.generation`, `screenshot_steps.watch`).  Returns 0; raises
@@ -138,7 +139,7 @@ def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgra
     make_app()
     with _quiet_qt_and_logs():
         image = _grab(model, size, select, subgraph, run_to, inputs, bool(cross_check),
-                      compare_float, overlay, bool(memory), target, debugging)
+                      compare_float, overlay, bool(memory), target, compare_with, debugging)
     save_png(image, out)
     return 0
 
@@ -146,7 +147,8 @@ def take_screenshot(model: Path, out: Path, *, select: str | None = None, subgra
 def _grab(model: Path, size: tuple[int, int], select: str | None, subgraph: str | None,
           run_to: int | None, inputs: str | None, cross_check: bool = False,
           compare_float: str | None = None, overlay: str | None = None, memory: bool = False,
-          target: str | None = None, debugging: dict | None = None):
+          target: str | None = None, compare_with: str | None = None,
+          debugging: dict | None = None):
     """The window with ``model`` open (and paused, checked, selected) as an image; the
     window is closed and its background tasks finished however this ends."""
     from PySide6.QtCore import QSettings
@@ -189,6 +191,8 @@ def _grab(model: Path, size: tuple[int, int], select: str | None, subgraph: str 
             screenshot_steps.memory(window, select_peak=not select)
         if target:
             screenshot_steps.show_target(window, target)
+        if compare_with:
+            screenshot_steps.compare_with(window, compare_with)
         if select:
             window.select_spec(select)
         for _ in range(3):

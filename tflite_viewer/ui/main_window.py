@@ -17,8 +17,8 @@ import logging
 
 from PySide6.QtCore import QRectF, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QUndoGroup
-from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QMessageBox, QProgressBar, QUndoView,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QMessageBox, QProgressBar,
+                               QSplitter, QUndoView, QVBoxLayout, QWidget)
 
 from ..graph.build import subgraph_references
 from ..model import Model
@@ -102,6 +102,8 @@ class MainWindow(WorkspaceState, FileFlows, EditFlow, ShapeCheck, LayoutFlow, Co
         quant_overlay.install(self)  # the Quantization dock, its overlay, Problems entries
         memory_overlay.install(self)  # the Memory dock and its overlay
         targets_overlay.install(self)  # the Targets dock, its overlay, Problems entries
+        from . import compare_view
+        compare_view.install(self)  # File > Compare With: B's canvas, Differences, colours
         self._init_layout()
 
     # ==========================================================================================
@@ -125,7 +127,11 @@ class MainWindow(WorkspaceState, FileFlows, EditFlow, ShapeCheck, LayoutFlow, Co
         self.notice = NoticeBar()
         self.notice.attach(self.view)  # over the canvas: showing it never moves the graph
         layout.addWidget(self.nav)
-        layout.addWidget(self.view, 1)
+        # A's canvas, and B's beside it while a comparison is open (compare_view)
+        self.canvas_split = QSplitter(Qt.Orientation.Horizontal)
+        self.canvas_split.setChildrenCollapsible(False)
+        self.canvas_split.addWidget(self.view)
+        layout.addWidget(self.canvas_split, 1)
         layout.addWidget(self.find_bar)
         self.setCentralWidget(central)
 

@@ -10,6 +10,7 @@ and tensors pinned in the Watch dock.
     tflite-viewer MODEL --screenshot OUT.png --memory
     tflite-viewer LLM.tflite --screenshot OUT.png --generate 8 --prompt 5,17,42 \
         --subgraph decode --run-to 51 --decode-step 3 --watch kv_cache_k_0
+    tflite-viewer A.tflite --screenshot OUT.png --compare-with B.tflite
 
 Each waits for its result on the window's own signals (`debugger.screenshot.wait_until`)
 and raises ValueError with a message for the command line when there is none.
@@ -151,6 +152,20 @@ def memory(window, select_peak: bool = True, timeout_ms: int = WAIT_MS) -> None:
         if tensors[0].subgraph != window.subgraph:
             window.show_subgraph(tensors[0].subgraph, wait=True)
         window.select_tensor(tensors[0].tensor)
+
+
+def compare_with(window, other: str | Path, timeout_ms: int = WAIT_MS) -> None:
+    """File > Compare With ``other``: both canvases, the Differences dock in front."""
+    ctl = window.compare
+    ws = window.workspace
+    ctl.compare_with(other)
+    if not wait_until(lambda: not ws.comparison.running, (ctl.computed,), timeout_ms,
+                      poll_ms=100):
+        raise ValueError(f"--compare-with: no result within {timeout_ms / 1000:g} s")
+    if ws.comparison.diff is None:
+        raise ValueError(f"--compare-with {Path(other).name}: {ws.comparison.status}")
+    window.view.fit_width()
+    ctl.pane.view.fit_width()
 
 
 def _size(x) -> float:

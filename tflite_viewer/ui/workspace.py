@@ -3,7 +3,8 @@
 Everything that belongs to an open model lives in one `Workspace`: the model and its edit
 document, the debug session's state (inputs, last stop, snapshots, outputs, profile), the
 breakpoints and the watch list, the cross-check result, the quantization analysis, the
-navigation (subgraph shown, trail, laid-out scenes) and the selection.  Opening a file
+comparison with another model (File > Compare With), the navigation (subgraph shown,
+trail, laid-out scenes) and the selection.  Opening a file
 makes a new one and the `Hub` replaces the old one whole; nothing of the old model can
 survive in a dock, because no dock keeps any: docks and canvas overlays are views that
 subscribe to the hub and render from the workspace they are handed.
@@ -28,6 +29,7 @@ from typing import Any, Callable, TypeVar
 
 from ..interpreter.session import BreakpointInfo, breakpoint_kind, describe_breakpoint
 from ..model import Model
+from .comparison import ComparisonState
 from .identity import BreakpointList, WatchList
 
 log = logging.getLogger(__name__)
@@ -148,6 +150,7 @@ class Workspace:
         self.watches = WatchList()
         self.crosscheck = CrossCheckState()
         self.quant = QuantState()
+        self.comparison = ComparisonState()  # File > Compare With: the other model, the diff
         # navigation and selection
         self.subgraph = 0
         self.trail: list = []            # navigation.Crumb, outermost first
@@ -220,6 +223,7 @@ class Workspace:
         if self.quant.cancel is not None:  # a comparison of the old model under way
             self.quant.cancel.set()
         self.quant = QuantState(float_path=self.quant.float_path)
+        self.comparison = self.comparison.after_edit()  # compared again with the new model
         self.references = None
         self.scenes = {}
         self._parts.clear()
@@ -236,6 +240,7 @@ class Workspace:
         model still has their tensors and operators (by name), and its run inputs; notes
         for the user about what moved or went."""
         self.watches = WatchList(list(old.watches.pins))
+        self.comparison = old.comparison.after_edit()  # the reloaded model, compared again
         self.breakpoints = old.breakpoints
         old.breakpoints = BreakpointList()
         for e in self.breakpoints:
