@@ -5,15 +5,20 @@ float inputs and outputs): the quantized half of bench_quant.py's pair, as peopl
 
 SAMPLES.npz as for aeq_validate.py (the calibration set).  Benchmark-only.
 """
-import sys
+import argparse
 
 import numpy as np
-from ai_edge_quantizer import quantizer, recipe
 
 
 def main() -> None:
-    fpath, out, npz = sys.argv[1], sys.argv[2], sys.argv[3]
-    key = sys.argv[4] if len(sys.argv) > 4 else "serving_default"
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("float_model")
+    p.add_argument("out")
+    p.add_argument("samples", help="SAMPLES.npz (the calibration set)")
+    p.add_argument("key", nargs="?", default="serving_default", help="the signature key")
+    args = p.parse_args()
+    from ai_edge_quantizer import quantizer, recipe  # only in the benchmark's venv
+    fpath, out, npz, key = args.float_model, args.out, args.samples, args.key
     data = np.load(npz)
     samples: dict[int, dict[str, np.ndarray]] = {}
     for name in data.files:

@@ -8,17 +8,24 @@ SAMPLES.npz holds ``s{k}_{name}`` arrays: sample k's input ``name`` (a signature
 name).  Prints one line per round: ``AEQ <seconds> <tensors compared>``, the time of
 ``model_validator.compare_model`` (all tensors, MSE), from the model bytes already read.
 """
-import sys
+import argparse
 import time
 
 import numpy as np
-from ai_edge_quantizer import model_validator
-from ai_edge_quantizer.utils import validation_utils
 
 
 def main() -> None:
-    fpath, qpath, npz, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    key = sys.argv[5] if len(sys.argv) > 5 else None
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("float_model")
+    p.add_argument("quantized_model")
+    p.add_argument("samples", help="SAMPLES.npz")
+    p.add_argument("rounds", type=int)
+    p.add_argument("key", nargs="?", default=None, help="the signature key")
+    args = p.parse_args()
+    from ai_edge_quantizer import model_validator  # only in the benchmark's venv
+    from ai_edge_quantizer.utils import validation_utils
+    fpath, qpath, npz, rounds, key = (args.float_model, args.quantized_model, args.samples,
+                                      args.rounds, args.key)
     fb, qb = open(fpath, "rb").read(), open(qpath, "rb").read()
     data = np.load(npz)
     samples: dict[int, dict[str, np.ndarray]] = {}

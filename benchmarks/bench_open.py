@@ -138,6 +138,8 @@ def responsiveness(path: Path) -> tuple[float, float]:
         time.sleep(0.001)
     timer.stop()
     window.close()
+    from tflite_viewer.ui.app import drain_workers
+    drain_workers()  # its background shape check must not outlive the process's Qt objects
     return (done[0] - start if done else float("nan")), max(gaps, default=0.0)
 
 

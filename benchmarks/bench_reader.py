@@ -73,7 +73,10 @@ def bench(label: str, path: Path, repeat: int) -> None:
     del model, obj
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    import argparse
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                            epilog="Takes no options; prints one row per model.").parse_args(argv)
     print(f"{'model':44s} {'MB':>8s} {'ops':>7s} {'open ms':>9s} {'unpack ms':>10s} "
           f"{'speedup':>8s} {'+RSS MB':>8s} {'mapped':>8s} {'unpackMB':>9s}")
     corpus = sorted(MODELS.glob("*.tflite"), key=lambda p: p.stat().st_size, reverse=True)

@@ -4,7 +4,8 @@ The test suite runs a fixed set of cases (tests/fuzz/test_fuzz.py); this script 
 going with fresh random cases and prints what a campaign needs to report:
 
 * cases run, and outcomes by error type (the first documented error of a case, or "ok");
-* crashes (undocumented exceptions), hangs (the watchdog fired), with their reproducers;
+* crashes (undocumented exceptions, and memory past a step's bound), hangs (the watchdog
+  fired), with their reproducers;
 * peak memory: the process's peak resident size (resource.getrusage) and, with
   ``--tracemalloc``, the largest Python/numpy allocation peak of one case;
 * the slowest case.
@@ -63,7 +64,8 @@ def main(argv=None) -> int:
         case = json.loads(args.replay)
         data, done = case_bytes(case)
         out = run_case(data)
-        print(done, out.steps, out.undocumented or "", "HANG" if out.hang else "")
+        print(done, out.steps, out.undocumented or "", "HANG" if out.hang else "",
+              out.memory or "")
         return 0
 
     rng = random.Random(args.seed)
@@ -114,6 +116,9 @@ def _one(rng, args, outcomes, steps, crashes, hangs, cases, slowest, peak_case):
     elif out.hang:
         hangs.append((case, done))
         outcomes["HANG"] += 1
+    elif out.memory:
+        crashes.append((case, done, f"MEMORY: {out.memory}"))
+        outcomes["MEMORY"] += 1
     else:
         outcomes[out.summary] += 1
     for step, warning in out.warnings:
@@ -125,7 +130,7 @@ def _report(args, cases, elapsed, outcomes, steps, crashes, hangs, slowest, peak
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
     print(f"cases: {cases} in {elapsed:.0f} s ({cases / max(elapsed, 1e-9):.1f}/s), seed {args.seed}")
-    print(f"crashes (undocumented exceptions): {len(crashes)}")
+    print(f"crashes (undocumented exceptions, memory past a bound): {len(crashes)}")
     print(f"hangs: {len(hangs)}")
     print("outcomes (first documented error of a case):")
     for name, n in outcomes.most_common():

@@ -56,7 +56,7 @@ def test_info_shows_metadata_labels_and_findings():
 
 
 @pytest.mark.parametrize("content,expected", [
-    (b"", "is empty"),
+    (b"", "empty file (0 bytes)"),
     (b"not a model at all, just text", "file identifier"),
     (None, "offset points past the end"),
 ])
@@ -73,6 +73,6 @@ def test_info_bad_input_exits_2_with_one_line(tmp_path, content, expected):
 
 def test_info_missing_file_and_usage_errors_exit_2(tmp_path):
     missing = _cli("info", str(tmp_path / "nope.tflite"))
-    assert missing.returncode == 2 and "No such file" in missing.stderr
+    assert missing.returncode == 2 and "nope.tflite: no such file" in missing.stderr
     usage = _cli("info")
     assert usage.returncode == 2 and len(usage.stderr.strip().splitlines()) == 1

@@ -225,7 +225,7 @@ def test_seeded_ids_are_valid_for_movie_review(tmp_path):
     with np.load(dump) as data:
         ids = data["s0_t0"]
     assert ids.dtype == np.int32 and ids.min() >= 0 and ids.max() < 10003
-    assert "top-2:" in result.stdout  # a softmax over 2 classes
+    assert "top-2 (2 classes, a SOFTMAX output):" in result.stdout  # a softmax over 2 classes
 
 
 def test_rounding_passes_through():
@@ -262,14 +262,16 @@ def test_compare_litert_passes_on_float_models(name, signature):
 
 
 def test_compare_litert_zero_tolerance_fails_and_names_first_op():
-    """Float rounding differs from LiteRT in the last bits: a zero tolerance must fail
-    (exit 1), name the first diverging op, and still print the whole table."""
-    result = _run(_model("mobilenet_v2_float"), "--compare-litert", "--tolerance", "0")
+    """Float rounding differs from LiteRT in the last bits (small_cnn_dilated_float's
+    SOFTMAX: numpy's exp and pairwise sum; its convolutions are the reference's bits): a
+    zero tolerance must fail (exit 1), name the first diverging op, and still print the
+    whole table."""
+    result = _run(_model("small_cnn_dilated_float"), "--compare-litert", "--tolerance", "0")
     assert result.returncode == 1, result.stdout + result.stderr
     line = _one_error_line(result)
     assert "cross-check failed: first divergence: subgraph 0 op " in line
     assert "DIVERGES" in result.stdout
-    model = load_model(_model("mobilenet_v2_float"))
+    model = load_model(_model("small_cnn_dilated_float"))
     op = int(line.split(" op ")[1].split()[0])
     assert f"({model.subgraphs[0].operators[op].name})" in line
 
@@ -401,7 +403,7 @@ def _bad_inputs(kind: str, tmp: Path) -> tuple[list[str], str]:
         np.save(tmp / "a.npy", np.zeros(4, np.float32))
         return [m, "--inputs", str(tmp / "a.npy")], ".npy"
     if kind == "missing-file":
-        return [m, "--inputs", str(tmp / "nothing.npz")], "does not exist"
+        return [m, "--inputs", str(tmp / "nothing.npz")], "nothing.npz: no such file"
     if kind == "bad-signature":
         return [m, "--signature", "nope"], "no signature 'nope'"
     if kind == "bad-model":
@@ -446,7 +448,8 @@ def test_top5_uses_the_labels_file_named_by_metadata():
     scores[0, [3, 285, 7]] = [200, 255, 100]
     (line,) = top_k_lines(model, 0, out, scores, "SOFTMAX")
     labels = model.read_associated_file("labels.txt").decode().splitlines()
-    assert line.strip().startswith(f"top-5: #285 {labels[285]!r} 0.996")  # dequantized
+    assert line.strip().startswith(  # dequantized, and saying why it is a classifier
+        f"top-5 (1001 classes, labels from the model's metadata): #285 {labels[285]!r} 0.996")
     assert f"#3 {labels[3]!r}" in line and f"#7 {labels[7]!r}" in line
     # not classification-like: a single value, or a 2-D map
     assert top_k_lines(model, 0, out, np.zeros((1, 1), np.float32), None) == []

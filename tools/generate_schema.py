@@ -35,7 +35,8 @@ OUT_DIR = ROOT / "tflite_viewer" / "schema"
 
 # Schemas that get Python bindings and a layout module.  debug_metadata.fbs uses vectors
 # of unions, which flatc cannot generate for Python, so it only gets a layout.
-PYTHON_SCHEMAS = ["schema.fbs", "metadata_schema.fbs", "conversion_metadata.fbs"]
+PYTHON_SCHEMAS = ["schema.fbs", "metadata_schema.fbs", "conversion_metadata.fbs",
+                  "litertlm_header.fbs"]
 LAYOUT_SCHEMAS = PYTHON_SCHEMAS + ["debug_metadata.fbs"]
 
 # reflection.BaseType

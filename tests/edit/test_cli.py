@@ -77,7 +77,7 @@ def test_invalid_edit_exits_2_with_one_line_and_no_file(tmp_path, capsys):
         rc = main(["edit", str(DILATED), "-o", str(out), "--description", "first", *bad])
         err = capsys.readouterr().err
         assert rc == 2, bad
-        assert err.count("\n") == 1 and err.startswith("tflite-viewer: error: "), err
+        assert err.count("\n") == 1 and err.startswith("tflite-viewer edit: error: "), err
         assert "Traceback" not in err
         assert not out.exists()
     assert list(tmp_path.iterdir()) == []
@@ -98,3 +98,30 @@ def test_missing_model_is_a_usage_error(tmp_path, capsys):
     rc = main(["edit", str(tmp_path / "absent.tflite"), "-o", str(tmp_path / "o.tflite")])
     assert rc == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_stale_shapes_are_a_warning_and_update_shapes_writes_litert_s(tmp_path, capsys):
+    """A stride edit changes what every later operator computes: the CLI says so on one
+    stderr line (the window lists them in Problems), and --update-shapes writes the shapes
+    LiteRT's own AllocateTensors computes for the edited model."""
+    from tests.interpreter.test_shape_inference import litert_shapes
+    src = MODELS_DIR / "mobilenet_v2_float.tflite"
+    stale = tmp_path / "stale.tflite"
+    assert main(["edit", str(src), "-o", str(stale), "--set", "0:0.stride_w=1"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("warning: the edits made ")
+    assert "--update-shapes" in err
+    n = len(load_model(src).subgraphs[0].tensors)  # LiteRT adds temporaries after these
+    truth = {i: shape for i, shape in litert_shapes(stale.read_bytes()).items() if i < n}
+    fixed = tmp_path / "fixed.tflite"
+    assert main(["edit", str(src), "-o", str(fixed), "--set", "0:0.stride_w=1",
+                 "--update-shapes"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "Update " in out
+    tensors = load_model(fixed).subgraphs[0].tensors
+    changed = [i for i, shape in truth.items() if tuple(load_model(src).subgraphs[0].tensors[i].shape) != shape]
+    assert len(changed) > 10
+    assert all(tuple(tensors[i].shape) == truth[i] for i in truth)
+    # a file that comes with stale shapes is not the edit's news: no warning
+    assert main(["edit", str(DILATED), "-o", str(tmp_path / "d.tflite"), "--description", "x"]) == 0
+    assert capsys.readouterr().err == ""

@@ -5,15 +5,20 @@
 1. `load_model`, then every view and value accessor (`walk`);
 2. `info`: the summary, its text, and its JSON (which must be strict);
 3. `graph.build_graph` and `graph.layout` of the first and last subgraph, their JSON;
-4. the interpreter with small budgets: build, prepare, seeded inputs, `invoke`;
-5. re-serialization through the editor's tree and writer, and loading the result.
+4. seeded inputs alone (as `quant` and the window make them, before any interpreter), their
+   allocation peak measured: making inputs may cost their own bytes plus a bounded scratch
+   (`INPUT_SCRATCH`), never a multiple of them;
+5. the interpreter with small budgets: build, prepare, seeded inputs, `invoke`;
+6. the TFLite Micro and LiteRT memory plans, their `memory` JSON (strict) and text;
+7. re-serialization through the editor's tree and writer, and loading the result.
 
 Each step either succeeds or raises a documented error: a `TFLiteViewerError` subclass
 (ModelFormatError, UnsupportedOpError, ExecutionError, the budget errors, InputError,
 EditError).  Anything else is an *undocumented* exception; a case still running when
 the watchdog fires is a *hang*.  Python warnings (numpy's RuntimeWarnings) are recorded
 per step: the reader, info and layout must give none (bad scales are findings).  The outcome names the first documented error per step,
-so the long mode can print outcomes by error type.
+so the long mode can print outcomes by error type.  A step whose memory broke its bound
+is recorded in ``Outcome.memory``.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ import json
 import signal
 import time
 import traceback
+import tracemalloc
 import warnings
 from dataclasses import dataclass, field
 
@@ -32,6 +38,9 @@ MAX_BYTES = 64 << 20
 MAX_ITERATIONS = 200
 TIMEOUT = 3.0  # seconds, the interpreter's own wall-clock budget
 WATCHDOG = 20.0  # seconds: a case still running then is a hang
+#: what making seeded inputs may allocate beyond the inputs themselves (random draws and
+#: scaling of one chunk at a time)
+INPUT_SCRATCH = 48 << 20
 
 
 class Hang(BaseException):
@@ -48,6 +57,7 @@ class Outcome:
     seconds: float = 0.0
     undocumented: str | None = None  # traceback text
     hang: bool = False
+    memory: str | None = None  # a step that allocated past its bound, and by how much
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (step, warning)
 
     @property
@@ -122,6 +132,26 @@ def _layout(model) -> None:
         _strict_json(jsonout.dumps(doc))
 
 
+def _inputs(model, out: "Outcome") -> None:
+    """Seeded inputs of subgraph 0 under the fuzzer's limit, with no interpreter: refused
+    past the limit before allocating, else made for their own bytes plus `INPUT_SCRATCH`
+    (checked with tracemalloc unless a caller is tracing already)."""
+    from tflite_viewer.interpreter.inputs import seeded_inputs
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    try:
+        made = seeded_inputs(model, 0, max_bytes=MAX_BYTES)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+    nbytes = sum(a.nbytes for a in made.values())
+    if not tracing and peak > nbytes + INPUT_SCRATCH:
+        out.memory = (f"seeded inputs of {nbytes:,} bytes peaked at {peak:,} bytes "
+                      f"(bound: their bytes + {INPUT_SCRATCH:,})")
+
+
 def _interpret(model) -> None:
     from tflite_viewer.interpreter import Interpreter
     from tflite_viewer.interpreter.inputs import complete_inputs, positional
@@ -132,6 +162,14 @@ def _interpret(model) -> None:
     interp.outputs()
 
 
+def _memory(model) -> None:
+    from tflite_viewer.cli.memory import document, render_text
+    from tflite_viewer.memory import plan_litert, plan_tflm
+    for plan in (plan_tflm(model), plan_litert(model)):
+        _strict_json(json.dumps(document(model, plan), allow_nan=False))
+        render_text(model, plan)
+
+
 def _reserialize(model) -> None:
     from tflite_viewer.edit.tree import unpack
     from tflite_viewer.edit.writer import serialize
@@ -140,8 +178,10 @@ def _reserialize(model) -> None:
         [len(sg.operators) for sg in model.subgraphs], "re-serialization lost operators"
 
 
-STEPS = (("walk", walk), ("info", _info), ("layout", _layout), ("interpreter", _interpret),
-         ("reserialize", _reserialize))
+STEPS = (("walk", walk), ("info", _info), ("layout", _layout), ("inputs", _inputs),
+         ("interpreter", _interpret), ("memory", _memory), ("reserialize", _reserialize))
+#: steps that also report into the outcome (memory bounds)
+_WITH_OUTCOME = {"inputs"}
 
 
 def _alarm(signum, frame):
@@ -169,7 +209,7 @@ def run_case(data: bytes, watchdog: float = WATCHDOG) -> Outcome:
         for name, step in STEPS:
             seen = len(caught)
             try:
-                step(model)
+                step(model, out) if name in _WITH_OUTCOME else step(model)
                 out.steps[name] = "ok"
             except TFLiteViewerError as exc:
                 out.steps[name] = type(exc).__name__

@@ -469,6 +469,224 @@ def broken_metadata(tree, rng):
     return f"metadata {m.name!r}: {how}"
 
 
+def _zip_bytes(rng: random.Random) -> bytes:
+    """An associated-files archive as the TFLite metadata writer appends it: a label file,
+    stored or deflated, and sometimes a second one."""
+    import io
+    import zipfile
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zf:
+        how = rng.choice((zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED))
+        zf.writestr("labels.txt", "\n".join(f"class_{i}" for i in range(rng.choice((3, 40)))),
+                    compress_type=how)
+        if rng.random() < 0.5:
+            zf.writestr("vocab.txt", b"a b c\n" * 20, compress_type=zipfile.ZIP_DEFLATED)
+    return out.getvalue()
+
+
+def _damage_zip(blob: bytearray, rng: random.Random) -> str:
+    """One thing wrong with an archive's first member (or none): the signature, its data
+    (a bad CRC or a broken deflate stream), its compression method, the encryption flag,
+    its declared sizes, or the archive cut short."""
+    how = rng.choice(("magic", "data", "method", "encrypted", "size", "truncate", "none"))
+    if how == "magic":
+        blob[0] ^= 0xFF
+    elif how == "data":  # past the 30-byte local header and the name
+        name_len = int.from_bytes(blob[26:28], "little")
+        start = 30 + name_len
+        for _ in range(rng.choice((1, 4))):
+            blob[start + rng.randrange(8)] ^= 1 << rng.randrange(8)
+    elif how in ("method", "encrypted", "size"):
+        cd = blob.rfind(b"PK\x01\x02")
+        targets = [(8, 10), (cd + 10, cd + 12)] if how == "method" else \
+            [(6, 8), (cd + 8, cd + 10)] if how == "encrypted" else [(22, 26), (cd + 24, cd + 28)]
+        value = {"method": rng.choice((1, 12, 14, 99)), "encrypted": 1,
+                 "size": rng.choice((0, 1, 2**31, 2**32 - 1))}[how]
+        for a, b in targets:
+            blob[a:b] = int(value).to_bytes(b - a, "little")
+    elif how == "truncate":
+        cut = rng.randrange(1, len(blob))
+        del blob[cut:]
+    return how
+
+
+@mutation
+def associated_files(tree, rng):
+    """An associated-files zip after the model (labels, vocabularies), often damaged: the
+    reader lists and reads it, the writer moves it when the flatbuffer changes size."""
+    from tflite_viewer.edit.tree import Appendix
+    blob = bytearray(_zip_bytes(rng))
+    how = _damage_zip(blob, rng)
+    tree.appendix = Appendix(np.frombuffer(bytes(blob), np.uint8), 0)
+    if rng.random() < 0.5:  # listed by a TFLITE_METADATA entry (bytes of no consequence)
+        m = S.MetadataT()
+        m.name = b"TFLITE_METADATA"
+        m.buffer = _add_buffer(tree, bytes(rng.randrange(256) for _ in range(16)))
+        tree.model.metadata = list(tree.model.metadata or []) + [m]
+    return f"associated files zip: {how}"
+
+
+def _make_csr(tree, rng):
+    """A float32 constant of at most 4096 elements stored as valid sparsity metadata:
+    DENSE levels over all but its last dimension, a SPARSE_CSR level storing every entry of
+    the last (segments 0, n, 2n, ..., indices 0..n-1 per row); its buffer is unchanged."""
+    def fits(t):
+        shape = _ints(t.shape)
+        return (t.buffer > 0 and t.type == 0 and shape and all(d > 0 for d in shape)
+                and int(np.prod(shape)) <= 4096 and t.sparsity is None)
+    picked = _pick_tensor(tree, rng, fits)
+    if picked is None:
+        return None
+    s, k, t = picked
+    shape = _ints(t.shape)
+    rows, n = int(np.prod(shape[:-1])) if len(shape) > 1 else 1, shape[-1]
+    sp = S.SparsityParametersT()
+    sp.traversalOrder = np.arange(len(shape), dtype=np.int32)
+    dims = []
+    for d in shape[:-1]:
+        dm = S.DimensionMetadataT()
+        dm.format, dm.denseSize = 0, d
+        dims.append(dm)
+    dm = S.DimensionMetadataT()
+    dm.format = 1
+    dm.arraySegmentsType, dm.arraySegments = 1, _int32_vector(np.arange(rows + 1) * n)
+    dm.arrayIndicesType, dm.arrayIndices = 1, _int32_vector(np.tile(np.arange(n), rows))
+    sp.dimMetadata = dims + [dm]
+    t.sparsity = sp
+    return s, k, t
+
+
+@mutation
+def sparsity_shape(tree, rng):
+    """Sparsity metadata that disagrees with the tensor's shape: a DENSE level of another
+    size, CSR indices past the dimension, segments of the wrong count, a block that does
+    not divide its dimension, a traversal order that mixes block and tensor dimensions."""
+    picked = _pick_tensor(tree, rng, lambda t: t.sparsity is not None)
+    if picked is None:  # store a constant as valid CSR first, then break it
+        picked = _make_csr(tree, rng)
+        if picked is None:
+            return None
+    s, k, t = picked
+    sp = t.sparsity
+    dms = list(sp.dimMetadata or [])
+    rank = len(_ints(t.shape))
+    # (segments below zero most often: they sent the old traversal to an IndexError or to a
+    # 2**31-element index array)
+    how = rng.choice(("dense_size", "index", "segments", "segments", "segments", "block",
+                      "order", "shape"))
+    if how == "dense_size" and dms:
+        dm = rng.choice(dms)
+        # wrapped to int32 as the file stores it (applied twice, -2**31 twice would not fit)
+        size = int(dm.denseSize) + rng.choice((-1, 1, 7, -2**31))
+        dm.format, dm.denseSize = 0, (size + 2**31) % 2**32 - 2**31
+    elif how == "index":
+        csr = [dm for dm in dms if dm.format == 1 and dm.arrayIndices is not None]
+        if not csr:
+            return None
+        dm = rng.choice(csr)
+        values = np.array(dm.arrayIndices.values, np.int64, copy=True)
+        if values.size:
+            values[rng.randrange(values.size)] = rng.choice((-1, 10**6, 2**31 - 1))
+        dm.arrayIndicesType, dm.arrayIndices = 1, _int32_vector(values.astype(np.int32))
+    elif how == "segments":
+        csr = [dm for dm in dms if dm.format == 1 and dm.arraySegments is not None]
+        if not csr:
+            return None
+        dm = rng.choice(csr)
+        values = list(_ints(dm.arraySegments.values))
+        change = rng.choice(("drop", "add", "negative", "negative", "swap", "shift", "shift"))
+        if change == "shift":  # all below zero, still increasing: positions before index 0
+            n_idx = len(_ints(dm.arrayIndices.values)) if dm.arrayIndices is not None else 0
+            values = [v - n_idx - rng.choice((3, 1000)) for v in values]
+        elif change == "drop" and values:
+            values.pop()
+        elif change == "add":
+            values.append(values[-1] if values else 0)
+        elif change == "negative" and values:
+            values[0] = -2**31
+        elif len(values) > 1:
+            values[0], values[-1] = values[-1], values[0]
+        dm.arraySegmentsType, dm.arraySegments = 1, _int32_vector(values)  # Int32Vector
+        how = f"segments ({change})"
+    elif how == "block":
+        sp.blockMap = np.array([rng.randrange(max(rank, 1))], np.int32)
+        sp.traversalOrder = np.arange(rank + 1, dtype=np.int32)
+        dm = S.DimensionMetadataT()
+        dm.format, dm.denseSize = 0, rng.choice((3, 5, 7, 0))
+        sp.dimMetadata = dms[:rank] + [dm]
+    elif how == "order" and rank:
+        order = list(range(rank + len(_ints(sp.blockMap))))
+        rng.shuffle(order)
+        sp.traversalOrder = np.array(order, np.int32)
+    else:
+        shape = _ints(t.shape) or [1]
+        shape[rng.randrange(len(shape))] += rng.choice((-1, 1, 3))
+        t.shape = np.array(shape, np.int32)
+    return f"subgraph {s} tensor {k}: sparsity vs shape: {how}"
+
+
+#: the optional vectors of each table a hostile file may leave out (flatbuffers: absent,
+#: not empty), reached through the object tree
+_ABSENT = {"model": ("operatorCodes", "subgraphs", "buffers", "metadata", "signatureDefs",
+                     "metadataBuffer"),
+           "subgraph": ("operators", "inputs", "outputs", "tensors"),
+           "operator": ("inputs", "outputs", "intermediates", "mutatingVariableInputs",
+                        "customOptions"),
+           "tensor": ("shape", "shapeSignature", "name")}
+
+
+@mutation
+def absent_vector(tree, rng):
+    """An optional vector left out (absent, not empty): the reader's column readers and
+    every view must treat it as empty or refuse it with a located error."""
+    where = rng.choice(sorted(_ABSENT))
+    field = rng.choice(_ABSENT[where])
+    if where == "model":
+        setattr(tree.model, field, None)
+        return f"model.{field} absent"
+    if where == "subgraph":
+        sgs = _subgraphs(tree)
+        if not sgs:
+            return None
+        for s in (range(len(sgs)) if rng.random() < 0.3 else [rng.randrange(len(sgs))]):
+            setattr(sgs[s], field, None)
+        return f"subgraph(s) {field} absent"
+    if where == "operator":
+        every = rng.random() < 0.3
+        picked = _pick_op(tree, rng)
+        if picked is None:
+            return None
+        ops = [op for sg in _subgraphs(tree) for op in sg.operators or []] if every else [picked[2]]
+        for op in ops:
+            setattr(op, field, None)
+        return f"{'every operator' if every else f'operator {picked[:2]}'} {field} absent"
+    picked = _pick_tensor(tree, rng)
+    if picked is None:
+        return None
+    setattr(picked[2], field, None)
+    return f"tensor {picked[:2]} {field} absent"
+
+
+@mutation
+def huge_input(tree, rng):
+    """An entry input declared large: within the fuzzer's 64 MiB allocation limit (made,
+    at the cost of its own bytes) or past it (refused before anything is allocated)."""
+    sgs = _subgraphs(tree)
+    if not sgs or not len(_ints(sgs[0].inputs)):
+        return None
+    inputs = _ints(sgs[0].inputs)
+    t_index = rng.choice(inputs)
+    if not 0 <= t_index < len(sgs[0].tensors or []):
+        return None
+    t = sgs[0].tensors[t_index]
+    elements = rng.choice((2**21, 2**22 + 3, 2**23, 2**24 - 1, 2**25, 2**31 - 1))
+    shape = rng.choice(([1, elements], [elements], [1, 2, elements // 2], [elements, 1]))
+    t.shape = np.array(shape, np.int32)
+    if rng.random() < 0.3:
+        t.shapeSignature = np.array([-1] + shape[1:], np.int32)
+    return f"subgraph 0 input tensor {t_index}: shape {shape}"
+
+
 # -- operators: codes, versions, options, calls ---------------------------------------------
 @mutation
 def opcode(tree, rng):

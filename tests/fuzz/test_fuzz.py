@@ -1,4 +1,5 @@
-"""The structural fuzzer in CI: every mutation kind, 40 derandomized cases each (1,040).
+"""The structural fuzzer in CI: every mutation kind, 40 derandomized cases each (1,280),
+and issue 26's four signatures on the models their kinds target (82 cases).
 
 Each case mutates a corpus model through the project's object tree and writer
 (`tests.fuzz.mutations`), sometimes damages the bytes too, and runs it through load, every
@@ -41,6 +42,7 @@ def _check(model: str, steps: list[tuple[str, int]], damage: int | None) -> None
     case = f"{model} {steps} damage={damage}: {done}"
     assert out.undocumented is None, f"undocumented exception for {case}\n{out.undocumented}"
     assert not out.hang, f"hang for {case}"
+    assert out.memory is None, f"memory past its bound for {case}: {out.memory}"
     stray = [w for w in out.warnings if w[0] != "interpreter"]
     assert not stray, f"warnings for {case}: {stray}"
     if not _RSS_START:
@@ -59,6 +61,24 @@ steps_of = st.lists(st.tuples(st.sampled_from(sorted(MUTATIONS)), st.integers(0,
        damage=st.none() | st.none() | st.none() | st.integers(0, 2**32 - 1))
 def test_mutated_models_succeed_or_raise_documented_errors(kind, model, seed, more, damage):
     _check(model, [(kind, seed), *more], damage)
+
+
+#: issue 26's signatures, each on the models its kind targets (Hypothesis spreads a kind's
+#: cases over every fuzzed model; these make sure each reaches its own): a damaged
+#: associated-files zip, sparsity that disagrees with its tensor's shape, absent vectors,
+#: inputs declared large
+TARGETED = [("associated_files", "sine_float.tflite", 12),
+            ("sparsity_shape", "sparse_conv_float.tflite", 30),
+            ("sparsity_shape", "sine_float.tflite", 12),
+            ("absent_vector", "control_flow.tflite", 16),
+            ("huge_input", "sine_float.tflite", 12)]
+
+
+@pytest.mark.parametrize("kind, model, count", TARGETED, ids=[f"{k}-{m.split('.')[0]}"
+                                                             for k, m, _ in TARGETED])
+def test_each_issue_26_signature_on_the_models_it_targets(kind, model, count):
+    for seed in range(count):
+        _check(model, [(kind, seed)], None)
 
 
 def test_every_mutation_kind_applies_to_some_corpus_model():

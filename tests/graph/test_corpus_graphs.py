@@ -89,7 +89,7 @@ def test_layout_cli_json(models_dir, tmp_path):
     out = tmp_path / "layout.json"
     result = subprocess.run([sys.executable, "-m", "tflite_viewer", "layout",
                              str(models_dir / "control_flow.tflite"), "--subgraph", "4",
-                             "--json", str(out)], capture_output=True, text=True, timeout=120)
+                             "-o", str(out)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     doc = json.loads(out.read_text())
     assert doc["subgraph"] == 4 and isinstance(doc["crossings"], int)

@@ -189,5 +189,5 @@ def test_bound_gather_matches_litert_and_still_refuses_a_bad_index():
     for _ in range(3):
         it.invoke([idx])
     assert "GATHER" in _bound(it)
-    with pytest.raises(ExecutionError, match="GATHER index out of range"):
+    with pytest.raises(ExecutionError, match=r"GATHER: index -1 out of range \[0, 7\)"):
         it.invoke([np.array([[1, -1, 2]], I32)])

@@ -27,7 +27,7 @@ def _strict(text):
 def cli_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("quant")
     rc = main(["quant", str(SMALL_INT8), "--float", str(SMALL_FLOAT), "--samples", "2",
-               "--per-layer-fallback", "--csv", str(d / "out.csv"), "--json", str(d / "out.json")])
+               "--per-layer-fallback", "--csv", str(d / "out.csv"), "-o", str(d / "out.json")])
     return rc, _strict((d / "out.json").read_text()), list(csv.DictReader(open(d / "out.csv")))
 
 
@@ -91,7 +91,8 @@ def test_not_a_model_exits_2(tmp_path, capsys):
     p = tmp_path / "x.tflite"
     p.write_bytes(b"not a model at all, just bytes")
     assert main(["quant", str(p)]) == 2
-    assert "not a valid TFLite model" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err == f"tflite-viewer quant: error: {p}: file identifier is \"a mo\", expected \"TFL3\": not a TFLite model\n"
 
 
 def test_npz_and_images(tmp_path, capsys):
@@ -99,7 +100,7 @@ def test_npz_and_images(tmp_path, capsys):
     x = rng.uniform(-1, 1, (3, 1, 32, 32, 3)).astype(np.float32)
     np.savez(tmp_path / "in.npz", **{"serving_default_keras_tensor_156:0": x})
     rc = main(["quant", str(SMALL_INT8), "--float", str(SMALL_FLOAT), "--inputs",
-               str(tmp_path / "in.npz"), "--json", str(tmp_path / "a.json")])
+               str(tmp_path / "in.npz"), "-o", str(tmp_path / "a.json")])
     assert rc == 0 and _strict((tmp_path / "a.json").read_text())["samples"] == 3
     # a folder of images: a JPEG (written by Pillow) and a .npy
     from PIL import Image
@@ -109,7 +110,7 @@ def test_npz_and_images(tmp_path, capsys):
     np.save(tmp_path / "imgs" / "b.npy", img)
     (tmp_path / "imgs" / "notes.txt").write_text("not an image: skipped by its suffix")
     rc = main(["quant", str(SMALL_INT8), "--float", str(SMALL_FLOAT), "--images",
-               str(tmp_path / "imgs"), "--json", str(tmp_path / "b.json")])
+               str(tmp_path / "imgs"), "-o", str(tmp_path / "b.json")])
     assert rc == 0 and _strict((tmp_path / "b.json").read_text())["samples"] == 2
 
 
@@ -119,7 +120,7 @@ def test_json_and_csv_carry_the_subgraph(tmp_path, capsys):
     from .helpers import MODELS
     q, f = MODELS / "lstm_dynamic.tflite", MODELS / "lstm_float.tflite"
     rc = main(["quant", str(q), "--float", str(f), "--samples", "1", "--per-layer-fallback",
-               "--csv", str(tmp_path / "o.csv"), "--json", str(tmp_path / "o.json")])
+               "--csv", str(tmp_path / "o.csv"), "-o", str(tmp_path / "o.json")])
     out = capsys.readouterr().out
     assert rc == 0 and "sg  2 op    2 FULLY_CONNECTED" in out
     api = analyze(q, f, samples=1, per_layer_fallback=True)

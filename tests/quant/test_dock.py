@@ -27,7 +27,8 @@ def test_dock_end_to_end(window, qtbot, tmp_path):
     dock = window.quant_panel
     with qtbot.waitSignal(dock.findingsChanged, timeout=20_000):
         assert window.open_path(SMALL_INT8, wait=True)
-    assert dock.findings == [] and dock.findings_tree.topLevelItemCount() == 0
+    assert dock.findings == [] and dock.findings_tree.topLevelItemCount() == 1  # its empty state
+    assert dock.findings_tree.topLevelItem(0).text(0) == "No spec findings"
     seen = []
     dock._progress.changed.connect(lambda d, t, m: seen.append((d, t)))
     _run(qtbot, dock)
@@ -103,6 +104,7 @@ def test_dock_findings_also_in_problems(window, qtbot, tmp_path):
 
 def test_cancel_and_failure(window, qtbot, tmp_path):
     assert window.open_path(SMALL_INT8, wait=True)
+    window.quant_dock.show()  # View > Quantization (hidden in the default layout)
     dock = window.quant_panel
     dock.compare(SMALL_FLOAT, samples=50, fallback=True)
     assert dock.running and dock.cancel_button.isVisible()

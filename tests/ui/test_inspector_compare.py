@@ -130,7 +130,12 @@ def test_the_inspector_refreshes_the_selected_tensor_at_every_stop(qtbot, window
     f10()  # op 1 has run: its output is computed
     expect = reference_run(window, name).tensor(0, out)
     rows = panel.rows()
-    assert not any(r.section == "Run" for r in rows)
+    run = {r.key: r.value for r in rows if r.section == "Run"}
+    assert "values" not in run  # "not yet computed" went
+    # the file stores batch 1 where SPACE_TO_BATCH_ND computes 4: the stop's shape is shown
+    stored = tuple(window.model.subgraphs[0].tensors[out].shape)
+    assert stored == (1, 18, 18, 8) and expect.shape == (4, 18, 18, 8)
+    assert run == {"shape at this stop": "[4, 18, 18, 8]", "elements at this stop": f"{expect.size:,}"}
     stats = {r.key: r.value for r in rows if r.section == "Statistics (stored values)"}
     e = expect.astype(np.float64)
     assert stats["count"] == f"{e.size:,}"

@@ -1,97 +1,132 @@
-"""`tflite-viewer`: the window, or a headless subcommand (info, run, layout, render, edit,
-quant).
+"""`tflite-viewer`: the window, or a headless subcommand.
 
 Exit codes are a contract scripts rely on: 0 success, 1 a check failed (e.g. a comparison
 mismatch), 2 bad input or usage, always with one readable line on stderr, never a
-traceback.  Each subcommand lives in its own module of this package (`tflite_viewer.cli`) with
-`add_parser(subparsers)` and `main(args) -> int`; only the module of the subcommand being
-run is imported (the `layout` of a 20,000-op model runs in about a second, and a third of
-that would otherwise be imports it does not use).
+traceback.  Each subcommand lives in its own module of this package with
+``add_parser(subparsers)`` and ``main(args) -> int``, and is listed in `SUBCOMMANDS`; only
+the module of the subcommand being run is imported (the `layout` of a 20,000-op model runs
+in about a second, and a third of that would otherwise be imports it does not use).
+
+Subcommands raise, they do not print errors: `main` turns `CommandError` and the
+documented errors into ``tflite-viewer SUBCOMMAND: error: <one line>`` and exit 2.  The
+shared pieces a new subcommand uses are `common` (file checks and messages, option helpers)
+and `output` (``--json``, ``-o FILE``, ``-`` for stdout); docs/ARCHITECTURE.md walks
+through adding one.
 """
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
+from .common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, CommandError, one_line
 
-SUBCOMMANDS = ("info", "run", "layout", "render", "edit", "quant", "ops")
-EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+__all__ = ["SUBCOMMANDS", "main", "build_parser", "CommandError",
+           "EXIT_OK", "EXIT_CHECK_FAILED", "EXIT_BAD_INPUT"]
+
+# name -> one-line summary (shown in `tflite-viewer -h`, each subcommand's help and
+# docs/cli.md).  A new subcommand adds its line here and a module named after it.
+SUBCOMMANDS: dict[str, str] = {
+    "info": "summarize a model: operators, tensors, metadata, findings",
+    "run": "run a model in the interpreter and cross-check it against LiteRT",
+    "layout": "lay out a subgraph: node boxes, edge polylines, crossings",
+    "render": "draw a subgraph's graph to SVG or PNG",
+    "edit": "change options, names, versions, quantization and write a new model",
+    "quant": "quantization analysis: spec checks, ranges, float vs quantized, fallback gain",
+    "ops": "op coverage: versions and types here against LiteRT's builtin resolver",
+    "memory": "will it fit: TFLite Micro's or LiteRT's tensor arena, its peak, what-ifs",
+    "targets": "which operators LiteRT, XNNPACK, the GPU delegate and TFLite Micro take",
+    "diff": "compare two models: structure, options, weights, quantization, numbers",
+}
+PROG = "tflite-viewer"
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that exits 2 with one line (its default prints the usage block too)."""
+class ParagraphFormatter(argparse.HelpFormatter):
+    """argparse's formatter, but descriptions keep their paragraphs (blank-line separated)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n\n".join(super(ParagraphFormatter, self)._fill_text(p, width, indent)
+                           for p in text.split("\n\n"))
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that raises `CommandError` (one line, exit 2) instead of printing its usage
+    block and exiting."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", ParagraphFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
-        raise SystemExit(EXIT_BAD_INPUT)
+        raise CommandError(f"{message} (see {self.prog} -h)")
 
 
 def _command_module(name: str):
     return importlib.import_module(f"tflite_viewer.cli.{name}")
 
 
-def build_parser(command: str) -> argparse.ArgumentParser:
-    parser = _Parser(prog="tflite-viewer", description="Explore, run and edit TFLite models.")
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
-    _command_module(command).add_parser(sub)
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of one subcommand, or with ``command`` None of every subcommand (for
+    help and docs/cli.md; that imports every subcommand's module)."""
+    parser = Parser(prog=PROG, description="Explore, run and edit TFLite models.")
+    sub = parser.add_subparsers(dest="command", parser_class=Parser, metavar="SUBCOMMAND")
+    for name in ([command] if command else SUBCOMMANDS):
+        _command_module(name).add_parser(sub)
     return parser
 
 
-def _window_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="tflite-viewer",
-        description="Open MODEL in the window (a bundled sample when no MODEL is given). "
-                    f"Subcommands: {', '.join(SUBCOMMANDS)} (tflite-viewer SUBCOMMAND -h).")
-    parser.add_argument("model", nargs="?", help="a .tflite file")
-    parser.add_argument("--screenshot", metavar="OUT.png",
-                        help="render the window offscreen to OUT.png and exit")
-    parser.add_argument("--select", metavar="op:N|tensor:N", help="select an operator or tensor")
-    parser.add_argument("--subgraph", metavar="S", default=None,
-                        help="subgraph index, name or signature key to show")
-    parser.add_argument("--run-to", metavar="N", type=int, default=None,
-                        help="with --screenshot: run the model in the debugger and pause before "
-                             "operator N (of --subgraph, default 0), the debugger docks shown")
-    parser.add_argument("--inputs", metavar="IN.npz", default=None,
-                        help="with --run-to: input arrays keyed by input name (else seeded)")
-    parser.add_argument("--check", action="store_true",
-                        help="report whether this machine has what the window needs (Qt's system "
-                             "libraries) and exit: 0 all present, 1 something missing")
-    return parser
+def subcommand_parsers() -> dict[str, argparse.ArgumentParser]:
+    """Every subcommand's own parser, by name (what docs/cli.md is generated from)."""
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def did_you_mean(word: str) -> str | None:
+    """The subcommand ``word`` is a near miss of, if any (``inof`` -> ``info``)."""
+    close = difflib.get_close_matches(word, list(SUBCOMMANDS), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _report(prog: str, message: str) -> int:
+    sys.stdout.flush()
+    sys.stderr.write(f"{prog}: error: {message}\n")
+    return EXIT_BAD_INPUT
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    command = args_list[0] if args_list and args_list[0] in SUBCOMMANDS else None
+    prog = f"{PROG} {command}" if command else PROG
     try:
-        if args_list and args_list[0] in SUBCOMMANDS:
-            args = build_parser(args_list[0]).parse_args(args_list)
-            return int(_command_module(args.command).main(args) or 0)
-        args = _window_parser().parse_args(args_list)
-        if args.check:
-            from ..ui.platform_check import check_report  # loads no Qt
-            report, code = check_report()
-            print(report)
-            return code
-        from ..ui.app import run_app  # the only place the window (and PySide6) is imported
-        return int(run_app(args) or 0)
-    except SystemExit as exc:
+        if command:
+            args = build_parser(command).parse_args(args_list)
+            return int(_command_module(command).main(args) or 0)
+        from . import window
+        return window.main(window.parse(args_list))
+    except SystemExit as exc:  # -h, --version
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_BAD_INPUT
-    except (OSError, ValueError, KeyError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        sys.stderr.write(f"tflite-viewer: error: {message}\n")
-        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{prog}: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        # the reader of stdout went away (`| head`): stop quietly, and keep Python from
+        # complaining when it flushes stdout at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except (CommandError, OSError, ValueError, KeyError, IndexError, MemoryError) as exc:
+        return _report(prog, one_line(exc))
     except Exception as exc:
         # Imported here so that `tflite-viewer --help` or a subcommand that fails early does
         # not pay for loading the model package (and numpy) just to name an exception.
         from ..model.errors import TFLiteViewerError
         if not isinstance(exc, TFLiteViewerError):
             raise
-        sys.stderr.write(f"tflite-viewer: error: {exc}\n")
-        return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        sys.stderr.write("tflite-viewer: interrupted\n")
-        return 130
+        return _report(prog, one_line(exc))
 
 
 if __name__ == "__main__":

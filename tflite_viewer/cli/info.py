@@ -1,4 +1,5 @@
-"""`tflite-viewer info MODEL [--json]`: a readable summary, in the spirit of LiteRT's analyzer.
+"""`tflite-viewer info MODEL [--json] [-o OUT.json]`: a readable summary, in the spirit of
+LiteRT's analyzer, or the same as a JSON document (docs/ARCHITECTURE.md's contract).
 
 The JSON is strict (`jsonout`): a non-finite number (a NaN scale) is written as ``null``
 and listed in ``findings`` with where it was."""
@@ -6,19 +7,34 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
 import numpy as np
 
-from ..model import Model, ModelFormatError, load_model
-from . import jsonout
+from ..graph.labels import composite_summary
+from ..model import Model, ModelFormatError
+from .common import CommandError, add_model_argument, load_model_arg, subcommand_parser
+from .output import Output, add_json_option, add_output_option
+
+DESCRIPTION = ("Summarize a model: every subgraph's operators (op, version, inputs, outputs, "
+               "called subgraphs) and tensors (type, shape, quantization, buffer), the "
+               "signatures, the metadata, associated files and what the reader found wrong "
+               "with the model (the problems LiteRT would refuse it for).")
+# shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
+EXAMPLES = [
+    "tflite-viewer info mobilenet_v2_float.tflite",
+    "tflite-viewer info control_flow.tflite --json",
+]
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("info", help="summarize a model (operators, tensors, metadata)")
-    p.add_argument("model", help="a .tflite file")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p = subcommand_parser(subparsers, "info", DESCRIPTION)
+    add_model_argument(p, help="the .tflite file, or a .litertlm container")
+    p.add_argument("--section", type=int, metavar="N", default=None,
+                   help="the TFLite section of a .litertlm container to describe (default: "
+                        "its first TFLiteModel section)")
+    add_json_option(p, "the summary")
+    add_output_option(p, what="the summary as JSON")
 
 
 def _jsonable(value: Any) -> Any:
@@ -78,7 +94,10 @@ def summarize(model: Model) -> dict:
                     "shape_signature": None if t.shape_signature is None else list(t.shape_signature),
                     "buffer": t.buffer, "buffer_bytes": t.buffer_nbytes, "kind": t.kind,
                     "is_variable": t.is_variable, "quantization": _quantization(t),
-                    "sparsity": _sparsity(t)} for t in sg.tensors]
+                    "sparsity": _sparsity(t),
+                    **({"external_buffer": t.external_buffer,
+                        "data_location": t.data_location} if t.external_buffer else {})}
+                   for t in sg.tensors]
         operators = [{"index": op.index, "opcode": op.name, "builtin_code": op.builtin_code,
                       "version": op.version, "inputs": list(op.inputs),
                       "outputs": list(op.outputs), "intermediates": list(op.intermediates),
@@ -86,12 +105,15 @@ def summarize(model: Model) -> dict:
                                                 or op.builtin_options_2_type),
                       "options": _jsonable(op.options),
                       "custom_options": _jsonable(op.custom_options),
-                      "calls": op.called_subgraphs} for op in sg.operators]
+                      "calls": op.called_subgraphs,
+                      **({"composite": {"name": op.composite_name,
+                                        "attributes": _jsonable(op.composite_attributes)}}
+                         if op.composite_name is not None else {})} for op in sg.operators]
         subgraphs.append({"index": sg.index, "name": sg.name, "inputs": list(sg.inputs),
                           "outputs": list(sg.outputs), "tensors": tensors,
                           "operators": operators})
     return {
-        "file": str(model.path) if model.path else None,
+        "file": str(model.path) if model.path else (str(model.origin) if model.origin else None),
         "file_size": model.file_size, "schema_version": model.version,
         "description": model.description,
         "weights_bytes": model.weights_nbytes,
@@ -104,10 +126,27 @@ def summarize(model: Model) -> dict:
                         "outputs": {m.name: m.tensor_index for m in s.outputs}}
                        for s in model.signature_defs],
         "metadata": _metadata(model),
+        **_external(model),
         "associated_files": model.associated_files(),
         "findings": [{"severity": f.severity, "where": f.where, "message": f.message}
                      for f in model.findings],
     }
+
+
+def _external(model: Model) -> dict:
+    """The side files (external buffer groups) and their entries, when the model has any."""
+    if not model.external_buffer_groups and not model.external_buffers:
+        return {}
+    groups = []
+    for g in model.external_buffer_groups:
+        size = model.weights.size(g.name) if g.name else None
+        groups.append({"index": g.index, "name": g.name,
+                       "location": model.weights.describe(g.name), "exists": size is not None,
+                       "bytes": size})
+    return {"external_buffer_groups": groups,
+            "external_buffers": [{"id": e.id, "group": e.group, "offset": e.offset,
+                                  "length": e.length, "packing": e.packing}
+                                 for e in model.external_buffers]}
 
 
 def _tensor_line(t) -> str:
@@ -125,6 +164,8 @@ def _tensor_line(t) -> str:
     extra = " variable" if t.is_variable else ""
     extra += " sparse" if t.sparsity is not None else ""
     buf = f" B#{t.buffer} ({t.buffer_nbytes} bytes)" if t.buffer_nbytes or t.is_constant else ""
+    if t.external_buffer:
+        buf = f" in {t.data_location}"
     return f"  T#{t.index} {t.name} {t.type_name}{list(t.shape)}{sig}{quant}{buf}{extra}"
 
 
@@ -152,7 +193,7 @@ def _tree_lines(value: Any, indent: str) -> list[str]:
 
 
 def render_text(model: Model) -> str:
-    lines = [f"Model {model.path or '<bytes>'}: schema version {model.version}, "
+    lines = [f"Model {model.path or model.origin or '<bytes>'}: schema version {model.version}, "
              f"{model.file_size} bytes ({model.weights_nbytes} weights, "
              f"{model.file_size - model.weights_nbytes} graph), "
              f"{model.parameter_count} parameters"]
@@ -166,6 +207,8 @@ def render_text(model: Model) -> str:
             ins = ", ".join("-" if i < 0 else f"T#{i}" for i in op.inputs)
             outs = ", ".join(f"T#{i}" for i in op.outputs)
             calls = "".join(f" {role}=Subgraph#{s}" for role, s in op.called_subgraphs.items())
+            if op.composite_name is not None:  # what the composite computes
+                calls = f" {op.composite_name}({composite_summary(op)})" + calls
             lines.append(f"  Op#{op.index} {op.name}(v{op.version})({ins}) -> [{outs}]{calls}")
         lines.append("  Tensors:")
         lines.extend(_tensor_line(t) for t in sg.tensors)
@@ -184,6 +227,10 @@ def render_text(model: Model) -> str:
         else:
             text = value if isinstance(value, str) else json.dumps(value)[:200]
             lines.append(f"{head}: {text}")
+    for g in _external(model).get("external_buffer_groups", []):
+        state = f"{g['bytes']:,} bytes" if g["exists"] else "MISSING"
+        lines.append(f"External buffer group {g['index']} {g['name']!r}: {g['location']} "
+                     f"({state})")
     for name in model.associated_files():
         lines.append(f"Associated file: {name}")
     for f in model.findings:
@@ -191,10 +238,46 @@ def render_text(model: Model) -> str:
     return "\n".join(lines)
 
 
+def _container(model: Model) -> dict | None:
+    """The container a model was opened from: its version, metadata and sections."""
+    origin = model.origin
+    if origin is None:
+        return None
+    c = origin.container
+    return {"file": str(c.path) if c.path else None, "version": ".".join(map(str, c.version)),
+            "system_metadata": _jsonable(c.system_metadata), "section": origin.section,
+            "sections": [{"index": s.index, "type": s.type_name, "begin": s.begin,
+                          "end": s.end, "items": _jsonable(s.items)} for s in c.sections]}
+
+
+def _container_lines(doc: dict, model: Model) -> list[str]:
+    c = model.origin.container
+    lines = [f"Container {c.name}: LiteRT-LM {doc['version']}, {len(c.sections)} sections"]
+    for key, value in c.system_metadata.items():
+        lines.append(f"  {key}: {value}")
+    for s in c.sections:
+        mark = "  <- described below" if s.index == doc["section"] else ""
+        lines.append(f"  {s.label}, bytes {s.begin:,}..{s.end:,}{mark}")
+    s = c.sections[doc["section"]]
+    kind = f" {s.model_type.removeprefix('tf_lite_')}" if s.model_type else ""
+    return lines + ["", f"Section {s.index} ({s.type_name}{kind}):"]
+
+
 def main(args: argparse.Namespace) -> int:
-    model = load_model(args.model)
-    if args.json:
-        sys.stdout.write(jsonout.dumps(summarize(model)) + "\n")
-    else:
-        sys.stdout.write(render_text(model) + "\n")
+    out = Output(args)
+    if args.section is not None and args.section < 0:
+        raise CommandError(f"--section {args.section}: a section number is 0 or more")
+    model = load_model_arg(args.model, section=args.section)
+    container = _container(model)
+    if args.section is not None and container is None:
+        raise CommandError(f"{args.model}: --section is for .litertlm containers; this is a "
+                           ".tflite model")
+    if not out.stdout_taken:
+        head = _container_lines(container, model) if container else []
+        out.text("\n".join(head + [render_text(model)]))
+    if out.wants_json:
+        doc = summarize(model)
+        if container:
+            doc["container"] = container
+        out.json(doc)
     return 0

@@ -1,29 +1,38 @@
-"""`tflite-viewer ops [--forms] [--json | --markdown]`: op coverage, every builtin code with
-its versions and types here and what LiteRT's builtin op resolver accepts; with
-``--forms``, the weights of the weighted ops in every type and quantization form, here
+"""`tflite-viewer ops [--forms] [--json | --markdown] [-o OUT.json]`: op coverage, every
+builtin code with its versions and types here and what LiteRT's builtin op resolver accepts;
+with ``--forms``, the weights of the weighted ops in every type and quantization form, here
 and in LiteRT's builtin kernels (the generated sweep, interpreter/litert_forms.py)."""
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 from ..interpreter.coverage import (RUNS_WHERE_LITERT_IS_WRONG, FormCoverage, OpCoverage,
                                     coverage, forms_coverage, forms_summary, summary)
+from .common import subcommand_parser
+from .output import Output, add_json_option, add_output_option
 
 _STATUS = {"both": "yes", "versions": "partly", "litert only": "no", "here only": "here only",
            "neither": "-"}
+DESCRIPTION = ("List every builtin op code with the versions and tensor types the interpreter "
+               "runs, against what LiteRT's builtin op resolver registers, and the reason for "
+               "every gap. LiteRT's side is generated from its sources and checked on the "
+               "installed ai-edge-litert wheel.")
+# shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
+EXAMPLES = [
+    "tflite-viewer ops --json -o ops.json",
+]
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("ops", help="op coverage: versions and types here vs LiteRT")
+    p = subcommand_parser(subparsers, "ops", DESCRIPTION)
     fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    add_json_option(fmt, "the coverage")
     fmt.add_argument("--markdown", action="store_true",
-                     help="the README's coverage table (Markdown)")
+                     help="print the coverage as a Markdown table (docs/ops.md)")
     p.add_argument("--forms", action="store_true",
                    help="weights by op x activations x type x quantization form, here and "
                         "in LiteRT's builtin kernels")
+    add_output_option(p, what="the coverage as JSON")
 
 
 def _versions(ranges) -> str:
@@ -79,29 +88,23 @@ def forms_markdown(rows: list[FormCoverage]) -> str:
 
 
 def _forms_main(args: argparse.Namespace) -> int:
+    out = Output(args)
     rows = forms_coverage()
     figures = forms_summary(rows)
-    if args.json:
-        json.dump({"summary": figures, "combinations": [r.as_dict() for r in rows]},
-                  sys.stdout, indent=1, allow_nan=False)
-        sys.stdout.write("\n")
-        return 0
+    out.json({"summary": figures, "combinations": [r.as_dict() for r in rows]})
     if args.markdown:
-        sys.stdout.write(forms_markdown(rows))
+        out.text(forms_markdown(rows))
         return 0
-    out = [f"{'op':<18} {'act':<6} {'weight':<8} runs here / LiteRT runs / LiteRT runs "
-           "without meaning"]
+    lines = [f"{'op':<18} {'act':<6} {'weight':<8} runs here / LiteRT runs / LiteRT runs "
+             "without meaning"]
     for op, act, wtype, here, lit, wrong in _forms_table(rows):
-        out.append(f"{op:<18} {act:<6} {wtype:<8} {here} / {lit} / {wrong}")
-    out.append(forms_headline(figures))
-    sys.stdout.write("\n".join(out) + "\n")
+        lines.append(f"{op:<18} {act:<6} {wtype:<8} {here} / {lit} / {wrong}")
+    out.text("\n".join(lines + [forms_headline(figures)]))
     return 0
 
 
 def markdown(rows: list[OpCoverage]) -> str:
     lines = [f"**{headline(summary(rows))}** (`tflite-viewer ops`).", "",
-             "<details><summary>The table (<code>tflite-viewer ops --markdown</code>)</summary>",
-             "",
              "| code | op | here | versions here | LiteRT versions | LiteRT types | note |",
              "|---:|---|---|---|---|---|---|"]
     for r in rows:
@@ -113,35 +116,33 @@ def markdown(rows: list[OpCoverage]) -> str:
         lv = "-" if r.litert_versions is None else _versions([r.litert_versions])
         lines.append(f"| {r.code} | {r.name} | {_STATUS[r.status]} | "
                      f"{_versions(r.here_versions)} | {lv} | {lt} | {r.note} |")
-    return "\n".join(lines + ["", "</details>"]) + "\n"
+    return "\n".join(lines) + "\n"
 
 
 def main(args: argparse.Namespace) -> int:
     if getattr(args, "forms", False):
         return _forms_main(args)
+    out = Output(args)
     rows = coverage()
     figures = summary(rows)
-    if args.json:
+    if out.wants_json:
         forms = forms_coverage()
-        json.dump({"summary": figures, "ops": [r.as_dict() for r in rows],
-                   "weight_forms": {"summary": forms_summary(forms),
-                                    "combinations": [r.as_dict() for r in forms]}},
-                  sys.stdout, indent=1, allow_nan=False)
-        sys.stdout.write("\n")
-        return 0
+        out.json({"summary": figures, "ops": [r.as_dict() for r in rows],
+                  "weight_forms": {"summary": forms_summary(forms),
+                                   "combinations": [r.as_dict() for r in forms]}})
     if args.markdown:
-        sys.stdout.write(markdown(rows))
+        out.text(markdown(rows))
         return 0
     width = max(len(r.name) for r in rows)
-    out = [f"{'op':<{width}}  {'here':<10} {'versions':<9} {'LiteRT':<7} types here / note"]
+    lines = [f"{'op':<{width}}  {'here':<10} {'versions':<9} {'LiteRT':<7} types here / note"]
     for r in rows:
         if r.status == "neither":
             continue
         lv = "-" if r.litert_versions is None else _versions([r.litert_versions])
-        out.append(f"{r.name:<{width}}  {_STATUS[r.status]:<10} {_versions(r.here_versions):<9} "
-                   f"{lv:<7} {r.here_types or r.note}" + (f" ({r.note})" if r.note and
-                                                          r.here_types else ""))
-    out.append(headline(figures))
-    out.append(forms_headline(forms_summary(forms_coverage())))
-    sys.stdout.write("\n".join(out) + "\n")
+        lines.append(f"{r.name:<{width}}  {_STATUS[r.status]:<10} {_versions(r.here_versions):<9} "
+                     f"{lv:<7} {r.here_types or r.note}" + (f" ({r.note})" if r.note and
+                                                            r.here_types else ""))
+    lines.append(headline(figures))
+    lines.append(forms_headline(forms_summary(forms_coverage())))
+    out.text("\n".join(lines))
     return 0

@@ -1,27 +1,39 @@
 """`tflite-viewer quant MODEL [--float FLOAT_MODEL] [--inputs IN.npz | --images DIR]
-[--samples N] [--per-layer-fallback] [--csv OUT.csv] [--json OUT.json] [--fail-below-sqnr DB]`
+[--samples N] [--per-layer-fallback] [--csv OUT.csv] [--json] [-o OUT.json]
+[--fail-below-sqnr DB]`
 
 Prints the spec findings, the weight report and the per-tensor table (worst first).  Exit
 1 when a spec rule is violated (an error finding) or, with --fail-below-sqnr, when a
-compared tensor's average SQNR is below DB, so CI can gate on it; 2 for bad input.
-Progress goes to stderr.
+compared tensor's average SQNR is below DB, so CI can gate on it; 2 for bad input (a model
+with nothing quantized in it, a float model that does not match).  Progress goes to stderr.
 """
 from __future__ import annotations
 
+import argparse
 import sys
-from pathlib import Path
 
-from ..interpreter.errors import UnsupportedOpError
-from ..model import ModelFormatError, load_model
-from ..model.errors import TFLiteViewerError
+from .common import (EXIT_CHECK_FAILED, EXIT_OK, CommandError, add_model_argument,
+                     add_seed_option, input_file, input_folder, load_model_arg,
+                     subcommand_parser)
+from .output import Output, add_json_option, add_output_option, write_file
 
-EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+DESCRIPTION = ("Analyse a quantized model: spec checks from the file alone (scales, zero "
+               "points, per-channel axes, bias scales), the range each weight and activation "
+               "uses, and with --float its float original compared tensor by tensor (SQNR, "
+               "cosine, errors; worst first) and, with --per-layer-fallback, how much "
+               "computing each quantized op in float would gain. No TensorFlow needed: any "
+               "pair of .tflite files.\n\n"
+               "Exit 1 when a spec rule is violated or a tensor is below --fail-below-sqnr, "
+               "so CI can gate on it.")
+# shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
+EXAMPLES = [
+    "tflite-viewer quant small_cnn_dilated_int8.tflite --float small_cnn_dilated_float.tflite --samples 4 --per-layer-fallback --csv tensors.csv",
+]
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("quant", help="quantization analysis (spec, ranges, float vs "
-                                            "quantized, per-layer fallback gain)")
-    p.add_argument("model", help="the quantized .tflite file")
+    p = subcommand_parser(subparsers, "quant", DESCRIPTION)
+    add_model_argument(p, "the quantized .tflite file")
     p.add_argument("--float", dest="float_model", metavar="FLOAT_MODEL",
                    help="its float original: compare every paired tensor")
     src = p.add_mutually_exclusive_group()
@@ -31,19 +43,16 @@ def add_parser(subparsers) -> None:
                      help="a folder of images (JPEG, PNG, ... or .npy), resized to the input and "
                           "normalized by its metadata (else onto its range)")
     p.add_argument("--samples", type=int, default=10, metavar="N",
-                   help="number of samples (seeded when no --inputs/--images; default 10)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the seeded samples")
+                   help="number of samples (seeded when no --inputs or --images; default 10)")
+    add_seed_option(p, "the seeded samples")
     p.add_argument("--per-layer-fallback", action="store_true",
-                   help="measure the gain of computing each quantized op in float")
-    p.add_argument("--csv", metavar="OUT.csv", help="write the per-tensor table as CSV")
-    p.add_argument("--json", metavar="OUT.json", help="write the whole report as strict JSON")
+                   help="measure the gain of computing each quantized op in float (needs --float)")
+    p.add_argument("--csv", metavar="OUT.csv",
+                   help="write the per-tensor table as CSV ('-' for stdout)")
+    add_json_option(p, "the whole report")
+    add_output_option(p, what="the whole report as JSON")
     p.add_argument("--fail-below-sqnr", type=float, metavar="DB",
-                   help="exit 1 when a compared tensor's average SQNR is below DB")
-
-
-def _fail(message: str) -> int:
-    sys.stderr.write(f"tflite-viewer quant: error: {message}\n")
-    return EXIT_BAD_INPUT
+                   help="exit 1 when a compared tensor's average SQNR is below DB (needs --float)")
 
 
 def _progress(done: int, total: int, message: str) -> None:
@@ -56,23 +65,31 @@ def _progress(done: int, total: int, message: str) -> None:
     sys.stderr.flush()
 
 
-def main(args) -> int:
+def _quantized(model) -> bool:
+    """Whether any tensor of the model carries integer quantization parameters."""
+    return any(t.quantization is not None and t.quantization.scale.size
+               for sg in model.subgraphs for t in sg.tensors)
+
+
+def main(args: argparse.Namespace) -> int:
+    out = Output(args, files={"--csv": args.csv})
     if args.samples < 1:
-        return _fail("--samples must be at least 1")
+        raise CommandError(f"--samples must be at least 1, not {args.samples}")
     if args.per_layer_fallback and not args.float_model:
-        return _fail("--per-layer-fallback needs --float FLOAT_MODEL (the reference outputs)")
+        raise CommandError("--per-layer-fallback needs --float FLOAT_MODEL (the reference outputs)")
     if args.fail_below_sqnr is not None and not args.float_model:
-        return _fail("--fail-below-sqnr needs --float FLOAT_MODEL")
-    for path in (args.model, args.float_model, args.inputs):
-        if path is not None and not Path(path).is_file():
-            return _fail(f"{path}: no such file")
-    if args.images is not None and not Path(args.images).is_dir():
-        return _fail(f"{args.images}: no such folder")
-    try:
-        model = load_model(args.model)
-        float_model = load_model(args.float_model) if args.float_model else None
-    except ModelFormatError as exc:
-        return _fail(f"not a valid TFLite model: {exc}")
+        raise CommandError("--fail-below-sqnr needs --float FLOAT_MODEL")
+    model = load_model_arg(args.model)
+    float_model = load_model_arg(args.float_model) if args.float_model else None
+    if args.inputs is not None:
+        input_file(args.inputs, "inputs file")
+    if args.images is not None:
+        input_folder(args.images)
+    if not _quantized(model):
+        raise CommandError(f"{args.model}: nothing in it is quantized (no tensor has "
+                           "quantization parameters); give the quantized model, and its float "
+                           "original with --float")
+    from ..interpreter.errors import UnsupportedOpError
     from ..quant.analysis import analyze
     from ..quant.report import format_text, to_csv
 
@@ -81,20 +98,15 @@ def main(args) -> int:
                          inputs=args.inputs, images=args.images,
                          per_layer_fallback=args.per_layer_fallback, progress=_progress)
     except UnsupportedOpError as exc:
-        return _fail(str(exc).splitlines()[0] + " (" + "; ".join(
-            p["reason"] for p in getattr(exc, "problems", [])[:3]) + ")")
-    except (TFLiteViewerError, ValueError, KeyError, OSError) as exc:
-        return _fail(str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc))
+        raise CommandError(str(exc).splitlines()[0] + " (" + "; ".join(
+            p["reason"] for p in getattr(exc, "problems", [])[:3]) + ")") from None
     report.model = args.model
     report.float_model = args.float_model
-    sys.stdout.write(format_text(report))
-    try:
-        if args.csv:
-            Path(args.csv).write_text(to_csv(report))
-        if args.json:
-            Path(args.json).write_text(report.to_json())
-    except OSError as exc:
-        return _fail(str(exc))
+    out.text(format_text(report))
+    if args.csv:
+        write_file(args.csv, to_csv(report))
+    if out.wants_json:
+        out.json(report.to_dict())
     failed = []
     if report.errors:
         failed.append(f"{len(report.errors)} spec violation(s)")
@@ -107,6 +119,7 @@ def main(args) -> int:
                           f"subgraph {worst.subgraph} tensor {worst.tensor} {worst.name!r}, "
                           f"{worst.metrics['sqnr_db']:.2f} dB)")
     if failed:
+        sys.stdout.flush()
         sys.stderr.write("tflite-viewer quant: check failed: " + "; ".join(failed) + "\n")
         return EXIT_CHECK_FAILED
     return EXIT_OK

@@ -4,7 +4,9 @@ every tensor, cross-check against LiteRT.
     tflite-viewer run MODEL [--inputs IN.npz] [--seed N] [--signature KEY]
                             [--dump-all OUT.npz] [--compare-litert] [--rounding single|double]
                             [--tolerance REL] [--tolerance-units N]
+                            [--compare-mode auto|end-to-end|isolated]
                             [--max-iterations N] [--timeout SECONDS] [--max-memory SIZE]
+                            [--json] [-o OUT.json]
 
 ``--rounding`` is passed to `Interpreter(model, rounding=...)`; without it the interpreter's
 default applies.
@@ -23,6 +25,9 @@ default applies.
   kernels when those cannot run the model) on the same inputs; a table of every op
   output's end-to-end and op-isolated error, naming the kernels compared against; exit 1
   when one is outside the tolerance (``--compare-mode`` says which error decides).
+* The top-k of an output is printed only for a classifier's output (labels for it in the
+  model's metadata, or a SOFTMAX / LOG_SOFTMAX output, or a tensor named logits), and the
+  line says which (`tflite_viewer.interpreter.outputs.classifier_reason`).
 
 Exit codes: 0 success, 1 the cross-check found a divergence, 2 bad input (model, inputs,
 unsupported operators, LiteRT unable to run or crashing), one line on stderr.
@@ -30,45 +35,61 @@ unsupported operators, LiteRT unable to run or crashing), one line on stderr.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 import warnings
 
 import numpy as np
 
-from ..interpreter.outputs import top_k_lines, value_summary
-from ..model import load_model
+from ..interpreter.outputs import classifier_reason, top_k, top_k_lines, value_summary
 from ..model.errors import TFLiteViewerError
+from .common import (EXIT_CHECK_FAILED, CommandError, add_model_argument, add_seed_option,
+                     input_file, load_model_arg, one_line, subcommand_parser)
+from .output import Output, add_json_option, add_output_option, write_file
+from . import run_generate
+
+DESCRIPTION = ("Run a model in the interpreter on your inputs (an .npz) or on seeded inputs "
+               "valid for it, and print its outputs: statistics, first values, and for a "
+               "classifier the top 5 with the model's labels. --dump-all writes every tensor "
+               "of every subgraph. --compare-litert runs LiteRT on the same inputs in a child "
+               "process and compares every operator output, end to end and op-isolated (each "
+               "of our kernels fed LiteRT's own inputs); exit 1 when one is outside the "
+               "tolerance.\n\n"
+               "--generate K runs an on-device LLM (prefill and decode signatures, as "
+               "litert-torch exports them): the prefill signature on the prompt's ids, then "
+               "the decode signature K times, each call's KV-cache outputs fed to the next "
+               "call's KV-cache inputs by name and each step fed the argmax of the last; it "
+               "prints the K generated ids. With --compare-litert the same loop runs on "
+               "LiteRT's builtin kernels and the ids are compared (exit 1 when they differ).")
+# shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
+EXAMPLES = [
+    "tflite-viewer run mobilenet_v2_float.tflite",
+    "tflite-viewer run control_flow.tflite --dump-all tensors.npz --json",
+    "tflite-viewer run mobilenet_v2_float.tflite --compare-litert",
+    "tflite-viewer run tiny_llama_q8.tflite --generate 8 --prompt 5,17,42",
+]
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("run", help="run a model in the interpreter (and cross-check "
-                                          "it against LiteRT)")
-    p.add_argument("model", help="a .tflite file")
+    p = subcommand_parser(subparsers, "run", DESCRIPTION)
+    add_model_argument(p)
     p.add_argument("--inputs", metavar="IN.npz",
                    help="input arrays keyed by input tensor name, signature input name or "
                         "s{subgraph}_t{tensor}; missing inputs are seeded")
-    p.add_argument("--seed", type=int, default=0, metavar="N",
-                   help="seed of the generated inputs (default 0)")
-    p.add_argument("--signature", metavar="KEY", help="run this signature")
+    add_seed_option(p)
+    p.add_argument("--signature", metavar="KEY", help="run this signature (default: subgraph 0)")
     p.add_argument("--dump-all", metavar="OUT.npz",
-                   help="write every computed or constant tensor, keyed s{subgraph}_t{tensor}")
+                   help="write every computed or constant tensor, keyed s{subgraph}_t{tensor} "
+                        "('-' for stdout)")
     p.add_argument("--compare-litert", action="store_true",
                    help="run LiteRT on the same inputs and compare every op output")
     p.add_argument("--rounding", choices=("single", "double"), default=None,
                    help="how quantized kernels round when multiplying by a quantized "
-                        "multiplier (default: the interpreter's, which is LiteRT's)")
+                        "multiplier (default double, as LiteRT's reference kernels do)")
     p.add_argument("--tolerance", type=float, default=None, metavar="REL",
                    help="largest relative error of a float tensor for --compare-litert "
                         "(default 1e-5)")
-    p.add_argument("--max-iterations", type=int, default=None, metavar="N",
-                   help="iterations one WHILE op may run (default "
-                        f"{_budget().DEFAULT_MAX_ITERATIONS:,})")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                   help=f"seconds the run may take (default {_budget().DEFAULT_TIMEOUT:g})")
-    p.add_argument("--max-memory", type=_size, default=None, metavar="SIZE",
-                   help="bytes any tensor, input or the arena may take, e.g. 512M or 8G "
-                        "(default: a quarter of physical memory, at most 4G)")
     p.add_argument("--tolerance-units", type=int, default=None, metavar="N",
                    help="largest difference of an integer tensor, in units, for "
                         "--compare-litert (default 0 against LiteRT's reference kernels, "
@@ -78,7 +99,19 @@ def add_parser(subparsers) -> None:
                    help="which error decides --compare-litert: end-to-end (whole runs), "
                         "isolated (each op fed LiteRT's own inputs), or auto (end-to-end "
                         "against the reference kernels, isolated when LiteRT falls back "
-                        "to its optimized kernels); both are always printed")
+                        "to its optimized kernels; the default); both are always printed")
+    p.add_argument("--max-iterations", type=int, default=None, metavar="N",
+                   help="iterations one WHILE op may run (default "
+                        f"{_budget().DEFAULT_MAX_ITERATIONS:,})")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help=f"seconds the run may take (default {_budget().DEFAULT_TIMEOUT:g})")
+    p.add_argument("--max-memory", type=_size, default=None, metavar="SIZE",
+                   help="bytes any tensor, input or the arena may take, e.g. 512M or 8G "
+                        "(default: a quarter of physical memory, at most 4G)")
+    run_generate.add_options(p)
+    add_json_option(p, "the run (inputs, outputs, top-k, cross-check; with --generate the "
+                       "tokens, the loop and its calls)")
+    add_output_option(p, what="the run as JSON")
 
 
 def _budget():
@@ -97,26 +130,6 @@ def _size(text: str) -> int:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"not a positive size: {text!r}")
     return int(value)
-
-
-# ------------------------------------------------------------------------------------------
-# errors: one line
-# ------------------------------------------------------------------------------------------
-def _one_line(exc: BaseException) -> str:
-    text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
-    if not lines:
-        return type(exc).__name__
-    head, rest = lines[0], lines[1:]
-    if not rest:
-        return head
-    return head + (" " if head.endswith(":") else ": ") + "; ".join(rest)
-
-
-def _fail(message: str) -> int:
-    sys.stdout.flush()
-    sys.stderr.write(f"tflite-viewer: error: {message}\n")
-    return 2
 
 
 # ------------------------------------------------------------------------------------------
@@ -142,13 +155,12 @@ def _check_npz_sizes(path: str, max_bytes: int) -> None:
 
 
 def _load_inputs(path: str, max_bytes: int | None = None) -> dict[str, np.ndarray]:
+    input_file(path, "inputs file")
     try:
         with open(path, "rb") as f:
             magic = f.read(6)
-    except FileNotFoundError:
-        raise ValueError(f"inputs file {path!r} does not exist") from None
     except OSError as exc:
-        raise ValueError(f"cannot read inputs file {path!r}: {_one_line(exc)}") from None
+        raise CommandError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     if magic == b"\x93NUMPY":
         raise ValueError(f"inputs file {path!r} holds a single array (.npy), not an .npz "
                          "archive of arrays keyed by input name")
@@ -165,7 +177,7 @@ def _load_inputs(path: str, max_bytes: int | None = None) -> dict[str, np.ndarra
     try:
         data = np.load(path, allow_pickle=False)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is one message
-        raise ValueError(f"cannot read inputs file {path!r}: {_one_line(exc)} "
+        raise ValueError(f"cannot read inputs file {path!r}: {one_line(exc)} "
                          "(expected an .npz archive of arrays keyed by input name)") from exc
     if isinstance(data, np.ndarray):
         raise ValueError(f"inputs file {path!r} holds a single array, not an .npz archive "
@@ -174,7 +186,7 @@ def _load_inputs(path: str, max_bytes: int | None = None) -> dict[str, np.ndarra
         with data:
             return {k: np.array(data[k]) for k in data.files}
     except Exception as exc:  # noqa: BLE001
-        raise ValueError(f"cannot read inputs file {path!r}: {_one_line(exc)}") from exc
+        raise ValueError(f"cannot read inputs file {path!r}: {one_line(exc)}") from exc
 
 
 # ------------------------------------------------------------------------------------------
@@ -205,27 +217,43 @@ def dump_arrays(interp) -> dict[str, np.ndarray]:
 # main
 # ------------------------------------------------------------------------------------------
 def main(args: argparse.Namespace) -> int:
-    try:
-        with warnings.catch_warnings():
-            # one readable line on stderr, never a stray numpy RuntimeWarning (a kernel's
-            # overflow, a complex-to-real cast) before it: bad scales are load findings
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return _main(args)
-    except TFLiteViewerError as exc:
-        return _fail(_one_line(exc))
-    except (OSError, ValueError, KeyError, IndexError, MemoryError) as exc:
-        return _fail(_one_line(exc))
+    with warnings.catch_warnings():
+        # one readable line on stderr, never a stray numpy RuntimeWarning (a kernel's
+        # overflow, a complex-to-real cast) before it: bad scales are load findings
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _main(args)
+
+
+def _stats(a: np.ndarray | None) -> dict:
+    """Numbers of an array for the JSON document (what `value_summary` says in words)."""
+    if a is None:
+        return {"computed": False}
+    out: dict = {"computed": True}
+    if a.dtype.kind in "biuf" and a.size:
+        v = a.astype(np.float64).reshape(-1)
+        finite = v[np.isfinite(v)]
+        out.update(min=float(finite.min()) if finite.size else None,
+                   max=float(finite.max()) if finite.size else None,
+                   mean=float(finite.mean()) if finite.size else None,
+                   nonfinite=int(v.size - finite.size))
+    out["first"] = a.reshape(-1)[:8].tolist() if a.dtype.kind in "biufc" else \
+        [repr(x) for x in a.reshape(-1)[:8].tolist()]
+    return out
 
 
 def _main(args: argparse.Namespace) -> int:
     from ..interpreter import Interpreter
-    from ..interpreter.inputs import complete_inputs, input_specs, positional
+    from ..interpreter.inputs import complete_inputs, input_specs
 
+    run_generate.check_usage(args)
+    if args.generate is not None:
+        return run_generate.main(args)
+    out = Output(args, files={"--dump-all": args.dump_all})
     if args.tolerance is not None and not args.tolerance >= 0:
-        raise ValueError(f"--tolerance must be a relative error >= 0, not {args.tolerance}")
+        raise CommandError(f"--tolerance must be a relative error >= 0, not {args.tolerance}")
     if args.tolerance_units is not None and args.tolerance_units < 0:
-        raise ValueError(f"--tolerance-units must be >= 0, not {args.tolerance_units}")
-    model = load_model(args.model)
+        raise CommandError(f"--tolerance-units must be >= 0, not {args.tolerance_units}")
+    model = load_model_arg(args.model)
     signature = args.signature
     if signature is not None:
         model.signature(signature)  # KeyError naming the signature keys
@@ -233,8 +261,6 @@ def _main(args: argparse.Namespace) -> int:
                                       DEFAULT_TIMEOUT)
     max_bytes = args.max_memory or DEFAULT_MAX_ALLOCATION_BYTES
     given = _load_inputs(args.inputs, max_bytes) if args.inputs else {}
-    arrays, generated = complete_inputs(model, given, args.seed, signature, max_bytes=max_bytes)
-    specs = input_specs(model, signature)
     if args.compare_litert:
         from ..interpreter.crosscheck import require_litert
         require_litert()  # say so before the run, not after it
@@ -242,59 +268,100 @@ def _main(args: argparse.Namespace) -> int:
     budgets = {"max_allocation_bytes": max_bytes,
                "max_iterations": args.max_iterations or DEFAULT_MAX_ITERATIONS,
                "timeout": args.timeout or DEFAULT_TIMEOUT}
+    # the interpreter first: its allocation check (inputs included) refuses a model whose
+    # tensors do not fit before any seeded input is made
     interp = Interpreter(model, **budgets) if args.rounding is None else \
         Interpreter(model, rounding=args.rounding, **budgets)
+    arrays, generated = complete_inputs(model, given, args.seed, signature, max_bytes=max_bytes)
+    specs = input_specs(model, signature)
     t0 = time.perf_counter()
-    interp.invoke(positional(model, arrays, signature), signature=signature)
+    interp.invoke(arrays, signature=signature)  # by name: a signature has no order
     seconds = time.perf_counter() - t0
 
     sgi = specs[0].subgraph if specs else (
         model.signature(signature).subgraph_index if signature else 0)
     sg = interp.subgraphs[sgi]
+    msg = model.subgraphs[sgi]
     where = f"signature {signature!r} (subgraph {sgi})" if signature else f"subgraph {sgi}"
-    out = sys.stdout
-    out.write(f"Model {args.model}: {where}, rounding {interp.rounding}\n")
-    out.write("Inputs:\n")
+    doc: dict = {"model": str(args.model), "subgraph": sgi, "signature": signature,
+                 "rounding": interp.rounding, "inputs": [], "outputs": []}
+    lines = [f"Model {args.model}: {where}, rounding {interp.rounding}", "Inputs:"]
     for spec in specs:
         a = arrays[spec.name]
+        dtype = model.subgraphs[spec.subgraph].tensors[spec.tensor].type_name
         src = f"seeded (seed {args.seed})" if spec.name in generated else f"from {args.inputs}"
-        out.write(f"  {spec.name} (T#{spec.tensor}) {a.dtype.name}{list(a.shape)} {src}: "
-                  f"{value_summary(a)}\n")
+        lines.append(f"  {spec.name} (T#{spec.tensor}) {dtype}{list(a.shape)} {src}: "
+                     f"{value_summary(a)}")
+        doc["inputs"].append({"name": spec.name, "tensor": spec.tensor, "dtype": dtype,
+                              "shape": list(a.shape), "seeded": spec.name in generated,
+                              **_stats(a)})
     if signature is not None:
         pairs = [(m.name, m.tensor_index) for m in model.signature(signature).outputs]
     else:
         pairs = [(sg.tensors[i].name, i) for i in sg.outputs]
     producers = {o: node.name for node in sg.nodes for o in node.outputs if o >= 0}
-    out.write("Outputs:\n")
+    lines.append("Outputs:")
     for name, ti in pairs:
-        t = sg.tensors[ti]
-        a = t.data
+        a = sg.tensors[ti].data
         shape = "?" if a is None else list(a.shape)
-        dtype = t.type_name
-        out.write(f"  {name or f's{sgi}_t{ti}'} (T#{ti}) {dtype}{shape}: {value_summary(a)}\n")
-        for line in top_k_lines(model, sgi, ti, a, producers.get(ti)):
-            out.write(line + "\n")
+        dtype = msg.tensors[ti].type_name
+        shown = name or f"s{sgi}_t{ti}"
+        lines.append(f"  {shown} (T#{ti}) {dtype}{shape}: {value_summary(a)}")
+        lines.extend(top_k_lines(model, sgi, ti, a, producers.get(ti), name))
+        reason = classifier_reason(model, sgi, ti, a, producers.get(ti), name)
+        doc["outputs"].append({
+            "name": shown, "tensor": ti, "dtype": dtype,
+            "shape": None if a is None else list(a.shape), **_stats(a),
+            "top_k_reason": reason,
+            "top_k": [{"index": i, "label": label, "score": score} for i, label, score in
+                      (top_k(model, sgi, ti, a, producers.get(ti), name=name) if reason else [])]})
     n_ops = sum(interp.op_calls.values())
-    out.write(f"Ran {n_ops} op{'s' if n_ops != 1 else ''} in {seconds * 1000:.1f} ms\n")
+    lines.append(f"Ran {n_ops:,} op{'s' if n_ops != 1 else ''} in {seconds * 1000:.1f} ms")
+    doc.update(ops=n_ops, milliseconds=seconds * 1000)
 
     if args.dump_all:
+        import io
         dumped = dump_arrays(interp)
-        with open(args.dump_all, "wb") as f:
-            np.savez(f, **dumped)
-        out.write(f"Wrote {len(dumped)} tensors to {args.dump_all}\n")
+        buffer = io.BytesIO()
+        np.savez(buffer, **dumped)
+        write_file(args.dump_all, buffer.getvalue())
+        lines.append(f"Wrote {len(dumped)} tensors to {args.dump_all}")
+        doc["dumped"] = {"file": args.dump_all, "tensors": len(dumped)}
 
-    if not args.compare_litert:
-        return 0
-    from ..interpreter.crosscheck import DEFAULT_TOLERANCE, compare_runs, run_litert
-    out.flush()
-    run = run_litert(args.model, arrays, signature, "BUILTIN_REF")
-    report = compare_runs(interp, run,
-                          tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
-                          units=args.tolerance_units, model_name=str(args.model),
-                          mode=getattr(args, "compare_mode", "auto"))
-    out.write("\n" + report.format_table() + "\n")
-    if not report.ok:
-        out.flush()
-        sys.stderr.write(f"tflite-viewer: cross-check failed: {report.divergence_text()}\n")
-        return 1
+    report = None
+    if args.compare_litert:
+        from ..edit.expose import expose_op_outputs
+        from ..interpreter.crosscheck import (DEFAULT_TOLERANCE, STATEFUL_INVOCATIONS,
+                                              compare_steps, is_stateful, run_litert_steps)
+        out.text("\n".join(lines))
+        lines = []
+        sys.stdout.flush()
+        # a stateful model is compared over several invocations (the same inputs each time:
+        # the state carried between them is what differs); when LiteRT crashes keeping every
+        # tensor, on a copy with every op output exposed, made by the editor (passed in: the
+        # interpreter does not import the editor)
+        steps = [arrays] * (STATEFUL_INVOCATIONS if is_stateful(model) else 1)
+        runs = run_litert_steps(args.model, steps, signature, "BUILTIN_REF",
+                                expose=expose_op_outputs)
+        report = compare_steps(interp, model, steps, runs, first_ran=True, signature=signature,
+                               tolerance=DEFAULT_TOLERANCE if args.tolerance is None
+                               else args.tolerance,
+                               units=args.tolerance_units, model_name=str(args.model),
+                               mode=getattr(args, "compare_mode", "auto"))
+        lines.append("\n" + report.format_table())
+        doc["crosscheck"] = {
+            "kernels": report.kernels, "resolver": report.resolver, "mode": report.mode,
+            "litert_mode": report.litert_mode, "invocations": report.invocations,
+            "invocation": report.invocation,
+            "tolerance": report.tolerance, "units": report.units, "ok": report.ok,
+            "fallback_reason": report.fallback_reason, "summary": report.summary(),
+            "first_divergence": None if report.ok else report.divergence_text(),
+            "rows": [dataclasses.asdict(r) for r in report.rows]}
+    if lines:
+        out.text("\n".join(lines))
+    out.json(doc)
+    if report is not None and not report.ok:
+        sys.stdout.flush()
+        sys.stderr.write(f"tflite-viewer run: cross-check failed: {report.divergence_text()}\n")
+        return EXIT_CHECK_FAILED
     return 0

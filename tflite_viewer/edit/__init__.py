@@ -8,8 +8,9 @@
 """
 from .commands import (EditCommand, ExposeTensor, RemoveCustomOption, RemoveMetadata,
                        RemoveOperator, RenameSignature, RenameSignatureTensor, RenameTensor,
-                       ReplaceTensorData, Scope, SetCustomOption, SetDescription, SetMetadata,
-                       SetOpVersion, SetOption, SetQuantization, SetTensorShape)
+                       ReorderOperators, ReplaceTensorData, Scope, SetCustomOption,
+                       SetDescription, SetMetadata, SetOfflineMemoryPlan, SetOpVersion,
+                       SetOption, SetQuantization, SetTensorShape)
 from .document import EditResult, ModelDocument, VersionRaise
 from .shape_commands import UpdateStoredShapes
 from .tree import ModelTree, unpack
@@ -18,7 +19,7 @@ from .writer import serialize
 __all__ = [
     "EditCommand", "EditResult", "ExposeTensor", "ModelDocument", "ModelTree",
     "RemoveCustomOption", "RemoveMetadata", "RemoveOperator", "RenameSignature",
-    "RenameSignatureTensor", "RenameTensor", "ReplaceTensorData", "Scope", "SetCustomOption",
-    "SetDescription", "SetMetadata", "SetOpVersion", "SetOption", "SetQuantization",
+    "RenameSignatureTensor", "RenameTensor", "ReorderOperators", "ReplaceTensorData", "Scope",
+    "SetCustomOption", "SetDescription", "SetMetadata", "SetOfflineMemoryPlan", "SetOpVersion", "SetOption", "SetQuantization",
     "SetTensorShape", "UpdateStoredShapes", "VersionRaise", "serialize", "unpack",
 ]

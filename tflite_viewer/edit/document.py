@@ -61,6 +61,7 @@ from .runtime_version import (encode_min_runtime, min_runtime_version, runtime_l
 from .tree import ModelTree, text, unpack
 from .patch import FieldTarget, Locator, Patch, plan
 from .pieces import Pieces, SourceFile
+from .sidefiles import copy_side_files
 from .splice import VectorShrink, plan_splice
 from .validate import check_tree, new_errors
 from .writer import serialize
@@ -301,7 +302,7 @@ class ModelDocument:
         if hit is not None and hit[0] is pieces:
             self._models.move_to_end(id(pieces))
             return hit[1]
-        model = load_model(pieces.materialize())
+        model = load_model(pieces.materialize(), weights=self.original.weights)
         self._models[id(pieces)] = (pieces, model)
         while len(self._models) > _KEPT_MODELS:
             self._models.popitem(last=False)
@@ -555,7 +556,8 @@ class ModelDocument:
         """Write the model: to a temporary file in the target's directory, then rename.
 
         Refuses to replace the file the document was opened from unless asked; keeps the
-        permissions of the file it replaces (or of the opened file for a new path).
+        permissions of the file it replaces (or of the opened file for a new path).  Side
+        files of external buffers are copied next to a model saved to another folder.
         """
         target = Path(path)
         if self.path is not None and target.exists() and not overwrite_original:
@@ -567,6 +569,7 @@ class ModelDocument:
                 raise EditError(f"{target} is the opened model; save elsewhere or pass "
                                 "overwrite_original=True")
         pieces = self._current()
+        copy_side_files(self.model, target)  # external buffers' files go with the model
         mode = None
         for ref in (target, self.path):
             if ref is not None and Path(ref).exists():

@@ -128,16 +128,19 @@ def relocate_zip(raw: np.ndarray, old_start: int, new_start: int) -> bytes | np.
     if cd_off == 0xFFFFFFFF or count == 0xFFFF:
         return _rebuild_zip(raw, new_start)
     pos = cd_off - old_start
-    for _ in range(count):
-        if blob[pos:pos + 4] != b"PK\x01\x02":
-            return _rebuild_zip(raw, new_start)
-        n, m, k = struct.unpack_from("<3H", blob, pos + 28)
-        (local,) = struct.unpack_from("<L", blob, pos + 42)
-        if local == 0xFFFFFFFF:
-            return _rebuild_zip(raw, new_start)
-        struct.pack_into("<L", blob, pos + 42, local + delta)
-        pos += 46 + n + m + k
-    struct.pack_into("<L", blob, eocd + 16, cd_off + delta)
+    try:  # a directory that is not where it says, or offsets that no longer fit 32 bits
+        for _ in range(count):
+            if pos < 0 or blob[pos:pos + 4] != b"PK\x01\x02":
+                return _rebuild_zip(raw, new_start)
+            n, m, k = struct.unpack_from("<3H", blob, pos + 28)
+            (local,) = struct.unpack_from("<L", blob, pos + 42)
+            if local == 0xFFFFFFFF:
+                return _rebuild_zip(raw, new_start)
+            struct.pack_into("<L", blob, pos + 42, local + delta)
+            pos += 46 + n + m + k
+        struct.pack_into("<L", blob, eocd + 16, cd_off + delta)
+    except struct.error:
+        return _rebuild_zip(raw, new_start)
     return bytes(blob)
 
 
@@ -168,14 +171,21 @@ class _ShiftedFile:
         return self._io.getvalue()
 
 
-def _rebuild_zip(raw: np.ndarray, new_start: int) -> bytes:
+def _rebuild_zip(raw: np.ndarray, new_start: int) -> bytes | np.ndarray:
+    """The archive written again at ``new_start``; a damaged archive (a member that does
+    not read back) is kept byte for byte: it was unreadable before the edit and stays so,
+    and reading the edited model reports it (`Model.read_associated_file`)."""
     import io
-    src = zipfile.ZipFile(io.BytesIO(raw.tobytes()))
-    out = _ShiftedFile(new_start)
-    with zipfile.ZipFile(out, "w") as dst:  # type: ignore[arg-type]
-        dst.comment = src.comment
-        for info in src.infolist():
-            dst.writestr(info, src.read(info))
+    from ..model.metadata import ZIP_ERRORS
+    try:
+        src = zipfile.ZipFile(io.BytesIO(raw.tobytes()))
+        out = _ShiftedFile(new_start)
+        with zipfile.ZipFile(out, "w") as dst:  # type: ignore[arg-type]
+            dst.comment = src.comment
+            for info in src.infolist():
+                dst.writestr(info, src.read(info))
+    except ZIP_ERRORS:
+        return raw
     return out.getvalue()
 
 

@@ -19,8 +19,46 @@ def _kernel_size(op: Operator) -> str | None:
     return None
 
 
+#: at most this many characters of a composite's attributes on its box
+_ATTRIBUTES_SHOWN = 60
+
+
+def _attribute_text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, (bytes, bytearray)):
+        return f"<{len(value)} bytes>"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(_attribute_text(v) for v in value[:4])
+        return f"[{inner}{', ...' if len(value) > 4 else ''}]"
+    if isinstance(value, dict):
+        return "{...}"
+    return str(value)
+
+
+def composite_title(op: Operator) -> str | None:
+    """The box title of a STABLEHLO_COMPOSITE: its name (``odml.rms_norm``), else None."""
+    return op.composite_name
+
+
+def composite_summary(op: Operator) -> str:
+    """A composite's decoded attributes, ``epsilon=1e-06`` (sorted by key, cut short)."""
+    attrs = op.composite_attributes
+    if attrs is None:
+        return ""
+    if not isinstance(attrs, dict):
+        return f"attributes <{len(attrs)} bytes>" if isinstance(attrs, (bytes, bytearray)) \
+            else _attribute_text(attrs)
+    text = ", ".join(f"{k}={_attribute_text(v)}" for k, v in sorted(attrs.items()))
+    return text if len(text) <= _ATTRIBUTES_SHOWN else text[:_ATTRIBUTES_SHOWN - 1] + "\u2026"
+
+
 def options_summary(op: Operator) -> str:
     """The few options a reader wants on the box; the properties panel shows the rest."""
+    if op.composite_name is not None:
+        return composite_summary(op)
     opts = op.options
     parts: list[str] = []
     kernel = _kernel_size(op)

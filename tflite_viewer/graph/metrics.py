@@ -12,7 +12,8 @@ import math
 import networkx as nx
 import numpy as np
 
-from .layout import Layout, NodeBox, _grouped_inversions
+from .layout import Layout, NodeBox
+from .layout.crossings import grouped_inversions
 
 __all__ = ["count_crossings", "count_overlaps", "total_edge_length", "check_layout"]
 
@@ -75,7 +76,7 @@ def count_crossings(lay: Layout) -> int:
     top = x_at(levels[band])
     bottom = x_at(levels[band + 1])
     order = np.lexsort((bottom, top, band))
-    return int(_grouped_inversions(band[order], bottom[order], len(levels)).sum())
+    return int(grouped_inversions(band[order], bottom[order], len(levels)).sum())
 
 
 def total_edge_length(lay: Layout) -> float:

@@ -49,6 +49,9 @@ class LiteRTRun:
     outputs: dict[str, np.ndarray]
     seconds: float
     fallback_reason: str | None = None  # why the requested resolver was not used
+    #: how LiteRT kept the tensors: "preserve" (experimental_preserve_all_tensors) or
+    #: "exposed" (a copy of the model with every op output a model output)
+    mode: str = "preserve"
 
 
 @dataclass
@@ -129,6 +132,28 @@ class CrossCheckReport:
     litert_outputs: dict[str, np.ndarray] = field(default_factory=dict)
     mode: str = "end-to-end"  # which error decides `ok`: "end-to-end" or "isolated"
     litert_tensors: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    #: how LiteRT kept the tensors compared (`LiteRTRun.mode`)
+    litert_mode: str = "preserve"
+    #: invocations compared (a stateful model's state carries between them), and the one
+    #: this report's rows come from (the first that diverges, else the last)
+    invocations: int = 1
+    invocation: int = 1
+
+    @property
+    def litert_mode_text(self) -> str:
+        """How LiteRT kept the tensors compared, in words."""
+        return {"preserve": "every tensor kept (experimental_preserve_all_tensors)",
+                "exposed": "an exposed copy of the model (every op output made a model "
+                           "output, in memory)"}.get(self.litert_mode, self.litert_mode)
+
+    @property
+    def invocation_text(self) -> str:
+        if self.invocations <= 1:
+            return ""
+        if self.ok:
+            return f"all {self.invocations} invocations compared (state carried between them)"
+        return (f"invocation {self.invocation} of {self.invocations} diverges (state carried "
+                "between them)")
 
     @property
     def kernels(self) -> str:
@@ -191,6 +216,10 @@ class CrossCheckReport:
                 parts.append(f"{label}: {ok} of {compared} op outputs within tolerance "
                              f"(largest error {worst})")
         head = f"against {self.kernels}, deciding on the {self.mode} error: " + "; ".join(parts)
+        if self.litert_mode != "preserve":
+            head += f"; LiteRT's tensors from {self.litert_mode_text}"
+        if self.invocations > 1:
+            head += f"; {self.invocation_text}"
         not_compared = sum(1 for r in self.rows if not r.compared and r.ok)
         if not_compared:
             head += f" ({not_compared} not compared)"
@@ -202,7 +231,12 @@ class CrossCheckReport:
                  + f", {self.mode} comparison, tolerance rel {self.tolerance:g} / "
                    f"{self.units} unit{'s' if self.units != 1 else ''}"]
         if self.fallback_reason:
-            lines.append(f"  (the reference kernels were not used: {self.fallback_reason})")
+            what = ("the reference kernels were not used" if self.resolver != "BUILTIN_REF"
+                    else "LiteRT could not keep every tensor")
+            lines.append(f"  ({what}: {self.fallback_reason})")
+        lines.append(f"  LiteRT's tensors: {self.litert_mode_text}")
+        if self.invocations > 1:
+            lines.append(f"  {self.invocation_text}")
         if self.mode == "isolated":
             lines.append("  op-isolated: each op is fed LiteRT's own input tensors, so a "
                          "kernel difference is not confused with an accumulated one")

@@ -9,6 +9,11 @@ inputs and compare every operator output.
 LiteRT runs with ``experimental_preserve_all_tensors=True`` (every intermediate tensor stays
 readable) and, by default, its reference kernels (``BUILTIN_REF``), falling back to its
 optimized kernels without delegates when the reference kernels cannot run the model.
+When LiteRT crashes keeping every tensor, the comparison can run on an *exposed copy*: the
+model with every operator output made a model output, made in memory by the editor, which
+LiteRT runs without that option (the caller passes the editor's function in: the
+interpreter does not import the editor).  A stateful model (resource variables) can be
+invoked several times in a row on both sides and compared at every call.
 LiteRT runs in a **child process**: some models make it abort or crash (a reference kernel
 aborting in ``allocate_tensors``, a segmentation fault), and that must not take the caller
 (a CLI run, the window) down with it.  A crash becomes a `LiteRTCrashError`.
@@ -45,7 +50,7 @@ from .comparison import (DEFAULT_TOLERANCE, DEFAULT_UNITS, KERNELS, MODES,  # no
                          OPTIMIZED_UNITS, CrossCheckReport, Error, LiteRTRun, TensorRow,
                          compare_runs, compare_tensor, isolated_run, real_values,
                          resolve_mode, similarity)
-from .inputs import complete_inputs, input_specs, positional
+from .inputs import complete_inputs, input_specs
 
 DEFAULT_TIMEOUT = 600.0
 RESOLVERS = ("BUILTIN_REF", "BUILTIN", "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
@@ -103,36 +108,54 @@ try:
     data = np.load(cfg["inputs"], allow_pickle=True)
     li = Interpreter(model_path=cfg["model"],
                      experimental_op_resolver_type=getattr(OpResolverType, cfg["resolver"]),
-                     experimental_preserve_all_tensors=True)
-    arrays = [data["i%d" % k] for k in range(len(cfg["names"]))]
-    if cfg["signature"] is not None:
-        runner = li.get_signature_runner(cfg["signature"])
-        outs = runner(**dict(zip(cfg["names"], arrays)))
-    else:
-        details = {d["index"]: d for d in li.get_input_details()}
-        for idx, arr in zip(cfg["tensors"], arrays):
-            if tuple(details[idx]["shape"]) != tuple(arr.shape):
-                li.resize_tensor_input(idx, arr.shape, strict=False)
-        li.allocate_tensors()
-        for idx, arr in zip(cfg["tensors"], arrays):
-            li.set_tensor(idx, arr)
-        li.invoke()
-        outs = {d["name"]: li.get_tensor(d["index"]) for d in li.get_output_details()}
-    result = {}
-    for i in range(cfg["num_tensors"]):
-        try:
-            a = li.get_tensor(i, cfg["subgraph"])
-        except Exception:
-            continue
-        if a is None or getattr(a, "dtype", None) is None or a.dtype == object:
-            continue
-        result["t%d" % i] = np.array(a, copy=True)
-    names = []
-    for k, (name, a) in enumerate(outs.items()):
-        a = np.asarray(a)
-        if a.dtype != object:
-            result["o%d" % k] = a
-            names.append(name)
+                     experimental_preserve_all_tensors=cfg["preserve"])
+    runner = li.get_signature_runner(cfg["signature"]) if cfg["signature"] is not None else None
+    # tensors LiteRT hands out as objects (RESOURCE and VARIANT handles, strings) are never
+    # read: get_tensor on a resource variable's handle is a segmentation fault
+    details = {d["index"]: d for d in li.get_tensor_details(cfg["subgraph"])}
+    readable = [i for i in range(cfg["num_tensors"])
+                if i in details and details[i]["dtype"] is not np.object_
+                and np.dtype(details[i]["dtype"]) != np.dtype(object)]
+    result, names = {}, []
+    for step in range(cfg["steps"]):
+        arrays = [data["s%d_i%d" % (step, k)] for k in range(len(cfg["names"]))]
+        if runner is not None:
+            outs = runner(**dict(zip(cfg["names"], arrays)))
+        else:
+            inputs = {d["index"]: d for d in li.get_input_details()}
+            if step == 0:
+                for idx, arr in zip(cfg["tensors"], arrays):
+                    if tuple(inputs[idx]["shape"]) != tuple(arr.shape):
+                        li.resize_tensor_input(idx, arr.shape, strict=False)
+                li.allocate_tensors()
+            for idx, arr in zip(cfg["tensors"], arrays):
+                li.set_tensor(idx, arr)
+            li.invoke()
+            outs = {d["name"]: li.get_tensor(d["index"]) for d in li.get_output_details()}
+        # keeping every tensor: all of them; an exposed copy: its outputs and inputs (every
+        # other tensor's memory may have been reused by then)
+        if cfg["preserve"]:
+            wanted = readable
+        else:
+            wanted = sorted({d["index"] for d in li.get_output_details()}
+                            | set(cfg["tensors"])) if runner is None else sorted(
+                {int(i) for i in cfg["exposed"]} | set(cfg["tensors"]))
+        for i in wanted:
+            if i not in readable:
+                continue
+            try:
+                a = li.get_tensor(i, cfg["subgraph"])
+            except Exception:
+                continue
+            if a is None or getattr(a, "dtype", None) is None or a.dtype == object:
+                continue
+            result["s%d_t%d" % (step, i)] = np.array(a, copy=True)
+        names = []
+        for k, (name, a) in enumerate(outs.items()):
+            a = np.asarray(a)
+            if a.dtype != object:
+                result["s%d_o%d" % (step, k)] = a
+                names.append(name)
     with open(cfg["out"], "wb") as f:
         np.savez(f, **result)
     with open(cfg["out"] + ".json", "w") as f:
@@ -198,17 +221,32 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _run_child(model_path: str, arrays: list[np.ndarray], names: list[str],
+#: how LiteRT keeps the intermediate tensors for the comparison: every tensor, or an
+#: exposed copy of the model (every operator output made a model output)
+PRESERVE, EXPOSED = "preserve", "exposed"
+LITERT_MODES = ("auto", PRESERVE, EXPOSED)
+MODE_TEXT = {PRESERVE: "every tensor kept (experimental_preserve_all_tensors)",
+             EXPOSED: "an exposed copy (every op output made a model output, in memory)"}
+
+
+def _run_child(model_path: str, steps: list[list[np.ndarray]], names: list[str],
                tensors: list[int], signature: str | None, subgraph: int, num_tensors: int,
-               resolver: str, timeout: float) -> LiteRTRun:
+               resolver: str, timeout: float, preserve: bool = True,
+               exposed: list[int] | None = None) -> list[LiteRTRun]:
+    """One LiteRT child process invoking the model once per entry of ``steps`` (the
+    state of resource variables carries from one invocation to the next); a `LiteRTRun`
+    per invocation."""
+    label = resolver if preserve else f"{resolver}, exposed copy"
     with tempfile.TemporaryDirectory(prefix="tflite-viewer-litert-") as tmp:
         in_path = os.path.join(tmp, "inputs.npz")
         out_path = os.path.join(tmp, "tensors.npz")
         with open(in_path, "wb") as f:
-            np.savez(f, **{f"i{k}": a for k, a in enumerate(arrays)})
+            np.savez(f, **{f"s{j}_i{k}": a for j, arrays in enumerate(steps)
+                           for k, a in enumerate(arrays)})
         cfg = {"model": model_path, "inputs": in_path, "out": out_path, "resolver": resolver,
                "signature": signature, "names": names, "tensors": tensors,
-               "subgraph": subgraph, "num_tensors": num_tensors}
+               "subgraph": subgraph, "num_tensors": num_tensors, "preserve": preserve,
+               "steps": len(steps), "exposed": exposed or []}
         env = dict(os.environ)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         t0 = time.perf_counter()
@@ -217,14 +255,14 @@ def _run_child(model_path: str, arrays: list[np.ndarray], names: list[str],
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, timeout=timeout, env=env)
         except subprocess.TimeoutExpired as exc:
-            raise LiteRTError(f"LiteRT ({resolver}) did not finish within {timeout:g} s: "
+            raise LiteRTError(f"LiteRT ({label}) did not finish within {timeout:g} s: "
                               "cannot cross-check") from exc
         seconds = time.perf_counter() - t0
         if proc.returncode < 0:
             sig = -proc.returncode
             raise LiteRTCrashError(f"LiteRT crashed on this model (signal {sig}): cannot "
                                    "cross-check", sig,
-                                   f"LiteRT {resolver} crashed ({_signal_name(sig)})")
+                                   f"LiteRT {label} crashed ({_signal_name(sig)})")
         if proc.returncode != 0:
             err = proc.stderr.decode("utf-8", "replace")
             marker = err.rfind("LITERT-ERROR: ")
@@ -234,15 +272,23 @@ def _run_child(model_path: str, arrays: list[np.ndarray], names: list[str],
                 lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
                 why = lines[-1] if lines else f"exit status {proc.returncode}"
             why = tidy_litert_message(why)
-            raise LiteRTError(f"LiteRT ({resolver}) cannot run this model: {why}",
-                              f"LiteRT {resolver} failed: {why}")
+            raise LiteRTError(f"LiteRT ({label}) cannot run this model: {why}",
+                              f"LiteRT {label} failed: {why}")
         with np.load(out_path, allow_pickle=False) as data:
             found = {k: np.array(data[k]) for k in data.files}
         with open(out_path + ".json") as f:
             out_names = json.load(f)["outputs"]
-    tensors_out = {int(k[1:]): v for k, v in found.items() if k.startswith("t")}
-    outputs = {name: found[f"o{k}"] for k, name in enumerate(out_names)}
-    return LiteRTRun(resolver, subgraph, tensors_out, outputs, seconds)
+    runs = []
+    for j in range(len(steps)):
+        head = f"s{j}_"
+        tensors_out = {int(k[len(head) + 1:]): v for k, v in found.items()
+                       if k.startswith(head + "t")}
+        outputs = {name: found[f"{head}o{k}"] for k, name in enumerate(out_names)
+                   if f"{head}o{k}" in found}
+        run = LiteRTRun(resolver, subgraph, tensors_out, outputs, seconds / len(steps))
+        run.mode = PRESERVE if preserve else EXPOSED
+        runs.append(run)
+    return runs
 
 
 @contextlib.contextmanager
@@ -271,6 +317,18 @@ def _model_file(model: Model | str | os.PathLike | bytes, tmp: list) -> tuple[Mo
     return load_model(model), str(Path(model))
 
 
+def _refuse_side_files(m: Model) -> None:
+    """LiteRT's Interpreter, the cross-check's reference, does not read external buffers
+    (it reports "Input tensor N lacks data"): say so in the user's terms."""
+    n = sum(int((sg.external_buffer_ids != 0).sum()) for sg in m.subgraphs)
+    if n:
+        names = ", ".join(g.name for g in m.external_buffer_groups) or "its side files"
+        raise LiteRTError(f"LiteRT's Interpreter does not read external buffers: {n} "
+                          f"tensor(s) of this model keep their data in {names}; the "
+                          "cross-check needs a model with its weights inline",
+                          "LiteRT's Interpreter does not read side files")
+
+
 def _write_temp(data: bytes, tmp: list) -> str:
     fd, path = tempfile.mkstemp(suffix=".tflite", prefix="tflite-viewer-")
     with os.fdopen(fd, "wb") as f:
@@ -297,51 +355,128 @@ def reference_lacks(model: Model) -> str | None:
 
 def run_litert(model: Model | str | os.PathLike | bytes, inputs: Mapping[str, Any],
                signature: str | None = None, resolver: str = "BUILTIN_REF", *,
-               fallback: bool = True, timeout: float = DEFAULT_TIMEOUT) -> LiteRTRun:
+               fallback: bool = True, timeout: float = DEFAULT_TIMEOUT,
+               mode: str = "auto", expose: "Callable[[bytes, int], bytes] | None" = None
+               ) -> LiteRTRun:
     """Run the model in LiteRT (in a child process) on inputs keyed by input name (as
-    `tflite_viewer.interpreter.inputs.complete_inputs` gives them).
+    `tflite_viewer.interpreter.inputs.complete_inputs` gives them); see `run_litert_steps`,
+    of which this is one invocation."""
+    return run_litert_steps(model, [inputs], signature, resolver, fallback=fallback,
+                            timeout=timeout, mode=mode, expose=expose)[0]
+
+
+def run_litert_steps(model: Model | str | os.PathLike | bytes,
+                     steps: "list[Mapping[str, Any]]", signature: str | None = None,
+                     resolver: str = "BUILTIN_REF", *, fallback: bool = True,
+                     timeout: float = DEFAULT_TIMEOUT, mode: str = "auto",
+                     expose: "Callable[[bytes, int], bytes] | None" = None
+                     ) -> list[LiteRTRun]:
+    """LiteRT invoked once per entry of ``steps`` (inputs keyed by input name) in one child
+    process, so that resource variables carry from one invocation to the next; a
+    `LiteRTRun` per invocation.
+
+    ``mode`` says how LiteRT keeps the tensors to compare: ``"preserve"`` (every tensor,
+    ``experimental_preserve_all_tensors``), ``"exposed"`` (a copy of the model in which
+    every operator output of the subgraph is a model output: LiteRT keeps outputs valid
+    after an invoke without that option), or ``"auto"``: preserve, and when LiteRT crashes
+    keeping every tensor, the exposed copy.  The copy is made by ``expose(model bytes,
+    subgraph) -> bytes`` -- the editor's (`tflite_viewer.edit.expose.expose_op_outputs`),
+    passed in by the caller because the interpreter does not import the editor; without
+    it ``"auto"`` is ``"preserve"``.
 
     With ``fallback`` (the default), a ``BUILTIN_REF`` run that fails or crashes is retried
-    with LiteRT's optimized kernels (without delegates) and the run says why; so is a
+    with LiteRT's optimized kernels (without delegates), and the run says why; so is a
     model the reference kernels would compute wrong (`reference_lacks`: blockwise weights),
     without trying them.  Raises
     `LiteRTCrashError` when LiteRT crashes, `LiteRTError` when it refuses the model."""
     require_litert()
     if resolver not in RESOLVERS:
         raise ValueError(f"resolver must be one of {', '.join(RESOLVERS)}, not {resolver!r}")
+    if mode not in LITERT_MODES:
+        raise ValueError(f"mode must be one of {', '.join(LITERT_MODES)}, not {mode!r}")
+    if mode == EXPOSED and expose is None:
+        raise ValueError("mode 'exposed' needs the function that exposes every op output")
+    if not steps:
+        raise ValueError("run_litert_steps: no invocation to run")
     with _deleted_afterwards() as tmp:
         m, path = _model_file(model, tmp)
+        _refuse_side_files(m)
         specs = input_specs(m, signature)
-        missing = [s.name for s in specs if s.name not in inputs]
-        if missing:
-            raise ValueError(f"run_litert: no value for input(s) {', '.join(missing)}")
-        arrays = [np.asarray(inputs[s.name]) for s in specs]
+        arrays = []
+        for inputs in steps:
+            missing = [s.name for s in specs if s.name not in inputs]
+            if missing:
+                raise ValueError(f"run_litert: no value for input(s) {', '.join(missing)}")
+            arrays.append([np.asarray(inputs[s.name]) for s in specs])
         subgraph = specs[0].subgraph if specs else (
             m.signature(signature).subgraph_index if signature is not None else 0)
         num_tensors = len(m.subgraphs[subgraph].tensors)
-        args = (path, arrays, [s.name for s in specs], [s.tensor for s in specs],
-                signature, subgraph, num_tensors)
+        exposed_path: list[str] = []
+
+        def attempt(kernels: str, keep: str) -> list[LiteRTRun]:
+            if keep == PRESERVE:
+                return _run_child(path, arrays, [s.name for s in specs],
+                                  [s.tensor for s in specs], signature, subgraph,
+                                  num_tensors, kernels, timeout)
+            if not exposed_path:
+                data = bytes(np.asarray(m.data, dtype=np.uint8))
+                exposed_path.append(_write_temp(expose(data, subgraph), tmp))
+            op_outputs = sorted({o for op in m.subgraphs[subgraph].operators
+                                 for o in op.outputs if o >= 0})
+            return _run_child(exposed_path[0], arrays, [s.name for s in specs],
+                              [s.tensor for s in specs], signature, subgraph, num_tensors,
+                              kernels, timeout, preserve=False, exposed=op_outputs)
+
+        keeps = [mode] if mode != "auto" else (
+            [PRESERVE, EXPOSED] if expose is not None else [PRESERVE])
         why_not_ref = reference_lacks(m) if fallback and resolver == "BUILTIN_REF" else None
+        reasons: list[str] = []
         if why_not_ref is not None:  # the reference kernels would compute it wrong
-            run = _run_child(*args, FALLBACK_RESOLVER, timeout)
-            run.fallback_reason = why_not_ref
-            return run
-        try:
-            return _run_child(*args, resolver, timeout)
-        except LiteRTError as exc:
-            if not fallback or resolver != "BUILTIN_REF":
-                raise
-            first = exc
-        try:
-            run = _run_child(*args, FALLBACK_RESOLVER, timeout)
-        except LiteRTCrashError:
-            raise
-        except LiteRTError as exc:
-            if isinstance(first, LiteRTCrashError):
-                raise first from exc
-            raise
-        run.fallback_reason = first.reason
-        return run
+            plan = [(FALLBACK_RESOLVER, k) for k in keeps]
+            reasons.append(why_not_ref)
+        else:
+            plan = [(resolver, k) for k in keeps]
+            if fallback and resolver == "BUILTIN_REF":
+                plan += [(FALLBACK_RESOLVER, k) for k in keeps]
+        first: LiteRTError | None = None
+        for kernels, keep in plan:
+            if mode == "auto" and keep == EXPOSED and not any(
+                    isinstance(e, LiteRTCrashError) and e.kernels == kernels
+                    for e in (_failures(first) if first is not None else [])):
+                continue  # only a crash keeping every tensor sends it to the exposed copy
+            try:
+                runs = attempt(kernels, keep)
+            except LiteRTError as exc:
+                exc.kernels = kernels  # type: ignore[attr-defined]
+                exc.previous = first  # type: ignore[attr-defined]
+                first = exc
+                reasons.append(exc.reason)
+                continue
+            if reasons:
+                for run in runs:
+                    run.fallback_reason = "; ".join(reasons)
+            return runs
+        assert first is not None
+        raise _first_crash(first)
+
+
+def _failures(last: LiteRTError) -> list[LiteRTError]:
+    """Every failure of one `run_litert_steps` call, first to last."""
+    out: list[LiteRTError] = []
+    e: LiteRTError | None = last
+    while e is not None:
+        out.append(e)
+        e = getattr(e, "previous", None)
+    return out[::-1]
+
+
+def _first_crash(last: LiteRTError) -> LiteRTError:
+    """What a call that found no way to run LiteRT raises: its first crash (a crash says
+    more than a later refusal), else its last error; ``attempts`` lists why each failed."""
+    failures = _failures(last)
+    chosen = next((e for e in failures if isinstance(e, LiteRTCrashError)), failures[-1])
+    chosen.attempts = [e.reason for e in failures]  # type: ignore[attr-defined]
+    return chosen
 
 
 def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
@@ -351,7 +486,10 @@ def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
                         units: int | None = None, mode: str = "auto",
                         hook: Callable[[Any, Any], Any] | None = None,
                         interpreter=None, fallback: bool = True,
-                        timeout: float = DEFAULT_TIMEOUT) -> CrossCheckReport:
+                        timeout: float = DEFAULT_TIMEOUT, invocations: int = 1,
+                        litert_mode: str = "auto",
+                        expose: "Callable[[bytes, int], bytes] | None" = None
+                        ) -> CrossCheckReport:
     """Run the model here and in LiteRT on the same inputs and compare every op output.
 
     ``inputs`` are keyed by input tensor name, signature input name or ``s{sg}_t{i}``;
@@ -359,22 +497,78 @@ def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
     `Interpreter` (None: its default).  ``hook`` is added as an
     "after" hook of the interpreter (``hook(interpreter, event)`` after every op) — a way to
     inspect or perturb our run.  Pass an ``interpreter`` that already ran on the same inputs
-    to compare that run instead of making a new one.  Raises `UnsupportedOpError` when this
-    interpreter cannot run the model, `LiteRTCrashError` / `LiteRTError` when LiteRT cannot,
-    `LiteRTUnavailableError` without ai-edge-litert."""
+    to compare that run instead of making a new one.
+
+    ``invocations`` > 1 invokes both several times in a row (a streaming model's resource
+    variables carry its state from one call to the next): the given inputs are used at
+    every call, missing ones seeded with ``seed + k`` at call k; every call is compared,
+    and the report is that of the first call that diverges (else the last one), with
+    ``report.invocations`` and ``report.invocation`` saying which.  ``litert_mode`` and
+    ``expose`` choose how LiteRT keeps the tensors (`run_litert_steps`); the report says
+    which mode was used (``report.litert_mode``).
+
+    Raises `UnsupportedOpError` when this interpreter cannot run the model,
+    `LiteRTCrashError` / `LiteRTError` when LiteRT cannot, `LiteRTUnavailableError`
+    without ai-edge-litert."""
     require_litert()
+    if invocations < 1:
+        raise ValueError(f"invocations must be 1 or more, not {invocations}")
+    if interpreter is not None and invocations > 1:
+        raise ValueError("several invocations need a fresh interpreter, not one that ran")
     with _deleted_afterwards() as tmp:
         model, path = _model_file(model_path, tmp)
-        arrays, _ = complete_inputs(model, inputs or {}, seed, signature)
+        steps = [complete_inputs(model, inputs or {}, seed + k, signature)[0]
+                 for k in range(invocations)]
+        runs = run_litert_steps(path, steps, signature, resolver, fallback=fallback,
+                                timeout=timeout, mode=litert_mode, expose=expose)
+        if interpreter is not None and hook is not None:
+            raise ValueError("pass either an interpreter that already ran or a hook, not both")
+        ran = interpreter is not None
         if interpreter is None:
             from .interpreter import Interpreter
             interpreter = Interpreter(model) if rounding is None else \
                 Interpreter(model, rounding=rounding)
             if hook is not None:
                 interpreter.add_hook("after", hook)
-            interpreter.invoke(positional(model, arrays, signature), signature=signature)
-        elif hook is not None:
-            raise ValueError("pass either an interpreter that already ran or a hook, not both")
-        run = run_litert(path, arrays, signature, resolver, fallback=fallback, timeout=timeout)
-        return compare_runs(interpreter, run, tolerance=tolerance, units=units,
-                            model_name=str(model.path or path), mode=mode)
+        return compare_steps(interpreter, model, steps, runs, first_ran=ran,
+                             signature=signature, tolerance=tolerance, units=units,
+                             model_name=str(model.path or path), mode=mode)
+
+
+def is_stateful(model: Model) -> bool:
+    """Whether a run leaves state for the next one: resource variables (VAR_HANDLE,
+    ASSIGN_VARIABLE) or variable tensors (the TFLite Micro way of keeping an RNN's state)."""
+    for sg in model.subgraphs:
+        if any(op.name in ("VAR_HANDLE", "ASSIGN_VARIABLE") for op in sg.operators):
+            return True
+        if any(t.is_variable for t in sg.tensors):
+            return True
+    return False
+
+
+#: how many invocations a cross-check of a stateful model compares by default
+STATEFUL_INVOCATIONS = 4
+
+
+def compare_steps(interpreter, model: Model, steps: "list[Mapping[str, np.ndarray]]",
+                  runs: list[LiteRTRun], *, first_ran: bool = False,
+                  signature: str | None = None, tolerance: float = DEFAULT_TOLERANCE,
+                  units: int | None = None, model_name: str = "",
+                  mode: str = "auto") -> CrossCheckReport:
+    """Invoke the interpreter on each entry of ``steps`` in turn (the first already done
+    when ``first_ran``) and compare each invocation with LiteRT's (``runs``, from
+    `run_litert_steps`): the report of the first invocation that diverges, else of the
+    last, saying how many were compared and how LiteRT kept its tensors."""
+    reports = []
+    for k, (arrays, run) in enumerate(zip(steps, runs)):
+        if k or not first_ran:
+            interpreter.invoke(arrays, signature=signature)  # by input name
+        reports.append(compare_runs(interpreter, run, tolerance=tolerance, units=units,
+                                    model_name=model_name, mode=mode))
+        if not reports[-1].ok:
+            break
+    report = reports[-1]
+    report.invocations = len(steps)
+    report.invocation = len(reports)
+    report.litert_mode = runs[0].mode
+    return report

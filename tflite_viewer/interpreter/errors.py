@@ -18,8 +18,8 @@ from ..model.errors import (ExecutionError, ModelFormatError, TFLiteViewerError,
                             UnsupportedOpError)
 
 __all__ = ["AllocationError", "BudgetError", "ExecutionError", "IterationBudgetError",
-           "ModelFormatError", "PASS_THROUGH", "RunCancelled", "TimeBudgetError",
-           "UnsupportedOpError", "call_kernel", "op_failure"]
+           "KernelError", "ModelFormatError", "PASS_THROUGH", "RunCancelled",
+           "TimeBudgetError", "UnsupportedOpError", "call_kernel", "op_failure"]
 
 
 class BudgetError(TFLiteViewerError):
@@ -42,6 +42,13 @@ class RunCancelled(BudgetError):
     """`Interpreter.request_stop()` interrupted an `invoke()` (stepped runs pause instead)."""
 
 
+class KernelError(ValueError):
+    """A kernel's refusal of what it was given (a shape its Prepare rejects, an index
+    outside a table), its message written for the person running the model: the
+    ExecutionError that reports it shows the message alone, where an unexpected failure
+    shows its exception type too."""
+
+
 #: what the executor lets through unchanged when a kernel raises; any other exception is
 #: wrapped in an ExecutionError naming the op
 PASS_THROUGH = (ExecutionError, BudgetError, ModelFormatError, UnsupportedOpError)
@@ -52,8 +59,9 @@ def op_failure(sg, node, exc: BaseException, stage: str = "") -> ExecutionError:
     subgraph and the op (index and name), and the stage (prepare, init, ...) when it was
     not the invoke itself."""
     what = f"{stage} failed: " if stage else ""
+    kind = "" if isinstance(exc, KernelError) else f"{type(exc).__name__}: "
     return ExecutionError(f"subgraph {sg.index} ({sg.name}), op {node.index} ({node.name}): "
-                          f"{what}{type(exc).__name__}: {exc}")
+                          f"{what}{kind}{exc}")
 
 
 def call_kernel(fn, sg, node, stage: str = ""):

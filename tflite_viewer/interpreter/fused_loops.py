@@ -17,8 +17,9 @@ other WHILE runs op by op, as does this one whenever something watches its opera
 (stepping, breakpoints, hooks).
 
 The step computes what the body's kernels compute, in the same order and with the same
-numpy functions (``x @ W.T`` with the transposed view of the weights the FULLY_CONNECTED
-kernel multiplies by, or the hybrid kernel's function for int8 weights, `activations.logistic`,
+numpy functions (the FULLY_CONNECTED kernel's float product of the transposed view of the
+weights it multiplies by -- `float32.ordered_matmul` unless `Interpreter.reference_float_sums`
+is off -- or the hybrid kernel's function for int8 weights, `activations.logistic`,
 ``np.tanh``), so its results equal the op-by-op path's bit for bit;
 ``tests/interpreter/test_fused_loops.py`` checks that on the corpus models (lstm_float,
 and lstm_dynamic with int8 weights).
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from .kernels.activations import logistic
 from .tensor import AllocationType
 
 if TYPE_CHECKING:
@@ -59,6 +61,8 @@ class KerasLstmLoop:
     sequence_shape: tuple[int, ...]
     #: float32 input weights, transposed (None: int8 weights, through the hybrid kernel)
     input_w_t: np.ndarray | None = None
+    #: the float product of the body's FULLY_CONNECTED kernel: (rows, transposed weights)
+    float_product: Callable[[np.ndarray, np.ndarray], np.ndarray] = np.matmul
     #: per input shape: whether one product of the whole sequence equals its per-step ones
     _batch_exact: dict = field(default_factory=dict, init=False, repr=False)
 
@@ -74,16 +78,18 @@ class KerasLstmLoop:
         w_t = self.input_w_t
         if w_t is None or x.ndim != 3:
             return None
-        exact = self._batch_exact.get(x.shape)
+        product = self.float_product
+        key = (x.shape, getattr(product, "mode", lambda: None)())
+        exact = self._batch_exact.get(key)
         if exact is None:
             probe = np.random.default_rng(0).standard_normal(x.shape).astype(np.float32)
-            whole = probe.reshape(-1, probe.shape[-1]) @ w_t
-            steps = np.concatenate([probe[t] @ w_t for t in range(probe.shape[0])])
-            exact = self._batch_exact[x.shape] = bool(
+            whole = product(probe.reshape(-1, probe.shape[-1]), w_t)
+            steps = np.concatenate([product(probe[t], w_t) for t in range(probe.shape[0])])
+            exact = self._batch_exact[key] = bool(
                 np.array_equal(whole.view(np.uint32), steps.view(np.uint32)))
         if not exact:
             return None
-        return (x.reshape(-1, x.shape[-1]) @ w_t).reshape(x.shape[0], x.shape[1], -1)
+        return product(x.reshape(-1, x.shape[-1]), w_t).reshape(x.shape[0], x.shape[1], -1)
 
     def run(self, values: list[np.ndarray], iteration: Callable[[int], None]) -> list[np.ndarray]:
         """The loop from the WHILE's inputs to its outputs; ``iteration(count)`` is called
@@ -100,7 +106,6 @@ class KerasLstmLoop:
         s = np.empty((rows, 4 * u), np.float32)
         z_g = z[:, 2 * u:3 * u]
         s_i, s_f, s_o = s[:, :u], s[:, u:2 * u], s[:, 3 * u:]
-        one = np.ones((), np.float32)
         products = self._input_products(x)
         count = 0
         while True:
@@ -115,11 +120,7 @@ class KerasLstmLoop:
             np.add(z, bias, out=z)
             # LOGISTIC of the i, f, o gates and TANH of g are elementwise: one call each on
             # the whole gate row gives the same numbers as the body's one call per gate
-            # (`activations.logistic`'s four steps, into s)
-            np.negative(z, out=s)
-            np.exp(s, out=s)
-            np.add(one, s, out=s)
-            np.divide(one, s, out=s)
+            s[...] = logistic(z)
             g = np.tanh(z_g)
             c = s_f * c
             c += s_i * g
@@ -255,7 +256,20 @@ def _match(cond: "Subgraph", body: "Subgraph") -> KerasLstmLoop | None:
             return None
     input_w_t = w_x.T if w_x.dtype == np.float32 else None  # the kernel's view
     return KerasLstmLoop(limits[0], limits[1], int(one_c.reshape(-1)[0]), int(one_t.reshape(-1)[0]),
-                         recurrent, inputs, u, bias, scatter, tuple(seq_shape), input_w_t)
+                         recurrent, inputs, u, bias, scatter, tuple(seq_shape), input_w_t,
+                         _float_product(body))
+
+
+def _float_product(body: "Subgraph") -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """The float FULLY_CONNECTED kernel's product as the interpreter has it now (read at
+    each call: `Interpreter.reference_float_sums` may change between runs)."""
+    from .kernels.matmul import _product as fc_product
+    interp = body.interpreter
+
+    def product(rows: np.ndarray, w_t: np.ndarray) -> np.ndarray:
+        return fc_product(rows, w_t, interp.reference_float_sums)
+    product.mode = lambda: interp.reference_float_sums  # type: ignore[attr-defined]
+    return product
 
 
 def _product(body: "Subgraph", node, w: np.ndarray) -> Callable[[np.ndarray], np.ndarray] | None:
@@ -267,7 +281,8 @@ def _product(body: "Subgraph", node, w: np.ndarray) -> Callable[[np.ndarray], np
         return None
     if w.dtype == np.float32:
         w_t = w.T  # the transposed view the kernel multiplies by
-        return lambda x: x @ w_t
+        product = _float_product(body)
+        return lambda x: product(x, w_t)
     if w.dtype != np.int8 or not tensor.is_quantized_int:
         return None
     from .integer import hybrid

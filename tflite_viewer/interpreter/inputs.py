@@ -231,54 +231,108 @@ def _broadcast_range(lo: np.ndarray, hi: np.ndarray, shape: tuple[int, ...]):
 _WHOLE_RANGE_TYPES = frozenset({"INT8", "UINT8", "INT16", "INT4"})
 
 
-def _seeded_value(model: Model, spec: InputSpec, rng: np.random.Generator,
-                  max_bytes: int) -> np.ndarray:
+#: elements drawn per step: whatever an input's size, making it costs its own bytes plus
+#: temporaries of at most a few times this many doubles (the random draws, the scaling)
+_CHUNK = 1 << 20
+
+
+def input_nbytes(spec: InputSpec) -> int:
+    """Bytes the value of ``spec`` takes (object arrays: one pointer per element), from
+    its declared shape; negative dimensions count as 0."""
+    count = int(np.prod([max(int(d), 0) for d in spec.shape], dtype=np.float64))
+    return count * (spec.dtype.itemsize if spec.dtype is not None else 0)
+
+
+def _fill(out: np.ndarray, draw, row: int = 1) -> np.ndarray:
+    """``out`` filled by ``draw(rows, row)`` in pieces of about `_CHUNK` elements (whole
+    rows of ``row`` elements).  A generator's stream does not depend on how its draws are
+    split, so the values equal one draw of the whole array."""
+    flat = out.reshape(-1, row) if row > 1 else out.reshape(-1, 1)
+    step = max(1, _CHUNK // max(row, 1))
+    for start in range(0, flat.shape[0], step):
+        rows = flat[start:start + step]
+        rows[...] = draw(rows.shape[0], rows.shape[1]).reshape(rows.shape)
+    return out
+
+
+def _seeded_value(model: Model, spec: InputSpec, rng: np.random.Generator) -> np.ndarray:
+    """One seeded input, its memory checked by the caller (`seeded_inputs`)."""
     shape = tuple(max(int(d), 0) for d in spec.shape)
     dtype = spec.dtype
     tensor = model.subgraphs[spec.subgraph].tensors[spec.tensor]
-    if dtype is None:
-        raise InputError(f"input {spec.name!r} is {spec.type_name}: cannot make a value "
-                         "of that type")
-    # checked before allocating: a 1 KB file may declare a multi-gigabyte input
-    check_bytes(int(np.prod(shape, dtype=np.float64)) * max(dtype.itemsize, 8),
-                max_bytes, f"seeded input {spec.name!r} ({spec.type_name}{list(shape)})")
     if dtype == object:  # strings
         out = np.empty(shape, dtype=object)
         out.fill(b"")
         return out
+    out = np.empty(shape, dtype=dtype)
     if dtype.kind == "b":
-        return rng.integers(0, 2, shape).astype(bool)
-    if dtype.kind == "c":
-        return (rng.uniform(-1, 1, shape) + 1j * rng.uniform(-1, 1, shape)).astype(dtype)
+        return _fill(out, lambda n, r: rng.integers(0, 2, (n, r)).astype(bool))
+    if dtype.kind == "c":  # every real part, then every imaginary part (as one draw each)
+        _fill(out.real, lambda n, r: rng.uniform(-1, 1, (n, r)))
+        return _fill(out.imag, lambda n, r: rng.uniform(-1, 1, (n, r)))
     if dtype.kind == "f":
         rng_range = _metadata_range(model, spec)
         if rng_range is None:
             lo, hi = np.float64(-1.0), np.float64(1.0)
         else:
             lo, hi = _broadcast_range(*rng_range, shape)
-        return (lo + (hi - lo) * rng.random(shape)).astype(dtype)
+        row = int(np.size(lo)) if np.ndim(lo) else 1
+        return _fill(out, lambda n, r: lo + (hi - lo) * rng.random((n, r)), row)
     # integers
     bound = _lookup_bound(model, spec.subgraph, spec.tensor)
     info = np.iinfo(dtype)
     if bound is not None:
-        return rng.integers(0, min(bound, int(info.max) + 1), shape).astype(dtype)
+        top = min(bound, int(info.max) + 1)
+        return _fill(out, lambda n, r: rng.integers(0, top, (n, r)))
     q = tensor.quantization
     if q is not None and q.has_scale and spec.type_name in _WHOLE_RANGE_TYPES:
-        return rng.integers(int(info.min), int(info.max) + 1, shape, dtype=np.int64).astype(dtype)
-    return rng.integers(0, min(SMALL_INT_BOUND, int(info.max) + 1), shape).astype(dtype)
+        return _fill(out, lambda n, r: rng.integers(int(info.min), int(info.max) + 1, (n, r),
+                                                    dtype=np.int64))
+    top = min(SMALL_INT_BOUND, int(info.max) + 1)
+    return _fill(out, lambda n, r: rng.integers(0, top, (n, r)))
+
+
+def check_input_bytes(specs, max_bytes: int, given: Mapping[str, np.ndarray] | None = None,
+                      what: str = "seeded inputs") -> None:
+    """Raise `AllocationError` before anything is made when the inputs to make (``specs``)
+    together with the arrays already ``given`` would pass ``max_bytes``; a type no value
+    can be made of is an `InputError`.  The message names the largest input."""
+    sizes: list[tuple[int, str]] = []
+    for spec in specs:
+        if spec.dtype is None:
+            raise InputError(f"input {spec.name!r} is {spec.type_name}: cannot make a value "
+                             "of that type")
+        sizes.append((input_nbytes(spec), f"{spec.name!r} ({spec.type_name}"
+                                          f"{[max(int(d), 0) for d in spec.shape]})"))
+    for name, arr in (given or {}).items():
+        sizes.append((int(np.asarray(arr).nbytes), f"{name!r} (given, {np.asarray(arr).dtype}"
+                                                   f"{list(np.shape(arr))})"))
+    total = sum(n for n, _ in sizes)
+    if total > max_bytes:
+        biggest = max(sizes, key=lambda size: size[0])  # the first of the largest
+        label = (f"{what} {biggest[1]}" if len(sizes) == 1 else
+                 f"the run's inputs ({len(sizes)}, the largest {biggest[1]} of "
+                 f"{biggest[0]:,} bytes)")
+        check_bytes(total, max_bytes, label)
 
 
 def seeded_inputs(model: Model, seed: int = 0, signature: str | None = None, *,
-                  max_bytes: int = DEFAULT_MAX_ALLOCATION_BYTES) -> dict[str, np.ndarray]:
-    """Seeded inputs valid for the model (see the module docstring), by input name.
+                  max_bytes: int = DEFAULT_MAX_ALLOCATION_BYTES,
+                  names: "set[str] | None" = None,
+                  given: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Seeded inputs valid for the model (see the module docstring), by input name
+    (only those in ``names`` when given).
 
     Each input has its own generator, seeded by ``(seed, subgraph, tensor)``: an input's
     values do not depend on the other inputs, nor on whether it is named by signature.
-    An input that would need more than ``max_bytes`` (the interpreter's allocation limit)
-    raises `AllocationError` before anything is allocated."""
+    Inputs that together (with the arrays ``given`` alongside them) would need more than
+    ``max_bytes`` (the interpreter's allocation limit) raise `AllocationError` before
+    anything is allocated; making an input costs its own bytes and a bounded scratch."""
+    specs = [s for s in input_specs(model, signature) if names is None or s.name in names]
+    check_input_bytes(specs, max_bytes, given)
     return {spec.name: _seeded_value(model, spec, np.random.default_rng(
-                [int(seed) % (1 << 63), spec.subgraph, spec.tensor]), max_bytes)
-            for spec in input_specs(model, signature)}
+                [int(seed) % (1 << 63), spec.subgraph, spec.tensor]))
+            for spec in specs}
 
 
 # ------------------------------------------------------------------------------------------
@@ -373,15 +427,16 @@ def complete_inputs(model: Model, given: Mapping[str, Any] | None = None, seed: 
     names of the inputs that were generated."""
     specs = input_specs(model, signature)
     supplied = match_inputs(model, given or {}, signature)
-    seeded = None
+    missing = {spec.name for spec in specs if spec.name not in supplied}
+    # the given and the seeded together count against the limit, checked before any is made
+    seeded = seeded_inputs(model, seed, signature, max_bytes=max_bytes, names=missing,
+                           given=supplied)
     out: dict[str, np.ndarray] = {}
     generated = []
     for spec in specs:
         if spec.name in supplied:
             out[spec.name] = supplied[spec.name]
         else:
-            if seeded is None:
-                seeded = seeded_inputs(model, seed, signature, max_bytes=max_bytes)
             out[spec.name] = seeded[spec.name]
             generated.append(spec.name)
     return out, generated
@@ -389,7 +444,11 @@ def complete_inputs(model: Model, given: Mapping[str, Any] | None = None, seed: 
 
 def positional(model: Model, inputs: Mapping[str, np.ndarray], signature: str | None = None
                ) -> list[np.ndarray]:
-    """Arrays keyed by input name, in the order of the entry subgraph's inputs list (what
-    `Interpreter.set_inputs` takes as a sequence)."""
+    """Arrays keyed by input name, in the order of subgraph 0's inputs list (what
+    `Interpreter.set_inputs` takes as a sequence).  A signature's inputs have no position
+    the interpreter accepts: pass them by name (an `InputError` here says so)."""
+    if signature is not None:
+        raise InputError(f"signature {signature!r} takes its inputs by name: pass the dict "
+                         "itself, not positional(...)")
     specs = sorted(input_specs(model, signature), key=lambda s: s.position)
     return [inputs[s.name] for s in specs]

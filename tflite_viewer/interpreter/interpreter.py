@@ -55,6 +55,16 @@ class Interpreter(Executor):
     reproduces LiteRT builds compiled with TFLITE_SINGLE_ROUNDING; the two differ on exact
     ties.  Any other value is a ValueError.
 
+    Signatures take their inputs by name, as LiteRT's SignatureRunner does::
+
+        interp.invoke({"tokens": t, "input_pos": p, ...}, signature="decode")
+        interp.signature_runner("decode")(tokens=t, input_pos=p, ...)
+
+    A signature lists its inputs in its own order, which need not be its subgraph's
+    (litert-torch's prefill and decode signatures are alphabetical): a list, or an input
+    position, for a signature is an `InputError`.  Without a signature a list follows the
+    subgraph's ``inputs`` order.
+
     Budgets (see `tflite_viewer.interpreter.budget`): ``max_allocation_bytes`` bounds every
     tensor, input and the prepared arena (checked before allocating); ``max_iterations``
     bounds each WHILE execution; ``timeout`` (seconds) bounds each `invoke()` and each
@@ -103,6 +113,11 @@ class Interpreter(Executor):
         #: let kernels bind their invoke to the prepared node (`Kernel.bind`) for invoke()
         #: once a run has gone through; False calls every kernel's invoke
         self.bind_kernels = True
+        #: float32 CONV_2D and FULLY_CONNECTED sum their products in LiteRT's reference
+        #: order, one rounding per step (`float32.ordered_matmul`: its results to the bit);
+        #: False takes numpy's BLAS product instead, several times faster, its sums
+        #: blocked and fused, a float32 rounding or so from the reference per output
+        self.reference_float_sums = True
         #: op times and calls: kept per op by stepped and watched runs (a stop reads them
         #: after every step), in the subgraphs' counters by the prepared plan (`_execute`)
         self._op_times: dict[tuple[int, int], float] = defaultdict(float)
@@ -226,9 +241,21 @@ class Interpreter(Executor):
             return [m.name for m in sig.outputs]
         return [self.entry.tensors[i].name for i in self.entry.outputs]
 
+    def _refuse_positions(self, what: str) -> None:
+        """Inputs by position are refused while a signature is the entry: a signature lists
+        its inputs in its own order, which need not be its subgraph's (litert-torch's
+        prefill and decode signatures do not keep it), and a mix-up between inputs of one
+        type computes wrong numbers without any error.  Signatures take inputs by name,
+        as LiteRT's SignatureRunner does."""
+        if self._signature is not None:
+            raise InputError(
+                f"signature {self._signature!r} takes its inputs by name, not {what}: pass "
+                f"a dict keyed by {', '.join(repr(n) for n in self.input_names())}")
+
     def _input_tensor(self, key: int | str) -> Tensor:
         sg = self.entry
         if isinstance(key, (int, np.integer)):
+            self._refuse_positions(f"by position ({key})")
             if not 0 <= int(key) < len(sg.inputs):
                 raise IndexError(f"input {key} out of range: the subgraph has "
                                  f"{len(sg.inputs)} inputs")
@@ -294,8 +321,11 @@ class Interpreter(Executor):
         self._check_total()
 
     def set_input(self, key: int | str, value: Any) -> None:
-        """Set an input of the entry subgraph (by position, tensor name or signature name).
-        A value of another shape resizes the input when its shape signature allows it."""
+        """Set an input of the entry subgraph: by signature input name, tensor name or
+        ``s{subgraph}_t{tensor}`` key; without a signature also by position in the
+        subgraph's ``inputs``.  With a signature a position is an `InputError` (see
+        `_refuse_positions`).  A value of another shape resizes the input when its shape
+        signature allows it."""
         t = self._input_tensor(key)
         arr = np.asarray(value)
         if t.dtype is not None and arr.dtype != t.dtype:
@@ -315,10 +345,15 @@ class Interpreter(Executor):
         t.data = np.array(arr, copy=True)
 
     def set_inputs(self, inputs: Mapping[str, Any] | Sequence[Any]) -> None:
+        """Set several inputs: a mapping by name (any name `set_input` takes), or, for
+        subgraph 0 or another subgraph run without a signature, a sequence in the order
+        of the subgraph's ``inputs``.  A sequence for a signature is an `InputError`: its
+        order would be ambiguous (the signature's or the subgraph's)."""
         if isinstance(inputs, Mapping):
             for k, v in inputs.items():
                 self.set_input(k, v)
         else:
+            self._refuse_positions("as a list")
             for k, v in enumerate(inputs):
                 self.set_input(k, v)
 

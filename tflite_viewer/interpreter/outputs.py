@@ -3,6 +3,7 @@ top-k of a classifier's output with the labels the model's metadata names.  Qt-f
 `run` command prints these and the window's Outputs dock shows them."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,11 @@ def value_summary(arr: np.ndarray | None) -> str:
     return f"{stats}  first [{first}{more}]"
 
 
+def output_labels(model: Model, subgraph: int, tensor: int) -> list[str] | None:
+    """The labels TFLITE_METADATA names for an output (its TENSOR_AXIS_LABELS file), or None."""
+    return _labels_for(model, subgraph, tensor)
+
+
 def _labels_for(model: Model, subgraph: int, tensor: int) -> list[str] | None:
     """The TENSOR_AXIS_LABELS file TFLITE_METADATA names for an output, as lines."""
     try:
@@ -85,22 +91,47 @@ def _scores(model_tensor, arr: np.ndarray) -> np.ndarray | None:
     return None
 
 
-def top_k(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None,
-          producer: str | None, k: int = TOP_K) -> list[tuple[int, str, float]]:
-    """The top-k (index, label, score) of a classification-like output, labels from the
-    model's TENSOR_AXIS_LABELS file ("" without one); [] when the output is not one."""
+CLASSIFIER_OPS = ("SOFTMAX", "LOG_SOFTMAX")
+
+
+def classifier_reason(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None,
+                      producer: str | None, name: str | None = None) -> str | None:
+    """Why this output reads as a classifier's scores (and gets a top-k), or None.
+
+    Only a vector (batch dimensions of 1 aside) of numbers, or dequantizable integers, can
+    be; it is one when the model's metadata gives labels for it (about as many as it has
+    entries), when a SOFTMAX or LOG_SOFTMAX computed it, or when its name says logits.  A
+    detection model's class ids or a detector's per-anchor scores are none of these."""
     if arr is None or arr.size < 2:
-        return []
+        return None
     squeezed = arr.reshape([d for d in arr.shape if d != 1] or [1])
     if squeezed.ndim != 1:
-        return []
-    mt = model.subgraphs[subgraph].tensors[tensor]
-    scores = _scores(mt, squeezed)
-    if scores is None:
-        return []
+        return None
+    if _scores(model.subgraphs[subgraph].tensors[tensor], squeezed) is None:
+        return None
+    n = squeezed.size
     labels = _labels_for(model, subgraph, tensor)
-    if not (labels or producer in ("SOFTMAX", "LOGISTIC", "LOG_SOFTMAX") or scores.size >= 10):
+    if labels and abs(len(labels) - n) <= 1:
+        return f"{n} classes, labels from the model's metadata"
+    if producer in CLASSIFIER_OPS:
+        return f"{n} classes, a {producer} output"
+    names = [x for x in (name, model.subgraphs[subgraph].tensors[tensor].name) if x]
+    if any("logit" in x.lower() for x in names):
+        return f"{n} classes, named logits"
+    return None
+
+
+def top_k(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None,
+          producer: str | None, k: int = TOP_K, name: str | None = None
+          ) -> list[tuple[int, str, float]]:
+    """The top-k (index, label, score) of a classifier's output (see `classifier_reason`),
+    labels from the model's TENSOR_AXIS_LABELS file ("" without one); [] when the output
+    is not a classifier's."""
+    if classifier_reason(model, subgraph, tensor, arr, producer, name) is None:
         return []
+    squeezed = arr.reshape(-1)
+    scores = _scores(model.subgraphs[subgraph].tensors[tensor], squeezed)
+    labels = _labels_for(model, subgraph, tensor)
     k = min(k, scores.size)
     order = np.argsort(-np.nan_to_num(scores, nan=-np.inf), kind="stable")[:k]
     return [(int(i), labels[i] if labels and i < len(labels) else "", float(scores[i]))
@@ -108,10 +139,63 @@ def top_k(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None,
 
 
 def top_k_lines(model: Model, subgraph: int, tensor: int, arr: np.ndarray | None,
-                producer: str | None) -> list[str]:
-    """The top-5 of a classification-like output (with labels when the model names any)."""
-    best = top_k(model, subgraph, tensor, arr, producer)
+                producer: str | None, name: str | None = None) -> list[str]:
+    """The top-5 of a classifier's output (with labels when the model names any), and why
+    the output was taken for a classifier's."""
+    reason = classifier_reason(model, subgraph, tensor, arr, producer, name)
+    best = top_k(model, subgraph, tensor, arr, producer, name=name) if reason else []
     if not best:
         return []
     parts = [f"#{i}{f' {label!r}' if label else ''} {_fmt(score)}" for i, label, score in best]
-    return [f"    top-{len(best)}: " + ", ".join(parts)]
+    return [f"    top-{len(best)} ({reason}): " + ", ".join(parts)]
+
+
+# -- segmentation maps --------------------------------------------------------------------------
+
+def label_colours(n: int) -> np.ndarray:
+    """``n`` distinct RGB colours for class indices, class 0 black (the background of the
+    PASCAL VOC convention segmentation models follow): the bits of the class index are
+    spread over the high bits of red, green and blue in turn."""
+    out = np.zeros((max(n, 1), 3), np.uint8)
+    for i in range(n):
+        c, rgb = i, [0, 0, 0]
+        for bit in range(7, -1, -1):
+            for ch in range(3):
+                rgb[ch] |= ((c >> ch) & 1) << bit
+            c >>= 3
+        out[i] = rgb
+    return out
+
+
+@dataclass(frozen=True)
+class Segmentation:
+    """An output read as per-pixel class scores: the argmax class of every pixel and the
+    classes present, largest share first, as (class, label, fraction of the pixels)."""
+
+    classes: np.ndarray  # H x W class indices
+    present: tuple[tuple[int, str, float], ...]
+    n_classes: int
+
+
+def segmentation(model: Model | None, subgraph: int, tensor: int,
+                 arr: np.ndarray | None) -> Segmentation | None:
+    """``arr`` as a segmentation map when it is one: [1,] H x W x C scores with more than 4
+    classes C and H, W of at least 4 pixels (deeplabv3's float32[1, 257, 257, 21]); None
+    otherwise.  Labels come from the model's TENSOR_AXIS_LABELS file ("" without one)."""
+    if arr is None:
+        return None
+    a = np.asarray(arr)
+    while a.ndim > 3 and a.shape[0] == 1:
+        a = a[0]
+    if a.ndim != 3 or a.shape[0] < 4 or a.shape[1] < 4 or a.shape[2] <= 4 \
+            or a.dtype.kind not in "biuf":
+        return None
+    scores = a.astype(np.float64) if a.dtype.kind == "f" else a
+    if scores.dtype.kind == "f":
+        scores = np.nan_to_num(scores, nan=-np.inf)
+    classes = np.argmax(scores, axis=2)
+    counts = np.bincount(classes.reshape(-1), minlength=a.shape[2])
+    labels = (output_labels(model, subgraph, tensor) if model is not None else None) or []
+    present = sorted(((int(c), labels[c] if c < len(labels) else "", float(n) / classes.size)
+                      for c, n in enumerate(counts) if n), key=lambda r: (-r[2], r[0]))
+    return Segmentation(classes, tuple(present), int(a.shape[2]))

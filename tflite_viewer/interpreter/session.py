@@ -35,7 +35,7 @@ import numpy as np
 from ..model import Model, load_model
 from . import debugger as dbg
 from .errors import ExecutionError
-from .inputs import complete_inputs, input_specs, positional
+from .inputs import complete_inputs, input_specs
 from .interpreter import Interpreter
 from .tensor import AllocationType
 
@@ -116,6 +116,10 @@ class DebugStop:
     breakpoint_id: int | None = None
     op_times: Mapping[tuple[int, int], float] = field(default_factory=dict)
     outputs: Mapping[str, np.ndarray] | None = None
+    #: a generation loop's call the run is in (`generation.Call`: "prefill", "decode #3",
+    #: its signature and inputs), and the token ids generated so far; None and () otherwise
+    call: Any = None
+    tokens: tuple[int, ...] = ()
 
     @property
     def current(self) -> tuple[int, int] | None:
@@ -127,16 +131,20 @@ class DebugStop:
 
     def describe(self, subgraph_names: list[str] | None = None) -> str:
         """The status-bar text: ``paused at main/op 12 CONV_2D`` (``subgraph 0/op 12 ...``
-        without names)."""
+        without names), in a generation loop led by the call (``decode #3: paused at
+        ...``)."""
+        call = f"{self.call.label}: " if self.call is not None else ""
         if self.state == PAUSED and self.position:
             sg, op = self.position[-1]
             name = self.op_names[-1]
             label = subgraph_names[sg] if subgraph_names and sg < len(subgraph_names) \
                 else f"subgraph {sg}"
             where = f"{label}/op {op} {name}" if name else f"{label} (returning)"
-            return f"paused at {where}"
-        return {READY: "ready", FINISHED: "finished", STOPPED: "stopped",
-                ERROR: "error"}.get(self.state, self.state)
+            return f"{call}paused at {where}"
+        if self.state == FINISHED and self.tokens:
+            return f"finished: generated {' '.join(map(str, self.tokens))}"
+        return call + {READY: "ready", FINISHED: "finished", STOPPED: "stopped",
+                       ERROR: "error"}.get(self.state, self.state)
 
 
 class _CancelBreakpoint(dbg.Breakpoint):
@@ -153,7 +161,8 @@ class _CancelBreakpoint(dbg.Breakpoint):
         return "stopped by the user"
 
 
-def _kind(bp: dbg.Breakpoint) -> str:
+def breakpoint_kind(bp: dbg.Breakpoint) -> str:
+    """``op``, ``op type``, ``non-finite``, ``range``, ``saturation`` or ``condition``."""
     return {dbg.OpBreakpoint: "op", dbg.OpTypeBreakpoint: "op type",
             dbg.NonFiniteBreakpoint: "non-finite", dbg.RangeBreakpoint: "range",
             dbg.SaturationBreakpoint: "saturation"}.get(type(bp), "condition")
@@ -174,7 +183,7 @@ def describe_breakpoint(bp: dbg.Breakpoint, model: Model | None = None) -> str:
         where.append(f"subgraph {bp.subgraph}")
     if bp.op_type is not None:
         where.append(f"op type {bp.op_type}")
-    kind = _kind(bp)
+    kind = breakpoint_kind(bp)
     if isinstance(bp, dbg.NonFiniteBreakpoint):
         head = "NaN/Inf in an output"
     elif isinstance(bp, dbg.RangeBreakpoint):
@@ -212,6 +221,9 @@ class DebugSession:
         self._breakpoints: dict[int, dbg.Breakpoint] = {}
         self._cancel = threading.Event()
         self._cancel_bp = _CancelBreakpoint(self._cancel)
+        #: Step Over enters a STABLEHLO_COMPOSITE, as the canvas draws composites expanded
+        #: (View > Fold Composites off): its ops are the next ones on screen
+        self.inline_composites = False
         self.interpreter.add_hook("after", self._after_op)
         self._executed = [np.zeros(len(sg.nodes), bool) for sg in self.interpreter.subgraphs]
         self._computed = [np.zeros(len(sg.tensors), bool) for sg in self.interpreter.subgraphs]
@@ -254,12 +266,17 @@ class DebugSession:
             nodes = self.interpreter.subgraphs[sg].nodes
             names.append(nodes[op].name if op < len(nodes) else "")
         bp_id = next((k for k, b in self._breakpoints.items() if b is bp), None)
+        call, tokens = self._call_state()
         return DebugStop(next(self._serial), state, reason, tuple(position), tuple(names),
                          message, self.ops_run, tuple(_frozen(a) for a in self._executed),
                          tuple(_frozen(a) for a in self._computed), bp_id,
                          MappingProxyType(dict(self.interpreter.op_times)),
                          None if outputs is None else MappingProxyType(
-                             {k: _frozen(v) for k, v in outputs.items()}))
+                             {k: _frozen(v) for k, v in outputs.items()}), call, tokens)
+
+    def _call_state(self) -> tuple[Any, tuple[int, ...]]:
+        """The generation call the run is in and the tokens so far (a chained session's)."""
+        return None, ()
 
     def _from(self, stop: dbg.Stop) -> DebugStop:
         if stop.finished:
@@ -319,9 +336,8 @@ class DebugSession:
         self._cancel.clear()
         self._reset_masks()
         interp = self.interpreter
-        arrays = positional(self.model, self.inputs, self.signature)
-        try:
-            stop = interp.start(arrays, signature=self.signature)
+        try:  # by input name: a signature's order need not be its subgraph's
+            stop = interp.start(self.inputs, signature=self.signature)
         except Exception as exc:  # noqa: BLE001
             self.state = ERROR
             self.error = str(exc)
@@ -362,9 +378,31 @@ class DebugSession:
         return None
 
     def step_over(self) -> DebugStop:
-        """Run one op of the current subgraph; a control-flow op runs whole (F10).  Not
-        running: start, paused before the first op."""
-        return self._ensure() or self._run(self.interpreter.step)
+        """Run one op of the current subgraph; a control-flow op runs whole (F10), a
+        composite too unless `inline_composites` (then it is entered, and its end passed
+        without a pause).  Not running: start, paused before the first op."""
+        first = self._ensure()
+        if first is not None:
+            return first
+        node = self.interpreter.current_node()
+        if self.inline_composites and node is not None and node.name == "STABLEHLO_COMPOSITE":
+            return self._run(self.interpreter.step_into)
+        stop = self._run(self.interpreter.step)
+        if self.inline_composites and self._returning_from_composite(stop):
+            stop = self._run(self.interpreter.step)
+        return stop
+
+    def _returning_from_composite(self, stop: DebugStop) -> bool:
+        """Paused at the end of a composite's decomposition (about to return)."""
+        if stop.state != PAUSED or len(stop.position) < 2 or stop.op_names[-1]:
+            return False
+        sg, op = stop.position[-2]
+        nodes = self.interpreter.subgraphs[sg].nodes
+        return op < len(nodes) and nodes[op].name == "STABLEHLO_COMPOSITE"
+
+    def set_inline_composites(self, on: bool) -> None:
+        """Whether Step Over enters composites (see `inline_composites`)."""
+        self.inline_composites = bool(on)
 
     def step_into(self) -> DebugStop:
         """Like step_over, but enter the subgraph a WHILE/IF/CALL_ONCE calls (F11)."""
@@ -376,8 +414,9 @@ class DebugSession:
             return self.start()
         return self._run(self.interpreter.step_out)
 
-    def run_to(self, subgraph: int, op: int) -> DebugStop:
-        """Run until just before ``op`` of ``subgraph`` (breakpoints stop earlier)."""
+    def run_to(self, subgraph: int, op: int, call: int | None = None) -> DebugStop:
+        """Run until just before ``op`` of ``subgraph`` (breakpoints stop earlier).
+        ``call`` names a generation run's call (`GenerationSession`); one run has one."""
         if self.state != PAUSED:
             stop = self.start()
             if stop.state != PAUSED or stop.position[-1] == (subgraph, op):
@@ -401,11 +440,32 @@ class DebugSession:
         self._cancel.set()
 
     # -- breakpoints -------------------------------------------------------------------------
-    def add_breakpoint(self, bp: dbg.Breakpoint) -> int:
-        bid = next(self._ids)
+    def add_breakpoint(self, bp: dbg.Breakpoint, bid: int | None = None) -> int:
+        """Add ``bp``; ``bid`` gives it the id a UI knows it by (one already used is
+        replaced), else the next free one."""
+        if bid is None:
+            bid = next(self._ids)
+            while bid in self._breakpoints:
+                bid = next(self._ids)
+        elif bid in self._breakpoints:
+            self.remove_breakpoint(bid)
         self._breakpoints[bid] = bp
         self.interpreter.add_breakpoint(bp)
         return bid
+
+    def sync_breakpoints(self, wanted) -> None:
+        """Make the session's breakpoints ``wanted`` ((id, Breakpoint) pairs, a UI's list):
+        ids it lacks are removed, new ones added, known ones take the new enabled state
+        (their hit counts stay)."""
+        wanted = dict(wanted)
+        for bid in [b for b in self._breakpoints if b not in wanted]:
+            self.remove_breakpoint(bid)
+        for bid, bp in wanted.items():
+            mine = self._breakpoints.get(bid)
+            if mine is None:
+                self.add_breakpoint(bp, bid)
+            else:
+                mine.enabled = bool(bp.enabled)
 
     def remove_breakpoint(self, bid: int) -> None:
         bp = self._breakpoints.pop(bid, None)
@@ -433,7 +493,7 @@ class DebugSession:
 
     def breakpoints(self) -> tuple[BreakpointInfo, ...]:
         return tuple(BreakpointInfo(bid, describe_breakpoint(bp, self.model), bp.enabled,
-                                    bp.hits, bp.subgraph, bp.op, _kind(bp))
+                                    bp.hits, bp.subgraph, bp.op, breakpoint_kind(bp))
                      for bid, bp in self._breakpoints.items())
 
     # -- values ------------------------------------------------------------------------------

@@ -12,6 +12,14 @@ Only shapes are computed: ``prepare`` records dims and never creates the tensors
 a model of any size costs the time of its prepare functions, not its activations' memory
 (the allocation limit is lifted here for the same reason).  A node whose prepare fails is
 reported and its outputs are treated as unknown, so one bad edit does not hide the rest.
+
+A shape computed empty from placeholders is not reported: in a model with dynamic inputs
+(openWakeWord's melspectrogram: signature [-1, -1], stored [1, 1]) the stored shapes are
+placeholders, and what prepare computes from them (a 0-frame spectrogram) is what no run
+computes; a stored shape that differs from it only in dimensions the signature leaves open
+(-1), where the computed one has 0, is neither reported nor offered for writing (writing it
+would store 0-length dimensions).  Other differences in open dimensions stay reported:
+small_cnn_dilated stores batch 1 where SPACE_TO_BATCH_ND computes 4, as LiteRT does.
 """
 from __future__ import annotations
 
@@ -106,5 +114,16 @@ def _collect(sg: Subgraph, model: Model, out: ShapeInference) -> None:
             stored = tuple(int(d) for d in stored_tensors[o].shape)
             # an empty stored shape on a tensor computed with dims is "not stored" (the
             # converter leaves custom ops' outputs so), not a disagreement
-            if stored != shape and (stored or not shape):
+            if stored != shape and (stored or not shape) and \
+                    not _empty_placeholder(stored, shape, stored_tensors[o].shape_signature):
                 out.mismatches.append(ShapeMismatch(sg.index, o, node.index, stored, shape))
+
+
+def _empty_placeholder(stored: tuple[int, ...], computed: tuple[int, ...], signature) -> bool:
+    """Whether ``computed`` is an empty shape from placeholder inputs: it differs from
+    ``stored`` only in dimensions ``signature`` leaves open (-1), and is 0 in one of them
+    (see the module docstring)."""
+    if signature is None or len(signature) != len(stored) or len(stored) != len(computed):
+        return False
+    differing = [(c, int(g)) for s, c, g in zip(stored, computed, signature) if s != c]
+    return all(g < 0 for _c, g in differing) and any(c == 0 for c, _g in differing)

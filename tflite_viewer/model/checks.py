@@ -55,6 +55,11 @@ def check_model(model: Model, index: FileIndex) -> list[Finding]:
     return findings
 
 
+def out_of_range(n: int) -> str:
+    """How an index message ends: the valid range, or that there is nothing to index."""
+    return f"out of range (0..{n - 1})" if n > 0 else "out of range (there are none)"
+
+
 def _fail_at(values: np.ndarray, bad: np.ndarray, owner: np.ndarray, owner_batch, lengths,
              field: str, what: str, limit: np.ndarray) -> None:
     """Raise for the first bad value of a concatenated vector field, naming its element."""
@@ -65,7 +70,7 @@ def _fail_at(values: np.ndarray, bad: np.ndarray, owner: np.ndarray, owner_batch
     obj = int(owner_batch.index[row]) if owner_batch.index is not None else row
     kind = owner_batch.label
     raise ModelFormatError(f"subgraphs[{sub}].{kind}[{obj}].{field}[{i - start}]",
-                           f"{what} {int(values[i])} out of range (0..{int(limit[i]) - 1})")
+                           f"{what} {int(values[i])} {out_of_range(int(limit[i]))}")
 
 
 def _check_buffers(model: Model, index: FileIndex) -> np.ndarray:
@@ -93,7 +98,7 @@ def _check_subgraph_io(index: FileIndex, subgraphs, n_tensors: np.ndarray) -> No
             s = int(owner[i])
             k = i - int(np.flatnonzero(owner == s)[0])
             raise ModelFormatError(f"subgraphs[{s}].{field}[{k}]", f"tensor index "
-                                   f"{int(values[i])} out of range (0..{int(limit[i]) - 1})")
+                                   f"{int(values[i])} {out_of_range(int(limit[i]))}")
 
 
 def _checked_index(index: FileIndex, rows, table: str, field: str, limit: int,
@@ -105,8 +110,7 @@ def _checked_index(index: FileIndex, rows, table: str, field: str, limit: int,
     if bad.any():
         r = int(np.flatnonzero(bad)[0])
         raise ModelFormatError(f"subgraphs[{int(rows.parent[r])}].{table}[{int(rows.index[r])}]"
-                               f".{field}", f"{what} {int(values[r])} out of range "
-                               f"(0..{limit - 1})")
+                               f".{field}", f"{what} {int(values[r])} {out_of_range(limit)}")
     return values
 
 
@@ -141,7 +145,7 @@ def _check_operators(model: Model, index: FileIndex, ops, n_codes: int, n_tensor
         for role, sub in op.called_subgraphs.items():
             if not 0 <= sub < n_sub:
                 raise ModelFormatError(f"{op.where}.builtin_options.{role}",
-                                       f"subgraph {sub} out of range (0..{n_sub - 1})")
+                                       f"subgraph {sub} {out_of_range(n_sub)}")
 
 
 def _report_double_producers(values, owner, ops, findings: list[Finding]) -> None:
@@ -231,18 +235,18 @@ def _check_signatures_and_metadata(model: Model, n_sub: int, n_buffers: int) -> 
         where = f"signature_defs[{sig.index}]"
         if not 0 <= sig.subgraph_index < n_sub:
             raise ModelFormatError(f"{where}.subgraph_index", f"subgraph {sig.subgraph_index} "
-                                   f"out of range (0..{n_sub - 1})")
+                                   f"{out_of_range(n_sub)}")
         n_t = len(model.subgraphs[sig.subgraph_index].tensors)
         for kind, maps in (("inputs", sig.inputs), ("outputs", sig.outputs)):
             for k, m in enumerate(maps):
                 if not 0 <= m.tensor_index < n_t:
                     raise ModelFormatError(f"{where}.{kind}[{k}].tensor_index", f"tensor index "
-                                           f"{m.tensor_index} out of range (0..{n_t - 1})")
+                                           f"{m.tensor_index} {out_of_range(n_t)}")
     for m in model.metadata:
         if not 0 <= m.buffer < n_buffers:
             raise ModelFormatError(f"metadata[{m.index}].buffer", f"buffer index {m.buffer} "
-                                   f"out of range (0..{n_buffers - 1})")
+                                   f"{out_of_range(n_buffers)}")
     for k, b in enumerate(model.metadata_buffer):
         if not 0 <= b < n_buffers:
-            raise ModelFormatError(f"metadata_buffer[{k}]", f"buffer index {b} out of range "
-                                   f"(0..{n_buffers - 1})")
+            raise ModelFormatError(f"metadata_buffer[{k}]", f"buffer index {b} "
+                                   f"{out_of_range(n_buffers)}")

@@ -9,7 +9,9 @@ they are read from the mapped file without extracting anything to disk.
 from __future__ import annotations
 
 import io
+import struct
 import zipfile
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,9 +94,39 @@ class _ViewFile(io.RawIOBase):
         return n
 
 
+#: what zipfile raises on a damaged archive or member, besides BadZipFile: a bad deflate
+#: stream (zlib.error), an unknown compression or encryption (NotImplementedError,
+#: RuntimeError), a short member (EOFError), headers past the end (struct.error, OSError),
+#: undecodable names (UnicodeDecodeError, a ValueError)
+ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, EOFError,
+              struct.error, OSError, ValueError, OverflowError)
+
+#: the largest associated file read into memory: its size is declared by the (untrusted)
+#: archive, and a deflate stream of a few KB can claim gigabytes
+MAX_ASSOCIATED_FILE_BYTES = 256 << 20
+
+
 def open_associated_files(data: np.ndarray) -> zipfile.ZipFile | None:
-    """The zip archive appended to a model, or None when there is none."""
+    """The zip archive appended to a model, or None when there is none (or its central
+    directory is unreadable: then no file can be listed, as for a model without one)."""
     try:
         return zipfile.ZipFile(io.BufferedReader(_ViewFile(data)))
-    except (zipfile.BadZipFile, OSError, ValueError):
+    except ZIP_ERRORS:
         return None
+
+
+def read_associated_file(zf: zipfile.ZipFile, name: str, where: str) -> bytes:
+    """One member of the associated-files archive; a damaged member (bad CRC, bad header,
+    corrupt deflate data, unsupported compression or encryption, a declared size past
+    `MAX_ASSOCIATED_FILE_BYTES`) is a `ModelFormatError` at ``where``.  A name the archive
+    does not hold is a KeyError, as for any mapping."""
+    info = zf.getinfo(name)  # KeyError: no such file
+    if info.file_size > MAX_ASSOCIATED_FILE_BYTES:
+        raise ModelFormatError(where, f"associated file {name!r} declares {info.file_size:,} "
+                               f"bytes, more than the {MAX_ASSOCIATED_FILE_BYTES:,} bytes a "
+                               "packed file may hold here")
+    try:
+        return zf.read(info)
+    except ZIP_ERRORS as exc:
+        raise ModelFormatError(where, f"associated file {name!r} cannot be read: "
+                               f"{type(exc).__name__}: {exc}") from None

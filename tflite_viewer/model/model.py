@@ -13,9 +13,10 @@ import numpy as np
 from ..schema import schema_generated as S
 from . import opcodes
 from .errors import Finding
+from .external import NoSource, SideFiles, WeightSource
 from .lazy import LazySequence
 from .metadata import (CONVERSION_METADATA, MIN_RUNTIME_VERSION, TFLITE_METADATA, Metadata,
-                       open_associated_files)
+                       open_associated_files, read_associated_file)
 from .subgraph import Subgraph
 from .verify import FileIndex
 
@@ -105,7 +106,7 @@ class Model:
     """An immutable, lazily decoded view of a .tflite file (see `load_model`)."""
 
     def __init__(self, source: Any, data: np.ndarray, path: Path | None = None,
-                 index: "FileIndex | None" = None) -> None:
+                 index: "FileIndex | None" = None, weights: "WeightSource | None" = None) -> None:
         self._source = source  # the mmap or bytes the views point into
         self.data = data  # the whole file as a read-only uint8 array
         self.path = path
@@ -116,6 +117,11 @@ class Model:
             fb.SubgraphsLength(), lambda i: Subgraph(self, i, fb.Subgraphs(i)))
         self.buffers: LazySequence[Buffer] = LazySequence(fb.BuffersLength(), self._buffer)
         self.findings: list[Finding] = []
+        #: a model opened from a .litertlm container: which one, which section (`litertlm`)
+        self.origin: Any = None
+        #: where external buffer groups (side files) are found: see `external.py`
+        self.weights = weights if weights is not None else (
+            SideFiles(path.parent) if path is not None else NoSource())
 
     def __repr__(self) -> str:
         where = self.path.name if self.path else f"{self.file_size} bytes"
@@ -263,6 +269,14 @@ class Model:
                                       int(e.Length()), _text(e.Packing())))
         return tuple(out)
 
+    @cached_property
+    def external_buffers_by_id(self) -> dict[int, ExternalBuffer]:
+        """Entries by the id tensors name them with (the first entry of a repeated id)."""
+        out: dict[int, ExternalBuffer] = {}
+        for e in self.external_buffers:
+            out.setdefault(e.id, e)
+        return out
+
     # -- metadata ------------------------------------------------------------------------
     @cached_property
     def metadata(self) -> tuple[Metadata, ...]:
@@ -298,10 +312,27 @@ class Model:
         return zf.namelist() if zf else []
 
     def read_associated_file(self, name: str) -> bytes:
+        """The bytes of a packed file.  A damaged archive member is a `ModelFormatError`
+        naming the metadata entry that lists the files and where the archive starts; a
+        name the archive does not hold is a KeyError."""
         zf = open_associated_files(self.data)
         if zf is None:
             raise KeyError(f"the model has no associated files (looking for {name!r})")
-        return zf.read(name)
+        return read_associated_file(zf, name, self._associated_files_where(zf))
+
+    def _associated_files_where(self, zf) -> str:
+        """Where a damaged associated file is reported: the TFLITE_METADATA entry (and its
+        buffer) that lists the packed files, and the byte where the zip begins."""
+        try:
+            start = min([i.header_offset for i in zf.infolist()] + [zf.start_dir])
+        except (AttributeError, ValueError):  # pragma: no cover - zipfile internals differ
+            start = None
+        at = f" at byte {start:,}" if start is not None else ""
+        entry = self.metadata_entry(TFLITE_METADATA)
+        if entry is None:
+            return f"associated files (the zip appended to the model{at})"
+        return (f"metadata[{entry.index}] ({entry.name}, buffer {entry.buffer}).associated "
+                f"files (the zip appended to the model{at})")
 
     # -- summaries -----------------------------------------------------------------------
     @cached_property
@@ -318,9 +349,21 @@ class Model:
 
     @cached_property
     def parameter_count(self) -> int:
-        """Elements of constant tensors (weights, biases, other constants)."""
-        return sum(t.num_elements for sg in self.subgraphs for t in sg.tensors
-                   if t.buffer_nbytes and not t.is_variable)
+        """Elements of constant tensors (weights, biases, other constants), each buffer
+        counted once: the signatures of an LLM export (prefill, decode) are subgraphs whose
+        tensors share the same weight buffers, and those weights exist once in the file.
+        A buffer's elements are those of the first non-variable tensor that reads it;
+        external buffers (side files) count the same way, once per id."""
+        seen: set = set()
+        total = 0
+        for sg in self.subgraphs:
+            for t in sg.tensors:
+                key = ("external", t.external_buffer) if t.external_buffer else t.buffer
+                if key in seen or t.is_variable or not (t.buffer_nbytes or t.external_buffer):
+                    continue
+                seen.add(key)
+                total += t.num_elements
+        return total
 
     def op_histogram(self) -> dict[str, int]:
         """`{"CONV_2D/v1": 15, ...}` over all subgraphs, in first-seen order."""

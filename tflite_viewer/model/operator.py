@@ -165,6 +165,34 @@ class Operator:
                     out[role] = int(value)
         return out
 
+    # -- composites ----------------------------------------------------------------------
+    @property
+    def composite_name(self) -> str | None:
+        """A STABLEHLO_COMPOSITE's name (``odml.scaled_dot_product_attention``), else None."""
+        if self.builtin_options_2_type != "StableHLOCompositeOptions":
+            return None
+        name = self.builtin_options_2.get("name")
+        return str(name) if name else None
+
+    @cached_property
+    def composite_attributes(self) -> Any:
+        """A STABLEHLO_COMPOSITE's ``composite_attributes`` decoded from FlexBuffers (a
+        dict such as ``{"scale": 0.25}``); the raw bytes when they are in another format
+        or do not decode; None when the op is no composite or has none."""
+        if self.builtin_options_2_type != "StableHLOCompositeOptions":
+            return None
+        opts = self.builtin_options_2
+        raw = opts.get("composite_attributes")
+        if not raw:
+            return None
+        raw = bytes(raw)
+        if opts.get("composite_attributes_format", "FLEXBUFFERS") != "FLEXBUFFERS":
+            return raw
+        try:
+            return flexbuffers.Loads(raw)
+        except Exception:  # noqa: BLE001 - arbitrary bytes: anything may fail inside
+            return raw
+
     # -- custom options ------------------------------------------------------------------
     @cached_property
     def custom_options_bytes(self) -> bytes | None:
@@ -193,8 +221,8 @@ class Operator:
             return None
         if self.custom_options_format == "FLEXBUFFERS":
             try:
-                return flexbuffers.Loads(raw)
-            except Exception:  # noqa: BLE001 - arbitrary bytes: anything may fail inside
+                return load_flexbuffer(raw)
+            except ValueError:
                 return raw
         return raw
 
@@ -218,3 +246,54 @@ def _union_options(fb: S.Operator, field: dict, enum: str) -> tuple[str | int | 
     if sub is None:
         return member, {}
     return member.split(".")[-1], table_to_dict(LAYOUT, member, sub)
+
+
+#: what a FlexBuffer may decode to: at most this many values, of which at most
+#: `MAX_FLEXBUFFER_NODES` vectors, maps or scalars outside typed vectors.  Its vectors may
+#: share children, so a few hundred bytes of custom options can describe billions of values
+#: (nested vectors whose elements all point at one vector); real custom options hold tens.
+MAX_FLEXBUFFER_VALUES = 1 << 22
+MAX_FLEXBUFFER_NODES = 1 << 16
+
+
+def _flexbuffer_values(raw: bytes, values: int, nodes: int) -> int:
+    """How many values decoding ``raw`` makes, counted without making them (typed vectors
+    by their length); a ValueError as soon as the count passes a budget."""
+    stack = [flexbuffers.GetRoot(raw)]
+    count = visited = 0
+    while stack:
+        ref = stack.pop()
+        visited += 1
+        count += 1
+        if ref.IsMap:
+            children = ref.AsMap.Values
+            count += len(children)  # the keys
+        elif ref.IsVector:
+            children = ref.AsVector
+        elif ref.IsTypedVector or ref.IsFixedTypedVector:
+            count += len(ref.AsTypedVector if ref.IsTypedVector else ref.AsFixedTypedVector)
+            children = ()
+        else:
+            children = ()
+        if count + len(children) > values:
+            raise ValueError(f"the FlexBuffer decodes to more than {values:,} values "
+                             "(its vectors share children)")
+        if visited + len(stack) + len(children) > nodes:
+            raise ValueError(f"the FlexBuffer holds more than {nodes:,} vectors, maps and "
+                             "scalars (its vectors share children)")
+        stack.extend(children[i] for i in range(len(children)))
+    return count
+
+
+def load_flexbuffer(raw: bytes, values: int = MAX_FLEXBUFFER_VALUES,
+                    nodes: int = MAX_FLEXBUFFER_NODES) -> Any:
+    """``flexbuffers.Loads(raw)`` for untrusted bytes: a ValueError (never another
+    exception, a hang or a memory blow-up) when they are not a FlexBuffer or decode to more
+    than the budgets allow."""
+    try:
+        _flexbuffer_values(raw, values, nodes)
+        return flexbuffers.Loads(raw)
+    except ValueError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - arbitrary bytes: anything may fail inside
+        raise ValueError(f"not a FlexBuffer ({type(exc).__name__}: {exc})") from None

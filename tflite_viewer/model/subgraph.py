@@ -180,6 +180,14 @@ class Subgraph:
         return out
 
     @cached_property
+    def external_buffer_ids(self) -> np.ndarray:
+        """Every tensor's ``external_buffer`` id (0: none), in tensor order."""
+        index = self.model.index
+        tensors = index.table("tflite.Tensor")
+        rows = index.rows_of(tensors, self.index)
+        return index.scalar(tensors, "external_buffer")[rows].astype(np.int64)
+
+    @cached_property
     def written_tensors(self) -> frozenset[int]:
         """Tensors something writes: the subgraph's inputs and every operator's outputs."""
         return frozenset(self.inputs) | frozenset(self.columns.outputs.tolist())

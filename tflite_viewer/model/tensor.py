@@ -193,12 +193,42 @@ class Tensor:
         return bufs[self.buffer].nbytes
 
     def raw_bytes(self) -> np.ndarray | None:
-        """The tensor's bytes as a read-only uint8 view on the file, or None."""
+        """The tensor's bytes as a read-only uint8 view on the file, or None.
+
+        An external tensor's bytes are a view on its side file (`external.py`); a missing
+        or short side file, or an unknown id, is a ModelFormatError naming the file."""
+        if self.external_buffer:
+            return self._external_bytes()
         bufs = self.model.buffers
         if not 0 < self.buffer < len(bufs):
             return None
         raw = bufs[self.buffer].data
         return raw if raw.size else None
+
+    def _external_bytes(self) -> np.ndarray:
+        from .external import slice_of
+        where = f"{self.where}.external_buffer"
+        if self.buffer_nbytes:
+            raise ModelFormatError(where, f"data both in buffer {self.buffer} and in external "
+                                   f"buffer {self.external_buffer:#x} (LiteRT refuses it)")
+        try:
+            return slice_of(self.model, self.external_buffer)
+        except ModelFormatError as exc:
+            raise ModelFormatError(f"{where} ({exc.where})" if exc.where else where,
+                                   exc.reason) from None
+
+    @property
+    def data_location(self) -> str:
+        """Where the tensor's bytes live: "none", "buffer N (B bytes)" or the side file
+        and byte range of an external buffer."""
+        if self.external_buffer:
+            from .external import describe
+            return describe(self.model, self.external_buffer)
+        if self.buffer_nbytes:
+            b = self.model.buffers[self.buffer]
+            where = f"at file offset {b.offset:,}" if b.is_external_layout else "in the model"
+            return f"buffer {self.buffer}, {b.nbytes:,} bytes {where}"
+        return "none"
 
     def data(self) -> np.ndarray | None:
         """The stored values in their declared type, shaped (None when not constant).

@@ -347,8 +347,10 @@ class FileIndex:
     def table(self, type_name: str, label: str | None = None) -> _Batch:
         """The (single) batch of a table type, optionally the one reached through ``label``."""
         found = [b for b in self.batches.get(type_name, ()) if label is None or b.label == label]
-        if not found:
-            return _Batch(type_name, np.zeros(0, np.int64), label or "")
+        if not found:  # no table of the type anywhere (every vector of it absent or empty):
+            # an empty batch whose columns are empty arrays, like any other batch's
+            empty = np.zeros(0, np.int64)
+            return _Batch(type_name, empty, label or "", empty, empty)
         if len(found) > 1:
             raise ValueError(f"{type_name} is reached in {len(found)} ways; name a label")
         return found[0]

@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..interpreter.inputs import InputError, InputSpec, input_specs
 from ..model import Model, load_model
 from ..model.errors import TFLiteViewerError
 from . import samples as smp
@@ -160,6 +161,27 @@ def _load(m: Model | str | os.PathLike | bytes | None) -> Model | None:
     return load_model(m)
 
 
+def pair_problem(qm: Model, fm: Model) -> str | None:
+    """Why ``fm`` cannot be the float original of ``qm``, or None: their first subgraphs
+    must take as many inputs, of the same shapes (-1 in a shape signature matches any
+    size), and give as many outputs."""
+    qs, fs = qm.subgraphs[0], fm.subgraphs[0]
+    if len(qs.inputs) != len(fs.inputs):
+        return (f"the quantized model takes {len(qs.inputs)} input(s), the float model "
+                f"{len(fs.inputs)}")
+    for i, (a, b) in enumerate(zip(qs.inputs, fs.inputs)):
+        ta, tb = qs.tensors[a], fs.tensors[b]
+        sa = tuple(ta.shape_signature if ta.shape_signature is not None else ta.shape)
+        sb = tuple(tb.shape_signature if tb.shape_signature is not None else tb.shape)
+        if len(sa) != len(sb) or any(x != y and x != -1 and y != -1 for x, y in zip(sa, sb)):
+            return (f"input {i} is {ta.name!r} {list(ta.shape)} in the quantized model but "
+                    f"{tb.name!r} {list(tb.shape)} in the float model")
+    if len(qs.outputs) != len(fs.outputs):
+        return (f"the quantized model gives {len(qs.outputs)} output(s), the float model "
+                f"{len(fs.outputs)}")
+    return None
+
+
 def _label(m: Model, given) -> str:
     return str(given) if isinstance(given, (str, os.PathLike)) else (
         str(m.path) if m.path is not None else "<bytes>")
@@ -178,15 +200,20 @@ def make_samples(model: Model, float_model: Model | None, *, count: int = 10, se
         got = smp.given_samples(model, given, signature)
         return got[:count] if count else got
     if npz is not None:
-        return smp.npz_samples(model, npz, count)
+        return smp.npz_samples(model, npz, count, signature)
     if images is not None:
-        return smp.image_samples(model, images, count)
+        return smp.image_samples(model, images, count, signature)
     return smp.seeded_samples(source, count, seed, signature)
 
 
 @dataclass
 class _Run:
-    """One entry of the quantized model, its float counterpart, samples and runners."""
+    """One entry of the quantized model, its float counterpart, samples and runners.
+
+    ``samples`` are in the order of one model's entry inputs (``source``); ``q_order`` and
+    ``f_order`` pick each runner's inputs from a sample (`input_order`), so the two models
+    get the same values for the same named input even when their inputs are listed in
+    other orders."""
 
     entry: Entry
     covers: frozenset[int]               # the subgraphs compared on this run
@@ -194,6 +221,31 @@ class _Run:
     qrun: ModelRunner
     frun: ModelRunner | None
     out_pairs: list[tuple[int, tuple[int, int]]]   # (quantized output, float (sg, tensor))
+    q_order: list[int] | None = None
+    f_order: list[int] | None = None
+
+
+def input_order(src: list[InputSpec], dst: list[InputSpec],
+                partner: Callable[[InputSpec], tuple[int, int] | None] | None = None
+                ) -> list[int] | None:
+    """For each input of ``dst``, the index of the ``src`` input that feeds it: same name
+    (signature input name, else tensor name), else the tensor ``partner`` pairs it with
+    ((subgraph, tensor) of ``src``), else the same position.  None when that is the
+    identity; an `InputError` when an input finds no source."""
+    by_name = {s.name: k for k, s in enumerate(src)}
+    by_tensor = {(s.subgraph, s.tensor): k for k, s in enumerate(src)}
+    order = []
+    for pos, d in enumerate(dst):
+        k = by_name.get(d.name)
+        if k is None and partner is not None:
+            k = by_tensor.get(partner(d) or (-1, -1))
+        if k is None and len(src) == len(dst):
+            k = pos
+        if k is None:
+            raise InputError(f"input {d.name!r} {d.describe()}: no input of the other model "
+                             f"feeds it (those are {', '.join(repr(s.name) for s in src)})")
+        order.append(k)
+    return None if order == list(range(len(src))) else order
 
 
 def _float_entry(qm: Model, fm: Model, entry: Entry, pairing: Pairing) -> Entry | None:
@@ -229,18 +281,29 @@ def _plan(qm: Model, fm: Model | None, pairing: Pairing | None, backend: str, *,
             continue
         covered |= covers
         fe = _float_entry(qm, fm, e, pairing) if fm is not None else None
-        if n == 0:
-            batch = make_samples(qm, fm if fe is not None else None, count=count, seed=seed,
-                                 npz=npz, images=images, given=given, signature=e.signature)
-        else:  # seeded, for the entry's own inputs
+        supplied = n == 0 and (given is not None or npz is not None or images is not None)
+        if supplied:  # in the quantized entry's order
+            batch = make_samples(qm, None, count=count, seed=seed, npz=npz, images=images,
+                                 given=given, signature=e.signature)
+        else:  # seeded, for the float entry's inputs when there is one (what data is like)
             batch = smp.seeded_samples(fm if fe is not None else qm, count, seed,
                                        fe.signature if fe is not None else e.signature)
         qsg = qm.subgraphs[e.subgraph]
         outs = [(qi, pairing.tensors[(e.subgraph, qi)][0]) for qi in qsg.outputs
                 if pairing is not None and (e.subgraph, qi) in pairing.tensors] \
             if fe is not None else []
-        runs.append(_Run(e, covers, batch, ModelRunner(qm, backend, e),
-                         ModelRunner(fm, backend, fe) if fe is not None else None, outs))
+        run = _Run(e, covers, batch, ModelRunner(qm, backend, e),
+                   ModelRunner(fm, backend, fe) if fe is not None else None, outs)
+        if fe is not None:
+            qspecs, fspecs = input_specs(qm, e.signature), input_specs(fm, fe.signature)
+            if not supplied:   # samples in the float entry's order
+                run.q_order = input_order(fspecs, qspecs, lambda q: pairing.partner(
+                    (q.subgraph, q.tensor)))
+            else:                   # samples in the quantized entry's order
+                back = {v[0]: k for k, v in pairing.tensors.items()}
+                run.f_order = input_order(qspecs, fspecs,
+                                          lambda f: back.get((f.subgraph, f.tensor)))
+        runs.append(run)
     return runs
 
 
@@ -287,6 +350,10 @@ def analyze(model: Model | str | os.PathLike | bytes,
     when the work is long enough, 1: this process only).  See the module docstring."""
     qm = _load(model)
     fm = _load(float_model)
+    if fm is not None:
+        problem = pair_problem(qm, fm)
+        if problem:
+            raise ValueError(f"the two models do not match: {problem}")
     findings = check_spec(qm)
     pairing: Pairing | None = pair_models(qm, fm) if fm is not None else None
     weights = analyze_weights(qm, fm, pairing)

@@ -126,7 +126,10 @@ class FloatOp:
         for k, a in zip(sg.inputs, inputs):
             t = sg.tensors[k]
             arrays.append(np.asarray(a).astype(t.dtype) if t.dtype is not None else a)
-        interp.invoke(arrays, signature=self.signature)
+        if self.signature is not None:  # a signature takes its inputs by name (`float_ops`)
+            interp.invoke({f"i{j}": a for j, a in enumerate(arrays)}, signature=self.signature)
+        else:
+            interp.invoke(arrays)
         return [sg.tensors[o].data for o in sg.outputs]
 
 

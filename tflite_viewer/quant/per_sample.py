@@ -64,8 +64,9 @@ def run_sample(a: Analysis, run, s: int, tick: Callable[[str], None] | None
     where = "" if len(a.runs) == 1 else f"{run.entry.label}, "
     if tick is not None:
         tick(f"{where}sample {s + 1}/{len(run.samples)}: running the models")
-    qt = run.qrun.run(sample)
-    ft = run.frun.run(sample) if run.frun is not None else None
+    q_sample = pick(sample, run.q_order)
+    qt = run.qrun.run(q_sample)
+    ft = run.frun.run(pick(sample, run.f_order)) if run.frun is not None else None
     for key, rep in a.reports.items():
         if key[0] not in run.covers:
             continue
@@ -97,7 +98,7 @@ def run_sample(a: Analysis, run, s: int, tick: Callable[[str], None] | None
                  f"({fb.gains[k].opcode}) in float")
         error = row = None
         try:
-            tensors = fallback_values(a, run, sample, k, qt)
+            tensors = fallback_values(a, run, q_sample, k, qt)
         except Exception as exc:  # noqa: BLE001 - one op's failure is that op's result
             error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
         else:
@@ -106,6 +107,11 @@ def run_sample(a: Analysis, run, s: int, tick: Callable[[str], None] | None
                    "baseline_cosine": base_cos}
         res.fallback[k] = (error, row, fb.take_local(k))
     return res
+
+
+def pick(sample: list, order: list[int] | None) -> list:
+    """A sample's arrays in the order one runner takes its inputs (`analysis.input_order`)."""
+    return sample if order is None else [sample[k] for k in order]
 
 
 def merge(a: Analysis, run, res: SampleResult, out_rows: list[dict]) -> None:

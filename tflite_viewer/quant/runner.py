@@ -124,7 +124,7 @@ class ModelRunner:
         for h in hooks:
             interp.add_hook("after", h)
         try:
-            interp.invoke(arrays, signature=entry.signature)
+            interp.invoke(dict(zip(self._names, arrays)), signature=entry.signature)
         finally:
             for h in hooks:
                 interp.remove_hook(h)

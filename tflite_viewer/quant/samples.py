@@ -1,7 +1,9 @@
 """The inputs an analysis runs on: seeded, a .npz, a folder of images, or given arrays.
 
 A sample is one list of real-valued arrays, one per input of subgraph 0 (or of a
-signature) in its order.
+signature) in its order: the signature's own order, which need not be its subgraph's.
+The runner hands them to the interpreter by name (`runner.ModelRunner`), and an analysis
+of two models picks each model's inputs from the sample by name (`analysis.input_order`).
 Each model gets them in its own input types: a float input takes the values as they are,
 a quantized integer input takes them quantized with its own scale and zero point (what a
 deployment's preprocessing does).  Samples supplied as integers of a quantized input's own
@@ -53,11 +55,12 @@ def seeded_samples(model: Model, count: int, seed: int = 0, signature: str | Non
     return samples
 
 
-def npz_samples(model: Model, path: str | os.PathLike, limit: int | None = None
-                ) -> list[Sample]:
-    """Samples from a .npz keyed by input name (any alias, as `run --inputs` takes).  An
-    array with one more leading axis than the input holds one sample per row."""
-    specs = input_specs(model)
+def npz_samples(model: Model, path: str | os.PathLike, limit: int | None = None,
+                signature: str | None = None) -> list[Sample]:
+    """Samples from a .npz keyed by input name (any alias, as `run --inputs` takes), for
+    the inputs of subgraph 0 or of ``signature``.  An array with one more leading axis
+    than the input holds one sample per row."""
+    specs = input_specs(model, signature)
     with np.load(path, allow_pickle=False) as data:
         arrays = {k: np.asarray(data[k]) for k in data.files}
     chosen: list[np.ndarray] = []
@@ -85,7 +88,7 @@ def npz_samples(model: Model, path: str | os.PathLike, limit: int | None = None
     n = counts.pop() if counts else 1
     if limit is not None:
         n = min(n, limit)
-    return [_real_inputs(model, [a[k] if b else a for a, b in zip(chosen, batched)])
+    return [_real_inputs(model, [a[k] if b else a for a, b in zip(chosen, batched)], signature)
             for k in range(n)]
 
 
@@ -129,15 +132,15 @@ def fit_image(pixels: np.ndarray, height: int, width: int, channels: int) -> np.
     return a[..., None] if a.ndim == 2 else a
 
 
-def image_samples(model: Model, folder: str | os.PathLike, limit: int | None = None
-                  ) -> list[Sample]:
+def image_samples(model: Model, folder: str | os.PathLike, limit: int | None = None,
+                  signature: str | None = None) -> list[Sample]:
     """One sample per image file of ``folder`` (sorted by name) for a model with one image
     input (NHWC or NCHW): decoded (`load_image`), fitted to the input's size and channels
     (`fit_image`), then normalized, laid out and typed as the debugger's image source does
     (`interpreter.input_sources.image_to_input`: the metadata's mean and std, else its
     guess), and taken back to real values."""
     from ..interpreter.input_sources import image_layout, image_to_input
-    specs = input_specs(model)
+    specs = input_specs(model, signature)
     layout = image_layout(specs[0]) if len(specs) == 1 else None
     if layout is None:
         raise InputError("--images needs a model with one image input ([1,] H x W x C or "
@@ -156,7 +159,7 @@ def image_samples(model: Model, folder: str | os.PathLike, limit: int | None = N
         except (ValueError, OSError) as exc:  # PIL.UnidentifiedImageError is an OSError
             raise InputError(f"{f.name}: cannot read the image ({exc})") from exc
         px = fit_image(img, layout.height, layout.width, layout.channels)
-        samples.append(_real_inputs(model, [image_to_input(model, specs[0], px)]))
+        samples.append(_real_inputs(model, [image_to_input(model, specs[0], px)], signature))
     return samples
 
 

@@ -1,10 +1,17 @@
 """The bar above the canvas: a subgraph selector, the trail of subgraphs opened through
 control-flow operators ("main > WHILE #0 body > ..."), and beside it the other subgraphs the
-last call's operator runs (an IF's else-branch while its then-branch is shown)."""
+last call's operator runs (an IF's else-branch while its then-branch is shown).
+
+However long the trail, the bar asks for no more width than the selector: a long trail is
+cut at the canvas's edge (each crumb keeps its full name in its tooltip) instead of widening
+the centre and crushing the docks beside it (lstm_float's WHILE bodies left the Model dock
+140 px wide for as long as the window stayed open).
+"""
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolButton, QWidget
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
+from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePolicy,
+                               QToolButton, QWidget)
 
 from ..model import Model
 from .navigation import Call, Crumb
@@ -30,20 +37,44 @@ class NavigationBar(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.combo = QComboBox()
+        # as wide as its names, between these (a long name must not widen the centre; the
+        # list shows them all)
+        self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.combo.setMinimumWidth(220)
+        self.combo.setMaximumWidth(360)
         self.combo.setToolTip("Subgraph (name or signature key)")
         self.combo.activated.connect(self.subgraphChosen)
-        self._crumbs = QHBoxLayout()
+        # the trail lives in a scroll area without bars: where the canvas is narrower than
+        # the trail it is cut (scrolled to its end, where the user is), never squeezed
+        # over the selector
+        holder = QWidget()
+        self._crumbs = QHBoxLayout(holder)
+        self._crumbs.setContentsMargins(0, 0, 0, 0)
         self._crumbs.setSpacing(2)
+        self._crumbs.addStretch(1)
+        self.trail_area = QScrollArea()
+        self.trail_area.setWidget(holder)
+        self.trail_area.setWidgetResizable(True)
+        self.trail_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.trail_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.trail_area.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.trail_area.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.trail_area.setFixedHeight(self.combo.sizeHint().height() + 2)
+        self.trail_area.setStyleSheet("QScrollArea, QScrollArea > QWidget > QWidget "
+                                      "{ background: transparent; }")
         layout = QHBoxLayout(self)
         layout.setContentsMargins(6, 3, 6, 3)
         layout.addWidget(QLabel("Subgraph"))
         layout.addWidget(self.combo)
         layout.addSpacing(12)
-        layout.addLayout(self._crumbs)
-        layout.addStretch(1)
+        layout.addWidget(self.trail_area, 1)
         self.trail: list[Crumb] = []
         self.sibling_buttons: list[QToolButton] = []
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        """The selector's width: the trail never widens the window's centre."""
+        return QSize(self.combo.minimumWidth() + 80, super().minimumSizeHint().height())
 
     def set_model(self, model: Model | None) -> None:
         self.combo.blockSignals(True)
@@ -65,12 +96,13 @@ class NavigationBar(QWidget):
             item = self._crumbs.takeAt(0)
             if item.widget():
                 item.widget().deleteLater()
+        self._crumbs.addStretch(1)  # crumbs go before it: left-aligned
         if len(trail) < 2:
             return
         self._add_crumbs(trail)
         if siblings:
-            self._crumbs.addSpacing(10)
-            self._crumbs.addWidget(QLabel("also:"))
+            self._crumbs.insertSpacing(self._crumbs.count() - 1, 10)
+            self._add(QLabel("also:"))
         for call, label in siblings:
             button = QToolButton()
             button.setText(label)
@@ -78,22 +110,35 @@ class NavigationBar(QWidget):
             button.setToolTip(f"Show the {call.role} subgraph of the same operator instead")
             button.setStyleSheet("color: #0969da;")
             button.clicked.connect(lambda _=False, c=call: self.callChosen.emit(c))
-            self._crumbs.addWidget(button)
+            self._add(button)
             self.sibling_buttons.append(button)
+
+    def _reveal(self, widget: QWidget) -> None:
+        try:
+            self.trail_area.ensureWidgetVisible(widget, 8, 0)
+        except RuntimeError:  # the trail was rebuilt meanwhile: that crumb is gone
+            pass
+
+    def _add(self, widget: QWidget) -> None:
+        """A crumb (or label, or sibling button) after the others, before the stretch."""
+        self._crumbs.insertWidget(self._crumbs.count() - 1, widget)
 
     def _add_crumbs(self, trail: list[Crumb]) -> None:
         for i, crumb in enumerate(trail):
             if i:
-                self._crumbs.addWidget(QLabel("\u203a"))
+                self._add(QLabel("\u203a"))
             if i == len(trail) - 1:  # where we are: plain bold text
                 here = QLabel(crumb.label)
                 here.setStyleSheet("font-weight: bold; color: #1f2328;")
-                self._crumbs.addWidget(here)
+                here.setToolTip(crumb.label)
+                self._add(here)
+                # where the user is stays in sight when the trail is cut
+                QTimer.singleShot(0, lambda w=here: self._reveal(w))
                 continue
             button = QToolButton()
             button.setText(crumb.label)
             button.setAutoRaise(True)
-            button.setToolTip(f"Back to subgraph {crumb.subgraph}")
+            button.setToolTip(f"Back to subgraph {crumb.subgraph}: {crumb.label}")
             button.setStyleSheet("color: #0969da;")
             button.clicked.connect(lambda _=False, pos=i: self.crumbChosen.emit(pos))
-            self._crumbs.addWidget(button)
+            self._add(button)

@@ -48,12 +48,17 @@ class DebugOverlayItem(QGraphicsItem):
     def __init__(self, data: SceneData, n_ops: int) -> None:
         super().__init__()
         self._data = data
-        self._op_rows = np.full(n_ops, -1, np.int64)
+        # composites drawn expanded: the inlined operators are "ops" n_ops + slot
+        inline = getattr(data, "inline", None)
+        slots = inline.slots() if inline is not None else []
+        self._op_rows = np.full(n_ops + len(slots), -1, np.int64)
         for op, row in data.op_node.items():
             if 0 <= op < n_ops:
                 self._op_rows[op] = row
+        for k, origin in enumerate(slots):
+            self._op_rows[n_ops + k] = inline.node_of.get(origin, -1)
         self._edge_boxes: np.ndarray | None = None
-        self._executed = np.zeros(n_ops, bool)
+        self._executed = np.zeros(len(self._op_rows), bool)
         self._computed_edges = np.zeros(len(data.edge_points), bool)
         self._breakpoints: dict[int, bool] = {}
         self._heat: np.ndarray | None = None
@@ -65,15 +70,22 @@ class DebugOverlayItem(QGraphicsItem):
 
     # -- state ------------------------------------------------------------------------------
     def set_state(self, *, executed: np.ndarray | None = None, computed: np.ndarray | None = None,
-                  current: int | None = None) -> None:
-        """Executed ops (mask over op indices), computed tensors (mask over tensor indices),
-        the op about to run.  Only what changed is repainted (a step: two op boxes and the
-        edges that became computed), so a step costs the same at 20,000 ops as at 20."""
+                  current: int | None = None, edges: np.ndarray | None = None) -> None:
+        """Executed ops (mask over op indices, then the inlined ops' slots), computed
+        tensors (mask over tensor indices; ``edges``: a mask over the edges, given instead
+        when composites are inlined), the op about to run.  Only what changed is repainted
+        (a step: two op boxes and the edges that became computed), so a step costs the same
+        at 20,000 ops as at 20."""
         n = len(self._op_rows)
-        new_exec = np.zeros(n, bool) if executed is None else np.asarray(executed, bool)[:n]
+        new_exec = np.zeros(n, bool)
+        if executed is not None:  # masks of another length would be another subgraph's
+            executed = np.asarray(executed, bool)[:n]
+            new_exec[:len(executed)] = executed
         t = self._data.edge_tensor
         new_edges = np.zeros(len(t), bool)
-        if computed is not None and len(t):
+        if edges is not None:
+            new_edges[:] = np.asarray(edges, bool)[:len(t)]
+        elif computed is not None and len(t):
             ok = (t >= 0) & (t < len(computed))
             new_edges[ok] = np.asarray(computed, bool)[t[ok]]
         changed_ops = np.flatnonzero(new_exec != self._executed).tolist()
@@ -85,7 +97,8 @@ class DebugOverlayItem(QGraphicsItem):
             return
         m = self._margin()
         dirty = QRectF()
-        for op in changed_ops + [old_current, current]:
+        moved = [old_current, current] if old_current != current else []
+        for op in changed_ops + moved:
             r = self.op_rect(op) if op is not None else None
             if r is not None:
                 dirty = dirty.united(r.adjusted(-m, -m, m, m))

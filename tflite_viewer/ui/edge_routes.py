@@ -1,7 +1,7 @@
 """Where the canvas draws its edges: polylines with spread ports, their labels' places,
 and the flat segment array used for hit testing.
 
-The layout (graph/layout.py) routes every edge between box centres; this module is the
+The layout (graph/layout/) routes every edge between box centres; this module is the
 drawing-side geometry on top of it, vectorized over all edges so that a 20,000-operator
 graph stays a handful of numpy passes.  It needs no Qt: scene_data.py calls it in the
 worker thread.

@@ -23,9 +23,10 @@ class ErrorReporter(QObject):
 
     reported = Signal(str, str)  # title, message
 
-    def __init__(self, interactive: bool = True) -> None:
+    def __init__(self, interactive: bool = True, echo: bool = True) -> None:
         super().__init__()
         self.interactive = interactive
+        self.echo = echo  # without dialogs: write each error to stderr, on one line
         self.last: tuple[str, str] | None = None
 
     def report(self, title: str, message: str, details: str | None = None,
@@ -34,7 +35,9 @@ class ErrorReporter(QObject):
         log.error("%s: %s", title, message)
         self.reported.emit(title, message)
         if not self.interactive or QApplication.instance() is None:
-            sys.stderr.write(f"tflite-viewer: {title}: {message}\n")
+            if self.echo:
+                flat = "; ".join(ln.strip() for ln in message.splitlines() if ln.strip())
+                sys.stderr.write(f"tflite-viewer: {title}: {flat}\n")
             return
         box = QMessageBox(QMessageBox.Icon.Critical, title, message, QMessageBox.StandardButton.Ok, parent)
         if details:

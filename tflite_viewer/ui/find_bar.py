@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
+from PySide6.QtWidgets import (QApplication, QComboBox, QHBoxLayout, QLabel, QLineEdit,
+                               QToolButton, QWidget)
 
 from .search import CONTAINS, REGEX, WORD, Match
 
@@ -56,6 +57,10 @@ class FindBar(QWidget):
         layout.addWidget(close_b)
         self.matches: list[Match] = []
         self.current = -1
+        #: the widget that gets the keyboard focus back when the bar closes (the canvas):
+        #: hiding the focused bar would otherwise hand it to the next widget of the tab
+        #: chain, an editor in a dock that then scrolls to its cursor
+        self.return_focus: QWidget | None = None
 
     @property
     def mode(self) -> str:
@@ -78,6 +83,8 @@ class FindBar(QWidget):
         self.edit.selectAll()
 
     def close_bar(self) -> None:
+        if self.return_focus is not None and self.isAncestorOf(QApplication.focusWidget()):
+            self.return_focus.setFocus(Qt.FocusReason.OtherFocusReason)
         self.hide()
         self.closed.emit()
 

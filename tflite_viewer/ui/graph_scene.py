@@ -225,6 +225,11 @@ def draw_node(painter: QPainter, data: SceneData, row: int, show_text: bool) -> 
             painter.setPen(QPen(strong, 1.0, Qt.PenStyle.DashLine))
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawRoundedRect(rect.adjusted(-3, -3, 3, 3), 7, 7)
+        if lab.origin is not None:  # inlined from a composite: the composite's colour around
+            painter.setPen(QPen(style.category_colors("control flow")[1], 1.4,
+                                Qt.PenStyle.DotLine))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawRoundedRect(rect.adjusted(-4, -4, 4, 4), 8, 8)
         if not show_text:
             return
         left = x + PAD_X + 2
@@ -469,6 +474,26 @@ class GraphScene(QGraphicsScene):
 
     def edge_at(self, pos: QPointF, tolerance: float) -> int | None:
         return self.data.edge_at(pos.x(), pos.y(), tolerance) if self.data else None
+
+    def label_edge_at(self, pos: QPointF, margin: float = 2.0) -> int | None:
+        """The edge whose shape label ("1x56x56x24 float32") is under ``pos``: a label is
+        a much bigger target than its one-pixel line."""
+        data = self.data
+        plan = getattr(data, "plan", None) if data is not None else None
+        if plan is None:
+            return None
+        x, y = pos.x(), pos.y()
+        for chunk in plan.labels:
+            if not chunk.bounds.adjusted(-margin, -margin, margin, margin).contains(pos):
+                continue
+            b = chunk.boxes
+            hit = np.flatnonzero((b[:, 0] - margin <= x) & (x <= b[:, 0] + b[:, 2] + margin)
+                                 & (b[:, 1] - margin <= y) & (y <= b[:, 1] + b[:, 3] + margin))
+            for i in hit.tolist():
+                edges = data.tensor_edges.get(int(chunk.labels[i][3]), [])
+                if edges:
+                    return int(edges[0])
+        return None
 
     def node_rect(self, row: int) -> QRectF:
         x, y, w, h = self.data.rects[row].tolist()

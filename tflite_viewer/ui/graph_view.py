@@ -11,6 +11,7 @@ from PySide6.QtGui import (QContextMenuEvent, QKeyEvent, QMouseEvent, QPainter, 
                            QWheelEvent)
 from PySide6.QtWidgets import QFrame, QGraphicsView, QToolTip, QWidget
 
+from . import style
 from .graph_scene import GraphScene
 
 MIN_ZOOM, MAX_ZOOM = 0.0001, 6.0
@@ -135,13 +136,21 @@ class GraphView(QGraphicsView):
             return
         self.click_at(self.mapToScene(event.position().toPoint()))
 
+    def _edge_at(self, pos: QPointF) -> int | None:
+        """The edge under ``pos``: its line, or its shape label where labels are drawn."""
+        edge = self.graph_scene.edge_at(pos, 6.0 / max(self.zoom(), 1e-6))
+        if edge is None and self.zoom() >= style.LOD_EDGE_LABELS:
+            edge = self.graph_scene.label_edge_at(pos)
+        return edge
+
     def click_at(self, pos: QPointF) -> None:
-        """Select what is at scene position ``pos`` (a box, else an edge, else nothing)."""
+        """Select what is at scene position ``pos`` (a box, else an edge or its label, else
+        nothing)."""
         row = self.graph_scene.node_at(pos)
         if row is not None:
             self.nodeClicked.emit(row)
             return
-        edge = self.graph_scene.edge_at(pos, 6.0 / max(self.zoom(), 1e-6))
+        edge = self._edge_at(pos)
         if edge is not None:
             self.edgeClicked.emit(edge)
         else:
@@ -169,7 +178,7 @@ class GraphView(QGraphicsView):
         if row is not None:
             self.contextRequested.emit("node", row, event.globalPos())
             return
-        edge = self.graph_scene.edge_at(pos, 6.0 / max(self.zoom(), 1e-6))
+        edge = self._edge_at(pos)
         if edge is not None:
             self.contextRequested.emit("edge", edge, event.globalPos())
 
@@ -186,7 +195,10 @@ class GraphView(QGraphicsView):
             QToolTip.hideText()
             return
         lab = data.labels[row]
-        if lab.kind == "op":
+        if lab.kind == "op" and lab.origin is not None:
+            text = (f"subgraph {lab.origin[0]} #{lab.origin[1]} {lab.title}, inlined from "
+                    f"{lab.group}\n{lab.options}\n(double-click to open its decomposition)")
+        elif lab.kind == "op":
             text = f"#{lab.op_index} {lab.title} {lab.version}\n{data.options_text(row)}"
             if lab.constants:
                 text += f"\n{lab.constants}"

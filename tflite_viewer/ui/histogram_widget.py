@@ -61,7 +61,8 @@ class HistogramWidget(QWidget):
         hist = self.histogram
         if hist is None or hist.counts.size == 0:
             p.setPen(QColor("#6e7781"))
-            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.message)
+            p.drawText(QRectF(self.rect()).adjusted(8, 4, -8, -4),  # wrapped: never clipped
+                       int(Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap), self.message)
             return
         plot = self._plot_rect()
         heights = self._heights()

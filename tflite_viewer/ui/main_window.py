@@ -1,32 +1,31 @@
 """The main window: canvas in the middle, panels in docks, and the select/navigate flow.
 
-The window owns the state of what is shown: the open model, the subgraph shown (with the
-`navigation` trail of subgraphs the user walked into), the laid-out scenes already
-computed, and the `selection.Selection`.  Panels are told what to show; they never reach
-into each other.  The flows live beside it: `window_files` (open, save, recent, export),
-`window_editing` (edits, undo, redo, refreshing in place), `window_shapes` (stored vs
-computed shapes) and `menus` (the actions); the
-state that needs no Qt (`selection`, `navigation`, `search`) is plain Python tests drive
-without a window.
+Everything shown about the open model lives in its `workspace.Workspace` (the model, the
+subgraph shown with the `navigation` trail, the laid-out scenes, the `selection.Selection`,
+the debug session, ...), owned by ``self.hub``; the window's ``model``, ``subgraph``,
+``selection`` ... read and write it (`window_workspace`).  Docks and overlays subscribe to
+the hub and render the workspace they are handed; they never reach into each other.  The
+flows live beside it: `window_files` (open, save, recent, export), `window_editing`
+(edits, undo, redo, refreshing in place), `window_shapes` (stored vs computed shapes),
+`window_layout` (dock sizes, saved layout, Reset Layout) and `menus` (the actions); the
+state that needs no Qt (`workspace`, `selection`, `navigation`, `search`) is plain Python
+tests drive without a window.
 """
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 from PySide6.QtCore import QRectF, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QUndoGroup
-from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QMessageBox, QProgressBar, QUndoView,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QMessageBox, QProgressBar,
+                               QSplitter, QUndoView, QVBoxLayout, QWidget)
 
 from ..graph.build import subgraph_references
-from ..interpreter.shape_inference import ShapeInference
 from ..model import Model
 from ..model.op_metadata import first_call
 from . import navigation as nav
-from . import quant_overlay, style
+from . import memory_overlay, quant_overlay, style, targets_overlay
 from .breadcrumbs import NavigationBar
-from .editing import EditSession
 from .errors import ErrorReporter, reporter
 from .find_bar import FindBar
 from .graph_scene import GraphScene
@@ -43,15 +42,20 @@ from .panels.tensor_panel import TensorPanel
 from .scene_data import SceneData
 from .search import Match, find
 from .selection import Selection, parse_spec, producers_consumers
+from .window_composites import CompositeFolding
 from .window_editing import EditFlow
 from .window_files import APP_NAME, FileFlows
+from .window_layout import LayoutFlow
 from .window_shapes import ShapeCheck
+from .window_workspace import WorkspaceState
 from .workers import Task, lay_out
+from .workspace import MODEL, NAVIGATION, PROBLEMS, QUANT, SELECTION, Hub
 
 log = logging.getLogger(__name__)
 
 
-class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
+class MainWindow(WorkspaceState, FileFlows, EditFlow, ShapeCheck, LayoutFlow, CompositeFolding,
+                 QMainWindow):
     modelOpened = Signal(object)  # Model
     openFailed = Signal(str)  # the message shown
     subgraphShown = Signal(int)
@@ -62,31 +66,25 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
     edited = Signal(object)  # EditResult, after the window has refreshed
     editFailed = Signal(str)  # the EditError message of a refused edit
 
-    def __init__(self, settings: QSettings | None = None, errors: ErrorReporter | None = None) -> None:
+    def __init__(self, settings: QSettings | None = None, errors: ErrorReporter | None = None,
+                 remember_layout: bool = True) -> None:
         super().__init__()
         self.settings = settings or QSettings(APP_NAME, APP_NAME)
+        # restore the docks as the user left them (and save them on close); screenshots
+        # use the default layout
+        self.remember_layout = remember_layout
         self.errors = errors or reporter()
         self.measure = style.text_measure()
-        self.model: Model | None = None
-        self.path: Path | None = None
-        self.subgraph = 0
-        self.scenes: dict[int, SceneData] = {}
-        self.selection: Selection | None = None
-        self.shape_check: ShapeInference | None = None  # after an edit: computed vs stored shapes
-        self.trail: list[Crumb] = []
+        # the open model and everything shown about it (model, subgraph, selection, ...)
+        self.hub = Hub()
         self._open_serial = 0
         self._layout_serial = 0
         self._tasks: dict[int, Task] = {}  # keep running tasks' signal objects alive
         self._shape_tasks: dict[int, tuple] = {}  # background shape checks: (task, model)
         self._open_requests: dict[int, tuple] = {}  # running opens: (path, selection)
         self._layout_models: dict[int, Model] = {}  # running layouts: the model laid out
-        self._find_matches: list[Match] = []
-        self._find_current: Match | None = None
         self._pending_select: str | None = None
-        self._references: dict | None = None  # subgraph -> calls it makes, computed on demand
-        self._session: EditSession | None = None
         self.undo_group = QUndoGroup(self)
-        self.save_target: Path | None = None  # where Save writes (the opened file until Save As)
         # Ask before discarding unsaved edits (closing, opening another file).  Tests that
         # leave edits behind turn it off so closing the window cannot block on a dialog.
         self.ask_before_discarding = True
@@ -102,6 +100,11 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
         from .debugger import DebuggerController  # the Debug menu, its docks and canvas marks
         self.debugger = DebuggerController(self)
         quant_overlay.install(self)  # the Quantization dock, its overlay, Problems entries
+        memory_overlay.install(self)  # the Memory dock and its overlay
+        targets_overlay.install(self)  # the Targets dock, its overlay, Problems entries
+        from . import compare_view
+        compare_view.install(self)  # File > Compare With: B's canvas, Differences, colours
+        self._init_layout()
 
     # ==========================================================================================
     # construction
@@ -112,6 +115,7 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
         self.nav = NavigationBar()
         self.find_bar = FindBar()
         self.find_bar.hide()
+        self.find_bar.return_focus = self.view
         self.placeholder = QLabel("Open a model: File \u203a Open (Ctrl+O), or drop a .tflite file here",
                                   self.view)
         self.placeholder.setStyleSheet("color: #6e7781; font-size: 15px;")
@@ -121,9 +125,13 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         self.notice = NoticeBar()
+        self.notice.attach(self.view)  # over the canvas: showing it never moves the graph
         layout.addWidget(self.nav)
-        layout.addWidget(self.notice)
-        layout.addWidget(self.view, 1)
+        # A's canvas, and B's beside it while a comparison is open (compare_view)
+        self.canvas_split = QSplitter(Qt.Orientation.Horizontal)
+        self.canvas_split.setChildrenCollapsible(False)
+        self.canvas_split.addWidget(self.view)
+        layout.addWidget(self.canvas_split, 1)
         layout.addWidget(self.find_bar)
         self.setCentralWidget(central)
 
@@ -184,6 +192,7 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
         self.properties_panel.tensorActivated.connect(self.select_tensor)
         self.properties_panel.callActivated.connect(self.follow_call)
         self.tensor_panel.opActivated.connect(self.select_op)
+        self.tensor_panel.tensorActivated.connect(self.select_tensor)
         self.model_panel.subgraphActivated.connect(lambda i: self.show_subgraph(i))
         self.problems_panel.findingActivated.connect(self._finding_activated)
         self.problems_panel.updateShapesRequested.connect(self.update_stored_shapes)
@@ -194,18 +203,22 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
             panel.editRequested.connect(self.apply_edit)
         self.tensor_panel.editFailed.connect(self._edit_failed)
         self.model_panel.editFailed.connect(self._edit_failed)
+        # the panels are views of the open workspace: a new one clears them (an edit
+        # refreshes them in place: `window_editing`)
+        self.hub.subscribe(self._show_workspace)
+        self.hub.subscribe(self._show_problems, MODEL, PROBLEMS, QUANT)
 
-    def _size_docks(self) -> None:
-        self.resizeDocks([self.model_dock, self.properties_dock], [300, 440], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.problems_dock], [100], Qt.Orientation.Vertical)
-        self.resizeDocks([self.properties_dock, self.tensor_dock],
-                         [int(self.height() * 0.36), int(self.height() * 0.64)], Qt.Orientation.Vertical)
-
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt API
-        super().showEvent(event)
-        if not getattr(self, "_docks_sized", False):
-            self._docks_sized = True
-            self._size_docks()
+    def _show_workspace(self, ws) -> None:
+        """Another workspace: the panels show its model and nothing selected in it."""
+        for panel in (self.properties_panel, self.tensor_panel, self.model_panel):
+            panel.editable = ws.model is not None
+        self.tensor_panel.forget_values()
+        self.properties_panel.show_operator(None)
+        self.tensor_panel.show_tensor(None)
+        self.model_panel.show_model(ws.model, ws.summary)
+        self.changes_panel.show_changes(None)
+        self._changes_stale = False
+        self._refresh_highlight(False)
 
     def _build_status(self) -> None:
         self.progress = QProgressBar()
@@ -255,14 +268,15 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
 
     def _show(self, index: int, wait: bool) -> None:
         scene = self.scenes.get(index)
-        if scene is not None:
+        if scene is not None and scene.expanded == self.expand_composites:
             self._display(scene)
             return
         if wait:
             self._display(self._layout_now(index))
             return
         self._busy(f"Laying out {self.model.subgraphs[index].display_name}\u2026")
-        task = Task(lay_out, self.model, index, self.measure, None, self.computed_shapes(index))
+        task = Task(lay_out, self.model, index, self.measure, None, self.computed_shapes(index),
+                    self.expand_composites)
         self._layout_serial = task.serial
         self._layout_models[task.serial] = self.model
         task.signals.finished.connect(self._layout_done)  # bound methods: see _open_requests
@@ -271,15 +285,16 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
         task.start()
 
     def _layout_now(self, index: int) -> SceneData:
-        sd = lay_out(self.model, index, self.measure, None, self.computed_shapes(index))
+        sd = lay_out(self.model, index, self.measure, None, self.computed_shapes(index),
+                     self.expand_composites)
         self.scenes[index] = sd
         return sd
 
     def _layout_done(self, serial: int, sd: SceneData) -> None:
         self._tasks.pop(serial, None)
         model = self._layout_models.pop(serial, None)
-        if model is not self.model:  # the model was edited (or replaced) meanwhile
-            self._idle()
+        if model is not self.model or sd.expanded != self.expand_composites:
+            self._idle()  # the model was edited (or replaced) or Fold Composites changed
             return
         self.scenes[sd.subgraph] = sd
         self._idle()
@@ -302,6 +317,7 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
         self.initial_view()
         if self.find_bar.isVisible() and self.find_bar.edit.text():
             self.find(self.find_bar.edit.text())
+        self.hub.changed(NAVIGATION)
         self.subgraphShown.emit(sd.subgraph)
 
     def fit_graph(self) -> None:
@@ -329,19 +345,28 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
     # selection
     def _node_clicked(self, row: int) -> None:
         lab = self.graph_scene.data.labels[row]
+        if lab.origin is not None:  # inlined from a composite's decomposition
+            if lab.kind == "op":
+                self.select_inlined(*lab.origin, center=False)
+            return
         if lab.kind == "op":
             self.select_op(lab.op_index, center=False)
         elif lab.tensor is not None:
             self.select_tensor(lab.tensor, center=False)
 
     def _edge_clicked(self, edge: int) -> None:
-        t = int(self.graph_scene.data.edge_tensor[edge])
+        sd = self.graph_scene.data
+        t = int(sd.edge_tensor[edge])
         if t >= 0:
             self.select_tensor(t, center=False)
+        elif sd.inline is not None and edge in sd.inline.edge_origin:
+            self.select_inlined_tensor(*sd.inline.edge_origin[edge], center=False)
 
     def _node_double_clicked(self, row: int) -> None:
         lab = self.graph_scene.data.labels[row]
-        if lab.kind == "op" and lab.calls:
+        if lab.kind == "op" and lab.origin is not None:
+            self.open_inlined(*lab.origin)
+        elif lab.kind == "op" and lab.calls:
             self.open_called(lab.op_index)
 
     def open_called(self, op_index: int, role: str | None = None, *, wait: bool = False) -> None:
@@ -399,6 +424,7 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
         first = const[0] if const else next((t for t in op.outputs if t >= 0), None)
         self.tensor_panel.show_tensor(sg.tensors[first] if first is not None else None)
         self._refresh_highlight(center)
+        self.hub.changed(SELECTION)
         self.selectionChanged.emit(self.selection)
 
     def select_tensor(self, t: int, center: bool = True) -> None:
@@ -416,6 +442,7 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
             self.properties_panel.show_operator(sg.operators[consumers[0]], f"reads t{t}")
         self.tensor_dock.raise_()
         self._refresh_highlight(center)
+        self.hub.changed(SELECTION)
         self.selectionChanged.emit(self.selection)
 
     def clear_selection(self) -> None:
@@ -425,6 +452,7 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
         self.properties_panel.show_operator(None)
         self.tensor_panel.show_tensor(None)
         self._refresh_highlight(False)
+        self.hub.changed(SELECTION)
         self.selectionChanged.emit(None)
 
     def _restore_selection(self, selection: Selection) -> None:
@@ -438,6 +466,9 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
         sd = self.graph_scene.data
         if sd is None or self.selection is None:
             return [], [], []
+        inlined = self.inlined_rows(sd)
+        if inlined is not None:
+            return inlined
         kind, n = self.selection
         if kind == "op":
             row = sd.op_node.get(n)
@@ -539,6 +570,8 @@ class MainWindow(FileFlows, EditFlow, ShapeCheck, QMainWindow):
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
         QTimer.singleShot(0, self._update_zoom_label)
+        if event.oldSize().width() > event.size().width() > 0:
+            QTimer.singleShot(0, self.keep_canvas_room)
 
     def about(self) -> None:
         QMessageBox.about(self, "About tflite-viewer",

@@ -42,11 +42,16 @@ def build_menus(w: MainWindow) -> None:
     m = bar.addMenu("&Go")
     add_action(w, m, "&Back", w.go_back, "Alt+Left", "Back to the calling subgraph")
     m = bar.addMenu("&Help")
+    w.shortcuts_action = add_action(w, m, "&Keyboard Shortcuts", w.show_shortcuts, "Ctrl+/",
+                                    "Every shortcut of the window, by menu")
     add_action(w, m, "&About", w.about)
 
 
 def _file_menu(w: MainWindow, m: QMenu) -> None:
     add_action(w, m, "&Open\u2026", w.open_dialog, QKeySequence.StandardKey.Open)
+    w.open_section_action = add_action(w, m, "Open Container &Section\u2026",
+                                       w.open_section_dialog)
+    w.open_section_action.setEnabled(False)
     w.recent_menu = m.addMenu("Open &Recent")
     w.recent_menu.aboutToShow.connect(w._fill_recent)
     w.reload_action = add_action(w, m, "&Reload", w.reload, "Ctrl+R")
@@ -103,6 +108,14 @@ def _view_menu(w: MainWindow, m: QMenu) -> None:
     w.minimap_action = add_action(w, m, "&Overview Map", w.minimap.set_enabled_by_user)
     w.minimap_action.setCheckable(True)
     w.minimap_action.setChecked(True)
+    w.fold_action = add_action(w, m, "Fold &Composites", w.set_fold_composites,
+                               tip="Draw each STABLEHLO_COMPOSITE as one box (its name and "
+                                   "attributes); off: every composite expanded inline")
+    w.fold_action.setCheckable(True)
+    w.fold_action.setChecked(w.fold_composites)
+    m.addSeparator()
+    w.reset_layout_action = add_action(w, m, "&Reset Layout", w.reset_layout,
+                                       tip="Put every dock back where it starts")
     m.addSeparator()
     for dock in (w.model_dock, w.properties_dock, w.tensor_dock, w.problems_dock,
                  w.history_dock, w.changes_dock):

@@ -41,9 +41,10 @@ class Minimap(QWidget):
             self._image = None
             self.hide()
             return
+        max_w, max_h = self._built_for = self._caps()
         aspect = rect.width() / rect.height()
-        h = MAX_H if aspect < MAX_W / MAX_H else max(int(MAX_W / aspect), 40)
-        w = int(min(max(h * aspect, MIN_W), MAX_W))
+        h = max_h if aspect < max_w / max_h else max(int(max_w / aspect), 40)
+        w = int(min(max(h * aspect, MIN_W), max_w))
         size = QSize(w, h)
         image = QImage(size, QImage.Format.Format_ARGB32_Premultiplied)
         image.fill(QColor(style.BACKGROUND))
@@ -54,10 +55,21 @@ class Minimap(QWidget):
         self.resize(size)
         self._follow()
 
+    def _caps(self) -> tuple[int, int]:
+        """The largest size: at most a quarter of the canvas's width and two fifths of its
+        height (a small window's canvas is the graph's, not the overview's)."""
+        vp = self._view.viewport()
+        step = 20  # in steps, so that dragging the window's edge rebuilds it seldom
+        return (max(MIN_W, min(MAX_W, int(vp.width() * 0.25) // step * step)),
+                max(60, min(MAX_H, int(vp.height() * 0.4) // step * step)))
+
     def _follow(self) -> None:
         view = self._view
         if self._image is None or not self._enabled:
             self.hide()
+            return
+        if self._caps() != getattr(self, "_built_for", None):
+            self.rebuild()  # the canvas changed size: so does its overview
             return
         vp = view.viewport()
         visible = view.mapToScene(vp.rect()).boundingRect()

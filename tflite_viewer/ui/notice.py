@@ -7,8 +7,10 @@ a while.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
+
+MARGIN = 8
 
 STYLES = {
     "info": "background: #ddf4ff; border: 1px solid #54aeff; color: #0a3069;",
@@ -40,6 +42,8 @@ class NoticeBar(QFrame):
         layout.addWidget(self.label, 1)
         layout.addWidget(close)
         self.level = "info"
+        self.tag: str | None = None
+        self._host: QWidget | None = None
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.timeout.connect(self.dismiss)
@@ -48,15 +52,43 @@ class NoticeBar(QFrame):
     def text(self) -> str:
         return self.label.text()
 
-    def show_notice(self, text: str, level: str = "info") -> None:
+    def attach(self, host: QWidget) -> None:
+        """Float over the top of ``host`` (the canvas), following its size."""
+        self.setParent(host)
+        self._host = host
+        host.installEventFilter(self)
+        self.hide()
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
+        if obj is self._host and event.type() == QEvent.Type.Resize and self.isVisible():
+            self.place()
+        return False
+
+    def place(self) -> None:
+        host = self._host
+        if host is None:
+            return
+        width = max(host.width() - 2 * MARGIN, 120)
+        self.setFixedWidth(width)
+        self.setFixedHeight(self.layout().heightForWidth(width) if self.layout().hasHeightForWidth()
+                            else self.sizeHint().height())
+        self.move(MARGIN, MARGIN)
+        self.raise_()
+
+    def show_notice(self, text: str, level: str = "info", tag: str | None = None) -> None:
         self.level = level
+        self.tag = tag
         self.setStyleSheet(f"QFrame#notice {{ {STYLES.get(level, STYLES['info'])} }}"
                            " QLabel { border: none; background: transparent; }")
         self.label.setText(text)
         self.show()
+        self.place()
         self._timer.start(HIDE_AFTER_MS.get(level, 15000))
 
-    def dismiss(self) -> None:
+    def dismiss(self, tag: str | None = None) -> None:
+        """Hide the notice; with ``tag``, only a notice of that tag."""
+        if tag is not None and (self.tag != tag or self.isHidden()):
+            return
         self._timer.stop()
         self.hide()
         self.closed.emit()

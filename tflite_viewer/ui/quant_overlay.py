@@ -4,20 +4,22 @@ to the main window (`install`).
 The overlay is its own QGraphicsItem added to the window's scene: every op measured by the
 chosen metric gets a coloured frame and tint, green (best) to red (worst), from
 `quant.report.badness_fractions`; the legend names the metric and its range.  It covers
-the subgraph being viewed (the analysis measures every subgraph).
+the subgraph being viewed (the analysis measures every subgraph).  Both are views of the
+open workspace's report (``ws.quant.report``): another model, or an edit, takes them away.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QPainter, QPen
-from PySide6.QtWidgets import QGraphicsItem, QWidget
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor, QKeySequence, QPainter, QPen
+from PySide6.QtWidgets import QGraphicsItem
 
-from ..model.errors import Finding as ModelFinding
 from ..quant import report as qreport
 from . import tensor_stats as ts
+from .canvas_legend import CanvasLegend
 from .panels.quant_dock import QuantDock
+from .workspace import MODEL, NAVIGATION, QUANT
 
 if TYPE_CHECKING:
     from .main_window import MainWindow
@@ -63,48 +65,13 @@ class QuantOverlayItem(QGraphicsItem):
             painter.drawRoundedRect(QRectF(x - 3, y - 3, w + 6, h + 6), 7, 7)
 
 
-class Legend(QWidget):
-    """The metric, a green-to-red bar, and the best and worst values."""
-
-    def __init__(self, parent: QWidget) -> None:
-        super().__init__(parent)
-        self.metric_name = ""
-        self.best = self.worst = ""
-        self.setFixedSize(230, 46)
-        self.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
-        self.hide()
-
-    def set_range(self, metric: str, best: float, worst: float) -> None:
-        self.metric_name = metric
-        self.best, self.worst = ts.format_number(best, 4), ts.format_number(worst, 4)
-        self.move(12, 12)
-        self.show()
-        self.raise_()
-        self.update()
-
-    def paintEvent(self, event) -> None:  # noqa: N802 - Qt API
-        p = QPainter(self)
-        p.fillRect(self.rect(), QColor(255, 255, 255, 230))
-        p.setPen(QColor("#57606a"))
-        p.drawRect(self.rect().adjusted(0, 0, -1, -1))
-        p.setPen(QColor("#1f2328"))
-        p.drawText(QPointF(8, 14), f"{self.metric_name}  (worst red)")
-        steps = 32
-        width = (self.width() - 16) / steps
-        for i in range(steps):
-            p.fillRect(QRectF(8 + i * width, 19, width + 1, 10), colour(i / (steps - 1)))
-        p.drawText(QPointF(8, 41), f"best {self.best}")
-        text = f"worst {self.worst}"
-        p.drawText(QPointF(self.width() - 8 - p.fontMetrics().horizontalAdvance(text), 41), text)
-
-
 class QuantCanvasOverlay:
     """Keeps the overlay item on the window's scene in step with the report and metric."""
 
     def __init__(self, window: "MainWindow", dock: QuantDock) -> None:
         self.window, self.dock = window, dock
         self.item: QuantOverlayItem | None = None
-        self.legend = Legend(window.view)  # not the viewport: scrolling moves its children
+        self.legend = CanvasLegend(window.view, colour, slot=0)
         self.fractions: dict[int, float] = {}  # op index -> [0, 1], 1 worst
 
     def refresh(self) -> None:
@@ -118,7 +85,7 @@ class QuantCanvasOverlay:
         self.item = None
         self.legend.hide()
         metric = self.dock.overlay_metric.currentData()
-        report = self.dock.report
+        report = w.workspace.quant.report
         data = w.graph_scene.data
         if metric is None or report is None or data is None:
             self.fractions = {}
@@ -131,20 +98,8 @@ class QuantCanvasOverlay:
         if values:
             worst = max(self.fractions, key=self.fractions.get)
             best = min(self.fractions, key=self.fractions.get)
-            self.legend.set_range(metric, values[best], values[worst])
-
-
-def _problems(window: "MainWindow", findings) -> None:
-    """The dock's spec findings listed in Problems too, after the reader's own; one the
-    reader already reports on the same tensor (person_detect's quantized_dimension) is not
-    listed twice."""
-    known = {(f.subgraph, f.tensor) for f in window.problems_panel.findings
-             if f.tensor is not None}
-    extra = [ModelFinding(f.severity, f"quantization spec [{f.rule}]", f.message, f.subgraph,
-                          f.tensor, f.op) for f in findings
-             if f.tensor is None or (f.subgraph, f.tensor) not in known]
-    window.problems_panel.add_findings(extra)
-    window.problems_dock.setWindowTitle(f"Problems ({window.problems_panel.count()})")
+            self.legend.set_range(f"{metric}  (worst red)", f"best {ts.format_number(values[best], 4)}",
+                                  f"worst {ts.format_number(values[worst], 4)}")
 
 
 def _show(window: "MainWindow", subgraph: int, select, index: int) -> None:
@@ -157,33 +112,34 @@ def _show(window: "MainWindow", subgraph: int, select, index: int) -> None:
 
 
 def install(window: "MainWindow") -> QuantDock:
-    """Add the Quantization dock (tabbed with Problems), its View menu entry and overlay."""
-    dock = QuantDock(window.settings)
+    """Add the Quantization dock (tabbed with Problems, shown from View > Quantization),
+    its View menu entry and overlay; all are views of the open workspace."""
+    dock = QuantDock(window.settings, hub=window.hub)
     window.quant_panel = dock
     window.quant_dock = window._dock("Quantization", dock, Qt.DockWidgetArea.BottomDockWidgetArea,
                                      "quantization")
     window.tabifyDockWidget(window.problems_dock, window.quant_dock)
-    window.problems_dock.raise_()
+    window.quant_dock.hide()  # the graph gets the room until the user asks for it
     # a comparison needs room: the bottom area grows when the dock is brought forward
     window.quant_dock.visibilityChanged.connect(
         lambda shown: shown and window.resizeDocks([window.quant_dock], [max(
             window.quant_dock.height(), window.height() // 3)], Qt.Orientation.Vertical))
     view_menu = next((a.menu() for a in window.menuBar().actions() if a.text() == "&View"), None)
     if view_menu is not None:
-        view_menu.addAction(window.quant_dock.toggleViewAction())
+        toggle = window.quant_dock.toggleViewAction()
+        toggle.setShortcut(QKeySequence("Ctrl+Shift+Q"))
+        toggle.triggered.connect(lambda on: on and window.quant_dock.raise_())  # in front of its tabs
+        view_menu.addAction(toggle)
     overlay = QuantCanvasOverlay(window, dock)
     window.quant_overlay = overlay
-    window.model_replaced.connect(lambda m: dock.set_model(m, window.path))
-    dock.findingsChanged.connect(lambda fs: _problems(window, fs))
     dock.tensorActivated.connect(lambda sg, t: _show(window, sg, window.select_tensor, t))
     dock.opActivated.connect(lambda sg, k: _show(window, sg, window.select_op, k))
     debugger = getattr(window, "debugger", None)
     if debugger is not None:  # "Inputs of the debugger session" while one runs
         dock.source.set_session_provider(debugger.session_inputs)
         debugger.sessionInputsChanged.connect(dock.source.refresh)
-    dock.reportReady.connect(lambda _r: overlay.refresh())
+    window.hub.subscribe(lambda _ws: overlay.refresh(), MODEL, NAVIGATION, QUANT)
     dock.overlay_metric.currentIndexChanged.connect(lambda _i: overlay.refresh())
-    window.subgraphShown.connect(lambda _s: overlay.refresh())
     dock.failed.connect(lambda msg: window.errors.report("Quantization analysis", msg, parent=window))
     dock.comparisonRequested.connect(
         lambda sg, t, deq, flt, caption: window.tensor_panel.show_comparison(

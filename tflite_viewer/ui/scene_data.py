@@ -79,6 +79,10 @@ class NodeLabel:
     op_index: int | None = None
     tensor: int | None = None
     calls: dict[str, int] = field(default_factory=dict)
+    #: (subgraph, op or tensor) of a box inlined from a composite's decomposition (the
+    #: canvas with composites expanded), and that composite's name; None and "" otherwise
+    origin: tuple[int, int] | None = None
+    group: str = ""
 
 
 @dataclass
@@ -106,6 +110,11 @@ class SceneData:
     options_of: Callable[[int], str] | None = None  # lazy options text by operator index
     plan: object | None = None  # the canvas's prepared chunks (graph_scene.ScenePlan)
     defects: list[str] = field(default_factory=list)
+    #: composites drawn expanded: where the inlined boxes and edges come from
+    #: (`scene_inline.InlineIndex`); None for the folded drawing
+    inline: object | None = None
+    #: laid out with composites expanded (asked for; a subgraph without any looks the same)
+    expanded: bool = False
     _graph: nx.MultiDiGraph | None = field(default=None, repr=False)
 
     @property
@@ -195,10 +204,11 @@ def constants_text(op_name: str, inputs: np.ndarray | tuple[int, ...], is_const:
     return ", ".join(parts)
 
 
-def _labels_for_model(model, subgraph: int, ga: GraphArrays) -> list[NodeLabel]:
-    """The text of every box, by node row, from the reader's columns (no networkx)."""
+def _labels_for_model(model, subgraph: int, ga: GraphArrays, exp=None) -> list[NodeLabel]:
+    """The text of every box, by node row, from the reader's columns (no networkx); with
+    ``exp`` (`graph.inline.Expanded`) the inlined boxes too."""
     from ..graph.build import called_subgraphs
-    from ..graph.labels import options_summary  # graph layer: no Qt
+    from ..graph.labels import composite_title, options_summary  # graph layer: no Qt
 
     sg = model.subgraphs[subgraph]
     is_const = sg.constant_mask
@@ -221,7 +231,13 @@ def _labels_for_model(model, subgraph: int, ga: GraphArrays) -> list[NodeLabel]:
         const_inputs[ok] = cols.inputs[ok]
     offsets = cols.input_offsets.tolist()
     labels: list[NodeLabel] = []
+    n_ops, n_tensors = len(opcode_index), len(tcols.name)
     for kind, k in zip(ga.kind.tolist(), ga.ref.tolist()):
+        if exp is not None and (k >= n_ops if kind == OP else k >= n_tensors):
+            from .scene_inline import inlined_label, inlined_tensor_label
+            labels.append(inlined_label(model, exp, k, NodeLabel) if kind == OP else
+                          inlined_tensor_label(model, exp, KINDS[kind], k, NodeLabel, _elide))
+            continue
         if kind == OP:
             ci = opcode_index[k]
             facts = op_code.get(ci)
@@ -229,6 +245,14 @@ def _labels_for_model(model, subgraph: int, ga: GraphArrays) -> list[NodeLabel]:
                 code = codes[ci]
                 facts = op_code[ci] = (code.name, f"v{code.version}", code.category)
             name = facts[0]
+            version = facts[1]
+            if name == "STABLEHLO_COMPOSITE":  # its own name says what it computes
+                try:
+                    title = composite_title(sg.operators[k])
+                except Exception:  # noqa: BLE001 - a broken options table keeps the op name
+                    title = None
+                if title:
+                    name, version = title, f"composite {facts[1]}"
             options: str | None = None
             if eager:
                 try:
@@ -237,11 +261,12 @@ def _labels_for_model(model, subgraph: int, ga: GraphArrays) -> list[NodeLabel]:
                     options = "?"
             text = ""
             if has_const[k]:
-                key = (name, const_inputs[offsets[k]:offsets[k + 1]].tobytes())
+                key = (facts[0], const_inputs[offsets[k]:offsets[k + 1]].tobytes())
                 text = constants.get(key)
                 if text is None:
-                    text = constants[key] = constants_text(name, cols.op_inputs(k), is_const, shape)
-            labels.append(NodeLabel("op", name, facts[1], options, text, facts[2], k, None,
+                    text = constants[key] = constants_text(facts[0], cols.op_inputs(k),
+                                                           is_const, shape)
+            labels.append(NodeLabel("op", name, version, options, text, facts[2], k, None,
                                     dict(calls.get(k, {}))))
         else:
             name = KINDS[kind]
@@ -311,7 +336,8 @@ def same_structure(lay: Layout, ids: list, src: np.ndarray, dst: np.ndarray, ten
 def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = None,
                      graph: nx.MultiDiGraph | None = None,
                      reuse_layout: Layout | None = None,
-                     computed_shapes: dict[int, tuple[int, ...]] | None = None) -> SceneData:
+                     computed_shapes: dict[int, tuple[int, ...]] | None = None,
+                     expand_composites: bool = False) -> SceneData:
     """Graph, layout and labels of one subgraph (or of ``graph`` when no model is given).
 
     With a model the whole path runs on arrays (`graph.arrays`, `graph.layout.layout_arrays`);
@@ -323,10 +349,29 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
     ``reuse_layout``: the layout of an earlier version of the same subgraph.  After an edit
     that changed only labels (options, versions, names, shapes), the boxes stay where they
     were and only the text is new; it is used only if the graph still has exactly its nodes
-    and edges, else the subgraph is laid out afresh.
+    and edges and every new text fits its old box (a longer options line, "3x3 s2x1 SAME
+    relu", would be cut), else the subgraph is laid out afresh.
+
+    ``expand_composites``: every STABLEHLO_COMPOSITE drawn as the operators of its
+    decomposition, inline (`graph.inline`); ``SceneData.inline`` then says where each
+    inlined box and edge comes from.  A subgraph without composites is drawn as always.
     """
     measure = measure or TextMeasure()
-    if graph is None:
+    exp = None
+    if graph is None and expand_composites:
+        from ..graph.inline import expanded_arrays
+        exp = expanded_arrays(model, subgraph)
+        if not exp.inlined:
+            exp = None
+    if exp is not None:
+        ga = exp.arrays
+        labels = _labels_for_model(model, subgraph, ga, exp)
+        title = model.subgraphs[subgraph].display_name
+        ids, src, dst, tensors = ga.ids, ga.src, ga.dst, ga.tensor.tolist()
+        factory = functools.partial(build_graph, model, subgraph)
+        defects = list(ga.defects)
+        reuse_layout = None
+    elif graph is None:
         ga = graph_arrays(model, subgraph)
         labels = _labels_for_model(model, subgraph, ga)
         title = model.subgraphs[subgraph].display_name
@@ -339,13 +384,17 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
         factory = functools.partial(lambda g: g, graph)
         defects = list(graph.graph.get("defects", ()))
         ga = None
+    lay = None
     if reuse_layout is not None and ga is not None and same_structure(reuse_layout, ids, src, dst, tensors):
-        lay = reuse_layout
-    else:
+        widths, heights = _sizes(labels, measure)
+        old = reuse_layout.arrays
+        if (widths <= old.w + 0.5).all() and (heights <= old.h + 0.5).all():
+            lay = reuse_layout  # every new text fits its box: the boxes stay where they were
+    if lay is None:
         widths, heights = _sizes(labels, measure)
         if ga is not None:
             lay = layout_arrays(ga, widths, heights, layer_gap=LAYER_GAP, node_gap=NODE_GAP)
-            if lay.arrays.reversed.any():
+            if lay.arrays.reversed.any() and exp is None:
                 defects += cycle_defects(model, subgraph)
         else:
             row = {n: i for i, n in enumerate(graph.nodes)}
@@ -360,6 +409,14 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
     paths = spread_ports(a, rects, np.arange(len(node_ids)))
 
     edge_tensor = np.array([t if t is not None else -1 for t in a.tensors], dtype=np.int64).reshape(-1)
+    tensor_text = _tensor_text(model, subgraph, graph, computed_shapes)
+    inline = None
+    if exp is not None:
+        from .scene_inline import index_scene
+        from .scene_inline import tensor_text as inline_text
+        tensor_text = inline_text(model, exp, tensor_text)
+        keys = edge_tensor
+        inline, edge_tensor = index_scene(exp, labels, keys)
     tensor_edges: dict[int, list[int]] = defaultdict(list)
     for e, t in enumerate(edge_tensor.tolist()):
         if t >= 0:
@@ -369,7 +426,8 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
         if lab.tensor is not None and lab.kind != "op":
             tensor_nodes[int(lab.tensor)].append(i)
 
-    edge_labels = edge_label_places(a, paths, edge_tensor, _tensor_text(model, subgraph, graph, computed_shapes))
+    edge_labels = edge_label_places(a, paths, keys if exp is not None else edge_tensor,
+                                    tensor_text)
     segments, seg_edge = polyline_segments(paths)
 
     options_of = None
@@ -390,7 +448,8 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
     return SceneData(subgraph, title, factory, lay, node_ids, labels, rects, paths, edge_tensor,
                      [ids[u] for u in a.edge_src.tolist()], [ids[v] for v in a.edge_dst.tolist()],
                      edge_labels, segments, seg_edge, node_index,
-                     op_node, dict(tensor_edges), dict(tensor_nodes), options_of, None, defects)
+                     op_node, dict(tensor_edges), dict(tensor_nodes), options_of, None, defects,
+                     inline=inline, expanded=bool(expand_composites))
 
 
 def _labels_from_graph_nodes(model, subgraph: int, graph: nx.MultiDiGraph) -> list[NodeLabel]:
@@ -430,5 +489,8 @@ def _tensor_text(model, subgraph: int, graph: nx.MultiDiGraph | None,
         dynamic = [sig is not None and len(sig) == len(shape) and sig[i] < 0 for i in range(len(shape))]
         dims = "x".join("?" if dyn else str(d) for d, dyn in zip(shape, dynamic)) or "scalar"
         stored, dtype = text(t).rsplit(" ", 1)
+        if dims == stored:  # they differ where the signature leaves the size open: say how
+            dims = "x".join(map(str, shape)) or "scalar"
+            stored = "x".join(str(int(d)) for d in tcols.shape[t]) or "scalar"
         return f"{dims} {dtype} \u2260 stored {stored}"
     return flagged

@@ -2,6 +2,7 @@
 
 A query is read the way users type it:
 - ``CONV_2D``: operators of that type, and tensors whose name holds it as a whole word;
+  a STABLEHLO_COMPOSITE also by its composite name (``rms_norm``, ``odml.rms_norm``);
 - ``#12``, ``op:12`` or ``op 12``: operator 12;
 - ``t:12``, ``tensor:12``: tensor 12;
 - ``12`` alone: operator 12 and tensor 12.
@@ -83,12 +84,21 @@ def find(model: Model, subgraph: int, query: str, limit: int = 10_000, mode: str
         return out
     matches = name_matcher(q, mode)
     hit_codes = {c.index for c in codes if matches(c.name)}
-    if hit_codes:
+    # a composite also answers to its own name (``rms_norm`` finds odml.rms_norm)
+    composite_codes = {c.index for c in codes if c.name == "STABLEHLO_COMPOSITE"} - hit_codes
+    if hit_codes or composite_codes:
         for k, code in enumerate(opcode_index.tolist()):
             if code in hit_codes:
                 out.append(op_match(k))
-                if len(out) >= limit:
-                    return out
+            elif code in composite_codes:
+                name = sg.operators[k].composite_name
+                if not name or not matches(name):
+                    continue
+                out.append(Match("op", k, f"#{k} {name} (STABLEHLO_COMPOSITE)"))
+            else:
+                continue
+            if len(out) >= limit:
+                return out
     for t in range(n_tensors):
         if matches(sg.tensors[t].name):
             out.append(tensor_match(t))

@@ -30,6 +30,9 @@ class Selection:
     index: int
     # what identifies the operator after an edit: the tensors it produces (not compared)
     outputs: tuple[int, ...] = field(default=(), compare=False)
+    #: an operator or tensor of another subgraph drawn inline on the canvas (a composite's
+    #: decomposition, composites expanded); None: of the shown subgraph
+    subgraph: int | None = field(default=None, compare=False)
 
     @classmethod
     def op(cls, subgraph: Subgraph, k: int) -> Selection:
@@ -115,3 +118,22 @@ def parse_spec(model: Model, subgraph: int, spec: str) -> Selection:
     if n >= limit:
         raise ValueError(f"--select {spec}: the subgraph has {limit} {'operators' if kind == OP else 'tensors'}")
     return Selection.op(sg, n) if kind == OP else Selection.tensor(n)
+
+
+def find_tensor(model: Model, subgraph: int, name: str) -> int:
+    """A tensor of ``subgraph`` by index, by a signature's input or output name, or by its
+    own name (the --watch argument); ValueError with a message for the command line."""
+    sg = model.subgraphs[subgraph]
+    text = str(name).strip()
+    if text.isdigit() and int(text) < len(sg.tensors):
+        return int(text)
+    for sig in model.signature_defs:
+        if sig.subgraph_index == subgraph:
+            for m in (*sig.inputs, *sig.outputs):
+                if m.name == text:
+                    return m.tensor_index
+    hits = [t.index for t in sg.tensors if t.name == text]
+    if hits:
+        return hits[0]
+    raise ValueError(f"--watch {name}: subgraph {subgraph} ({sg.display_name}) has no tensor "
+                     f"of that index or name")

@@ -40,7 +40,8 @@ def op_histogram(model: Model) -> dict[str, int]:
 
 
 def weights_and_parameters(model: Model) -> tuple[int, int]:
-    """`Model.weights_nbytes` and `Model.parameter_count` from the tensor columns."""
+    """`Model.weights_nbytes` and `Model.parameter_count` from the tensor columns (each
+    buffer counted once)."""
     index = model.index
     tensors = index.table("tflite.Tensor")
     n = len(tensors)
@@ -58,7 +59,16 @@ def weights_and_parameters(model: Model) -> tuple[int, int]:
         starts = np.cumsum(lengths) - lengths
         dims = np.maximum(values.astype(np.int64), 0)
         elements[nonempty] = np.multiply.reduceat(dims, starts[nonempty])
-    return weights, int(elements[has_data & ~variable].sum())
+    # each buffer once (signatures share weights), as the first tensor reading it counts
+    counted = np.flatnonzero(has_data & ~variable)
+    _, first = np.unique(buf[counted], return_index=True)
+    params = int(elements[counted[first]].sum())
+    ext = index.scalar(tensors, "external_buffer").astype(np.int64)
+    external = np.flatnonzero((ext != 0) & ~variable)  # side files: each id once
+    if external.size:
+        _, first = np.unique(ext[external], return_index=True)
+        params += int(elements[external[first]].sum())
+    return weights, params
 
 
 def summarize(model: Model) -> ModelSummary:

@@ -8,8 +8,11 @@ document's freshly serialized and re-read model replaces ``self.model``: the sho
 subgraph's scene is rebuilt (keeping the layout when the graph's structure did not change),
 the panels show the same objects again, the selection (a `Selection`, which finds its
 operator again by the tensors it produces), the view and the keyboard focus stay, and
-``model_replaced`` tells anyone holding state derived from the old model (a debugger) to
-reset.
+the open workspace's `Workspace.replace_model` drops what was computed on the old model
+(the debug run, its outputs and profile, the cross-check, the comparison) and moves the
+watches and breakpoints to their tensors and operators in the new one (or drops them, with
+a notice), and the hub tells the views (topic ``MODEL``); ``model_replaced`` is still
+emitted for whoever listens to Qt signals.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from .panels import common as panel_common
 from .scene_data import SceneData
 from .selection import find_op
 from .workers import lay_out
+from .workspace import MODEL, SESSION_ENDED, SESSION_NOTICE
 
 log = logging.getLogger(__name__)
 
@@ -39,15 +43,17 @@ class EditFlow:
     @property
     def session(self) -> EditSession | None:
         """The edit session of the open model, made on first use (opening stays fast)."""
-        if self._session is None and self.model is not None:
-            session = EditSession(ModelDocument(self.model), self)
+        ws = self.workspace
+        if ws.edit_session is None and ws.model is not None:
+            session = EditSession(ModelDocument(ws.model), self)
             session.changed.connect(self._document_changed)
             session.failed.connect(self._edit_failed)
             session.stack.cleanChanged.connect(self._clean_changed)  # a method: Qt disconnects it
             self.undo_group.addStack(session.stack)
             self.undo_group.setActiveStack(session.stack)
-            self._session = session
-        return self._session
+            ws.edit_session, ws.document = session, session.document
+            ws.on_close(lambda: self._close_session(session))  # another model opened
+        return ws.edit_session
 
     @property
     def document(self) -> ModelDocument | None:
@@ -63,12 +69,11 @@ class EditFlow:
     def is_modified(self) -> bool:
         return self._session is not None and self._session.is_modified
 
-    def _close_session(self) -> None:
-        if self._session is not None:
-            self.undo_group.removeStack(self._session.stack)
-            self._session.close()
-            self._session.deleteLater()
-            self._session = None
+    def _close_session(self, session: EditSession) -> None:
+        """The workspace of ``session`` is closed: its undo history goes with it."""
+        self.undo_group.removeStack(session.stack)
+        session.close()
+        session.deleteLater()
         self.setWindowModified(False)
 
     def apply_edit(self, command) -> EditResult | None:
@@ -116,8 +121,8 @@ class EditFlow:
         focus = remember_focus(self._editing_panels())
         keys = self._panel_keys()
         selection = self.selection
-        self.model = model
-        self._references = None
+        ws = self.workspace
+        ws.replace_model(model, result.scope)  # runs, results and pins follow (ws.notes)
         self.tensor_panel.forget_values()
         if not 0 <= self.subgraph < len(model.subgraphs):
             self.subgraph = 0
@@ -126,15 +131,16 @@ class EditFlow:
         if current is not None and current.subgraph == self.subgraph and not result.scope.structural:
             reuse = current.layout
         background = self._check_edited_shapes(model)  # at once for small models
-        sd = lay_out(model, self.subgraph, self.measure, reuse, self.computed_shapes(self.subgraph))
+        sd = lay_out(model, self.subgraph, self.measure, reuse, self.computed_shapes(self.subgraph),
+                     self.expand_composites)
         self.scenes = {self.subgraph: sd}  # the other subgraphs are laid out again when shown
         self.nav.set_model(model)
         self._redisplay(sd)
-        self.selection = selection.resolve(model.subgraphs[self.subgraph]) if selection else None
+        self.selection = selection.resolve(model.subgraphs[self.subgraph]) \
+            if selection is not None and selection.subgraph is None else None
         self._refresh_panels(keys)
         self._refresh_highlight(False)
         self.model_panel.show_model(model, keep_scroll=True, path=self.path)
-        self._show_problems()
         self._changes_stale = True
         self._refresh_changes()
         self._update_title()
@@ -143,6 +149,7 @@ class EditFlow:
         restore_focus(focus)
         if background:
             self._check_shapes_in_background(model)
+        self.hub.changed(MODEL, ws)
         self.model_replaced.emit(model)
         self.selectionChanged.emit(self.selection)
         self.edited.emit(result)
@@ -158,13 +165,19 @@ class EditFlow:
             lines.append(notes.text())
         for w in result.warnings:
             lines.append(f"Warning: {w}")
+        lines += self.workspace.notes  # the debug run ended; watches, breakpoints moved
         if result.warnings:
             message += f"; warning: {result.warnings[0]}" + (
                 f" (+{len(result.warnings) - 1} more)" if len(result.warnings) > 1 else "")
         self.last_edit_message = message
         self.statusBar().showMessage(message, 20000)
         if lines:
-            self.notice.show_notice("\n".join(lines), "warning" if result.warnings else "info")
+            notes = self.workspace.notes
+            dropped = any("dropped" in line for line in notes)
+            # about the run this edit ended: the next session takes it away
+            self.notice.show_notice("\n".join(lines),
+                                    "warning" if result.warnings or dropped else "info",
+                                    tag=SESSION_NOTICE if SESSION_ENDED in notes else None)
         elif self.notice.isVisible() and self.notice.level == "error":
             self.notice.dismiss()
 
@@ -223,6 +236,22 @@ class EditFlow:
         if sd is None or self.model is None:
             return
         menu = QMenu(self)
+        origin = sd.labels[index].origin if kind == "node" else None
+        if kind == "edge" and getattr(sd, "inline", None) is not None:
+            origin = sd.inline.edge_origin.get(index)
+        if origin is not None:  # a box or edge inlined from a composite's decomposition
+            if kind == "node" and sd.labels[index].kind == "op":
+                self.select_inlined(*origin, center=False)
+            elif kind == "edge":
+                self.select_inlined_tensor(*origin, center=False)
+            else:
+                return
+            name = self.model.subgraphs[origin[0]].display_name
+            menu.addAction(f"Open the decomposition ({name}) to edit it",
+                           lambda: self.show_subgraph(origin[0]))
+            self.debugger.add_menu_actions(menu)
+            panel_common.exec_menu(menu, pos)
+            return
         if kind == "node" and sd.labels[index].kind == "op":
             k = int(sd.labels[index].op_index)
             self.select_op(k, center=False)
@@ -239,16 +268,24 @@ class EditFlow:
         self.debugger.add_menu_actions(menu)  # breakpoint / run to here / watch
         panel_common.exec_menu(menu, pos)
 
-    def _update_edit_actions(self) -> None:
+    def _own_selection(self):
+        """The selection when it is the shown subgraph's own (an inlined operator or tensor
+        is edited in its decomposition, not here)."""
         sel = self.selection
+        return sel if sel is not None and sel.subgraph is None else None
+
+    def _update_edit_actions(self) -> None:
+        sel = self._own_selection()
         self.expose_action.setEnabled(sel is not None and sel.is_tensor and sel.index not in
                                       self.model.subgraphs[self.subgraph].outputs)
         self.remove_op_action.setEnabled(sel is not None and sel.is_op)
 
     def _expose_selected(self) -> None:
-        if self.selection is not None and self.selection.is_tensor:
-            self.expose_tensor(self.selection.index)
+        sel = self._own_selection()
+        if sel is not None and sel.is_tensor:
+            self.expose_tensor(sel.index)
 
     def _remove_selected(self) -> None:
-        if self.selection is not None and self.selection.is_op:
-            self.remove_operator(self.selection.index)
+        sel = self._own_selection()
+        if sel is not None and sel.is_op:
+            self.remove_operator(sel.index)

@@ -2,10 +2,13 @@
 save as, the unsaved-changes prompt, image export, recent files and drag and drop.
 
 A mixin of `MainWindow`: it reads and sets the window's state (``model``, ``path``,
-``save_target``, the edit session) and calls its display methods; it holds no state of
-its own.  Opening runs in a worker task; a result is applied only if it answers the newest
-request, so a slow open can never overwrite a later one, and a failure leaves the open
-model untouched.  Nothing is written to the opened file unless the user confirms it.
+``save_target``, the edit session: all parts of the open `Workspace`) and calls its display
+methods; it holds no state of its own.  Opening runs in a worker task; a result is applied
+only if it answers the newest request, so a slow open can never overwrite a later one, and
+a failure leaves the open model untouched.  An opened model gets a new workspace, which
+replaces the old one whole (`workspace.Hub.replace`); a Reload carries the watches and
+breakpoints over to the reloaded file's tensors and operators, by name.  Nothing is written
+to the opened file unless the user confirms it.
 """
 from __future__ import annotations
 
@@ -13,13 +16,16 @@ import os
 from pathlib import Path
 
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
-from PySide6.QtWidgets import QFileDialog, QMessageBox
+from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox
 
 from ..model import EditError, ModelFormatError
 from .editing import human_size
 from .recent import add_recent, clear_recent, recent_files
+from ..model.litertlm import path_is_container
 from .render import render_scene
+from .section_picker import SectionPicker, container_sections
 from .workers import Opened, Task, open_model
+from .workspace import Workspace
 
 APP_NAME = "tflite-viewer"
 
@@ -33,20 +39,54 @@ class FileFlows:
         if not self.maybe_save():
             return
         start = str(self.path.parent) if self.path else ""
-        path, _ = QFileDialog.getOpenFileName(self, "Open model", start,
-                                              "TFLite models (*.tflite *.lite *.tfl);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open model", start, "TFLite models and LiteRT-LM containers "
+            "(*.tflite *.lite *.tfl *.litertlm);;All files (*)")
         if path:
-            self.open_path(path, ask=False)
+            self._open_asking_section(path)
 
-    def reload(self) -> None:
-        if self.path is not None:
-            self.open_path(self.path, subgraph=self.subgraph, keep_selection=True)
+    def _open_asking_section(self, path: str | Path, current: int | None = None) -> bool:
+        """Open ``path``; a .litertlm container with several TFLite models first asks which
+        one (the section picker), one with a single model opens it."""
+        section = None
+        if path_is_container(path):
+            try:
+                container = container_sections(path)
+            except (ModelFormatError, OSError) as exc:
+                self._open_failed(Path(path), exc)
+                return False
+            if len(container.model_sections) > 1:
+                picker = SectionPicker(container, current, parent=self)
+                if picker.exec() != QDialog.DialogCode.Accepted or picker.chosen() is None:
+                    return False
+                section = picker.chosen()
+        return self.open_path(path, ask=False, section=section)
+
+    def open_section_dialog(self) -> None:
+        """File > Open Container Section: another model of the open container."""
+        origin = self.model.origin if self.model is not None else None
+        if origin is None or origin.path is None or not self.maybe_save():
+            return
+        self._open_asking_section(origin.path, current=origin.section)
+
+    def reload(self, *, wait: bool = False) -> bool:
+        """Open the model's file again (it may have changed on disk): the subgraph and the
+        selection stay, and the watches and breakpoints follow their tensors by name."""
+        if self.path is None:
+            return False
+        origin = self.model.origin if self.model is not None else None
+        return self.open_path(self.path, subgraph=self.subgraph, keep_selection=True,
+                              carry=True, wait=wait,
+                              section=origin.section if origin is not None else None)
 
     def open_path(self, path: str | Path, *, subgraph: int | str | None = None, wait: bool = False,
-                  keep_selection: bool = False, ask: bool = True) -> bool:
+                  keep_selection: bool = False, ask: bool = True, carry: bool = False,
+                  section: int | None = None) -> bool:
         """Open ``path``; in a worker unless ``wait``.  Returns False when a synchronous open
         failed or the user kept unsaved edits (the open model, if any, stays).  ``ask``
-        False: the caller already asked about unsaved edits."""
+        False: the caller already asked about unsaved edits; ``carry``: a reload (the
+        watches and breakpoints carry over); ``section``: the TFLite section of a
+        .litertlm container (its first one by default)."""
         if ask and not self.maybe_save():
             return False
         path = Path(path)
@@ -54,39 +94,41 @@ class FileFlows:
         self._busy(f"Opening {path.name}\u2026")
         if wait:
             try:
-                opened = open_model(path, subgraph, self.measure)
+                opened = open_model(path, subgraph, self.measure, section,
+                                    self.expand_composites)
             except BaseException as exc:  # noqa: BLE001 - reported, never raised to Qt
                 self._open_failed(path, exc)
                 return False
-            self._opened(opened, selection, wait=True)
+            self._opened(opened, selection, wait=True, carry=carry)
             return True
-        task = Task(open_model, path, subgraph, self.measure)
+        task = Task(open_model, path, subgraph, self.measure, section, self.expand_composites)
         self._open_serial = task.serial
         # bound methods of the window, not lambdas holding it: an open that ends after the
         # window is gone is disconnected by Qt instead of reaching a deleted window
         task.signals.finished.connect(self._task_done)
         task.signals.failed.connect(self._task_failed)
         self._tasks[task.serial] = task
-        self._open_requests[task.serial] = (path, selection)
+        self._open_requests[task.serial] = (path, selection, carry)
         task.start()
         return True
 
     def _task_done(self, serial: int, result: Opened) -> None:
         self._tasks.pop(serial, None)
-        _path, selection = self._open_requests.pop(serial, (None, None))
+        _path, selection, carry = self._open_requests.pop(serial, (None, None, False))
         if serial == self._open_serial:
-            self._opened(result, selection)
+            self._opened(result, selection, carry=carry)
 
     def _task_failed(self, serial: int, exc: BaseException) -> None:
         self._tasks.pop(serial, None)
-        path, _selection = self._open_requests.pop(serial, (None, None))
+        path, _selection, _carry = self._open_requests.pop(serial, (None, None, False))
         if serial == self._open_serial:
             self._open_failed(path, exc)
 
     def _open_failed(self, path: Path, exc: BaseException) -> None:
         self._idle()
         if isinstance(exc, ModelFormatError):
-            title, message = "Cannot open model", f"{path.name} is not a valid TFLite model:\n\n{exc}"
+            what = "LiteRT-LM container" if path_is_container(path) else "TFLite model"
+            title, message = "Cannot open model", f"{path.name} is not a valid {what}:\n\n{exc}"
         elif isinstance(exc, OSError):
             title, message = "Cannot open model", f"{path.name} cannot be read:\n\n{exc.strerror or exc}"
         elif isinstance(exc, KeyError):
@@ -100,36 +142,32 @@ class FileFlows:
         self.errors.report(title, message, parent=self)
         self.openFailed.emit(message)
 
-    def _opened(self, opened: Opened, selection=None, wait: bool = False) -> None:
+    def _opened(self, opened: Opened, selection=None, wait: bool = False, carry: bool = False) -> None:
+        """Show an opened model: a new workspace replaces the old one whole (its debug
+        session, tasks and undo history end with it) and every view renders the new one."""
         self._idle()
-        self._close_session()
-        self.model = opened.model
-        self.path = opened.path
-        self.save_target = opened.path
-        self.scenes = {opened.scene.subgraph: opened.scene}
-        self._references = None
-        self.selection = None
-        self._clear_find()
+        ws = Workspace(opened.model, opened.path, opened.summary)
+        ws.scenes = {opened.scene.subgraph: opened.scene}
+        if carry and self.model is not None:
+            ws.carry_over(self.workspace)  # a reload: watches and breakpoints follow by name
         self.notice.dismiss()
-        for panel in (self.properties_panel, self.tensor_panel, self.model_panel):
-            panel.editable = True
-        self.tensor_panel.forget_values()
-        self.changes_panel.show_changes(None)
-        self._changes_stale = False
+        self.hub.replace(ws)
         title = opened.path.name if opened.path else "model"
+        if opened.model.origin is not None:
+            title = str(opened.model.origin)
         self._update_title()
         if opened.path is not None:
             add_recent(self.settings, opened.path)
+        if hasattr(self, "open_section_action"):
+            self.open_section_action.setEnabled(opened.model.origin is not None)
         self.nav.set_model(self.model)
-        self.model_panel.show_model(self.model, opened.summary)
         self._set_shape_check(None)
-        self._show_problems()
-        self.properties_panel.show_operator(None)
-        self.tensor_panel.show_tensor(None)
         self.trail = self._trail_to(opened.scene.subgraph)
         self._display(opened.scene)
         n_ops = opened.summary.n_ops
         self.statusBar().showMessage(f"Opened {title}: {n_ops:,} operators in {opened.seconds:.2f} s", 8000)
+        if ws.notes:
+            self.notice.show_notice("\n".join(ws.notes), "warning")
         self.modelOpened.emit(self.model)
         self._check_opened_shapes(self.model, wait)
         self.model_replaced.emit(self.model)
@@ -156,6 +194,9 @@ class FileFlows:
     def _update_title(self) -> None:
         target = self.save_target or self.path
         name = target.name if target is not None else ("model" if self.model is not None else "")
+        origin = self.model.origin if self.model is not None else None
+        if self.save_target is None and origin is not None:
+            name = f"{name} [section {origin.section}]"
         self.setWindowTitle(f"{name}[*] \u2014 {APP_NAME}" if name else APP_NAME)
         self.setWindowModified(self.is_modified)
 
@@ -187,6 +228,9 @@ class FileFlows:
             return False
         base = self.save_target or self.path
         suggestion = str(base.with_name(f"{base.stem}_edited{base.suffix or '.tflite'}")) if base else "model.tflite"
+        if self.save_target is None and self.model.origin is not None and base is not None:
+            # a model of a container is saved as a .tflite of its own (with its side files)
+            suggestion = str(base.with_name(f"{base.stem}_section{self.model.origin.section}.tflite"))
         path, _ = QFileDialog.getSaveFileName(self, "Save model as", suggestion,
                                               "TFLite models (*.tflite);;All files (*)")
         if not path:
@@ -277,11 +321,13 @@ class FileFlows:
         files = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
         if files:
             event.acceptProposedAction()
-            self.open_path(files[0])
+            if self.maybe_save():
+                self._open_asking_section(files[0])
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
         if not self.maybe_save():
             event.ignore()
             return
+        self.save_layout()
         self.settings.sync()
         super().closeEvent(event)

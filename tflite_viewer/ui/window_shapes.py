@@ -15,6 +15,7 @@ import logging
 from ..edit import EditResult, UpdateStoredShapes
 from ..interpreter.shape_inference import ShapeInference, infer_shapes
 from ..model import Finding, Model
+from .targets_state import findings as target_findings
 from .workers import Task, lay_out
 
 log = logging.getLogger(__name__)
@@ -90,7 +91,8 @@ class ShapeCheck:
             return
         current = self.graph_scene.data
         if current is not None and check.mismatches:
-            sd = lay_out(model, self.subgraph, self.measure, current.layout, self.computed_shapes(self.subgraph))
+            sd = lay_out(model, self.subgraph, self.measure, current.layout,
+                         self.computed_shapes(self.subgraph), self.expand_composites)
             self.scenes = {self.subgraph: sd}
             self._redisplay(sd)
             self._refresh_highlight(False)
@@ -119,13 +121,31 @@ class ShapeCheck:
             out.append(Finding("error", f"subgraphs[{s}].operators[{k}]", message, s, operator=k))
         return out
 
-    def _show_problems(self) -> None:
-        extra = self.shape_findings()
+    def _show_problems(self, _ws=None) -> None:
+        """Problems lists the open workspace's findings: the reader's, the shape check's,
+        the quantization spec checks' (one the reader already reports on the same tensor,
+        person_detect's quantized_dimension, is not listed twice) and the picked target's.  The dock is shown while
+        it lists something and folded away while it is empty (the canvas gets the room)."""
+        extra = self.shape_findings() + self._quant_findings() + self._target_findings()
         stale = len(self.shape_check.mismatches) if self.shape_check else 0
         self.problems_panel.show_model(self.model, extra, stale)
-        self.problems_dock.setWindowTitle(f"Problems ({len(self.model.findings) + len(extra)})")
-        if stale and self.problems_dock.isHidden():
-            self.problems_dock.show()
+        count = self.problems_panel.count()
+        self.problems_dock.setWindowTitle(f"Problems ({count})")
+        self.fold_problems(count == 0)
+
+    def _target_findings(self) -> list[Finding]:
+        """The picked target's refusals and fallbacks (Targets dock), once checked."""
+        panel = getattr(self, "targets_panel", None)
+        return [] if panel is None else target_findings(self.workspace, panel.target)
+
+    def _quant_findings(self) -> list[Finding]:
+        spec = self.workspace.quant.findings or []
+        model = self.model
+        known = {(f.subgraph, f.tensor) for f in (model.findings if model is not None else [])
+                 if f.tensor is not None}
+        return [Finding(f.severity, f"quantization spec [{f.rule}]", f.message, f.subgraph,
+                        f.tensor, f.op) for f in spec
+                if f.tensor is None or (f.subgraph, f.tensor) not in known]
 
     def update_stored_shapes(self) -> EditResult | None:
         """Write the computed shapes of every stale tensor into the model (one undo step)."""

@@ -4,6 +4,7 @@ A `Task` wraps a plain function in a QRunnable for the global QThreadPool; its r
 exception comes back through Qt signals, which Qt delivers on the GUI thread (queued,
 because the receivers live there).  Every task carries a serial number so the window can
 drop results that a newer request has made stale (open A, then B before A finished).
+Before the process exits, `ui.app.drain_workers` lets running tasks finish.
 """
 from __future__ import annotations
 
@@ -47,9 +48,18 @@ class Task(QRunnable):
         try:
             result = self._fn(*self._args)
         except BaseException as exc:  # noqa: BLE001 - everything goes back to the window
-            self.signals.failed.emit(self.serial, exc)
+            self._report(self.signals.failed, exc)
         else:
-            self.signals.finished.emit(self.serial, result)
+            self._report(self.signals.finished, result)
+
+    def _report(self, signal, value: Any) -> None:
+        """Emit the outcome; when the process is already tearing Qt down (the window closed
+        and its objects deleted while this task ran) there is nobody left to tell, and
+        PySide's "Signal source has been deleted" is not worth a traceback at exit."""
+        try:
+            signal.emit(self.serial, value)
+        except RuntimeError:
+            log.debug("task %d finished after its receiver was deleted", self.serial)
 
     def start(self, pool: QThreadPool | None = None) -> int:
         (pool or QThreadPool.globalInstance()).start(self)
@@ -68,12 +78,15 @@ class Opened:
 
 
 def open_model(source: str | Path | bytes, subgraph: int | str | None,
-               measure: TextMeasure) -> Opened:
-    """Parse, build the graph and lay out the requested subgraph (runs in a worker)."""
+               measure: TextMeasure, section: int | None = None,
+               expand: bool = False) -> Opened:
+    """Parse, build the graph and lay out the requested subgraph (runs in a worker);
+    ``section``: the TFLite section of a .litertlm container (the first by default);
+    ``expand``: composites drawn expanded (View > Fold Composites off)."""
     start = time.perf_counter()
-    model = load_model(source)
+    model = load_model(source, section=section)
     index = model.subgraph_index(subgraph)
-    scene = lay_out(model, index, measure)
+    scene = lay_out(model, index, measure, expand=expand)
     summary = summarize(model)
     seconds = time.perf_counter() - start
     path = Path(source) if isinstance(source, (str, Path)) else None
@@ -82,14 +95,14 @@ def open_model(source: str | Path | bytes, subgraph: int | str | None,
 
 
 def lay_out(model: Model, subgraph: int, measure: TextMeasure, reuse_layout=None,
-            computed_shapes: dict | None = None) -> SceneData:
+            computed_shapes: dict | None = None, expand: bool = False) -> SceneData:
     """Graph, layout and canvas chunks of one subgraph of an open model (runs in a worker).
 
     ``reuse_layout``: the layout of the same subgraph before an edit that kept its structure;
     ``computed_shapes``: stale tensors' computed shapes (see `build_scene_data`)."""
     with _no_gc():
         scene = build_scene_data(model, subgraph, measure, reuse_layout=reuse_layout,
-                                 computed_shapes=computed_shapes)
+                                 computed_shapes=computed_shapes, expand_composites=expand)
         scene.plan = plan_scene(scene, measure)
     return scene
 

@@ -153,5 +153,9 @@ def test_complete_inputs_and_positional_order():
                                         signature="serving_default")
     assert generated == ["n"]
     assert list(arrays) == ["n", "x"]
-    seq = positional(model, arrays, "serving_default")  # the subgraph's order: x, n
+    plain, _ = complete_inputs(model, {"x": np.ones(4, np.float32)}, seed=2)
+    seq = positional(model, plain)  # subgraph 0's order: x, n
     assert seq[0].shape == (4,) and seq[1].shape == ()
+    # a signature has no positions: its order ("n", "x") is not its subgraph's
+    with pytest.raises(InputError, match="by name"):
+        positional(model, arrays, "serving_default")

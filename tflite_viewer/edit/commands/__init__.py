@@ -11,6 +11,7 @@ the document uses to recompute op versions and the UI to refresh and keep its se
 ``warnings`` lists what is legal but probably not what the user wants (shapes that stop
 agreeing, per-channel scales on a per-tensor op, ...).
 """
+from .activation import SplitFusedActivation
 from .base import EditCommand, Scope
 from .header import (
            RemoveMetadata,
@@ -19,11 +20,13 @@ from .header import (
            SetDescription,
            SetMetadata,
 )
+from .memory import ReorderOperators, SetOfflineMemoryPlan
 from .operators import ExposeTensor, RemoveOperator, SetOpVersion
 from .options import RemoveCustomOption, SetCustomOption, SetOption
 from .tensors import RenameTensor, ReplaceTensorData, SetQuantization, SetTensorShape
 
 __all__ = ["EditCommand", "ExposeTensor", "RemoveCustomOption", "RemoveMetadata", "RemoveOperator",
-           "RenameSignature", "RenameSignatureTensor", "RenameTensor", "ReplaceTensorData",
-           "Scope", "SetCustomOption", "SetDescription", "SetMetadata", "SetOpVersion", "SetOption",
-           "SetQuantization", "SetTensorShape"]
+           "RenameSignature", "RenameSignatureTensor", "RenameTensor", "ReorderOperators",
+           "ReplaceTensorData", "Scope", "SetCustomOption", "SetDescription", "SetMetadata",
+           "SetOfflineMemoryPlan", "SetOpVersion", "SetOption", "SetQuantization",
+           "SetTensorShape", "SplitFusedActivation"]

@@ -7,7 +7,7 @@ import numpy as np
 from flatbuffers import flexbuffers
 
 from ...model.errors import EditError
-from ...model.operator import SUBGRAPH_FIELDS
+from ...model.operator import SUBGRAPH_FIELDS, load_flexbuffer
 from ..op_version import builtin_name
 from ..patch import FieldTarget
 from ..tree import ModelTree, attr_name, schema_fields, union_member
@@ -115,8 +115,8 @@ class _CustomOptionsEdit(EditCommand):
         if op.customOptions is None or len(op.customOptions) == 0:
             return {}
         try:
-            value = flexbuffers.Loads(bytes(np.asarray(op.customOptions, dtype=np.uint8)))
-        except Exception:  # noqa: BLE001 - arbitrary bytes
+            value = load_flexbuffer(bytes(np.asarray(op.customOptions, dtype=np.uint8)))
+        except ValueError:
             raise EditError(f"{where}: the custom options are not a FlexBuffer map "
                             "(raw bytes cannot be edited by key)") from None
         if not isinstance(value, dict):

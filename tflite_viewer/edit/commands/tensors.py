@@ -172,6 +172,12 @@ class SetQuantization(EditCommand):
             self._new = None
             self.description = f"Remove quantization of tensor {text(t.name)!r}"
             return
+        block = _blockwise(t)
+        if block is not None:
+            raise EditError(f"{where}: the tensor is quantized blockwise (block "
+                            f"{block.blockSize}, scales in tensor {block.scales}): a scale "
+                            "would contradict its blocks; edit the values of the scale "
+                            "tensor instead")
         try:
             scale = np.atleast_1d(np.asarray(self.scale, dtype=np.float64)).astype(np.float32)
         except (TypeError, ValueError):
@@ -259,6 +265,12 @@ class ReplaceTensorData(EditCommand):
     ``q = clamp(round(x / scale) + zero_point)``, rounding half away from zero as TFLite's
     quantizer does.  A buffer shared with other tensors is not changed behind their back:
     the tensor gets a new buffer of its own.
+
+    A blockwise-quantized tensor (BlockwiseQuantization: one scale per block of
+    ``block_size`` values along the last axis, in another tensor) keeps its block scales:
+    integer values replace its values as they are, and ``requantize=True`` quantizes each
+    block with its own scale (and zero point).  The description says which, and the
+    warnings count values clipped to their block's range and blocks whose scale is 0.
     """
     changes_op_signatures = False  # same shape and type, and still constant
 
@@ -280,6 +292,10 @@ class ReplaceTensorData(EditCommand):
     def _check(self, tree: ModelTree) -> None:
         sg, t = lookup_tensor(tree, self.subgraph, self.tensor)
         where = f"subgraphs[{self.subgraph}].tensors[{self.tensor}]"
+        if int(t.externalBuffer):
+            raise EditError(f"{where}: {text(t.name)!r} keeps its data in a side file "
+                            f"(external buffer {int(t.externalBuffer):#x}); replacing "
+                            "external data is not supported")
         data = buffer_data(tree, t)
         if data is None or data.size == 0:
             raise EditError(f"{where}: {text(t.name)!r} is not a constant tensor (it has no data)")
@@ -294,13 +310,19 @@ class ReplaceTensorData(EditCommand):
             raise EditError(f"{where}: array of shape {list(arr.shape)} for a tensor of shape "
                             f"{list(shape)}")
         target = info.values if info.values is not None else info.storage
-        if self.requantize:
+        block = _blockwise(t)
+        how = ""
+        if block is not None and self.requantize:
+            arr, how = self._quantize_blocks(tree, sg, t, arr, info, where)
+        elif self.requantize:
             arr = self._quantize(t, arr, info, where)
         elif arr.dtype != target:
             hint = " (pass requantize=True to quantize float values)" if (
                 arr.dtype.kind == "f" and target.kind in "iu") else ""
             raise EditError(f"{where}: array of dtype {arr.dtype} for a {info.name} tensor "
                             f"(needs {target}){hint}")
+        elif block is not None:
+            how = f" (raw {info.name} values; the block scales in tensor {block.scales} are kept)"
         if info.bits < 8:
             raw = _pack_subbyte(arr, info.bits)
         else:
@@ -312,7 +334,43 @@ class ReplaceTensorData(EditCommand):
         self._shared = users > 1 or meta
         self._t = t
         self.description = f"Replace data of tensor {text(t.name)!r}" + (
-            " (requantized)" if self.requantize else "")
+            how or (" (requantized)" if self.requantize else ""))
+
+    def _quantize_blocks(self, tree: ModelTree, sg, t, arr: np.ndarray, info,
+                         where: str) -> tuple[np.ndarray, str]:
+        """``arr`` quantized block by block with the tensor's own block scales and zero
+        points; the text the description ends with."""
+        if arr.dtype.kind != "f":
+            raise EditError(f"{where}: requantize needs float values, got {arr.dtype}")
+        lo, hi = INTEGER_RANGES.get(info.name, (None, None))
+        if lo is None:
+            raise EditError(f"{where}: cannot quantize into {info.name}")
+        block = _blockwise(t)
+        size = int(block.blockSize)
+        shape = arr.shape
+        if size <= 0 or not shape or shape[-1] % size:
+            raise EditError(f"{where}.quantization: block size {size} does not divide the "
+                            f"last dimension of shape {list(shape)}: cannot requantize")
+        want = shape[:-1] + (shape[-1] // size,)
+        scales = _block_values(tree, sg, int(block.scales), want, f"{where}: block scales")
+        zps = np.zeros(want) if int(block.zeroPoints) < 0 else _block_values(
+            tree, sg, int(block.zeroPoints), want, f"{where}: block zero points")
+        x = arr.astype(np.float64).reshape(want + (size,))
+        s, z = scales[..., None], zps[..., None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = np.where(s > 0, x / np.where(s > 0, s, 1.0), 0.0)
+        rounded = np.sign(v) * np.floor(np.abs(v) + 0.5) + z
+        clipped = int(np.count_nonzero((rounded < lo) | (rounded > hi)))
+        zero = int(np.count_nonzero(scales <= 0))
+        if clipped:
+            self.warnings.append(f"{clipped} value(s) outside their block's range were "
+                                 f"clipped to {lo}..{hi}")
+        if zero:
+            self.warnings.append(f"{zero} block(s) have scale 0: their values are stored "
+                                 "as the zero point and read back as 0")
+        out = np.clip(rounded, lo, hi).astype(info.values).reshape(shape)
+        return out, (f" (requantized per block of {size} with the block scales of tensor "
+                     f"{int(block.scales)}, which are kept)")
 
     @staticmethod
     def _quantize(t, arr: np.ndarray, info, where: str) -> np.ndarray:
@@ -362,6 +420,33 @@ class ReplaceTensorData(EditCommand):
             self._t.buffer = value
         else:
             tree.model.buffers[self._t.buffer].data = value
+
+
+def _blockwise(t) -> Any:
+    """The BlockwiseQuantizationT of a tree tensor's quantization, else None."""
+    q = t.quantization
+    if q is None or q.detailsType != S.QuantizationDetails.BlockwiseQuantization:
+        return None
+    return q.details
+
+
+def _block_values(tree: ModelTree, sg, index: int, shape: tuple[int, ...],
+                  what: str) -> np.ndarray:
+    """The values of the scale (or zero-point) tensor ``index`` of ``sg`` as float64 of
+    ``shape`` (one per block), or an EditError saying why they cannot be read."""
+    tensors = sg.tensors or []
+    if not 0 <= index < len(tensors):
+        raise EditError(f"{what}: tensor index {index} out of range")
+    src = tensors[index]
+    info = dtypes.type_info(int(src.type))
+    data = buffer_data(tree, src)
+    if data is None or info.storage is None or info.bits < 8:
+        raise EditError(f"{what}: tensor {index} ({info.name}) holds no readable values")
+    values = np.asarray(data).view(np.uint8).view(info.storage).astype(np.float64)
+    if values.size != int(np.prod(shape, dtype=np.int64)):
+        raise EditError(f"{what}: tensor {index} holds {values.size} values, "
+                        f"{list(shape)} are needed")
+    return values.reshape(shape)
 
 
 def _pack_subbyte(arr: np.ndarray, bits: int) -> np.ndarray:

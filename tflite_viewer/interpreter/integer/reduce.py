@@ -84,7 +84,8 @@ def reduce_max(input: np.ndarray, axis, keep_dims: bool) -> np.ndarray:
     axes = resolve_axes(axis, input.ndim)
     if not axes:
         return input.copy()
-    return np.asarray(input.max(axis=axes, keepdims=keep_dims))
+    initial = np.iinfo(input.dtype).min if not input.size else None  # the kernel's start
+    return np.asarray(input.max(axis=axes, keepdims=keep_dims, initial=initial))
 
 
 def reduce_min(input: np.ndarray, axis, keep_dims: bool) -> np.ndarray:
@@ -92,7 +93,8 @@ def reduce_min(input: np.ndarray, axis, keep_dims: bool) -> np.ndarray:
     axes = resolve_axes(axis, input.ndim)
     if not axes:
         return input.copy()
-    return np.asarray(input.min(axis=axes, keepdims=keep_dims))
+    initial = np.iinfo(input.dtype).max if not input.size else None
+    return np.asarray(input.min(axis=axes, keepdims=keep_dims, initial=initial))
 
 
 def arg_max(input: np.ndarray, axis: int, output_dtype=np.int64) -> np.ndarray:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..float32 import logistic as float32_logistic
 from ..integer import l2norm as int_l2norm, lut, softmax as int_softmax
 from ..registration import check_types
 from .common import (FLOAT_WEIGHT, QUANTIZED, BuiltinOperator as Op, bind_arrays, bind_elementwise,
@@ -91,7 +92,10 @@ _ONES: dict[np.dtype, np.ndarray] = {}
 
 
 def logistic(x: np.ndarray) -> np.ndarray:
-    """``1 / (1 + exp(-x))`` in x's (float) dtype, computed in one new array."""
+    """LOGISTIC: float32 as reference_ops::Logistic, to the bit (`float32.logistic`: its
+    cut-offs and C's ``expf``); other float types ``1 / (1 + exp(-x))`` in their dtype."""
+    if x.dtype == np.float32:
+        return float32_logistic(x)
     one = _ONES.get(x.dtype)
     if one is None:
         one = _ONES[x.dtype] = np.ones((), x.dtype)
@@ -165,6 +169,8 @@ define(Op.ELU, (1, 1), lambda ctx, node: elu(ctx.value(node, 0)), same_shape,
 
 def softmax(x: np.ndarray, beta: float = 1.0) -> np.ndarray:
     """Softmax over the last axis, max-subtracted as the reference kernel does."""
+    if not x.size:
+        return x.copy()
     # x.max and e.sum are these ufunc reductions behind a Python wrapper
     e = np.exp((x - np.maximum.reduce(x, axis=-1, keepdims=True))
                * np.asarray(beta, dtype=x.dtype))
@@ -172,6 +178,8 @@ def softmax(x: np.ndarray, beta: float = 1.0) -> np.ndarray:
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:
+    if not x.size:
+        return x.copy()
     shifted = x - x.max(axis=-1, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 

@@ -8,6 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...schema.schema_generated import BuiltinOperator  # noqa: F401  (re-exported for kernels)
+from ..errors import KernelError  # noqa: F401  (re-exported for kernels)
 from ..integer.common import QParams, qparams
 from ..node import Node
 from ..padding import compute_out_size, compute_padding, window_geometry  # noqa: F401
@@ -156,7 +157,14 @@ def as_int_list(a: np.ndarray | None) -> list[int]:
 
 
 def broadcast_shapes(*shapes) -> tuple[int, ...]:
-    return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    """The broadcast of ``shapes`` (numpy's rules, which are LiteRT's); shapes that do not
+    broadcast are a `KernelError` naming them, as LiteRT's Prepare says it."""
+    try:
+        return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    except ValueError:
+        listed = " and ".join(str(list(s)) for s in shapes)
+        raise KernelError(f"shapes {listed} do not broadcast (each dimension must match "
+                          "or be 1)") from None
 
 
 def describe_quantization(t) -> str:

@@ -1,9 +1,11 @@
 """Convolutions: CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV (float).
 
 The numerical cores (`conv2d`, `depthwise_conv2d`, `transpose_conv2d`) are plain numpy
-functions on NHWC arrays.  CONV_2D is im2col + one matmul (1x1 stride-1 convolutions skip
-the im2col); DEPTHWISE_CONV_2D accumulates one multiply-add per filter tap over the whole
-image, in the reference kernel's tap order, which is cheaper than an im2col for a per-channel
+functions on NHWC arrays.  CONV_2D is im2col + one product (1x1 stride-1 convolutions skip
+the im2col) whose float32 sums follow reference_ops::Conv's order (`float32.ordered_matmul`:
+bit for bit LiteRT's reference kernel); DEPTHWISE_CONV_2D accumulates one multiply and one
+add per filter tap over the whole image, in the reference kernel's tap order, then adds the
+bias, which is the reference's sum to the bit and cheaper than an im2col for a per-channel
 product.  Padding and output sizes follow TFLite's padding.h.
 """
 from __future__ import annotations
@@ -12,27 +14,30 @@ import dataclasses
 
 import numpy as np
 
+from ..float32 import ordered_matmul
 from ..integer import conv as int_conv, hybrid as int_hybrid
 from ..integer import transpose_conv as int_transpose_conv
 from ..integer.hybrid_transpose_conv import hybrid_transpose_conv
 from ..integer.common import Window, im2col
 from ..padding import scatter_taps, transpose_conv_padding
-from .common import (FLOAT_WEIGHT, BuiltinOperator, INT_KINDS, Kernel, apply_activation,
-                     clamp_activation, declare,
-                     kind, option, pad_for_windows, register, rounding, tensor_qparams,
-                     window_geometry)
+from .common import (FLOAT_WEIGHT, BuiltinOperator, INT_KINDS, Kernel, KernelError,
+                     apply_activation, clamp_activation, declare, kind, option,
+                     pad_for_windows, register, rounding, tensor_qparams, window_geometry)
 
 
 def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
            strides: tuple[int, int] = (1, 1), dilations: tuple[int, int] = (1, 1),
            padding: str = "SAME", act: str | None = None,
            w_matrix: np.ndarray | None = None,
-           geometry: tuple[int, int, int, int] | None = None) -> np.ndarray:
+           geometry: tuple[int, int, int, int] | None = None,
+           reference_sums: bool = True) -> np.ndarray:
     """NHWC convolution with an [O, KH, KW, I] filter; grouped when C is a multiple of I.
 
     ``w_matrix`` is the filter as [KH*KW*I, O] and ``geometry`` `window_geometry` of x's
     shape (caches kept by the kernel).  A window that covers the whole undilated input
     once (one output pixel, no padding) is the input itself, [KH*KW*I] per image.
+    float32 sums follow reference_ops::Conv's order unless ``reference_sums`` is False
+    (`Interpreter.reference_float_sums`).
     """
     n, h, wd, c = x.shape
     o, kh, kw, ci = w.shape
@@ -52,15 +57,20 @@ def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
     else:
         xp = pad_for_windows(x, oh, ow, (kh - 1) * dh + 1, (kw - 1) * dw + 1, sh, sw, pt, pl)
         cols = im2col(xp, Window(oh, ow, pt, pl), kh, kw, sh, sw, dh, dw)
+    # float32 sums in the reference loop's order (filter row, column, channel), as
+    # reference_ops::Conv adds them; other float types keep numpy's product
+    product = ordered_matmul if reference_sums and cols.dtype == np.float32 \
+        and w.dtype == np.float32 else np.matmul
     if groups == 1:
-        out = cols @ w_matrix
+        out = product(cols, w_matrix)
     else:
         og = o // groups
         cols = cols.reshape(-1, kh * kw, groups, ci)
         wm = w.reshape(groups, og, kh * kw * ci)
         out = np.empty((cols.shape[0], o), dtype=np.result_type(x, w))
         for g in range(groups):
-            out[:, g * og:(g + 1) * og] = cols[:, :, g, :].reshape(-1, kh * kw * ci) @ wm[g].T
+            out[:, g * og:(g + 1) * og] = product(cols[:, :, g, :].reshape(-1, kh * kw * ci),
+                                                  np.ascontiguousarray(wm[g].T))
     if b is not None:
         out += b
     return apply_activation(out, act).reshape(n, oh, ow, o)
@@ -227,6 +237,27 @@ def filter_accepts(pos: int, axis: int, bias: int, hybrid: str = "INT8 INT4",
         "uint8": {pos: "UINT8: per-tensor"}})
 
 
+def check_image(op: str, x, first: int = 1, count: int = 2) -> None:
+    """LiteRT's Prepare of CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV and CONV_3D wants a
+    spatial size of at least one in each dimension of the input (dimensions ``first`` ..
+    ``first + count - 1``): a `KernelError` naming the shape otherwise."""
+    names = ("height", "width") if count == 2 else ("depth", "height", "width")
+    for k in range(count):
+        if x.shape[first + k] <= 0:
+            raise KernelError(f"{op}: the input of shape {list(x.shape)} has a {names[k]} of "
+                              f"{x.shape[first + k]}; LiteRT's Prepare needs at least one")
+
+
+def zero_sized_output(ctx, node) -> bool:
+    """Set an empty output when the prepared output holds no element (a batch of 0, or a
+    VALID window one stride short of the input): nothing to compute, as in LiteRT."""
+    o = ctx.output(node, 0)
+    if o.shape is None or 0 not in o.shape:
+        return False
+    ctx.set_output(o, np.zeros(o.shape, dtype=o.dtype))
+    return True
+
+
 class _ConvKernel(Kernel):
     """What CONV_2D and DEPTHWISE_CONV_2D share: the node kinds and the per-node cache."""
 
@@ -254,14 +285,18 @@ class Conv2D(_ConvKernel):
         if w.shape[3] <= 0 or x.shape[3] % w.shape[3]:
             raise ValueError(f"input depth {x.shape[3]} is not a multiple of the filter depth "
                              f"{w.shape[3]}")
+        check_image("CONV_2D", x)
         strides, dilations, padding = _strides(node), _dilations(node), option(node, "padding",
                                                                                "SAME")
-        geometry = window_geometry(x.shape[1:3], w.shape[1:3], strides, dilations, padding)
+        geometry = window_geometry(x.shape[1:3], w.shape[1:3], strides, dilations, padding,
+                                   "CONV_2D")
         ctx.resize(ctx.output(node, 0), (x.shape[0], geometry[0], geometry[1], w.shape[0]))
         _int_prepare(ctx, node, w.shape[0])
         node.user_data.args = (strides, dilations, padding, clamp_activation(node), geometry)
 
     def invoke(self, ctx, node):
+        if zero_sized_output(ctx, node):
+            return
         x, w = ctx.value(node, 0), ctx.value(node, 1)
         k = node.user_data.kind
         if k in INT_KINDS:
@@ -281,7 +316,8 @@ class Conv2D(_ConvKernel):
         b = ctx.input(node, 2)
         strides, dilations, padding, act, geometry = node.user_data.args
         out = conv2d(x, w, None if b is None else b.data, strides, dilations, padding, act,
-                     w_matrix=node.user_data.get(w, filter_matrix), geometry=geometry)
+                     w_matrix=node.user_data.get(w, filter_matrix), geometry=geometry,
+                     reference_sums=ctx.interpreter.reference_float_sums)
         ctx.set_output(ctx.output(node, 0), out)
 
 
@@ -315,12 +351,16 @@ class DepthwiseConv2D(_ConvKernel):
         if x.shape[3] <= 0 or w.shape[3] % x.shape[3]:
             raise ValueError(f"filter depth {w.shape[3]} is not a multiple of the input depth "
                              f"{x.shape[3]}")
+        check_image("DEPTHWISE_CONV_2D", x)
         oh, ow, _, _ = window_geometry(x.shape[1:3], w.shape[1:3], _strides(node),
-                                       _dilations(node), option(node, "padding", "SAME"))
+                                       _dilations(node), option(node, "padding", "SAME"),
+                                       "DEPTHWISE_CONV_2D")
         ctx.resize(ctx.output(node, 0), (x.shape[0], oh, ow, w.shape[3]))
         _int_prepare(ctx, node, w.shape[3], depthwise=True)
 
     def invoke(self, ctx, node):
+        if zero_sized_output(ctx, node):
+            return
         cache = node.user_data
         k = cache.kind
         if k in INT_KINDS:
@@ -394,6 +434,8 @@ class TransposeConv(Kernel):
             ctx.resize(ctx.output(node, 0), [int(v) for v in shape])
         cache = node.user_data
         x, w = ctx.input(node, 2), ctx.input(node, 1)
+        if x.shape is not None and len(x.shape) == 4:
+            check_image("TRANSPOSE_CONV", x)
         cache["kind"] = k = kind(ctx, self._data_first(node))
         if k in INT_KINDS:
             cache["params"] = int_transpose_conv.prepare_transpose_conv(

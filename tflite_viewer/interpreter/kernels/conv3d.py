@@ -11,6 +11,7 @@ import numpy as np
 from ..padding import compute_out_size, compute_padding
 from .common import (BuiltinOperator as Op, apply_activation, as_int_list, clamp_activation,
                      define, option)
+from .conv import check_image
 from .data_ops import types_check
 
 
@@ -50,6 +51,7 @@ def conv3d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, strides, dilat
 
 
 def _conv3d_shape(ctx, node):
+    check_image("CONV_3D", ctx.input(node, 0), 1, 3)
     x, w = ctx.input(node, 0).shape, ctx.input(node, 1).shape
     strides, dil, padding = _geometry(node)
     return [(x[0],) + tuple(compute_out_size(padding, x[1 + i], w[i], strides[i], dil[i])

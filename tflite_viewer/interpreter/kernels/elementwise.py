@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..float32 import powf
 from ..integer import compare as int_compare
 from ..integer import div as int_div
 from ..integer import elementwise as int_elementwise
-from .common import (QUANTIZED, BuiltinOperator as Op, apply_activation,
+from .common import (QUANTIZED, BuiltinOperator as Op, KernelError, apply_activation,
                      bind_elementwise, clamp_activation, broadcast_shape, define, rounding, same_shape,
                      tensor_qparams)
 
@@ -58,9 +59,14 @@ def floor_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """POW: float32 as std::pow on floats (C's ``powf``, to the bit: `float32.powf`);
+    integers by repeated multiplication, which refuses a negative exponent."""
+    if a.dtype == np.float32 and b.dtype == np.float32:
+        return powf(a, b)
     if a.dtype.kind in "iu":
         if np.any(b < 0):
-            raise ValueError("integer POW with a negative exponent")
+            raise KernelError("integer POW with a negative exponent (LiteRT's IntegerPow "
+                              "takes exponents of 0 or more)")
     return np.power(a, b)
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..integer import resize as int_resize
-from .common import BuiltinOperator as Op, as_int_list, define, derived, option
+from .common import BuiltinOperator as Op, KernelError, as_int_list, define, derived, option
 
 
 def space_to_batch_nd(x: np.ndarray, block, paddings, pad_value=0) -> np.ndarray:
@@ -209,11 +209,20 @@ def resize_nearest(x: np.ndarray, size, align_corners=False, half_pixel_centers=
 
 
 def _resize_shape(ctx, node):
+    x = ctx.input(node, 0)
     size = ctx.known_value(node, 1)
     if size is None:
         return None
-    n, _, _, c = ctx.input(node, 0).shape
+    n, _, _, c = x.shape
     oh, ow = as_int_list(size)
+    if node.name == "RESIZE_BILINEAR" and (oh <= 0 or ow <= 0):
+        raise KernelError(f"RESIZE_BILINEAR to size {[oh, ow]}: LiteRT's Prepare wants a "
+                          "height and width of at least 1")
+    if (x.shape[1] <= 0 or x.shape[2] <= 0) and n * oh * ow * c > 0:
+        # (LiteRT 2.3.0 reads before such an input's start: a segmentation fault)
+        raise KernelError(f"{node.name}: the input of shape {list(x.shape)} has no pixel to "
+                          f"resize from to size {[oh, ow]} (its height and width must be at "
+                          "least 1)")
     return [(n, oh, ow, c)]
 
 

@@ -8,15 +8,20 @@ import math
 
 import numpy as np
 
-from .common import BuiltinOperator as Op, as_int_list, bind_arrays, define, option
+from .common import BuiltinOperator as Op, KernelError, as_int_list, bind_arrays, define, option
 
 
 def _check_index_rows(rows: np.ndarray, shape, op_name: str) -> None:
-    """Raise IndexError unless every row of ``rows`` (one index per leading dimension of
-    ``shape``) lies inside ``shape``: GATHER_ND and SCATTER_ND index alike."""
+    """Raise a `KernelError` unless every row of ``rows`` (one index per leading dimension
+    of ``shape``) lies inside ``shape``: GATHER_ND and SCATTER_ND index alike."""
+    if rows.shape[1] > len(shape):
+        raise KernelError(f"{op_name}: indices of depth {rows.shape[1]} for a shape "
+                          f"{list(shape)} of rank {len(shape)} (at most its rank)")
     for d in range(rows.shape[1]):
         if np.any(rows[:, d] < 0) or np.any(rows[:, d] >= shape[d]):
-            raise IndexError(f"{op_name} index out of range")
+            bad = rows[(rows[:, d] < 0) | (rows[:, d] >= shape[d]), d][0]
+            raise KernelError(f"{op_name}: index {int(bad)} of dimension {d} out of range "
+                              f"[0, {shape[d]}) of the shape {list(shape)}")
 
 
 def gather(params: np.ndarray, indices: np.ndarray, axis: int = 0, batch_dims: int = 0):
@@ -25,7 +30,9 @@ def gather(params: np.ndarray, indices: np.ndarray, axis: int = 0, batch_dims: i
     # (the ufunc reductions indices.min() and .max() run, without their Python wrappers)
     if indices.size and (np.minimum.reduce(indices, axis=None) < 0
                          or np.maximum.reduce(indices, axis=None) >= params.shape[axis]):
-        raise IndexError(f"GATHER index out of range [0, {params.shape[axis]})")
+        bad = indices[(indices < 0) | (indices >= params.shape[axis])].reshape(-1)[0]
+        raise KernelError(f"GATHER: index {int(bad)} out of range [0, {params.shape[axis]}) "
+                          f"of axis {axis} of the params' shape {list(params.shape)}")
     if batch_dims == 0:
         return np.take(params, indices, axis=axis)
     batch = params.shape[:batch_dims]
@@ -40,8 +47,14 @@ def _gather_shape(ctx, node):
     p, i = ctx.input(node, 0).shape, ctx.input(node, 1).shape
     axis = int(option(node, "axis", 0))
     axis = axis + len(p) if axis < 0 else axis
+    if not 0 <= axis < len(p):  # gather.cc's Prepare
+        raise KernelError(f"GATHER: axis {int(option(node, 'axis', 0))} out of range for "
+                          f"params of rank {len(p)}")
     bd = int(option(node, "batch_dims", 0))
     bd = bd + len(i) if bd < 0 else bd
+    if not 0 <= bd <= min(axis, len(i)):
+        raise KernelError(f"GATHER: batch_dims {int(option(node, 'batch_dims', 0))} must lie "
+                          f"in [0, {min(axis, len(i))}] (the axis and the indices' rank)")
     return [tuple(p[:axis]) + tuple(i[bd:]) + tuple(p[axis + 1:])]
 
 
@@ -64,10 +77,17 @@ def gather_nd(params: np.ndarray, indices: np.ndarray) -> np.ndarray:
     return out.reshape(indices.shape[:-1] + params.shape[k:])
 
 
+def _gather_nd_shape(ctx, node):
+    params, indices = ctx.input(node, 0).shape, ctx.input(node, 1).shape
+    if not indices or not 0 <= indices[-1] <= len(params):  # gather_nd.cc's Prepare
+        raise KernelError(f"GATHER_ND: indices of shape {list(indices)} for params of shape "
+                          f"{list(params)}: the indices' last dimension must lie in "
+                          f"[0, {len(params)}] (the params' rank)")
+    return [tuple(indices[:-1]) + tuple(params[indices[-1]:])]
+
+
 define(Op.GATHER_ND, (1, 5), lambda ctx, node: gather_nd(ctx.value(node, 0), ctx.value(node, 1)),
-       lambda ctx, node: [tuple(ctx.input(node, 1).shape[:-1]) +
-                          tuple(ctx.input(node, 0).shape[ctx.input(node, 1).shape[-1]:])],
-       types="any")
+       _gather_nd_shape, types="any")
 
 
 def scatter_nd(indices: np.ndarray, updates: np.ndarray, shape) -> np.ndarray:

@@ -3,27 +3,37 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..float32 import ordered_matmul
 from ..integer import batch_matmul as int_batch_matmul, blockwise as int_blockwise
 from ..integer import conv as int_conv
 from ..integer import fully_connected as int_fully_connected, hybrid as int_hybrid
 from ..tensor import AllocationType
 from ..weights import packed_rows, rows_reader
 from .common import (ACTIVATION_RANGES, FLOAT_WEIGHT, BuiltinOperator as Op, INT_KINDS, Kernel,
-                     _float_bounds,
-                     activation, apply_activation, declare, kind, option, register, rounding,
-                     tensor_qparams)
+                     KernelError, _float_bounds, activation, apply_activation, declare, kind,
+                     option, register, rounding, tensor_qparams)
+
+
+def _product(rows: np.ndarray, wt: np.ndarray, reference_sums: bool = True) -> np.ndarray:
+    """rows [M, K] times wt [K, O]: float32 sums in reference_ops::FullyConnected's depth
+    order (`float32.ordered_matmul`, LiteRT's reference to the bit) unless
+    ``reference_sums`` is False (`Interpreter.reference_float_sums`); numpy's product for
+    other types."""
+    if reference_sums and rows.dtype == np.float32 and wt.dtype == np.float32:
+        return ordered_matmul(rows, wt)
+    return rows @ wt
 
 
 def fully_connected(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
                     act: str | None = None, keep_num_dims: bool = False,
-                    w_t: np.ndarray | None = None) -> np.ndarray:
+                    w_t: np.ndarray | None = None, reference_sums: bool = True) -> np.ndarray:
     """x [..., K] (any shape whose size is a multiple of K) times w [O, K]^T, plus bias."""
     o, k = w.shape
     if x.size % k:
         raise ValueError(f"input of {x.size} elements is not a multiple of the weights' "
                          f"input size {k}")
     rows = x if x.ndim == 2 and x.shape[1] == k else x.reshape(-1, k)
-    out = rows @ (w.T if w_t is None else w_t)
+    out = _product(rows, w.T if w_t is None else w_t, reference_sums)
     if b is not None:
         out += b
     out = apply_activation(out, act)
@@ -133,13 +143,13 @@ class FullyConnected(Kernel):
         if len(x_shape) != 2 or x_shape[1] != k_in or o.shape != (x_shape[0], wt.shape[1]):
             return None
         lo, hi = _float_bounds(act, wt.dtype) if act is not None else (None, None)
-        dtype, invoke = wt.dtype, self.invoke
+        dtype, invoke, interp = wt.dtype, self.invoke, ctx.interpreter
 
         def run(ctx, node):
             x = xt.data
             if x is None or x.shape != x_shape or x.dtype != dtype:
                 return invoke(ctx, node)
-            out = x @ wt
+            out = _product(x, wt, interp.reference_float_sums)
             if brow is not None:
                 out += brow
             if lo is not None:
@@ -157,7 +167,7 @@ class FullyConnected(Kernel):
             x = xt.data
             if x is not None and x.dtype == wt.dtype and x.size % k_in == 0:
                 rows = x if x.ndim == 2 and x.shape[1] == k_in else x.reshape(-1, k_in)
-                out = rows @ wt
+                out = _product(rows, wt, ctx.interpreter.reference_float_sums)
                 if brow is not None:
                     out += brow
                 if act is not None:
@@ -224,7 +234,8 @@ class FullyConnected(Kernel):
                     cache["bsrc"], cache["brow"] = bias, bias.reshape(1, -1)
                 bias = cache["brow"]
             out = fully_connected(ctx.value(node, 0), w, bias, cache["act"], cache["keep"],
-                                  w_t=cache["wt"])
+                                  w_t=cache["wt"],
+                                  reference_sums=ctx.interpreter.reference_float_sums)
         ctx.set_output(o, out)
 
     @staticmethod
@@ -256,13 +267,19 @@ def batch_matmul(a: np.ndarray, b: np.ndarray, adj_x: bool = False,
 
 def _bmm_shape(ctx, node):
     a, b = list(ctx.input(node, 0).shape), list(ctx.input(node, 1).shape)
+    if len(a) < 2 or len(b) < 2:
+        raise KernelError(f"BATCH_MATMUL needs inputs of rank 2 or more, got {a} and {b}")
     if option(node, "adj_x", False):
         a[-1], a[-2] = a[-2], a[-1]
     if option(node, "adj_y", False):
         b[-1], b[-2] = b[-2], b[-1]
     if a[-1] != b[-2]:
-        raise ValueError(f"BATCH_MATMUL shapes {a} and {b} do not contract")
-    batch = np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2]))
+        raise KernelError(f"BATCH_MATMUL shapes {a} and {b} do not contract")
+    try:
+        batch = np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2]))
+    except ValueError:
+        raise KernelError(f"BATCH_MATMUL: the batch dimensions {a[:-2]} and {b[:-2]} of "
+                          f"shapes {a} and {b} do not broadcast") from None
     return tuple(batch) + (a[-2], b[-1])
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..integer import reduce as int_reduce
-from .common import (QUANTIZED, BuiltinOperator as Op, as_int_list, bind_arrays, define, derived,
-                     option, rounding, same_shape, tensor_qparams)
+from .common import (QUANTIZED, BuiltinOperator as Op, KernelError, as_int_list, bind_arrays,
+                     define, derived, option, rounding, same_shape, tensor_qparams)
 
 
 def normalize_axes(axes, rank: int) -> tuple[int, ...]:
@@ -13,7 +13,7 @@ def normalize_axes(axes, rank: int) -> tuple[int, ...]:
     for a in axes:
         a = int(a)
         if not -rank <= a < max(rank, 1):
-            raise ValueError(f"axis {a} out of range for rank {rank}")
+            raise KernelError(f"axis {a} out of range for rank {rank}")
         a = a + rank if a < 0 else a
         if a not in out:
             out.append(a)
@@ -105,14 +105,29 @@ def _int_prod(ctx, node, p):
                                   tensor_qparams(x), tensor_qparams(o), rounding(ctx))
 
 
+def _extreme(ufunc, pick):
+    """REDUCE_MAX / REDUCE_MIN: the ufunc reduction; over an empty axis, the value the
+    reference kernel starts from (the type's lowest value for MAX, its highest for MIN)."""
+    def reduce(x, axis, keepdims):
+        if x.size:
+            return ufunc.reduce(x, axis=axis, keepdims=keepdims)
+        info = np.finfo(x.dtype) if x.dtype.kind == "f" else np.iinfo(x.dtype)
+        return ufunc.reduce(x, axis=axis, keepdims=keepdims, initial=pick(info))
+    return reduce
+
+
+reduce_max = _extreme(np.maximum, lambda info: info.min)
+reduce_min = _extreme(np.minimum, lambda info: info.max)
+
+
 # SUM, REDUCE_MAX/MIN/PROD: the ufunc reductions np.sum, np.max, np.min and np.prod call
 # for arrays, without their Python wrappers (about a microsecond each)
 #: op, versions, float function, node kinds, integer prepare and compute
 _REDUCTIONS = (
     (Op.MEAN, (1, 3), mean, QUANTIZED, _prepare_mean, _int_mean_sum(False)),
     (Op.SUM, (1, 2), np.add.reduce, QUANTIZED, _prepare_mean, _int_mean_sum(True)),
-    (Op.REDUCE_MAX, (1, 3), np.maximum.reduce, QUANTIZED, None, _int_raw(int_reduce.reduce_max)),
-    (Op.REDUCE_MIN, (1, 3), np.minimum.reduce, QUANTIZED, None, _int_raw(int_reduce.reduce_min)),
+    (Op.REDUCE_MAX, (1, 3), reduce_max, QUANTIZED, None, _int_raw(int_reduce.reduce_max)),
+    (Op.REDUCE_MIN, (1, 3), reduce_min, QUANTIZED, None, _int_raw(int_reduce.reduce_min)),
     (Op.REDUCE_PROD, (1, 2), np.multiply.reduce, "float+int8+int16", None, _int_prod),
     (Op.REDUCE_ANY, (1, 1), np.any, "any", None, None),
     (Op.REDUCE_ALL, (1, 1), np.all, "any", None, None),
@@ -127,7 +142,11 @@ def _arg(fn):
         x = ctx.value(node, 0)
         axis = normalize_axes(as_int_list(ctx.value(node, 1)), x.ndim)
         if len(axis) != 1:
-            raise ValueError("ARG_MAX/ARG_MIN take exactly one axis")
+            raise KernelError(f"{node.name} takes exactly one axis, not {len(axis)}")
+        if x.shape[axis[0]] == 0:
+            raise KernelError(f"{node.name} over an empty axis: dimension {axis[0]} of the "
+                              f"input's shape {list(x.shape)} holds no element (LiteRT "
+                              "refuses it too)")
         return fn(x, axis=axis[0])
     return compute
 

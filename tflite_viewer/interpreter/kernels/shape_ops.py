@@ -9,7 +9,7 @@ import numpy as np
 
 from ..integer import concat_pad as int_concat_pad
 from ..tensor import UINT8
-from .common import (BuiltinOperator as Op, as_int_list, define, quantization_mismatch,
+from .common import (BuiltinOperator as Op, KernelError, as_int_list, define, quantization_mismatch,
                      derived, option, same_shape)
 from .reduce import normalize_axes
 
@@ -214,8 +214,16 @@ def _pack(ctx, node):
 
 def _pack_shape(ctx, node):
     shape = ctx.input(node, 0).shape
+    for k in range(1, len(node.inputs)):  # pack.cc's Prepare: HaveSameShapes
+        other = ctx.input(node, k).shape
+        if tuple(other) != tuple(shape):
+            raise KernelError(f"PACK: input {k} has shape {list(other)}, input 0 "
+                              f"{list(shape)}; every input must have the same shape")
     axis = int(option(node, "axis", 0))
     axis = axis + len(shape) + 1 if axis < 0 else axis
+    if not 0 <= axis <= len(shape):
+        raise KernelError(f"PACK: axis {int(option(node, 'axis', 0))} out of range for "
+                          f"inputs of rank {len(shape)}")
     return [tuple(shape[:axis]) + (len(node.inputs),) + tuple(shape[axis:])]
 
 
@@ -442,6 +450,16 @@ define(Op.PADV2, (1, 5), _pad, _pad_shape, types="any", check=_padv2_check)
 
 
 def mirror_pad(x: np.ndarray, paddings, mode: str) -> np.ndarray:
+    """MirrorPad: each side padded with at most the dimension less the mode's offset (1 for
+    REFLECT, which leaves out the edge, 0 for SYMMETRIC), as mirror_pad.cc's Prepare
+    requires (numpy would reflect again past that)."""
+    offset = 1 if mode == "REFLECT" else 0
+    for d, (left, right) in enumerate(paddings):
+        most = x.shape[d] - offset
+        if left > most or right > most:
+            raise KernelError(f"MIRROR_PAD ({mode}): paddings ({left}, {right}) of dimension "
+                              f"{d} exceed its size {x.shape[d]} less the mode's offset "
+                              f"{offset} (at most {max(most, 0)} each side)")
     return np.pad(x, paddings, mode="reflect" if mode == "REFLECT" else "symmetric")
 
 
@@ -456,15 +474,24 @@ def _check_alloc(ctx, node, shape, k=0):
                                       (ctx.output(node, k).dtype.itemsize or 1), shape)
 
 
+def _multipliers(rank: int, reps) -> list[int]:
+    """TILE's multipliers: one per input dimension (tile.cc's Prepare)."""
+    reps = as_int_list(reps)
+    if len(reps) != rank:
+        raise KernelError(f"TILE: {len(reps)} multipliers {reps} for an input of rank {rank}")
+    return reps
+
+
 def _tile(ctx, node):
     x = ctx.value(node, 0)
-    reps = as_int_list(ctx.value(node, 1))
+    reps = _multipliers(x.ndim, ctx.value(node, 1))
     _check_alloc(ctx, node, [d * r for d, r in zip(x.shape, reps)])
     return np.tile(x, reps)
 
 
 define(Op.TILE, (1, 3), _tile, lambda ctx, node: None if _const(ctx, node, 1) is None else
-       [tuple(d * r for d, r in zip(ctx.input(node, 0).shape, as_int_list(_const(ctx, node, 1))))],
+       [tuple(d * r for d, r in zip(ctx.input(node, 0).shape, _multipliers(
+           len(ctx.input(node, 0).shape), _const(ctx, node, 1))))],
        types="any")
 
 

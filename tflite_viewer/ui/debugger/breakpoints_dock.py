@@ -1,27 +1,39 @@
-"""The Breakpoints dock: every breakpoint with its hit count; enable, disable, delete."""
+"""The Breakpoints dock: every breakpoint with its hit count; enable, disable, delete.
+
+A view of the open workspace's ``ws.breakpoints`` (kept with the model, with or without a
+session, following their operators through edits); the hit counts are the current
+session's.
+"""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QHBoxLayout, QPushButton, QTreeWidget, QTreeWidgetItem,
                                QVBoxLayout, QWidget)
 
+from ..panels.common import min_rows
+from ..workspace import BREAKPOINTS, MODEL
+
+EMPTY = "No breakpoints: select an operator and press F9, or Add\u2026 a condition"
+
 
 class BreakpointsDock(QWidget):
-    """Lists `BreakpointInfo` rows; the check box enables, Delete removes."""
+    """Lists the workspace's breakpoints; the check box enables, Delete removes."""
 
     enableRequested = Signal(int, bool)   # id, enabled
     removeRequested = Signal(int)
     addRequested = Signal()               # the conditional breakpoint dialog
     activated = Signal(int, int)          # subgraph, op (double-click)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, hub, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.hub = hub
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["breakpoint", "hits"])
         self.tree.setRootIsDecorated(False)
-        self.tree.setColumnWidth(0, 300)
+        self.tree.setColumnWidth(0, 340)
         self.tree.itemChanged.connect(self._changed)
         self.tree.itemDoubleClicked.connect(self._double_clicked)
+        min_rows(self.tree, 8)
         add = QPushButton("Add\u2026")
         add.setToolTip("A conditional breakpoint: NaN/Inf, a range, saturation, an op type")
         add.clicked.connect(self.addRequested)
@@ -36,6 +48,10 @@ class BreakpointsDock(QWidget):
         layout.addWidget(self.tree, 1)
         layout.addLayout(buttons)
         self.infos: tuple = ()
+        hub.subscribe(self.render, MODEL, BREAKPOINTS)
+
+    def render(self, ws) -> None:
+        self.set_breakpoints(ws.breakpoint_infos())
 
     def set_breakpoints(self, infos) -> None:
         self.infos = tuple(infos)
@@ -47,21 +63,31 @@ class BreakpointsDock(QWidget):
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(0, Qt.CheckState.Checked if info.enabled else Qt.CheckState.Unchecked)
             item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight)
+            item.setToolTip(0, info.description)
             self.tree.addTopLevelItem(item)
+        if not self.infos:
+            item = QTreeWidgetItem([EMPTY, ""])
+            item.setFlags(Qt.ItemFlag.NoItemFlags)
+            self.tree.addTopLevelItem(item)
+            item.setFirstColumnSpanned(True)  # the empty state across the columns
         self.tree.blockSignals(False)
 
+    def _id(self, item: QTreeWidgetItem | None) -> int | None:
+        bid = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
+        return None if bid is None else int(bid)
+
     def _changed(self, item: QTreeWidgetItem, column: int) -> None:
-        if column == 0:
-            self.enableRequested.emit(int(item.data(0, Qt.ItemDataRole.UserRole)),
-                                      item.checkState(0) == Qt.CheckState.Checked)
+        bid = self._id(item)
+        if column == 0 and bid is not None:
+            self.enableRequested.emit(bid, item.checkState(0) == Qt.CheckState.Checked)
 
     def _delete(self) -> None:
-        item = self.tree.currentItem()
-        if item is not None:
-            self.removeRequested.emit(int(item.data(0, Qt.ItemDataRole.UserRole)))
+        bid = self._id(self.tree.currentItem())
+        if bid is not None:
+            self.removeRequested.emit(bid)
 
     def _double_clicked(self, item: QTreeWidgetItem, _column: int) -> None:
-        bid = int(item.data(0, Qt.ItemDataRole.UserRole))
+        bid = self._id(item)
         info = next((i for i in self.infos if i.id == bid), None)
         if info is not None and info.op is not None:
             self.activated.emit(info.subgraph or 0, info.op)

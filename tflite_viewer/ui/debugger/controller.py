@@ -1,31 +1,43 @@
-"""The debugger in the window: Debug menu and toolbar, status, canvas marks, inspector.
+"""The debugger in the window: Debug menu and toolbar, the session's commands, what comes back.
 
 `DebuggerController(window)` is all the window needs: it adds its menu, toolbar, status
-label and docks (built by `menus`), and talks to the window only through its public methods and signals
-(``model``, ``subgraph``, ``show_subgraph``, ``select_op``, ``model_replaced``, ...).
-The run itself happens in a `DebugWorker` on a QThread; this side only sends commands and
-receives immutable stops and snapshots, so the event loop never waits for a kernel.
+label and docks (built by `menus`).  The run itself happens in a `DebugWorker` on a
+QThread; this side only sends commands and receives immutable stops and snapshots, so the
+event loop never waits for a kernel.
 
-An edit (``model_replaced``) ends the session with a notice: continuing a run of the old
-model on the new one would show values that no longer exist.
+Everything about the run belongs to the open workspace (`ui.workspace`): its inputs, the
+session's generation, the last stop, snapshots, outputs and profile (``ws.debug``), the
+breakpoints (``ws.breakpoints``, kept while no session runs and copied into each new one)
+and the watch list (``ws.watches``).  The controller writes them and tells the hub; the
+docks, the canvas marks (`canvas.DebugCanvas`) and the status label are views that render
+the workspace they are handed.  A result the worker sends for a session that is no longer
+the open workspace's is dropped.  Opening another model closes the workspace and with it
+the session (``DebugState.release``); an edit ends it with a notice (`Workspace.replace_model`).
 """
 from __future__ import annotations
 
+import itertools
 import logging
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QEvent, QObject, QRectF, Qt, QThread, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QThread, Signal
 from PySide6.QtWidgets import QDockWidget, QMenu
 
 from ...interpreter import debugger as dbg
-from ...interpreter.session import ERROR, FINISHED, PAUSED, DebugStop
+from ...interpreter.session import ERROR, FINISHED, PAUSED, BreakpointInfo, DebugStop
+from ..identity import TensorRef
 from ..panels.tensor_panel import NOT_RUNNING
+from ..workspace import (BREAKPOINTS, DEBUG, SESSION_NOTICE, SNAPSHOTS, WATCHES, RunOutputs,
+                         Workspace)
 from . import menus
+from .canvas import DebugCanvas
 from .state_label import StateLabel
 from .worker import DebugWorker, Request
 
 log = logging.getLogger(__name__)
+_serials = itertools.count(1)  # session generations, unique for the process
+
 
 def in_view(dock: QDockWidget) -> bool:
     """Whether ``dock`` can be seen: a dock behind another one's tab stays "visible" to
@@ -34,10 +46,12 @@ def in_view(dock: QDockWidget) -> bool:
 
 
 class DebuggerController(QObject):
-    """Owns the worker thread, the debugger's actions, docks and canvas marks."""
+    """Owns the worker thread and the debugger's actions; the state is the workspace's."""
 
     request = Signal(object)  # a worker.Request
-    stopReceived = Signal(object)                  # DebugStop, after the window updated
+    stopReceived = Signal(object)                  # DebugStop, after the views updated
+    snapshotsReceived = Signal(object)             # {(sg, t): TensorSnapshot}, after the views
+    commandFailed = Signal(str, str)               # command, message (after it was reported)
     sessionEnded = Signal(str)                     # why
     crossCheckDone = Signal(object)                # crosscheck_dock.CrossCheck
     sessionInputsChanged = Signal()                # a session started or ended, new inputs
@@ -45,24 +59,16 @@ class DebuggerController(QObject):
     def __init__(self, window) -> None:
         super().__init__(window)
         self.window = window
-        self.serial = 0
-        self.active = False
-        self.busy = False
-        self.last_stop: DebugStop | None = None
-        self.snapshots: dict[tuple[int, int], Any] = {}
-        self._pending: set[tuple[int, int]] = set()
-        self.breakpoint_infos: tuple = ()
-        self.inputs: dict[str, np.ndarray] = {}
-        self.signature: str | None = None  # the signature the run uses (None: subgraph 0)
-        self.specs: tuple = ()
+        self.hub = window.hub
         self.heat: str | None = None  # what colours the ops: "time", "error" or nothing
         self.crosscheck_dock = None  # made by the first cross-check
-        self.last_cross_check = None
         self.thread = QThread(self)
         self.thread.setObjectName("tflite-viewer debugger")
         self.worker = DebugWorker()
         self.worker.moveToThread(self.thread)
         self.request.connect(self.worker.execute, Qt.ConnectionType.QueuedConnection)
+        # queued to this (GUI-thread) object: delivered by the event loop, never on the
+        # worker's thread
         self.worker.stopped.connect(self._stopped)
         self.worker.snapshots.connect(self._snapshots_arrived)
         self.worker.breakpoints.connect(self._breakpoints_arrived)
@@ -72,16 +78,64 @@ class DebuggerController(QObject):
         self.thread.start()
         menus.build_docks(self)
         menus.build_actions(self)
-        self.state_label = StateLabel()
+        self.state_label = StateLabel(self.hub)
         window.statusBar().addPermanentWidget(self.state_label)
-        window.model_replaced.connect(self._model_replaced)
-        window.subgraphShown.connect(lambda _i: self._paint_canvas(scroll=False))
+        self.state_label.setText("")  # hidden until a session starts
+        self.canvas = DebugCanvas(self)
+        self.hub.subscribe(self._workspace_changed, DEBUG, BREAKPOINTS)
         window.selectionChanged.connect(lambda _s: self._update_actions())
         window.installEventFilter(self)
         window.tensor_panel.live_values = self._live_value
         window.tensor_panel.menu_actions.append(
             lambda menu, _t: (menu.addSeparator(), menu.addAction(self.watch_action)))
         self._update_actions()
+
+    # ==========================================================================================
+    # the state, as the workspace holds it (the names tests and the window use)
+    @property
+    def ws(self) -> Workspace:
+        return self.hub.workspace
+
+    @property
+    def active(self) -> bool:
+        return self.ws.debug.active
+
+    @property
+    def busy(self) -> bool:
+        return self.ws.debug.busy
+
+    @property
+    def serial(self) -> int:
+        return self.ws.debug.serial
+
+    @property
+    def last_stop(self) -> DebugStop | None:
+        return self.ws.debug.last_stop
+
+    @property
+    def snapshots(self) -> dict:
+        return self.ws.debug.snapshots
+
+    @property
+    def inputs(self) -> dict[str, np.ndarray]:
+        return self.ws.debug.inputs
+
+    @property
+    def signature(self) -> str | None:
+        return self.ws.debug.signature
+
+    @property
+    def specs(self) -> tuple:
+        return self.ws.debug.specs
+
+    @property
+    def last_cross_check(self):
+        return self.ws.crosscheck.result
+
+    @property
+    def breakpoint_infos(self) -> tuple[BreakpointInfo, ...]:
+        """The workspace's breakpoints as the Breakpoints dock lists them."""
+        return self.ws.breakpoint_infos()
 
     # ==========================================================================================
     # construction (`menus`)
@@ -104,85 +158,106 @@ class DebuggerController(QObject):
             self.thread.quit()
             self.thread.wait(10000)
 
+    def _workspace_changed(self, _ws) -> None:
+        self._update_actions()
+
     # ==========================================================================================
     # the session
     def _send(self, command: str, args: Any = (), interest: Any = None) -> None:
         if not self.thread.isRunning():  # a close of the window was cancelled
             self.thread.start()
-        self.request.emit(Request(command, args, interest, self.serial))
+        self.request.emit(Request(command, args, interest, self.ws.debug.serial))
 
     def ensure_session(self) -> bool:
-        """Start a session on the window's model (once); False without a model."""
-        if self.window.model is None:
+        """Start a session on the open model (once); False without a model."""
+        ws = self.ws
+        if ws.model is None:
             return False
-        if not self.active:
+        if not ws.debug.active:
             if not self.thread.isRunning():
                 self.thread.start()
-            self.serial += 1
-            self.active = True
-            self.snapshots = {}
-            self.last_stop = None
-            self.request.emit(Request("open", {"model": self.window.model,
-                                               "inputs": self.inputs,
-                                               "signature": self.signature}, None, self.serial))
+            serial = next(_serials)
+            d = ws.debug
+            d.serial, d.active, d.busy = serial, True, False
+            d.snapshots, d.pending, d.last_stop = {}, set(), None
+            d.release = lambda: self._release(serial)
+            self.request.emit(Request("open", {
+                "model": ws.model, "inputs": d.inputs, "signature": d.signature,
+                "generation": d.generation, "inline_composites": self.inline_composites(),
+                "breakpoints": [(e.id, e.make()) for e in ws.breakpoints]}, None, serial))
             for dock in (self.callstack_dock, self.breakpoints_dock, self.watch_dock,
                          self.outputs_dock, self.profile_dock):
                 dock.show()
             self.callstack_dock.raise_()
+            self.window.notice.dismiss(SESSION_NOTICE)  # about the session this one replaces
+            self.hub.changed(DEBUG, ws)
             self.sessionInputsChanged.emit()
         return True
 
+    def _release(self, serial: int) -> None:
+        """The worker's session ``serial`` is no longer wanted (ended, or its workspace
+        was closed): interrupt it and close it there."""
+        if self.worker.serial == serial:
+            self.worker.request_stop()
+        self.request.emit(Request("close", None, None, serial))
+
     def session_inputs(self) -> tuple[dict[str, np.ndarray], str | None] | None:
         """The inputs the running session computes on, by input name (the chosen ones, the
-        rest seeded as the session seeds them), and its signature; None without a session."""
-        if not self.active or self.window.model is None:
+        rest seeded as the session seeds them), and its signature; in a generation run the
+        inputs and signature of the call it is in.  None without a session."""
+        ws = self.ws
+        if not ws.debug.active or ws.model is None:
             return None
+        call = self.current_call()
+        if call is not None:
+            return dict(call.inputs), call.signature
         from ...interpreter.inputs import complete_inputs
         try:
-            arrays, _ = complete_inputs(self.window.model, self.inputs, 0, self.signature)
+            arrays, _ = complete_inputs(ws.model, ws.debug.inputs, 0, ws.debug.signature)
         except Exception:  # noqa: BLE001 - inputs the session itself refused
             return None
-        return arrays, self.signature
+        return arrays, ws.debug.signature
+
+    def current_call(self):
+        """The generation call (`interpreter.generation.Call`) the session's last stop is
+        in, or None (no generation run, or none started)."""
+        stop = self.ws.debug.last_stop if self.ws.debug.active else None
+        return None if stop is None else stop.call
+
+    def run_inputs(self) -> tuple[dict[str, np.ndarray], str | None]:
+        """What a cross-check runs on: the current call's inputs and signature in a
+        generation run, else the chosen inputs (the rest seeded) and signature."""
+        call = self.current_call()
+        if call is not None:
+            return dict(call.inputs), call.signature
+        return dict(self.ws.debug.inputs), self.ws.debug.signature
+
+    def inline_composites(self) -> bool:
+        """Whether the canvas draws composites expanded (Step Over then enters them)."""
+        return not bool(getattr(self.window, "fold_composites", True))
+
+    def set_inline_composites(self, on: bool) -> None:
+        if self.ws.debug.active:
+            self._send("set_inline_composites", (bool(on),))
 
     def end_session(self, why: str = "") -> None:
         """End the session (the run is abandoned); ``why`` becomes a notice."""
-        if not self.active:
+        ws = self.ws
+        if not ws.debug.active:
             return
-        self.worker.request_stop()
-        self.request.emit(Request("close", None, None, self.serial))
-        self.serial += 1
-        self.active = False
-        self.busy = False
-        self.last_stop = None
-        self.snapshots = {}
-        self._pending.clear()
-        self.breakpoint_infos = ()
-        self.breakpoints_panel.set_breakpoints(())
-        self.callstack_panel.set_stop(None, [])
-        self.window.graph_scene.drop_debug_overlay()
-        self.state_label.setText("")
-        self._refresh_inspector()
-        self._update_actions()
+        ws.debug.end()
+        for e in ws.breakpoints:
+            e.hits = 0
         if why:
-            self.window.notice.show_notice(why, "info")
+            self.window.notice.show_notice(why, "info", tag=SESSION_NOTICE)
+        self.hub.changed(DEBUG, ws)
+        self.hub.changed(BREAKPOINTS, ws)
+        self._refresh_inspector()
         self.sessionEnded.emit(why)
         self.sessionInputsChanged.emit()
 
-    def _model_replaced(self, _model) -> None:
-        if self.active:
-            self.end_session("The debug session ended: the model changed. Start it again "
-                             "(F5 / F10) to run the new model.")
-        self.inputs = {}
-        self.signature = None
-        self.last_cross_check = None
-        if self.heat == "error":
-            self.heat = None
-        if self.crosscheck_dock is not None:
-            self.crosscheck_panel.show_message("The model changed: run the cross-check again.")
-        self._update_actions()
-
     def _interest(self) -> list[tuple[int, int]]:
-        keys = list(self.watch_panel.pinned)
+        keys = self.ws.watches.keys()
         t = self.window.tensor_panel.tensor
         if t is not None:
             keys.append((t.subgraph.index, t.index))
@@ -191,9 +266,8 @@ class DebuggerController(QObject):
     def _move(self, command: str, args: tuple = ()) -> None:
         if not self.ensure_session():
             return
-        self.busy = True
-        self._update_actions()
-        self.state_label.setText("Debug: running\u2026")
+        self.ws.debug.busy = True
+        self.hub.changed(DEBUG, self.ws)
         self._send(command, args, self._interest())
 
     # -- commands (the actions) ----------------------------------------------------------------
@@ -212,15 +286,17 @@ class DebuggerController(QObject):
     def restart(self) -> None:
         self._move("restart")
 
-    def run_to(self, subgraph: int, op: int) -> None:
-        self._move("run_to", (subgraph, op))
+    def run_to(self, subgraph: int, op: int, call: int | None = None) -> None:
+        """Run to ``op`` of ``subgraph``; in a generation run, ``call`` (0 the prefill, i
+        decode step i) names the call to stop in."""
+        self._move("run_to", (subgraph, op) if call is None else (subgraph, op, call))
 
     def run_to_selected(self) -> None:
-        sel = self.window.selection
-        if sel is None or sel[0] != "op":
+        at = self.window.selected_op()  # an inlined operator: of its own subgraph
+        if at is None:
             self.window.statusBar().showMessage("Select an operator to run to", 5000)
             return
-        self.run_to(self.window.subgraph, sel[1])
+        self.run_to(*at)
 
     def stop(self) -> None:
         """Interrupt a running command (between two ops) and end the run."""
@@ -229,29 +305,70 @@ class DebuggerController(QObject):
         self.worker.request_stop()
         self._send("stop")
 
+    # -- breakpoints: the workspace's, copied into the session ------------------------------
     def toggle_breakpoint(self, subgraph: int | None = None, op: int | None = None) -> None:
+        """F9: a breakpoint before the selected operator (or ``op`` of ``subgraph``), or
+        remove the one there.  No session is needed: it is kept with the model."""
         if op is None:
-            sel = self.window.selection
-            if sel is None or sel[0] != "op":
+            at = self.window.selected_op()  # an inlined operator: of its own subgraph
+            if at is None:
                 self.window.statusBar().showMessage("Select an operator for the breakpoint", 5000)
                 return
-            subgraph, op = self.window.subgraph, sel[1]
-        if self.ensure_session():
-            self._send("toggle_breakpoint", (subgraph, op))
+            subgraph, op = at
+        ws = self.ws
+        if ws.model is None:
+            return
+        entry = ws.breakpoints.on_op(subgraph, op)
+        if entry is not None:
+            ws.breakpoints.remove(entry.id)
+        else:
+            ws.breakpoints.add(dbg.OpBreakpoint(op, subgraph), ws.model)
+        self._breakpoints_changed()
 
     def add_breakpoint(self, bp: dbg.Breakpoint) -> None:
-        if self.ensure_session():
-            self._send("add_breakpoint", (bp,))
+        ws = self.ws
+        if ws.model is None:
+            return
+        ws.breakpoints.add(bp, ws.model)
+        self._breakpoints_changed()
+
+    def remove_breakpoint(self, bid: int) -> None:
+        if self.ws.breakpoints.remove(bid):
+            self._breakpoints_changed()
+
+    def enable_breakpoint(self, bid: int, enabled: bool) -> None:
+        entry = self.ws.breakpoints.get(bid)
+        if entry is not None and entry.enabled != bool(enabled):
+            entry.enabled = bool(enabled)
+            self._breakpoints_changed()
+
+    def _breakpoints_changed(self) -> None:
+        ws = self.ws
+        self.hub.changed(BREAKPOINTS, ws)
+        if ws.debug.active:
+            self._send("sync_breakpoints", [(e.id, e.make()) for e in ws.breakpoints])
+
+    # -- the watch list -----------------------------------------------------------------------
+    def watch(self, subgraph: int, tensor: int) -> None:
+        """Pin a tensor of the open model in the Watch dock."""
+        ws = self.ws
+        if ws.model is None:
+            return
+        ws.watches.pin(TensorRef.of(ws.model, subgraph, tensor))
+        self.hub.changed(WATCHES, ws)
+        self.watch_dock.show()
+        self.watch_dock.raise_()
+        if ws.debug.active:
+            self._send("snapshots", [(subgraph, tensor)])
+
+    def unwatch(self, subgraph: int, tensor: int) -> None:
+        if self.ws.watches.unpin((subgraph, tensor)):
+            self.hub.changed(WATCHES, self.ws)
 
     def watch_selected(self) -> None:
         t = self.window.tensor_panel.tensor
-        if t is None:
-            return
-        self.watch_panel.pin(t.subgraph.index, t.index, t.name)
-        self.watch_dock.show()
-        self.watch_dock.raise_()
-        if self.active:
-            self._send("snapshots", [(t.subgraph.index, t.index)])
+        if t is not None:
+            self.watch(t.subgraph.index, t.index)
 
     def cross_check(self) -> None:
         from .crosscheck_dock import start_cross_check
@@ -262,32 +379,51 @@ class DebuggerController(QObject):
         if self.window.model is None:
             return
         dialog = InputsDialog(self.window.model, self.window.path, self.window.settings,
-                              self.window, self.signature)
-        if dialog.exec():
+                              self.window, self.signature, self.ws.debug.generation)
+        accepted = dialog.exec()
+        self.window.view.setFocus(Qt.FocusReason.OtherFocusReason)  # the canvas, not a dock
+        if accepted and dialog.generation is not None:
+            self.set_generation(dialog.generation)
+        elif accepted:
             self.set_inputs(dialog.arrays(), dialog.signature)
             if dialog.notes:
                 self.window.notice.show_notice("; ".join(dialog.notes), "info")
 
+    def set_generation(self, setup) -> None:
+        """Run a generation loop (a workspace.GenerationSetup) from the next start: prefill,
+        then decode steps, the KV cache carried; the session there is ends (its run has
+        other inputs and entries).  None: back to one run of the chosen inputs."""
+        d = self.ws.debug
+        if setup == d.generation:
+            return
+        d.generation = setup
+        self.end_session()
+
     def set_inputs(self, arrays: dict[str, np.ndarray], signature: str | None = None) -> None:
         """Use these inputs (of ``signature``, or of subgraph 0) from the next start; another
         signature ends the session (its run has other inputs and another entry)."""
-        self.inputs = dict(arrays)
-        if signature != self.signature:
-            self.signature = signature
+        d = self.ws.debug
+        d.inputs = dict(arrays)
+        if d.generation is not None:
+            d.generation, d.signature = None, signature
             self.end_session()
-        elif self.active:
-            self._send("set_inputs", self.inputs)
+        elif signature != d.signature:
+            d.signature = signature
+            self.end_session()
+        elif d.active:
+            self._send("set_inputs", d.inputs)
             self.sessionInputsChanged.emit()
 
     def condition_dialog(self) -> None:
         from .condition_dialog import ConditionDialog
         if self.window.model is None:
             return
-        sel = self.window.selection
-        op = sel[1] if sel is not None and sel[0] == "op" else None
-        dialog = ConditionDialog(self.window.model, self.window.subgraph, op, self.window)
+        at = self.window.selected_op()
+        subgraph, op = at if at is not None else (self.window.subgraph, None)
+        dialog = ConditionDialog(self.window.model, subgraph, op, self.window)
         if dialog.exec():
             self.add_breakpoint(dialog.breakpoint())
+        self.window.view.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def set_tensor_dialog(self) -> None:
         from .set_tensor import set_tensor_dialog
@@ -298,191 +434,135 @@ class DebuggerController(QObject):
             self._send("set_tensor", (subgraph, tensor, values))
 
     # ==========================================================================================
-    # what comes back
+    # what comes back (each for the open workspace's session, else dropped)
+    def _current(self, serial) -> Workspace | None:
+        ws = self.ws
+        return ws if ws.debug.active and serial == ws.debug.serial else None
+
     def _opened(self, serial, specs) -> None:
-        if serial == self.serial:
-            self.specs = specs
+        if (ws := self._current(serial)) is not None:
+            ws.debug.specs = specs
 
     def _stopped(self, stop: DebugStop, snaps: dict, serial) -> None:
-        if serial != self.serial:
+        ws = self._current(serial)
+        if ws is None:
             return
-        self.busy = False
-        self.last_stop = stop
-        self.snapshots = dict(snaps)
-        self._pending.clear()
-        self._follow(stop)
-        self._paint_canvas(scroll=True)
-        self._refresh_inspector()
-        self.watch_panel.show_snapshots(self.snapshots)
-        self.callstack_panel.set_stop(stop, self._subgraph_names())
-        if in_view(self.profile_dock) or stop.state != PAUSED:
-            self._update_profile(stop)  # else when the dock is shown
+        d = ws.debug
+        before = d.last_stop
+        d.busy = False
+        d.last_stop = stop
+        d.snapshots = dict(snaps)
+        d.pending.clear()
+        d.profile = dict(stop.op_times)
         if stop.state == FINISHED and stop.outputs is not None:
-            self._show_outputs(stop)
+            d.outputs = self._outputs(ws, stop)
+        self._follow(stop, before)
+        self.hub.changed(DEBUG, ws)
+        self.canvas.scroll_to_current()
+        self._refresh_inspector()
+        if stop.state == FINISHED and stop.outputs is not None:
             self.outputs_dock.raise_()
-        self._show_state(stop)
-        self._update_actions()
+        if stop.message and stop.reason == "breakpoint":
+            self.window.statusBar().showMessage(stop.message, 10000)
+        else:  # a breakpoint's message from an earlier stop no longer holds
+            self.window.statusBar().clearMessage()
         if stop.state == ERROR:
             self.window.errors.report("The run failed", stop.message, parent=self.window)
         self.stopReceived.emit(stop)
 
     def _snapshots_arrived(self, snaps: dict, serial) -> None:
-        if serial != self.serial:
+        ws = self._current(serial)
+        if ws is None:
             return
-        self.snapshots.update(snaps)
-        self._pending.difference_update(snaps)
-        self.watch_panel.show_snapshots(self.snapshots)
+        ws.debug.snapshots.update(snaps)
+        ws.debug.pending.difference_update(snaps)
+        self.hub.changed(SNAPSHOTS, ws)
         t = self.window.tensor_panel.tensor
         if t is not None and (t.subgraph.index, t.index) in snaps:
             self._refresh_inspector()
+        self.snapshotsReceived.emit(snaps)
 
     def _breakpoints_arrived(self, infos, serial) -> None:
-        if serial != self.serial or tuple(infos) == self.breakpoint_infos:
+        ws = self._current(serial)
+        if ws is None:
+            return
+        hits = {i.id: i.hits for i in infos}
+        if all(e.hits == hits.get(e.id, 0) for e in ws.breakpoints):
             return  # every stop sends them; only a change is worth a repaint
-        self.breakpoint_infos = tuple(infos)
-        self.breakpoints_panel.set_breakpoints(infos)
-        self._paint_canvas(scroll=False)
+        ws.breakpoints.set_hits(hits)
+        self.hub.changed(BREAKPOINTS, ws)
 
     def _result(self, command: str, value, serial) -> None:
-        if serial != self.serial:
+        if self._current(serial) is None:
             return
         if command == "set_inputs":
             self.window.statusBar().showMessage("Inputs set: they apply from the next start "
                                                 "(Ctrl+Shift+F5 restarts)", 8000)
 
     def _failed(self, command: str, message: str, serial) -> None:
-        if serial != self.serial:
+        ws = self._current(serial)
+        if ws is None:
             return
-        self.busy = False
-        self._update_actions()
+        ws.debug.busy = False
         if command == "open":
-            self.active = False
+            ws.debug.end()
+            self.hub.changed(DEBUG, ws)
             self.state_label.setText("Debug: cannot run")
             self.window.errors.report("Cannot debug this model", message, parent=self.window)
-            return
-        self.window.errors.report("Debugger", message, parent=self.window)
+        else:
+            self.hub.changed(DEBUG, ws)
+            self.window.errors.report("Debugger", message, parent=self.window)
+        self.commandFailed.emit(command, message)
 
     # ==========================================================================================
     # showing a stop
-    def _subgraph_names(self) -> list[str]:
-        model = self.window.model
-        return [] if model is None else [sg.display_name for sg in model.subgraphs]
-
-    def _show_state(self, stop: DebugStop) -> None:
-        ops = f"{stop.ops_run:,} op{'' if stop.ops_run == 1 else 's'} run"
-        text = f"Debug: {stop.describe(self._subgraph_names())} \u2014 {ops}"
-        self.state_label.setText(text)
-        if stop.message and stop.reason == "breakpoint":
-            self.window.statusBar().showMessage(stop.message, 10000)
-
-    def _follow(self, stop: DebugStop) -> None:
-        """Show the subgraph the run is paused in (F11 into a body, Shift+F11 back)."""
-        if stop.state != PAUSED or not stop.position:
-            return
-        sg = stop.position[-1][0]
-        if sg != self.window.subgraph:
-            self.window.show_subgraph(sg, wait=True)
-
-    def _frame_op(self, subgraph: int) -> int | None:
-        """The op about to run in ``subgraph`` if the paused run has a frame there."""
-        stop = self.last_stop
-        if stop is None or stop.state != PAUSED:
-            return None
-        for sg, op in reversed(stop.position):
-            if sg == subgraph:
-                return op
-        return None
-
-    def _paint_canvas(self, scroll: bool) -> None:
-        """Mark the shown subgraph: executed ops, computed edges, breakpoints, current op."""
+    def _follow(self, stop: DebugStop, before: DebugStop | None) -> None:
+        """Show the subgraph the run is paused in (F11 into a body, Shift+F11 back); when the
+        run ends inside a called subgraph (Step Out of an IF branch), the entry subgraph."""
         w = self.window
-        if w.model is None or w.graph_scene.data is None or \
-                not (self.active or self.heat == "error"):
+        if stop.state == PAUSED and stop.position:
+            sg = stop.position[-1][0]
+            inline = getattr(w.graph_scene.data, "inline", None)
+            if inline is not None and stop.position[0][0] == w.subgraph and \
+                    sg in {s for s, _ in inline.node_of}:
+                return  # paused in a composite drawn inline on the subgraph shown
+            if sg != w.subgraph:
+                w.show_subgraph(sg, wait=True)
             return
-        sg = w.subgraph
-        n_ops = len(w.model.subgraphs[sg].operators)
-        overlay = w.graph_scene.debug_overlay(n_ops)
-        if overlay is None:
-            return
-        stop = self.last_stop if self.active else None
-        current = self._frame_op(sg)
-        if stop is not None and sg < len(stop.executed):
-            overlay.set_state(executed=stop.executed[sg], computed=stop.computed[sg],
-                              current=current)
-        overlay.set_breakpoints({i.op: i.enabled for i in self.breakpoint_infos
-                                 if i.op is not None and (i.subgraph or 0) == sg})
-        if self.heat == "time":
-            overlay.set_heat(self._heat_values(sg, n_ops))
-        elif self.heat == "error" and self.last_cross_check is not None and \
-                sg == self.last_cross_check.report.subgraph:
-            overlay.set_heat(self.crosscheck_panel.op_errors(n_ops))
-        else:
-            overlay.set_heat(None)
-        if scroll and current is not None:
-            rect = overlay.op_rect(current)
-            if rect is not None:
-                visible = w.view.mapToScene(w.view.viewport().rect()).boundingRect()
-                if not visible.contains(rect):
-                    w.view.show_rect(QRectF(rect))
+        if before is not None and len(before.position) > 1 and \
+                w.subgraph in [s for s, _ in before.position[1:]]:
+            w.show_subgraph(before.position[0][0], wait=True)
 
-    def _heat_values(self, sg: int, n_ops: int) -> np.ndarray | None:
-        stop = self.last_stop
-        if stop is None or not stop.op_times:
-            return None
-        values = np.full(n_ops, np.nan)
-        for (s, op), sec in stop.op_times.items():
-            if s == sg and op < n_ops:
-                values[op] = sec
-        top = np.nanmax(values) if np.isfinite(values).any() else 0.0
-        return values / top if top > 0 else None
-
-    def _set_heat(self, on: bool) -> None:
-        self.heat = "time" if on else (None if self.heat == "time" else self.heat)
-        self._paint_canvas(scroll=False)
-
-    def _set_error_colours(self, on: bool) -> None:
-        self.heat = "error" if on else (None if self.heat == "error" else self.heat)
-        self._paint_canvas(scroll=False)
-
-    def _update_profile(self, stop: DebugStop) -> None:
-        model = self.window.model
-        names = {}
-        for key in stop.op_times:
-            try:
-                names[key] = model.subgraphs[key[0]].operators[key[1]].name
-            except (IndexError, AttributeError):
-                names[key] = "?"
-        self.profile_panel.set_times(dict(stop.op_times), names)
-
-    def _show_outputs(self, stop: DebugStop) -> None:
-        model = self.window.model
-        entry = 0
-        if self.specs:
-            entry = self.specs[0].subgraph
+    def _outputs(self, ws: Workspace, stop: DebugStop) -> RunOutputs:
+        model = ws.model
+        entry = ws.debug.specs[0].subgraph if ws.debug.specs else 0
+        signature = ws.debug.signature
+        if stop.call is not None:  # a generation run: its last call's
+            signature = stop.call.signature
+            entry = model.signature(signature).subgraph_index
         sg = model.subgraphs[entry]
         by_name = {sg.tensors[i].name: i for i in sg.outputs}
-        producers = {}
-        for op in sg.operators:
-            for o in op.outputs:
-                if o >= 0:
-                    producers[o] = op.name
+        if signature is not None:  # outputs named, and ordered, by the signature
+            by_name = {m.name: m.tensor_index for m in model.signature(signature).outputs}
         rows = []
         for k, (name, arr) in enumerate(stop.outputs.items()):
             t = by_name.get(name, sg.outputs[k] if k < len(sg.outputs) else -1)
             if arr is not None:
                 rows.append((name, t, arr))
-        self.outputs_panel.show_outputs(model, entry, rows, producers)
+        prompt = tuple(ws.debug.generation.prompt) if ws.debug.generation is not None else ()
+        return RunOutputs(entry, tuple(rows), tuple(stop.tokens), prompt)
 
     # -- the inspector -------------------------------------------------------------------------
     def _live_value(self, tensor):
         """The tensor panel's source of values during a session (see TensorPanel)."""
-        if not self.active or self.last_stop is None or tensor.is_constant:
+        d = self.ws.debug
+        if not d.active or d.last_stop is None or tensor.is_constant:
             return NOT_RUNNING
         key = (tensor.subgraph.index, tensor.index)
-        snap = self.snapshots.get(key)
+        snap = d.snapshots.get(key)
         if snap is None:
-            if key not in self._pending and not self.busy:
-                self._pending.add(key)
+            if key not in d.pending and not d.busy:
+                d.pending.add(key)
                 self._send("snapshots", [key])
             return None
         return snap if snap.computed else None
@@ -500,7 +580,7 @@ class DebuggerController(QObject):
     def show_op(self, subgraph: int, op: int) -> None:
         """Show ``subgraph`` and select ``op`` (a call-stack frame, a profile row ...)."""
         w = self.window
-        if w.model is None:
+        if w.model is None or not 0 <= subgraph < len(w.model.subgraphs):
             return
         if subgraph != w.subgraph:
             w.show_subgraph(subgraph, wait=True)
@@ -510,12 +590,21 @@ class DebuggerController(QObject):
     def _update_actions(self) -> None:
         menus.update_actions(self)
 
+    def _set_heat(self, on: bool) -> None:
+        self.heat = "time" if on else (None if self.heat == "time" else self.heat)
+        self.canvas.paint()
+
+    def _set_error_colours(self, on: bool) -> None:
+        self.heat = "error" if on else (None if self.heat == "error" else self.heat)
+        self.canvas.paint()
+
     # -- for tests and --screenshot ------------------------------------------------------------
     @property
     def state(self) -> str:
-        if not self.active:
+        d = self.ws.debug
+        if not d.active:
             return "inactive"
-        if self.busy:
+        if d.busy:
             return "running"
-        return self.last_stop.state if self.last_stop is not None else "ready"
+        return d.last_stop.state if d.last_stop is not None else "ready"
 

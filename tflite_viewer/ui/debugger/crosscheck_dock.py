@@ -8,6 +8,10 @@ LiteRT's tensor, cosine similarity, SQNR in dB, bit-exactness and the op-isolate
 the first diverging op is highlighted here and on the canvas, and "Colour by error" tints
 every op.  Selecting a row selects the op and shows ours, LiteRT's and the difference,
 briefly here and in full in the Tensor inspector's Compare tab (`tensor_comparison`).
+
+A view of the open workspace's ``ws.crosscheck``: the result of the model shown, or what is
+said instead (running, failed, the model changed).  A result that arrives after another
+model was opened stays with the workspace it was made for, which is gone.
 """
 from __future__ import annotations
 
@@ -23,11 +27,15 @@ from PySide6.QtWidgets import (QCheckBox, QLabel, QSplitter, QTableWidget, QTabl
 from ...interpreter.crosscheck import (CrossCheckReport, compare_with_litert, litert_available,
                                        real_values)
 from ..histogram_widget import HistogramWidget
+from ..panels.common import min_rows
 from ..tensor_stats import histogram
+from ..workspace import CROSSCHECK, MODEL, CrossCheckState
 
 COLUMNS = ("op", "opcode", "max |error|", "error / range", "cosine", "SQNR dB", "bit-exact",
            "isolated", "status", "tensor")
 DIVERGING = QColor("#ffd8d3")
+NOT_RUN = "Debug \u203a Cross-check with LiteRT runs LiteRT on the same inputs and compares every op"
+NO_ROW = "Select a row: ours, LiteRT's and their difference"
 
 
 @dataclass
@@ -43,12 +51,15 @@ class CrossCheck:
 def run_cross_check(model, inputs: dict, signature: str | None) -> CrossCheck:
     """Qt-free: our run and LiteRT's on ``inputs``, compared (runs on a pool thread)."""
     from ...interpreter import Interpreter
-    from ...interpreter.inputs import complete_inputs, positional
+    from ...interpreter.inputs import complete_inputs
 
     arrays, _ = complete_inputs(model, inputs or {}, 0, signature)
     interp = Interpreter(model)
-    interp.invoke(positional(model, arrays, signature), signature=signature)
-    report = compare_with_litert(model, arrays, signature=signature, interpreter=interp)
+    interp.invoke(arrays, signature=signature)  # by input name
+    from ...edit.expose import expose_op_outputs
+    # LiteRT crashing while keeping every tensor: compared on an exposed copy instead
+    report = compare_with_litert(model, arrays, signature=signature, interpreter=interp,
+                                 expose=expose_op_outputs)
     sg = interp.subgraphs[report.subgraph]
     ours = {r.tensor: np.array(sg.tensors[r.tensor].data) for r in report.rows
             if sg.tensors[r.tensor].data is not None}
@@ -75,6 +86,21 @@ def range_error(t, ours: np.ndarray | None, ref: np.ndarray | None) -> float:
     return err / span if span > 0 else (0.0 if err == 0 else math.inf)
 
 
+def op_errors(check: CrossCheck | None, n_ops: int) -> np.ndarray:
+    """A value in [0, 1] per op for the canvas: log-scaled error relative to range (1e-7
+    and below: 0, 1e-1 and above: 1); NaN where there is nothing to show."""
+    values = np.full(n_ops, np.nan)
+    if check is None:
+        return values
+    for r in check.report.rows:
+        e = check.range_errors.get(r.tensor, math.nan)
+        if 0 <= r.op < n_ops and not math.isnan(e):
+            level = 1.0 if math.isinf(e) else (0.0 if e <= 1e-7 else
+                                                min(1.0, (math.log10(e) + 7) / 6))
+            values[r.op] = max(level, 0.0 if math.isnan(values[r.op]) else values[r.op])
+    return values
+
+
 def _fmt(x: float | None, spec: str = ".3g") -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
@@ -91,10 +117,10 @@ class CrossCheckDock(QWidget):
     tensorCompared = Signal(int, int, object, object, str)
     colourToggled = Signal(bool)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, hub=None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.check: CrossCheck | None = None
-        self.header = QLabel("Debug \u203a Cross-check with LiteRT runs LiteRT on the same inputs")
+        self.header = QLabel(NOT_RUN)
         self.header.setWordWrap(True)
         self.colour = QCheckBox("Colour by error")
         self.colour.toggled.connect(self.colourToggled)
@@ -104,29 +130,57 @@ class CrossCheckDock(QWidget):
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.currentCellChanged.connect(lambda row, *_: self.select_row(row))
-        self.detail = QLabel("")
+        min_rows(self.table, 8)
+        self.detail = QLabel(NO_ROW)
+        self.detail.setWordWrap(True)
         self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.diff_histogram = HistogramWidget()
-        bottom = QWidget()
-        bl = QVBoxLayout(bottom)
+        self.diff_histogram.setMinimumHeight(80)
+        side = QWidget()
+        bl = QVBoxLayout(side)
         bl.setContentsMargins(0, 0, 0, 0)
         bl.addWidget(self.detail)
         bl.addWidget(self.diff_histogram, 1)
-        split = QSplitter(Qt.Orientation.Vertical)
+        # side by side: the table keeps its height (a detail pane below it left one row)
+        split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.table)
-        split.addWidget(bottom)
+        split.addWidget(side)
         split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(self.header)
         layout.addWidget(self.colour)
         layout.addWidget(split, 1)
+        if hub is not None:
+            hub.subscribe(self.render, MODEL, CROSSCHECK)
+
+    def render(self, ws) -> None:
+        """The workspace's cross-check: its table, or the message saying why there is none
+        (and no table or detail of another model's)."""
+        state = ws.crosscheck
+        if state.result is not None and not state.running:
+            if state.result is not self.check:
+                self.show_check(state.result)
+            return
+        self.clear()
+        self.header.setText(state.message or NOT_RUN)
+
+    def clear(self) -> None:
+        self.check = None
+        self.table.setRowCount(0)
+        self._clear_detail()
+
+    def _clear_detail(self) -> None:
+        self.detail.setText(NO_ROW)
+        self.diff_histogram.set_histogram(None, message="No row selected")
 
     def show_message(self, text: str) -> None:
         self.header.setText(text)
 
     def show_check(self, check: CrossCheck) -> None:
         self.check = check
+        self._clear_detail()  # it described a row of the previous result
         rep = check.report
         summary = rep.summary()
         self.header.setText(summary[:1].upper() + summary[1:])
@@ -151,18 +205,8 @@ class CrossCheckDock(QWidget):
         return self.table.item(row, COLUMNS.index(column)).text()
 
     def op_errors(self, n_ops: int) -> np.ndarray:
-        """A value in [0, 1] per op for the canvas: log-scaled error relative to range
-        (1e-7 and below: 0, 1e-1 and above: 1); NaN where there is nothing to show."""
-        values = np.full(n_ops, np.nan)
-        if self.check is None:
-            return values
-        for r in self.check.report.rows:
-            e = self.check.range_errors.get(r.tensor, math.nan)
-            if 0 <= r.op < n_ops and not math.isnan(e):
-                level = 1.0 if math.isinf(e) else (0.0 if e <= 1e-7 else
-                                                    min(1.0, (math.log10(e) + 7) / 6))
-                values[r.op] = max(level, 0.0 if math.isnan(values[r.op]) else values[r.op])
-        return values
+        """`op_errors` of the result shown."""
+        return op_errors(self.check, n_ops)
 
     def select_row(self, row: int) -> None:
         if self.check is None or not 0 <= row < len(self.check.report.rows):
@@ -195,25 +239,28 @@ class CrossCheckDock(QWidget):
 
 
 def start_cross_check(controller) -> None:
-    """Debug > Cross-check with LiteRT: run it on a pool thread, show the dock."""
+    """Debug > Cross-check with LiteRT: run it on a pool thread for the open workspace,
+    show the dock."""
     from ..workers import Task
 
-    w = controller.window
+    ws = controller.hub.workspace
     dock = ensure_dock(controller)
     dock.show()
     dock.raise_()
-    if w.model is None:
+    if ws.model is None:
         return
     if not litert_available():
-        controller.crosscheck_panel.show_message(
+        ws.crosscheck = CrossCheckState(message=(
             "LiteRT is not installed: the cross-check needs the ai-edge-litert package "
-            "(pip install 'tflite-viewer[litert]').")
+            "(pip install 'tflite-viewer[litert]')."))
+        controller.hub.changed(CROSSCHECK, ws)
         return
-    controller.crosscheck_panel.show_message("Running LiteRT and the interpreter on the same "
-                                             "inputs\u2026")
-    model = w.model
-    task = Task(run_cross_check, model, dict(controller.inputs), controller.signature)
-    run = _Run(controller, model, dock)
+    ws.crosscheck = CrossCheckState(message="Running LiteRT and the interpreter on the same "
+                                            "inputs\u2026", running=True)
+    controller.hub.changed(CROSSCHECK, ws)
+    inputs, signature = controller.run_inputs()  # a generation run: the call paused in
+    task = Task(run_cross_check, ws.model, inputs, signature)
+    run = _Run(controller, ws, ws.model, dock)
     task.signals.finished.connect(run.done)
     task.signals.failed.connect(run.failed)
     controller._cross_task = task  # keep its signal object alive
@@ -225,36 +272,35 @@ class _Run(QObject):
     window is gone is dropped by Qt (a lambda holding the controller would run on deleted
     widgets)."""
 
-    def __init__(self, controller, model, parent: QObject) -> None:
+    def __init__(self, controller, ws, model, parent: QObject) -> None:
         super().__init__(parent)
-        self.controller, self.model = controller, model
+        self.controller, self.ws, self.model = controller, ws, model
 
     def done(self, _serial: int, check: CrossCheck) -> None:
         self.deleteLater()
-        _done(self.controller, self.model, check)
+        if self.ws.model is not self.model:  # edited meanwhile: the result is of another model
+            self.ws.crosscheck = CrossCheckState(
+                message="The model changed during the cross-check: run it again.")
+            self.controller.hub.changed(CROSSCHECK, self.ws)
+            return
+        show_cross_check(self.controller, check, self.ws)
 
     def failed(self, _serial: int, exc: BaseException) -> None:
         self.deleteLater()
-        _failed(self.controller, exc)
+        self.ws.crosscheck = CrossCheckState(message=f"Cross-check failed: {exc}")
+        if self.controller.hub.changed(CROSSCHECK, self.ws):
+            w = self.controller.window
+            w.errors.report("Cross-check with LiteRT", str(exc), parent=w)
 
 
-def _done(controller, model, check: CrossCheck) -> None:
-    if model is not controller.window.model:
-        controller.crosscheck_panel.show_message("The model changed during the cross-check: "
-                                                 "run it again.")
+def show_cross_check(controller, check: CrossCheck, ws=None) -> None:
+    """Keep ``check`` in its workspace (the open one by default) and, if that is still the
+    open one, show it and select the first diverging op."""
+    ensure_dock(controller)
+    ws = ws or controller.hub.workspace
+    ws.crosscheck = CrossCheckState(result=check)
+    if not controller.hub.changed(CROSSCHECK, ws):
         return
-    show_cross_check(controller, check)
-
-
-def _failed(controller, exc: BaseException) -> None:
-    controller.crosscheck_panel.show_message(f"Cross-check failed: {exc}")
-    controller.window.errors.report("Cross-check with LiteRT", str(exc), parent=controller.window)
-
-
-def show_cross_check(controller, check: CrossCheck) -> None:
-    panel = ensure_dock(controller) and controller.crosscheck_panel
-    panel.show_check(check)
-    controller.last_cross_check = check
     controller.crossCheckDone.emit(check)
     first = check.report.first_divergence
     if first is not None:
@@ -264,13 +310,14 @@ def show_cross_check(controller, check: CrossCheck) -> None:
 def ensure_dock(controller):
     """The dock, made on first use."""
     if getattr(controller, "crosscheck_dock", None) is None:
-        panel = CrossCheckDock()
+        panel = CrossCheckDock(controller.hub)
         controller.crosscheck_panel = panel
         controller.crosscheck_dock = controller._dock("Cross-check", panel, "crosscheck")
         controller.window.tabifyDockWidget(controller.profile_dock, controller.crosscheck_dock)
         panel.opActivated.connect(controller.show_op)
         panel.tensorCompared.connect(lambda *args: show_in_inspector(controller, *args))
         panel.colourToggled.connect(controller._set_error_colours)
+        panel.render(controller.hub.workspace)
     return controller.crosscheck_dock
 
 

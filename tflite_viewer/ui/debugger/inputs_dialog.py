@@ -21,6 +21,8 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFileDialog
 from ...interpreter import input_sources as src
 from ...interpreter.inputs import InputError, InputSpec, input_specs
 
+#: the signature choice that runs a generation loop instead of one signature
+GENERATE = "\x00generate"
 CHOICES = ("random uniform", "random normal", "zeros", "constant", "file (.npy/.npz)",
            "image", "audio (WAV)")
 SETTINGS_KEY = "debugger/inputs/"
@@ -104,7 +106,8 @@ class InputsDialog(QDialog):
     """Choose the inputs; `arrays()` gives them after ``exec()`` returned true."""
 
     def __init__(self, model, path: Path | None, settings: QSettings | None = None,
-                 parent: QWidget | None = None, signature: str | None = None) -> None:
+                 parent: QWidget | None = None, signature: str | None = None,
+                 generation=None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Inputs of the run")
         self.model = model
@@ -113,11 +116,22 @@ class InputsDialog(QDialog):
         self.signature = signature
         self.notes: list[str] = []
         self._arrays: dict[str, np.ndarray] = {}
+        #: the generation loop chosen (a workspace.GenerationSetup), None for one run
+        self.generation = None
+        self.generation_form = None
         self.signature_combo = QComboBox()
         self.signature_combo.addItem("subgraph 0 (its inputs)", None)
         for sig in model.signature_defs:
             self.signature_combo.addItem(f"signature {sig.key!r} (subgraph "
                                          f"{sig.subgraph_index})", sig.key)
+        if len(model.signature_defs) >= 2:  # prefill and decode, as LLM exports have
+            from .generation_form import GenerationForm
+            self.signature_combo.addItem("generate: prefill, then decode steps (the KV "
+                                         "cache carried by name)", GENERATE)
+            self.generation_form = GenerationForm(model, generation)
+            self.generation_form.hide()
+        if generation is not None and self.generation_form is not None:
+            signature = GENERATE
         if signature is not None:
             self.signature_combo.setCurrentIndex(max(self.signature_combo.findData(signature), 0))
         self.signature_combo.setVisible(bool(model.signature_defs))
@@ -140,12 +154,28 @@ class InputsDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.signature_combo)
         layout.addWidget(self.table, 1)
+        if self.generation_form is not None:
+            layout.addWidget(self.generation_form, 1)
         layout.addWidget(self.error)
         layout.addWidget(buttons)
-        self.resize(900, 150 + 34 * len(self.specs))
+        self.resize(900, max(150 + 34 * len(self.specs), 420 if self.generating else 0))
+
+    @property
+    def generating(self) -> bool:
+        """Whether the generation loop is chosen (its form shown instead of the rows)."""
+        return self.signature_combo.currentData() == GENERATE
 
     def _build_rows(self, signature: str | None) -> None:
-        """One row per input of subgraph 0, or of the signature (then named as in it)."""
+        """One row per input of subgraph 0, or of the signature (then named as in it); the
+        generation form instead of rows when the loop is chosen."""
+        generating = signature == GENERATE
+        self.table.setVisible(not generating)
+        if self.generation_form is not None:
+            self.generation_form.setVisible(generating)
+        if generating:
+            signature = None
+            self.specs = []
+            return
         self.signature = signature
         self.specs = input_specs(self.model, signature)
         self.table.setRowCount(0)
@@ -230,6 +260,15 @@ class InputsDialog(QDialog):
         return {row.spec.name: self.value_of(row) for row in self.rows}
 
     def accept(self) -> None:
+        if self.generating:
+            try:
+                self.generation = self.generation_form.setup()
+            except InputError as exc:  # a GenerationError says which piece and why
+                self.error.setText(str(exc))
+                return
+            super().accept()
+            return
+        self.generation = None
         try:
             self._arrays = self.collect()
         except InputError as exc:

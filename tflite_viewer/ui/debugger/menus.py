@@ -42,12 +42,14 @@ def make_dock(ctl, title: str, widget, name: str) -> QDockWidget:
 
 
 def build_docks(ctl) -> None:
-    """Breakpoints, Call Stack, Watch, Outputs and Profile, tabbed with Problems."""
-    ctl.breakpoints_panel = BreakpointsDock()
-    ctl.callstack_panel = CallStackDock()
-    ctl.watch_panel = WatchDock()
-    ctl.outputs_panel = OutputsDock()
-    ctl.profile_panel = ProfileDock()
+    """Breakpoints, Call Stack, Watch, Outputs and Profile, tabbed with Problems; each is
+    a view of the open workspace (it subscribes to ``ctl.hub``)."""
+    hub = ctl.hub
+    ctl.breakpoints_panel = BreakpointsDock(hub)
+    ctl.callstack_panel = CallStackDock(hub)
+    ctl.watch_panel = WatchDock(hub)
+    ctl.outputs_panel = OutputsDock(hub)
+    ctl.profile_panel = ProfileDock(hub)
     ctl.breakpoints_dock = make_dock(ctl, "Breakpoints", ctl.breakpoints_panel, "breakpoints")
     ctl.callstack_dock = make_dock(ctl, "Call Stack", ctl.callstack_panel, "callstack")
     ctl.watch_dock = make_dock(ctl, "Watch", ctl.watch_panel, "watch")
@@ -63,19 +65,16 @@ def build_docks(ctl) -> None:
     w.tabifyDockWidget(ctl.outputs_dock, ctl.profile_dock)
     ctl.docks = (ctl.callstack_dock, ctl.breakpoints_dock, ctl.watch_dock,
                  ctl.outputs_dock, ctl.profile_dock)
-    ctl.breakpoints_panel.enableRequested.connect(
-        lambda bid, on: ctl._send("enable_breakpoint", (bid, on)))
-    ctl.breakpoints_panel.removeRequested.connect(
-        lambda bid: ctl._send("remove_breakpoint", (bid,)))
+    ctl.breakpoints_panel.enableRequested.connect(ctl.enable_breakpoint)
+    ctl.breakpoints_panel.removeRequested.connect(ctl.remove_breakpoint)
     ctl.breakpoints_panel.addRequested.connect(ctl.condition_dialog)
     ctl.breakpoints_panel.activated.connect(ctl.show_op)
     ctl.callstack_panel.frameActivated.connect(ctl.show_op)
     ctl.watch_panel.tensorActivated.connect(ctl._show_tensor)
+    ctl.watch_panel.unpinRequested.connect(ctl.unwatch)
     ctl.profile_panel.opActivated.connect(ctl.show_op)
-    ctl.profile_dock.visibilityChanged.connect(
-        lambda shown: shown and ctl.last_stop is not None
-        and ctl._update_profile(ctl.last_stop))
     ctl.profile_panel.heatToggled.connect(ctl._set_heat)
+    ctl.profile_dock.visibilityChanged.connect(ctl.profile_panel.dock_shown)
 
 
 def build_actions(ctl) -> None:
@@ -130,7 +129,9 @@ def build_actions(ctl) -> None:
     menu.addAction(ctl.crosscheck_action)
     menu.addSeparator()
     for dock in ctl.docks:
-        menu.addAction(dock.toggleViewAction())
+        toggle = dock.toggleViewAction()
+        toggle.triggered.connect(lambda on, d=dock: on and d.raise_())  # in front of its tabs
+        menu.addAction(toggle)
 
 
 def add_menu_actions(ctl, menu: QMenu) -> None:
@@ -149,11 +150,13 @@ def add_menu_actions(ctl, menu: QMenu) -> None:
 
 def update_actions(ctl) -> None:
     """Enable what makes sense for the model and the session's state."""
-    has_model = ctl.window.model is not None
+    d = ctl.hub.workspace.debug
+    has_model = ctl.hub.workspace.model is not None
     for action in (ctl.continue_action, ctl.step_over_action, ctl.step_into_action,
-                   ctl.restart_action, ctl.inputs_action, ctl.condition_action):
+                   ctl.restart_action, ctl.inputs_action, ctl.condition_action,
+                   ctl.toggle_action, ctl.run_to_action, ctl.watch_action, ctl.crosscheck_action):
         action.setEnabled(has_model)
-    paused = ctl.active and ctl.last_stop is not None and ctl.last_stop.state == PAUSED
+    paused = d.active and d.last_stop is not None and d.last_stop.state == PAUSED
     ctl.step_out_action.setEnabled(has_model)
-    ctl.stop_action.setEnabled(ctl.active)
+    ctl.stop_action.setEnabled(d.active)
     ctl.set_tensor_action.setEnabled(paused)

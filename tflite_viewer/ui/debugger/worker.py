@@ -58,9 +58,9 @@ class DebugWorker(QObject):
             self._open(args, serial)
             return
         if command == "close":
-            if self.session is not None:
+            if self.session is not None and serial == self.serial:
                 self.session.close()
-            self.session = None
+                self.session = None
             return
         s = self.session
         if s is None or serial != self.serial:
@@ -74,9 +74,8 @@ class DebugWorker(QObject):
                 self.stopped.emit(stop, s.snapshots(interest or ()), serial)
             elif command == "snapshots":
                 self.snapshots.emit(s.snapshots(args), serial)
-            elif command in ("toggle_breakpoint", "add_breakpoint", "remove_breakpoint",
-                             "enable_breakpoint"):
-                getattr(s, command)(*args)
+            elif command == "sync_breakpoints":
+                s.sync_breakpoints(args)
                 self.breakpoints.emit(s.breakpoints(), serial)
             elif command == "set_tensor":
                 snap = s.set_tensor(*args)
@@ -96,13 +95,23 @@ class DebugWorker(QObject):
         self.session = None
         self.serial = serial
         try:
-            self.session = DebugSession(args["model"], args.get("inputs") or {},
-                                        signature=args.get("signature"),
-                                        seed=args.get("seed", 0))
+            generation = args.get("generation")
+            if generation is not None:  # prefill, then decode after decode
+                from ...interpreter.generation_session import GenerationSession
+                self.session = GenerationSession(args["model"], generation.plan,
+                                                 generation.prompt, generation.steps)
+            else:
+                self.session = DebugSession(args["model"], args.get("inputs") or {},
+                                            signature=args.get("signature"),
+                                            seed=args.get("seed", 0))
+            self.session.set_inline_composites(bool(args.get("inline_composites")))
+            for bid, bp in args.get("breakpoints") or ():  # the workspace's, by its ids
+                self.session.add_breakpoint(bp, bid)
         except Exception as exc:  # noqa: BLE001
             self.failed.emit("open", str(exc) or type(exc).__name__, serial)
             return
         self.opened.emit(serial, tuple(self.session.specs))
+        self.breakpoints.emit(self.session.breakpoints(), serial)
 
     def request_stop(self) -> None:
         """Thread-safe: make a running command return before its next op."""

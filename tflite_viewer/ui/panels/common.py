@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont
-from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QSplitter, QTreeWidget,
-                               QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtGui import QColor, QFont, QPainter, QPalette
+from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePolicy, QSplitter,
+                               QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
 LINK_ROLE = Qt.ItemDataRole.UserRole + 1
 LINK_COLOR = QColor("#0969da")
@@ -33,6 +33,46 @@ def panel_layout(owner: QWidget) -> QVBoxLayout:
     layout = QVBoxLayout(owner)
     layout.setContentsMargins(2, 2, 2, 2)
     return layout
+
+
+class ElidedLabel(QLabel):
+    """One line of text, cut in the middle when it does not fit (its tooltip has all of
+    it): a long tensor name beside buttons, word-wrapped in a squeezed dock, lost its first
+    and last lines instead."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt API
+        super().setText(text)
+        self.setToolTip(text)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        return QSize(40, super().minimumSizeHint().height())
+
+    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt API
+        painter = QPainter(self)
+        rect = self.contentsRect().adjusted(self.margin(), 0, -self.margin(), 0)
+        text = self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideMiddle, rect.width())
+        painter.setPen(self.palette().color(QPalette.ColorRole.WindowText))
+        painter.setFont(self.font())
+        painter.drawText(rect, int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft), text)
+
+
+def min_rows(view: QAbstractItemView, rows: int = 8) -> None:
+    """Keep room for ``rows`` rows and the header in a table or tree: a dock sharing its
+    area can shrink it no further (a table showing one row at a time is no table).  A
+    table's rows are made compact (the font's height and a little), as a tree's are."""
+    row = max(view.fontMetrics().height() + 6, 18)
+    vertical = getattr(view, "verticalHeader", None)
+    if vertical is not None:  # a table: its rows are as high as its vertical header says
+        vertical().setDefaultSectionSize(row + 2)
+        vertical().setMinimumSectionSize(row)
+        row += 2
+    header = getattr(view, "header", None) or getattr(view, "horizontalHeader")
+    head = header().sizeHint().height() if header is not None else 0
+    view.setMinimumHeight(head + rows * row + 2 * view.frameWidth() + 4)
 
 
 def exec_menu(menu, pos) -> None:
@@ -89,6 +129,12 @@ class LinkTree(QTreeWidget):
         self.itemActivated.connect(self._clicked)
         self._rows: list[Row] = []
         self._editors: list[QWidget] = []
+        self._fit: tuple[int, int | None] | None = None  # (lo, hi) of the last fit_key_column
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        if self._fit is not None and event.size().width() != event.oldSize().width():
+            self.fit_key_column(*self._fit)  # a narrower dock: the values keep their share
 
     def clear_rows(self) -> None:
         # Editors are deleted later by Qt; silence them now so a focused one losing its focus
@@ -142,6 +188,7 @@ class LinkTree(QTreeWidget):
             tooltip: str | None = None) -> QTreeWidgetItem:
         text = value if isinstance(value, str) else format_value(value)
         item = QTreeWidgetItem(parent, [key, text])
+        item.setToolTip(0, key)
         item.setToolTip(1, tooltip or text)
         if link:
             item.setData(1, LINK_ROLE, link)
@@ -157,8 +204,13 @@ class LinkTree(QTreeWidget):
         self._rows.append(Row(section, key, text, link))
         return item
 
-    def fit_key_column(self, lo: int = 110, hi: int = 190) -> None:
-        """Size the key column to its contents, within reason."""
+    def fit_key_column(self, lo: int = 110, hi: int | None = 190) -> None:
+        """Size the key column to its contents, within reason (``hi`` None: at most 55 %
+        of the tree's width, so "fused_activation_function" is not cut while the value
+        keeps its room); kept when the tree is resized."""
+        self._fit = (lo, hi)
+        if hi is None:
+            hi = max(lo, int(self.viewport().width() * 0.55))
         self.resizeColumnToContents(0)
         self.setColumnWidth(0, min(max(self.columnWidth(0), lo), hi))
 

@@ -27,6 +27,7 @@ from .. import editors as ed
 from ..summary import ModelSummary, summarize
 from . import common
 from .common import LinkTree, Row, format_value, panel_layout, split_panes
+from .tensor_quantization import WARNING
 
 log = logging.getLogger(__name__)
 PREVIEW_LINES = 200
@@ -248,7 +249,10 @@ class ModelPanel(QWidget):
             return
         sec = tree.section("Model")
         path = model.path or getattr(self, "_path", None)
-        tree.add(sec, "file", path.name if path else "(bytes)", tooltip=str(path) if path else None)
+        if model.origin is not None:  # a section of a .litertlm container
+            tree.add(sec, "file", str(model.origin), tooltip=str(model.origin.path or ""))
+        else:
+            tree.add(sec, "file", path.name if path else "(bytes)", tooltip=str(path) if path else None)
         if model.description or self.editable:
             item = tree.add(sec, "description", model.description)
             if self.editable:
@@ -266,6 +270,13 @@ class ModelPanel(QWidget):
         tree.add(sec, "subgraphs", str(len(model.subgraphs)))
         if model.min_runtime_version:
             tree.add(sec, "min runtime version", model.min_runtime_version)
+        for g in model.external_buffer_groups:  # side files of external buffers
+            size = model.weights.size(g.name) if g.name else None
+            state = human_bytes(size) if size is not None else "MISSING"
+            item = tree.add(sec, f"side file {g.index}", f"{g.name} ({state})",
+                            tooltip=model.weights.describe(g.name))
+            if size is None:
+                item.setForeground(1, WARNING)
         if model.findings:
             tree.add(sec, "problems", f"{len(model.findings)} (see Problems)")
 
@@ -313,7 +324,7 @@ class ModelPanel(QWidget):
                 tree.add(sec, name, "show contents", link=f"file:{name}")
             self.preview_box.show()
             self.show_associated_file(files[0])
-        tree.fit_key_column()
+        tree.fit_key_column(110, None)
 
     def _renamable(self, item: QTreeWidgetItem, spec: tuple) -> None:
         if self.editable:

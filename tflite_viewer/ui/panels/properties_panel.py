@@ -129,6 +129,7 @@ class PropertiesPanel(QWidget):
         """Show ``op``; ``context`` says why when it is shown for a selected tensor."""
         scroll = self.tree.scroll_position() if keep_scroll else 0
         self._show_operator(op, context)
+        self.tree.fit_key_column(150, None)  # option names whole ("fused_activation_function")
         if keep_scroll:
             self.tree.restore_scroll(scroll)
 
@@ -184,6 +185,13 @@ class PropertiesPanel(QWidget):
                 if self.editable and field is not None:
                     self._put(item, f"option:{key}", ed.field_editor(
                         field, value, lambda v, k=key, t=table: self.set_option(k, v, t)))
+        attrs = op.composite_attributes
+        if attrs is not None:  # a composite's attributes, decoded from their FlexBuffer
+            sec = tree.section(f"Composite {op.composite_name or ''} attributes")
+            if isinstance(attrs, (bytes, bytearray)):
+                tree.add(sec, "bytes", format_value(attrs))
+            else:
+                self._nested(sec, attrs)
         raw = op.custom_options_bytes
         if raw is not None:
             sec = tree.section(f"Custom options ({op.custom_options_format}, {len(raw)} bytes)")

@@ -5,95 +5,40 @@ The samples come from the source chosen in `quant_source.SampleSource` (seeded, 
 of images, an .npz, or the inputs of the debugger session).  Rows, findings and the
 signals that select on the canvas carry the subgraph: loop bodies are analysed too.
 
-The analysis (`tflite_viewer.quant.analyze`) runs in a worker `Task` with a progress bar
-and Cancel; the table is a sortable model over `quant.report.rows`; clicking a row asks
-the window to select the tensor and shows, below the table, the float and dequantized
-histograms overlaid and the histogram of their difference (first sample).
+A view of the open workspace's ``ws.quant``: the spec findings, the comparison's report, its
+status line and progress belong to the model they were computed on (`quant_runs` writes
+them there); another model shows its own, or the dock's empty state, never a caption or a
+table left from the last one.  The analysis (`tflite_viewer.quant.analyze`) runs in a
+worker with a progress bar and Cancel; the table is a sortable model over
+`quant.report.rows`; clicking a row asks the window to select the tensor and shows, beside
+the table, the float and dequantized histograms overlaid and the histogram of their
+difference (first sample).
 """
 from __future__ import annotations
 
-import math
-import threading
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import (QAbstractTableModel, QModelIndex, QObject, QSettings,
-                            QSortFilterProxyModel, Qt, Signal)
+from PySide6.QtCore import QModelIndex, QObject, QSettings, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
                                QLabel, QProgressBar, QPushButton, QSpinBox,
-                               QSplitter, QTableView, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
+                               QTableView, QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
                                QWidget)
 
-from ...model import Model, load_model
-from ...quant import analysis, report as qreport
-from ...quant.spec import Finding, check_spec
+from ...model import Model
+from ...quant import report as qreport
 from .. import tensor_stats as ts
 from ..histogram_widget import HistogramWidget
-from ..workers import Task
+from ..workspace import MODEL, QUANT, Hub, Workspace
+from .common import ElidedLabel, min_rows, panel_layout, split_panes
+from .quant_runs import Comparison, SpecCheck
 from .quant_source import DEBUGGER, SampleSource
-from .common import panel_layout, split_panes
+from .quant_table import COLUMNS, SEVERITY_COLOURS, SORT_ROLE, QuantTableModel, _text  # noqa: F401
 from .tensor_comparison import OverlayHistogram
 
-COLUMNS = (("subgraph", "Subgraph"), ("tensor", "Tensor"), ("op", "Op"), ("opcode", "Type"),
-           ("name", "Name"),
-           ("sqnr_db", "SQNR dB"), ("cosine", "Cosine"), ("rmse_scale", "RMSE/scale"),
-           ("max_abs_error", "Max abs err"), ("mean_error", "Mean err"),
-           ("mean_squared_error", "MSE"), ("stddev", "Std dev"),
-           ("median_diff_ratio", "Median diff ratio"), ("at_min_fraction", "At min"),
-           ("at_max_fraction", "At max"), ("unused_fraction", "Unused range"),
-           ("layer_sqnr_db", "Layer SQNR dB"), ("fallback_gain_db", "Fallback gain dB"))
-SORT_ROLE = Qt.ItemDataRole.UserRole + 11
-SEVERITY_COLOURS = {"error": QColor("#cf222e"), "warning": QColor("#9a6700")}
-
-
-def _text(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return "inf" if v > 0 else "-inf" if v < 0 else "nan"
-        return ts.format_number(v, 5)
-    return str(v)
-
-
-class QuantTableModel(QAbstractTableModel):
-    """The report's rows; sorting goes through a proxy on SORT_ROLE (numbers as numbers)."""
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.rows: list[dict[str, Any]] = []
-
-    def set_rows(self, rows: list[dict[str, Any]]) -> None:
-        self.beginResetModel()
-        self.rows = rows
-        self.endResetModel()
-
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt API
-        return 0 if parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt API
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
-        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section][1]
-        return None
-
-    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
-        if not index.isValid():
-            return None
-        key = COLUMNS[index.column()][0]
-        v = self.rows[index.row()].get(key)
-        if role == Qt.ItemDataRole.DisplayRole:
-            return _text(v)
-        if role == SORT_ROLE:
-            if v is None:
-                return -math.inf if isinstance(self.rows[0].get(key, 0.0), (int, float)) else ""
-            return v if not isinstance(v, float) or not math.isnan(v) else -math.inf
-        if role == Qt.ItemDataRole.TextAlignmentRole and key not in ("name", "opcode"):
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        return None
+NO_MODEL = "Open a quantized model to check it against the quantization spec."
+NO_ROW = "Select a compared tensor: float and dequantized values, and their difference"
 
 
 class _Progress(QObject):
@@ -102,7 +47,7 @@ class _Progress(QObject):
 
 class QuantDock(QWidget):
     """See the module docstring.  ``tensorActivated`` / ``opActivated`` (subgraph, index)
-    ask the window to select; ``reportReady`` carries a finished `QuantReport`;
+    ask the window to select; ``reportReady`` carries the report shown (None: none);
     ``findingsChanged`` the spec findings of the model shown."""
 
     tensorActivated = Signal(int, int)
@@ -113,24 +58,26 @@ class QuantDock(QWidget):
     #: subgraph, tensor, dequantized, float (first sample): a row for the tensor inspector
     comparisonRequested = Signal(int, int, object, object, str)
 
-    def __init__(self, settings: QSettings | None = None, parent: QWidget | None = None) -> None:
+    def __init__(self, settings: QSettings | None = None, parent: QWidget | None = None,
+                 hub: Hub | None = None) -> None:
         super().__init__(parent)
         self.settings = settings or QSettings()
-        self.model: Model | None = None
-        self.path: Path | None = None
-        self.findings: list[Finding] = []
-        self.report: analysis.QuantReport | None = None
-        self._task: Task | None = None
-        self._cancel = threading.Event()
-        self._serial = 0
-        self._progress = _Progress()
-        self._progress.changed.connect(self._on_progress)
+        self.hub = hub or Hub()  # a dock on its own (tests) keeps its own workspace
+        self._progress = _Progress()  # every comparison's progress, for listeners
+        self._shown_report: Any = None
+        self._shown_findings: Any = None
+        self._spec_for: tuple[int, int] | None = None  # (id, version) of the workspace checked
 
         self.findings_tree = QTreeWidget()
         self.findings_tree.setHeaderLabels(["Severity", "Rule", "Object", "Message"])
         self.findings_tree.setRootIsDecorated(False)
-        self.findings_tree.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.findings_tree.setWordWrap(True)
+        header = self.findings_tree.header()
+        for c in range(3):
+            header.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)  # the message wraps
         self.findings_tree.itemClicked.connect(self._finding_clicked)
+        min_rows(self.findings_tree, 8)
         self.compare_button = QPushButton("Compare with float model\u2026")
         self.compare_button.clicked.connect(self.compare_dialog)
         self.samples = QSpinBox()
@@ -145,6 +92,7 @@ class QuantDock(QWidget):
         self.cancel_button.clicked.connect(self.cancel)
         self.cancel_button.hide()
         self.progress = QProgressBar()
+        self.progress.setMinimumWidth(220)  # its text on one line ("37%  op 12 of 64")
         self.progress.hide()
         self.export_button = QPushButton("Export CSV\u2026")
         self.export_button.clicked.connect(self.export_dialog)
@@ -157,18 +105,28 @@ class QuantDock(QWidget):
             self.settings.value("quant/overlay", None)), 0))
         self.overlay_metric.currentIndexChanged.connect(
             lambda _i: self.settings.setValue("quant/overlay", self.overlay_metric.currentData() or ""))
-        self.status = QLabel("")
-        self.status.setWordWrap(True)
-        # two short rows: the dock must not widen the window (it shares the bottom area)
+        # the combos may shrink (their lists show all): the dock must not widen the window
+        for combo in (self.overlay_metric, self.source.combo):
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(20)
+        # one line, cut in the middle (the tooltip has all of it): a wrapped status line
+        # needs more height as the dock narrows, which made the window grow
+        self.status = ElidedLabel(NO_MODEL)
+        # two short rows of controls (the dock must not widen the window: it shares the
+        # bottom area), then the status line with the progress bar beside it
         bar = QVBoxLayout()
-        for widgets in ((self.compare_button, self.samples, self.fallback, self.cancel_button),
-                        (self.source, self.overlay_metric, self.export_button, self.progress)):
+        for widgets in ((self.compare_button, self.samples, self.fallback),
+                        (self.source, self.overlay_metric, self.export_button)):
             row = QHBoxLayout()
             for w in widgets:
                 row.addWidget(w)
             row.addStretch(1)
             bar.addLayout(row)
-        self.progress.setMinimumWidth(60)
+        status_row = QHBoxLayout()
+        status_row.addWidget(self.status, 1)
+        status_row.addWidget(self.progress)
+        status_row.addWidget(self.cancel_button)  # beside its progress, not widening a row
+        bar.addLayout(status_row)
         self._source_changed(self.source.kind)
         self.table_model = QuantTableModel(self)
         self.proxy = QSortFilterProxyModel(self)
@@ -182,15 +140,19 @@ class QuantDock(QWidget):
         self.table.verticalHeader().hide()
         self.table.clicked.connect(self._row_clicked)
         self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._row_clicked(cur))
+        min_rows(self.table, 8)
         self.overlay_hist = OverlayHistogram()
         self.overlay_hist.message = "Select a compared tensor"
         self.error_hist = HistogramWidget()
         self.error_hist.setMinimumHeight(60)
-        self.detail = QLabel("")
-        left = QSplitter(Qt.Orientation.Vertical)
-        left.addWidget(self.findings_tree)
-        left.addWidget(self.table)
-        left.setSizes([70, 300])
+        self.detail = QLabel(NO_ROW)
+        self.detail.setWordWrap(True)
+        # the findings and the tensors as two tabs: each keeps the dock's whole height (one
+        # above the other, person_detect's findings got two and a half rows)
+        left = self.lists = QTabWidget()
+        left.setDocumentMode(True)
+        self.findings_tab = left.addTab(self.findings_tree, "Spec findings")
+        self.tensors_tab = left.addTab(self.table, "Tensors")
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 0)
@@ -199,49 +161,90 @@ class QuantDock(QWidget):
         rl.addWidget(self.error_hist, 1)
         layout = panel_layout(self)
         layout.addLayout(bar)
-        layout.addWidget(self.status)
         layout.addWidget(split_panes(Qt.Orientation.Horizontal, (left, 3), (right, 2)), 1)
+        self.hub.subscribe(self.render, MODEL, QUANT)
+        self.render(self.hub.workspace)
 
-    # -- the model -----------------------------------------------------------------------
+    # -- the workspace's state, under the names the dock always had ---------------------
+    @property
+    def ws(self) -> Workspace:
+        return self.hub.workspace
+
+    @property
+    def model(self) -> Model | None:
+        return self.ws.model
+
+    @model.setter
+    def model(self, model: Model | None) -> None:
+        self.set_model(model)
+
+    @property
+    def path(self) -> Path | None:
+        return self.ws.path
+
+    @property
+    def findings(self) -> list:
+        return list(self.ws.quant.findings or [])
+
+    @property
+    def report(self):
+        return self.ws.quant.report
+
+    @property
+    def running(self) -> bool:
+        return self.ws.quant.running
+
     def set_model(self, model: Model | None, path: Path | None = None) -> None:
-        """A new or edited model: its spec findings (checked in a worker: the first check
-        loads the interpreter's kernels); a comparison made on the old one is dropped (its
-        numbers describe another model)."""
-        self.cancel()
-        self.model, self.path = model, path
-        self.report = None
-        self.table_model.set_rows([])
+        """A dock on its own: show ``model`` in a workspace of its own (in the window, the
+        window's hub hands the dock each workspace)."""
+        self.hub.replace(Workspace(model, path))
+
+    # -- rendering ----------------------------------------------------------------------
+    def render(self, ws: Workspace) -> None:
+        """Show ``ws.quant``: findings, the report's table, status and progress; start the
+        spec check of a model not checked yet."""
+        q = ws.quant
+        if ws.model is not None and q.findings is None and self._spec_for != (id(ws), ws.version):
+            self._spec_for = (id(ws), ws.version)
+            SpecCheck(self.hub, ws, lambda w: self.findingsChanged.emit(list(w.quant.findings)), self)
+        if q.findings is not self._shown_findings:
+            self._shown_findings = q.findings
+            self._show_findings(q.findings or [])
+        if q.report is not self._shown_report:
+            self._shown_report = q.report
+            self._show_table(q.report)
+            self.lists.setCurrentIndex(self.tensors_tab if q.report is not None else self.findings_tab)
+            self.reportReady.emit(q.report)
+        if ws.model is None:
+            self.status.setText(NO_MODEL)
+        elif q.status:
+            self.status.setText(q.status)
+        elif q.findings is None:
+            self.status.setText("Checking the quantization spec\u2026")
+        self.progress.setVisible(q.running)
+        if q.running and q.progress is None:
+            self.progress.setRange(0, 0)
+        self.cancel_button.setVisible(q.running)
+        self.compare_button.setEnabled(ws.model is not None and not q.running)
+        self.export_button.setEnabled(q.report is not None)
+
+    def _show_table(self, report) -> None:
+        self.table_model.set_rows(qreport.rows(report) if report is not None else [])
+        self.lists.setTabText(self.tensors_tab, f"Tensors ({self.table_model.rowCount()})"
+                              if report is not None else "Tensors")
         self.overlay_hist.set_histograms(None, message="Select a compared tensor")
         self.error_hist.set_histogram(None)
-        self.export_button.setEnabled(False)
-        self._show_findings([])
-        self.reportReady.emit(None)
-        if model is None:
+        self.detail.setText(NO_ROW)
+        self.detail.setToolTip("")
+        if report is None:
             return
-        task = Task(check_spec, model)
-        self._spec_serial = task.serial
-        task.signals.finished.connect(self._spec_done)
-        task.signals.failed.connect(self._spec_failed)  # bound: dropped once the dock is gone
-        self._spec_task = task  # keep its signal object alive
-        task.start()
-
-    def _spec_failed(self, serial: int, _exc: BaseException) -> None:
-        self._spec_done(serial, [])
-
-    def _spec_done(self, serial: int, findings: list) -> None:
-        if serial != getattr(self, "_spec_serial", None):
-            return  # another model was shown since
-        self._spec_task = None
-        self._show_findings(findings)
-        if self.model is not None and not self.running and self.report is None:
-            self.status.setText(f"{len(findings)} spec finding(s). Compare with the float "
-                                "original to measure the error of every tensor.")
-        self.findingsChanged.emit(findings)
+        self.table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # the report's order: worst first
+        self.table.resizeColumnsToContents()
+        self.table.setColumnWidth([k for k, _ in COLUMNS].index("name"), 220)
 
     def _show_findings(self, findings: list) -> None:
-        self.findings = list(findings)
         self.findings_tree.clear()
-        for f in self.findings:
+        for f in findings:
             obj = f"op #{f.op}" if f.op is not None else f"tensor {f.tensor}"
             if f.subgraph:
                 obj = f"subgraph {f.subgraph} {obj}"
@@ -249,7 +252,13 @@ class QuantDock(QWidget):
             item.setForeground(0, SEVERITY_COLOURS.get(f.severity, QColor("#1f2328")))
             item.setToolTip(3, f.message)
             item.setData(0, Qt.ItemDataRole.UserRole, f)
-        self.findings_tree.setVisible(bool(self.findings))
+        if not findings:  # the empty state, across the columns
+            item = QTreeWidgetItem(self.findings_tree, [
+                "No spec findings" if self.ws.quant.findings is not None
+                else "Checking the quantization spec\u2026"])
+            item.setFlags(Qt.ItemFlag.NoItemFlags)
+            item.setFirstColumnSpanned(True)
+        self.lists.setTabText(self.findings_tab, f"Spec findings ({len(findings)})")
 
     def _finding_clicked(self, item: QTreeWidgetItem, _column: int = 0) -> None:
         f = item.data(0, Qt.ItemDataRole.UserRole)
@@ -269,10 +278,6 @@ class QuantDock(QWidget):
             self.settings.setValue("quant/float_dir", str(Path(path).parent))
             self.compare(path)
 
-    @property
-    def running(self) -> bool:
-        return self._task is not None
-
     def _source_changed(self, kind: str) -> None:
         one = kind == DEBUGGER
         self.samples.setEnabled(not one)
@@ -281,103 +286,46 @@ class QuantDock(QWidget):
 
     def compare(self, float_path: str | Path, samples: int | None = None,
                 fallback: bool | None = None) -> None:
-        """Start the comparison with ``float_path`` in a worker (progress, Cancel), on the
-        samples of the chosen source."""
-        if self.model is None:
+        """Compare the open model with ``float_path`` in a worker (progress, Cancel), on
+        the samples of the chosen source."""
+        ws = self.ws
+        if ws.model is None:
             return
         self.cancel()
         try:
             source = self.source.analysis_kwargs()
         except ValueError as exc:
             self.source.refresh()
-            self._idle(f"The comparison cannot start: {exc}")
-            self.failed.emit(f"The comparison cannot start: {exc}")
+            ws.quant.status = f"The comparison cannot start: {exc}"
+            self.hub.changed(QUANT, ws)
+            self.failed.emit(ws.quant.status)
             return
         samples = self.samples.value() if samples is None else samples
         fallback = self.fallback.isChecked() if fallback is None else fallback
         self.settings.setValue("quant/samples", samples)
         self.settings.setValue("quant/fallback", bool(fallback))
-        self._cancel = threading.Event()
-        cancel, progress, model = self._cancel, self._progress, self.model
-
-        def work():
-            fm = load_model(float_path)
-            return analysis.analyze(model, fm, samples=samples, per_layer_fallback=fallback,
-                                    keep_values=True, cancel=cancel.is_set, **source,
-                                    progress=lambda d, t, m: progress.changed.emit(d, t, m))
-
-        task = Task(work)
-        self._serial = task.serial
-        task.signals.finished.connect(self._finished)
-        task.signals.failed.connect(self._failed)
-        self._task = task
-        self.progress.setRange(0, 0)
-        self.progress.show()
-        self.cancel_button.show()
-        self.compare_button.setEnabled(False)
-        self.status.setText(f"Comparing with {Path(float_path).name} on "
-                            f"{self.source.describe()}\u2026")
-        task.start()
+        Comparison(self.hub, ws, float_path,
+                   dict(samples=samples, per_layer_fallback=fallback, **source),
+                   self._on_progress, self.failed.emit, self)
+        ws.quant.status = f"Comparing with {Path(float_path).name} on {self.source.describe()}\u2026"
+        self.hub.changed(QUANT, ws)
 
     def cancel(self) -> None:
-        if self._task is not None:
-            self._cancel.set()
-            self._serial = -1  # whatever it returns now is dropped
-            self._task = None
-            self._idle("Cancelled.")
-
-    def _idle(self, message: str) -> None:
-        self.progress.hide()
-        self.cancel_button.hide()
-        self.compare_button.setEnabled(True)
-        self.status.setText(message)
+        q = self.ws.quant
+        if q.run is None:
+            return
+        if q.cancel is not None:
+            q.cancel.set()
+        q.run, q.cancel, q.running, q.progress = None, None, False, None
+        q.status = "Cancelled."
+        self.hub.changed(QUANT, self.ws)
 
     def _on_progress(self, done: int, total: int, message: str) -> None:
-        if self._task is None:
-            return
         self.progress.setRange(0, max(total, 1))
         self.progress.setValue(done)
         self.progress.setFormat(f"%p%  {message}")
-
-    def _finished(self, serial: int, report) -> None:
-        if serial != self._serial:
-            return
-        self._task = None
-        self.show_report(report)
-
-    def _failed(self, serial: int, exc: BaseException) -> None:
-        if serial != self._serial:
-            return
-        self._task = None
-        if isinstance(exc, analysis.Cancelled):
-            self._idle("Cancelled.")
-            return
-        message = f"The comparison failed: {exc}"
-        self._idle(message)
-        self.failed.emit(message)
-
-    def show_report(self, report) -> None:
-        self.report = report
-        rows = qreport.rows(report)
-        self.table_model.set_rows(rows)
-        self.table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # the report's order: worst first
-        self.table.resizeColumnsToContents()
-        self.table.setColumnWidth([k for k, _ in COLUMNS].index("name"), 220)
-        self.export_button.setEnabled(True)
-        out = report.outputs
-        summary = (f"{len(report.compared())} tensors compared on {report.samples} "
-                   f"sample{'s' if report.samples != 1 else ''}")
-        subgraphs = {t.subgraph for t in report.compared()}
-        if len(subgraphs) > 1:
-            summary += f" in {len(subgraphs)} subgraphs"
-        if out:
-            summary += (f"; model outputs SQNR {_text(out['sqnr_db'])} dB, "
-                        f"cosine {_text(out['cosine'])}")
-        if report.unpaired_quantized or report.unpaired_float:
-            summary += (f"; unpaired: {len(report.unpaired_quantized)} quantized, "
-                        f"{len(report.unpaired_float)} float")
-        self._idle(summary)
-        self.reportReady.emit(report)
+        self.progress.setToolTip(message)
+        self._progress.changed.emit(done, total, message)
 
     # -- the selected row ------------------------------------------------------------------
     def row_at(self, proxy_index: QModelIndex) -> dict[str, Any] | None:

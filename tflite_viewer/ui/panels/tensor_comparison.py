@@ -32,6 +32,20 @@ STAT_ROWS = ("shape", "dtype", "count", "min", "max", "mean", "std", "zeros", "N
 ELEMENT_ORDER, LARGEST_FIRST = "Element order", "Largest |difference| first"
 
 
+def header_text(label: str) -> str:
+    """A column title on two lines where it is a difference ("dequantized" over "− float"):
+    narrow docks showed "uantized − f"."""
+    return label.replace(" \u2212 ", "\n\u2212 ").replace(" - ", "\n- ")
+
+
+def _whole_headers(header: QHeaderView) -> None:
+    """Columns as wide as their titles and values (a scroll bar when the dock is narrower),
+    the last one taking what is left: no title is clipped."""
+    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    header.setStretchLastSection(True)
+    header.setTextElideMode(Qt.TextElideMode.ElideNone)
+
+
 def _num(v: float | None) -> str:
     return ts.format_number(v)
 
@@ -91,7 +105,8 @@ class OverlayHistogram(QWidget):
         p.setFont(font)
         if self.histograms is None:
             p.setPen(QColor("#6e7781"))
-            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.message)
+            p.drawText(QRectF(self.rect()).adjusted(8, 4, -8, -4),  # wrapped: never clipped
+                       int(Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap), self.message)
             return
         plot = QRectF(46, 20, max(self.width() - 58, 10), max(self.height() - 42, 10))
         top = max(int(max(h.counts.max(initial=0) for h in self.histograms)), 1)
@@ -185,7 +200,7 @@ class ComparisonValuesModel(QAbstractTableModel):
             return None
         if orientation == Qt.Orientation.Horizontal:
             c = self.comparison
-            return ("index", c.labels[0], c.labels[1], c.diff_label)[section]
+            return ("index", c.labels[0], c.labels[1], header_text(c.diff_label))[section]
         return str(section)
 
 
@@ -201,7 +216,7 @@ class TensorComparison(QWidget):
         self.stats = QTableWidget(len(STAT_ROWS), 3)
         self.stats.setVerticalHeaderLabels(list(STAT_ROWS))
         self.stats.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.stats.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        _whole_headers(self.stats.horizontalHeader())
         self.stats.verticalHeader().setDefaultSectionSize(18)
         self.overlay = OverlayHistogram()
         self.error = HistogramWidget()
@@ -213,7 +228,7 @@ class TensorComparison(QWidget):
         self.values_view.setModel(self.values)
         self.values_view.verticalHeader().hide()
         self.values_view.verticalHeader().setDefaultSectionSize(20)
-        self.values_view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        _whole_headers(self.values_view.horizontalHeader())
 
         histograms = QSplitter(Qt.Orientation.Vertical)
         histograms.addWidget(self.overlay)
@@ -249,7 +264,7 @@ class TensorComparison(QWidget):
         c = ts.compare(a, b, labels)
         self.comparison = c
         self.title.setText(title or f"{labels[0]} vs {labels[1]}")
-        self.stats.setHorizontalHeaderLabels([labels[0], labels[1], c.diff_label])
+        self.stats.setHorizontalHeaderLabels([labels[0], labels[1], header_text(c.diff_label)])
         for col, tip in enumerate((labels[0], labels[1], f"the difference {c.diff_label}")):
             self.stats.horizontalHeaderItem(col).setToolTip(tip)
         for r, cells in enumerate(stat_cells(c)):

@@ -1,5 +1,7 @@
 """The tensor panel's histogram: stored or real values, linear or log counts, all channels
-or one (per-channel tensors), with the zero point marked."""
+or one (per-channel tensors), with the zero point marked.  During a debug run the values
+are the run's, and the caption says so ("values at this stop"), with their count (a
+dynamic shape makes it another than the stored shape's)."""
 from __future__ import annotations
 
 from typing import Callable
@@ -16,9 +18,10 @@ Values = Callable[[str], "np.ndarray | None"]  # source ("Stored values" / "Real
 
 class HistogramPane(QWidget):
     def __init__(self, values: Values, no_values: Callable[[], "str | None"],
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, live: Callable[[], bool] | None = None) -> None:
         super().__init__(parent)
         self._values = values
+        self._live = live or (lambda: False)  # whether the values are a run's
         self._no_values = no_values  # why there is nothing to show (None: there is)
         self.tensor: Tensor | None = None
         self.source_combo = QComboBox()
@@ -78,7 +81,11 @@ class HistogramPane(QWidget):
             self.histogram.set_histogram(None, message="No numeric values")
             return
         hist = ts.histogram(values)
-        caption = f"{self.source_combo.currentText().lower()}, {values.size:,} values"
+        source = self.source_combo.currentText()
+        if self._live():
+            source = {"Stored values": "Values at this stop",
+                      "Real values": "Real values at this stop"}.get(source, source)
+        caption = f"{source.lower()}, {values.size:,} values"
         if self.channel_combo.currentIndex() > 0:
             caption += f", {self.channel_combo.currentText().lower()}"
         self.histogram.set_histogram(hist, log_scale=self.scale_combo.currentText() == "Log", caption=caption,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QPoint, Qt, Signal
-from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QMenu, QMessageBox, QPushButton,
+from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QMenu, QMessageBox, QPushButton,
                                QSplitter, QTabWidget, QVBoxLayout, QWidget)
 
 from ...edit import ExposeTensor, RenameTensor, ReplaceTensorData, SetTensorShape
@@ -27,7 +27,9 @@ from .. import editors as ed
 from .. import tensor_stats as ts
 from ..selection import producers_consumers
 from . import common
-from .common import LinkTree, Row, format_value
+from .common import ElidedLabel, LinkTree, Row, format_value
+from ..block_stats import block_view
+from .tensor_blocks import BlocksPane
 from .tensor_comparison import TensorComparison
 from .tensor_histogram import HistogramPane
 from .tensor_quantization import WARNING, ZERO_POINT_RANGES, QuantizationEditor
@@ -55,6 +57,7 @@ class TensorPanel(QWidget):
     """Shows one tensor.  ``opActivated`` follows a producer/consumer link."""
 
     opActivated = Signal(int)
+    tensorActivated = Signal(int)  # a tensor link (a blockwise tensor's scale tensor)
     editRequested = Signal(object)  # an EditCommand
     editFailed = Signal(str)  # a problem found before any command (an unreadable .npy)
 
@@ -72,13 +75,12 @@ class TensorPanel(QWidget):
         self.shape_check = None  # the window's ShapeInference after an edit (computed shapes)
         self._values_mark: tuple[int, int] | None = None  # where the value sections begin
 
-        self.title = QLabel("No tensor selected")
+        self.title = ElidedLabel("No tensor selected")
         self.title.setStyleSheet("font-weight: bold; padding: 4px;")
-        self.title.setWordWrap(True)
-        self.save_button = QPushButton("Save .npy\u2026")
+        self.save_button = QPushButton("Save\u2026")
         self.save_button.setToolTip("Save the tensor's values (dense, in its own dtype) as a NumPy file")
         self.save_button.clicked.connect(self._save_dialog)
-        self.replace_button = QPushButton("Replace .npy\u2026")
+        self.replace_button = QPushButton("Replace\u2026")
         self.replace_button.setToolTip("Replace the constant's values from a NumPy file")
         self.replace_button.clicked.connect(self.replace_dialog)
         self.replace_button.hide()
@@ -93,7 +95,8 @@ class TensorPanel(QWidget):
         self.info.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.info.customContextMenuRequested.connect(self._context_menu)
 
-        self.histogram_pane = HistogramPane(self._values, self.no_values_message)
+        self.histogram_pane = HistogramPane(self._values, self.no_values_message,
+                                            live=lambda: self._live() is not NOT_RUNNING)
         overview = QSplitter(Qt.Orientation.Vertical)
         overview.addWidget(self.info)
         overview.addWidget(self.histogram_pane)
@@ -115,6 +118,11 @@ class TensorPanel(QWidget):
         self.tabs.addTab(overview, "Overview")
         self.tabs.addTab(self.channels_view, "Channels")
         self.tabs.addTab(self.values_pane, "Values")
+        # a blockwise-quantized tensor's block scales and blocks
+        self.blocks_pane = BlocksPane()
+        self.blocks_pane.tensorActivated.connect(self.tensorActivated)
+        self.blocks_tab = self.tabs.addTab(self.blocks_pane, "Blocks")
+        self.tabs.setTabVisible(self.blocks_tab, False)
         # two versions of the shown tensor's values (cross-check, float vs dequantized)
         self.comparison = TensorComparison()
         self._comparison_of: tuple[int, int] | None = None  # (subgraph, tensor) compared
@@ -202,17 +210,20 @@ class TensorPanel(QWidget):
         if self.replace_button.isVisibleTo(self) != replaceable:
             self.replace_button.setVisible(replaceable)
         if tensor is None:
+            self._show_blocks(None)
             self.title.setText("No tensor selected")
             self.histogram_pane.show_tensor(None)
             self.values_pane.show_tensor(None)
             return
         self.title.setText(f"t{tensor.index}  {tensor.name or '(unnamed)'}")
+        self._show_blocks(tensor)
         try:
             self._describe(tensor)
         except Exception as exc:  # noqa: BLE001 - a malformed tensor still shows what it can
             log.exception("describing tensor %s", tensor.index)
             self.info.add(self.info.section("Error"), "error", str(exc))
         self.save_button.setEnabled(self._values("Stored values") is not None)
+        self.info.fit_key_column(140, None)
         self.histogram_pane.show_tensor(tensor)
         self.values_pane.show_tensor(tensor)
 
@@ -267,14 +278,20 @@ class TensorPanel(QWidget):
             self.editFailed.emit(f"cannot read {Path(path).name}: {exc}")
             return
         t = self.tensor
-        quantized = t.quantization is not None and t.quantization.has_scale
+        q = t.quantization
+        details = (q.details or {}) if q is not None else {}
+        blockwise = details.get("type") == "BlockwiseQuantization"
+        quantized = q is not None and (q.has_scale or blockwise)
         if requantize is None:
             requantize = False
             if quantized and values.dtype.kind == "f" and t.type_name in ZERO_POINT_RANGES:
+                how = (f"block by block (blocks of {details.get('block_size')}) with the block "
+                       f"scales of tensor {details.get('scales')}, which are kept"
+                       if blockwise else "with the tensor's scale and zero point")
                 answer = QMessageBox.question(
                     self, "Requantize from float?",
                     f"{Path(path).name} holds {values.dtype} values and {t.name!r} is "
-                    f"{t.type_name}.\n\nQuantize the values with the tensor's scale and zero point?",
+                    f"{t.type_name}.\n\nQuantize the values {how}?",
                     QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No
                     | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Yes)
                 if answer == QMessageBox.StandardButton.Cancel:
@@ -321,6 +338,23 @@ class TensorPanel(QWidget):
         kind, _, value = link.partition(":")
         if kind == "op":
             self.opActivated.emit(int(value))
+        elif kind == "tensor":
+            self.tensorActivated.emit(int(value))
+
+    def _show_blocks(self, tensor: Tensor | None) -> None:
+        """The Blocks tab: shown for a blockwise-quantized tensor only."""
+        view = None
+        if tensor is not None:
+            try:
+                view = block_view(tensor)
+            except Exception as exc:  # noqa: BLE001 - a malformed tensor still shows the rest
+                view = f"cannot lay out the blocks: {exc}"
+        if view is None and not self.tabs.isTabVisible(self.blocks_tab):
+            return
+        if view is None and self.tabs.currentIndex() == self.blocks_tab:
+            self.tabs.setCurrentIndex(0)
+        self.tabs.setTabVisible(self.blocks_tab, view is not None)
+        self.blocks_pane.show_view(view)
 
     def _save_dialog(self) -> None:
         if self.tensor is None:
@@ -411,8 +445,11 @@ class TensorPanel(QWidget):
             item.setForeground(1, WARNING)
         tree.add(sec, "shape signature", shape_text(t.shape_signature))
         tree.add(sec, "kind", t.kind)
-        tree.add(sec, "buffer", str(t.buffer))
-        tree.add(sec, "bytes", f"{t.buffer_nbytes:,}")
+        if t.external_buffer:  # the data lives in a side file (or a container section)
+            self._external_rows(tree, sec, t)
+        else:
+            tree.add(sec, "buffer", str(t.buffer))
+            tree.add(sec, "bytes", f"{t.buffer_nbytes:,}")
         tree.add(sec, "elements", f"{t.num_elements:,}")
         if t.is_variable:
             tree.add(sec, "variable", "true")
@@ -433,8 +470,15 @@ class TensorPanel(QWidget):
     def _describe_values(self, t: Tensor) -> None:
         """The sections that change while a run is paused: "not yet computed", statistics."""
         tree = self.info
-        if self._live() is None:
+        live = self._live()
+        if live is None:
             tree.add(tree.section("Run"), "values", "not yet computed in this run")
+        elif live is not NOT_RUNNING and live.shape is not None \
+                and tuple(live.shape) != tuple(t.shape or ()):
+            # a dynamic shape: the run computes another one than the file stores
+            sec = tree.section("Run")
+            tree.add(sec, "shape at this stop", shape_text(tuple(live.shape)))
+            tree.add(sec, "elements at this stop", f"{int(np.prod(live.shape)):,}")
         if self._has_values(t):
             quantized = t.quantization is not None and t.quantization.has_scale
             for source, label in (("Stored values", "Statistics (stored values)"),
@@ -477,6 +521,24 @@ class TensorPanel(QWidget):
         d = ts.density(t)
         if d is not None:
             tree.add(sec, "density", f"{d * 100:.2f} % ({t.data().size:,} of {t.num_elements:,} stored)")
+
+    @staticmethod
+    def _external_rows(tree, sec, t: Tensor) -> None:
+        """Where an external tensor's bytes are: the side file (full path in the tooltip)
+        and the byte range; red when the reader found the file missing or short."""
+        model = t.model
+        entry = model.external_buffers_by_id.get(t.external_buffer)
+        groups = model.external_buffer_groups
+        name = groups[entry.group].name if entry is not None and 0 <= entry.group < len(groups) \
+            else f"external buffer {t.external_buffer:#x}"
+        bad = any(f.tensor == t.index and f.subgraph == t.subgraph.index for f in model.findings)
+        item = tree.add(sec, "data in", name, tooltip=t.data_location)
+        if entry is not None:
+            tree.add(sec, "bytes", f"{entry.offset:,}..{entry.offset + entry.length:,} "
+                     f"({entry.length:,} bytes, id {t.external_buffer:#x})",
+                     tooltip=t.data_location)
+        if bad:
+            item.setForeground(1, WARNING)
 
     def show_values(self, values: np.ndarray | None) -> None:
         """Values computed at run time for the shown tensor (an activation): the Values tab."""

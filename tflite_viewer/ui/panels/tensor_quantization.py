@@ -19,6 +19,7 @@ from ...model import Tensor
 from ...quant.ranges import INTEGER_RANGES, QUANTIZABLE_TYPES
 from .. import editors as ed
 from .. import tensor_stats as ts
+from ..block_stats import block_view
 from .common import LinkTree, format_value
 
 WARNING = QColor("#cf222e")
@@ -151,14 +152,17 @@ class QuantizationEditor(QObject):
                 put(item, "scale", editor)
             return
         sec = tree.section("Quantization")
-        if q.is_per_channel:
+        blockwise = bool(q.details) and q.details.get("type") == "BlockwiseQuantization"
+        if blockwise:
+            self._blockwise(tree, sec, t)
+        elif q.is_per_channel:
             self._per_channel(tree, sec, t, editable, put)
         else:
             self._per_tensor(tree, sec, t, editable, put)
         if q.min.size or q.max.size:
             tree.add(sec, "min", format_value(q.min.tolist()))
             tree.add(sec, "max", format_value(q.max.tolist()))
-        if q.details:
+        if q.details and not blockwise:
             det = tree.add(sec, "details", str(q.details.get("type", "")))
             for k, v in q.details.items():
                 if k != "type":
@@ -166,6 +170,33 @@ class QuantizationEditor(QObject):
         for problem in q.problems(t.shape):
             item = tree.add(sec, "problem", problem)
             item.setForeground(1, WARNING)
+
+    def _blockwise(self, tree: LinkTree, sec: QTreeWidgetItem, t: Tensor) -> None:
+        """Block size, the scale (and zero-point) tensors as links, the scale range; the
+        grid, histogram and blocks are in the Blocks tab."""
+        d = t.quantization.details
+        tensors = t.subgraph.tensors
+        size = int(d.get("block_size") or 0)
+        view = block_view(t)
+        tree.add(sec, "blockwise", f"blocks of {size} along the last axis" + (
+            f" ({view.rows} rows x {view.blocks} blocks; Blocks tab)"
+            if not isinstance(view, (str, type(None))) else ""))
+        for key, label in (("scales", "scale tensor"), ("zero_points", "zero-point tensor")):
+            i = d.get(key)
+            if i is None or int(i) < 0:
+                tree.add(sec, label, "none")
+            elif int(i) < len(tensors):
+                s = tensors[int(i)]
+                tree.add(sec, label, f"t{s.index} {s.type_name}{list(s.shape)} {s.name}",
+                         link=f"tensor:{s.index}")
+            else:
+                tree.add(sec, label, f"tensor {i} (out of range)")
+        if isinstance(view, str):
+            item = tree.add(sec, "problem", view)
+            item.setForeground(1, WARNING)
+        elif view is not None:
+            tree.add(sec, "scale range", f"{ts.format_number(float(view.scales.min()))} \u2026 "
+                                         f"{ts.format_number(float(view.scales.max()))}")
 
     def _per_channel(self, tree: LinkTree, sec: QTreeWidgetItem, t: Tensor, editable: bool, put: Put) -> None:
         q = t.quantization

@@ -1,0 +1,229 @@
+"""The targets' own verdicts, where a target runs here: LiteRT's default XNNPACK delegate and
+TensorFlow Lite Micro's Python interpreter."""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def xnnpack_partitions(model: bytes) -> list[tuple[list[int], list[int]]]:
+    """LiteRT's DELEGATE nodes (inputs, outputs), in order, with the default delegate."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    it = Interpreter(model_content=model)
+    it.allocate_tensors()
+    return [(sorted(int(x) for x in o["inputs"]), sorted(int(x) for x in o["outputs"]))
+            for o in it._get_ops_details() if o["op_name"] == "DELEGATE"]
+
+
+@contextmanager
+def _captured_stderr():
+    """What native code writes to file descriptor 2 (TFLM's MicroPrintf)."""
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        saved = os.dup(2)
+        os.dup2(tmp.fileno(), 2)
+        box: list[str] = []
+        try:
+            yield box
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            box.append(tmp.read().decode("utf-8", "replace"))
+
+
+@dataclass
+class MicroResult:
+    ok: bool
+    op: str | None  # the operator TFLM names when it fails
+    index: int | None
+    log: str
+    outputs: list[np.ndarray] | None = None
+    prepared: bool = False  # AllocateTensors succeeded (every operator prepared)
+    timed_out: bool = False
+
+
+_NODE = re.compile(r"Node (\S+) \(number (\d+)\) failed to (prepare|invoke)")
+_MISSING = re.compile(r"Didn't find op for builtin opcode '([^']+)'|"
+                      r"Failed to get registration from op code (\S+)|"
+                      r"Didn't find op for custom opcode '([^']+)'")
+
+
+def micro_inputs(model: bytes, seed: int = 0) -> list[np.ndarray]:
+    """Inputs every single-op case accepts: positive floats, small positive integers."""
+    from tflite_viewer.model import load_model
+
+    rng = np.random.default_rng(seed)
+    sg = load_model(model).subgraphs[0]
+    out = []
+    for t in sg.inputs:
+        tensor = sg.tensors[t]
+        dtype = tensor.dtype
+        shape = tensor.shape
+        if dtype.kind == "f":
+            out.append(rng.uniform(0.5, 1.5, shape).astype(dtype))
+        elif dtype.kind == "b":
+            out.append(rng.integers(0, 2, shape).astype(bool))
+        else:
+            out.append(rng.integers(1, 3, shape).astype(dtype))
+    return out
+
+
+def _count_outputs(model: bytes) -> int:
+    from tflite_viewer.model import load_model
+
+    return len(load_model(model).subgraphs[0].outputs)
+
+
+def tflm_run(model: bytes, inputs: list[np.ndarray] | None = None,
+             prepared_marker: str | None = None) -> MicroResult:
+    """Build, allocate and invoke the model in TFLM; what it says when it refuses."""
+    from tflite_micro.python.tflite_micro import runtime
+
+    outputs = None
+    prepared = False
+    with _captured_stderr() as box:
+        try:
+            it = runtime.Interpreter.from_bytes(model, arena_size=max(1 << 20, 20 * len(model)))
+            prepared = True
+            if prepared_marker:
+                open(prepared_marker, "w").close()  # noqa: SIM115 - a marker file
+            for i, x in enumerate(inputs or []):
+                it.set_input(x, i)
+            it.invoke()
+            outputs = [np.array(it.get_output(i)) for i in range(_count_outputs(model))]
+            ok = True
+        except Exception:  # noqa: BLE001 - the interpreter raises bare errors; the log says why
+            ok = False
+    log = box[0] if box else ""
+    if ok:
+        return MicroResult(True, None, None, log, outputs, prepared=True)
+    m = _NODE.search(log)
+    if m:
+        return MicroResult(False, m.group(1), int(m.group(2)), log, prepared=prepared)
+    m = _MISSING.search(log)
+    if m:
+        return MicroResult(False, next(g for g in m.groups() if g), None, log,
+                           prepared=prepared)
+    return MicroResult(False, None, None, log, prepared=prepared)
+
+
+def tflm_run_isolated(path: str, inputs: list[np.ndarray] | None = None,
+                      timeout: float = 60.0) -> MicroResult:
+    """`tflm_run` in a child process: a model TFLM crashes on or loops forever in cannot
+    take the test run with it.  A child that prepared the model but did not finish invoking
+    within ``timeout`` seconds reports ``prepared`` and ``timed_out``."""
+    import json
+    import subprocess
+    import sys
+
+    with tempfile.TemporaryDirectory() as tmp:
+        feed = os.path.join(tmp, "in.npz")
+        np.savez(feed, *(inputs or []))
+        out = os.path.join(tmp, "out")
+        cmd = [sys.executable, "-m", "tests.targets.oracles", path, feed, out]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, timeout=timeout, text=True,
+                                  cwd=os.path.dirname(os.path.dirname(os.path.dirname(
+                                      os.path.abspath(__file__)))))
+        except subprocess.TimeoutExpired:
+            prepared = os.path.exists(out + ".prepared")
+            return MicroResult(False, None, None, "timed out", prepared=prepared,
+                               timed_out=True)
+        if not os.path.exists(out + ".json"):
+            return MicroResult(False, None, None, f"child exited {proc.returncode}: "
+                               f"{proc.stderr[-300:]}")
+        with open(out + ".json") as fh:
+            d = json.load(fh)
+        outputs = None
+        if d["ok"]:
+            with np.load(out + ".npz") as z:
+                outputs = [z[f"arr_{i}"] for i in range(len(z.files))]
+        return MicroResult(d["ok"], d["op"], d["index"], d["log"], outputs, d["prepared"])
+
+
+def tflm_run_many(models: dict[str, bytes], timeout: float = 600.0) -> dict[str, MicroResult]:
+    """`tflm_run` on many models in one child process (micro_inputs as inputs), restarted
+    after a model that aborts it: that model's result says ``crashed`` in its log."""
+    import json
+    import subprocess
+    import sys
+
+    names = list(models)
+    results: dict[str, MicroResult] = {}
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, name in enumerate(names):
+            with open(os.path.join(tmp, f"{i}.tflite"), "wb") as fh:
+                fh.write(models[name])
+        start = 0
+        while start < len(names):
+            log = os.path.join(tmp, f"results{start}.jsonl")
+            cmd = [sys.executable, "-m", "tests.targets.oracles", "--many", tmp,
+                   str(start), str(len(names)), log]
+            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=root,
+                                  timeout=timeout)
+            done = 0
+            if os.path.exists(log):
+                with open(log) as fh:
+                    for line in fh:
+                        d = json.loads(line)
+                        outputs = None
+                        if d["ok"]:
+                            with np.load(os.path.join(tmp, f"{d['i']}.npz")) as z:
+                                outputs = [z[f"arr_{j}"] for j in range(len(z.files))]
+                        results[names[d["i"]]] = MicroResult(d["ok"], d["op"], d["index"],
+                                                             d["log"], outputs, d["prepared"])
+                        done = d["i"] + 1 - start
+            start += done
+            if start < len(names) and proc.returncode != 0:
+                results[names[start]] = MicroResult(
+                    False, None, None, f"crashed: the process ended with {proc.returncode}")
+                start += 1
+            elif start < len(names) and done == 0:
+                raise RuntimeError(f"TFLM child made no progress: {proc.stderr[-500:]}")
+    return results
+
+
+def _many(folder: str, start: str, stop: str, log: str) -> None:
+    import json
+
+    with open(log, "w") as out:
+        for i in range(int(start), int(stop)):
+            with open(os.path.join(folder, f"{i}.tflite"), "rb") as fh:
+                model = fh.read()
+            r = tflm_run(model, micro_inputs(model))
+            if r.ok:
+                np.savez(os.path.join(folder, f"{i}.npz"), *(r.outputs or []))
+            out.write(json.dumps({"i": i, "ok": r.ok, "op": r.op, "index": r.index,
+                                  "log": r.log[-2000:], "prepared": r.prepared}) + "\n")
+            out.flush()
+
+
+def _child(path: str, feed: str, out: str) -> None:
+    import json
+
+    with np.load(feed) as z:
+        inputs = [z[f"arr_{i}"] for i in range(len(z.files))] or None
+    with open(path, "rb") as fh:
+        model = fh.read()
+    r = tflm_run(model, inputs, prepared_marker=out + ".prepared")
+    if r.ok:
+        np.savez(out + ".npz", *(r.outputs or []))
+    with open(out + ".json", "w") as fh:
+        json.dump({"ok": r.ok, "op": r.op, "index": r.index, "log": r.log,
+                   "prepared": r.prepared}, fh)
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1] == "--many":
+        _many(*sys.argv[2:6])
+    else:
+        _child(*sys.argv[1:4])

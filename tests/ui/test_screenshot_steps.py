@@ -1,0 +1,51 @@
+"""`--screenshot` with `--cross-check` and `--compare-float` (the README's screenshots of the
+cross-check and the Quantization dock are made with them): the analysis ran, its dock and
+the canvas's colours are in the picture, and bad arguments are one line and exit 2."""
+from __future__ import annotations
+
+from tflite_viewer import cli
+from tflite_viewer.ui.debug_overlay import heat_color
+from tflite_viewer.ui.quant_overlay import colour
+
+from .conftest import model_path
+from .test_screenshot_render import _has_color, _pixels
+
+INT8, FLOAT = model_path("small_cnn_dilated_int8.tflite"), model_path("small_cnn_dilated_float.tflite")
+
+
+def test_compare_float_draws_the_overlay_and_its_legend(tmp_path):
+    out = tmp_path / "quant.png"
+    assert cli.main([str(INT8), "--screenshot", str(out), "--compare-float", str(FLOAT),
+                     "--overlay", "sqnr_db"]) == 0
+    px = _pixels(out)
+    # the legend's ramp, green to red: its middle colours are drawn nowhere else (without
+    # --overlay none of them is in the picture)
+    for t in (3 / 31, 10 / 31, 21 / 31, 28 / 31):
+        assert _has_color(px, colour(t).name(), tolerance=2, at_least=40), t
+
+
+def test_cross_check_colours_the_canvas_by_error(tmp_path):
+    out = tmp_path / "cross.png"
+    assert cli.main([str(model_path("sine_float.tflite")), "--screenshot", str(out),
+                     "--cross-check"]) == 0
+    # the legend's ramp of the error colours, painted over white
+    amber = heat_color(0.5)
+    alpha = amber.alphaF()
+    blended = "#{:02x}{:02x}{:02x}".format(*(round(c * alpha + 255 * (1 - alpha))
+                                             for c in (amber.red(), amber.green(), amber.blue())))
+    assert _has_color(_pixels(out), blended, tolerance=4, at_least=20)
+
+
+def test_the_steps_refuse_what_they_cannot_do(tmp_path, capsys):
+    out = tmp_path / "x.png"
+    assert cli.main([str(INT8), "--screenshot", str(out), "--compare-float", str(FLOAT),
+                     "--overlay", "nonsense"]) == 2
+    assert "--overlay nonsense: one of" in capsys.readouterr().err
+    assert cli.main([str(INT8), "--cross-check"]) == 2
+    assert "--cross-check goes with --screenshot" in capsys.readouterr().err
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(b"not a model")
+    assert cli.main([str(INT8), "--screenshot", str(out), "--compare-float", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--compare-float " in err
+    assert "bad.tflite: file identifier" in err and "not a TFLite model" in err

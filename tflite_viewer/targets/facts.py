@@ -1,0 +1,358 @@
+"""What the target rules read about a model, as plain Python lists built in a few numpy passes.
+
+Every rule (XNNPACK's, the GPU delegate's, TFLM's) asks the same questions of an operator:
+its code and version, its tensors' types, shapes and quantization, whether a tensor is a
+constant, an option.  Building an `Operator` view per operator and decoding its options
+one at a time costs about 20 us an operator (0.4 s on a 20,000-op model, before any rule
+runs), so this module reads the verifier's columns once: operators and tensors as lists,
+every options table of one type in one pass, every quantization table in one pass.
+
+The facts are LiteRT's view of the file, not the reader's: a tensor is *static*
+(LiteRT's kTfLiteMmapRo) when its buffer holds bytes, as LiteRT's InterpreterBuilder
+decides; shapes are the file's ``shape`` (what LiteRT's delegates see before any
+prepare), with ``shape_signature`` kept for the rules about dynamic sizes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from ..model import Model
+from ..schema.schema_layout import LAYOUT
+
+TYPE_NAMES: dict[int, str] = LAYOUT["enums"]["tflite.TensorType"]["values"]
+_ENUMS = LAYOUT["enums"]
+_OBJECTS = LAYOUT["objects"]
+_SHAPE_ARITHMETIC = frozenset({
+    "SHAPE", "STRIDED_SLICE", "PACK", "CONCATENATION", "GATHER", "RESHAPE", "ADD", "SUB",
+    "MUL", "FLOOR_DIV", "FLOOR_MOD", "SLICE", "SQUEEZE", "EXPAND_DIMS", "CAST", "MAXIMUM",
+    "MINIMUM", "REDUCE_PROD", "FILL"})
+_SCALARS = {"UType", "Bool", "Byte", "UByte", "Short", "UShort", "Int", "UInt", "Long",
+            "ULong", "Float", "Double"}
+
+
+@dataclass(frozen=True)
+class Quant:
+    """A tensor's quantization as LiteRT holds it (TfLiteAffineQuantization)."""
+
+    scale: tuple[float, ...]
+    zero_point: tuple[int, ...]
+    quantized_dimension: int
+    details: str  # "NONE", "CustomQuantization", "BlockwiseQuantization", ...
+
+    @property
+    def per_tensor(self) -> bool:
+        return len(self.scale) == 1
+
+    @property
+    def legacy_zero_point(self) -> int:
+        """TfLiteTensor.params.zero_point: set only for one scale and one zero point."""
+        return self.zero_point[0] if len(self.scale) == 1 and len(self.zero_point) == 1 else 0
+
+    @property
+    def legacy_scale(self) -> float:
+        return self.scale[0] if len(self.scale) == 1 and len(self.zero_point) == 1 else 0.0
+
+
+class SubgraphFacts:
+    """One subgraph's operators and tensors as lists indexed like the file."""
+
+    def __init__(self, model: Model, index: int) -> None:
+        sg = model.subgraphs[index]
+        self.model = model
+        self.index = index
+        self.name = sg.name
+        # (the reader's columns need at least one operator in the file)
+        cols = sg.columns if len(sg.operators) else None
+        tcols = sg.tensor_columns
+        codes = model.operator_codes
+        code_idx = cols.opcode_index.tolist() if cols is not None else []
+        self.op_count = len(code_idx)
+        n_codes = len(codes)
+        # an opcode index out of range: the loader's checks refuse it, but stay total here
+        self.builtin: list[str] = [codes[c].builtin_name if 0 <= c < n_codes else "?"
+                                   for c in code_idx]
+        self.custom: list[str | None] = [codes[c].custom_code if 0 <= c < n_codes else None
+                                         for c in code_idx]
+        self.version: list[int] = [codes[c].version if 0 <= c < n_codes else 0 for c in code_idx]
+        ins, in_off, outs, out_off = ([], [0], [], [0]) if cols is None else (
+            cols.inputs.tolist(), cols.input_offsets.tolist(), cols.outputs.tolist(),
+            cols.output_offsets.tolist())
+        self.inputs: list[tuple[int, ...]] = [tuple(ins[in_off[k]:in_off[k + 1]])
+                                              for k in range(self.op_count)]
+        self.outputs: list[tuple[int, ...]] = [tuple(outs[out_off[k]:out_off[k + 1]])
+                                               for k in range(self.op_count)]
+        self.types: list[str] = [TYPE_NAMES.get(t, str(t)) for t in tcols.type.tolist()]
+        self.shapes: list[tuple[int, ...]] = tcols.shape
+        self.signatures: list[tuple[int, ...] | None] = tcols.shape_signature
+        self.variable: list[bool] = tcols.is_variable.tolist()
+        self.names: list[str] = tcols.name
+        self.graph_inputs: tuple[int, ...] = sg.inputs
+        self.graph_outputs: tuple[int, ...] = sg.outputs
+        buf = tcols.buffer
+        sizes = model.buffer_sizes
+        has = (buf > 0) & (buf < sizes.size)
+        static = np.zeros(buf.size, dtype=bool)
+        static[has] = sizes[buf[has]] > 0
+        self.static: list[bool] = static.tolist()
+        self._sg = sg
+        self._options_rows: dict[int, tuple[str, int]] | None = None
+        self._options_cache: dict[str, dict[str, list]] = {}
+        self._quant: dict[int, Quant] | None = None
+        self._op_keys: list | None = None
+
+    @property
+    def tensor_count(self) -> int:
+        return len(self.types)
+
+    def op_key(self, k: int) -> tuple:
+        """Everything a target's rules read about operator ``k`` itself, as one hashable
+        value: two operators with the same key get the same verdict from a rule that looks
+        at no other operator.  A 20,000-op model is mostly a few blocks repeated, so the
+        targets check each distinct key once."""
+        keys = self._op_keys
+        if keys is None:
+            keys = self._op_keys = self._all_op_keys()
+        return keys[k]
+
+    def _all_op_keys(self) -> list[tuple]:
+        tk = self.tensor_keys
+        if self._options_rows is None:
+            self._index_options()
+        rows = self._options_rows
+        row_keys: dict[str, list[tuple]] = {
+            name: list(zip(*cols.values())) if cols else [] for name, cols in
+            self._options_cache.items()}
+        out = []
+        for k in range(self.op_count):
+            found = rows.get(k)
+            opts = None if found is None else (found[0], row_keys[found[0]][found[1]]
+                                               if row_keys[found[0]] else ())
+            out.append((self.builtin[k], self.custom[k], self.version[k],
+                        tuple(tk[t] if t >= 0 else None for t in self.inputs[k]),
+                        tuple(tk[t] if t >= 0 else None for t in self.outputs[k]), opts))
+        return out
+
+    @cached_property
+    def tensor_keys(self) -> list[tuple]:
+        """Every tensor as the rules see it: type, shape, constness, quantization, the
+        values of small integer constants (shapes, axes, paddings), shape signature."""
+        quant = self._quant if self._quant is not None else self._read_quantization()
+        self._quant = quant
+        out = []
+        for t, (ty, shape, static, var, sig) in enumerate(zip(
+                self.types, self.shapes, self.static, self.variable, self.signatures)):
+            values = None
+            if static and ty in ("INT32", "INT64") and self.num_elements(t) <= 16:
+                v = self.values(t)
+                values = None if v is None else tuple(v.reshape(-1).tolist())
+            out.append((ty, shape, static, var, quant.get(t), values, sig))
+        return out
+
+    def tensor_key(self, t: int) -> tuple | None:
+        return self.tensor_keys[t] if t >= 0 else None
+
+    def value_known(self, t: int, depth: int = 0) -> bool:
+        """The tensor's value follows from the file alone: a constant, or shape arithmetic
+        (SHAPE of a statically shaped tensor, slices, packs, casts, arithmetic) on such
+        values.  A converter folds these into the shapes it stores."""
+        if t < 0 or self.static[t]:
+            return True
+        k = self.producer.get(t)
+        if k is None or depth > 32 or self.builtin[k] not in _SHAPE_ARITHMETIC:
+            return False
+        if self.builtin[k] == "SHAPE":  # a shape is known when no model input is dynamic
+            x = self.inputs[k][0] if self.inputs[k] else -1
+            return x >= 0 and (self.static[x] or not self.dynamic_inputs)
+        return all(self.value_known(i, depth + 1) for i in self.inputs[k])
+
+    @cached_property
+    def dynamic_inputs(self) -> bool:
+        """A subgraph input has an unknown dimension (-1 in its shape signature)."""
+        return any(self.dynamic(t) for t in self.graph_inputs)
+
+    @cached_property
+    def producer(self) -> dict[int, int]:
+        """Tensor -> the operator that writes it."""
+        return {t: k for k in range(self.op_count) for t in self.outputs[k]}
+
+    @cached_property
+    def side_effects(self) -> list[bool]:
+        """``Subgraph::OpMightHaveSideEffect``: resource tensors in or out, IF, WHILE and
+        CALL_ONCE (LiteRT's partitioner keeps such operators in order)."""
+        resource = {t for t, ty in enumerate(self.types) if ty == "RESOURCE"}
+        return [b in ("IF", "WHILE", "CALL_ONCE") or (bool(resource) and any(
+            t in resource for t in ins + outs))
+            for b, ins, outs in zip(self.builtin, self.inputs, self.outputs)]
+
+    @cached_property
+    def consumers(self) -> dict[int, list[int]]:
+        """Tensor -> the operators that read it, in order."""
+        out: dict[int, list[int]] = {}
+        for k in range(self.op_count):
+            for t in self.inputs[k]:
+                out.setdefault(t, []).append(k)
+        return out
+
+    def op_name(self, k: int) -> str:
+        """`CONV_2D`, or the custom code of a custom op."""
+        b = self.builtin[k]
+        return (self.custom[k] or "CUSTOM") if b == "CUSTOM" else b
+
+    def operator(self, k: int):
+        """The reader's view of operator ``k`` (for the rare facts the lists do not hold:
+        custom options, builtin_options_2)."""
+        return self._sg.operators[k]
+
+    # -- tensors ---------------------------------------------------------------------------
+    def type(self, t: int) -> str:
+        return self.types[t] if 0 <= t < len(self.types) else "NOTYPE"
+
+    def rank(self, t: int) -> int:
+        return len(self.shapes[t])
+
+    def dynamic(self, t: int) -> bool:
+        """The file marks a dimension unknown (-1 in shape_signature)."""
+        sig = self.signatures[t]
+        return sig is not None and any(d < 0 for d in sig)
+
+    def quant(self, t: int) -> Quant | None:
+        if self._quant is None:
+            self._quant = self._read_quantization()
+        return self._quant.get(t)
+
+    def values(self, t: int) -> np.ndarray | None:
+        """A constant tensor's values (small shape/axis/padding tensors the rules read)."""
+        if not self.static[t]:
+            return None
+        try:
+            return self._sg.tensors[t].values()
+        except Exception:  # a malformed constant: the rule treats it as unreadable
+            return None
+
+    def block_size(self, t: int) -> int:
+        """A blockwise-quantized tensor's block size (0 when the details say none)."""
+        q = self._sg.tensors[t].quantization
+        details = (q.details or {}) if q is not None else {}
+        return int(details.get("block_size", 0) or 0)
+
+    def sparse(self, t: int) -> bool:
+        return self._sg.tensors[t].sparsity is not None
+
+    def num_elements(self, t: int) -> int:
+        n = 1
+        for d in self.shapes[t]:
+            n *= d
+        return n
+
+    def _read_quantization(self) -> dict[int, Quant]:
+        index = self.model.index
+        qp = index.table("tflite.QuantizationParameters")
+        tensors = index.table("tflite.Tensor")
+        out: dict[int, Quant] = {}
+        if not len(qp):
+            return out
+        mine = tensors.parent[qp.parent] == self.index
+        rows = np.flatnonzero(mine)
+        if not rows.size:
+            return out
+        tensor_of = tensors.index[qp.parent].tolist()
+        scale, s_owner, s_len = index.vector(qp, "scale")
+        zp, z_owner, z_len = index.vector(qp, "zero_point")
+        s_start = (np.cumsum(s_len) - s_len).tolist()
+        z_start = (np.cumsum(z_len) - z_len).tolist()
+        s_len, z_len = s_len.tolist(), z_len.tolist()
+        scale, zp = scale.tolist(), zp.tolist()
+        qdim = index.scalar(qp, "quantized_dimension").tolist()
+        details = index.scalar(qp, "details_type").tolist()
+        dnames = _ENUMS["tflite.QuantizationDetails"]["values"]
+        for r in rows.tolist():
+            sc = tuple(scale[s_start[r]:s_start[r] + s_len[r]])
+            z = tuple(zp[z_start[r]:z_start[r] + z_len[r]])
+            det = dnames.get(details[r], str(details[r]))
+            if not sc and not z and det == "NONE":
+                continue  # an empty table: no quantization, as the reader says
+            out[tensor_of[r]] = Quant(sc, z, qdim[r], det)
+        return out
+
+    # -- options ---------------------------------------------------------------------------
+    def options(self, k: int) -> dict[str, Any] | None:
+        """Operator ``k``'s builtin options as a dict (enum values by name), or None when
+        the operator has no options table (LiteRT then zero-fills its params struct)."""
+        if self._options_rows is None:
+            self._index_options()
+        found = self._options_rows.get(k)
+        if found is None:
+            return None
+        type_name, row = found
+        cols = self._options_cache[type_name]
+        return {name: values[row] for name, values in cols.items()}
+
+    def _index_options(self) -> None:
+        index = self.model.index
+        ops = index.table("tflite.Operator")
+        op_sub = ops.parent
+        op_idx = ops.index
+        rows: dict[int, tuple[str, int]] = {}
+        for type_name, batches in index.batches.items():
+            for batch in batches:
+                if batch.parent_batch is not ops or batch.label != "builtin_options":
+                    continue
+                parents = batch.parent
+                mine = np.flatnonzero(op_sub[parents] == self.index)
+                if not mine.size:
+                    continue
+                key = type_name
+                if key in self._options_cache:  # the same table type reached twice
+                    key = f"{type_name}#{id(batch)}"
+                self._options_cache[key] = self._read_batch(batch, type_name)
+                for r, k in zip(mine.tolist(), op_idx[parents[mine]].tolist()):
+                    rows[int(k)] = (key, r)
+        self._options_rows = rows
+
+    def _read_batch(self, batch, type_name: str) -> dict[str, list]:
+        index = self.model.index
+        out: dict[str, list] = {}
+        for f in _OBJECTS[type_name]["fields"]:
+            t = f["type"]
+            base = t["base"]
+            name = f["name"]
+            if f.get("deprecated"):
+                continue
+            if base in _SCALARS and base != "UType":
+                values = index.scalar(batch, name).tolist()
+                if "enum" in t:
+                    names = _ENUMS[t["enum"]]["values"]
+                    values = [names.get(v, v) for v in values]
+                elif base == "Bool":
+                    values = [bool(v) for v in values]
+                out[name] = values
+            elif base == "Vector" and t.get("element") in _SCALARS:
+                vals, owner, lengths = index.vector(batch, name)
+                starts = (np.cumsum(lengths) - lengths).tolist()
+                flat = vals.tolist()
+                out[name] = [tuple(flat[s:s + n]) for s, n in zip(starts, lengths.tolist())]
+        return out
+
+
+class ModelFacts:
+    """Every subgraph's facts, built on first use."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self._subgraphs: dict[int, SubgraphFacts] = {}
+
+    def __len__(self) -> int:
+        return len(self.model.subgraphs)
+
+    def __getitem__(self, s: int) -> SubgraphFacts:
+        if s not in self._subgraphs:
+            self._subgraphs[s] = SubgraphFacts(self.model, s)
+        return self._subgraphs[s]
+
+    @cached_property
+    def metadata_names(self) -> frozenset[str]:
+        return frozenset(m.name for m in self.model.metadata)

@@ -1,0 +1,146 @@
+"""What to change: the well-known rewrites that let an operator run on a target.
+
+Each suggestion says what to do; where the editor can do it as it is, it carries the edit
+commands (`Fix.edits`), which the window offers as an edit and a script can apply with
+`ModelDocument.apply`:
+
+* a fused activation a delegate does not fuse (XNNPACK's TANH): split it out into an
+  operator of its own (`SplitFusedActivation`), or clear it, which is what LiteRT's CPU
+  kernels compute anyway (they apply only clamps);
+* a model input with an unknown dimension where the target needs static shapes (the GPU
+  delegate, TFLite Micro): fix it at the stored size (`SetTensorShape`);
+* a tensor of too high a rank whose extra dimensions are 1: reshape it lower;
+* a shape, axes or paddings input computed from values the file already fixes: fold it
+  into a constant;
+* types the target lacks: full int8 quantization instead of hybrid or UINT8, float32 or
+  int8 weights instead of float16.
+"""
+from __future__ import annotations
+
+from ..edit.commands import SetOption, SetTensorShape, SplitFusedActivation
+from ..edit.shape_commands import UpdateStoredShapes
+from .facts import ModelFacts, SubgraphFacts
+from .verdict import RUNS, Fix, OpVerdict, TargetResult
+
+_RANK_LIMIT = {"xnnpack": 6, "gpu": 4}
+
+
+def _activation_fixes(f: SubgraphFacts, v: OpVerdict, target: str) -> list[Fix]:
+    act = (f.options(v.index) or {}).get("fused_activation_function")
+    if "fused activation" not in v.reason or act in (None, "NONE"):
+        return []
+    if act == "SIGN_BIT":
+        return [Fix("SIGN_BIT has no operator of its own: compute it with SIGN or LESS "
+                    "after this operator, and clear the fused activation")]
+    out = f.outputs[v.index]
+    is_float = bool(out) and f.type(out[0]) in ("FLOAT32", "FLOAT16")
+    split = Fix(f"split the fused {act} out into a {act} operator of its own ({target} "
+                f"runs {act} alone); LiteRT's CPU kernels skip a fused {act} on {v.op}, so "
+                "this computes what the option asks for",
+                [SplitFusedActivation(v.subgraph, v.index)] if is_float else [])
+    clear = Fix(f"or clear the fused {act}: the same numbers LiteRT's CPU kernels give",
+                [SetOption(v.subgraph, v.index, "fused_activation_function", "NONE")])
+    return [split, clear]
+
+
+def _rank_fix(f: SubgraphFacts, v: OpVerdict, limit: int) -> list[Fix]:
+    ts = [t for t in f.inputs[v.index] + f.outputs[v.index] if t >= 0 and f.rank(t) > limit]
+    if not ts or "rank" not in v.reason:
+        return []
+    t = ts[0]
+    shape = f.shapes[t]
+    squeezed = [d for d in shape if d != 1]
+    if len(squeezed) <= limit:
+        new = [1] * (limit - len(squeezed)) + squeezed
+        return [Fix(f"tensor {t} {list(shape)} has size-1 dimensions: reshape it to "
+                    f"{new} ({limit}-D) around this operator")]
+    return [Fix(f"tensor {t} {list(shape)} needs {len(squeezed)} dimensions of size > 1: "
+                f"split the computation along one of them (at most {limit}-D here)")]
+
+
+def _computed_input_fix(f: SubgraphFacts, v: OpVerdict) -> list[Fix]:
+    if "computed at run time" not in v.reason:
+        return []
+    try:
+        t = int(v.reason.split(" is computed")[0].split()[-1])
+    except ValueError:
+        return []
+    if f.value_known(t):
+        return [Fix(f"tensor {t} is computed only from constants and static shapes: fold it "
+                    "into a constant (re-convert with constant folding, or let the shapes be "
+                    "static)")]
+    return []
+
+
+def _type_fixes(v: OpVerdict, target: str) -> list[Fix]:
+    r = v.reason
+    if "hybrid" in r or ("FLOAT32" in r and "INT8 weights" in r):
+        return [Fix("quantize the activations too (full int8 post-training quantization), "
+                    "or keep float weights: hybrid operators do not run here")]
+    if target == "tflm" and "UINT8" in r:
+        return [Fix("quantize to INT8 instead of UINT8 (TFLite Micro's kernels are int8)")]
+    if target == "tflm" and "FLOAT16" in r:
+        return [Fix("store the weights as float32, or quantize them to int8: TFLite Micro "
+                    "has no float16")]
+    if "beta" in r and v.op == "SOFTMAX":
+        return [Fix("fold beta into the layer before (scale its weights) and set beta to 1")]
+    if "without bias" in r:
+        return [Fix("give the operator a zero bias of the output channels' size")]
+    if "needs runtime" in r:
+        return [Fix("ship a runtime at least that new, or avoid the feature that raised the "
+                    "op version (see the version rules in the Properties panel)")]
+    if target == "tflm" and "is stored as" in r:
+        return [Fix("write the computed shapes into the file (see this target's changes: "
+                    "one edit for every such tensor)")]
+    if "largest partition" in r:
+        return [Fix("make the operators between this group and the delegated one run on the "
+                    "GPU, or raise max_delegated_partitions in the delegate's options")]
+    return []
+
+
+def stored_shape_fixes(facts: ModelFacts) -> list[Fix]:
+    """TFLM computes into the stored shapes: write the shapes the operators compute."""
+    from .tflm import shape_mismatches
+
+    found = shape_mismatches(facts)
+    if not found:
+        return []
+    shapes = {(m.subgraph, m.tensor): m.inferred for m in found}
+    return [Fix(f"write the shapes the operators compute into the {len(shapes)} tensor(s) "
+                "stored with placeholder sizes (TFLM does not resize tensors)",
+                [UpdateStoredShapes(shapes)])]
+
+
+def dynamic_input_fixes(facts: ModelFacts, target: str) -> list[Fix]:
+    """Model inputs with an unknown dimension, for targets that need static shapes."""
+    out = []
+    for s in range(len(facts)):
+        f = facts[s]
+        for t in f.graph_inputs:
+            if f.dynamic(t):
+                shape = list(f.shapes[t])
+                out.append(Fix(f"input {f.names[t]!r} (subgraph {s}, tensor {t}) has unknown "
+                               f"dimensions {list(f.signatures[t])}; {target} needs static "
+                               f"shapes: fix it at {shape}",
+                               [SetTensorShape(s, t, shape, shape_signature=None)]))
+    return out
+
+
+def attach(facts: ModelFacts, result: TargetResult) -> None:
+    """Add the rewrites that apply to every operator that does not run."""
+    for v in result.ops:
+        if v.verdict == RUNS:
+            continue
+        f = facts[v.subgraph]
+        try:
+            fixes = (_activation_fixes(f, v, result.name)
+                     + _rank_fix(f, v, _RANK_LIMIT.get(result.name, 99))
+                     + _computed_input_fix(f, v)
+                     + _type_fixes(v, result.name))
+        except (IndexError, KeyError, TypeError, ValueError, AttributeError):
+            fixes = []  # a malformed operator: its verdict says so, no rewrite applies
+        v.fixes.extend(fixes)
+    if result.name == "tflm":
+        result.fixes.extend(stored_shape_fixes(facts))
+    if result.name in ("gpu", "tflm"):
+        result.fixes.extend(dynamic_input_fixes(facts, result.name))

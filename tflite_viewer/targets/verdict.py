@@ -1,0 +1,96 @@
+"""What a target says about each operator, and the groups a delegate takes.
+
+Three verdicts, the same words in the JSON and the window:
+
+* ``runs``: the target executes the operator (a delegate: inside one of its partitions);
+* ``falls back``: a delegate leaves it to LiteRT's CPU kernels (the model still runs);
+* ``refused``: the target cannot run it and nothing takes over (LiteRT's CPU runtime,
+  TFLite Micro): the model does not load or does not prepare there.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+RUNS, FALLS_BACK, REFUSED = "runs", "falls back", "refused"
+VERDICTS = (RUNS, FALLS_BACK, REFUSED)
+
+
+@dataclass
+class Fix:
+    """A well-known rewrite that would let an operator run on a target.
+
+    ``edits`` are `tflite_viewer.edit` commands the editor can apply as they are (empty
+    when the rewrite needs more than the editor offers: then ``summary`` says what to do).
+    """
+
+    summary: str
+    edits: list[Any] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"summary": self.summary, "applicable": bool(self.edits),
+                "edits": [getattr(e, "description", repr(e)) for e in self.edits]}
+
+
+@dataclass
+class OpVerdict:
+    subgraph: int
+    index: int
+    op: str
+    verdict: str
+    reason: str = ""
+    fixes: list[Fix] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        out = {"subgraph": self.subgraph, "index": self.index, "op": self.op,
+               "verdict": self.verdict, "reason": self.reason}
+        if self.fixes:
+            out["fixes"] = [f.as_dict() for f in self.fixes]
+        return out
+
+
+@dataclass
+class Partition:
+    """A group of operators a delegate replaces by one DELEGATE node, with the tensors
+    that node reads and writes (sorted, as LiteRT's partitioner leaves them)."""
+
+    subgraph: int
+    ops: list[int]
+    inputs: list[int]
+    outputs: list[int]
+
+    def as_dict(self) -> dict:
+        return {"subgraph": self.subgraph, "ops": list(self.ops), "inputs": list(self.inputs),
+                "outputs": list(self.outputs)}
+
+
+@dataclass
+class TargetResult:
+    """One target's answer for a whole model."""
+
+    name: str
+    title: str
+    ops: list[OpVerdict]
+    partitions: list[Partition] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    source: str = ""  # what the rules transcribe (and whether a runnable oracle checked them)
+    crossing: int = 0  # tensors a partition reads from or hands back to LiteRT's CPU kernels
+    fixes: list[Fix] = field(default_factory=list)  # rewrites for the model as a whole
+
+    def counts(self) -> dict[str, int]:
+        out = {v: 0 for v in VERDICTS}
+        for o in self.ops:
+            out[o.verdict] += 1
+        return out
+
+    def summary(self) -> dict:
+        c = self.counts()
+        return {"ops": len(self.ops), "runs": c[RUNS], "falls_back": c[FALLS_BACK],
+                "refused": c[REFUSED], "partitions": len(self.partitions),
+                "crossing_tensors": self.crossing}
+
+    def as_dict(self) -> dict:
+        return {"title": self.title, "source": self.source, "summary": self.summary(),
+                "partitions": [p.as_dict() for p in self.partitions],
+                "ops": [o.as_dict() for o in self.ops], "notes": list(self.notes),
+                "fixes": [f.as_dict() for f in self.fixes]}
