@@ -165,7 +165,7 @@ def command_kinds(doc: ModelDocument) -> list[tuple[str, Callable[[], object]]]:
     option stored and one left at its default."""
     from tflite_viewer.edit import (ExposeTensor, RemoveOperator, ReplaceTensorData,
                                     SetDescription, SetOpVersion, SetQuantization,
-                                    SetTensorShape)
+                                    SetTensorShape, SplitFusedActivation)
     sg = doc.model.subgraphs[0]
     cols = sg.columns
     outs = set(sg.outputs)
@@ -211,6 +211,12 @@ def command_kinds(doc: ModelDocument) -> list[tuple[str, Callable[[], object]]]:
     ]
     if removable is not None:
         kinds.insert(2, ("remove-op", lambda: RemoveOperator(0, removable)))
+    fused = next((op.index for op in (sg.operators[j] for j in range(k, ops))
+                  if op.builtin_options.get("fused_activation_function") in
+                  ("RELU", "RELU6", "RELU_N1_TO_1", "TANH") and len(op.outputs) == 1
+                  and sg.tensors[op.outputs[0]].type_name == "FLOAT32"), None)
+    if fused is not None:  # the command that inserts an operator (and a tensor)
+        kinds.insert(3, ("insert-op", lambda: SplitFusedActivation(0, fused)))
     return kinds
 
 

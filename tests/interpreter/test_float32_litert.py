@@ -251,7 +251,8 @@ def test_reference_sums_can_be_traded_for_blas_speed():
 
 
 @pytest.mark.parametrize("m, k, o", [(1, 1, 1), (1, 700, 1), (2, 5, 1), (1, 5, 2), (9, 4, 3),
-                                     (3, 300, 500), (70000, 3, 2), (5, 3000, 90)])
+                                     (3, 300, 500), (70000, 3, 2), (5, 3000, 90),
+                                     (1, 16, 2), (1, 100, 4)])
 def test_ordered_matmul_is_the_left_to_right_float32_sum(m, k, o):
     """Against a transcription of the reference loop: one product, one float32 addition
     at a time from +0 (shapes that take the one-output, one-block and many-block paths)."""
@@ -262,3 +263,6 @@ def test_ordered_matmul_is_the_left_to_right_float32_sum(m, k, o):
     for j in range(k):
         total = (total + (a[:, j:j + 1] * w[j]).astype(F32)).astype(F32)
     assert _bits_differ(ordered_matmul(a, w), total) == 0
+    # FULLY_CONNECTED passes its [O, K] weights as a transposed view (never copied): the
+    # same sums, in the same order
+    assert _bits_differ(ordered_matmul(a, np.ascontiguousarray(w.T).T), total) == 0

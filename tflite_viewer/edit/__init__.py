@@ -10,7 +10,7 @@ from .commands import (EditCommand, ExposeTensor, RemoveCustomOption, RemoveMeta
                        RemoveOperator, RenameSignature, RenameSignatureTensor, RenameTensor,
                        ReorderOperators, ReplaceTensorData, Scope, SetCustomOption,
                        SetDescription, SetMetadata, SetOfflineMemoryPlan, SetOpVersion,
-                       SetOption, SetQuantization, SetTensorShape)
+                       SetOption, SetQuantization, SetTensorShape, SplitFusedActivation)
 from .document import EditResult, ModelDocument, VersionRaise
 from .shape_commands import UpdateStoredShapes
 from .tree import ModelTree, unpack
@@ -21,5 +21,5 @@ __all__ = [
     "RemoveCustomOption", "RemoveMetadata", "RemoveOperator", "RenameSignature",
     "RenameSignatureTensor", "RenameTensor", "ReorderOperators", "ReplaceTensorData", "Scope",
     "SetCustomOption", "SetDescription", "SetMetadata", "SetOfflineMemoryPlan", "SetOpVersion", "SetOption", "SetQuantization",
-    "SetTensorShape", "UpdateStoredShapes", "VersionRaise", "serialize", "unpack",
+    "SetTensorShape", "SplitFusedActivation", "UpdateStoredShapes", "VersionRaise", "serialize", "unpack",
 ]

@@ -212,10 +212,12 @@ def ordered_matmul(a: np.ndarray, w: np.ndarray) -> np.ndarray:
     if m * o == 1:  # one output: reduce over a single column would be pairwise
         return np.full((1, 1), _sequential_sum(at[:, 0] * w[:, 0]), F32)
     if m * o * k <= _BLOCK:  # one block (small layers: two calls), the sum from +0
+        # order="C": the products laid out [k, ...] whatever the layout of ``w`` (a
+        # transposed view would make k the contiguous axis, and the sum over it pairwise)
         if transposed:
-            return np.add.reduce(np.multiply(w[:, :, None], at[:, None, :]), axis=0,
-                                 initial=_ZERO).T
-        return np.add.reduce(np.multiply(at[:, :, None], w[:, None, :]), axis=0,
+            return np.add.reduce(np.multiply(w[:, :, None], at[:, None, :], order="C"),
+                                 axis=0, initial=_ZERO).T
+        return np.add.reduce(np.multiply(at[:, :, None], w[:, None, :], order="C"), axis=0,
                              initial=_ZERO)
     out = np.empty((o, m) if transposed else (m, o), F32)
     rows_per = max(1, min(m, _SUMS // o))
