@@ -260,3 +260,36 @@ def test_a_root_field_the_file_does_not_store_is_written_in_a_new_root(tmp_path,
     assert doc.to_bytes() == states[0]
     doc.redo()
     assert doc.to_bytes() == states[1]
+
+
+@pytest.mark.parametrize("layout", ["inline", "offset"])
+def test_changes_never_read_the_weights_a_state_shares_with_the_file(tmp_path, layout,
+                                                                      monkeypatch):
+    """The change list after a spliced edit that moves every weight (a new root block at
+    the front) knows from the pieces that each weight is the file's own bytes: reading
+    them would page a 2.5 GB model in twice.  A weight the edit replaced is still read and
+    reported."""
+    from tflite_viewer.edit import ReplaceTensorData, coldiff
+    tree = unpack(load_model(MODELS_DIR / "mobilenet_v2_float.tflite"))
+    tree.model.description = None
+    src = tmp_path / f"{layout}.tflite"
+    src.write_bytes(serialize(tree, layout=layout))
+    doc = _spliced(src)
+    doc.apply(SetDescription("described"))
+    big = [b.data.size for b in doc.model.buffers if b.data is not None]
+    assert max(big) > coldiff._BIG  # the model has weights the comparison would read whole
+    compared: list[int] = []
+    real = np.array_equal
+    monkeypatch.setattr(coldiff.np, "array_equal",
+                        lambda a, b: (len(a) > coldiff._BIG and compared.append(len(a)))
+                        or real(a, b))
+    lines = doc.changes()
+    assert compared == []
+    assert lines == _full_diff(doc) == ["description: (none) -> 'described'"]
+    compared.clear()
+    t = next(t for t in doc.model.subgraphs[0].tensors
+             if t.buffer_nbytes > coldiff._BIG and t.type_name == "FLOAT32")
+    doc.apply(ReplaceTensorData(0, t.index, np.zeros(t.shape, np.float32)))
+    lines = doc.changes()
+    assert set(compared) == {t.buffer_nbytes}  # the replaced weight alone is read
+    assert lines == _full_diff(doc) and len(lines) == 2

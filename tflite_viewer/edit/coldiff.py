@@ -20,7 +20,7 @@ empty), so the lines about their own fields come from `diff.diff` too.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -85,13 +85,23 @@ class _Side:
         return off > 1, off, size
 
 
+#: ``shared(a, b, n)``: whether the current model's bytes [b, b+n) are known to be the
+#: original's [a, a+n) without reading them (the document's pieces know which ranges of
+#: the opened file an edited state reuses)
+Shared = Callable[[int, int, int], bool]
+
+
 def _ranges_equal(da: np.ndarray, sa: np.ndarray, db: np.ndarray, sb: np.ndarray,
-                  n: np.ndarray) -> np.ndarray:
-    """Per pair: are da[sa:sa+n] and db[sb:sb+n] equal (lengths already equal)?"""
+                  n: np.ndarray, shared: Shared | None = None) -> np.ndarray:
+    """Per pair: are da[sa:sa+n] and db[sb:sb+n] equal (lengths already equal)?  Long
+    ranges ``shared`` says are the same bytes of the file are not read: comparing a
+    2.5 GB model's weights would page both copies in."""
     out = np.ones(n.size, bool)
     big = np.flatnonzero(n > _BIG)
     for k in big.tolist():
         a, b, m = int(sa[k]), int(sb[k]), int(n[k])
+        if shared is not None and shared(a, b, m):
+            continue
         out[k] = np.array_equal(da[a:a + m], db[b:b + m])
     small = np.flatnonzero((n > 0) & (n <= _BIG))
     if small.size:
@@ -115,8 +125,9 @@ def _expand(first: np.ndarray, count: np.ndarray) -> np.ndarray:
 class ColumnDiff:
     """Which tables differ between two loaded models (see the module docstring)."""
 
-    def __init__(self, original: Model, current: Model) -> None:
+    def __init__(self, original: Model, current: Model, shared: Shared | None = None) -> None:
         self.a, self.b = _Side(original), _Side(current)
+        self.shared = shared
         # id(child batch of a) -> (rows in a, rows in b, differs) for vectors of tables
         self.pairs: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.root_a = self.a.index.table("tflite.Model", "")
@@ -154,7 +165,7 @@ class ColumnDiff:
                                              "large_custom_options_size", pb, sb, nb)
                 bad = (pa != pb) | (na != nb)
                 same = np.flatnonzero(~bad & pa)
-                eq = _ranges_equal(A.data, sa[same], B.data, sb[same], na[same])
+                eq = _ranges_equal(A.data, sa[same], B.data, sb[same], na[same], self.shared)
                 bad[same[~eq]] = True
                 out |= bad
             elif base == "Vector" and t["element"] == "Obj":
@@ -288,9 +299,10 @@ def _shallow(tname: str, buf, pos: int) -> Any:
     return obj
 
 
-def changes(original: Model, current: Model, tree_model: Any) -> list[str]:
+def changes(original: Model, current: Model, tree_model: Any,
+            shared: Shared | None = None) -> list[str]:
     """The lines of `diff.diff(unpack(original).model, tree_model)`, from the columns."""
-    cd = ColumnDiff(original, current)
+    cd = ColumnDiff(original, current, shared)
     if not cd.root_differs:
         return []
     buf = memoryview(original.data)  # as `tree.unpack` reads it

@@ -550,7 +550,21 @@ class ModelDocument:
         if self.model is self.original:
             return []
         return [_annotate(line, self._tree.model) for line in
-                column_changes(self.original, self.model, self._tree.model)]
+                column_changes(self.original, self.model, self._tree.model,
+                               self._shared_with_file())]
+
+    def _shared_with_file(self):
+        """For `coldiff`: whether bytes of this state are the opened file's own, at the
+        same place in the file as in the original model (the original *is* the file),
+        known from the pieces without reading them; None when there is no such file."""
+        source, pieces = self._source, self._pieces
+        if source is None or pieces is None or self.original.path is None \
+                or self.original.file_size != source.size:  # a section of a container
+            return None
+
+        def shared(a: int, b: int, n: int) -> bool:
+            return pieces.file_offset(b, b + n, source) == a
+        return shared
 
     def save(self, path: str | os.PathLike, overwrite_original: bool = False) -> Path:
         """Write the model: to a temporary file in the target's directory, then rename.

@@ -137,6 +137,17 @@ class Pieces:
             k += 1
         return out
 
+    def file_offset(self, start: int, stop: int, source: "SourceFile") -> int | None:
+        """Where ``[start, stop)`` lies in ``source`` when one range of that file holds all
+        of it (None otherwise): those bytes are the file's, unread."""
+        k = bisect.bisect_right(self._starts, start) - 1
+        if not 0 <= k < len(self.parts) or stop > self._starts[k + 1]:
+            return None
+        p = self.parts[k]
+        if not isinstance(p, FileRange) or p.source is not source:
+            return None
+        return p.start + start - self._starts[k]
+
     def read(self, start: int, stop: int) -> bytes:
         return b"".join(_as_buffer(p) for p in self._slices(start, stop))
 
