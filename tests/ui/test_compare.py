@@ -109,14 +109,17 @@ def test_an_edit_of_a_and_bs_file_changing_compare_again(window, qtbot, tmp_path
 
 
 def test_opening_another_model_ends_the_comparison_and_reload_keeps_it(window, qtbot):
+    assert not window.stop_compare_action.isEnabled()  # nothing to stop yet
     assert window.open_path(SMALL, wait=True)
+    assert not window.stop_compare_action.isEnabled()
     _compare(window, qtbot, SMALL)
+    assert window.stop_compare_action.isEnabled()
     with qtbot.waitSignal(window.compare.computed, timeout=120_000):
         window.reload()
     assert window.workspace.comparison.active and window.compare.pane.isVisible()
     assert window.open_path(FLOAT, wait=True)
     assert not window.workspace.comparison.active
-    assert not window.compare.pane.isVisible()
+    assert not window.compare.pane.isVisible() and not window.stop_compare_action.isEnabled()
     assert window.differences_panel.row_count() == 0
 
 

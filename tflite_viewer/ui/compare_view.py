@@ -269,6 +269,9 @@ class CompareController(QObject):
         w = self.window
         state = ws.comparison
         self._clear_items()
+        stop = getattr(w, "stop_compare_action", None)
+        if stop is not None:  # File > Stop Comparing only while there is a comparison
+            stop.setEnabled(state.active)
         if not state.active:
             self.pane.hide()
             self.a_legend.hide()
@@ -512,6 +515,7 @@ def install(window: "MainWindow") -> CompareController:
                                            "Ctrl+Shift+D", "Compare the open model with another")
         window.stop_compare_action = add_action(window, file_menu, "Stop Comparing", ctl.stop,
                                                 tip="Close the comparison")
+        window.stop_compare_action.setEnabled(False)  # until a comparison opens
         if before is not None:  # beside Open and Reload
             file_menu.removeAction(window.compare_action)
             file_menu.removeAction(window.stop_compare_action)
