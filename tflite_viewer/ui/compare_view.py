@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QFileSystemWatcher, QObject, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QPainter, QPen
-from PySide6.QtWidgets import (QFileDialog, QGraphicsItem, QLabel, QSplitter, QVBoxLayout,
+from PySide6.QtWidgets import (QFileDialog, QGraphicsItem, QLabel, QVBoxLayout,
                                QWidget)
 
 from ..diff import diff_models
@@ -30,6 +30,7 @@ from . import comparison as cmp
 from .graph_scene import GraphScene
 from .graph_view import GraphView
 from .panels.differences_panel import DifferencesPanel
+from .overlay_paint import boxes_bounds
 from .workers import Task, lay_out
 from .workspace import MODEL, NAVIGATION, SELECTION
 
@@ -47,13 +48,7 @@ class DiffOverlayItem(QGraphicsItem):
     def __init__(self, rects, marks: dict[int, str]) -> None:
         super().__init__()
         self._rects, self.marks = rects, marks
-        if marks:
-            r = rects[list(marks)]
-            self._bounds = QRectF(float(r[:, 0].min()) - 6, float(r[:, 1].min()) - 6,
-                                  float((r[:, 0] + r[:, 2]).max() - r[:, 0].min()) + 12,
-                                  float((r[:, 1] + r[:, 3]).max() - r[:, 1].min()) + 12)
-        else:
-            self._bounds = QRectF()
+        self._bounds = boxes_bounds(rects, marks, 6)
         self.setZValue(4)
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API

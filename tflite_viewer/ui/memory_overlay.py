@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QGraphicsItem
 
 from .canvas_legend import CanvasLegend
 from .memory_chart import MemoryState
+from .overlay_paint import boxes_bounds, ramp
 from .panels.memory_dock import TOPIC, MemoryDock
 from .workspace import MODEL, NAVIGATION
 
@@ -24,11 +25,7 @@ LOW, MID, HIGH = QColor("#ffffff"), QColor("#f2cc60"), QColor("#cf222e")
 
 def colour(t: float) -> QColor:
     """0 -> white, 0.5 -> amber, 1 -> red."""
-    t = min(max(float(t), 0.0), 1.0)
-    a, b, u = (LOW, MID, t * 2) if t <= 0.5 else (MID, HIGH, (t - 0.5) * 2)
-    return QColor(int(a.red() + (b.red() - a.red()) * u),
-                  int(a.green() + (b.green() - a.green()) * u),
-                  int(a.blue() + (b.blue() - a.blue()) * u))
+    return ramp(t, LOW, MID, HIGH)
 
 
 class MemoryOverlayItem(QGraphicsItem):
@@ -38,14 +35,7 @@ class MemoryOverlayItem(QGraphicsItem):
         super().__init__()
         self._rects = rects
         self.heat = heat
-        rows = list(heat)
-        if rows:
-            r = rects[rows]
-            self._bounds = QRectF(float(r[:, 0].min()) - 4, float(r[:, 1].min()) - 4,
-                                  float((r[:, 0] + r[:, 2]).max() - r[:, 0].min()) + 8,
-                                  float((r[:, 1] + r[:, 3]).max() - r[:, 1].min()) + 8)
-        else:
-            self._bounds = QRectF()
+        self._bounds = boxes_bounds(rects, heat, 4)
         self.setZValue(4)
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API

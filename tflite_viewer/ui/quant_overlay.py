@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QGraphicsItem
 from ..quant import report as qreport
 from . import tensor_stats as ts
 from .canvas_legend import CanvasLegend
+from .overlay_paint import boxes_bounds, ramp
 from .panels.quant_dock import QuantDock
 from .workspace import MODEL, NAVIGATION, QUANT
 
@@ -29,9 +30,7 @@ BEST, MID, WORST = QColor("#2da44e"), QColor("#e3b341"), QColor("#cf222e")
 
 def colour(t: float) -> QColor:
     """0 -> green, 0.5 -> yellow, 1 -> red."""
-    a, b, u = (BEST, MID, t * 2) if t <= 0.5 else (MID, WORST, (t - 0.5) * 2)
-    return QColor(int(a.red() + (b.red() - a.red()) * u), int(a.green() + (b.green() - a.green()) * u),
-                  int(a.blue() + (b.blue() - a.blue()) * u))
+    return ramp(t, BEST, MID, WORST)
 
 
 class QuantOverlayItem(QGraphicsItem):
@@ -41,14 +40,7 @@ class QuantOverlayItem(QGraphicsItem):
         super().__init__()
         self._rects = rects
         self.fractions = fractions
-        rows = list(fractions)
-        if rows:
-            r = rects[rows]
-            self._bounds = QRectF(float(r[:, 0].min()) - 6, float(r[:, 1].min()) - 6,
-                                  float((r[:, 0] + r[:, 2]).max() - r[:, 0].min()) + 12,
-                                  float((r[:, 1] + r[:, 3]).max() - r[:, 1].min()) + 12)
-        else:
-            self._bounds = QRectF()
+        self._bounds = boxes_bounds(rects, fractions, 6)
         self.setZValue(5)
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt API
