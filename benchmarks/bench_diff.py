@@ -20,8 +20,8 @@ Figures are printed, never asserted.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -78,8 +78,11 @@ def main() -> None:
           f"differences {t_diff * 1e3:.0f} ms ({len(d.differences)} differences; reports "
           f"exactly the edits: {exact})")
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # an installed tool's environment: bytecode written once and reused
+    from benchmarks import child_process as cp
+    env = cp.fresh_env(tmp / "pycache", blas_threads=None)
     exe = [sys.executable, "-m", "tflite_viewer"]
+    _run(exe + ["diff", str(a_path), str(b_path)], env)  # writes the bytecode
     text, js, floor = [], [], []
     for _ in range(args.repeat):  # alternate, so load changes hit all three alike
         floor.append(_run([sys.executable, "-c", "import tflite_viewer.model"], env)[0])
@@ -92,7 +95,7 @@ def main() -> None:
           f"{med(floor):.2f} s; target 2 s: {'met' if med(text) <= 2.0 else 'NOT met'}")
     for p in (a_path, b_path):
         p.unlink()
-    tmp.rmdir()
+    shutil.rmtree(tmp)
 
 
 if __name__ == "__main__":

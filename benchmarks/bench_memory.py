@@ -30,17 +30,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import child_process as cp  # noqa: E402
 from benchmarks.synthetic_models import residual_model  # noqa: E402
 
 ANCHOR = ("from tflite_viewer.model import load_model; import sys; m = load_model(sys.argv[1]); "
           "[(sg.columns, sg.tensor_columns) for sg in m.subgraphs]")
 
 
-def run(argv: list[str]) -> tuple[float, float]:
+def run(argv: list[str], env: dict) -> tuple[float, float]:
     """(wall seconds, child CPU seconds) of one process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=dict(os.environ))
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -65,10 +66,13 @@ def main() -> None:
                                               "--target", "litert", "--json", "-o", out],
         }
         times: dict[str, list[tuple[float, float]]] = {k: [] for k in cases}
-        run(cases["memory --json (tflm)"])  # warm the file cache and .pyc files
+        # an installed tool's environment: bytecode written once and reused (a process run
+        # with PYTHONDONTWRITEBYTECODE compiles every module at every start)
+        env = cp.fresh_env(Path(tmp) / "pycache", blas_threads=None)
+        run(cases["memory --json (tflm)"], env)  # warm the file cache and .pyc files
         for _ in range(args.rounds):
             for name, argv in cases.items():
-                times[name].append(run(argv))
+                times[name].append(run(argv, env))
     anchor_wall = statistics.median(w for w, _ in times["anchor: import + load_model"])
     anchor_cpu = statistics.median(c for _, c in times["anchor: import + load_model"])
     print(f"{args.ops:,}-operator residual model, {args.rounds} rounds, medians:")
