@@ -60,8 +60,9 @@ class Quant:
 class SubgraphFacts:
     """One subgraph's operators and tensors as lists indexed like the file."""
 
-    def __init__(self, model: Model, index: int) -> None:
+    def __init__(self, model: Model, index: int, share_verdicts: bool = True) -> None:
         sg = model.subgraphs[index]
+        self.share_verdicts = share_verdicts
         self.model = model
         self.index = index
         self.name = sg.name
@@ -81,6 +82,9 @@ class SubgraphFacts:
         ins, in_off, outs, out_off = ([], [0], [], [0]) if cols is None else (
             cols.inputs.tolist(), cols.input_offsets.tolist(), cols.outputs.tolist(),
             cols.output_offsets.tolist())
+        # an index below -1: the loader's checks refuse it, but op_keys stay total
+        self._below_minus_one = cols is not None and any(
+            a.size and int(a.min()) < -1 for a in (cols.inputs, cols.outputs))
         self.inputs: list[tuple[int, ...]] = [tuple(ins[in_off[k]:in_off[k + 1]])
                                               for k in range(self.op_count)]
         self.outputs: list[tuple[int, ...]] = [tuple(outs[out_off[k]:out_off[k + 1]])
@@ -102,39 +106,54 @@ class SubgraphFacts:
         self._options_rows: dict[int, tuple[str, int]] | None = None
         self._options_cache: dict[str, dict[str, list]] = {}
         self._quant: dict[int, Quant] | None = None
-        self._op_keys: list | None = None
 
     @property
     def tensor_count(self) -> int:
         return len(self.types)
 
-    def op_key(self, k: int) -> tuple:
-        """Everything a target's rules read about operator ``k`` itself, as one hashable
-        value: two operators with the same key get the same verdict from a rule that looks
-        at no other operator.  A 20,000-op model is mostly a few blocks repeated, so the
-        targets check each distinct key once."""
-        keys = self._op_keys
-        if keys is None:
-            keys = self._op_keys = self._all_op_keys()
-        return keys[k]
+    def op_key(self, k: int) -> int:
+        """Everything a target's rules read about operator ``k`` itself, as one number:
+        two operators with the same key have the same code, version, options and tensors
+        (type, shape, constness, quantization, small constant values, shape signature),
+        so a rule that looks at no other operator gives them the same verdict.  A
+        20,000-op model is mostly a few blocks repeated, so the targets check each
+        distinct key once (keys are numbered per subgraph, in order of first use)."""
+        return self.op_keys[k]
 
-    def _all_op_keys(self) -> list[tuple]:
-        tk = self.tensor_keys
+    @cached_property
+    def op_keys(self) -> list[int]:
+        """`op_key` of every operator.  With ``share_verdicts`` off (the reference path
+        the tests compare with) every operator has a key of its own."""
+        if not self.share_verdicts:
+            return list(range(self.op_count))
+        tk = self.tensor_ids + [-1]  # index -1 (an optional input left out) -> -1
         if self._options_rows is None:
             self._index_options()
         rows = self._options_rows
-        row_keys: dict[str, list[tuple]] = {
-            name: list(zip(*cols.values())) if cols else [] for name, cols in
-            self._options_cache.items()}
+        row_ids: dict[str, list[int]] = {}
+        for name, cols in self._options_cache.items():
+            ids: dict[tuple, int] = {}
+            row_ids[name] = [ids.setdefault(v, len(ids)) for v in zip(*cols.values())] \
+                if cols else []
+        seen: dict[tuple, int] = {}
+        get = tk.__getitem__ if not self._below_minus_one else (
+            lambda t: tk[t] if t >= 0 else -1)
         out = []
-        for k in range(self.op_count):
+        for k, (b, c, v, ins, outs) in enumerate(zip(self.builtin, self.custom, self.version,
+                                                     self.inputs, self.outputs)):
             found = rows.get(k)
-            opts = None if found is None else (found[0], row_keys[found[0]][found[1]]
-                                               if row_keys[found[0]] else ())
-            out.append((self.builtin[k], self.custom[k], self.version[k],
-                        tuple(tk[t] if t >= 0 else None for t in self.inputs[k]),
-                        tuple(tk[t] if t >= 0 else None for t in self.outputs[k]), opts))
+            opts = None if found is None else (
+                found[0], row_ids[found[0]][found[1]] if row_ids[found[0]] else -1)
+            key = (b, c, v, tuple(map(get, ins)), tuple(map(get, outs)), opts)
+            out.append(seen.setdefault(key, len(seen)))
         return out
+
+    @cached_property
+    def tensor_ids(self) -> list[int]:
+        """Every tensor's `tensor_keys` entry as a number: equal numbers, equal keys (a
+        number hashes and compares at once; a nested tuple is hashed anew each time)."""
+        seen: dict[tuple, int] = {}
+        return [seen.setdefault(key, len(seen)) for key in self.tensor_keys]
 
     @cached_property
     def tensor_keys(self) -> list[tuple]:
@@ -152,8 +171,12 @@ class SubgraphFacts:
             out.append((ty, shape, static, var, quant.get(t), values, sig))
         return out
 
-    def tensor_key(self, t: int) -> tuple | None:
-        return self.tensor_keys[t] if t >= 0 else None
+    def tensor_key(self, t: int) -> int:
+        """`tensor_ids` of tensor ``t`` (-1 for an absent tensor); with ``share_verdicts``
+        off, the tensor's own index."""
+        if t < 0:
+            return -1
+        return self.tensor_ids[t] if self.share_verdicts else t
 
     def value_known(self, t: int, depth: int = 0) -> bool:
         """The tensor's value follows from the file alone: a constant, or shape arithmetic
@@ -196,6 +219,11 @@ class SubgraphFacts:
             for t in self.inputs[k]:
                 out.setdefault(t, []).append(k)
         return out
+
+    @cached_property
+    def op_names(self) -> list[str]:
+        """`op_name` of every operator."""
+        return [(c or "CUSTOM") if b == "CUSTOM" else b for b, c in zip(self.builtin, self.custom)]
 
     def op_name(self, k: int) -> str:
         """`CONV_2D`, or the custom code of a custom op."""
@@ -341,8 +369,9 @@ class SubgraphFacts:
 class ModelFacts:
     """Every subgraph's facts, built on first use."""
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: Model, share_verdicts: bool = True) -> None:
         self.model = model
+        self.share_verdicts = share_verdicts
         self._subgraphs: dict[int, SubgraphFacts] = {}
 
     def __len__(self) -> int:
@@ -350,7 +379,7 @@ class ModelFacts:
 
     def __getitem__(self, s: int) -> SubgraphFacts:
         if s not in self._subgraphs:
-            self._subgraphs[s] = SubgraphFacts(self.model, s)
+            self._subgraphs[s] = SubgraphFacts(self.model, s, self.share_verdicts)
         return self._subgraphs[s]
 
     @cached_property
