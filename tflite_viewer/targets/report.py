@@ -112,15 +112,19 @@ def _ranges(ops: list[int]) -> str:
 
 
 def analyze(model: Model, targets: tuple[str, ...] | list[str] | None = None,
-            runtime: str | None = None, with_fixes: bool = True) -> Report:
-    """Every requested target's verdict on every operator of ``model``."""
+            runtime: str | None = None, with_fixes: bool = True,
+            share_verdicts: bool = True) -> Report:
+    """Every requested target's verdict on every operator of ``model``.
+
+    ``share_verdicts=False`` runs every operator through its target's rules, instead of
+    once per distinct `SubgraphFacts.op_key`: the reference the tests compare with."""
     chosen = list(targets or TARGETS)
     unknown = [t for t in chosen if t not in TARGETS]
     if unknown:
         raise ValueError(f"unknown target {unknown[0]!r} (one of {', '.join(TARGETS)})")
     if runtime is not None:
         runtime = litert.check_runtime(runtime)
-    facts = ModelFacts(model)
+    facts = ModelFacts(model, share_verdicts)
     results: dict[str, TargetResult] = {}
     for name in chosen:
         if name == "litert":
