@@ -69,3 +69,23 @@ def test_json_escapes_like_json_dumps(tmp_path):
            OpVerdict(0, 1, 'my"op\\ü', "refused", "unresolved custom op 'my\"op\\ü'\n")]
     result = TargetResult("tflm", "t", ops, notes=["é"])
     assert result.as_json() == _dumps(result.as_dict())
+
+
+def _groups(keys: list[int]) -> list[frozenset[int]]:
+    out: dict[int, set[int]] = {}
+    for k, key in enumerate(keys):
+        out.setdefault(key, set()).add(k)
+    return sorted((frozenset(g) for g in out.values()), key=min)
+
+
+@pytest.mark.parametrize("path", CORPUS[::3], ids=lambda p: p.stem)
+def test_numpy_keys_group_operators_as_tuple_keys(path, tmp_path):
+    """`_numbered_keys` (numpy rows) groups the operators exactly as the keys written out
+    as tuples do, on corpus models and on operators differing by one option."""
+    for model in (load_model(path), load_model(_residual_tanh(tmp_path))):
+        facts = ModelFacts(model)
+        for s in range(len(facts)):
+            f = facts[s]
+            if not f.op_count:
+                continue
+            assert _groups(f._numbered_keys()) == _groups(f._tuple_keys())

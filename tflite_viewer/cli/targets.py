@@ -47,19 +47,20 @@ def main(args: argparse.Namespace) -> int:
     from ..targets import analyze
 
     out = Output(args)
-    model = load_model_arg(args.model)
-    # The analysis makes some 100,000 small objects per 20,000 operators and frees none:
-    # the cyclic collector's passes over them would cost a tenth of the run, for nothing.
+    # Loading and the analysis make some 100,000 small objects per 20,000 operators and
+    # free few: the cyclic collector's passes over them would cost a tenth of the run.
     gc.disable()
     try:
+        model = load_model_arg(args.model)
         report = analyze(model, args.target, runtime=args.runtime)
+        if not out.stdout_taken:  # (with --json the text report is not printed: not built)
+            out.text(report.table())
+        if out.wants_json:
+            # Only strings, ints and bools: strict JSON as it is.  One line, written by
+            # the report itself: on a 20,000-op model jsonout's walk over every value,
+            # indenting, or json.dumps of the operators' dicts would cost more than the
+            # analysis.
+            out.json_text(report.as_json(model=str(args.model)))
     finally:
         gc.enable()
-    if not out.stdout_taken:  # (with --json the text report is not printed: not built)
-        out.text(report.table())
-    if out.wants_json:
-        # Only strings, ints and bools: strict JSON as it is.  One line, written by the
-        # report itself: on a 20,000-op model jsonout's walk over every value, indenting,
-        # or even json.dumps of the operators' dicts would cost more than the analysis.
-        out.json_text(report.as_json(model=str(args.model)))
     return 0

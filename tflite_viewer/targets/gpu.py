@@ -217,7 +217,8 @@ def _subgraph(f: SubgraphFacts, s: int, ops: list[OpVerdict], parts: list[Partit
     in_part: dict[int, int] = {}
     if take:
         inputs = [tuple(g.fp16_map.get(t, t) for t in f.inputs[k]) if k in take else f.inputs[k]
-                  for k in range(f.op_count)]  # RemapFp16InputTensors on the taken operators
+                  for k in range(f.op_count)] if g.fp16_map else f.inputs
+        # (RemapFp16InputTensors on the taken operators)
         subsets = partition(inputs, f.outputs, f.tensor_count, f.graph_outputs,
                             [k in take for k in range(f.op_count)], sides) or []
         counter = Crossing(f.producer, f.consumers)

@@ -116,7 +116,7 @@ def ops_json(ops: list[OpVerdict]) -> str:
     tails: dict[tuple[str, str, str], str] = {}
     out = []
     for o in ops:
-        if o.fixes or type(o.subgraph) is not int or type(o.index) is not int:
+        if type(o.subgraph) is not int or type(o.index) is not int:
             out.append(_dumps(o.as_dict()))
             continue
         key = (o.op, o.verdict, o.reason)
@@ -124,5 +124,10 @@ def ops_json(ops: list[OpVerdict]) -> str:
         if tail is None:
             tail = tails[key] = _dumps({"op": o.op, "verdict": o.verdict,
                                         "reason": o.reason})[1:]
-        out.append(f'{{"subgraph":{o.subgraph},"index":{o.index},{tail}')
+        if o.fixes:
+            fixes = _dumps([f.as_dict() for f in o.fixes])
+            out.append(f'{{"subgraph":{o.subgraph},"index":{o.index},{tail[:-1]},'
+                       f'"fixes":{fixes}}}')
+        else:
+            out.append(f'{{"subgraph":{o.subgraph},"index":{o.index},{tail}')
     return ",".join(out)
