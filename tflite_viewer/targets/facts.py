@@ -60,8 +60,9 @@ class Quant:
 class SubgraphFacts:
     """One subgraph's operators and tensors as lists indexed like the file."""
 
-    def __init__(self, model: Model, index: int) -> None:
+    def __init__(self, model: Model, index: int, share_verdicts: bool = True) -> None:
         sg = model.subgraphs[index]
+        self.share_verdicts = share_verdicts
         self.model = model
         self.index = index
         self.name = sg.name
@@ -71,16 +72,27 @@ class SubgraphFacts:
         codes = model.operator_codes
         code_idx = cols.opcode_index.tolist() if cols is not None else []
         self.op_count = len(code_idx)
-        n_codes = len(codes)
         # an opcode index out of range: the loader's checks refuse it, but stay total here
-        self.builtin: list[str] = [codes[c].builtin_name if 0 <= c < n_codes else "?"
-                                   for c in code_idx]
-        self.custom: list[str | None] = [codes[c].custom_code if 0 <= c < n_codes else None
-                                         for c in code_idx]
-        self.version: list[int] = [codes[c].version if 0 <= c < n_codes else 0 for c in code_idx]
+        # (the extra entry, at index -1, is what such an index reads)
+        if code_idx and not 0 <= min(code_idx) <= max(code_idx) < len(codes):
+            code_idx = [c if 0 <= c < len(codes) else -1 for c in code_idx]
+        names = [c.builtin_name for c in codes] + ["?"]
+        customs = [c.custom_code for c in codes] + [None]
+        versions = [c.version for c in codes] + [0]
+        same: dict[tuple, int] = {}  # opcode index -> its (code, custom code, version)'s number
+        self._code_ids = np.array([same.setdefault(c, len(same)) for c in zip(
+            names, customs, versions)], dtype=np.int64)[np.array(code_idx, dtype=np.int64)]
+        self.builtin: list[str] = [names[c] for c in code_idx]
+        self.custom: list[str | None] = [customs[c] for c in code_idx]
+        self.version: list[int] = [versions[c] for c in code_idx]
         ins, in_off, outs, out_off = ([], [0], [], [0]) if cols is None else (
             cols.inputs.tolist(), cols.input_offsets.tolist(), cols.outputs.tolist(),
             cols.output_offsets.tolist())
+        # a tensor index out of range: the loader's checks refuse it, but op_keys stay total
+        self._odd_indices = cols is not None and any(
+            a.size and (int(a.min()) < -1 or int(a.max()) >= len(tcols.type))
+            for a in (cols.inputs, cols.outputs))
+        self._cols = cols
         self.inputs: list[tuple[int, ...]] = [tuple(ins[in_off[k]:in_off[k + 1]])
                                               for k in range(self.op_count)]
         self.outputs: list[tuple[int, ...]] = [tuple(outs[out_off[k]:out_off[k + 1]])
@@ -102,39 +114,99 @@ class SubgraphFacts:
         self._options_rows: dict[int, tuple[str, int]] | None = None
         self._options_cache: dict[str, dict[str, list]] = {}
         self._quant: dict[int, Quant] | None = None
-        self._op_keys: list | None = None
 
     @property
     def tensor_count(self) -> int:
         return len(self.types)
 
-    def op_key(self, k: int) -> tuple:
-        """Everything a target's rules read about operator ``k`` itself, as one hashable
-        value: two operators with the same key get the same verdict from a rule that looks
-        at no other operator.  A 20,000-op model is mostly a few blocks repeated, so the
-        targets check each distinct key once."""
-        keys = self._op_keys
-        if keys is None:
-            keys = self._op_keys = self._all_op_keys()
-        return keys[k]
+    def op_key(self, k: int) -> int:
+        """Everything a target's rules read about operator ``k`` itself, as one number:
+        two operators with the same key have the same code, version, options and tensors
+        (type, shape, constness, quantization, small constant values, shape signature),
+        so a rule that looks at no other operator gives them the same verdict.  A
+        20,000-op model is mostly a few blocks repeated, so the targets check each
+        distinct key once (keys are numbered per subgraph)."""
+        return self.op_keys[k]
 
-    def _all_op_keys(self) -> list[tuple]:
-        tk = self.tensor_keys
+    @cached_property
+    def op_keys(self) -> list[int]:
+        """`op_key` of every operator.  With ``share_verdicts`` off (the reference path
+        the tests compare with) every operator has a key of its own."""
+        if not self.share_verdicts:
+            return list(range(self.op_count))
+        if self._options_rows is None:
+            self._index_options()
+        if self._cols is not None and not self._odd_indices:
+            return self._numbered_keys()
+        return self._tuple_keys()
+
+    def _tuple_keys(self) -> list[int]:
+        """`op_keys` from each operator's key as a tuple, numbered (the plain way, for any
+        file; `_numbered_keys` is the same in numpy)."""
+        tk = self.tensor_ids + [-1]  # index -1 (an optional input left out) -> -1
         if self._options_rows is None:
             self._index_options()
         rows = self._options_rows
-        row_keys: dict[str, list[tuple]] = {
-            name: list(zip(*cols.values())) if cols else [] for name, cols in
-            self._options_cache.items()}
+        row_ids: dict[str, list[int]] = {}
+        for name, cols in self._options_cache.items():
+            ids: dict[tuple, int] = {}
+            row_ids[name] = [ids.setdefault(v, len(ids)) for v in zip(*cols.values())] \
+                if cols else []
+        seen: dict[tuple, int] = {}
+
+        def get(t: int):
+            return tk[t] if 0 <= t < len(tk) - 1 else (-1 if t < 0 else ("?", t))
+
         out = []
-        for k in range(self.op_count):
+        for k, (b, c, v, ins, outs) in enumerate(zip(self.builtin, self.custom, self.version,
+                                                     self.inputs, self.outputs)):
             found = rows.get(k)
-            opts = None if found is None else (found[0], row_keys[found[0]][found[1]]
-                                               if row_keys[found[0]] else ())
-            out.append((self.builtin[k], self.custom[k], self.version[k],
-                        tuple(tk[t] if t >= 0 else None for t in self.inputs[k]),
-                        tuple(tk[t] if t >= 0 else None for t in self.outputs[k]), opts))
+            opts = None if found is None else (
+                found[0], row_ids[found[0]][found[1]] if row_ids[found[0]] else -1)
+            key = (b, c, v, tuple(map(get, ins)), tuple(map(get, outs)), opts)
+            out.append(seen.setdefault(key, len(seen)))
         return out
+
+    def _numbered_keys(self) -> list[int]:
+        """`op_keys` in a few numpy passes: one row per operator (its code's number, its
+        options' number, its input and output tensors' `tensor_ids`, -2 past the end of
+        a shorter list), and the number of each distinct row."""
+        cols, n = self._cols, self.op_count
+        if self._options_rows is None:
+            self._index_options()
+        tid = np.array(self.tensor_ids + [-1], dtype=np.int64)  # index -1 -> -1
+        opts = np.full(n, -1, dtype=np.int64)
+        base = 0
+        for name, ks, rs in self._options_ops:
+            values = self._options_cache[name]
+            same: dict[tuple, int] = {}
+            ids = (np.array([same.setdefault(v, len(same)) for v in zip(*values.values())],
+                            dtype=np.int64) if values else np.zeros(int(rs.max()) + 1, np.int64))
+            opts[ks] = base + ids[rs]
+            base += int(ids.max()) + 1 if ids.size else 0
+        parts = [self._code_ids[:, None], opts[:, None]]
+        for flat, off in ((cols.inputs, cols.input_offsets), (cols.outputs, cols.output_offsets)):
+            flat, off = np.asarray(flat, np.int64), np.asarray(off, np.int64)
+            lens = np.diff(off)
+            table = np.full((n, int(lens.max()) if n else 0), -2, dtype=np.int64)
+            if flat.size:
+                table[np.repeat(np.arange(n), lens),
+                      np.arange(flat.size) - np.repeat(off[:-1], lens)] = tid[flat]
+            parts.append(table)
+        rows = np.hstack(parts)
+        order = np.lexsort(rows.T[::-1])
+        ranked = rows[order]
+        number = np.empty(n, dtype=np.int64)
+        number[order] = np.concatenate(([0], np.cumsum(np.any(ranked[1:] != ranked[:-1],
+                                                               axis=1))))
+        return number.tolist()
+
+    @cached_property
+    def tensor_ids(self) -> list[int]:
+        """Every tensor's `tensor_keys` entry as a number: equal numbers, equal keys (a
+        number hashes and compares at once; a nested tuple is hashed anew each time)."""
+        seen: dict[tuple, int] = {}
+        return [seen.setdefault(key, len(seen)) for key in self.tensor_keys]
 
     @cached_property
     def tensor_keys(self) -> list[tuple]:
@@ -152,8 +224,12 @@ class SubgraphFacts:
             out.append((ty, shape, static, var, quant.get(t), values, sig))
         return out
 
-    def tensor_key(self, t: int) -> tuple | None:
-        return self.tensor_keys[t] if t >= 0 else None
+    def tensor_key(self, t: int) -> int:
+        """`tensor_ids` of tensor ``t`` (-1 for an absent tensor); with ``share_verdicts``
+        off, the tensor's own index."""
+        if t < 0:
+            return -1
+        return self.tensor_ids[t] if self.share_verdicts else t
 
     def value_known(self, t: int, depth: int = 0) -> bool:
         """The tensor's value follows from the file alone: a constant, or shape arithmetic
@@ -196,6 +272,11 @@ class SubgraphFacts:
             for t in self.inputs[k]:
                 out.setdefault(t, []).append(k)
         return out
+
+    @cached_property
+    def op_names(self) -> list[str]:
+        """`op_name` of every operator."""
+        return [(c or "CUSTOM") if b == "CUSTOM" else b for b, c in zip(self.builtin, self.custom)]
 
     def op_name(self, k: int) -> str:
         """`CONV_2D`, or the custom code of a custom op."""
@@ -297,6 +378,7 @@ class SubgraphFacts:
         op_sub = ops.parent
         op_idx = ops.index
         rows: dict[int, tuple[str, int]] = {}
+        self._options_ops: list[tuple[str, np.ndarray, np.ndarray]] = []  # (name, ops, rows)
         for type_name, batches in index.batches.items():
             for batch in batches:
                 if batch.parent_batch is not ops or batch.label != "builtin_options":
@@ -309,6 +391,7 @@ class SubgraphFacts:
                 if key in self._options_cache:  # the same table type reached twice
                     key = f"{type_name}#{id(batch)}"
                 self._options_cache[key] = self._read_batch(batch, type_name)
+                self._options_ops.append((key, op_idx[parents[mine]].astype(np.int64), mine))
                 for r, k in zip(mine.tolist(), op_idx[parents[mine]].tolist()):
                     rows[int(k)] = (key, r)
         self._options_rows = rows
@@ -341,8 +424,9 @@ class SubgraphFacts:
 class ModelFacts:
     """Every subgraph's facts, built on first use."""
 
-    def __init__(self, model: Model) -> None:
+    def __init__(self, model: Model, share_verdicts: bool = True) -> None:
         self.model = model
+        self.share_verdicts = share_verdicts
         self._subgraphs: dict[int, SubgraphFacts] = {}
 
     def __len__(self) -> int:
@@ -350,7 +434,7 @@ class ModelFacts:
 
     def __getitem__(self, s: int) -> SubgraphFacts:
         if s not in self._subgraphs:
-            self._subgraphs[s] = SubgraphFacts(self.model, s)
+            self._subgraphs[s] = SubgraphFacts(self.model, s, self.share_verdicts)
         return self._subgraphs[s]
 
     @cached_property

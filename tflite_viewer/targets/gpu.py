@@ -170,17 +170,19 @@ def _subgraph(f: SubgraphFacts, s: int, ops: list[OpVerdict], parts: list[Partit
     reasons: dict[int, str] = {}
     supported: list[bool] = []
     accepted: set[tuple] = set()  # op keys the checks passed (see SubgraphFacts.op_key)
+    builtin, keys, tensor_key = f.builtin, f.op_keys, f.tensor_key
     for k in range(f.op_count):
         ins = f.inputs[k]
-        if (f.builtin[k] == "DEQUANTIZE" and ins and ins[0] >= 0 and f.outputs[k]
+        b = builtin[k]
+        if (b == "DEQUANTIZE" and ins and ins[0] >= 0 and f.outputs[k]
                 and f.type(ins[0]) == "FLOAT16" and f.static[ins[0]]):
             g.fp16_map[f.outputs[k][0]] = ins[0]
             g.fp16_nodes.add(k)
             supported.append(False)
             continue
         key = None
-        if f.builtin[k] not in _CONTEXTUAL:
-            key = (f.op_key(k), tuple(f.tensor_key(g.fp16_map.get(t, t)) for t in ins)
+        if b not in _CONTEXTUAL:
+            key = (keys[k], tuple(tensor_key(g.fp16_map.get(t, t)) for t in ins)
                    if g.fp16_map else ())
             if key in accepted:
                 supported.append(True)
@@ -215,7 +217,8 @@ def _subgraph(f: SubgraphFacts, s: int, ops: list[OpVerdict], parts: list[Partit
     in_part: dict[int, int] = {}
     if take:
         inputs = [tuple(g.fp16_map.get(t, t) for t in f.inputs[k]) if k in take else f.inputs[k]
-                  for k in range(f.op_count)]  # RemapFp16InputTensors on the taken operators
+                  for k in range(f.op_count)] if g.fp16_map else f.inputs
+        # (RemapFp16InputTensors on the taken operators)
         subsets = partition(inputs, f.outputs, f.tensor_count, f.graph_outputs,
                             [k in take for k in range(f.op_count)], sides) or []
         counter = Crossing(f.producer, f.consumers)
@@ -225,16 +228,17 @@ def _subgraph(f: SubgraphFacts, s: int, ops: list[OpVerdict], parts: list[Partit
                 crossing += counter.count(sub)
                 for k in sub.nodes:
                     in_part[k] = len(parts) - 1
+    names = f.op_names
     for k in range(f.op_count):
-        if k in in_part:
-            ops.append(OpVerdict(s, k, f.op_name(k), RUNS, f"partition {in_part[k]}"))
+        p = in_part.get(k)
+        if p is not None:
+            ops.append(OpVerdict(s, k, names[k], RUNS, f"partition {p}"))
         elif k in g.fp16_nodes:
-            ops.append(OpVerdict(s, k, f.op_name(k), FALLS_BACK,
+            ops.append(OpVerdict(s, k, names[k], FALLS_BACK,
                                  "DEQUANTIZE of float16 weights stays on the CPU; the delegate "
                                  "reads the float16 constant itself"))
         else:
-            ops.append(OpVerdict(s, k, f.op_name(k), FALLS_BACK,
-                                 reasons.get(k, "not taken")))
+            ops.append(OpVerdict(s, k, names[k], FALLS_BACK, reasons.get(k, "not taken")))
     return crossing
 
 

@@ -67,8 +67,8 @@ def op_verdict(name: str, builtin: str, version: int, runtime: str | None) -> tu
 def required_runtime(facts: ModelFacts) -> str | None:
     """The largest runtime version over every operator (the converter's rule)."""
     best: str | None = None
-    pairs = {(f.builtin[k], f.version[k]) for f in (facts[s] for s in range(len(facts)))
-             for k in range(f.op_count)}
+    pairs = {pair for f in (facts[s] for s in range(len(facts)))
+             for pair in zip(f.builtin, f.version)}
     for builtin, version in pairs:
         need = runtime_for_op(builtin, version)
         if need is not None and (best is None or runtime_less(best, need)):
@@ -81,9 +81,9 @@ def analyze(facts: ModelFacts, runtime: str | None = None) -> TargetResult:
     ops = []
     for s in range(len(facts)):
         f = facts[s]
-        for k in range(f.op_count):
-            verdict, reason = op_verdict(f.op_name(k), f.builtin[k], f.version[k], runtime)
-            ops.append(OpVerdict(s, k, f.op_name(k), verdict, reason))
+        for k, (name, builtin, version) in enumerate(zip(f.op_names, f.builtin, f.version)):
+            verdict, reason = op_verdict(name, builtin, version, runtime)
+            ops.append(OpVerdict(s, k, name, verdict, reason))
     notes = []
     need = required_runtime(facts)
     if need:

@@ -1,6 +1,7 @@
 """One report across targets: every target's verdicts, the JSON contract, the text table."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from ..model import Model
@@ -25,6 +26,17 @@ class Report:
             doc["runtime"] = self.runtime
         return doc
 
+    def as_json(self, **extra) -> str:
+        """``as_dict()`` with ``extra`` keys added, as one line of strict JSON: the same
+        text as ``json.dumps(doc, allow_nan=False, separators=(",", ":"))``, faster
+        (`TargetResult.as_json`)."""
+        rest = {"runtime": self.runtime} if self.runtime else {}
+        rest.update(extra)
+        targets = ",".join(f"{json.dumps(name)}:{r.as_json()}"
+                           for name, r in self.results.items())
+        tail = json.dumps(rest, allow_nan=False, separators=(",", ":"))[1:]
+        return f'{{"targets":{{{targets}}}' + ("," + tail if rest else "}")
+
     def verdict(self, target: str, subgraph: int, index: int) -> str:
         for o in self.results[target].ops:
             if o.subgraph == subgraph and o.index == index:
@@ -33,12 +45,8 @@ class Report:
 
     def uneven(self) -> list[tuple[int, int]]:
         """(subgraph, op) of the operators that do not run on every target."""
-        rows: dict[tuple[int, int], bool] = {}
-        for r in self.results.values():
-            for o in r.ops:
-                key = (o.subgraph, o.index)
-                rows[key] = rows.get(key, False) or o.verdict != RUNS
-        return [k for k, bad in sorted(rows.items()) if bad]
+        return sorted({(o.subgraph, o.index) for r in self.results.values() for o in r.ops
+                       if o.verdict != RUNS})
 
     def table(self, reasons: bool = True) -> str:
         """The text report: a summary per target, then the operators that do not run
@@ -64,7 +72,9 @@ class Report:
             lines.append("")
             lines.append("Every operator runs on every target.")
             return "\n".join(lines) + "\n"
-        by_key = {name: {(o.subgraph, o.index): o for o in r.ops}
+        wanted = set(rows)
+        by_key = {name: {(o.subgraph, o.index): o for o in r.ops
+                         if (o.subgraph, o.index) in wanted}
                   for name, r in self.results.items()}
         first = by_key[names[0]]
         width = max(len(first[k].op) for k in rows)
@@ -102,15 +112,19 @@ def _ranges(ops: list[int]) -> str:
 
 
 def analyze(model: Model, targets: tuple[str, ...] | list[str] | None = None,
-            runtime: str | None = None, with_fixes: bool = True) -> Report:
-    """Every requested target's verdict on every operator of ``model``."""
+            runtime: str | None = None, with_fixes: bool = True,
+            share_verdicts: bool = True) -> Report:
+    """Every requested target's verdict on every operator of ``model``.
+
+    ``share_verdicts=False`` runs every operator through its target's rules, instead of
+    once per distinct `SubgraphFacts.op_key`: the reference the tests compare with."""
     chosen = list(targets or TARGETS)
     unknown = [t for t in chosen if t not in TARGETS]
     if unknown:
         raise ValueError(f"unknown target {unknown[0]!r} (one of {', '.join(TARGETS)})")
     if runtime is not None:
         runtime = litert.check_runtime(runtime)
-    facts = ModelFacts(model)
+    facts = ModelFacts(model, share_verdicts)
     results: dict[str, TargetResult] = {}
     for name in chosen:
         if name == "litert":

@@ -126,16 +126,18 @@ def analyze(facts: ModelFacts) -> TargetResult:
     for s in range(len(facts)):
         f = facts[s]
         accepted: set[tuple] = set()  # op keys that passed (see SubgraphFacts.op_key)
+        builtin, keys, names = f.builtin, f.op_keys, f.op_names
         for k in range(f.op_count):
-            key = (f.op_key(k) if f.builtin[k] != "CUSTOM" and (s, k) not in wrong_shapes
+            key = (keys[k] if builtin[k] != "CUSTOM" and (not wrong_shapes
+                                                          or (s, k) not in wrong_shapes)
                    else None)
             if key is not None and key in accepted:
-                ops.append(OpVerdict(s, k, f.op_name(k), RUNS, ""))
+                ops.append(OpVerdict(s, k, names[k], RUNS, ""))
                 continue
             why = op_reason(f, k) or wrong_shapes.get((s, k))
             if why is None and key is not None:
                 accepted.add(key)
-            ops.append(OpVerdict(s, k, f.op_name(k), REFUSED if why else RUNS, why or ""))
+            ops.append(OpVerdict(s, k, names[k], REFUSED if why else RUNS, why or ""))
         dynamic.extend(f"subgraph {s} tensor {t}" for t in f.graph_inputs if f.dynamic(t))
     first = first_failure(ops)
     notes = []

@@ -49,6 +49,9 @@ def _unpackable(f: SubgraphFacts, k: int, quasi: set[int]) -> bool:
 
 
 _VARIABLES = ("VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE")
+_UNPACKERS = frozenset({"DEQUANTIZE", "DENSIFY"})
+# operators whose verdict depends on more than their key (custom options, variables)
+_CONTEXTUAL = frozenset(("CUSTOM", "STABLEHLO_COMPOSITE") + _VARIABLES)
 
 
 def claims(f: SubgraphFacts, flags: Flags, var_handles: dict | None = None
@@ -64,8 +67,10 @@ def claims(f: SubgraphFacts, flags: Flags, var_handles: dict | None = None
     claimed: set[int] = set()
     reasons: dict[int, str] = {}
     accepted: set[tuple] = set()  # op keys the checks passed (see SubgraphFacts.op_key)
+    builtin, keys = f.builtin, f.op_keys
     for k in range(f.op_count):
-        if _unpackable(f, k, c.quasi_static):
+        b = builtin[k]
+        if b in _UNPACKERS and _unpackable(f, k, c.quasi_static):
             x, y = f.inputs[k][0], f.outputs[k][0]
             if f.builtin[k] == "DEQUANTIZE" and f.type(x) == "FLOAT16":
                 skip = True
@@ -79,9 +84,9 @@ def claims(f: SubgraphFacts, flags: Flags, var_handles: dict | None = None
             c.quasi_static.add(y)
             continue
         key = None
-        if f.builtin[k] not in ("CUSTOM", "STABLEHLO_COMPOSITE") + _VARIABLES:
+        if b not in _CONTEXTUAL:
             ins = f.inputs[k]
-            key = (f.op_key(k), tuple(t in c.quasi_static for t in ins) if c.quasi_static
+            key = (keys[k], tuple(t in c.quasi_static for t in ins) if c.quasi_static
                    else (), tuple(t in c.f16_for_f32 for t in ins) if c.f16_for_f32 else ())
             if key in accepted:
                 claimed.add(k)
@@ -137,12 +142,13 @@ def analyze(facts: ModelFacts, flags: Flags | None = None) -> TargetResult:
                 crossing += counter.count(sub)
                 for k in sub.nodes:
                     in_part[k] = len(parts) - 1
+        names = f.op_names
         for k in range(f.op_count):
-            if k in in_part:
-                why = (f"partition {in_part[k]}" + (
+            p = in_part.get(k)
+            if p is not None:
+                why = (f"partition {p}" + (
                     " (unpacked ahead of time: constant weights)" if k in unpack else ""))
-                ops.append(OpVerdict(s, k, f.op_name(k), RUNS, why))
+                ops.append(OpVerdict(s, k, names[k], RUNS, why))
             else:
-                ops.append(OpVerdict(s, k, f.op_name(k), FALLS_BACK,
-                                     reasons.get(k, "not taken")))
+                ops.append(OpVerdict(s, k, names[k], FALLS_BACK, reasons.get(k, "not taken")))
     return TargetResult("xnnpack", TITLE, ops, parts, source=SOURCE, crossing=crossing)
