@@ -24,6 +24,12 @@ ACTIVATION_OPS = {S.ActivationFunctionType.RELU: "RELU",
                   S.ActivationFunctionType.RELU6: "RELU6",
                   S.ActivationFunctionType.RELU_N1_TO_1: "RELU_N1_TO_1",
                   S.ActivationFunctionType.TANH: "TANH"}
+#: operators whose "fused" activation acts inside a recurrent cell (on the gates or the
+#: state), not on the output: splitting it out would change what they compute (LiteRT
+#: gives other outputs for trained_lstm.tflite's UNIDIRECTIONAL_SEQUENCE_LSTM)
+INTERNAL_ACTIVATION = {"LSTM", "UNIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM",
+                       "RNN", "UNIDIRECTIONAL_SEQUENCE_RNN", "BIDIRECTIONAL_SEQUENCE_RNN",
+                       "SVDF"}
 
 
 class SplitFusedActivation(EditCommand):
@@ -50,6 +56,9 @@ class SplitFusedActivation(EditCommand):
         act = getattr(opts, "fusedActivationFunction", None)
         if act is None:
             raise EditError(f"{where}: {name} has no fused activation option")
+        if name in INTERNAL_ACTIVATION:
+            raise EditError(f"{where}: {name}'s activation acts inside its recurrent cell, "
+                            "not on its output: it cannot be split out")
         if act not in ACTIVATION_OPS:
             raise EditError(f"{where}: {name}'s fused activation "
                             f"({'NONE' if act == 0 else act}) has no operator of its own")
