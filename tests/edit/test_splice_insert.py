@@ -176,3 +176,45 @@ def test_a_recurrent_cell_activation_is_refused():
     with pytest.raises(EditError, match="recurrent cell"):
         doc.apply(SplitFusedActivation(0, lstm.index))
     assert doc.to_bytes() == before and not doc.can_undo
+
+
+def test_split_on_a_model_over_2_gb_moves_the_buffers_by_whole_granules(tmp_path):
+    """A real > 2 GB file (a sparse 2.2 GB buffer after the weights): the front block
+    raises every absolute offset past 2**31 by whole `INSERT_GRANULE`s, and the buffers
+    read the same bytes (the whole file is neither joined nor re-serialized here)."""
+    import struct
+
+    from tflite_viewer.edit.patch import Locator
+    from tflite_viewer.schema import schema_generated as S
+    tree = unpack(load_model(residual_model(60)))
+    big = S.BufferT()
+    big.data = np.arange(64, dtype=np.uint8)
+    tree.model.buffers.append(big)
+    data = bytearray(serialize(tree, layout="offset"))
+    m = load_model(bytes(data))
+    k = len(m.buffers) - 1
+    start = m.buffers[k].offset
+    batch, row = Locator(m).table((("buffers", k),))
+    size_at = int(batch.pos[row]) + int(batch.fo["size"][row])
+    huge = (2 << 30) + (64 << 20)
+    data[size_at:size_at + 8] = struct.pack("<Q", huge)  # the buffer runs on, sparse
+    src = tmp_path / "big.tflite"
+    with open(src, "wb") as f:
+        f.write(data[:start + 64])
+        f.truncate(start + huge)
+    before = load_model(src)
+    assert before.file_size > 2**31
+    doc = _spliced(src)
+    conv = next(op.index for op in before.subgraphs[0].operators if op.name == "CONV_2D")
+    doc.apply(SplitFusedActivation(0, conv))
+    assert _kind(doc) == "splice"
+    _check_split(doc, 0, conv, before)
+    after = doc.model
+    shifts = {b.offset - a.offset for a, b in zip(before.buffers, after.buffers)
+              if a.is_external_layout}
+    assert len(shifts) == 1 and shifts.pop() % INSERT_GRANULE == 0
+    assert after.buffers[k].data[:64].tobytes() == bytes(range(64))
+    for a, b in zip(before.buffers[:k], after.buffers):
+        assert a.data.tobytes() == b.data.tobytes()
+    doc.undo()
+    assert doc.model is doc.original  # state 0: the opened file itself
