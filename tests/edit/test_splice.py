@@ -20,7 +20,7 @@ from tflite_viewer.edit import (ExposeTensor, ModelDocument, RemoveMetadata, Rem
                                 RenameSignature, RenameSignatureTensor, RenameTensor,
                                 ReplaceTensorData, SetCustomOption, SetDescription,
                                 SetOpVersion, SetOption, SetQuantization, SetTensorShape,
-                                UpdateStoredShapes, serialize, unpack)
+                                SplitFusedActivation, UpdateStoredShapes, serialize, unpack)
 from tflite_viewer.edit import pieces as pieces_module
 from tflite_viewer.edit.diff import diff
 from tflite_viewer.edit.document import _annotate
@@ -71,6 +71,10 @@ def _commands(doc: ModelDocument) -> list[tuple[object, str]]:
         (ExposeTensor(0, dw.outputs[0]), "splice"),
         (SetOpVersion(0, conv.index, 7), "splice"),
         (RemoveOperator(0, soft.index), "splice"),
+        # an operator and a tensor inserted (a front block), then edits of the new state
+        (SplitFusedActivation(0, conv.index), "splice"),
+        (RenameTensor(0, len(sg.tensors), "pre_activation_renamed"), "splice"),
+        (SetOption(0, dw.index + 1, "dilation_w_factor", 1), "patch"),  # moved by one
     ]
 
 

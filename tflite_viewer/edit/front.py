@@ -124,6 +124,7 @@ def plan_front(loc, new: dict[tuple, dict[str, Any]]) -> tuple[Table, list[tuple
     were read from (an edit of them would be lost).  None when it cannot be done."""
     pending = {path: dict(fields) for path, fields in new.items()}
     reads: list[tuple[int, int]] = []
+    copied: set[int] = set()  # vectors copied here (a grown one is numbered anew)
     for depth in range(max(len(p) for p in pending), -1, -1):
         for path in [p for p in pending if len(p) == depth]:
             found = loc.table(path)
@@ -152,9 +153,9 @@ def plan_front(loc, new: dict[tuple, dict[str, Any]]) -> tuple[Table, list[tuple
                 slot = int(up[0].pos[up[1]]) + int(fo[up[1]])
                 start = slot + loc.u(slot, 4)
                 vec = fields[label] = Vector(old_vector(loc, start))
+                copied.add(id(vec))
                 reads.append((start, 4 + 4 * len(vec.targets)))
-            if not isinstance(vec, Vector) or not 0 <= k < len(vec.targets) or \
-                    vec.targets[k] < 0 or k in vec.items:
+            if id(vec) not in copied or not 0 <= k < len(vec.targets) or k in vec.items:
                 return None  # the entry is new, or already replaced
             vec.items[k] = table
     return None
