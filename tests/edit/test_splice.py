@@ -264,3 +264,20 @@ def test_a_root_field_the_file_does_not_store_is_written_in_a_new_root(tmp_path,
     assert doc.to_bytes() == states[0]
     doc.redo()
     assert doc.to_bytes() == states[1]
+
+
+def test_removing_an_operator_with_consumers_splices_their_new_inputs():
+    """ADD's consumers read its first input afterwards: their ``inputs`` are patched at the
+    operators' indices before the removal (the later ones moved down by one)."""
+    doc = _spliced(residual_model(60))
+    sg = doc.model.subgraphs[0]
+    add = next(op for op in sg.operators[20:] if op.name == "ADD")
+    readers = [op.index for op in sg.operators if add.outputs[0] in op.inputs]
+    assert readers and all(k > add.index for k in readers)
+    src = add.inputs[0]
+    doc.apply(RemoveOperator(0, add.index))
+    assert _kind(doc) == "splice"
+    _check_state(doc)
+    after = doc.model.subgraphs[0].operators
+    assert all(src in after[k - 1].inputs and add.outputs[0] not in after[k - 1].inputs
+               for k in readers)
