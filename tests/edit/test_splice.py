@@ -20,7 +20,7 @@ from tflite_viewer.edit import (ExposeTensor, ModelDocument, RemoveMetadata, Rem
                                 RenameSignature, RenameSignatureTensor, RenameTensor,
                                 ReplaceTensorData, SetCustomOption, SetDescription,
                                 SetOpVersion, SetOption, SetQuantization, SetTensorShape,
-                                UpdateStoredShapes, serialize, unpack)
+                                SplitFusedActivation, UpdateStoredShapes, serialize, unpack)
 from tflite_viewer.edit import pieces as pieces_module
 from tflite_viewer.edit.diff import diff
 from tflite_viewer.edit.document import _annotate
@@ -71,6 +71,10 @@ def _commands(doc: ModelDocument) -> list[tuple[object, str]]:
         (ExposeTensor(0, dw.outputs[0]), "splice"),
         (SetOpVersion(0, conv.index, 7), "splice"),
         (RemoveOperator(0, soft.index), "splice"),
+        # an operator and a tensor inserted (a front block), then edits of the new state
+        (SplitFusedActivation(0, conv.index), "splice"),
+        (RenameTensor(0, len(sg.tensors), "pre_activation_renamed"), "splice"),
+        (SetOption(0, dw.index + 1, "dilation_w_factor", 1), "patch"),  # moved by one
     ]
 
 
@@ -293,3 +297,20 @@ def test_changes_never_read_the_weights_a_state_shares_with_the_file(tmp_path, l
     lines = doc.changes()
     assert set(compared) == {t.buffer_nbytes}  # the replaced weight alone is read
     assert lines == _full_diff(doc) and len(lines) == 2
+
+
+def test_removing_an_operator_with_consumers_splices_their_new_inputs():
+    """ADD's consumers read its first input afterwards: their ``inputs`` are patched at the
+    operators' indices before the removal (the later ones moved down by one)."""
+    doc = _spliced(residual_model(60))
+    sg = doc.model.subgraphs[0]
+    add = next(op for op in sg.operators[20:] if op.name == "ADD")
+    readers = [op.index for op in sg.operators if add.outputs[0] in op.inputs]
+    assert readers and all(k > add.index for k in readers)
+    src = add.inputs[0]
+    doc.apply(RemoveOperator(0, add.index))
+    assert _kind(doc) == "splice"
+    _check_state(doc)
+    after = doc.model.subgraphs[0].operators
+    assert all(src in after[k - 1].inputs and add.outputs[0] not in after[k - 1].inputs
+               for k in readers)

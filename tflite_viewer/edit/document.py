@@ -16,7 +16,8 @@ option's stride or activation, an op version that is stored, quantization scales
 same count, a constant's bytes) is written by overwriting those bytes of the previous
 state's bytes (`patch`).  Most other edits (a rename, a shape of another rank, a new
 quantization table, an exposed output, a removed operator) are *spliced* (`splice`): the
-new objects are appended and the references to them re-pointed.  Either way the result is
+new objects are appended and the references to them re-pointed; an inserted operator's
+grown vectors go into a block at the front of the file (`front`).  Either way the result is
 re-read like any other, and the object tree is changed too, so a later full serialize sees
 it.  So the bytes of a state are defined as:
 

@@ -23,8 +23,11 @@ its table is *repacked*: a copy of the whole table (and everything below it) is 
 the object tree and the reference to the table (its parent's field, or its entry in the
 parent's vector) is re-pointed.  Subgraphs and the model root are never repacked (their
 copies would be the whole graph); a root field with no slot to re-point goes into a
-shallow copy of the root written at the front of the file (`root`).  `VectorShrink` drops entries of a vector of tables in
-place (an operator removed).  Anything else returns None: the document then serializes.
+shallow copy of the root written at the front of the file (`front`).  `VectorShrink`
+drops entries of a vector of tables in place (an operator removed); `VectorGrow` adds
+some (an operator or tensor inserted): the grown vector, with shallow copies of the tables
+above it, goes into that front block too.  Anything else returns None: the document then
+serializes.
 """
 from __future__ import annotations
 
@@ -39,7 +42,7 @@ from ..model.model import Model
 from ..schema.schema_layout import LAYOUT
 from .patch import _NP, FieldTarget, Locator, _field_spec, plan
 from .pieces import INSERT_GRANULE
-from .root import HEADER, raw_scalar, shallow_root
+from .front import HEADER, Vector, build, old_vector, plan_front, raw_scalar
 from .tree import attr_name
 
 ALIGN = 16
@@ -55,6 +58,17 @@ class VectorShrink:
     table: str
     field: str
     keep: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class VectorGrow:
+    """A vector of tables with entries added.  ``parts`` are, in order, ranges of old
+    indices (those tables stay where they are) and new object-tree tables (packed)."""
+
+    path: tuple
+    table: str
+    field: str
+    parts: tuple
 
 
 Edit = tuple[int, int, bytes]  # (position, bytes replaced, new bytes): see Pieces.replace
@@ -126,8 +140,10 @@ class _Plan:
         self.blobs: list[_Blob] = []
         self.slots: list[tuple[int, int]] = []  # (slot position, blob index)
         self.repacked: set[tuple] = set()
-        #: root fields written into a new root table (`root.shallow_root`)
-        self.root_new: dict[str, Any] = {}
+        #: new field values of tables copied into the front block ({path: {field: value}},
+        #: see `front`): root fields the root does not store, grown vectors
+        self.front: dict[tuple, dict[str, Any]] = {}
+        self.reads: list[tuple[int, int]] = []  # old vectors the grown ones copy
 
     # -- helpers ---------------------------------------------------------------------------
     def _u32(self, pos: int) -> int:
@@ -202,20 +218,21 @@ class _Plan:
         """A root field the root does not store (or stores as a union of another member):
         written into a new shallow root at the front of the file (`root`)."""
         base = spec["type"]["base"]
-        if base == "Union" or name in self.root_new:
+        root = self.front.setdefault((), {})
+        if base == "Union" or name in root:
             return False
         if value is None:
-            self.root_new[name] = None
+            root[name] = None
         elif base in ("String", "Vector", "Obj"):
             blob = _pack_value(spec, value)
             if blob is None:
                 return False
-            self.root_new[name] = blob
+            root[name] = blob
         else:
             raw = raw_scalar(spec, value)
             if raw is None:
                 return False
-            self.root_new[name] = raw
+            root[name] = raw
         return True
 
     def _same_union(self, t: FieldTarget) -> bool:
@@ -259,19 +276,58 @@ class _Plan:
         raw = struct.pack("<I", keep.size) + new.astype("<u4").tobytes()
         return self._put(vec, raw)
 
+    def grow(self, g: VectorGrow) -> bool:
+        """A grown vector of tables: a new vector in the front block (`front`)."""
+        found = self.loc.table(g.path)
+        fields = self.front.setdefault(g.path, {})
+        if found is None or found[0].type_name != g.table or g.field in fields:
+            return False
+        batch, row = found
+        fo = batch.fo.get(g.field)
+        if fo is None or not int(fo[row]):
+            return False
+        slot = int(batch.pos[row]) + int(fo[row])
+        vec = slot + self._u32(slot)
+        old = old_vector(self.loc, vec)
+        parts: list[np.ndarray] = []
+        items: dict[int, _Blob] = {}
+        at = 0
+        for part in g.parts:
+            if isinstance(part, range):
+                if part.step != 1 or not 0 <= part.start <= part.stop <= len(old):
+                    return False
+                parts.append(old[part.start:part.stop])
+                at += len(part)
+            elif hasattr(part, "Pack"):
+                items[at] = _pack_table(part)
+                parts.append(np.full(1, -1, np.int64))
+                at += 1
+            else:
+                return False
+        fields[g.field] = Vector(np.concatenate(parts) if parts else
+                                 np.zeros(0, np.int64), items)
+        self.reads.append((vec, 4 + 4 * len(old)))
+        return True
+
+    def _touched(self, ranges: list[tuple[int, int]]) -> bool:
+        """Whether an edit or a re-pointed slot lies in bytes the front block copied."""
+        written = [(pos, n) for pos, (n, _) in self.edits.items()]
+        written += [(slot, 4) for slot, _ in self.slots]
+        return any(p < a + n and a < p + m for p, m in written
+                   for a, n in ranges + self.reads)
+
     # -- placing new objects -----------------------------------------------------------------
     def finish(self, size: int, appendix: bool) -> list[Edit] | None:
         front: list[Edit] = []
         lift = 0  # bytes inserted after the header: every absolute offset moves up so
-        if self.root_new:
-            if appendix:
+        if self.front:
+            if appendix:  # the zip's absolute offsets would move
+                return None
+            planned = plan_front(self.loc, self.front)
+            if planned is None or self._touched(planned[1]):
                 return None
             granule = INSERT_GRANULE if _external_offsets(self.loc) is not None else ALIGN
-            built = shallow_root(self.loc, self.root_new,
-                                 lambda n: -(-n // granule) * granule)
-            if built is None:
-                return None
-            block, table_pos = built
+            block, table_pos = build(planned[0], lambda n: -(-n // granule) * granule)
             lift = len(block)
             if size + lift > _LIMIT and _external_offsets(self.loc) is None:
                 return None
@@ -386,7 +442,8 @@ def plan_splice(model: Model, tree, targets: list, size: int,
     None when one of them needs a full serialize."""
     p = _Plan(model, tree)
     for t in targets:
-        ok = p.shrink(t) if isinstance(t, VectorShrink) else p.target(t)
+        ok = p.shrink(t) if isinstance(t, VectorShrink) else \
+            p.grow(t) if isinstance(t, VectorGrow) else p.target(t)
         if not ok:
             return None
     return p.finish(size, appendix)

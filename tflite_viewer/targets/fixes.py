@@ -18,6 +18,7 @@ commands (`Fix.edits`), which the window offers as an edit and a script can appl
 from __future__ import annotations
 
 from ..edit.commands import SetOption, SetTensorShape, SplitFusedActivation
+from ..edit.commands.activation import INTERNAL_ACTIVATION
 from ..edit.shape_commands import UpdateStoredShapes
 from .facts import ModelFacts, SubgraphFacts
 from .verdict import RUNS, Fix, OpVerdict, TargetResult
@@ -32,14 +33,16 @@ def _activation_fixes(f: SubgraphFacts, v: OpVerdict, target: str) -> list[Fix]:
     if act == "SIGN_BIT":
         return [Fix("SIGN_BIT has no operator of its own: compute it with SIGN or LESS "
                     "after this operator, and clear the fused activation")]
+    if v.op in INTERNAL_ACTIVATION:  # it acts inside the cell: neither split nor clear
+        return []
     out = f.outputs[v.index]
+    clear = Fix(f"or clear the fused {act}: the same numbers LiteRT's CPU kernels give",
+                [SetOption(v.subgraph, v.index, "fused_activation_function", "NONE")])
     is_float = bool(out) and f.type(out[0]) in ("FLOAT32", "FLOAT16")
     split = Fix(f"split the fused {act} out into a {act} operator of its own ({target} "
                 f"runs {act} alone); LiteRT's CPU kernels skip a fused {act} on {v.op}, so "
                 "this computes what the option asks for",
                 [SplitFusedActivation(v.subgraph, v.index)] if is_float else [])
-    clear = Fix(f"or clear the fused {act}: the same numbers LiteRT's CPU kernels give",
-                [SetOption(v.subgraph, v.index, "fused_activation_function", "NONE")])
     return [split, clear]
 
 

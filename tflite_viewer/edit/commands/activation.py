@@ -14,6 +14,8 @@ from typing import Any
 from ...model.errors import EditError
 from ...schema import schema_generated as S
 from ..op_version import builtin_name
+from ..patch import FieldTarget
+from ..splice import VectorGrow
 from ..tree import ModelTree, text
 from .base import EditCommand, Scope, lookup_operator
 
@@ -22,6 +24,12 @@ ACTIVATION_OPS = {S.ActivationFunctionType.RELU: "RELU",
                   S.ActivationFunctionType.RELU6: "RELU6",
                   S.ActivationFunctionType.RELU_N1_TO_1: "RELU_N1_TO_1",
                   S.ActivationFunctionType.TANH: "TANH"}
+#: operators whose "fused" activation acts inside a recurrent cell (on the gates or the
+#: state), not on the output: splitting it out would change what they compute (LiteRT
+#: gives other outputs for trained_lstm.tflite's UNIDIRECTIONAL_SEQUENCE_LSTM)
+INTERNAL_ACTIVATION = {"LSTM", "UNIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM",
+                       "RNN", "UNIDIRECTIONAL_SEQUENCE_RNN", "BIDIRECTIONAL_SEQUENCE_RNN",
+                       "SVDF"}
 
 
 class SplitFusedActivation(EditCommand):
@@ -48,6 +56,9 @@ class SplitFusedActivation(EditCommand):
         act = getattr(opts, "fusedActivationFunction", None)
         if act is None:
             raise EditError(f"{where}: {name} has no fused activation option")
+        if name in INTERNAL_ACTIVATION:
+            raise EditError(f"{where}: {name}'s activation acts inside its recurrent cell, "
+                            "not on its output: it cannot be split out")
         if act not in ACTIVATION_OPS:
             raise EditError(f"{where}: {name}'s fused activation "
                             f"({'NONE' if act == 0 else act}) has no operator of its own")
@@ -94,6 +105,32 @@ class SplitFusedActivation(EditCommand):
         ops = list(sg.operators)
         ops.insert(self.operator + 1, act_op)
         sg.operators = ops
+
+    def targets(self, tree: ModelTree) -> list | None:
+        """Written in the state before the split: the operator's output and activation
+        in place, the grown ``tensors``, ``operators`` (and ``operator_codes``) vectors
+        in a block at the front of the file (`front`), so nothing is re-serialized."""
+        s, k, saved = self.subgraph, self.operator, self._saved
+        sg, op, opts = self._sg, self._op, self._op.builtinOptions
+        where = (("subgraphs", s),)
+        n_tensors, n_ops = len(saved["tensors"]), len(saved["ops"])
+        out: list = [
+            FieldTarget(where + (("operators", k),), "tflite.Operator", "outputs",
+                        op.outputs, owner=op),
+            FieldTarget(where + (("operators", k), ("builtin_options", None)),
+                        "tflite." + type(opts).__name__.removesuffix("T"),
+                        "fused_activation_function", opts.fusedActivationFunction,
+                        owner=opts),
+            VectorGrow(where, "tflite.SubGraph", "tensors",
+                       (range(n_tensors), sg.tensors[n_tensors])),
+            VectorGrow(where, "tflite.SubGraph", "operators",
+                       (range(k + 1), sg.operators[k + 1], range(k + 1, n_ops)))]
+        codes = tree.model.operatorCodes or []
+        if tree.model.operatorCodes is not saved["codes"]:  # the activation's code added
+            n_codes = len(saved["codes"] or [])
+            out.append(VectorGrow((), "tflite.Model", "operator_codes",
+                                  (range(n_codes), codes[n_codes])))
+        return out
 
     def _undo(self, tree: ModelTree) -> None:
         s = self._saved

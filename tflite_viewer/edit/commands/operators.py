@@ -199,8 +199,8 @@ class RemoveOperator(EditCommand):
         del ops[self.operator]
         sg.operators = ops
         for k in operators_touching(ops, dst, ("inputs",)):
-            op = ops[k]
-            saved.append(("op_inputs", op, op.inputs))
+            op = ops[k]  # its index before the removal goes with it (for `targets`)
+            saved.append(("op_inputs", op, op.inputs, k + (k >= self.operator)))
             op.inputs = np.where(np.asarray(op.inputs) == dst, src,
                                  np.asarray(op.inputs)).astype(np.int32)
         if sg.outputs is not None and dst in {int(i) for i in sg.outputs}:
@@ -222,14 +222,11 @@ class RemoveOperator(EditCommand):
         n_old = len(self._saved[0][1])
         out: list = [VectorShrink((("subgraphs", s),), "tflite.SubGraph", "operators",
                                   tuple(k for k in range(n_old) if k != removed))]
-        old_ops = self._saved[0][1]
         sigs = tree.model.signatureDefs or []
         for entry in self._saved[1:]:
             kind = entry[0]
             if kind == "op_inputs":
-                op = entry[1]
-                k = next(k for k in operators_touching(old_ops, self._src, ("inputs",))
-                         if old_ops[k] is op)
+                op, k = entry[1], entry[3]
                 out.append(FieldTarget((("subgraphs", s), ("operators", k)),
                                        "tflite.Operator", "inputs", op.inputs, owner=op))
             elif kind == "sg_outputs":
