@@ -57,20 +57,21 @@ def _conv_params(n: Node, depthwise: bool) -> None:
         raise Refuse("dilation is not positive")
 
 
-def conv2d(n: Node) -> None:
+def _conv_tensors(n: Node, channel_axis: int, op: str) -> tuple[int, int, int]:
+    """The input, filter (quantized along ``channel_axis``), bias and output checks both
+    convolutions make, in XNNPACK's order; (input, filter, output)."""
     c = n.c
-    _conv_params(n, depthwise=False)
     n.io(3, 1)
     x = n.i(0)
     c.float_or_quint8(x)
     c.shape(x, 4)
     w = n.i(1)
-    c.float32_or_qcint8(w, 0)
+    c.float32_or_qcint8(w, channel_axis)
     c.shape(w, 4)
     c.static_unless_unpacked(w, "filter")
     bias = n.ins[2]
     if not bias >= 0:
-        raise Refuse("CONV_2D without bias")
+        raise Refuse(f"{op} without bias")
     c.float_or_qcint32(bias)
     c.shape(bias, 1)
     c.static_unless_unpacked(bias, "bias")
@@ -78,6 +79,13 @@ def conv2d(n: Node) -> None:
     y = n.out()
     c.float_or_quint8(y)
     c.shape(y, 4)
+    return x, w, y
+
+
+def conv2d(n: Node) -> None:
+    c = n.c
+    _conv_params(n, depthwise=False)
+    x, w, y = _conv_tensors(n, 0, "CONV_2D")
     tx, tw, ty = c.f.type(x), c.f.type(w), c.f.type(y)
     dq = not c.flags.disable_dynamically_quantized_ops and tx == "FLOAT32" and tw == "INT8"
     if not (tx == ty and (tx == tw or dq)):
@@ -91,24 +99,7 @@ def conv2d(n: Node) -> None:
 
 def depthwise(n: Node) -> None:
     c = n.c
-    n.io(3, 1)
-    x = n.i(0)
-    c.float_or_quint8(x)
-    c.shape(x, 4)
-    w = n.i(1)
-    c.float32_or_qcint8(w, 3)
-    c.shape(w, 4)
-    c.static_unless_unpacked(w, "filter")
-    bias = n.ins[2]
-    if not bias >= 0:
-        raise Refuse("DEPTHWISE_CONV_2D without bias")
-    c.float_or_qcint32(bias)
-    c.shape(bias, 1)
-    c.static_unless_unpacked(bias, "bias")
-    c.filter_and_bias(w, bias)
-    y = n.out()
-    c.float_or_quint8(y)
-    c.shape(y, 4)
+    x, w, y = _conv_tensors(n, 3, "DEPTHWISE_CONV_2D")
     tx, tw, ty = c.f.type(x), c.f.type(w), c.f.type(y)
     if not tx == ty == tw:
         raise Refuse(f"mixed types {tx}, {tw} -> {ty} (no hybrid depthwise)")
