@@ -237,6 +237,37 @@ def test_rounding_passes_through():
     _one_error_line(bad)
 
 
+def test_float_sums_reference_is_litert_s_reference_and_blas_is_close(tmp_path):
+    """``--float-sums``: the default adds every float32 product in LiteRT's reference order
+    (each convolution's output equal to BUILTIN_REF's to the bit); ``blas`` takes numpy's
+    product: not those bits, within the float tolerance of them."""
+    path = _model("small_cnn_dilated_float")
+    model = load_model(path)
+    sg = model.subgraphs[0]
+    dumps = {}
+    for sums in ("reference", "blas"):
+        r = _run(path, "--float-sums", sums, "--seed", "3", "--dump-all",
+                 tmp_path / f"{sums}.npz", "--json")
+        assert r.returncode == 0, r.stderr
+        assert f'"float_sums": "{sums}"' in r.stdout
+        with np.load(tmp_path / f"{sums}.npz") as data:
+            dumps[sums] = {k: data[k] for k in data.files}
+    inputs = {i: dumps["reference"][f"s0_t{i}"] for i in sg.inputs}
+    li, _ = _litert_run(path, model, None, inputs)
+    convs = [op.outputs[0] for op in sg.operators if op.name == "CONV_2D"]
+    assert convs
+    differ = 0
+    for t in convs:
+        ref = li.get_tensor(t)
+        assert np.array_equal(dumps["reference"][f"s0_t{t}"], ref), t
+        assert _rel(dumps["blas"][f"s0_t{t}"], ref) <= TOL, t
+        differ += int(np.sum(dumps["blas"][f"s0_t{t}"] != ref))
+    assert differ  # the BLAS sums are another order: some output's last bits differ
+    bad = _run(path, "--float-sums", "fast")
+    assert bad.returncode == 2
+    _one_error_line(bad)
+
+
 # ------------------------------------------------------------------------------------------
 # --compare-litert
 # ------------------------------------------------------------------------------------------

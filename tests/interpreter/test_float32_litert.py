@@ -252,7 +252,11 @@ def test_reference_sums_can_be_traded_for_blas_speed():
 
 @pytest.mark.parametrize("m, k, o", [(1, 1, 1), (1, 700, 1), (2, 5, 1), (1, 5, 2), (9, 4, 3),
                                      (3, 300, 500), (70000, 3, 2), (5, 3000, 90),
-                                     (1, 16, 2), (1, 100, 4)])
+                                     (1, 16, 2), (1, 100, 4),
+                                     # weights as rows: one and a few rows of input, taps
+                                     # over one block, outputs leaving a block of one
+                                     (1, 3000, 129), (1, 2500, 700), (4, 2100, 65),
+                                     (20, 600, 3000), (7, 1200, 193)])
 def test_ordered_matmul_is_the_left_to_right_float32_sum(m, k, o):
     """Against a transcription of the reference loop: one product, one float32 addition
     at a time from +0 (shapes that take the one-output, one-block and many-block paths)."""

@@ -3,13 +3,13 @@ every tensor, cross-check against LiteRT.
 
     tflite-viewer run MODEL [--inputs IN.npz] [--seed N] [--signature KEY]
                             [--dump-all OUT.npz] [--compare-litert] [--rounding single|double]
-                            [--tolerance REL] [--tolerance-units N]
+                            [--float-sums reference|blas] [--tolerance REL] [--tolerance-units N]
                             [--compare-mode auto|end-to-end|isolated]
                             [--max-iterations N] [--timeout SECONDS] [--max-memory SIZE]
                             [--json] [-o OUT.json]
 
 ``--rounding`` is passed to `Interpreter(model, rounding=...)`; without it the interpreter's
-default applies.
+default applies.  ``--float-sums blas`` sets `Interpreter.reference_float_sums` False.
 
 * ``--inputs IN.npz``: arrays keyed by input tensor name, signature input name (with
   ``--signature``) or ``s{subgraph}_t{tensor}``; inputs it does not give are seeded from
@@ -39,6 +39,7 @@ import dataclasses
 import sys
 import time
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -48,6 +49,9 @@ from .common import (EXIT_CHECK_FAILED, CommandError, add_model_argument, add_se
                      input_file, load_model_arg, one_line, subcommand_parser)
 from .output import Output, add_json_option, add_output_option, write_file
 from . import run_generate
+
+if TYPE_CHECKING:
+    from ..interpreter import Interpreter
 
 DESCRIPTION = ("Run a model in the interpreter on your inputs (an .npz) or on seeded inputs "
                "valid for it, and print its outputs: statistics, first values, and for a "
@@ -87,6 +91,12 @@ def add_parser(subparsers) -> None:
     p.add_argument("--rounding", choices=("single", "double"), default=None,
                    help="how quantized kernels round when multiplying by a quantized "
                         "multiplier (default double, as LiteRT's reference kernels do)")
+    p.add_argument("--float-sums", choices=("reference", "blas"), default="reference",
+                   help="how float32 CONV_2D and FULLY_CONNECTED add their products: "
+                        "reference (one float32 addition at a time in LiteRT's reference "
+                        "kernels' order, their results to the bit; the default) or blas "
+                        "(numpy's BLAS product: several times faster on big models, a "
+                        "rounding or so off per output, as LiteRT's optimized kernels are)")
     p.add_argument("--tolerance", type=float, default=None, metavar="REL",
                    help="largest relative error of a float tensor for --compare-litert "
                         "(default 1e-5)")
@@ -112,6 +122,16 @@ def add_parser(subparsers) -> None:
     add_json_option(p, "the run (inputs, outputs, top-k, cross-check; with --generate the "
                        "tokens, the loop and its calls)")
     add_output_option(p, what="the run as JSON")
+
+
+def new_interpreter(model, args, budgets: dict) -> "Interpreter":
+    """The interpreter `run` computes with: ``--rounding`` and ``--float-sums`` applied
+    (without ``--rounding`` the interpreter's default)."""
+    from ..interpreter import Interpreter
+    interp = Interpreter(model, **budgets) if args.rounding is None else \
+        Interpreter(model, rounding=args.rounding, **budgets)
+    interp.reference_float_sums = getattr(args, "float_sums", "reference") != "blas"
+    return interp
 
 
 def _budget():
@@ -242,7 +262,6 @@ def _stats(a: np.ndarray | None) -> dict:
 
 
 def _main(args: argparse.Namespace) -> int:
-    from ..interpreter import Interpreter
     from ..interpreter.inputs import complete_inputs, input_specs
 
     run_generate.check_usage(args)
@@ -270,8 +289,7 @@ def _main(args: argparse.Namespace) -> int:
                "timeout": args.timeout or DEFAULT_TIMEOUT}
     # the interpreter first: its allocation check (inputs included) refuses a model whose
     # tensors do not fit before any seeded input is made
-    interp = Interpreter(model, **budgets) if args.rounding is None else \
-        Interpreter(model, rounding=args.rounding, **budgets)
+    interp = new_interpreter(model, args, budgets)
     arrays, generated = complete_inputs(model, given, args.seed, signature, max_bytes=max_bytes)
     specs = input_specs(model, signature)
     t0 = time.perf_counter()
@@ -284,8 +302,10 @@ def _main(args: argparse.Namespace) -> int:
     msg = model.subgraphs[sgi]
     where = f"signature {signature!r} (subgraph {sgi})" if signature else f"subgraph {sgi}"
     doc: dict = {"model": str(args.model), "subgraph": sgi, "signature": signature,
-                 "rounding": interp.rounding, "inputs": [], "outputs": []}
-    lines = [f"Model {args.model}: {where}, rounding {interp.rounding}", "Inputs:"]
+                 "rounding": interp.rounding, "float_sums": args.float_sums,
+                 "inputs": [], "outputs": []}
+    lines = [f"Model {args.model}: {where}, rounding {interp.rounding}, float sums "
+             f"{args.float_sums}", "Inputs:"]
     for spec in specs:
         a = arrays[spec.name]
         dtype = model.subgraphs[spec.subgraph].tensors[spec.tensor].type_name

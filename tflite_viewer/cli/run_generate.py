@@ -54,9 +54,9 @@ def check_usage(args: argparse.Namespace) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..interpreter import Interpreter
     from ..interpreter.budget import (DEFAULT_MAX_ALLOCATION_BYTES, DEFAULT_MAX_ITERATIONS,
                                       DEFAULT_TIMEOUT)
+    from .run import new_interpreter  # (run imports this module)
     from ..interpreter.generation import (find_plan, generate, interpreter_runner,
                                           parse_prompt, parse_settings)
 
@@ -71,8 +71,7 @@ def main(args: argparse.Namespace) -> int:
     budgets = {"max_allocation_bytes": args.max_memory or DEFAULT_MAX_ALLOCATION_BYTES,
                "max_iterations": args.max_iterations or DEFAULT_MAX_ITERATIONS,
                "timeout": args.timeout or DEFAULT_TIMEOUT}
-    interp = Interpreter(model, **budgets) if args.rounding is None else \
-        Interpreter(model, rounding=args.rounding, **budgets)
+    interp = new_interpreter(model, args, budgets)
     ops = 0
 
     def run(signature, inputs):

@@ -219,6 +219,8 @@ def ordered_matmul(a: np.ndarray, w: np.ndarray) -> np.ndarray:
                                  axis=0, initial=_ZERO).T
         return np.add.reduce(np.multiply(at[:, :, None], w[:, None, :], order="C"), axis=0,
                              initial=_ZERO)
+    if w.flags.f_contiguous and not w.flags.c_contiguous:  # [O, K] rows, transposed
+        return _ordered_matmul_rows(a, at, w.T)
     out = np.empty((o, m) if transposed else (m, o), F32)
     rows_per = max(1, min(m, _SUMS // o))
     if rows_per < m and (m - rows_per * (m // rows_per)) * o == 1:
@@ -247,3 +249,59 @@ def ordered_matmul(a: np.ndarray, w: np.ndarray) -> np.ndarray:
             else:
                 np.add.reduce(p, axis=0, out=acc, initial=_ZERO)
     return out.T if transposed else out
+
+
+#: outputs per block when the weights come as rows ([O, K], FULLY_CONNECTED's layout): a
+#: block of products [taps, 64] is written transposed from 64 contiguous weight rows, whose
+#: cache lines stay in L1 across the taps (measured on a 2048 x 5632 decoder product:
+#: 16 ms, against 84 ms for the whole-width blocks and 4 ms on a contiguous [K, O] copy)
+_OUT_BLOCK = 64
+#: taps per block on that path: [2048, 64] float32 is 512 KiB, in the core's L2
+_TAP_BLOCK = 2048
+#: rows up to which that path multiplies each row by the weights' rows in place of
+#: copying each block of weights transposed once for all rows
+_FEW_ROWS = 4
+
+
+def _out_blocks(o: int) -> list[tuple[int, int]]:
+    """[start, end) blocks of ``_OUT_BLOCK`` outputs, none of a single output (a block of
+    one output is a 1-D reduction, which numpy sums pairwise)."""
+    bounds = list(range(0, o, _OUT_BLOCK)) + [o]
+    if len(bounds) > 2 and bounds[-1] - bounds[-2] == 1:
+        del bounds[-2]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _ordered_matmul_rows(a: np.ndarray, at: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """`ordered_matmul` of ``a`` [M, K] by the weights given as C-contiguous ``rows``
+    [O, K] (``at`` is ``a`` transposed, contiguous), never copying the weights whole: the
+    products of a few outputs at a time are laid out [k, outputs] straight from their
+    rows (one row of ``a``) or from a transposed copy of those rows (many rows of ``a``,
+    each block copied once), then summed over k in order, block after block of taps
+    continuing each sum from +0."""
+    m, k = a.shape
+    o = rows.shape[0]
+    out = np.empty((m, o), F32)
+    widest = max(e - s for s, e in _out_blocks(o))
+    if m > _FEW_ROWS:
+        block = np.empty((k, widest), F32)
+        for o0, o1 in _out_blocks(o):
+            wt = block[:, :o1 - o0]
+            np.copyto(wt, rows[o0:o1].T)
+            out[:, o0:o1] = ordered_matmul(a, wt)
+        return out
+    taps = min(k, _TAP_BLOCK)
+    block = np.empty((taps, widest), F32)
+    for o0, o1 in _out_blocks(o):
+        for r in range(m):
+            acc = out[r, o0:o1]
+            for k0 in range(0, k, taps):
+                k1 = min(k, k0 + taps)
+                p = block[:k1 - k0, :o1 - o0]
+                np.multiply(rows[o0:o1, k0:k1], a[r, k0:k1], out=p.T)
+                if k0:  # the sum so far, then this block's taps in order
+                    np.add(acc, p[0], out=p[0])
+                    np.add.reduce(p, axis=0, out=acc)
+                else:  # from +0, the reference's ``float total = 0.f``
+                    np.add.reduce(p, axis=0, out=acc, initial=_ZERO)
+    return out
