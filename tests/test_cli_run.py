@@ -494,3 +494,20 @@ def test_value_summary_handles_non_finite_and_empty():
     assert value_summary(np.zeros((0, 3), np.float32)) == "empty"
     assert value_summary(None) == "not computed"
     assert "first [True, False]" in value_summary(np.array([True, False]))
+
+
+def test_summaries_read_in_place_say_what_float64_copies_say():
+    """`finite_stats` reads arrays as they are (no float64 copy of a KV cache): the same
+    min, max and mean (to float rounding) and non-finite count as a float64 copy gives."""
+    from tflite_viewer.interpreter.outputs import finite_stats
+    rng = np.random.default_rng(4)
+    floats = rng.standard_normal(100_001).astype(np.float32)
+    cases = [floats, rng.integers(-128, 128, 5000).astype(np.int8),
+             np.array([True, False, True]), np.where(floats > 2.5, np.inf, floats)]
+    for a in cases:
+        v = a.astype(np.float64)
+        finite = v[np.isfinite(v)]
+        low, high, mean, nonfinite = finite_stats(a)
+        assert (low, high, nonfinite) == (finite.min(), finite.max(), v.size - finite.size)
+        assert mean == pytest.approx(finite.mean(), rel=1e-12)
+    assert finite_stats(np.array([np.nan], np.float32)) == (None, None, None, 1)

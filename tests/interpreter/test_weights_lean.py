@@ -183,3 +183,28 @@ def test_big_decoder_forms_run_as_in_litert(tmp_path, form):
     for k in ours:
         scale = max(1.0, float(np.abs(theirs[k]).max()))
         assert np.max(np.abs(ours[k] - theirs[k])) / scale < (1e-5 if form == "float" else 2e-2)
+
+
+def test_a_big_filter_is_copied_at_its_second_call_with_the_same_bits():
+    """`HybridDense` reads a big filter's rows as they are at the first call (a model run
+    once never pays for the copies) and makes its copies at the second; every call gives
+    the bits of a filter copied at once and of one never copied."""
+    from tflite_viewer.interpreter.integer.common import QParams
+    from tflite_viewer.interpreter.integer.hybrid import HybridDense
+
+    rng = np.random.default_rng(11)
+    units, accum = 1100, 1000  # over COPY_LATER_VALUES weights
+    assert units * accum >= HybridDense.COPY_LATER_VALUES
+    w = rng.integers(-127, 128, (units, accum)).astype(np.int8)
+    q = QParams(np.float32([0.01]), np.zeros(1, np.int64), 0)
+    opts = {"fused_activation_function": "NONE", "asymmetric_quantize_inputs": True}
+    dense = HybridDense(w, None, q, opts)
+    never = HybridDense(w, None, q, opts, keep_copies=False)
+    xs = [rng.standard_normal((1, accum)).astype(np.float32) for _ in range(3)]
+    first = dense(xs[0], (1, units))
+    assert dense.w_t is None  # nothing copied by the first call
+    calls = [first] + [dense(x, (1, units)) for x in xs[1:]]
+    assert dense.w_t is not None  # copied by the second
+    for x, got in zip(xs, calls):
+        want = never(x, (1, units))
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32))

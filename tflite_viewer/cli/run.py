@@ -43,7 +43,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..interpreter.outputs import classifier_reason, top_k, top_k_lines, value_summary
+from ..interpreter.outputs import (classifier_reason, finite_stats, top_k, top_k_lines,
+                                   value_summary)
 from ..model.errors import TFLiteViewerError
 from .common import (EXIT_CHECK_FAILED, CommandError, add_model_argument, add_seed_option,
                      input_file, load_model_arg, one_line, subcommand_parser)
@@ -204,7 +205,7 @@ def _load_inputs(path: str, max_bytes: int | None = None) -> dict[str, np.ndarra
                          "of arrays keyed by input name")
     try:
         with data:
-            return {k: np.array(data[k]) for k in data.files}
+            return {k: data[k] for k in data.files}  # (each read is a new array)
     except Exception as exc:  # noqa: BLE001
         raise ValueError(f"cannot read inputs file {path!r}: {one_line(exc)}") from exc
 
@@ -250,12 +251,8 @@ def _stats(a: np.ndarray | None) -> dict:
         return {"computed": False}
     out: dict = {"computed": True}
     if a.dtype.kind in "biuf" and a.size:
-        v = a.astype(np.float64).reshape(-1)
-        finite = v[np.isfinite(v)]
-        out.update(min=float(finite.min()) if finite.size else None,
-                   max=float(finite.max()) if finite.size else None,
-                   mean=float(finite.mean()) if finite.size else None,
-                   nonfinite=int(v.size - finite.size))
+        low, high, mean, nonfinite = finite_stats(a.reshape(-1))
+        out.update(min=low, max=high, mean=mean, nonfinite=nonfinite)
     out["first"] = a.reshape(-1)[:8].tolist() if a.dtype.kind in "biufc" else \
         [repr(x) for x in a.reshape(-1)[:8].tolist()]
     return out

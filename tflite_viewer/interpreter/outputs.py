@@ -24,6 +24,22 @@ def _fmt(v: Any) -> str:
     return f"{float(v):.6g}"
 
 
+def finite_stats(flat: np.ndarray) -> tuple[float | None, float | None, float | None, int]:
+    """min, max and mean (None when there is none) of the finite values of a 1-D real
+    array, and how many are not finite, read in place (no float64 copy of the array)."""
+    if flat.dtype.kind == "f":
+        finite = np.isfinite(flat)
+        nonfinite = int(flat.size - np.count_nonzero(finite))
+        if nonfinite:
+            flat = flat[finite]
+    else:
+        nonfinite = 0
+    if not flat.size:
+        return None, None, None, nonfinite
+    return (float(flat.min()), float(flat.max()), float(flat.mean(dtype=np.float64)),
+            nonfinite)
+
+
 def value_summary(arr: np.ndarray | None) -> str:
     """min/max/mean and the first values of an array, on one line."""
     if arr is None:
@@ -38,6 +54,9 @@ def value_summary(arr: np.ndarray | None) -> str:
     more = ", ..." if flat.size > FIRST_VALUES else ""
     if arr.dtype.kind == "c":
         return f"first [{first}{more}]"
+    low, high, mean, nonfinite = finite_stats(flat)
+    if not nonfinite:  # (the common case: no float64 copy of a big KV cache)
+        return f"min {_fmt(low)} max {_fmt(high)} mean {_fmt(mean)}  first [{first}{more}]"
     vals = flat.astype(np.float64)
     with np.errstate(all="ignore"):
         stats = (f"min {_fmt(np.nanmin(vals) if not np.isnan(vals).all() else np.nan)} "

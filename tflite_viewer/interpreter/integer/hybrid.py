@@ -295,7 +295,7 @@ class HybridDense:
     every time step).  Calling it computes exactly what `fully_connected` does.
 
     ``keep_copies`` (the default) keeps the filter's int32 and float copies that make each
-    call one matrix product: 16 bytes per weight.  Without it (a weight too large for the
+    call one matrix product: 16 bytes per weight, made at the second call.  Without it (a weight too large for the
     interpreter's `weights.WeightCache`) nothing is copied: each call converts a block of
     rows at a time (``rows(start, stop)`` gives them: an array's slices, or rows unpacked
     from a packed constant) and sums their exact integer products by float32 products over
@@ -303,6 +303,11 @@ class HybridDense:
 
     #: bytes per weight the copies of ``keep_copies`` take (int32, float64, float32)
     COPY_BYTES = 16
+    #: filters of at least this many weights (4 MB of float32 copies) are copied at the
+    #: second call, not at the first (a 2048 x 2048 filter: 20 ms of copies, at its first
+    #: call as long as the product read from its rows)
+    COPY_LATER_VALUES = 1 << 20
+    _called = False
 
     def __init__(self, filter: np.ndarray | None, bias: np.ndarray | None, filter_q,
                  options: Options, keep_copies: bool = True, rows=None,
@@ -321,9 +326,18 @@ class HybridDense:
         self.row_offset = (np.zeros((1, self.units), np.float32) if self.bias_row is None
                            else self.bias_row)
         self.rows = rows if rows is not None else (lambda a, b: filter[a:b])
-        if not keep_copies:
-            self.w_t = self.w64_t = self.w32_t = self.row_sums = None
-            return
+        self.w_t = self.w64_t = self.w32_t = self.row_sums = None
+        #: the filter whose copies the second call makes (None: none to make): the first
+        #: call reads a big filter's rows as they are, so a model run once (a decode step
+        #: from the command line) never pays for copies only later calls gain from; a
+        #: small filter's copies cost next to nothing and are made at once
+        self._copy_later = filter if keep_copies else None
+        if keep_copies and filter.size < self.COPY_LATER_VALUES:
+            self._make_copies()
+
+    def _make_copies(self) -> None:
+        """The int32, float64 and float32 copies that make a call one matrix product."""
+        filter, self._copy_later = self._copy_later, None
         w = filter.astype(np.int32)
         self.w_t = w.T
         self.row_sums = w.sum(axis=1, dtype=np.int64)[None, :]
@@ -381,6 +395,8 @@ class HybridDense:
         (all small integers, exact in float32); and the integer sums are exact in float32
         (``w32_t``), so the float32 accumulator is the int32 one.  A recurrent step pays
         for every call."""
+        if self._copy_later is not None:
+            self._make_copies()
         if self.w32_t is None or not self.plain or x.shape[0] != 1:
             return None
         f32 = np.float32
@@ -406,9 +422,11 @@ class HybridDense:
         return acc
 
     def __call__(self, input: np.ndarray, out_shape) -> np.ndarray:
+        first = self._copy_later is not None and not self._called
+        self._called = True
         x = np.asarray(input, np.float32).reshape(-1, self.accum)
         batches = x.shape[0]
-        if batches == 1:
+        if batches == 1 and not first:
             out = self.row(x)
             if out is not None:
                 return out.reshape(out_shape)
@@ -424,7 +442,9 @@ class HybridDense:
             offset = np.zeros(batches, np.int32)
         if not self.per_channel:
             sf = (sf * self.tensor_scale).astype(np.float32)
-        if self.w_t is None:  # no copies kept: the filter a block of rows at a time, by
+        if self._copy_later is not None and not first:
+            self._make_copies()
+        if self.w_t is None:  # no copies (yet) kept: the filter a block of rows at a time, by
             # the shifted input: sum (q - zp) w is sum q w - zp rowsum(w), exactly
             dot = self._dot_by_rows(np.asarray(q, np.int32) - offset.astype(np.int32)[:, None])
         else:
