@@ -141,6 +141,31 @@ class Subgraph:
                         out[int(ops.index[row])] = names.get(value, str(value))
         return out
 
+    def prime_views(self) -> None:
+        """Fill what every tensor and operator view reads first (a tensor's name, type,
+        shape, shape signature, variable flag and buffer; an operator's opcode index,
+        inputs and outputs) from `tensor_columns` and `columns`: a few numpy reads of the
+        whole subgraph in place of a flatbuffers call per field and view, which is most of
+        building an interpreter on a big model.  The views compute the same values (the
+        model is never changed after it is read: an edit reads a new one)."""
+        cols = self.tensor_columns
+        for i, (name, shape, sig, buffer) in enumerate(zip(
+                cols.name, cols.shape, cols.shape_signature, cols.buffer.tolist())):
+            d = self.tensors[i].__dict__
+            if "type" not in d:
+                d.update(name=name, type=int(cols.type[i]), shape=shape,
+                         shape_signature=sig, is_variable=bool(cols.is_variable[i]),
+                         buffer=buffer)
+        ops = self.columns
+        codes = ops.opcode_index.tolist()
+        ins, in_off = ops.inputs.tolist(), ops.input_offsets.tolist()
+        outs, out_off = ops.outputs.tolist(), ops.output_offsets.tolist()
+        for k in range(len(codes)):
+            d = self.operators[k].__dict__
+            if "inputs" not in d:
+                d.update(opcode_index=codes[k], inputs=tuple(ins[in_off[k]:in_off[k + 1]]),
+                         outputs=tuple(outs[out_off[k]:out_off[k + 1]]))
+
     @cached_property
     def tensor_columns(self) -> TensorColumns:
         index = self.model.index
