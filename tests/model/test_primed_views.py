@@ -19,10 +19,12 @@ def test_primed_views_equal_views_read_field_by_field(path):
         psg.prime_views()
         for pt, t in zip(psg.tensors, sg.tensors):
             assert "type" in pt.__dict__  # filled, not read on the way
+            assert pt._fb._tab.Pos == t._fb._tab.Pos  # the same table
             for f in TENSOR_FIELDS:
                 got, want = getattr(pt, f), getattr(t, f)
                 assert got == want and type(got) is type(want), (t.where, f, got, want)
         for pop, op in zip(psg.operators, sg.operators):
+            assert pop._fb._tab.Pos == op._fb._tab.Pos
             for f in OP_FIELDS:
                 got, want = getattr(pop, f), getattr(op, f)
                 assert got == want and type(got) is type(want), (op.where, f, got, want)

@@ -39,6 +39,14 @@ class LazySequence(Sequence[T]):
             item = self._items[i] = self._make(i)
         return item
 
+    def fill(self, make: Callable[[int], T]) -> None:
+        """Build every item not built yet with ``make``: another way to the same items,
+        cheaper for all of them at once (see `Subgraph.prime_views`)."""
+        items = self._items
+        for i, item in enumerate(items):
+            if item is None:
+                items[i] = make(i)
+
     def __iter__(self) -> Iterator[T]:
         for i in range(len(self._items)):
             yield self[i]

@@ -147,7 +147,23 @@ class Subgraph:
         inputs and outputs) from `tensor_columns` and `columns`: a few numpy reads of the
         whole subgraph in place of a flatbuffers call per field and view, which is most of
         building an interpreter on a big model.  The views compute the same values (the
-        model is never changed after it is read: an edit reads a new one)."""
+        model is never changed after it is read: an edit reads a new one).  The views
+        themselves are made at the tables' positions the verifier found, not through the
+        subgraph's vectors."""
+        index, buf = self.model.index, self._fb._tab.Bytes
+
+        def at(table: str, view: type, fb_type: type):
+            batch = index.table(table)
+            pos = batch.pos[index.rows_of(batch, self.index)].tolist()
+
+            def make(i: int):
+                fb = fb_type()
+                fb.Init(buf, pos[i])
+                return view(self, i, fb)
+            return make
+
+        self.tensors.fill(at("tflite.Tensor", Tensor, S.Tensor))
+        self.operators.fill(at("tflite.Operator", Operator, S.Operator))
         cols = self.tensor_columns
         for i, (name, shape, sig, buffer) in enumerate(zip(
                 cols.name, cols.shape, cols.shape_signature, cols.buffer.tolist())):
