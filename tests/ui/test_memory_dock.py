@@ -90,3 +90,36 @@ def test_screenshot_with_memory_draws_the_chart_and_the_overlay(tmp_path):
     px = _pixels(out)
     assert _has_color(px, colour(0.75).name(), tolerance=3, at_least=20)  # the legend's ramp
     assert _has_color(px, "#cf222e", tolerance=2, at_least=20)  # the peak line, its label
+
+
+def test_the_summary_wraps_so_the_window_fits_a_laptop_screen(qtbot, window):
+    """The summary names the head, the tail, the peak's step and operator on one line of
+    well over 1,000 px: unwrapped, it held the window (Memory dock open) at 1,673 px, wider
+    than the screen (seen on the 2.6 GB decoder).  Every dock, and the window, must fit."""
+    panel = _open_memory(qtbot, window)
+    line = panel.fontMetrics().horizontalAdvance(panel.summary.text())
+    assert window.memory_dock.minimumSizeHint().width() < line  # the summary wraps
+    from PySide6.QtWidgets import QDockWidget
+    for dock in window.findChildren(QDockWidget):
+        assert dock.minimumSizeHint().width() <= 600, dock.objectName()
+    assert window.minimumSizeHint().width() <= 1280
+
+
+def test_the_height_label_of_a_big_arena_is_whole(qtbot):
+    """The chart's left margin is as wide as the arena height's label: a 1.4 GB arena's
+    label was cut to "53.75 MiB" by a fixed margin."""
+    import dataclasses
+
+    from tflite_viewer.memory import plan_tflm
+    from tflite_viewer.model import load_model
+    from tflite_viewer.ui.memory_chart import build_chart
+    from tflite_viewer.ui.panels.memory_dock import MemoryChartWidget, _bytes
+
+    big = dataclasses.replace(build_chart(plan_tflm(load_model(PERSON))), height=1_419_513_824)
+    widget = MemoryChartWidget()
+    qtbot.addWidget(widget)
+    widget.resize(400, 200)
+    widget.set_chart(big)
+    label = _bytes(big.height)
+    assert label == "1.32 GiB"
+    assert widget._x(big.first_step) - 6 >= widget.fontMetrics().horizontalAdvance(label)

@@ -59,6 +59,7 @@ class ProfileDock(QWidget):
         self.heat = QCheckBox("Colour the canvas by time")
         self.heat.toggled.connect(self.heatToggled)
         self.empty = QLabel(EMPTY)
+        self.empty.setWordWrap(True)  # (a dock's minimum width is its longest line's)
         self.empty.setStyleSheet("color: #57606a;")
         split = QSplitter(Qt.Orientation.Horizontal)  # side by side: each keeps its rows
         split.addWidget(self.ops)

@@ -24,10 +24,12 @@ PALETTE = [QColor(c) for c in ("#54aeff", "#4ac26b", "#d4a72c", "#fb8f44", "#c29
 SCRATCH = QColor("#8c959f")
 PEAK = QColor("#cf222e")
 SELECTED = QColor("#0969da")
-LEFT, BOTTOM, TOP, RIGHT = 64, 22, 18, 10
+LEFT, BOTTOM, TOP, RIGHT = 64, 22, 18, 10  # LEFT: the least; the height's label may need more
 
 
 def _bytes(n: int) -> str:
+    if n >= 1 << 30:
+        return f"{n / (1 << 30):,.2f} GiB"
     return f"{n:,} B" if n < 10_000 else (f"{n / 1024:,.1f} KiB" if n < 10 << 20
                                           else f"{n / (1 << 20):,.2f} MiB")
 
@@ -53,16 +55,22 @@ class MemoryChartWidget(QWidget):
         self.update()
 
     # geometry: step s spans [x(s), x(s + 1)); byte b sits at y(b), 0 at the bottom
+    def _left(self) -> int:
+        """The plot's left edge: room for the arena height's label, whatever its width
+        (a fixed margin cut "1,353.75 MiB" to "53.75 MiB")."""
+        label = _bytes(self.chart.height) if self.chart is not None else ""
+        return max(LEFT, self.fontMetrics().horizontalAdvance(label) + 12)
+
     def _scale(self) -> tuple[float, float, float]:
         c = self.chart
         steps = max(len(c.steps) - c.first_step, 1)
-        w = max(self.width() - LEFT - RIGHT, 1)
+        w = max(self.width() - self._left() - RIGHT, 1)
         h = max(self.height() - TOP - BOTTOM, 1)
         return w / steps, h / max(c.height, 1), float(c.first_step)
 
     def _x(self, step: float) -> float:
         sx, _sy, first = self._scale()
-        return LEFT + (step - first) * sx
+        return self._left() + (step - first) * sx
 
     def _y(self, byte: float) -> float:
         _sx, sy, _first = self._scale()
@@ -72,7 +80,7 @@ class MemoryChartWidget(QWidget):
         if self.chart is None or not len(self.chart):
             return None
         sx, sy, first = self._scale()
-        step = (pos.x() - LEFT) / sx + first
+        step = (pos.x() - self._left()) / sx + first
         byte = (self.height() - BOTTOM - pos.y()) / sy
         return self.chart.hit(step, byte)
 
@@ -85,9 +93,9 @@ class MemoryChartWidget(QWidget):
             p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter,
                        "no arena: nothing to plan" if c is not None else "")
             return
-        top, bottom = self._y(c.height), self._y(0)
+        top, bottom, left = self._y(c.height), self._y(0), self._left()
         p.setPen(QPen(QColor("#d0d7de"), 1))
-        p.drawRect(QRectF(LEFT, top, self._x(len(c.steps)) - LEFT, bottom - top))
+        p.drawRect(QRectF(left, top, self._x(len(c.steps)) - left, bottom - top))
         groups: dict[int, list[QRectF]] = {}
         for i in range(len(c)):
             rect = QRectF(QPointF(self._x(c.x0[i]), self._y(c.y1[i])),
@@ -113,9 +121,9 @@ class MemoryChartWidget(QWidget):
             p.drawText(QPointF(min(x + 4, self.width() - metrics.horizontalAdvance(label) - 4),
                                top - 5), label)
         p.setPen(QColor("#57606a"))
-        p.drawText(QRectF(0, top - 8, LEFT - 6, 16), Qt.AlignmentFlag.AlignRight, _bytes(c.height))
-        p.drawText(QRectF(0, bottom - 8, LEFT - 6, 16), Qt.AlignmentFlag.AlignRight, "0")
-        p.drawText(QRectF(LEFT, bottom + 3, 200, 16), Qt.AlignmentFlag.AlignLeft,
+        p.drawText(QRectF(0, top - 8, left - 6, 16), Qt.AlignmentFlag.AlignRight, _bytes(c.height))
+        p.drawText(QRectF(0, bottom - 8, left - 6, 16), Qt.AlignmentFlag.AlignRight, "0")
+        p.drawText(QRectF(left, bottom + 3, 200, 16), Qt.AlignmentFlag.AlignLeft,
                    f"step {c.first_step}")
         last = f"step {len(c.steps) - 1}"
         p.drawText(QRectF(self.width() - RIGHT - 200, bottom + 3, 200, 16),
@@ -156,6 +164,8 @@ class MemoryDock(QWidget):
         self.overlay.setChecked(str(settings.value("memory/overlay", "true")) == "true")
         self.summary = QLabel("")
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # wrapped: on one line a 1.4 GB arena's summary held the window over 1,600 px wide
+        self.summary.setWordWrap(True)
         self.chart = MemoryChartWidget()
         self.peak = QTreeWidget()
         self.peak.setHeaderLabels(["bytes", "live at the peak", "offset", "steps"])
