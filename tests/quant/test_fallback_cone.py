@@ -144,6 +144,46 @@ def test_a_child_that_fails_leaves_its_samples_to_the_parent(monkeypatch):
     assert sorted(seen) == list(range(7))  # every job ended up computed here
 
 
+def test_a_child_computes_its_whole_share_while_the_parent_computes_its_own(
+        monkeypatch, tmp_path):
+    """A child's results are larger than a pipe's buffer (a sample's statistics of every
+    tensor): sent one by one, the first blocked the child until the parent, done with its
+    own share, read it.  The child's jobs here are instant and return 1 MB each; the
+    parent's last job waits (up to 10 s) for a mark of every one of the child's jobs."""
+    if not parallel.can_fork():
+        pytest.skip("forking children is Linux only")
+    monkeypatch.setattr(parallel, "WORTH_SECONDS", 0.0)
+    import os
+    import time
+    parent = os.getpid()
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    jobs = list(range(9))  # job 0 here, then children take 2, 4, 6, 8 ... (see map_jobs)
+    seen_by_parent, finished_before_read = [], []
+
+    def work(job, here):
+        if os.getpid() != parent:
+            (marks / str(job)).touch()
+            return b"x" * (1 << 20)
+        if job == 0:
+            return b""
+        seen_by_parent.append(job)
+        if len(seen_by_parent) == 4:  # the parent's last job: has the child finished?
+            deadline = time.monotonic() + 10
+            while len(list(marks.iterdir())) < 4 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            finished_before_read.append(len(list(marks.iterdir())))
+        return b""
+
+    sizes = {}
+    parallel.map_jobs(jobs, work, lambda i, r, here: sizes.__setitem__(i, (len(r), here)),
+                      workers=2)
+    child_jobs = sorted(int(m.name) for m in marks.iterdir())
+    assert finished_before_read == [4]  # every child job done before the parent read one
+    assert len(child_jobs) == 4 and not set(child_jobs) & set(seen_by_parent)
+    assert all(sizes[j] == (1 << 20, False) for j in child_jobs)
+
+
 def test_table_measurements_equal_the_plain_computation():
     rng = np.random.default_rng(7)
     m = load_model(MNV2_INT8)
@@ -204,3 +244,18 @@ def test_merged_statistics_equal_one_pass_over_every_sample():
         share.add(q, r)
         merged.merge(share)
     assert whole.to_dict() == merged.to_dict()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_meanwhile_runs_once_in_this_process_with_or_without_children(monkeypatch, workers):
+    monkeypatch.setattr(parallel, "WORTH_SECONDS", 0.0)
+    import os
+    calls = []
+    got = []
+    parallel.map_jobs(list(range(5)), lambda job, here: job + 1,
+                      lambda i, r, here: got.append(r), workers=workers,
+                      meanwhile=lambda: calls.append(os.getpid()))
+    assert calls == [os.getpid()] and got == [1, 2, 3, 4, 5]
+    parallel.map_jobs([], lambda job, here: job, lambda i, r, here: None,
+                      meanwhile=lambda: calls.append(0))
+    assert calls[-1] == 0  # no job: still done

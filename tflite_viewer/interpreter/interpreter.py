@@ -99,9 +99,7 @@ class Interpreter(Executor):
         #: (subgraph, op) of each WHILE -> the iteration it is in (for budget messages)
         self.loop_iterations: dict[tuple[int, int], int] = {}
         self.op_resolver = op_resolver if op_resolver is not None else BuiltinOpResolver()
-        if model.index is not None:  # what building reads of every tensor and op, at once
-            for msg in model.subgraphs:
-                msg.prime_views()
+        model.prime_views()  # what building reads of every tensor and op, read at once
         self.subgraphs: list[Subgraph] = [Subgraph(self, sg) for sg in model.subgraphs]
         # resource variables (VAR_HANDLE ids -> values) and CALL_ONCE bookkeeping
         self.resource_ids: dict[tuple[str, str], int] = {}

@@ -123,6 +123,13 @@ class Model:
         self.weights = weights if weights is not None else (
             SideFiles(path.parent) if path is not None else NoSource())
 
+    def prime_views(self) -> None:
+        """`Subgraph.prime_views` of every subgraph: for a reader of every tensor and
+        operator (an interpreter, the quantization analysis); opening a model builds none."""
+        if self.index is not None:
+            for sg in self.subgraphs:
+                sg.prime_views()
+
     def __repr__(self) -> str:
         where = self.path.name if self.path else f"{self.file_size} bytes"
         return f"<Model {where}: {len(self.subgraphs)} subgraphs>"

@@ -156,9 +156,11 @@ def _finite(obj: Any) -> Any:
 
 
 def _load(m: Model | str | os.PathLike | bytes | None) -> Model | None:
-    if m is None or isinstance(m, Model):
+    if m is None:
         return m
-    return load_model(m)
+    model = m if isinstance(m, Model) else load_model(m)
+    model.prime_views()  # the analysis reads every tensor and operator
+    return model
 
 
 def pair_problem(qm: Model, fm: Model) -> str | None:
@@ -354,9 +356,7 @@ def analyze(model: Model | str | os.PathLike | bytes,
         problem = pair_problem(qm, fm)
         if problem:
             raise ValueError(f"the two models do not match: {problem}")
-    findings = check_spec(qm)
     pairing: Pairing | None = pair_models(qm, fm) if fm is not None else None
-    weights = analyze_weights(qm, fm, pairing)
     runs = _plan(qm, fm, pairing, backend, count=samples, seed=seed, npz=inputs,
                  images=images, given=given, signature=signature)
     reports = _tensor_reports(qm, pairing)
@@ -397,7 +397,14 @@ def analyze(model: Model | str | os.PathLike | bytes,
             done += weight[id(run)] - 1
         merge(shared, run, res, out_rows[id(run)])
 
-    map_jobs(jobs, work, collect, workers, check)
+    file_level: dict[str, Any] = {}
+
+    def checks_of_the_files() -> None:  # no run needs them: made while children run
+        file_level["findings"] = check_spec(qm)
+        file_level["weights"] = analyze_weights(qm, fm, pairing)
+
+    map_jobs(jobs, work, collect, workers, check, meanwhile=checks_of_the_files)
+    findings, weights = file_level["findings"], file_level["weights"]
     entry_outputs = [{"signature": run.entry.signature, "subgraph": run.entry.subgraph,
                       "tensors": [q for q, _ in run.out_pairs], "per_input": rows,
                       **average_outputs(rows)}

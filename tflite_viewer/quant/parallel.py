@@ -42,13 +42,19 @@ def can_fork() -> bool:
 
 def map_jobs(jobs: Sequence[Any], work: Callable[[Any, bool], Any],
              done: Callable[[int, Any, bool], None], workers: int | None = None,
-             check: Callable[[], None] | None = None) -> None:
+             check: Callable[[], None] | None = None,
+             meanwhile: Callable[[], None] | None = None) -> None:
     """``work(job, here)`` every job and hand each result to ``done(index, result, here)``
     in job order; ``here`` says the job ran in this process (where it may report progress
     and raise to cancel) rather than in a child.  ``check()`` is called while waiting for
     the children (it raises to cancel; the children are then stopped).  ``workers``:
-    processes to use at most (None: the processors this process may run on)."""
+    processes to use at most (None: the processors this process may run on).
+    ``meanwhile()``, work that needs no job's result (an analysis's checks of the file),
+    runs in this process while the children compute, before its own share of the jobs
+    (the smallest share), or after the jobs when no child is started."""
     if not jobs:
+        if meanwhile is not None:
+            meanwhile()
         return
     t0 = time.perf_counter()
     done(0, work(jobs[0], True), True)
@@ -58,8 +64,11 @@ def map_jobs(jobs: Sequence[Any], work: Callable[[Any, bool], Any],
     if n <= 1 or not worth or not can_fork():
         for i in rest:
             done(i, work(jobs[i], True), True)
+        if meanwhile is not None:
+            meanwhile()
         return
-    shares = [rest[w::n] for w in range(n)]
+    # the children take the larger shares: this process has ``meanwhile`` to do too
+    shares = [rest[w::n] for w in reversed(range(n))]
     ctx = multiprocessing.get_context("fork")
     children = []
     results: dict[int, tuple[Any, bool]] = {}
@@ -70,6 +79,8 @@ def map_jobs(jobs: Sequence[Any], work: Callable[[Any, bool], Any],
             proc.start()
             writer.close()
             children.append((share, proc, reader))
+        if meanwhile is not None:
+            meanwhile()
         for i in shares[0]:
             results[i] = (work(jobs[i], True), True)
         for share, proc, reader in children:
@@ -103,10 +114,19 @@ def _receive(reader, count: int, check: Callable[[], None] | None) -> dict[int, 
 
 
 def _child(share: list[int], jobs: Sequence[Any], work, writer) -> None:
+    """Compute the whole share, then send it: the parent reads only once its own share is
+    done, and a result larger than the pipe's buffer sent at once would stall this child
+    until then (measured: a child ran one job of its five in parallel, then waited)."""
+    results = []
     try:
         for i in share:
-            writer.send((i, work(jobs[i], False)))
+            results.append((i, work(jobs[i], False)))
     except BaseException:  # noqa: BLE001 - the parent runs what is missing
+        pass
+    try:
+        for item in results:
+            writer.send(item)
+    except BaseException:  # noqa: BLE001 - idem
         pass
     finally:
         writer.close()
