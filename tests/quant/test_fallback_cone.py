@@ -259,3 +259,20 @@ def test_meanwhile_runs_once_in_this_process_with_or_without_children(monkeypatc
     parallel.map_jobs([], lambda job, here: job, lambda i, r, here: None,
                       meanwhile=lambda: calls.append(0))
     assert calls[-1] == 0  # no job: still done
+
+
+def test_children_started_at_once_give_the_results_in_job_order():
+    """``time_first=False`` (jobs known to be long): no job is timed here first; the
+    children take shares of every job, and the results still come back in job order."""
+    if not parallel.can_fork():
+        pytest.skip("forking children is Linux only")
+    import os
+    parent = os.getpid()
+    got = []
+    parallel.map_jobs(list(range(6)), lambda job, here: (job * 3, os.getpid() == parent),
+                      lambda i, r, here: got.append((i, r[0], r[1] == here)), workers=2,
+                      time_first=False)
+    assert [(i, v) for i, v, _ in got] == [(i, 3 * i) for i in range(6)]
+    assert all(ok for _, _, ok in got)  # ``here`` says where each job ran
+    assert parallel.worth_forking_at_once(3 << 20, 10)  # mobilenet_v2's analysis
+    assert not parallel.worth_forking_at_once(41_020, 10)  # small_cnn_dilated_int8's

@@ -33,7 +33,7 @@ from ..model.errors import TFLiteViewerError
 from . import samples as smp
 from .activations import ActivationStats, new_stats
 from .fallback import FallbackGain, FallbackRunner
-from .parallel import map_jobs
+from .parallel import map_jobs, worth_forking_at_once
 from .per_sample import Analysis, SampleResult, merge, run_sample
 from .metrics import average, badness
 from .pairing import Pairing, is_real, pair_models
@@ -403,7 +403,11 @@ def analyze(model: Model | str | os.PathLike | bytes,
         file_level["findings"] = check_spec(qm)
         file_level["weights"] = analyze_weights(qm, fm, pairing)
 
-    map_jobs(jobs, work, collect, workers, check, meanwhile=checks_of_the_files)
+    per_job = max((r.qrun.interpreter.arena_bytes if r.qrun.interpreter else 0)
+                  + (r.frun.interpreter.arena_bytes if r.frun and r.frun.interpreter else 0)
+                  for r in runs) if runs else 0
+    map_jobs(jobs, work, collect, workers, check, meanwhile=checks_of_the_files,
+             time_first=not worth_forking_at_once(per_job, len(jobs)))
     findings, weights = file_level["findings"], file_level["weights"]
     entry_outputs = [{"signature": run.entry.signature, "subgraph": run.entry.subgraph,
                       "tensors": [q for q, _ in run.out_pairs], "per_input": rows,
