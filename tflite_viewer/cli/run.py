@@ -131,7 +131,7 @@ def new_interpreter(model, args, budgets: dict) -> "Interpreter":
     from ..interpreter import Interpreter
     interp = Interpreter(model, **budgets) if args.rounding is None else \
         Interpreter(model, rounding=args.rounding, **budgets)
-    interp.reference_float_sums = getattr(args, "float_sums", "reference") != "blas"
+    interp.reference_float_sums = args.float_sums != "blas"
     return interp
 
 

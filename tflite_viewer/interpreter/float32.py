@@ -282,17 +282,18 @@ def _ordered_matmul_rows(a: np.ndarray, at: np.ndarray, rows: np.ndarray) -> np.
     m, k = a.shape
     o = rows.shape[0]
     out = np.empty((m, o), F32)
-    widest = max(e - s for s, e in _out_blocks(o))
+    blocks = _out_blocks(o)
+    widest = max(e - s for s, e in blocks)
     if m > _FEW_ROWS:
         block = np.empty((k, widest), F32)
-        for o0, o1 in _out_blocks(o):
+        for o0, o1 in blocks:
             wt = block[:, :o1 - o0]
             np.copyto(wt, rows[o0:o1].T)
             out[:, o0:o1] = ordered_matmul(a, wt)
         return out
     taps = min(k, _TAP_BLOCK)
     block = np.empty((taps, widest), F32)
-    for o0, o1 in _out_blocks(o):
+    for o0, o1 in blocks:
         for r in range(m):
             acc = out[r, o0:o1]
             for k0 in range(0, k, taps):

@@ -80,6 +80,7 @@ class Subgraph:
             fb.TensorsLength(), lambda i: Tensor(self, i, fb.Tensors(i)))
         self.operators: LazySequence[Operator] = LazySequence(
             fb.OperatorsLength(), lambda i: Operator(self, i, fb.Operators(i)))
+        self._primed = False  # `prime_views` done
 
     def __repr__(self) -> str:
         return (f"<Subgraph {self.index} {self.name!r}: {len(self.operators)} ops, "
@@ -149,7 +150,9 @@ class Subgraph:
         building an interpreter on a big model.  The views compute the same values (the
         model is never changed after it is read: an edit reads a new one).  The views
         themselves are made at the tables' positions the verifier found, not through the
-        subgraph's vectors."""
+        subgraph's vectors.  Once per subgraph: every interpreter of the model calls it."""
+        if self._primed:
+            return
         index, buf = self.model.index, self._fb._tab.Bytes
 
         def at(table: str, view: type, fb_type: type):
@@ -181,6 +184,7 @@ class Subgraph:
             if "inputs" not in d:
                 d.update(opcode_index=codes[k], inputs=tuple(ins[in_off[k]:in_off[k + 1]]),
                          outputs=tuple(outs[out_off[k]:out_off[k + 1]]))
+        self._primed = True
 
     @cached_property
     def tensor_columns(self) -> TensorColumns:

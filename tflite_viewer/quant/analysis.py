@@ -163,6 +163,11 @@ def _load(m: Model | str | os.PathLike | bytes | None) -> Model | None:
     return model
 
 
+def _arena_bytes(runner: ModelRunner | None) -> int:
+    """Bytes of tensors one run of ``runner`` computes (0 without this interpreter)."""
+    return 0 if runner is None or runner.interpreter is None else runner.interpreter.arena_bytes
+
+
 def pair_problem(qm: Model, fm: Model) -> str | None:
     """Why ``fm`` cannot be the float original of ``qm``, or None: their first subgraphs
     must take as many inputs, of the same shapes (-1 in a shape signature matches any
@@ -403,9 +408,7 @@ def analyze(model: Model | str | os.PathLike | bytes,
         file_level["findings"] = check_spec(qm)
         file_level["weights"] = analyze_weights(qm, fm, pairing)
 
-    per_job = max((r.qrun.interpreter.arena_bytes if r.qrun.interpreter else 0)
-                  + (r.frun.interpreter.arena_bytes if r.frun and r.frun.interpreter else 0)
-                  for r in runs) if runs else 0
+    per_job = max((_arena_bytes(r.qrun) + _arena_bytes(r.frun) for r in runs), default=0)
     map_jobs(jobs, work, collect, workers, check, meanwhile=checks_of_the_files,
              time_first=not worth_forking_at_once(per_job, len(jobs)))
     findings, weights = file_level["findings"], file_level["weights"]

@@ -295,8 +295,8 @@ class HybridDense:
     every time step).  Calling it computes exactly what `fully_connected` does.
 
     ``keep_copies`` (the default) keeps the filter's int32 and float copies that make each
-    call one matrix product: 16 bytes per weight, made at the second call.  Without it (a weight too large for the
-    interpreter's `weights.WeightCache`) nothing is copied: each call converts a block of
+    call one matrix product: 16 bytes per weight (a big filter's made at its second call).
+    Without it (a weight too large for the interpreter's `weights.WeightCache`) nothing is copied: each call converts a block of
     rows at a time (``rows(start, stop)`` gives them: an array's slices, or rows unpacked
     from a packed constant) and sums their exact integer products by float32 products over
     slices of K short enough to be exact; the integers, and so the outputs, are the same."""
@@ -422,11 +422,12 @@ class HybridDense:
         return acc
 
     def __call__(self, input: np.ndarray, out_shape) -> np.ndarray:
-        first = self._copy_later is not None and not self._called
+        if self._copy_later is not None and self._called:
+            self._make_copies()  # the second call: for it and every later one
         self._called = True
         x = np.asarray(input, np.float32).reshape(-1, self.accum)
         batches = x.shape[0]
-        if batches == 1 and not first:
+        if batches == 1 and self._copy_later is None:  # (the first call reads rows)
             out = self.row(x)
             if out is not None:
                 return out.reshape(out_shape)
@@ -442,8 +443,6 @@ class HybridDense:
             offset = np.zeros(batches, np.int32)
         if not self.per_channel:
             sf = (sf * self.tensor_scale).astype(np.float32)
-        if self._copy_later is not None and not first:
-            self._make_copies()
         if self.w_t is None:  # no copies (yet) kept: the filter a block of rows at a time, by
             # the shifted input: sum (q - zp) w is sum q w - zp rowsum(w), exactly
             dot = self._dot_by_rows(np.asarray(q, np.int32) - offset.astype(np.int32)[:, None])

@@ -43,11 +43,13 @@ class MemoryChartWidget(QWidget):
         super().__init__()
         self.chart: MemoryChart | None = None
         self.selected: list[int] = []
+        self._left_edge = LEFT
         self.setMouseTracking(True)
         self.setMinimumSize(320, 160)
 
     def set_chart(self, chart: MemoryChart | None) -> None:
         self.chart, self.selected = chart, []
+        self._left_edge = self._label_room()
         self.update()
 
     def select(self, boxes: list[int]) -> None:
@@ -55,11 +57,14 @@ class MemoryChartWidget(QWidget):
         self.update()
 
     # geometry: step s spans [x(s), x(s + 1)); byte b sits at y(b), 0 at the bottom
-    def _left(self) -> int:
+    def _label_room(self) -> int:
         """The plot's left edge: room for the arena height's label, whatever its width
-        (a fixed margin cut "1,353.75 MiB" to "53.75 MiB")."""
+        (a fixed margin cut "1,353.75 MiB" to "53.75 MiB"); set with each chart."""
         label = _bytes(self.chart.height) if self.chart is not None else ""
         return max(LEFT, self.fontMetrics().horizontalAdvance(label) + 12)
+
+    def _left(self) -> int:
+        return self._left_edge
 
     def _scale(self) -> tuple[float, float, float]:
         c = self.chart
