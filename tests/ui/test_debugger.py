@@ -412,3 +412,17 @@ def test_outputs_image_view_greyscale_and_segmentation():
     img = image_of(seg)
     assert img[0, 0].tolist() == PALETTE[2].tolist() and img[5, 5].tolist() == PALETTE[0].tolist()
     assert image_of(np.zeros((1, 10), np.float32)) is None
+
+
+def test_the_state_says_when_float_sums_are_blas(qtbot, window, monkeypatch):
+    """A model over `float_sums.BLAS_FROM_BYTES` of float32 filters runs with BLAS sums
+    (not LiteRT's reference bits): the status bar says so; a classic model's does not."""
+    from tflite_viewer.interpreter import float_sums
+    open_model(window, "sine_float.tflite")
+    press(qtbot, window, Qt.Key.Key_F10)
+    assert "float sums" not in window.debugger.state_label.text()
+    monkeypatch.setattr(float_sums, "BLAS_FROM_BYTES", 1)
+    open_model(window, "sine_float.tflite")  # (its 16x16 FULLY_CONNECTED filters count)
+    stop = press(qtbot, window, Qt.Key.Key_F10)
+    assert stop.float_sums == "blas"
+    assert window.debugger.state_label.text().endswith("BLAS float sums")

@@ -3,13 +3,15 @@ every tensor, cross-check against LiteRT.
 
     tflite-viewer run MODEL [--inputs IN.npz] [--seed N] [--signature KEY]
                             [--dump-all OUT.npz] [--compare-litert] [--rounding single|double]
-                            [--float-sums reference|blas] [--tolerance REL] [--tolerance-units N]
+                            [--float-sums auto|reference|blas] [--tolerance REL] [--tolerance-units N]
                             [--compare-mode auto|end-to-end|isolated]
                             [--max-iterations N] [--timeout SECONDS] [--max-memory SIZE]
                             [--json] [-o OUT.json]
 
 ``--rounding`` is passed to `Interpreter(model, rounding=...)`; without it the interpreter's
-default applies.  ``--float-sums blas`` sets `Interpreter.reference_float_sums` False.
+default applies.  ``--float-sums`` is `Interpreter(model, float_sums=...)`: ``auto`` (the
+default) adds in LiteRT's reference order unless the model has 256 MiB or more of
+float32 filters, where it takes BLAS (`tflite_viewer.interpreter.float_sums`).
 
 * ``--inputs IN.npz``: arrays keyed by input tensor name, signature input name (with
   ``--signature``) or ``s{subgraph}_t{tensor}``; inputs it does not give are seeded from
@@ -92,12 +94,14 @@ def add_parser(subparsers) -> None:
     p.add_argument("--rounding", choices=("single", "double"), default=None,
                    help="how quantized kernels round when multiplying by a quantized "
                         "multiplier (default double, as LiteRT's reference kernels do)")
-    p.add_argument("--float-sums", choices=("reference", "blas"), default="reference",
+    p.add_argument("--float-sums", choices=("auto", "reference", "blas"), default="auto",
                    help="how float32 CONV_2D and FULLY_CONNECTED add their products: "
                         "reference (one float32 addition at a time in LiteRT's reference "
-                        "kernels' order, their results to the bit; the default) or blas "
-                        "(numpy's BLAS product: several times faster on big models, a "
-                        "rounding or so off per output, as LiteRT's optimized kernels are)")
+                        "kernels' order, their results to the bit), blas (numpy's BLAS "
+                        "product: several times faster on big models, a rounding or so "
+                        "off per output, as LiteRT's optimized kernels are) or auto "
+                        "(reference unless the model has 256 MiB or more of float32 "
+                        "filters, as an LLM does; the default)")
     p.add_argument("--tolerance", type=float, default=None, metavar="REL",
                    help="largest relative error of a float tensor for --compare-litert "
                         "(default 1e-5)")
@@ -129,10 +133,18 @@ def new_interpreter(model, args, budgets: dict) -> "Interpreter":
     """The interpreter `run` computes with: ``--rounding`` and ``--float-sums`` applied
     (without ``--rounding`` the interpreter's default)."""
     from ..interpreter import Interpreter
-    interp = Interpreter(model, **budgets) if args.rounding is None else \
-        Interpreter(model, rounding=args.rounding, **budgets)
-    interp.reference_float_sums = args.float_sums != "blas"
-    return interp
+    if args.rounding is not None:
+        budgets = {**budgets, "rounding": args.rounding}
+    return Interpreter(model, float_sums=args.float_sums, **budgets)
+
+
+def _float_sums_said(taken: str, asked: str) -> str:
+    """The float sums a run took, and why when ``auto`` chose them."""
+    if asked != "auto":
+        return taken
+    from ..interpreter.float_sums import BLAS_FROM_BYTES
+    limit = f"{BLAS_FROM_BYTES >> 20} MiB of float32 filters"
+    return f"{taken} (auto: {'at least' if taken == 'blas' else 'under'} {limit})"
 
 
 def _budget():
@@ -299,10 +311,10 @@ def _main(args: argparse.Namespace) -> int:
     msg = model.subgraphs[sgi]
     where = f"signature {signature!r} (subgraph {sgi})" if signature else f"subgraph {sgi}"
     doc: dict = {"model": str(args.model), "subgraph": sgi, "signature": signature,
-                 "rounding": interp.rounding, "float_sums": args.float_sums,
-                 "inputs": [], "outputs": []}
+                 "rounding": interp.rounding, "float_sums": interp.float_sums,
+                 "float_sums_asked": args.float_sums, "inputs": [], "outputs": []}
     lines = [f"Model {args.model}: {where}, rounding {interp.rounding}, float sums "
-             f"{args.float_sums}", "Inputs:"]
+             f"{_float_sums_said(interp.float_sums, args.float_sums)}", "Inputs:"]
     for spec in specs:
         a = arrays[spec.name]
         dtype = model.subgraphs[spec.subgraph].tensors[spec.tensor].type_name

@@ -120,6 +120,8 @@ class DebugStop:
     #: its signature and inputs), and the token ids generated so far; None and () otherwise
     call: Any = None
     tokens: tuple[int, ...] = ()
+    #: how float32 CONV_2D / FULLY_CONNECTED sums are added (`Interpreter.float_sums`)
+    float_sums: str = "reference"
 
     @property
     def current(self) -> tuple[int, int] | None:
@@ -272,7 +274,8 @@ class DebugSession:
                          tuple(_frozen(a) for a in self._computed), bp_id,
                          MappingProxyType(dict(self.interpreter.op_times)),
                          None if outputs is None else MappingProxyType(
-                             {k: _frozen(v) for k, v in outputs.items()}), call, tokens)
+                             {k: _frozen(v) for k, v in outputs.items()}), call, tokens,
+                         self.interpreter.float_sums)
 
     def _call_state(self) -> tuple[Any, tuple[int, ...]]:
         """The generation call the run is in and the tokens so far (a chained session's)."""

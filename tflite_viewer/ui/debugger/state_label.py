@@ -33,7 +33,10 @@ def state_text(ws) -> str:
     if stop.state == STOPPED:  # the run was abandoned: its op count is gone with it
         return "Debug: stopped"
     ops = f"{stop.ops_run:,} op{'' if stop.ops_run == 1 else 's'} run"
-    return f"Debug: {stop.describe(names)} \u2014 {ops}"
+    # BLAS sums are the exception (a model with big float32 filters, `float_sums`): said,
+    # since its float outputs then differ from LiteRT's reference kernels in the last bits
+    sums = " \u2014 BLAS float sums" if stop.float_sums == "blas" else ""
+    return f"Debug: {stop.describe(names)} \u2014 {ops}{sums}"
 
 
 class StateLabel(QLabel):
