@@ -276,3 +276,29 @@ def test_children_started_at_once_give_the_results_in_job_order():
     assert all(ok for _, _, ok in got)  # ``here`` says where each job ran
     assert parallel.worth_forking_at_once(3 << 20, 10)  # mobilenet_v2's analysis
     assert not parallel.worth_forking_at_once(41_020, 10)  # small_cnn_dilated_int8's
+
+
+def test_processes_sharing_jobs_use_one_blas_thread_each(monkeypatch):
+    """n processes each with BLAS's own n threads oversubscribe n cores (OpenBLAS's idle
+    threads spin), and BLAS sums split among threads come out in another order: every job,
+    here or in a child, runs BLAS on one thread, and this process gets its threads back
+    afterwards."""
+    if not parallel.can_fork():
+        pytest.skip("forking children is Linux only")
+    from threadpoolctl import threadpool_info, threadpool_limits
+    monkeypatch.setattr(parallel, "WORTH_SECONDS", 0.0)
+    import os
+
+    def blas_threads() -> list[int]:
+        return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = blas_threads()
+        assert before and max(before) == 2  # (numpy's BLAS, set to two threads)
+        got = {}
+        parallel.map_jobs(list(range(6)), lambda job, here: (os.getpid(), blas_threads()),
+                          lambda i, r, here: got.__setitem__(i, r), workers=2)
+        assert blas_threads() == before
+    pids = {pid for pid, _ in got.values()}
+    assert len(pids) == 2  # a child computed some jobs
+    assert all(threads == [1] * len(before) for _, threads in got.values())

@@ -5,9 +5,11 @@ tensor (and each op's float fallback) on its own.  `map_jobs` runs the first job
 process and times it; when the rest would take long enough to be worth starting processes
 (`WORTH_SECONDS`), it forks one child per further processor the process may use, gives
 every process (this one included) every n-th remaining job and collects the children's
-results.  The results come back in job order whatever the number of processes, so an
-analysis gives the same report, bit for bit, with one process or several
-(`tests/quant/test_parallel.py`).
+results.  The results come back in job order whatever the number of processes, and every
+process runs BLAS on one thread (n processes with n threads each would oversubscribe the
+processors, and a sum split among threads is added in another order), so an analysis
+gives the same report, bit for bit, with one process or several
+(`tests/quant/test_fallback_cone.py`).
 
 Forked children inherit the models, interpreters and prepared kernels as they are (copy on
 write): nothing is loaded or built again.  Forking is used on Linux only (elsewhere, and
@@ -22,6 +24,8 @@ import os
 import sys
 import time
 from typing import Any, Callable, Sequence
+
+from threadpoolctl import threadpool_limits
 
 #: the first job's time times the jobs left above which children are started: forking,
 #: sending results back and joining cost some tens of milliseconds
@@ -70,6 +74,17 @@ def map_jobs(jobs: Sequence[Any], work: Callable[[Any, bool], Any],
         if meanwhile is not None:
             meanwhile()
         return
+    # one BLAS thread in every process, from the first job: n processes each with BLAS's
+    # n threads would oversubscribe n processors, and OpenBLAS's waiting threads spin
+    # (measured: the metrics' dot products took 2.3 s in place of 4 ms on two cores); and
+    # a BLAS sum split among threads is added in another order, so a report would depend
+    # on the number of processes (the children inherit the limit)
+    with threadpool_limits(limits=1, user_api="blas"):
+        _map_jobs(jobs, work, done, workers, check, meanwhile, time_first)
+
+
+def _map_jobs(jobs, work, done, workers, check, meanwhile, time_first) -> None:
+    """`map_jobs` with BLAS limited."""
     if time_first or len(jobs) < 2:
         t0 = time.perf_counter()
         done(0, work(jobs[0], True), True)
@@ -86,6 +101,16 @@ def map_jobs(jobs: Sequence[Any], work: Callable[[Any, bool], Any],
         return
     # the children take the larger shares: this process has ``meanwhile`` to do too
     shares = [rest[w::n] for w in reversed(range(n))]
+    results = _share(jobs, work, shares, check, meanwhile)
+    for i in rest:
+        done(i, *results[i])
+
+
+def _share(jobs: Sequence[Any], work: Callable[[Any, bool], Any], shares: list[list[int]],
+           check: Callable[[], None] | None,
+           meanwhile: Callable[[], None] | None) -> dict[int, tuple[Any, bool]]:
+    """Fork a child for each share but the first, run ``meanwhile`` and the first share
+    here, and collect every result (a child's missing ones computed here)."""
     ctx = multiprocessing.get_context("fork")
     children = []
     results: dict[int, tuple[Any, bool]] = {}
@@ -110,8 +135,7 @@ def map_jobs(jobs: Sequence[Any], work: Callable[[Any, bool], Any],
             if proc.is_alive():
                 proc.terminate()
             proc.join()
-    for i in rest:
-        done(i, *results[i])
+    return results
 
 
 def _receive(reader, count: int, check: Callable[[], None] | None) -> dict[int, Any]:
