@@ -24,6 +24,36 @@ def test_reshape_squeeze_expand_transpose():
     assert_matches_litert(single_op_model("TRANSPOSE", [Input(x.shape), np.array([2, 0, 1], I32)], [F32]), [x])
 
 
+@pytest.mark.parametrize("shape, perm", [
+    ((1, 256, 16, 128), [0, 2, 3, 1]),   # a KV cache for K^T: slabs of the 8 KB-strided axis
+    ((1, 256, 16, 128), [0, 2, 1, 3]),   # its heads first: the inner axis kept
+    ((70, 1100), [1, 0]),                # a plain matrix, rows 4.4 KB apart, 70 = 8k + 6
+    ((33, 9, 130), [2, 0, 1]),           # small strides: numpy's own copy
+])
+def test_transpose_of_far_apart_axes_matches_litert(shape, perm):
+    x = _x(*shape, seed=3)
+    assert_matches_litert(single_op_model("TRANSPOSE", [Input(x.shape), np.array(perm, I32)],
+                                          [F32]), [x])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.float32, np.float64])
+def test_transpose_slabs_equal_numpy_s_transpose(dtype):
+    """`shape_ops.transpose` copies slabs of the output's last axis when that axis is far
+    apart in the input: every permutation of shapes on both sides of the threshold."""
+    import itertools
+
+    from tflite_viewer.interpreter.kernels.shape_ops import transpose
+    rng = np.random.default_rng(4)
+    slabs = 0
+    for shape in ((20, 3, 2000), (2, 150, 7, 33), (513, 260), (41, 5000)):
+        x = (rng.standard_normal(shape) * 100).astype(dtype)
+        for perm in itertools.permutations(range(len(shape))):
+            got = transpose(x, list(perm))
+            assert got.flags.c_contiguous and np.array_equal(got, np.transpose(x, perm))
+            slabs += perm[-1] != x.ndim - 1 and x.strides[perm[-1]] >= 4096
+    assert slabs >= 3  # the slab path was taken
+
+
 @pytest.mark.parametrize("axis", [0, 1, -1])
 def test_concat_pack_unpack(axis):
     a, b = _x(2, 3, 4), _x(2, 3, 4, seed=1)

@@ -72,6 +72,8 @@ def _quantized(model) -> bool:
 
 
 def main(args: argparse.Namespace) -> int:
+    from ..interpreter.heap import keep_freed_memory
+    keep_freed_memory()  # the runs' tensors reuse freed memory (`heap`)
     out = Output(args, files={"--csv": args.csv})
     if args.samples < 1:
         raise CommandError(f"--samples must be at least 1, not {args.samples}")

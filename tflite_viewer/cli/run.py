@@ -250,6 +250,8 @@ def dump_arrays(interp) -> dict[str, np.ndarray]:
 # main
 # ------------------------------------------------------------------------------------------
 def main(args: argparse.Namespace) -> int:
+    from ..interpreter.heap import keep_freed_memory
+    keep_freed_memory()  # the run's tensors reuse freed memory (`heap`)
     with warnings.catch_warnings():
         # one readable line on stderr, never a stray numpy RuntimeWarning (a kernel's
         # overflow, a complex-to-real cast) before it: bad scales are load findings

@@ -249,5 +249,7 @@ def main(args: argparse.Namespace) -> int:
         problem = display_problem()
         if problem:
             raise CommandError(problem)
+    from ..interpreter.heap import keep_freed_memory
+    keep_freed_memory()  # a debug run's tensors reuse freed memory (`heap`)
     from ..ui.app import run_app  # the only place the window (and PySide6) is imported
     return int(run_app(args) or EXIT_OK)

@@ -65,3 +65,51 @@ def test_prepared_dense_equals_the_product_computed_from_scratch(asym, per_chann
     s = (sf[:, None] * scales[None, :]).astype(np.float32)
     want = (bias[None, :] + acc.astype(np.float32) * s).astype(np.float32)
     assert np.array_equal(got, want)
+
+
+def _dense_without_copies(w: np.ndarray) -> hybrid.HybridDense:
+    from tflite_viewer.interpreter.integer.common import QParams
+    q = QParams(np.float32([0.01]), np.zeros(1, np.int64), 0)
+    return hybrid.HybridDense(w, None, q, {"fused_activation_function": "NONE"},
+                              keep_copies=False)
+
+
+@pytest.mark.parametrize("rows_kind", ["typical", "extreme", "one_hot", "zeros"])
+def test_rows_products_are_the_exact_integer_products(rows_kind):
+    """The product of filter rows read from the file sums float32 products over slices of
+    K chosen from the row's own values (one slice for a typical decode row); it must equal
+    the int64 product whatever the rows, including the worst case of every |q| = 255 by
+    weights of -128."""
+    rng = np.random.default_rng(21)
+    units, accum = 70, 5632
+    w = rng.integers(-128, 128, (units, accum)).astype(np.int8)
+    if rows_kind == "typical":  # a symmetric quantized activation row: |q| about 25
+        q = np.clip(np.round(rng.standard_normal((2, accum)) * 31), -127, 127)
+    elif rows_kind == "extreme":
+        q = np.full((2, accum), 255)
+        q[1, ::2] = -255
+        w[:, :] = -128
+    elif rows_kind == "one_hot":
+        q = np.zeros((1, accum))
+        q[0, 4000] = 255
+    else:
+        q = np.zeros((1, accum))
+    q = q.astype(np.int32)
+    got = _dense_without_copies(w)._dot_by_rows(q)
+    want = q.astype(np.int64) @ w.T.astype(np.int64)
+    assert got.dtype == np.int64 and np.array_equal(got, want)
+
+
+def test_exact_slices_cover_k_in_order_within_the_limit():
+    rng = np.random.default_rng(22)
+    limit = hybrid.HybridDense.Q_SUM_EXACT
+    assert limit * 128 < 2 ** 24 <= (limit + 1) * 128  # the bound, to the unit
+    for q_abs in (rng.integers(0, 256, 5000), np.full(3000, 255), np.zeros(10, np.int64),
+                  rng.integers(0, 40, 5632)):
+        slices = hybrid.exact_slices(q_abs, limit)
+        assert slices[0][0] == 0 and slices[-1][1] == q_abs.size
+        assert all(a[1] == b[0] for a, b in zip(slices, slices[1:]))
+        assert all(int(q_abs[s:e].sum()) <= limit for s, e in slices)
+        # each slice as long as it can be: one more column would pass the limit
+        assert all(int(q_abs[s:e + 1].sum()) > limit for s, e in slices[:-1])
+    assert len(hybrid.exact_slices(rng.integers(0, 40, 2048), limit)) == 1

@@ -289,6 +289,22 @@ def _rows_scratch(n: int) -> np.ndarray:
     return buf
 
 
+def exact_slices(q_abs: np.ndarray, limit: int) -> list[tuple[int, int]]:
+    """[start, end) slices of K, each as long as it can be, over which the column-wise
+    largest |q| (``q_abs``, one per k, each at most ``limit``) sums to at most ``limit``:
+    a float32 product of such a slice of q by weights |w| <= 128 is exact (`HybridDense`)."""
+    k = int(q_abs.size)
+    if k == 0:
+        return [(0, 0)]
+    sums = np.cumsum(q_abs, dtype=np.int64)
+    out, start, base = [], 0, 0
+    while start < k:
+        end = max(start + 1, int(np.searchsorted(sums, base + limit, side="right")))
+        out.append((start, end))
+        start, base = end, int(sums[end - 1])
+    return out
+
+
 class HybridDense:
     """`fully_connected` with what depends only on the filter, bias and options computed
     once: a constant filter's product prepared at load (the fused Keras LSTM loops call it
@@ -357,30 +373,32 @@ class HybridDense:
         step = max(1, self.BLOCK_VALUES // max(1, self.accum))
         return [(n0, min(self.units, n0 + step)) for n0 in range(0, self.units, step)]
 
-    #: terms of a float32 sum of products of a shifted input (|q - zero point| <= 255)
-    #: and an int8 weight (|w| <= 128) that stays within 2**24, where every integer is
-    #: exact
-    K_EXACT = int(FLOAT32_EXACT) // (255 * 128)
+    #: the largest sum of |q| over one slice of K whose float32 products with weights
+    #: |w| <= 128 (int8, or unpacked int4) keep every partial sum, in whatever order BLAS
+    #: adds them, below 2**24, where every integer is exact
+    Q_SUM_EXACT = (int(FLOAT32_EXACT) - 1) // 128
 
     def _dot_by_rows(self, q: np.ndarray) -> np.ndarray:
         """The exact int64 products q @ filter^T of integer rows ``q`` (|q| <= 255), a
-        block of filter rows at a time: float32 products over `K_EXACT` terms, summed
-        exactly in float64."""
+        block of filter rows at a time: float32 products over slices of K exact for these
+        rows (`exact_slices`: a decode row's activations usually make it one slice),
+        summed exactly in float64."""
         qf = q.astype(np.float32)
         m = qf.shape[0]
         out = np.empty((self.units, m), np.float64)
-        step = self.K_EXACT
+        slices = exact_slices(np.abs(q).max(axis=0) if m else np.zeros(self.accum, np.int64),
+                              self.Q_SUM_EXACT)
         blocks = self._blocks()
         work = _rows_scratch(max(n1 - n0 for n0, n1 in blocks) * self.accum)
         for n0, n1 in blocks:
             wb = work[:(n1 - n0) * self.accum].reshape(n1 - n0, self.accum)
             np.copyto(wb, self.rows(n0, n1), casting="unsafe")  # int8 -> float32: exact
-            if step >= self.accum:
+            if len(slices) == 1:
                 out[n0:n1] = wb @ qf.T
                 continue
             acc = np.zeros((n1 - n0, m), np.float64)
-            for k0 in range(0, self.accum, step):
-                acc += wb[:, k0:k0 + step] @ qf[:, k0:k0 + step].T
+            for k0, k1 in slices:
+                acc += wb[:, k0:k1] @ qf[:, k0:k1].T
             out[n0:n1] = acc
         return out.T.astype(np.int64)
 
