@@ -144,12 +144,12 @@ def test_a_child_that_fails_leaves_its_samples_to_the_parent(monkeypatch):
     assert sorted(seen) == list(range(7))  # every job ended up computed here
 
 
-def test_a_child_computes_its_whole_share_while_the_parent_computes_its_own(
-        monkeypatch, tmp_path):
+def test_a_child_computes_every_job_it_takes_before_the_parent_reads(monkeypatch, tmp_path):
     """A child's results are larger than a pipe's buffer (a sample's statistics of every
     tensor): sent one by one, the first blocked the child until the parent, done with its
-    own share, read it.  The child's jobs here are instant and return 1 MB each; the
-    parent's last job waits (up to 10 s) for a mark of every one of the child's jobs."""
+    own jobs, read it.  Here the parent's one job after the fork waits (up to 10 s) until
+    the child has taken and computed every other job, each returning 1 MB: it can only if
+    the child sends nothing before it has taken its last."""
     if not parallel.can_fork():
         pytest.skip("forking children is Linux only")
     monkeypatch.setattr(parallel, "WORTH_SECONDS", 0.0)
@@ -158,7 +158,7 @@ def test_a_child_computes_its_whole_share_while_the_parent_computes_its_own(
     parent = os.getpid()
     marks = tmp_path / "marks"
     marks.mkdir()
-    jobs = list(range(9))  # job 0 here, then children take 2, 4, 6, 8 ... (see map_jobs)
+    jobs = list(range(9))  # job 0 timed here, then the processes take jobs 1 to 8
     seen_by_parent, finished_before_read = [], []
 
     def work(job, here):
@@ -168,20 +168,41 @@ def test_a_child_computes_its_whole_share_while_the_parent_computes_its_own(
         if job == 0:
             return b""
         seen_by_parent.append(job)
-        if len(seen_by_parent) == 4:  # the parent's last job: has the child finished?
-            deadline = time.monotonic() + 10
-            while len(list(marks.iterdir())) < 4 and time.monotonic() < deadline:
-                time.sleep(0.02)
-            finished_before_read.append(len(list(marks.iterdir())))
+        deadline = time.monotonic() + 10
+        while len(list(marks.iterdir())) < 7 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        finished_before_read.append(len(list(marks.iterdir())))
         return b""
 
     sizes = {}
     parallel.map_jobs(jobs, work, lambda i, r, here: sizes.__setitem__(i, (len(r), here)),
                       workers=2)
     child_jobs = sorted(int(m.name) for m in marks.iterdir())
-    assert finished_before_read == [4]  # every child job done before the parent read one
-    assert len(child_jobs) == 4 and not set(child_jobs) & set(seen_by_parent)
+    assert finished_before_read == [7]  # the child's 7 jobs done before the parent read one
+    assert len(seen_by_parent) == 1 and sorted(child_jobs + seen_by_parent) == jobs[1:]
     assert all(sizes[j] == (1 << 20, False) for j in child_jobs)
+    assert sorted(sizes) == jobs
+
+
+def test_the_process_with_other_work_takes_fewer_jobs(monkeypatch):
+    """Jobs go to whichever process is free: while this one does ``meanwhile`` (the file
+    checks) the child takes jobs, so neither waits for the other at the end."""
+    if not parallel.can_fork():
+        pytest.skip("forking children is Linux only")
+    import os
+    import time
+    parent = os.getpid()
+
+    def work(job, here):
+        time.sleep(0.05)
+        return os.getpid()
+
+    got = {}
+    parallel.map_jobs(list(range(10)), work, lambda i, r, here: got.__setitem__(i, r),
+                      workers=2, meanwhile=lambda: time.sleep(0.2), time_first=False)
+    here = sum(pid == parent for pid in got.values())
+    assert sorted(got) == list(range(10))
+    assert 1 <= here <= 4  # about 3 of 10: the child took the jobs of the 0.2 s meanwhile
 
 
 def test_table_measurements_equal_the_plain_computation():

@@ -3,9 +3,9 @@
 The samples of an analysis are independent: each runs both models and measures every
 tensor (and each op's float fallback) on its own.  `map_jobs` runs the first job in this
 process and times it; when the rest would take long enough to be worth starting processes
-(`WORTH_SECONDS`), it forks one child per further processor the process may use, gives
-every process (this one included) every n-th remaining job and collects the children's
-results.  The results come back in job order whatever the number of processes, and every
+(`WORTH_SECONDS`), it forks one child per further processor the process may use; every
+process (this one included) takes the next job no process has taken until none is left,
+and this one collects the children's results.  The results come back in job order whatever the number of processes, and every
 process runs BLAS on one thread (n processes with n threads each would oversubscribe the
 processors, and a sum split among threads is added in another order), so an analysis
 gives the same report, bit for bit, with one process or several
@@ -66,8 +66,8 @@ def map_jobs(jobs: Sequence[Any], work: Callable[[Any, bool], Any],
     the children (it raises to cancel; the children are then stopped).  ``workers``:
     processes to use at most (None: the processors this process may run on).
     ``meanwhile()``, work that needs no job's result (an analysis's checks of the file),
-    runs in this process while the children compute, before its own share of the jobs
-    (the smallest share), or after the jobs when no child is started.  ``time_first``
+    runs in this process while the children compute, before it takes any of the jobs
+    (so it takes fewer), or after the jobs when no child is started.  ``time_first``
     False: the caller knows the jobs are long (`worth_forking_at_once`), so the children
     start at once instead of after the first job, timed here, says they are worth it."""
     if not jobs:
@@ -99,38 +99,52 @@ def _map_jobs(jobs, work, done, workers, check, meanwhile, time_first) -> None:
         if meanwhile is not None:
             meanwhile()
         return
-    # the children take the larger shares: this process has ``meanwhile`` to do too
-    shares = [rest[w::n] for w in reversed(range(n))]
-    results = _share(jobs, work, shares, check, meanwhile)
+    results = _share(jobs, work, rest, n, check, meanwhile)
     for i in rest:
         done(i, *results[i])
 
 
-def _share(jobs: Sequence[Any], work: Callable[[Any, bool], Any], shares: list[list[int]],
+def _share(jobs: Sequence[Any], work: Callable[[Any, bool], Any], rest: list[int], n: int,
            check: Callable[[], None] | None,
            meanwhile: Callable[[], None] | None) -> dict[int, tuple[Any, bool]]:
-    """Fork a child for each share but the first, run ``meanwhile`` and the first share
-    here, and collect every result (a child's missing ones computed here)."""
+    """Fork ``n - 1`` children; every process, this one after ``meanwhile``, takes the
+    next job of ``rest`` not yet taken until none is left, so the one with ``meanwhile`` to
+    do simply takes fewer (mobilenet_v2's analysis: the file checks are worth about two
+    samples, and fixed equal shares left the children idle that long).  A child's results
+    come back once it has taken its last job; a job a child took and did not send back
+    (it failed) is computed here."""
     ctx = multiprocessing.get_context("fork")
+    taken = ctx.Value("l", 0)  # how many of ``rest`` are taken (with its lock)
+
+    def take() -> int | None:
+        with taken.get_lock():
+            k = taken.value
+            if k >= len(rest):
+                return None
+            taken.value = k + 1
+        return rest[k]
+
     children = []
     results: dict[int, tuple[Any, bool]] = {}
     try:
-        for share in shares[1:]:
+        for _ in range(n - 1):
             reader, writer = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_child, args=(share, jobs, work, writer), daemon=True)
+            proc = ctx.Process(target=_child, args=(take, jobs, work, writer), daemon=True)
             proc.start()
             writer.close()
-            children.append((share, proc, reader))
+            children.append((proc, reader))
         if meanwhile is not None:
             meanwhile()
-        for i in shares[0]:
+        while (i := take()) is not None:
             results[i] = (work(jobs[i], True), True)
-        for share, proc, reader in children:
-            got = _receive(reader, len(share), check)
-            for i in share:
-                results[i] = (got[i], False) if i in got else (work(jobs[i], True), True)
+        for proc, reader in children:
+            for i, result in _receive(reader, check).items():
+                results[i] = (result, False)
+        for i in rest:  # taken by a child that failed
+            if i not in results:
+                results[i] = (work(jobs[i], True), True)
     finally:
-        for _, proc, reader in children:
+        for proc, reader in children:
             reader.close()
             if proc.is_alive():
                 proc.terminate()
@@ -138,35 +152,41 @@ def _share(jobs: Sequence[Any], work: Callable[[Any, bool], Any], shares: list[l
     return results
 
 
-def _receive(reader, count: int, check: Callable[[], None] | None) -> dict[int, Any]:
-    """The results a child sent (those it could not send are missing)."""
+def _receive(reader, check: Callable[[], None] | None) -> dict[int, Any]:
+    """The results a child sent, up to its end mark (those it could not send are
+    missing)."""
     got: dict[int, Any] = {}
-    while len(got) < count:
+    while True:
         if check is not None:
             check()
         try:
             if not reader.poll(0.1):
                 continue
-            i, result = reader.recv()
+            item = reader.recv()
         except Exception:  # noqa: BLE001 - a failed child (EOF, a bad pickle): redo its jobs
             break
+        if item is None:  # the child's end mark
+            break
+        i, result = item
         got[i] = result
     return got
 
 
-def _child(share: list[int], jobs: Sequence[Any], work, writer) -> None:
-    """Compute the whole share, then send it: the parent reads only once its own share is
-    done, and a result larger than the pipe's buffer sent at once would stall this child
-    until then (measured: a child ran one job of its five in parallel, then waited)."""
+def _child(take: Callable[[], int | None], jobs: Sequence[Any], work, writer) -> None:
+    """Take jobs until none is left, then send every result and an end mark: the parent
+    reads only once it has no job left itself, and a result larger than the pipe's buffer
+    sent at once would stall this child until then (measured: a child ran one job of its
+    five in parallel, then waited)."""
     results = []
     try:
-        for i in share:
+        while (i := take()) is not None:
             results.append((i, work(jobs[i], False)))
     except BaseException:  # noqa: BLE001 - the parent runs what is missing
         pass
     try:
         for item in results:
             writer.send(item)
+        writer.send(None)
     except BaseException:  # noqa: BLE001 - idem
         pass
     finally:
