@@ -285,3 +285,40 @@ def test_no_top_k_for_outputs_that_are_not_a_classifiers(model, capsys):
     classifier's scores: no top-k."""
     assert main(["run", str(MODELS_DIR / model)]) == 0
     assert "top-" not in capsys.readouterr().out
+
+
+_ENTRY_CHILD = r"""
+import gc, sys
+import tflite_viewer.cli as cli
+seen = {}
+def fake_main(argv=None):
+    seen["threshold"] = gc.get_threshold()[0]
+    seen["frozen_before"] = gc.get_freeze_count()
+    return 3
+cli.main = fake_main
+code = cli.entry(sys.argv[1:])
+print(code, seen["threshold"], seen["frozen_before"], gc.get_freeze_count() > 0)
+"""
+
+
+@pytest.mark.parametrize("argv, threshold", [(["info", "x.tflite"], 20_000), ([], 700)])
+def test_the_program_collects_cycles_less_often_and_not_at_exit(argv, threshold):
+    """`entry` (the console script, ``python -m tflite_viewer``) runs a subcommand with the
+    cyclic collector's first threshold raised (the window keeps Python's 700), returns
+    main's code, and freezes what is left so the exit does not walk it."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _ENTRY_CHILD, *argv], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    code, seen, frozen_before, frozen_after = out.stdout.split()
+    assert (int(code), int(seen), int(frozen_before), frozen_after) == (3, threshold, 0, "True")
+
+
+def test_the_console_script_and_python_m_run_the_program():
+    import tomllib
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"tflite-viewer": "tflite_viewer.cli:entry"}
+    assert "entry()" in (root / "tflite_viewer" / "__main__.py").read_text()

@@ -1,4 +1,4 @@
 """`python -m tflite_viewer` runs the same command line as `tflite-viewer`."""
-from .cli import main
+from .cli import entry
 
-raise SystemExit(main())
+raise SystemExit(entry())

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import gc
 import importlib
 import os
 import sys
@@ -24,7 +25,7 @@ from collections.abc import Sequence
 
 from .common import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_OK, CommandError, one_line
 
-__all__ = ["SUBCOMMANDS", "main", "build_parser", "CommandError",
+__all__ = ["SUBCOMMANDS", "main", "entry", "build_parser", "CommandError",
            "EXIT_OK", "EXIT_CHECK_FAILED", "EXIT_BAD_INPUT"]
 
 # name -> one-line summary (shown in `tflite-viewer -h`, each subcommand's help and
@@ -131,3 +132,30 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+#: the cyclic collector's first threshold while a subcommand runs (Python's default: 700)
+COMMAND_GC_THRESHOLD = 20_000
+
+
+def entry(argv: Sequence[str] | None = None) -> int:
+    """The ``tflite-viewer`` program (its console script, ``python -m tflite_viewer``):
+    `main` in a process that ends with it.
+
+    A subcommand builds one large graph of objects (a model's views, an interpreter's
+    tensors and nodes point back at their subgraph) that lives until the process ends.
+    With Python's default thresholds the cyclic collector walks it again and again while
+    it grows, and once more at exit to free what the process hands back whole: on the
+    2.6 GB decoder's ``run``, 38 ms in 148 collections and 32 ms at exit, against a run of
+    0.76 s.  A subcommand collects 30 times less often, and at exit the collector is told
+    the objects are permanent (`gc.freeze`).  The window keeps Python's defaults.  Only
+    the program does this: `main`, which tests and scripts call, changes nothing."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    command = bool(args) and args[0] in SUBCOMMANDS
+    if command:
+        gc.set_threshold(COMMAND_GC_THRESHOLD, *gc.get_threshold()[1:])
+    try:
+        return main(args)
+    finally:
+        gc.freeze()
+
