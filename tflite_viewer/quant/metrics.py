@@ -154,8 +154,10 @@ def median_in_place(values: np.ndarray) -> float:
         return math.nan  # a NaN (inf alone sums to inf): np.median gives NaN
     half = n // 2
     wanted = [half] if n % 2 else [half - 1, half]
+    zeros = n - np.count_nonzero(values)
+    if zeros > wanted[-1]:  # the middle lies among the zeros (a third of mobilenet_v2's
+        return 0.0          # tensors): counted, nothing moved
     nonzero = values[values != 0]
-    zeros = n - nonzero.size
     kth = [k - zeros for k in wanted if k >= zeros]
     if kth:
         nonzero.partition(kth)
