@@ -38,11 +38,11 @@ def test_transpose_of_far_apart_axes_matches_litert(shape, perm):
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.float32, np.float64])
 def test_transpose_slabs_equal_numpy_s_transpose(dtype):
-    """`shape_ops.transpose` copies slabs of the output's last axis when that axis is far
+    """`kernels.transpose` copies slabs of the output's last axis when that axis is far
     apart in the input: every permutation of shapes on both sides of the threshold."""
     import itertools
 
-    from tflite_viewer.interpreter.kernels.shape_ops import transpose
+    from tflite_viewer.interpreter.kernels.transpose import transpose
     rng = np.random.default_rng(4)
     slabs = 0
     for shape in ((20, 3, 2000), (2, 150, 7, 33), (513, 260), (41, 5000)):

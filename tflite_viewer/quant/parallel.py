@@ -5,11 +5,11 @@ tensor (and each op's float fallback) on its own.  `map_jobs` runs the first job
 process and times it; when the rest would take long enough to be worth starting processes
 (`WORTH_SECONDS`), it forks one child per further processor the process may use; every
 process (this one included) takes the next job no process has taken until none is left,
-and this one collects the children's results.  The results come back in job order whatever the number of processes, and every
-process runs BLAS on one thread (n processes with n threads each would oversubscribe the
-processors, and a sum split among threads is added in another order), so an analysis
-gives the same report, bit for bit, with one process or several
-(`tests/quant/test_fallback_cone.py`).
+and this one collects the children's results.  The results come back in job order
+whatever the number of processes, and every process runs BLAS on one thread (n processes
+with n threads each would oversubscribe the processors, and a sum split among threads is
+added in another order), so an analysis gives the same report, bit for bit, with one
+process or several (`tests/quant/test_fallback_cone.py`).
 
 Forked children inherit the models, interpreters and prepared kernels as they are (copy on
 write): nothing is loaded or built again.  Forking is used on Linux only (elsewhere, and
