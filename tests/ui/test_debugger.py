@@ -426,3 +426,44 @@ def test_the_state_says_when_float_sums_are_blas(qtbot, window, monkeypatch):
     stop = press(qtbot, window, Qt.Key.Key_F10)
     assert stop.float_sums == "blas"
     assert window.debugger.state_label.text().endswith("BLAS float sums")
+
+
+def test_debug_float_sums_menu_is_remembered_and_restarts_the_run(qtbot, window, settings,
+                                                                   monkeypatch):
+    """Debug > Float Sums: Auto checked by default; choosing Reference Order on a model
+    Auto would run with BLAS ends the running session with a notice, and the next run adds
+    in the reference order; the choice is in the settings a new window reads."""
+    from tflite_viewer.interpreter import float_sums
+    from tflite_viewer.ui.main_window import MainWindow
+    ctl = window.debugger
+    actions = ctl.float_sums_actions
+    assert [a.text() for a in actions.values()] == ["Auto", "Reference Order", "BLAS"]
+    assert actions["auto"].isChecked()
+    monkeypatch.setattr(float_sums, "BLAS_FROM_BYTES", 1)
+    open_model(window, "sine_float.tflite")
+    assert press(qtbot, window, Qt.Key.Key_F10).float_sums == "blas"
+    actions["reference"].trigger()
+    assert actions["reference"].isChecked() and not actions["auto"].isChecked()
+    assert not window.workspace.debug.active  # the BLAS run ended
+    assert "Reference Order" in window.notice.text()
+    assert press(qtbot, window, Qt.Key.Key_F10).float_sums == "reference"
+    assert not window.debugger.state_label.text().endswith("BLAS float sums")
+    other = MainWindow(settings=settings)
+    qtbot.addWidget(other)
+    assert other.debugger.float_sums_actions["reference"].isChecked()
+    assert other.debugger.float_sums() == "reference"
+
+
+def test_the_cross_check_computes_with_the_debugger_s_float_sums():
+    """Debug > Cross-check runs our interpreter with the chosen float sums: with Reference
+    Order every CONV_2D output is LiteRT's reference bits, with BLAS some are not."""
+    from tflite_viewer.model import load_model
+    from tflite_viewer.ui.debugger.crosscheck_dock import run_cross_check
+    model = load_model(model_path("small_cnn_dilated_float.tflite"))
+    convs = [op.outputs[0] for op in model.subgraphs[0].operators if op.name == "CONV_2D"]
+    differ = {}
+    for mode in ("reference", "blas"):
+        check = run_cross_check(model, {}, None, mode)
+        ref = check.report.litert_tensors
+        differ[mode] = sum(int(np.sum(check.ours[t] != ref[t])) for t in convs)
+    assert differ["reference"] == 0 and differ["blas"] > 0

@@ -205,14 +205,15 @@ class DebugSession:
 
     def __init__(self, model: Model | str | bytes, inputs: Mapping[str, Any] | None = None, *,
                  signature: str | None = None, seed: int = 0, rounding: str | None = None,
-                 interpreter: Interpreter | None = None) -> None:
+                 interpreter: Interpreter | None = None, float_sums: str = "auto") -> None:
         if not isinstance(model, Model):
             model = load_model(model)
         self.model = model
         self.signature = signature
         self.seed = int(seed)
-        self.interpreter = interpreter or (Interpreter(model) if rounding is None
-                                           else Interpreter(model, rounding=rounding))
+        self.interpreter = interpreter or (
+            Interpreter(model, float_sums=float_sums) if rounding is None
+            else Interpreter(model, rounding=rounding, float_sums=float_sums))
         self.specs = input_specs(model, signature)
         self.inputs, self.generated = complete_inputs(model, inputs or {}, seed, signature)
         self.state = READY

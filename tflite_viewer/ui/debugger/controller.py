@@ -33,6 +33,7 @@ from ..workspace import (BREAKPOINTS, DEBUG, SESSION_NOTICE, SNAPSHOTS, WATCHES,
 from . import menus
 from .canvas import DebugCanvas
 from .state_label import StateLabel
+from .menus import FLOAT_SUMS, FLOAT_SUMS_SETTING
 from .worker import DebugWorker, Request
 
 log = logging.getLogger(__name__)
@@ -184,6 +185,7 @@ class DebuggerController(QObject):
             self.request.emit(Request("open", {
                 "model": ws.model, "inputs": d.inputs, "signature": d.signature,
                 "generation": d.generation, "inline_composites": self.inline_composites(),
+                "float_sums": self.float_sums(),
                 "breakpoints": [(e.id, e.make()) for e in ws.breakpoints]}, None, serial))
             for dock in (self.callstack_dock, self.breakpoints_dock, self.watch_dock,
                          self.outputs_dock, self.profile_dock):
@@ -235,6 +237,21 @@ class DebuggerController(QObject):
     def inline_composites(self) -> bool:
         """Whether the canvas draws composites expanded (Step Over then enters them)."""
         return not bool(getattr(self.window, "fold_composites", True))
+
+    def float_sums(self) -> str:
+        """How a run adds float32 CONV_2D / FULLY_CONNECTED products (Debug > Float Sums,
+        remembered): ``auto``, ``reference`` or ``blas`` (`interpreter.float_sums`)."""
+        value = str(self.window.settings.value(FLOAT_SUMS_SETTING, "auto"))
+        return value if value in FLOAT_SUMS else "auto"
+
+    def set_float_sums(self, mode: str) -> None:
+        """Remember ``mode``; a session computing otherwise ends (its values were added
+        the other way), and the next run starts with it."""
+        if mode not in FLOAT_SUMS or mode == self.float_sums():
+            return
+        self.window.settings.setValue(FLOAT_SUMS_SETTING, mode)
+        menus.check_float_sums(self, mode)
+        self.end_session(f"Float sums set to {FLOAT_SUMS[mode]}: the next run uses them.")
 
     def set_inline_composites(self, on: bool) -> None:
         if self.ws.debug.active:

@@ -48,13 +48,15 @@ class CrossCheck:
     range_errors: dict[int, float] = field(default_factory=dict)
 
 
-def run_cross_check(model, inputs: dict, signature: str | None) -> CrossCheck:
-    """Qt-free: our run and LiteRT's on ``inputs``, compared (runs on a pool thread)."""
+def run_cross_check(model, inputs: dict, signature: str | None,
+                    float_sums: str = "auto") -> CrossCheck:
+    """Qt-free: our run (with the debugger's float sums) and LiteRT's on ``inputs``,
+    compared (runs on a pool thread)."""
     from ...interpreter import Interpreter
     from ...interpreter.inputs import complete_inputs
 
     arrays, _ = complete_inputs(model, inputs or {}, 0, signature)
-    interp = Interpreter(model)
+    interp = Interpreter(model, float_sums=float_sums)
     interp.invoke(arrays, signature=signature)  # by input name
     from ...edit.expose import expose_op_outputs
     # LiteRT crashing while keeping every tensor: compared on an exposed copy instead
@@ -259,7 +261,7 @@ def start_cross_check(controller) -> None:
                                             "inputs\u2026", running=True)
     controller.hub.changed(CROSSCHECK, ws)
     inputs, signature = controller.run_inputs()  # a generation run: the call paused in
-    task = Task(run_cross_check, ws.model, inputs, signature)
+    task = Task(run_cross_check, ws.model, inputs, signature, controller.float_sums())
     run = _Run(controller, ws, ws.model, dock)
     task.signals.finished.connect(run.done)
     task.signals.failed.connect(run.failed)

@@ -8,7 +8,7 @@ tests and the window use.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMenu, QToolBar
 
 from ...interpreter.session import PAUSED
@@ -29,6 +29,17 @@ ACTIONS = (
     ("stop_action", "&Stop", "Shift+F5", "Stop the run (between two operators)"),
     ("restart_action", "R&estart", "Ctrl+Shift+F5", "Start the run again from the first operator"),
 )
+
+
+#: Debug > Float Sums: the setting's values (`interpreter.float_sums`) and their names
+FLOAT_SUMS = {"auto": "Auto", "reference": "Reference Order", "blas": "BLAS"}
+FLOAT_SUMS_SETTING = "debug/float_sums"
+_FLOAT_SUMS_TIPS = {
+    "auto": "LiteRT's reference order, or BLAS on a model with 256 MiB or more of float32 "
+            "filters (an LLM)",
+    "reference": "Add every float32 product in LiteRT's reference kernels' order: their "
+                 "results to the bit",
+    "blas": "numpy's BLAS products: faster, a rounding or so from the reference per output"}
 
 
 def make_dock(ctl, title: str, widget, name: str) -> QDockWidget:
@@ -123,6 +134,7 @@ def build_actions(ctl) -> None:
     ctl.set_tensor_action.setStatusTip("While paused: load a .npy or fill with a constant")
     ctl.set_tensor_action.triggered.connect(ctl.set_tensor_dialog)
     menu.addAction(ctl.set_tensor_action)
+    build_float_sums(ctl, menu)
     ctl.crosscheck_action = QAction("Cross-check with &LiteRT", w)
     ctl.crosscheck_action.setStatusTip("Run LiteRT on the same inputs and compare every op")
     ctl.crosscheck_action.triggered.connect(ctl.cross_check)
@@ -132,6 +144,30 @@ def build_actions(ctl) -> None:
         toggle = dock.toggleViewAction()
         toggle.triggered.connect(lambda on, d=dock: on and d.raise_())  # in front of its tabs
         menu.addAction(toggle)
+
+
+def build_float_sums(ctl, menu: QMenu) -> None:
+    """Debug > Float Sums: Auto, Reference Order or BLAS, one checked (the remembered
+    setting); ``ctl.float_sums_actions`` by value."""
+    sub = menu.addMenu("&Float Sums")
+    group = QActionGroup(sub)
+    group.setExclusive(True)
+    ctl.float_sums_actions = {}
+    for mode, text in FLOAT_SUMS.items():
+        action = QAction(text, ctl.window, checkable=True)
+        action.setStatusTip(_FLOAT_SUMS_TIPS[mode])
+        action.triggered.connect(lambda _on, m=mode: ctl.set_float_sums(m))
+        group.addAction(action)
+        sub.addAction(action)
+        ctl.float_sums_actions[mode] = action
+    check_float_sums(ctl, ctl.float_sums())
+
+
+def check_float_sums(ctl, mode: str) -> None:
+    """Check ``mode``'s action in Debug > Float Sums."""
+    action = ctl.float_sums_actions.get(mode)
+    if action is not None:
+        action.setChecked(True)
 
 
 def add_menu_actions(ctl, menu: QMenu) -> None:

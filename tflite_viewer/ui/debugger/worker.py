@@ -99,11 +99,13 @@ class DebugWorker(QObject):
             if generation is not None:  # prefill, then decode after decode
                 from ...interpreter.generation_session import GenerationSession
                 self.session = GenerationSession(args["model"], generation.plan,
-                                                 generation.prompt, generation.steps)
+                                                 generation.prompt, generation.steps,
+                                                 float_sums=args.get("float_sums", "auto"))
             else:
                 self.session = DebugSession(args["model"], args.get("inputs") or {},
                                             signature=args.get("signature"),
-                                            seed=args.get("seed", 0))
+                                            seed=args.get("seed", 0),
+                                            float_sums=args.get("float_sums", "auto"))
             self.session.set_inline_composites(bool(args.get("inline_composites")))
             for bid, bp in args.get("breakpoints") or ():  # the workspace's, by its ids
                 self.session.add_breakpoint(bp, bid)
