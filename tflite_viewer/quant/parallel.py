@@ -83,8 +83,11 @@ def map_jobs(jobs: Sequence[Any], work: Callable[[Any, bool], Any],
         _map_jobs(jobs, work, done, workers, check, meanwhile, time_first)
 
 
-def _map_jobs(jobs, work, done, workers, check, meanwhile, time_first) -> None:
-    """`map_jobs` with BLAS limited."""
+def _map_jobs(jobs: Sequence[Any], work: Callable[[Any, bool], Any],
+              done: Callable[[int, Any, bool], None], workers: int | None,
+              check: Callable[[], None] | None, meanwhile: Callable[[], None] | None,
+              time_first: bool) -> None:
+    """`map_jobs`, with BLAS already limited to one thread."""
     if time_first or len(jobs) < 2:
         t0 = time.perf_counter()
         done(0, work(jobs[0], True), True)
