@@ -57,6 +57,10 @@ def resolve(mode: str, model: "Model") -> str:
         raise ValueError(f"float sums must be one of {', '.join(MODES)}, not {mode!r}")
     if mode != AUTO:
         return mode
+    # the buffers' sizes come from the verifier's columns: a model whose buffers are all
+    # smaller than the threshold together (every classic model) needs no walk of its ops
+    if int(model.buffer_sizes.sum()) < BLAS_FROM_BYTES:
+        return REFERENCE
     return BLAS if float_filter_bytes(model) >= BLAS_FROM_BYTES else REFERENCE
 
 

@@ -211,9 +211,9 @@ class DebugSession:
         self.model = model
         self.signature = signature
         self.seed = int(seed)
-        self.interpreter = interpreter or (
-            Interpreter(model, float_sums=float_sums) if rounding is None
-            else Interpreter(model, rounding=rounding, float_sums=float_sums))
+        options = {"float_sums": float_sums} if rounding is None else \
+            {"float_sums": float_sums, "rounding": rounding}
+        self.interpreter = interpreter or Interpreter(model, **options)
         self.specs = input_specs(model, signature)
         self.inputs, self.generated = complete_inputs(model, inputs or {}, seed, signature)
         self.state = READY

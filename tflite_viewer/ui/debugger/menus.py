@@ -11,6 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMenu, QToolBar
 
+from ...interpreter import float_sums
 from ...interpreter.session import PAUSED
 from .breakpoints_dock import BreakpointsDock
 from .callstack_dock import CallStackDock
@@ -32,11 +33,11 @@ ACTIONS = (
 
 
 #: Debug > Float Sums: the setting's values (`interpreter.float_sums`) and their names
-FLOAT_SUMS = {"auto": "Auto", "reference": "Reference Order", "blas": "BLAS"}
+FLOAT_SUMS = dict(zip(float_sums.MODES, ("Auto", "Reference Order", "BLAS")))
 FLOAT_SUMS_SETTING = "debug/float_sums"
 _FLOAT_SUMS_TIPS = {
-    "auto": "LiteRT's reference order, or BLAS on a model with 256 MiB or more of float32 "
-            "filters (an LLM)",
+    "auto": "LiteRT's reference order, or BLAS on a model with "
+            f"{float_sums.BLAS_FROM_BYTES >> 20} MiB or more of float32 filters (an LLM)",
     "reference": "Add every float32 product in LiteRT's reference kernels' order: their "
                  "results to the bit",
     "blas": "numpy's BLAS products: faster, a rounding or so from the reference per output"}
