@@ -386,53 +386,56 @@ class FloatRequantizer:
         """The tail for accumulators of ``shape`` (channels last), or None when float64
         cannot reproduce the integer arithmetic exactly."""
         rounding = check_rounding(rounding)
-        mult = [int(v) for v in np.asarray(multiplier).reshape(-1)]
-        shifts = [int(v) for v in np.asarray(shift).reshape(-1)]
+        mult = np.asarray(multiplier).reshape(-1).astype(np.int64)
+        shifts = np.asarray(shift).reshape(-1).astype(np.int64)
         shape = tuple(int(d) for d in shape)
         channels = shape[-1] if shape else 1
-        per_channel = len(mult) > 1
-        if per_channel and len(mult) != channels:
-            raise ValueError(f"{len(mult)} multipliers for {channels} channels")
-        biases = [0] * channels if bias is None else \
-            [int(v) for v in np.asarray(bias).reshape(-1)]
-        if len(biases) != channels:
-            raise ValueError(f"{len(biases)} biases for {channels} channels")
+        per_channel = mult.size > 1
+        if per_channel and mult.size != channels:
+            raise ValueError(f"{mult.size} multipliers for {channels} channels")
+        biases = np.zeros(channels, np.int64) if bias is None else \
+            np.asarray(bias).reshape(-1).astype(np.int64)
+        if biases.size != channels:
+            raise ValueError(f"{biases.size} biases for {channels} channels")
         if not math.prod(shape):
             return None  # nothing to requantize: the integer path handles empty arrays
         zp = int(output_zero_point)
         bound = math.ceil(acc_bound)
-        n = max(len(mult), len(biases) if bias is not None else 1)
-        t_mult, t_bias, t_half = [], [], []
-        fold_zp = True
-        for c in range(n):
-            m, s = mult[c % len(mult)], shifts[c % len(shifts)]
-            b = biases[c % len(biases)]
-            x = bound + abs(b)  # bounds |acc + bias|, the int32 accumulator
-            if x > INT32_MAX or s > 30 or s < -31 or m == INT32_MIN:
-                return None
-            if rounding == "double" and s > 0 and (x << s) > INT32_MAX:
-                return None  # the left shift would wrap int32
-            nudge = 1 << 30 if rounding == "double" and s < 0 else 0  # 2^(shift-1) in u's
-            exact = x * abs(m) + nudge + (1 << (30 - s))
-            if exact > 1 << 53:
-                return None
-            if exact + abs(zp) * (1 << (31 - s)) > 1 << 53:
-                fold_zp = False
-            t_mult.append(math.ldexp(m, s - 31))
-            t_bias.append(math.ldexp(b * m, s - 31))
-            t_half.append(math.ldexp(1, s - 1) if nudge else 0.0)
+        if bound > INT32_MAX:
+            return None
+        # one value per channel (each list cycled to n, as a per-tensor one repeats), in
+        # int64: every bound below is checked in an order that keeps it under 2^63
+        n = max(mult.size, biases.size if bias is not None else 1)
+        m, s, b = np.resize(mult, n), np.resize(shifts, n), np.resize(biases, n)
+        x = bound + np.abs(b)  # bounds |acc + bias|, the int32 accumulator
+        if (x > INT32_MAX).any() or (s > 30).any() or (s < -31).any() or \
+                (m == INT32_MIN).any() or (np.abs(m) > INT32_MAX).any():
+            return None
+        double = rounding == "double"
+        if double and ((s > 0) & ((x << np.maximum(s, 0)) > INT32_MAX)).any():
+            return None  # the left shift would wrap int32
+        nudged = double & (s < 0)  # 2^(shift-1) in u's, where double rounding nudges
+        exact = x * np.abs(m) + np.where(nudged, 1 << 30, 0) + (np.int64(1) << (30 - s))
+        if (exact > 1 << 53).any():
+            return None
+        room = (1 << 53) - exact  # the zero point folds into the constant if it fits
+        fold_zp = zp == 0 or (abs(zp) < 1 << 53 and bool(
+            (abs(zp) <= room >> (31 - s)).all()))
+        t_mult = np.ldexp(m.astype(np.float64), s - 31)
+        t_bias = np.ldexp((b * m).astype(np.float64), s - 31)
+        t_half = np.where(nudged, np.ldexp(1.0, s - 1), 0.0)
         rows, k = row_layout(shape, n > 1, cls.ROW)
 
-        def tile(values: list[float]):
-            return np.tile(np.array(values, np.float64), k) if n > 1 else np.float64(values[0])
+        def tile(values: np.ndarray):
+            return np.tile(values, k) if n > 1 else np.float64(values[0])
         const = 0.5 + zp if fold_zp else 0.5
-        signed = any(t_half) and qmin < zp
+        signed = bool(nudged.any()) and qmin < zp
         if signed:
             return cls(tile(t_mult), tile(t_bias) if bias is not None else None,
                        tile(t_half), np.float64(const), 0 if fold_zp else zp, int(qmin),
                        int(qmax), dtype, shape, rows)
         # every partial sum below is a multiple of u under the bound checked: exact
-        folded = [b + h + const for b, h in zip(t_bias, t_half)]
+        folded = t_bias + t_half + const
         return cls(tile(t_mult), None, None, tile(folded), 0 if fold_zp else zp, int(qmin),
                    int(qmax), dtype, shape, rows)
 
