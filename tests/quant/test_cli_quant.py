@@ -135,3 +135,12 @@ def test_json_and_csv_carry_the_subgraph(tmp_path, capsys):
         assert int(row["float_subgraph"]) == t.float_subgraph
     assert [(g["subgraph"], g["op"]) for g in data["fallback"]] == [(2, 2)]
     assert data["weights"][0]["subgraph"] == 2
+
+
+@pytest.mark.parametrize("sums", ["reference", None])
+def test_float_sums_option(sums, tmp_path, capsys):
+    out = tmp_path / "r.json"
+    rc = main(["quant", str(SMALL_INT8), "--float", str(SMALL_FLOAT), "--samples", "1",
+               "-o", str(out)] + (["--float-sums", sums] if sums else []))
+    assert rc == 0
+    assert json.loads(out.read_text())["float_sums"] == (sums or "blas")

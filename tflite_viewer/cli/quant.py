@@ -51,6 +51,11 @@ def add_parser(subparsers) -> None:
                    help="write the per-tensor table as CSV ('-' for stdout)")
     add_json_option(p, "the whole report")
     add_output_option(p, what="the whole report as JSON")
+    p.add_argument("--float-sums", choices=("auto", "reference", "blas"), default="blas",
+                   help="how float32 CONV_2D / FULLY_CONNECTED products are added in both "
+                        "models' runs (default blas: the order moves floats by about 1e-7, "
+                        "far below quantization error; reference: LiteRT's reference "
+                        "kernels' bits; auto: as `run`)")
     p.add_argument("--fail-below-sqnr", type=float, metavar="DB",
                    help="exit 1 when a compared tensor's average SQNR is below DB (needs --float)")
 
@@ -98,7 +103,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         report = analyze(model, float_model, samples=args.samples, seed=args.seed,
                          inputs=args.inputs, images=args.images,
-                         per_layer_fallback=args.per_layer_fallback, progress=_progress)
+                         per_layer_fallback=args.per_layer_fallback,
+                         float_sums=args.float_sums, progress=_progress)
     except UnsupportedOpError as exc:
         raise CommandError(str(exc).splitlines()[0] + " (" + "; ".join(
             p["reason"] for p in getattr(exc, "problems", [])[:3]) + ")") from None

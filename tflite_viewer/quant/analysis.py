@@ -33,7 +33,7 @@ from ..model.errors import TFLiteViewerError
 from . import samples as smp
 from .activations import ActivationStats, new_stats
 from .fallback import FallbackGain, FallbackRunner
-from .parallel import map_jobs, worth_forking_at_once
+from .parallel import map_jobs, start_side, worth_a_side_job, worth_forking_at_once
 from .per_sample import Analysis, SampleResult, merge, run_sample
 from .metrics import average, badness
 from .pairing import Pairing, is_real, pair_models
@@ -42,6 +42,17 @@ from .spec import Finding, check_spec
 from .weights import WeightReport, analyze_weights
 
 Progress = Callable[[int, int, str], None]
+
+#: How the analysis's interpreters add float32 CONV_2D and FULLY_CONNECTED products
+#: (`interpreter.float_sums`): BLAS's order, for both models and the fallback's float ops.
+#: What is measured here is quantization error, 1e-2 to 1e-5 of a tensor's values; the
+#: order of a float sum moves them by about 1e-7, and moves both models alike where they
+#: compute the same float ops, so an op left in float still compares exactly.  LiteRT's
+#: optimized and XNNPACK kernels, which ai-edge-quantizer's validator runs the pair on, do
+#: not add in the reference order either.  The reference order costs 2.6 times as much per
+#: float run (mobilenet_v2: 7.8 ms against 3.0 ms).  ``analyze(float_sums="reference")``
+#: (``quant --float-sums reference``) gives the reference kernels' bits.
+FLOAT_SUMS = "blas"
 
 
 class Cancelled(TFLiteViewerError):
@@ -99,6 +110,7 @@ class QuantReport:
     fallback: list[FallbackGain] = field(default_factory=list)
     #: the outputs' quality of every run (`runner.entries`); ``outputs`` is the first's
     entry_outputs: list[dict[str, Any]] = field(default_factory=list)
+    float_sums: str = FLOAT_SUMS  # the interpreters' (`FLOAT_SUMS`)
 
     @property
     def errors(self) -> list[Finding]:
@@ -132,6 +144,7 @@ class QuantReport:
             "outputs": self.outputs,
             "entry_outputs": self.entry_outputs,
             "fallback": [g.to_dict() for g in self.fallback],
+            "float_sums": self.float_sums,
         })
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -161,6 +174,11 @@ def _load(m: Model | str | os.PathLike | bytes | None) -> Model | None:
     model = m if isinstance(m, Model) else load_model(m)
     model.prime_views()  # the analysis reads every tensor and operator
     return model
+
+
+def _constant_bytes(*models: Model | None) -> int:
+    """Bytes of every buffer of the models given (from the verifier's columns)."""
+    return sum(int(m.buffer_sizes.sum()) for m in models if m is not None)
 
 
 def _arena_bytes(runner: ModelRunner | None) -> int:
@@ -273,7 +291,8 @@ def _float_entry(qm: Model, fm: Model, entry: Entry, pairing: Pairing) -> Entry 
 
 
 def _plan(qm: Model, fm: Model | None, pairing: Pairing | None, backend: str, *, count: int,
-          seed: int, npz, images, given, signature: str | None) -> list[_Run]:
+          seed: int, npz, images, given, signature: str | None,
+          float_sums: str = "auto") -> list[_Run]:
     runs: list[_Run] = []
     covered: set[int] = set()
     todo = entries(qm)
@@ -299,8 +318,8 @@ def _plan(qm: Model, fm: Model | None, pairing: Pairing | None, backend: str, *,
         outs = [(qi, pairing.tensors[(e.subgraph, qi)][0]) for qi in qsg.outputs
                 if pairing is not None and (e.subgraph, qi) in pairing.tensors] \
             if fe is not None else []
-        run = _Run(e, covers, batch, ModelRunner(qm, backend, e),
-                   ModelRunner(fm, backend, fe) if fe is not None else None, outs)
+        run = _Run(e, covers, batch, ModelRunner(qm, backend, e, float_sums),
+                   ModelRunner(fm, backend, fe, float_sums) if fe is not None else None, outs)
         if fe is not None:
             qspecs, fspecs = input_specs(qm, e.signature), input_specs(fm, fe.signature)
             if not supplied:   # samples in the float entry's order
@@ -341,7 +360,7 @@ def analyze(model: Model | str | os.PathLike | bytes,
             signature: str | None = None,
             per_layer_fallback: bool = False,
             fallback_ops: Sequence[int | tuple[int, int]] | None = None,
-            backend: str = "interpreter",
+            backend: str = "interpreter", float_sums: str = FLOAT_SUMS,
             keep_values: bool = False, progress: Progress | None = None,
             cancel: Callable[[], bool] | None = None,
             workers: int | None = None) -> QuantReport:
@@ -350,7 +369,8 @@ def analyze(model: Model | str | os.PathLike | bytes,
     ``per_layer_fallback``, the gain of computing each quantized op (or each of
     ``fallback_ops``: (subgraph, op) pairs, or op indices of subgraph 0) in float.
     ``backend`` "litert" reads the tensors from LiteRT instead of this interpreter (no
-    fallback then; LiteRT exposes the entry subgraphs' tensors only).  The samples given
+    fallback then; LiteRT exposes the entry subgraphs' tensors only); ``float_sums`` is
+    the interpreter's for both models and the fallback's float ops (see `FLOAT_SUMS`).  The samples given
     feed subgraph 0's inputs, or ``signature``'s.  ``progress(done, total, message)`` is
     called as it goes; ``cancel()`` returning True stops it with `Cancelled`.  ``workers``
     caps the processes the samples are shared among (`parallel`; None: one per processor
@@ -362,62 +382,37 @@ def analyze(model: Model | str | os.PathLike | bytes,
         if problem:
             raise ValueError(f"the two models do not match: {problem}")
     pairing: Pairing | None = pair_models(qm, fm) if fm is not None else None
-    runs = _plan(qm, fm, pairing, backend, count=samples, seed=seed, npz=inputs,
-                 images=images, given=given, signature=signature)
-    reports = _tensor_reports(qm, pairing)
-    fb: FallbackRunner | None = None
-    if per_layer_fallback and fm is not None and backend == "interpreter":
-        ops = None if fallback_ops is None else [
-            k if isinstance(k, tuple) else (0, int(k)) for k in fallback_ops]
-        fb = FallbackRunner(qm, fm, pairing, ops)
-    runnable = {id(r): [k for k in (fb.float_ops if fb else {}) if k[0] in r.covers]
-                for r in runs}
-    weight = {id(r): 1 + len(runnable[id(r)]) for r in runs}
-    total = sum(len(r.samples) * weight[id(r)] for r in runs)
-    done = 0
 
-    def tick(msg: str) -> None:
-        nonlocal done
-        check()
-        if progress is not None:
-            progress(done, total, msg)
-        done += 1
+    def checks_of_the_files() -> tuple[list[Finding], list[WeightReport]]:
+        return check_spec(qm), analyze_weights(qm, fm, pairing)  # no run needs them
 
-    def check() -> None:
-        if cancel is not None and cancel():
-            raise Cancelled("quantization analysis cancelled")
-
-    shared = Analysis(qm, runs, reports, fb, runnable, keep_values)
-    jobs = [(r, s) for r, run in enumerate(runs) for s in range(len(run.samples))]
-    out_rows: dict[int, list[dict]] = {id(r): [] for r in runs}
-
-    def work(job: tuple[int, int], here: bool) -> SampleResult:
-        return run_sample(shared, runs[job[0]], job[1], tick if here else None)
-
-    def collect(i: int, res: SampleResult, here: bool) -> None:
-        nonlocal done
-        run = runs[jobs[i][0]]
-        if not here:  # computed in another process: its progress shows now
-            tick(f"sample {jobs[i][1] + 1}/{len(run.samples)} done")
-            done += weight[id(run)] - 1
-        merge(shared, run, res, out_rows[id(run)])
-
-    file_level: dict[str, Any] = {}
-
-    def checks_of_the_files() -> None:  # no run needs them: made while children run
-        file_level["findings"] = check_spec(qm)
-        file_level["weights"] = analyze_weights(qm, fm, pairing)
-
-    per_job = max((_arena_bytes(r.qrun) + _arena_bytes(r.frun) for r in runs), default=0)
-    map_jobs(jobs, work, collect, workers, check, meanwhile=checks_of_the_files,
-             time_first=not worth_forking_at_once(per_job, len(jobs)))
-    findings, weights = file_level["findings"], file_level["weights"]
+    # big enough models have the checks made in a child from here on, while the
+    # interpreters are built and the samples run; else this process makes them while the
+    # samples' children run, or after the samples
+    side = start_side(checks_of_the_files, workers) \
+        if worth_a_side_job(_constant_bytes(qm, fm)) else None
+    file_level: list[tuple[list[Finding], list[WeightReport]]] = []
+    try:
+        runs = _plan(qm, fm, pairing, backend, count=samples, seed=seed, npz=inputs,
+                     images=images, given=given, signature=signature, float_sums=float_sums)
+        reports = _tensor_reports(qm, pairing)
+        fb: FallbackRunner | None = None
+        if per_layer_fallback and fm is not None and backend == "interpreter":
+            ops = None if fallback_ops is None else [
+                k if isinstance(k, tuple) else (0, int(k)) for k in fallback_ops]
+            fb = FallbackRunner(qm, fm, pairing, ops, float_sums)
+        out_rows = _run_samples(Analysis(qm, runs, reports, fb, {}, keep_values), progress,
+                                cancel, workers, None if side is not None else
+                                lambda: file_level.append(checks_of_the_files()))
+        findings, weights = side.result(lambda: _check(cancel)) if side is not None \
+            else file_level[0]
+    finally:
+        if side is not None:
+            side.close()
     entry_outputs = [{"signature": run.entry.signature, "subgraph": run.entry.subgraph,
                       "tensors": [q for q, _ in run.out_pairs], "per_input": rows,
                       **average_outputs(rows)}
                      for run in runs for rows in [out_rows[id(run)]] if rows]
-    if progress is not None:
-        progress(total, total, "done")
     for rep in reports.values():
         if rep.per_input:
             rep.metrics = average(rep.per_input)
@@ -432,11 +427,59 @@ def analyze(model: Model | str | os.PathLike | bytes,
                                   "name": fm.subgraphs[g].tensors[i].name}
                                  for g, i in pairing.unpaired_float]
     report.entry_outputs = entry_outputs
+    report.float_sums = float_sums
     if entry_outputs and runs and entry_outputs[0]["subgraph"] == runs[0].entry.subgraph:
         report.outputs = entry_outputs[0]
     if fb is not None:
         report.fallback = fb.finish()
     return report
+
+
+def _check(cancel: Callable[[], bool] | None) -> None:
+    if cancel is not None and cancel():
+        raise Cancelled("quantization analysis cancelled")
+
+
+def _run_samples(shared: Analysis, progress: Progress | None,
+                 cancel: Callable[[], bool] | None, workers: int | None,
+                 meanwhile: Callable[[], None] | None) -> dict[int, list[dict]]:
+    """Every sample of every run (and every fallback op on it), shared among processes
+    (`parallel.map_jobs`, with ``meanwhile`` done while children compute), merged into
+    ``shared``'s reports; returns each run's output rows (by id of the run)."""
+    runs, fb = shared.runs, shared.fb
+    shared.runnable.update({id(r): [k for k in (fb.float_ops if fb else {}) if k[0] in r.covers]
+                            for r in runs})
+    weight = {id(r): 1 + len(shared.runnable[id(r)]) for r in runs}
+    total = sum(len(r.samples) * weight[id(r)] for r in runs)
+    done = 0
+
+    def tick(msg: str) -> None:
+        nonlocal done
+        _check(cancel)
+        if progress is not None:
+            progress(done, total, msg)
+        done += 1
+
+    jobs = [(r, s) for r, run in enumerate(runs) for s in range(len(run.samples))]
+    out_rows: dict[int, list[dict]] = {id(r): [] for r in runs}
+
+    def work(job: tuple[int, int], here: bool) -> SampleResult:
+        return run_sample(shared, runs[job[0]], job[1], tick if here else None)
+
+    def collect(i: int, res: SampleResult, here: bool) -> None:
+        nonlocal done
+        run = runs[jobs[i][0]]
+        if not here:  # computed in another process: its progress shows now
+            tick(f"sample {jobs[i][1] + 1}/{len(run.samples)} done")
+            done += weight[id(run)] - 1
+        merge(shared, run, res, out_rows[id(run)])
+
+    per_job = max((_arena_bytes(r.qrun) + _arena_bytes(r.frun) for r in runs), default=0)
+    map_jobs(jobs, work, collect, workers, lambda: _check(cancel), meanwhile=meanwhile,
+             time_first=not worth_forking_at_once(per_job, len(jobs)))
+    if progress is not None:
+        progress(total, total, "done")
+    return out_rows
 
 
 def average_outputs(rows: list[dict[str, float]]) -> dict[str, float]:

@@ -94,7 +94,7 @@ class FallbackRunner:
     """Builds the float ops once and runs the fallback of each on every sample."""
 
     def __init__(self, model: Model, float_model: Model | None, pairing: Pairing | None,
-                 ops: list[OpKey] | None = None) -> None:
+                 ops: list[OpKey] | None = None, float_sums: str = "auto") -> None:
         self.model = model
         self.gains: dict[OpKey, FallbackGain] = {}
         self.float_ops: dict[OpKey, FloatOp] = {}
@@ -106,7 +106,7 @@ class FallbackRunner:
             weights[k] = float_weights_for(model, float_model, pairing, k)
             if weights[k]:
                 self.gains[k].weights = "float model"
-        for k, fop in float_ops(model, list(self.gains), weights).items():
+        for k, fop in float_ops(model, list(self.gains), weights, float_sums).items():
             if isinstance(fop, Exception):  # reported per op, the rest still run
                 self.gains[k].error = f"{type(fop).__name__}: {str(fop).splitlines()[0][:200]}"
             else:

@@ -104,7 +104,8 @@ class FloatOp:
     holds many ops, each its own signature)."""
 
     def __init__(self, model: Model, index: int, float_weights: dict[int, np.ndarray] | None = None,
-                 root: S.Model | None = None, subgraph: int = 0) -> None:
+                 root: S.Model | None = None, subgraph: int = 0, float_sums: str = "auto"
+                 ) -> None:
         m = _new_model()
         g, self.inputs, self.outputs = _op_subgraph(
             model, subgraph, index, root if root is not None else _root(model), m,
@@ -114,7 +115,7 @@ class FloatOp:
         self.index = index
         self.subgraph = subgraph
         self.model_bytes = _finish(m)
-        self.interpreter = Interpreter(self.model_bytes)
+        self.interpreter = Interpreter(self.model_bytes, float_sums=float_sums)
         self.signature: str | None = None
         self._sg = 0
 
@@ -134,13 +135,14 @@ class FloatOp:
 
 
 def float_ops(model: Model, ops: Sequence[tuple[int, int]],
-              weights: dict[tuple[int, int], dict[int, np.ndarray]]
+              weights: dict[tuple[int, int], dict[int, np.ndarray]], float_sums: str = "auto"
               ) -> dict[tuple[int, int], FloatOp | Exception]:
     """Every op of ``ops`` ((subgraph, op) pairs) as a `FloatOp`, all of them subgraphs of
     one model run by one interpreter (building a model and an interpreter per op costs
     more than computing most ops); where that model cannot be built or loaded, each op on
     its own, so that an op the float kernels refuse is that op's error alone.
-    ``weights[op]`` are the float model's values of the op's weights."""
+    ``weights[op]`` are the float model's values of the op's weights; ``float_sums`` is
+    the interpreter's (`interpreter.float_sums`)."""
     out: dict[tuple[int, int], FloatOp | Exception] = {}
     if not ops:
         return out
@@ -159,11 +161,12 @@ def float_ops(model: Model, ops: Sequence[tuple[int, int]],
             m.subgraphs.append(g)
             m.signatureDefs.append(sig)
         data = _finish(m)
-        interp = Interpreter(data)
+        interp = Interpreter(data, float_sums=float_sums)
     except Exception:  # noqa: BLE001 - one op the float kernels refuse: build them one by one
         for k in ops:
             try:
-                out[k] = FloatOp(model, k[1], weights.get(k), root, subgraph=k[0])
+                out[k] = FloatOp(model, k[1], weights.get(k), root, subgraph=k[0],
+                                 float_sums=float_sums)
             except Exception as exc:  # noqa: BLE001 - reported per op
                 out[k] = exc
         return out

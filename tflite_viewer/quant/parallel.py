@@ -38,6 +38,18 @@ WORTH_SECONDS = 0.15
 WORTH_BYTES = 16 << 20
 
 
+#: bytes of constants (both models' buffers) above which an analysis's checks of the files
+#: (spec and weights, `analysis`) are worth a child of their own: mobilenet_v2's pair
+#: (18 MB, checks of about 40 ms) is, a few-op test model (checks of a millisecond, less
+#: than forking and joining) is not
+WORTH_SIDE_BYTES = 1 << 20
+
+
+def worth_a_side_job(constant_bytes: int) -> bool:
+    """Whether checks over ``constant_bytes`` bytes of weights are worth `start_side`."""
+    return constant_bytes >= WORTH_SIDE_BYTES
+
+
 def worth_forking_at_once(bytes_per_job: int, jobs: int) -> bool:
     """Whether ``jobs`` jobs computing ``bytes_per_job`` bytes of tensors each are surely
     long enough for children (`map_jobs`'s ``time_first=False``)."""
@@ -146,13 +158,96 @@ def _share(jobs: Sequence[Any], work: Callable[[Any, bool], Any], rest: list[int
         for i in rest:  # taken by a child that failed
             if i not in results:
                 results[i] = (work(jobs[i], True), True)
-    finally:
-        for proc, reader in children:
-            reader.close()
-            if proc.is_alive():
-                proc.terminate()
-            proc.join()
+    except BaseException:  # cancelled, or failed here: the children's work is not wanted
+        _release(children, stop=True)
+        raise
+    _release(children, stop=False)
     return results
+
+
+def _release(children: list, stop: bool) -> None:
+    """Close the pipes of ``children`` (processes and their readers), stopping them when
+    ``stop``.  No child is waited for: one that sent its end mark exits by itself, and a
+    forked copy of this process takes milliseconds to exit (measured: 6-9 ms a join);
+    multiprocessing reaps exited children at the next start, at `active_children` (called
+    here for those already gone) and at exit."""
+    for proc, reader in children:
+        reader.close()
+        if stop and proc.exitcode is None:
+            proc.terminate()
+    multiprocessing.active_children()
+
+
+class SideJob:
+    """``func()`` computed in a forked child while this process goes on (`start_side`);
+    `result` gives its value.  Where no child was started, or the child failed (it sent
+    nothing usable), `result` computes it here, so an error is raised as a call here would
+    raise it."""
+
+    def __init__(self, func: Callable[[], Any], fork: bool) -> None:
+        self._func = func
+        self._proc = self._reader = None
+        if fork:
+            ctx = multiprocessing.get_context("fork")
+            reader, writer = ctx.Pipe(duplex=False)
+            self._proc = ctx.Process(target=_side_child, args=(func, writer), daemon=True)
+            self._proc.start()
+            writer.close()
+            self._reader = reader
+
+    @property
+    def forked(self) -> bool:
+        return self._proc is not None
+
+    def result(self, check: Callable[[], None] | None = None) -> Any:
+        """The value of ``func()``; ``check()`` is called while waiting (it raises to
+        cancel; the child is then stopped)."""
+        try:
+            if self._reader is not None:
+                got = _receive(self._reader, check)
+                if 0 in got:
+                    return got[0]
+            return self._func()
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            if self._proc is not None:  # it sent its end mark, or failed: it ends itself
+                _release([(self._proc, self._reader)], stop=False)
+                self._proc = self._reader = None
+
+    def close(self) -> None:
+        """Stop the child if it still runs (a cancelled analysis)."""
+        if self._proc is not None:
+            _release([(self._proc, self._reader)], stop=True)
+            self._proc = self._reader = None
+
+
+def start_side(func: Callable[[], Any], workers: int | None = None) -> SideJob:
+    """`SideJob` of ``func``: in a child when this process may use another processor
+    (``workers``: processes at most, None: the processors it may run on) and can fork,
+    else computed here when its result is asked for.  For work no job needs, started before
+    the setup the jobs wait for (an analysis's checks of the files while its interpreters
+    are built), where `map_jobs`'s ``meanwhile`` would only run after it."""
+    n = available_cpus() if workers is None else max(1, int(workers))
+    return SideJob(func, n > 1 and can_fork())
+
+
+def _side_child(func: Callable[[], Any], writer) -> None:
+    """Compute ``func()`` with BLAS on one thread (as every job, `map_jobs`) and send it
+    with an end mark; on failure send only the mark (the parent computes it again)."""
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            item = (0, func())
+        writer.send(item)
+    except BaseException:  # noqa: BLE001 - the parent runs it
+        pass
+    try:
+        writer.send(None)
+    except BaseException:  # noqa: BLE001 - idem
+        pass
+    finally:
+        writer.close()
 
 
 def _receive(reader, check: Callable[[], None] | None) -> dict[int, Any]:

@@ -83,13 +83,14 @@ class ModelRunner:
     """Runs one model from one entry on samples; `run` returns {(subgraph, tensor): array}."""
 
     def __init__(self, model: Model, backend: str = "interpreter",
-                 entry: Entry | None = None) -> None:
+                 entry: Entry | None = None, float_sums: str = "auto") -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
         self.model = model
         self.backend = backend
         self.entry = entry if entry is not None else Entry(None, 0, reached_subgraphs(model, 0))
-        self.interpreter = Interpreter(model) if backend == "interpreter" else None
+        self.interpreter = Interpreter(model, float_sums=float_sums) \
+            if backend == "interpreter" else None
         self._names = [s.name for s in input_specs(model, self.entry.signature)]
 
     def run(self, sample: Sample, after_op: Callable | None = None) -> Values:
