@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..match import ModelMatch
-from ..quant.analysis import make_samples
+from ..quant.analysis import FLOAT_SUMS, make_samples
 from ..quant.metrics import average, tensor_metrics
 from ..quant.ranges import dequantize, integer_range
 from ..quant.runner import Entry, ModelRunner, reached_subgraphs
@@ -195,15 +195,19 @@ def compare_numbers(match: ModelMatch, *, samples: int = 1, seed: int = 0,
                     images: str | os.PathLike | None = None, given: Sequence | None = None,
                     tolerance: float = TOLERANCE, keep_values: bool = False,
                     progress: Progress | None = None,
-                    cancel: Callable[[], bool] | None = None) -> NumericComparison:
+                    cancel: Callable[[], bool] | None = None,
+                    float_sums: str = FLOAT_SUMS) -> NumericComparison:
     """Run both models of ``match`` on the same samples and compare every matched tensor
-    pair of subgraph 0 and the subgraphs it calls (module docstring)."""
+    pair of subgraph 0 and the subgraphs it calls (module docstring); ``float_sums`` is
+    the interpreters', the quantization analysis's by default (`quant.analysis.FLOAT_SUMS`)
+    so that both give the same numbers."""
     a, b = match.a, match.b
     batch = make_samples(b, a, count=samples, seed=seed, npz=inputs, images=images,
                          given=given)
     entry_a = Entry(None, 0, reached_subgraphs(a, 0))
     entry_b = Entry(None, 0, reached_subgraphs(b, 0))
-    run_a, run_b = ModelRunner(a, entry=entry_a), ModelRunner(b, entry=entry_b)
+    run_a = ModelRunner(a, entry=entry_a, float_sums=float_sums)
+    run_b = ModelRunner(b, entry=entry_b, float_sums=float_sums)
     pairs = _pairs(match, entry_a.reached)
     rows: dict[tuple[Key, Key], TensorNumbers] = {}
     result = NumericComparison(len(batch), tolerance, [])

@@ -19,6 +19,18 @@ if TYPE_CHECKING:
 _EMPTY = np.zeros(0, dtype=np.int32)
 
 
+def _whole(model: "Model", key: tuple, read):
+    """``read()``, a read of one field of every table of a kind (all subgraphs'), made
+    once per model: each subgraph takes its own rows of it.  Read per subgraph, a model of
+    many subgraphs (the fallback's float ops: one per op) read every tensor's name once
+    per subgraph.  The model never changes after it is read, and no caller writes into
+    what these reads return."""
+    cache = model.__dict__.setdefault("_whole_reads", {})
+    if key not in cache:
+        cache[key] = read()
+    return cache[key]
+
+
 @dataclass(frozen=True)
 class OperatorColumns:
     """Every operator of a subgraph as arrays (CSR for the tensor lists).
@@ -108,7 +120,8 @@ class Subgraph:
         order = rows[np.argsort(ops.index[rows], kind="stable")]
 
         def csr(field: str) -> tuple[np.ndarray, np.ndarray]:
-            values, owner, lengths = index.vector(ops, field)
+            values, owner, lengths = _whole(self.model, ("op", field),
+                                            lambda: index.vector(ops, field))
             starts = np.cumsum(lengths) - lengths
             sel_len = lengths[order]
             offsets = np.concatenate([[0], np.cumsum(sel_len)]).astype(np.int64)
@@ -118,29 +131,16 @@ class Subgraph:
 
         ins, in_off = csr("inputs")
         outs, out_off = csr("outputs")
-        return OperatorColumns(index.scalar(ops, "opcode_index")[order].astype(np.int64),
-                               ins, in_off, outs, out_off,
-                               index.scalar(ops, "builtin_options_type")[order],
-                               index.scalar(ops, "builtin_options_2_type")[order],
-                               self._fused_activations(ops))
+        def scalar(field: str) -> np.ndarray:
+            return _whole(self.model, ("op", field), lambda: index.scalar(ops, field))[order]
 
-    def _fused_activations(self, ops) -> dict[int, str]:
-        """`fused_activation_function` of every options table that has one, vectorized."""
-        index = self.model.index
-        names = LAYOUT["enums"]["tflite.ActivationFunctionType"]["values"]
-        out: dict[int, str] = {}
-        for type_name, batches in index.batches.items():
-            fields = LAYOUT["objects"].get(type_name, {}).get("fields", ())
-            if not any(f["name"] == "fused_activation_function" for f in fields):
-                continue
-            for batch in batches:
-                if batch.parent_batch is not ops:
-                    continue
-                act = index.scalar(batch, "fused_activation_function")
-                for row, value in zip(batch.parent.tolist(), act.tolist()):
-                    if value and int(ops.parent[row]) == self.index:
-                        out[int(ops.index[row])] = names.get(value, str(value))
-        return out
+        return OperatorColumns(scalar("opcode_index").astype(np.int64),
+                               ins, in_off, outs, out_off,
+                               scalar("builtin_options_type"),
+                               scalar("builtin_options_2_type"),
+                               _whole(self.model, ("fused activations",),
+                                      lambda: _fused_activations(index, ops))
+                               .get(self.index, {}))
 
     def prime_views(self) -> None:
         """Fill what every tensor and operator view reads first (a tensor's name, type,
@@ -191,17 +191,20 @@ class Subgraph:
         index = self.model.index
         tensors = index.table("tflite.Tensor")
         rows = index.rows_of(tensors, self.index)
-        names = index.strings(tensors, "name")
-        shape = index.vector(tensors, "shape")
-        sig = index.vector(tensors, "shape_signature")
+        def read(kind, field: str):
+            return _whole(self.model, ("tensor", field), lambda: kind(tensors, field))
+
+        names = read(index.strings, "name")
+        shape = read(index.vector, "shape")
+        sig = read(index.vector, "shape_signature")
         sig_present = tensors.fo.get("shape_signature", np.zeros(len(tensors), np.int64)) != 0
         return TensorColumns(
             [names[r] or "" for r in rows.tolist()],
-            index.scalar(tensors, "type")[rows].astype(np.int64),
+            read(index.scalar, "type")[rows].astype(np.int64),
             _split(shape[0], shape[1], shape[2], rows),
             _split(sig[0], sig[1], sig[2], rows, sig_present),
-            index.scalar(tensors, "is_variable")[rows].astype(bool),
-            index.scalar(tensors, "buffer")[rows].astype(np.int64))
+            read(index.scalar, "is_variable")[rows].astype(bool),
+            read(index.scalar, "buffer")[rows].astype(np.int64))
 
     @cached_property
     def constant_mask(self) -> np.ndarray:
@@ -250,3 +253,23 @@ class Subgraph:
             if sig.subgraph_index == self.index:
                 return sig.key
         return f"subgraph {self.index}"
+
+
+def _fused_activations(index, ops) -> dict[int, dict[int, str]]:
+    """`fused_activation_function` of every options table that has one, vectorized:
+    {subgraph: {op index: activation}}."""
+    names = LAYOUT["enums"]["tflite.ActivationFunctionType"]["values"]
+    out: dict[int, dict[int, str]] = {}
+    for type_name, batches in index.batches.items():
+        fields = LAYOUT["objects"].get(type_name, {}).get("fields", ())
+        if not any(f["name"] == "fused_activation_function" for f in fields):
+            continue
+        for batch in batches:
+            if batch.parent_batch is not ops:
+                continue
+            act = index.scalar(batch, "fused_activation_function")
+            for row, value in zip(batch.parent.tolist(), act.tolist()):
+                if value:
+                    out.setdefault(int(ops.parent[row]), {})[int(ops.index[row])] = \
+                        names.get(value, str(value))
+    return out
