@@ -106,10 +106,12 @@ class TensorMeter:
         if stats is not None:
             stats.add_float(r64, sc.get("work", np.float64, n), sc.get("bins", np.intp, n),
                             sc.get("mask", np.bool_, n))
-        d64 = np.take(t64, idx, out=sc.get("deq", np.float64, n), mode="wrap")
+        # the indices are a tensor's raw bits read as unsigned, all within the tables:
+        # "clip" never clips, and is the fastest mode (a third faster than "wrap")
+        d64 = np.take(t64, idx, out=sc.get("deq", np.float64, n), mode="clip")
         d32 = np.take(t32, idx, out=np.empty(n, np.float32) if keep_values else
-                      sc.get("deq32", np.float32, n), mode="wrap")
-        den = np.take(denom32, idx, out=sc.get("den32", np.float32, n), mode="wrap")
+                      sc.get("deq32", np.float32, n), mode="clip")
+        den = np.take(denom32, idx, out=sc.get("den32", np.float32, n), mode="clip")
         r32 = np.asarray(ref, np.float32).reshape(-1)
         row = metrics_of_arrays(r64, d64, self.scale, r32, d32, den,
                                 work=sc.get("work", np.float64, n),
