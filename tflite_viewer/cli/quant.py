@@ -55,7 +55,7 @@ def add_parser(subparsers) -> None:
                    help="how float32 CONV_2D / FULLY_CONNECTED products are added in both "
                         "models' runs (default blas: the order moves floats by about 1e-7, "
                         "far below quantization error; reference: LiteRT's reference "
-                        "kernels' bits; auto: as `run`)")
+                        "kernels' bits; auto: as the run command decides)")
     p.add_argument("--fail-below-sqnr", type=float, metavar="DB",
                    help="exit 1 when a compared tensor's average SQNR is below DB (needs --float)")
 
