@@ -401,8 +401,10 @@ def analyze(model: Model | str | os.PathLike | bytes,
             ops = None if fallback_ops is None else [
                 k if isinstance(k, tuple) else (0, int(k)) for k in fallback_ops]
             fb = FallbackRunner(qm, fm, pairing, ops, float_sums)
-        out_rows = _run_samples(Analysis(qm, runs, reports, fb, {}, keep_values), progress,
-                                cancel, workers, None if side is not None else
+        runnable = {id(r): [k for k in (fb.float_ops if fb else {}) if k[0] in r.covers]
+                    for r in runs}  # the fallback ops each run executes
+        out_rows = _run_samples(Analysis(qm, runs, reports, fb, runnable, keep_values),
+                                progress, cancel, workers, None if side is not None else
                                 lambda: file_level.append(checks_of_the_files()))
         findings, weights = side.result(lambda: _check(cancel)) if side is not None \
             else file_level[0]
@@ -446,9 +448,7 @@ def _run_samples(shared: Analysis, progress: Progress | None,
     """Every sample of every run (and every fallback op on it), shared among processes
     (`parallel.map_jobs`, with ``meanwhile`` done while children compute), merged into
     ``shared``'s reports; returns each run's output rows (by id of the run)."""
-    runs, fb = shared.runs, shared.fb
-    shared.runnable.update({id(r): [k for k in (fb.float_ops if fb else {}) if k[0] in r.covers]
-                            for r in runs})
+    runs = shared.runs
     weight = {id(r): 1 + len(shared.runnable[id(r)]) for r in runs}
     total = sum(len(r.samples) * weight[id(r)] for r in runs)
     done = 0
