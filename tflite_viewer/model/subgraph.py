@@ -192,7 +192,7 @@ class Subgraph:
         tensors = index.table("tflite.Tensor")
         rows = index.rows_of(tensors, self.index)
         def read(kind, field: str):
-            return _whole(self.model, ("tensor", field), lambda: kind(tensors, field))
+            return _whole(self.model, (kind.__name__, field), lambda: kind(tensors, field))
 
         names = read(index.strings, "name")
         shape = read(index.vector, "shape")
@@ -200,11 +200,11 @@ class Subgraph:
         sig_present = tensors.fo.get("shape_signature", np.zeros(len(tensors), np.int64)) != 0
         return TensorColumns(
             [names[r] or "" for r in rows.tolist()],
-            read(index.scalar, "type")[rows].astype(np.int64),
+            _tensor_scalar(self.model, "type")[rows].astype(np.int64),
             _split(shape[0], shape[1], shape[2], rows),
             _split(sig[0], sig[1], sig[2], rows, sig_present),
-            read(index.scalar, "is_variable")[rows].astype(bool),
-            read(index.scalar, "buffer")[rows].astype(np.int64))
+            _tensor_scalar(self.model, "is_variable")[rows].astype(bool),
+            _tensor_scalar(self.model, "buffer")[rows].astype(np.int64))
 
     @cached_property
     def constant_mask(self) -> np.ndarray:
@@ -213,8 +213,8 @@ class Subgraph:
         tensors = index.table("tflite.Tensor")
         rows = np.flatnonzero(tensors.parent == self.index)
         rows = rows[np.argsort(tensors.index[rows], kind="stable")]
-        buf = index.scalar(tensors, "buffer").astype(np.int64)[rows]
-        ext = index.scalar(tensors, "external_buffer")[rows]
+        buf = _tensor_scalar(self.model, "buffer")[rows].astype(np.int64)
+        ext = _tensor_scalar(self.model, "external_buffer")[rows]
         sizes = self.model.buffer_sizes
         has = (buf > 0) & (buf < sizes.size)
         out = ext != 0
@@ -233,7 +233,7 @@ class Subgraph:
         index = self.model.index
         tensors = index.table("tflite.Tensor")
         rows = index.rows_of(tensors, self.index)
-        return index.scalar(tensors, "external_buffer")[rows].astype(np.int64)
+        return _tensor_scalar(self.model, "external_buffer")[rows].astype(np.int64)
 
     @cached_property
     def written_tensors(self) -> frozenset[int]:
@@ -253,6 +253,13 @@ class Subgraph:
             if sig.subgraph_index == self.index:
                 return sig.key
         return f"subgraph {self.index}"
+
+
+def _tensor_scalar(model: "Model", field: str) -> np.ndarray:
+    """One scalar field of every tensor of the model (`_whole`), in the verifier's rows."""
+    index = model.index
+    return _whole(model, ("scalar", field),
+                  lambda: index.scalar(index.table("tflite.Tensor"), field))
 
 
 def _fused_activations(index, ops) -> dict[int, dict[int, str]]:

@@ -292,7 +292,7 @@ def _float_entry(qm: Model, fm: Model, entry: Entry, pairing: Pairing) -> Entry 
 
 def _plan(qm: Model, fm: Model | None, pairing: Pairing | None, backend: str, *, count: int,
           seed: int, npz, images, given, signature: str | None,
-          float_sums: str = "auto") -> list[_Run]:
+          float_sums: str) -> list[_Run]:
     runs: list[_Run] = []
     covered: set[int] = set()
     todo = entries(qm)

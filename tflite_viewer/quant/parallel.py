@@ -143,11 +143,7 @@ def _share(jobs: Sequence[Any], work: Callable[[Any, bool], Any], rest: list[int
     results: dict[int, tuple[Any, bool]] = {}
     try:
         for _ in range(n - 1):
-            reader, writer = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_child, args=(take, jobs, work, writer), daemon=True)
-            proc.start()
-            writer.close()
-            children.append((proc, reader))
+            children.append(_fork(_child, take, jobs, work))
         if meanwhile is not None:
             meanwhile()
         while (i := take()) is not None:
@@ -163,6 +159,17 @@ def _share(jobs: Sequence[Any], work: Callable[[Any, bool], Any], rest: list[int
         raise
     _release(children, stop=False)
     return results
+
+
+def _fork(target: Callable, *args: Any) -> tuple[Any, Any]:
+    """A forked daemon child running ``target(*args, writer)``: (the process, the reading
+    end of its pipe)."""
+    ctx = multiprocessing.get_context("fork")
+    reader, writer = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=target, args=(*args, writer), daemon=True)
+    proc.start()
+    writer.close()
+    return proc, reader
 
 
 def _release(children: list, stop: bool) -> None:
@@ -188,12 +195,7 @@ class SideJob:
         self._func = func
         self._proc = self._reader = None
         if fork:
-            ctx = multiprocessing.get_context("fork")
-            reader, writer = ctx.Pipe(duplex=False)
-            self._proc = ctx.Process(target=_side_child, args=(func, writer), daemon=True)
-            self._proc.start()
-            writer.close()
-            self._reader = reader
+            self._proc, self._reader = _fork(_side_child, func)
 
     @property
     def forked(self) -> bool:
@@ -234,20 +236,12 @@ def start_side(func: Callable[[], Any], workers: int | None = None) -> SideJob:
 
 
 def _side_child(func: Callable[[], Any], writer) -> None:
-    """Compute ``func()`` with BLAS on one thread (as every job, `map_jobs`) and send it
-    with an end mark; on failure send only the mark (the parent computes it again)."""
-    try:
-        with threadpool_limits(limits=1, user_api="blas"):
-            item = (0, func())
-        writer.send(item)
-    except BaseException:  # noqa: BLE001 - the parent runs it
-        pass
-    try:
-        writer.send(None)
-    except BaseException:  # noqa: BLE001 - idem
-        pass
-    finally:
-        writer.close()
+    """`_child` with one job, ``func()``, computed with BLAS on one thread (as every job of
+    `map_jobs`): its result and an end mark, or on failure the mark alone (the parent
+    computes it again)."""
+    todo = [0]
+    with threadpool_limits(limits=1, user_api="blas"):
+        _child(lambda: todo.pop() if todo else None, [func], lambda f, here: f(), writer)
 
 
 def _receive(reader, check: Callable[[], None] | None) -> dict[int, Any]:
