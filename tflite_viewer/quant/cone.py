@@ -101,7 +101,7 @@ class DownstreamCone:
                     raise CannotReuse(f"output {o} changes shape or type")
                 t.data = value
                 touched.append(o)
-                if not np.array_equal(value, old):
+                if (value != old).any():
                     dirty.add(o)
             if dirty:
                 with np.errstate(all="ignore"):
@@ -121,9 +121,9 @@ class DownstreamCone:
         tensors = sg.tensors
         k = self.subgraph
         for node in self._plan[start:]:
-            if not any(i in dirty for i in node.inputs):
+            if dirty.isdisjoint(node.inputs):
                 continue
-            if node.prepared_shapes != sg.input_shapes(node):
+            if node.shapes_dirty:  # (every value here has its first run's shape)
                 raise CannotReuse(f"op {node.index} would be prepared again")
             node.kernel.invoke(sg, node)
             for o in node.outputs:
@@ -134,7 +134,7 @@ class DownstreamCone:
                 if old is None or new is None or new.shape != old.shape \
                         or new.dtype != old.dtype:
                     raise CannotReuse(f"op {node.index} changes output {o}'s shape or type")
-                if not np.array_equal(new, old):
+                if (new != old).any():  # np.array_equal's test, shape and type checked
                     dirty.add(o)
 
     def _restore_all(self, baseline: Values) -> None:

@@ -163,8 +163,11 @@ class FallbackRunner:
         calls, gain._calls = gain._calls, []
         if not calls:
             return None
-        ref = np.concatenate([np.asarray(c[0], np.float64).reshape(-1) for c in calls])
-        got = np.concatenate([np.asarray(c[1], np.float64).reshape(-1) for c in calls])
+        if len(calls) == 1:  # (an op outside a loop)
+            ref, got = np.reshape(calls[0][0], -1), np.reshape(calls[0][1], -1)
+        else:
+            ref = np.concatenate([np.asarray(c[0], np.float64).reshape(-1) for c in calls])
+            got = np.concatenate([np.asarray(c[1], np.float64).reshape(-1) for c in calls])
         return tensor_metrics(ref, got, calls[0][2])
 
     def finish(self) -> list[FallbackGain]:

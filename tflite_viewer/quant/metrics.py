@@ -80,28 +80,25 @@ def median_diff_ratio(reference: np.ndarray, target: np.ndarray) -> float:
 def tensor_metrics(reference: np.ndarray, dequantized: np.ndarray,
                    scale: float | None = None) -> dict[str, float]:
     """All `METRICS` of one tensor on one input (``scale``: the quantized tensor's single
-    scale, for rmse_scale).  Each vector is converted and read as few times as it can be:
-    analysis computes this for every tensor of every sample."""
+    scale, for rmse_scale), by `metrics_of_arrays` (analysis computes this for every
+    tensor of every sample, and for every op of its per-layer fallback)."""
     ref = np.asarray(reference, dtype=np.float64)
     deq = np.asarray(dequantized, dtype=np.float64)
     if ref.shape != deq.shape:
         raise ValueError(f"shapes differ: float {list(ref.shape)}, quantized {list(deq.shape)}")
-    r, d = ref.reshape(-1), deq.reshape(-1)
-    diffs = d - r
-    n = diffs.size
-    dd = _dot(diffs, diffs)
-    mse = dd / n if n else 0.0
-    return {
-        "num_elements": float(n),
-        "stddev": float(np.std(diffs)) if n else 0.0,
-        "mean_error": float(np.mean(diffs)) if n else 0.0,
-        "max_abs_error": float(max(diffs.max(), -diffs.min())) if n else 0.0,
-        "mean_squared_error": mse,
-        "rmse_scale": (math.sqrt(mse) / scale) if scale else None,
-        "cosine": _cosine(_dot(r, r), _dot(d, d), _dot(r, d)),
-        "sqnr_db": _sqnr(_dot(r, r), dd),
-        "median_diff_ratio": median_diff_ratio(ref, deq),
-    }
+    r = ref.reshape(-1)
+    d = np.array(deq, dtype=np.float64).reshape(-1)  # a copy: metrics_of_arrays writes it
+    r32, d32 = r.astype(np.float32), d.astype(np.float32)
+    denom32 = np.abs(d32)
+    denom32 += np.float32(MDR_TOLERANCE)
+    return metrics_of_arrays(r, d, scale, r32, d32, denom32)
+
+
+def _empty_metrics(scale: float | None) -> dict[str, float]:
+    """`METRICS` of two empty tensors: no error."""
+    return {"num_elements": 0.0, "stddev": 0.0, "mean_error": 0.0, "max_abs_error": 0.0,
+            "mean_squared_error": 0.0, "rmse_scale": 0.0 if scale else None, "cosine": 1.0,
+            "sqnr_db": math.inf, "median_diff_ratio": 0.0}
 
 
 def metrics_of_arrays(r: np.ndarray, d: np.ndarray, scale: float | None, r32: np.ndarray,
@@ -115,7 +112,7 @@ def metrics_of_arrays(r: np.ndarray, d: np.ndarray, scale: float | None, r32: np
     overwritten."""
     n = d.size
     if not n:
-        return tensor_metrics(r, d, scale)
+        return _empty_metrics(scale)
     rr, d_d, rd = _dot(r, r), _dot(d, d), _dot(r, d)
     diffs = np.subtract(d, r, out=work)
     dd = _dot(diffs, diffs)

@@ -92,9 +92,12 @@ def quantize(values: np.ndarray, quantization, kind: Any) -> np.ndarray:
     x = np.asarray(values, dtype=np.float64)
     scale, zp = broadcast_params(quantization, x.shape)
     lo, hi = integer_range(kind)
-    q = np.trunc(x / scale + np.copysign(0.5, x / scale)) + zp
+    q = np.asarray(x / scale)  # (a 0-d array, not a scalar, for the in-place steps)
+    q += np.copysign(0.5, q)
+    np.trunc(q, out=q)
+    q += zp
     dtype = np.dtype(_name(kind).lower()) if _name(kind) in _NUMPY_NAMES.values() else np.int64
-    return np.clip(q, lo, hi).astype(dtype)
+    return np.clip(q, lo, hi, out=q).astype(dtype)
 
 
 def representable_range(quantization, kind: Any, shape: tuple[int, ...] | None = None

@@ -175,17 +175,27 @@ def pad_for_window(x: np.ndarray, win: Window, filt_h: int, filt_w: int, sh: int
     nothing to the sum (0 after the input offset, or the type minimum for max pooling)
     gives the same result.
     """
+    shape = padded_shape(x.shape, win, filt_h, filt_w, sh, sw, dh, dw)
+    if shape is None:
+        return x
+    out = np.full(shape, value, x.dtype)
     _, h, w, _ = x.shape
+    out[:, win.pad_h:win.pad_h + h, win.pad_w:win.pad_w + w, :] = x
+    return out
+
+
+def padded_shape(shape: tuple[int, ...], win: Window, filt_h: int, filt_w: int, sh: int,
+                 sw: int, dh: int = 1, dw: int = 1) -> tuple[int, int, int, int] | None:
+    """The shape `pad_for_window` pads an NHWC array of ``shape`` to (the input at
+    [win.pad_h, win.pad_w] in it), or None when every window lies inside the input."""
+    b, h, w, c = shape
     need_h = (win.out_h - 1) * sh + (filt_h - 1) * dh + 1
     need_w = (win.out_w - 1) * sw + (filt_w - 1) * dw + 1
     after_h = max(0, need_h - h - win.pad_h)
     after_w = max(0, need_w - w - win.pad_w)
     if win.pad_h == 0 and win.pad_w == 0 and after_h == 0 and after_w == 0:
-        return x
-    b, _, _, c = x.shape
-    out = np.full((b, win.pad_h + h + after_h, win.pad_w + w + after_w, c), value, x.dtype)
-    out[:, win.pad_h:win.pad_h + h, win.pad_w:win.pad_w + w, :] = x
-    return out
+        return None
+    return (b, win.pad_h + h + after_h, win.pad_w + w + after_w, c)
 
 
 def patches(xp: np.ndarray, win: Window, filt_h: int, filt_w: int, sh: int, sw: int,

@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from .. import quant_math as qm
 from .common import (FLOAT32_EXACT, FLOAT64_EXACT, Options, Rounding, Window, activation_of,
                      check_rounding, dtype_range, exact_matmul, fused_activation_range, im2col,
-                     int_matmul, pad_for_window, patches, qparams, window, wrap32)
+                     int_matmul, pad_for_window, padded_shape, patches, qparams, window,
+                     wrap32)
 
 
 @dataclass(frozen=True)
@@ -169,6 +169,8 @@ class ConvPlan:
     depth: int  # input channels per output channel (1 for depthwise)
     ftype: type = np.float32  # the float type of the depthwise sums
     tiled: tuple = (None, None)  # depthwise: (ftaps, ftaps tiled to output rows)
+    #: depthwise: (pad value, the padded float input of the last call, its border filled)
+    padded: tuple = (None, None)
     _tail: tuple = (None, None, None)  # (filter matrix, bias, FloatRequantizer | None)
 
     @property
@@ -334,8 +336,7 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
         ftaps = depthwise_filter(filter, p.filter_offset, plan.ftype)
     tail = plan.float_tail(p, ftaps, bias, depthwise=True)
     if tail is not None:  # raw inputs: the input offset is in the tail's bias
-        return tail(_depthwise_sums(input.astype(plan.ftype), ftaps, plan, -p.input_offset,
-                                    plan.raw_bound))
+        return tail(_depthwise_sums(input, ftaps, plan, -p.input_offset, plan.raw_bound))
     offset = 0 if p.is_int16 else p.input_offset  # the int16 kernel has no input offset
     x = input.astype(plan.ftype)
     if offset:
@@ -352,11 +353,11 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
 
 def _depthwise_sums(x: np.ndarray, ftaps: np.ndarray, plan: ConvPlan, pad_value: int,
                     x_bound: int) -> np.ndarray:
-    """The exact per-channel window sums of x (float, NHWC, padded with ``pad_value``)
-    times ftaps, as [B, OH, OW, C*M] floats (|x| <= ``x_bound``)."""
+    """The exact per-channel window sums of x (NHWC, padded with ``pad_value``, in the
+    plan's float type) times ftaps, as [B, OH, OW, C*M] floats (|x| <= ``x_bound``)."""
     win, kh, kw = plan.win, plan.kh, plan.kw
     sh, sw, dh, dw = plan.sh, plan.sw, plan.dh, plan.dw
-    xp = pad_for_window(x, win, kh, kw, sh, sw, dh, dw, pad_value)
+    xp = _padded_input(x, plan, pad_value)
     b, in_ch, out_ch = x.shape[0], x.shape[3], ftaps.shape[1]
     if in_ch == 1:
         cols = im2col(xp, win, kh, kw, sh, sw, dh, dw)
@@ -369,6 +370,26 @@ def _depthwise_sums(x: np.ndarray, ftaps: np.ndarray, plan: ConvPlan, pad_value:
         tiled = np.tile(ftaps, (1, win.out_w))  # [taps, OW*C]
         plan.tiled = (ftaps, tiled)
     return depthwise_taps(xp, ftaps, win, kh, kw, sh, sw, dh, dw, tiled=tiled)
+
+
+def _padded_input(x: np.ndarray, plan: ConvPlan, pad_value: int) -> np.ndarray:
+    """``x`` in the plan's float type, padded for its window with ``pad_value``: copied
+    into the buffer of the plan's last call, whose border already holds that value (a
+    fresh padded array per call cost a fill and a copy more: the cone of an analysis's
+    fallback calls small depthwise convolutions thousands of times).  Nothing the call
+    returns refers to the buffer."""
+    shape = padded_shape(x.shape, plan.win, plan.kh, plan.kw, plan.sh, plan.sw, plan.dh,
+                         plan.dw)
+    if shape is None:
+        return x.astype(plan.ftype, copy=False)
+    value, buf = plan.padded
+    if buf is None or value != pad_value or buf.shape != shape or buf.dtype != plan.ftype:
+        buf = np.full(shape, pad_value, plan.ftype)
+        plan.padded = (pad_value, buf)
+    _, h, w, _ = x.shape
+    top, left = plan.win.pad_h, plan.win.pad_w
+    buf[:, top:top + h, left:left + w, :] = x
+    return buf
 
 
 def _tap_view(xp: np.ndarray, win: Window, kh: int, kw: int, sh: int, sw: int, dh: int,
@@ -388,8 +409,12 @@ def _tap_view(xp: np.ndarray, win: Window, kh: int, kw: int, sh: int, sw: int, d
             x0 = kx * dw
             base[kx] = xp[:, :, x0:x0 + (win.out_w - 1) * sw + 1:sw, :].reshape(b, h, row)
         steps = (dh * row, b * h * row, h * row, sh * row, 1)
-    return as_strided(base, (kh, kw, b, win.out_h, row),
-                      tuple(k * base.itemsize for k in steps), writeable=False)
+    # np.ndarray over base's memory: as_strided's own wrapping cost more than the einsum
+    # of a small tensor
+    view = np.ndarray((kh, kw, b, win.out_h, row), base.dtype, base, 0,
+                      tuple(k * base.itemsize for k in steps))
+    view.flags.writeable = False
+    return view
 
 
 def depthwise_taps(xp: np.ndarray, ftaps: np.ndarray, win: Window, kh: int, kw: int,
