@@ -12,8 +12,9 @@ first run's tensors with only the op's downstream cone computed again:
 * its requantized outputs replace its outputs; an output whose replacement is equal, bit
   for bit, to what the first run computed changes nothing downstream;
 * every later node of the execution plan with a changed input is invoked again, through the
-  same kernel call the hooked run makes (`Kernel.invoke`), and its outputs that differ
-  from the first run's are changed in turn.
+  call an unwatched run of the plan makes (the kernel's bound invoke, `Kernel.bind`, which
+  computes what `Kernel.invoke`, the hooked run's call, computes), and its outputs that
+  differ from the first run's are changed in turn.
 
 The interpreter's tensors are put back to the first run's values afterwards.  This holds
 where a full re-run would compute the same upstream values: the entry subgraph of a run
@@ -60,6 +61,7 @@ class DownstreamCone:
         self._plan = list(sg.plan_nodes)
         self._position = {node.index: p for p, node in enumerate(self._plan)}
         self._computed = [t for t in sg.tensors if not t.is_constant]
+        self._bound: tuple = (None, {})  # (the plan's steps, their calls by node index)
         self.why_not = self._why_not(interpreter, calls_other_subgraphs)
 
     @staticmethod
@@ -120,12 +122,13 @@ class DownstreamCone:
         sg = self._sg
         tensors = sg.tensors
         k = self.subgraph
+        calls = self._calls()
         for node in self._plan[start:]:
             if dirty.isdisjoint(node.inputs):
                 continue
             if node.shapes_dirty:  # (every value here has its first run's shape)
                 raise CannotReuse(f"op {node.index} would be prepared again")
-            node.kernel.invoke(sg, node)
+            calls.get(node.index, node.kernel.invoke)(sg, node)
             for o in node.outputs:
                 if o < 0:
                     continue
@@ -136,6 +139,16 @@ class DownstreamCone:
                     raise CannotReuse(f"op {node.index} changes output {o}'s shape or type")
                 if (new != old).any():  # np.array_equal's test, shape and type checked
                     dirty.add(o)
+
+    def _calls(self) -> dict:
+        """The plan's bound kernel calls by node index (`builder.bind_kernels`; replays of
+        folded nodes left out: their nodes take their kernels' invoke), as the plan now
+        holds them."""
+        steps = self._sg.plan_steps
+        if self._bound[0] is not steps:
+            self._bound = (steps, {node.index: fn for node, fn, _ in steps
+                                   if fn is not None and not hasattr(fn, "nodes")})
+        return self._bound[1]
 
     def _restore_all(self, baseline: Values) -> None:
         """The subgraph's computed tensors as the first run left them (a full re-run made

@@ -286,6 +286,26 @@ def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, inpu
     return _requantize(acc, p)
 
 
+def conv_2d_tail_fn(params: ConvParams, plan: ConvPlan, fmat: np.ndarray,
+                    bias: np.ndarray | None):
+    """`conv_2d` of inputs of the plan's shape, with this filter matrix and bias, as a
+    function of the input alone where it takes the float tail (one group, exact sums):
+    the same operations without the per-call checks and lookups (a kernel's ``bind``);
+    None elsewhere."""
+    groups = plan.input_shape[3] // plan.depth
+    if groups != 1 or plan.bound >= FLOAT64_EXACT:
+        return None
+    tail = plan.float_tail(params, fmat, bias, depthwise=False)
+    if tail is None:
+        return None
+    pad, raw_bound, f_bound = -params.input_offset, plan.raw_bound, plan.f_bound
+
+    def run(input: np.ndarray) -> np.ndarray:
+        cols = _conv_columns(input.astype(np.float32), plan, pad)
+        return tail(exact_matmul(cols, fmat, raw_bound, f_bound, float32_ok=True))
+    return run
+
+
 def _conv_columns(x: np.ndarray, plan: ConvPlan, pad_value: int) -> np.ndarray:
     """[B*OH*OW, KH*KW*C] patches of an NHWC float input padded with ``pad_value`` (1x1
     unpadded convolutions only subsample)."""
@@ -349,6 +369,23 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     if bias is not None:
         acc += bias.astype(np.int64).reshape(-1)
     return _requantize(acc, p, depthwise=True)
+
+
+def depthwise_tail_fn(params: ConvParams, plan: ConvPlan, ftaps: np.ndarray,
+                      bias: np.ndarray | None):
+    """`depthwise_conv_2d` of inputs of the plan's shape, with these filter taps and bias,
+    as a function of the input alone where it takes the float tail (`conv_2d_tail_fn`);
+    None elsewhere."""
+    if ftaps.dtype != plan.ftype:
+        return None
+    tail = plan.float_tail(params, ftaps, bias, depthwise=True)
+    if tail is None:
+        return None
+    pad, raw_bound = -params.input_offset, plan.raw_bound
+
+    def run(input: np.ndarray) -> np.ndarray:
+        return tail(_depthwise_sums(input, ftaps, plan, pad, raw_bound))
+    return run
 
 
 def _depthwise_sums(x: np.ndarray, ftaps: np.ndarray, plan: ConvPlan, pad_value: int,

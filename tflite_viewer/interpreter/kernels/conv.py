@@ -180,6 +180,38 @@ def _int_prepare(ctx, node, channels: int, depthwise: bool = False) -> None:
                                         cache.params, depthwise)
 
 
+def bind_int_tail(ctx, node, invoke, make_filter, tail_fn):
+    """A ``bind`` of an 8-bit CONV_2D or DEPTHWISE_CONV_2D node whose filter and bias are
+    constants and which takes the float tail: its input's data straight to the integer
+    kernel's prepared function (``tail_fn(params, plan, filter values, bias)``,
+    ``make_filter(filter, params, plan)`` its cached filter form); ``invoke`` for an input
+    of another shape.  None where the node's invoke does more (other kinds, the integer
+    path, an empty output, computed weights)."""
+    cache = node.user_data
+    if cache.kind not in ("uint8", "int8") or cache.plan is None:
+        return None
+    x, w, b, o = ctx.input(node, 0), ctx.input(node, 1), ctx.input(node, 2), ctx.output(node, 0)
+    if not w.is_constant or w.data is None or (b is not None and not b.is_constant) \
+            or o.shape is None or 0 in o.shape or o.is_dynamic \
+            or x.shape != cache.plan.input_shape:
+        return None
+    p, plan = cache.params, cache.plan
+    fvalues = cache.get(w.data, lambda data: make_filter(data, p, plan))
+    run = tail_fn(p, plan, fvalues, None if b is None else b.data)
+    if run is None:
+        return None
+    shape = x.shape
+    set_output = ctx.set_output
+
+    def bound(ctx, node) -> None:
+        data = x.data
+        if data is None or data.shape != shape:
+            invoke(ctx, node)
+            return
+        set_output(o, run(data))
+    return bound
+
+
 def hybrid_options(node) -> dict:
     """The options a hybrid core gets: its float output goes through
     CalculateActivationRange in LiteRT, so only the clamping activations apply."""
@@ -294,6 +326,11 @@ class Conv2D(_ConvKernel):
         _int_prepare(ctx, node, w.shape[0])
         node.user_data.args = (strides, dilations, padding, clamp_activation(node), geometry)
 
+    def bind(self, ctx, node):
+        return bind_int_tail(ctx, node, self.invoke,
+                             lambda w, p, plan: int_conv.filter_matrix(w, p.filter_offset),
+                             int_conv.conv_2d_tail_fn)
+
     def invoke(self, ctx, node):
         if zero_sized_output(ctx, node):
             return
@@ -357,6 +394,12 @@ class DepthwiseConv2D(_ConvKernel):
                                        "DEPTHWISE_CONV_2D")
         ctx.resize(ctx.output(node, 0), (x.shape[0], oh, ow, w.shape[3]))
         _int_prepare(ctx, node, w.shape[3], depthwise=True)
+
+    def bind(self, ctx, node):
+        return bind_int_tail(
+            ctx, node, self.invoke,
+            lambda w, p, plan: int_conv.depthwise_filter(w, p.filter_offset, plan.ftype),
+            int_conv.depthwise_tail_fn)
 
     def invoke(self, ctx, node):
         if zero_sized_output(ctx, node):
