@@ -123,6 +123,12 @@ class Tensor:
 
     @cached_property
     def quantization(self) -> Quantization | None:
+        got = _indexed_quantization(self)
+        return self._read_quantization() if got is _UNREAD else got
+
+    def _read_quantization(self) -> Quantization | None:
+        """The QuantizationParameters table read through flatbuffers (tables with details,
+        models without the verifier's columns)."""
         q = self._fb.Quantization()
         if q is None:
             return None
@@ -402,3 +408,60 @@ def _decode_strings(raw: np.ndarray, shape: tuple[int, ...], where: str) -> np.n
     for d in shape:
         n *= d
     return out.reshape(shape) if n == count else out
+
+
+_UNREAD = object()
+#: QuantizationParameters' vector fields, in `Quantization`'s order, and their types
+_QP_VECTORS = (("scale", np.dtype("<f4"), _EMPTY_F32), ("zero_point", np.dtype("<i8"), _EMPTY_I64),
+               ("min", np.dtype("<f4"), _EMPTY_F32), ("max", np.dtype("<f4"), _EMPTY_F32))
+
+
+def _indexed_quantization(tensor: Tensor):
+    """The tensor's quantization from `indexed_quantizations`, or _UNREAD."""
+    model = tensor.model
+    if model.index is None:
+        return _UNREAD
+    from .subgraph import _whole
+    table = _whole(model, ("quantization",), lambda: indexed_quantizations(model.index))
+    return table.get((tensor.subgraph.index, tensor.index), _UNREAD)
+
+
+def indexed_quantizations(index) -> dict[tuple[int, int], Quantization | None]:
+    """Every tensor's QuantizationParameters without details, from the verifier's columns
+    (``index``, a `verify.FileIndex`) at once: {(subgraph, tensor): Quantization, or None
+    for an empty table}; the vectors are read-only views on the file, as the flatbuffers
+    read gives them.  Read per tensor through flatbuffers, a table costs ~40 us (a dozen
+    field lookups); a model's interpreter and its analysis read every one.  Tables with
+    details (blockwise, custom, multi-axis) are left out: `Tensor` reads those itself."""
+    try:
+        batch = index.table("tflite.QuantizationParameters")
+        tensors = index.table("tflite.Tensor")
+    except ValueError:  # reached in more than one way: read per tensor
+        return {}
+    if not len(batch) or batch.parent_batch is not tensors:
+        return {}
+    reader, n = index.r, len(batch)
+    columns = []
+    for name, dtype, empty in _QP_VECTORS:
+        start, length = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        fo = batch.fo.get(name)
+        if fo is not None and fo.any():
+            rows = np.flatnonzero(fo)
+            fpos = batch.pos[rows] + fo[rows]
+            target = fpos + reader.uint(fpos, 4)
+            start[rows], length[rows] = target + 4, reader.uint(target, 4)
+        columns.append((dtype, empty, start.tolist(), (length * dtype.itemsize).tolist()))
+    data = reader.data
+    dims = index.scalar(batch, "quantized_dimension").tolist()
+    has_details = index.scalar(batch, "details_type").tolist()
+    owners = batch.parent.tolist()
+    sg, ti = tensors.parent.tolist(), tensors.index.tolist()
+    out: dict[tuple[int, int], Quantization | None] = {}
+    for r in range(n):
+        if has_details[r]:
+            continue
+        arrays = [data[start[r]:start[r] + size[r]].view(dtype) if size[r] else empty
+                  for dtype, empty, start, size in columns]
+        q = Quantization(*arrays, dims[r], None)
+        out[(sg[owners[r]], ti[owners[r]])] = None if q.is_empty else q
+    return out
