@@ -90,7 +90,7 @@ class ActivationStats:
         else:
             b = bins
             np.copyto(b, scaled, casting="unsafe")  # astype's conversion, into scratch
-        np.clip(b, 0, HIST_BINS - 1, out=b)
+        np.minimum(np.maximum(b, 0, out=b), HIST_BINS - 1, out=b)  # np.clip's, in place
         self.float_hist += np.bincount(b, minlength=HIST_BINS)
 
     def _start(self) -> None:
