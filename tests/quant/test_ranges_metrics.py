@@ -8,6 +8,7 @@ import pytest
 
 from tflite_viewer.model import load_model
 from tflite_viewer.quant import metrics as M
+from tflite_viewer.quant.metrics import METRICS, average, mean
 from tflite_viewer.quant.ranges import INTEGER_RANGES, dequantize, integer_range, quantize
 
 from .helpers import MNV2_INT8
@@ -93,3 +94,33 @@ def test_uniform_rounding_error_gives_rmse_scale_near_one_over_sqrt12():
     scale = 0.05
     q = np.round(x / scale) * scale
     assert M.tensor_metrics(x, q, scale)["rmse_scale"] == pytest.approx(1 / math.sqrt(12), rel=0.01)
+
+
+def test_average_and_mean_are_np_mean_per_metric():
+    """`average` sums every metric at once; each must be np.mean of that metric's values,
+    bit for bit (inf, -inf and NaN included), and None where any input lacks it."""
+    rng = np.random.default_rng(3)
+    for _ in range(1500):
+        n = int(rng.integers(0, 40))
+        rows = []
+        for _ in range(n):
+            m = {k: float(rng.standard_normal() * 10.0 ** int(rng.integers(-8, 8)))
+                 for k in METRICS}
+            if rng.random() < 0.05:
+                m["sqnr_db"] = math.inf if rng.random() < 0.7 else -math.inf
+            if rng.random() < 0.03:
+                m["cosine"] = math.nan
+            if rng.random() < 0.05:
+                m["rmse_scale"] = None
+            rows.append(m)
+        got = average(rows)
+        for key in METRICS:
+            values = [m[key] for m in rows]
+            if not values or any(v is None for v in values):
+                assert got[key] is None, key
+                continue
+            with np.errstate(invalid="ignore"):  # inf + -inf, as np.mean adds them
+                want = float(np.mean(np.asarray(values, dtype=np.float64)))
+                plain = mean(values)
+            assert np.array_equal(got[key], want, equal_nan=True), (n, key, got[key], want)
+            assert np.array_equal(plain, want, equal_nan=True), (n, key)

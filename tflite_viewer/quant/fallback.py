@@ -23,7 +23,7 @@ import numpy as np
 
 from ..model import Model
 from .float_op import FloatOp, float_ops
-from .metrics import average, cosine, sqnr_db, tensor_metrics
+from .metrics import average, cosine, mean, sqnr_db, tensor_metrics
 from .pairing import Pairing, is_real
 from .ranges import dequantize, integer_range, quantize
 
@@ -173,12 +173,11 @@ class FallbackRunner:
     def finish(self) -> list[FallbackGain]:
         for g in self.gains.values():
             if g.per_input:
-                g.sqnr_db = float(np.mean([p["sqnr_db"] for p in g.per_input]))
-                g.cosine = float(np.mean([p["cosine"] for p in g.per_input]))
-                g.gain_db = float(np.mean([_gain(p["sqnr_db"], p["baseline_sqnr_db"])
-                                           for p in g.per_input]))
-                g.cosine_gain = float(np.mean([p["cosine"] - p["baseline_cosine"]
-                                               for p in g.per_input]))
+                g.sqnr_db = mean([p["sqnr_db"] for p in g.per_input])
+                g.cosine = mean([p["cosine"] for p in g.per_input])
+                g.gain_db = mean([_gain(p["sqnr_db"], p["baseline_sqnr_db"])
+                                  for p in g.per_input])
+                g.cosine_gain = mean([p["cosine"] - p["baseline_cosine"] for p in g.per_input])
             measured = [x for x in g._local if x]
             if measured:
                 g.local = average(measured)

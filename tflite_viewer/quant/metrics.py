@@ -166,16 +166,27 @@ def median_in_place(values: np.ndarray) -> float:
 
 
 def average(per_input: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
-    """The mean of each metric over inputs (None where a metric is None)."""
-    out: dict[str, float | None] = {}
-    for key in METRICS:
-        vals = [m.get(key) for m in per_input]
-        if not vals or any(v is None for v in vals):
-            out[key] = None
-            continue
-        with np.errstate(invalid="ignore"):
-            out[key] = float(np.mean(np.asarray(vals, dtype=np.float64)))
-    return out
+    """The mean of each metric over inputs (None where a metric is None): np.mean's
+    numbers (each metric's values summed pairwise, as one row, then divided), for every
+    metric at once (an analysis averages every tensor and every fallback op)."""
+    n = len(per_input)
+    table = np.zeros((len(METRICS), n))
+    present = [bool(n)] * len(METRICS)
+    for j, m in enumerate(per_input):
+        for i, key in enumerate(METRICS):
+            v = m.get(key)
+            if v is None:
+                present[i] = False
+            elif present[i]:
+                table[i, j] = v
+    with np.errstate(invalid="ignore"):
+        means = (np.add.reduce(table, axis=1) / n).tolist() if n else []
+    return {key: means[i] if present[i] else None for i, key in enumerate(METRICS)}
+
+
+def mean(values: Sequence[float]) -> float:
+    """np.mean of a list of floats, without its wrapper's cost."""
+    return float(np.add.reduce(np.asarray(values, dtype=np.float64)) / len(values))
 
 
 def badness(metric: str, value: float | None) -> float:
