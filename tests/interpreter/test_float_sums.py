@@ -116,3 +116,38 @@ def test_a_debug_stop_says_which_sums(monkeypatch):
     stop = DebugSession(model, signature="decode", interpreter=Interpreter(
         model, float_sums="reference")).start()
     assert stop.float_sums == "reference"
+
+
+@pytest.mark.parametrize("stride,dilation,mult,padding", [
+    (1, 1, 1, "SAME"), (2, 1, 1, "SAME"), (1, 2, 1, "VALID"), (2, 1, 2, "VALID"),
+    (1, 1, 3, "SAME")])
+def test_blas_depthwise_taps_are_the_reference_sums_within_rounding(stride, dilation, mult,
+                                                                     padding):
+    """Under ``blas`` DEPTHWISE_CONV_2D adds its taps in one einsum: each output within a
+    few float32 roundings of the reference order's (bounded by the sum of |terms|), with
+    the same bias and activation; ``reference`` keeps the tap-by-tap order."""
+    from tflite_viewer.interpreter.kernels.conv import depthwise_conv2d
+
+    rng = np.random.default_rng(stride * 10 + dilation + mult)
+    x = rng.standard_normal((2, 9, 11, 4)).astype(np.float32)
+    w = rng.standard_normal((1, 3, 3, 4 * mult)).astype(np.float32)
+    b = rng.standard_normal(4 * mult).astype(np.float32)
+    args = (x, w, b, (stride, stride), (dilation, dilation), padding, "RELU6")
+    ref = depthwise_conv2d(*args)
+    fast = depthwise_conv2d(*args, reference_sums=False)
+    bound = depthwise_conv2d(np.abs(x), np.abs(w), np.abs(b), (stride, stride),
+                             (dilation, dilation), padding, None)
+    assert fast.shape == ref.shape and fast.dtype == np.float32
+    assert np.all(np.abs(fast - ref) <= 16 * np.finfo(np.float32).eps * bound)
+    assert fast.min() >= 0 and fast.max() <= 6  # RELU6 applied
+
+
+def test_blas_depthwise_model_outputs_close_to_reference():
+    model = MODELS_DIR / "mobilenet_v2_float.tflite"
+    x = np.random.default_rng(5).standard_normal(
+        load_model(model).subgraphs[0].tensors[load_model(model).subgraphs[0].inputs[0]].shape
+    ).astype(np.float32)
+    ref = Interpreter(load_model(model), float_sums="reference").invoke([x])
+    fast = Interpreter(load_model(model), float_sums="blas").invoke([x])
+    for k in ref:
+        np.testing.assert_allclose(fast[k], ref[k], rtol=1e-4, atol=1e-6)

@@ -1,4 +1,5 @@
-"""Which way an interpreter adds float32 CONV_2D and FULLY_CONNECTED products.
+"""Which way an interpreter adds float32 CONV_2D and FULLY_CONNECTED products (and
+DEPTHWISE_CONV_2D's taps).
 
 ``reference`` adds one float32 product at a time in LiteRT's reference kernels' order
 (`float32.ordered_matmul`): their results to the bit, which makes an op-by-op comparison
@@ -7,6 +8,9 @@ product, since every addition is its own rounding in a fixed order.  ``blas`` ta
 BLAS product: its sums blocked and fused, a float32 rounding or so from the reference per
 output -- as LiteRT's own optimized and XNNPACK kernels are, which is what a big model runs
 on in practice.
+
+DEPTHWISE_CONV_2D adds its taps one at a time in the reference order under ``reference``,
+and in one einsum (numpy's order, which may differ) under ``blas``.
 
 ``auto`` (the default) decides by the model: reference sums unless its float32 filters
 (the weights those ops multiply by) take `BLAS_FROM_BYTES` or more.  Below that the

@@ -91,8 +91,13 @@ def filter_matrix(w: np.ndarray) -> np.ndarray:
 
 def depthwise_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
                      strides: tuple[int, int] = (1, 1), dilations: tuple[int, int] = (1, 1),
-                     padding: str = "SAME", act: str | None = None) -> np.ndarray:
-    """NHWC depthwise convolution with a [1, KH, KW, C*M] filter (M = depth multiplier)."""
+                     padding: str = "SAME", act: str | None = None,
+                     reference_sums: bool = True) -> np.ndarray:
+    """NHWC depthwise convolution with a [1, KH, KW, C*M] filter (M = depth multiplier).
+
+    The taps are added one at a time in the reference kernel's order; float32 sums take
+    one einsum over the taps instead when ``reference_sums`` is False
+    (`Interpreter.reference_float_sums`: its order is numpy's, a rounding or so away)."""
     n, h, wd, c = x.shape
     _, kh, kw, oc = w.shape
     mult = _ratio(oc, c, f"filter depth {oc} is not a multiple of the input depth {c}")
@@ -102,6 +107,12 @@ def depthwise_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
     xp = pad_for_windows(x, oh, ow, (kh - 1) * dh + 1, (kw - 1) * dw + 1, sh, sw, pt, pl)
     if mult > 1:
         xp = np.repeat(xp, mult, axis=3)
+    if not reference_sums and xp.dtype == np.float32 and w.dtype == np.float32:
+        out = int_conv.depthwise_taps(xp, w.reshape(kh * kw, oc), Window(oh, ow, pt, pl),
+                                      kh, kw, sh, sw, dh, dw)
+        if b is not None:
+            out += b
+        return apply_activation(out, act)
     out = np.zeros((n, oh, ow, oc), dtype=np.result_type(x, w))
     tmp = np.empty_like(out)
     for i in range(kh):
@@ -425,7 +436,8 @@ class DepthwiseConv2D(_ConvKernel):
         b = ctx.input(node, 2)
         out = depthwise_conv2d(ctx.value(node, 0), ctx.value(node, 1),
                                None if b is None else b.data, _strides(node), _dilations(node),
-                               option(node, "padding", "SAME"), clamp_activation(node))
+                               option(node, "padding", "SAME"), clamp_activation(node),
+                               reference_sums=ctx.interpreter.reference_float_sums)
         ctx.set_output(ctx.output(node, 0), out)
 
 
