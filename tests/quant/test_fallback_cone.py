@@ -83,6 +83,59 @@ def _check_cone(name: str, stride: int) -> None:
     assert sum(k is not None for k in recomputed) > len(recomputed) // 2  # ops measured
 
 
+@pytest.mark.parametrize("name", ["small_cnn_int8", "mobilenet_v2_int8",
+                                  "uint8_no_float_model"])
+def test_every_op_at_once_equals_each_full_rerun(name):
+    """`outputs_many` walks the plan once for every op's fallback, invoking a conv node
+    once for all the runs it reads a changed value of (a batch stacked on the first axis):
+    each op's outputs and own error still equal its full re-run's, bit for bit."""
+    qpath, fpath, _ = PAIRS[name]
+    qm = load_model(qpath)
+    fm = load_model(fpath) if fpath is not None else None
+    fb = FallbackRunner(qm, fm, pair_models(qm, fm) if fm is not None else None)
+    runner = ModelRunner(qm)
+    sample = make_samples(qm, fm, count=1, seed=5)[0]
+    outs = list(qm.subgraphs[0].outputs)
+    ops = list(fb.float_ops)
+    base = runner.run(sample)
+    cone = DownstreamCone(runner.interpreter, 0, False)
+    got = cone.outputs_many([k[1] for k in ops], base,
+                            lambda op, tensors: fb.replacements((0, op), tensors), outs)
+    fast_local = {k: fb.take_local(k) for k in ops}
+    assert all(runner.interpreter.subgraphs[0].tensors[i].data is base[(0, i)]
+               for (s, i) in base if s == 0)  # the first run's tensors left in place
+    if name == "mobilenet_v2_int8":  # (a few-op chain has one run per conv node)
+        assert cone.batched_calls > 0
+    for k in ops:
+        assert isinstance(got[k[1]], dict), (name, k, got[k[1]])
+        slow = runner.run(sample, after_op=fb.hook_for(k))
+        for o in outs:
+            assert got[k[1]][o].dtype == slow[(0, o)].dtype
+            assert np.array_equal(got[k[1]][o], slow[(0, o)]), (name, k, o)
+        assert _same(fast_local[k], fb.take_local(k)), (name, k)
+
+
+def test_a_batched_tail_requantizes_each_accumulator_as_alone():
+    """The conv tail (`FloatRequantizer`) of a prepared shape takes a batch of such
+    accumulators stacked on the first axis: each result equals its own call; a size that
+    is not a multiple of the prepared one is refused."""
+    from tflite_viewer.interpreter.quant_math import FloatRequantizer
+
+    rng = np.random.default_rng(2)
+    shape = (1, 5, 6, 24)
+    tail = FloatRequantizer.build(rng.integers(1 << 30, (1 << 31) - 1, 24),
+                                  rng.integers(-12, -1, 24), -3, -128, 127, np.int8, shape,
+                                  "double", 2.0 ** 20, rng.integers(-5000, 5000, 24))
+    assert tail is not None
+    accs = rng.integers(-2 ** 20, 2 ** 20, (4,) + shape[1:]).astype(np.float64)
+    batch = tail(accs)
+    assert batch.shape == accs.shape and batch.dtype == np.int8
+    for j in range(4):
+        assert np.array_equal(batch[j:j + 1], tail(accs[j:j + 1]))
+    with pytest.raises(ValueError, match="accumulator of"):
+        tail(accs.reshape(-1)[:-24])
+
+
 def test_analysis_with_the_cone_equals_the_analysis_without(monkeypatch):
     fast = analyze(SMALL_INT8, SMALL_FLOAT, samples=3, per_layer_fallback=True, workers=1)
     monkeypatch.setattr(DownstreamCone, "eligible", lambda self, sg, op: False)

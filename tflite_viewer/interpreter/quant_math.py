@@ -378,6 +378,7 @@ class FloatRequantizer:
         self.zp_after = zp_after
         self.qmin, self.qmax = qmin, qmax
         self.dtype, self.shape, self.rows = np.dtype(dtype), shape, rows
+        self.size = math.prod(shape)
 
     @classmethod
     def build(cls, multiplier, shift, output_zero_point: int, qmin: int, qmax: int, dtype,
@@ -440,7 +441,16 @@ class FloatRequantizer:
                    int(qmax), dtype, shape, rows)
 
     def __call__(self, acc: np.ndarray) -> np.ndarray:
-        y = np.multiply(acc.reshape(self.rows), self.t_mult, dtype=np.float64)
+        """The tail of ``acc``: of the prepared shape, or a batch of such accumulators
+        stacked on the first axis (each requantized as on its own: every step is
+        elementwise)."""
+        rows, shape = self.rows, self.shape
+        if acc.size != self.size:
+            if not self.size or acc.size % self.size:
+                raise ValueError(f"an accumulator of {acc.size} values for a tail of "
+                                 f"shape {list(shape)}")
+            rows, shape = (-1,) + rows[1:], (-1,) + shape[1:]
+        y = np.multiply(acc.reshape(rows), self.t_mult, dtype=np.float64)
         if self.t_half is not None:
             if self.t_bias is not None:
                 y += self.t_bias
@@ -450,4 +460,4 @@ class FloatRequantizer:
         if self.zp_after:
             y += self.zp_after
         _clip_ufunc(y, self.qmin, self.qmax, out=y)
-        return y.astype(self.dtype).reshape(self.shape)
+        return y.astype(self.dtype).reshape(shape)

@@ -62,6 +62,14 @@ class DownstreamCone:
         self._position = {node.index: p for p, node in enumerate(self._plan)}
         self._computed = [t for t in sg.tensors if not t.is_constant]
         self._bound: tuple = (None, {})  # (the plan's steps, their calls by node index)
+        #: the last plan position reading each tensor (the subgraph's outputs: past the end)
+        self._last_read: dict[int, int] = {}
+        for p, node in enumerate(self._plan):
+            for i in node.inputs:
+                self._last_read[i] = p
+        for i in sg.outputs:
+            self._last_read[i] = len(self._plan)
+        self.batched_calls = 0  # nodes invoked once for several runs (for tests)
         self.why_not = self._why_not(interpreter, calls_other_subgraphs)
 
     @staticmethod
@@ -89,56 +97,130 @@ class DownstreamCone:
         values; it returns {output index: new value}), every downstream op computed again.
         ``baseline`` holds the first run's values by (subgraph, tensor).  Raises
         `CannotReuse` when the reuse would not be exact (the caller re-runs the model)."""
-        sg = self._sg
-        tensors = sg.tensors
-        k = self.subgraph
-        touched: list[int] = []
-        try:
-            self._restore_all(baseline)
-            dirty: set[int] = set()
-            for o, value in replace(tensors).items():
-                t = tensors[o]
-                old = baseline.get((k, o))
-                if old is None or value.shape != old.shape or value.dtype != old.dtype:
-                    raise CannotReuse(f"output {o} changes shape or type")
-                t.data = value
-                touched.append(o)
-                if (value != old).any():
-                    dirty.add(o)
-            if dirty:
-                with np.errstate(all="ignore"):
-                    self._propagate(self._position[op] + 1, dirty, baseline, touched)
-            return {i: tensors[i].data for i in wanted}
-        except CannotReuse:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the full re-run reports kernel failures
-            raise CannotReuse(f"{type(exc).__name__}: {exc}") from exc
-        finally:
-            for i in touched:
-                tensors[i].data = baseline.get((k, i))
+        got = self.outputs_many([op], baseline, lambda _, tensors: replace(tensors), wanted)[op]
+        if isinstance(got, CannotReuse):
+            raise got
+        return got
 
-    def _propagate(self, start: int, dirty: set[int], baseline: Values, touched: list[int]
-                   ) -> None:
-        sg = self._sg
-        tensors = sg.tensors
+    def outputs_many(self, ops: list[int], baseline: Values,
+                     replace: Callable[[int, list], dict[int, np.ndarray]],
+                     wanted: list[int]) -> dict[int, dict[int, np.ndarray] | CannotReuse]:
+        """`outputs` of each op of ``ops`` (``replace(op, tensors)`` its replacement), all
+        computed in one walk of the plan: a node that reads a changed value of several of
+        the ops' runs is invoked once for all of them where its kernel takes a batch of
+        inputs (`batched_calls`), else once per run.  Each op's result is its wanted
+        values, or the `CannotReuse` that sends it to a full re-run."""
+        results: dict[int, dict[int, np.ndarray] | CannotReuse] = {}
+        with np.errstate(all="ignore"):
+            self._restore_all(baseline)
+            runs = []
+            for op in sorted(ops, key=self._position.__getitem__):
+                run = _Run(op, self._position[op])
+                self._guard(run, lambda: self._replace(run, replace, baseline))
+                runs.append(run)
+            self._walk([r for r in runs if r.failed is None and r.changed], baseline,
+                       set(wanted))
         k = self.subgraph
+        for run in runs:
+            results[run.op] = run.failed if run.failed is not None else {
+                i: run.changed.get(i, baseline.get((k, i))) for i in wanted}
+        return results
+
+    def _replace(self, run: "_Run", replace, baseline: Values) -> None:
+        k = self.subgraph
+        for o, value in replace(run.op, self._sg.tensors).items():
+            old = baseline.get((k, o))
+            if old is None or value.shape != old.shape or value.dtype != old.dtype:
+                raise CannotReuse(f"output {o} changes shape or type")
+            if (value != old).any():
+                run.changed[o] = value
+
+    @staticmethod
+    def _guard(run: "_Run", step: Callable[[], None]) -> None:
+        """``step()``, its failure recorded as the run's (a kernel's failure is reported
+        by the full re-run, as it always was)."""
+        try:
+            step()
+        except CannotReuse as exc:
+            run.failed = exc
+        except Exception as exc:  # noqa: BLE001 - the full re-run reports kernel failures
+            run.failed = CannotReuse(f"{type(exc).__name__}: {exc}")
+
+    def _walk(self, runs: list["_Run"], baseline: Values, wanted: set[int]) -> None:
+        """Every node after the first replaced op, for the runs that changed an input."""
+        if not runs:
+            return
         calls = self._calls()
-        for node in self._plan[start:]:
-            if dirty.isdisjoint(node.inputs):
+        last_read = self._last_read
+        for p in range(min(r.position for r in runs) + 1, len(self._plan)):
+            node = self._plan[p]
+            active = [r for r in runs if r.position < p and r.failed is None
+                      and not r.changed.keys().isdisjoint(node.inputs)]
+            if not active:
                 continue
             if node.shapes_dirty:  # (every value here has its first run's shape)
-                raise CannotReuse(f"op {node.index} would be prepared again")
-            calls.get(node.index, node.kernel.invoke)(sg, node)
+                for r in active:
+                    r.failed = CannotReuse(f"op {node.index} would be prepared again")
+                continue
+            fn = calls.get(node.index, node.kernel.invoke)
+            if not (len(active) > 1 and self._invoke_batch(node, fn, active, baseline)):
+                for r in active:
+                    self._guard(r, lambda: self._invoke_one(node, fn, r, baseline))
+            for r in active:  # values no later node reads are let go
+                for t in [t for t in r.changed if last_read.get(t, -1) <= p
+                          and t not in wanted]:
+                    del r.changed[t]
+
+    def _invoke_one(self, node, fn, run: "_Run", baseline: Values) -> None:
+        """``node`` on ``run``'s values: its changed inputs put in the tensors for the
+        call, then the first run's values back."""
+        sg, k = self._sg, self.subgraph
+        tensors = sg.tensors
+        touched = []
+        try:
+            for i in node.inputs:
+                if i in run.changed:
+                    tensors[i].data = run.changed[i]
+                    touched.append(i)
+            fn(sg, node)
             for o in node.outputs:
                 if o < 0:
                     continue
                 touched.append(o)
-                new, old = tensors[o].data, baseline.get((k, o))
-                if old is None or new is None or new.shape != old.shape \
-                        or new.dtype != old.dtype:
-                    raise CannotReuse(f"op {node.index} changes output {o}'s shape or type")
-                if (new != old).any():  # np.array_equal's test, shape and type checked
-                    dirty.add(o)
+                self._record(run, node, o, tensors[o].data, baseline.get((k, o)))
+        finally:
+            for i in touched:
+                tensors[i].data = baseline.get((k, i))
+
+    def _invoke_batch(self, node, fn, runs: list["_Run"], baseline: Values) -> bool:
+        """``node`` on every run's input at once, through its bound call's batched form
+        (``fn.batched``: (input index, output index, function of a batch of inputs); the
+        node's other inputs are constants): False where it has none or it fails (each run
+        is then invoked on its own)."""
+        batched = getattr(fn, "batched", None)
+        if batched is None:
+            return False
+        x, o, compute = batched
+        old = baseline.get((self.subgraph, o))
+        if old is None or any(x not in r.changed for r in runs):
+            return False
+        try:
+            out = compute(np.concatenate([r.changed[x] for r in runs]))
+        except Exception:  # noqa: BLE001 - each run on its own then says what fails
+            return False
+        n = old.shape[0] if old.ndim else 0
+        if out.dtype != old.dtype or out.shape != (n * len(runs),) + old.shape[1:]:
+            return False
+        self.batched_calls += 1
+        for j, r in enumerate(runs):
+            self._guard(r, lambda: self._record(r, node, o, out[j * n:(j + 1) * n], old))
+        return True
+
+    def _record(self, run: "_Run", node, o: int, new, old) -> None:
+        if old is None or new is None or new.shape != old.shape or new.dtype != old.dtype:
+            raise CannotReuse(f"op {node.index} changes output {o}'s shape or type")
+        if (new != old).any():  # np.array_equal's test, shape and type checked
+            run.changed[o] = new
 
     def _calls(self) -> dict:
         """The plan's bound kernel calls by node index (`builder.bind_kernels`; replays of
@@ -158,3 +240,16 @@ class DownstreamCone:
             v = baseline.get((k, t.index))
             if v is not None:
                 t.data = v
+
+
+class _Run:
+    """One op's fallback in `DownstreamCone.outputs_many`: where its op sits in the plan,
+    the values that differ from the first run's (by tensor), or why it cannot be reused."""
+
+    __slots__ = ("op", "position", "changed", "failed")
+
+    def __init__(self, op: int, position: int) -> None:
+        self.op = op
+        self.position = position
+        self.changed: dict[int, np.ndarray] = {}
+        self.failed: CannotReuse | None = None

@@ -16,6 +16,10 @@ import numpy as np
 from ..model import Model
 from .activations import ActivationStats
 from .cone import CannotReuse, DownstreamCone
+
+#: bytes of changed values the fallback's cone keeps at once (about four of the largest
+#: activation per op computed together: the ops are taken in groups within it)
+CONE_BYTES = 256 << 20
 from .fallback import FallbackRunner, OpKey, output_quality
 from .measure import Scratch, TensorMeter
 from .ranges import dequantize
@@ -92,13 +96,17 @@ def run_sample(a: Analysis, run, s: int, tick: Callable[[str], None] | None
     base_sqnr, base_cos = output_quality(f_outs, q_outputs(a.qm, run, qt))
     res.outputs = {"sqnr_db": base_sqnr, "cosine": base_cos}
     fb = a.fb
-    for k in a.runnable[id(run)]:
+    ops = a.runnable[id(run)]
+    reused = cone_values(a, run, ops, qt)
+    for k in ops:
         if tick is not None:
             tick(f"{where}sample {s + 1}/{len(run.samples)}: op {k[1]} "
                  f"({fb.gains[k].opcode}) in float")
         error = row = None
         try:
-            tensors = fallback_values(a, run, q_sample, k, qt)
+            tensors = reused.get(k)
+            if tensors is None:
+                tensors = run.qrun.run(q_sample, after_op=fb.hook_for(k))
         except Exception as exc:  # noqa: BLE001 - one op's failure is that op's result
             error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
         else:
@@ -145,23 +153,36 @@ def q_outputs(qm: Model, run, values: dict) -> list[np.ndarray]:
     return res
 
 
-def fallback_values(a: Analysis, run, sample, k: OpKey, baseline: dict) -> dict[Any, Any]:
-    """The quantized run's tensors (its outputs at least) with op ``k`` computed in float:
-    from the sample's first run (``baseline``) and op k's downstream cone where that is
-    exact (`cone`), else by running the model again with the op's hook."""
+def cone_values(a: Analysis, run, ops: list[OpKey], baseline: dict
+                ) -> dict[OpKey, dict[Any, Any]]:
+    """The quantized run's output values with each op of ``ops`` computed in float, from
+    the sample's first run (``baseline``) and the ops' downstream cones, all in one walk
+    (`cone.DownstreamCone.outputs_many`), for the ops where that is exact; the others
+    are left out (the caller runs the model again with the op's hook).  Ops are taken in
+    groups whose changed values stay within `CONE_BYTES`."""
     fb = a.fb
+    if not ops:
+        return {}
     cone = a.cones.get(id(run))
     if cone is None:
         entry = run.entry
         cone = a.cones[id(run)] = DownstreamCone(run.qrun.interpreter, entry.subgraph,
                                                  len(entry.reached) > 1)
-    if cone.eligible(*k):
-        calls = fb.gains[k]._calls
-        mark = len(calls)
-        try:
-            values = cone.outputs(k[1], baseline, lambda tensors: fb.replacements(k, tensors),
-                                  [qi for qi, _ in run.out_pairs])
-            return {(run.entry.subgraph, i): v for i, v in values.items()}
-        except CannotReuse:
-            del calls[mark:]  # the full re-run measures the op again
-    return run.qrun.run(sample, after_op=fb.hook_for(k))
+    eligible = [k for k in ops if cone.eligible(*k)]
+    wanted = [qi for qi, _ in run.out_pairs]
+    k0 = run.entry.subgraph
+    out: dict[OpKey, dict[Any, Any]] = {}
+    per_run = max((v.nbytes for (g, _), v in baseline.items() if g == k0), default=1)
+    group = max(1, CONE_BYTES // (4 * max(per_run, 1)))
+    for g in range(0, len(eligible), group):
+        chunk = eligible[g:g + group]
+        marks = {k: len(fb.gains[k]._calls) for k in chunk}
+        got = cone.outputs_many([k[1] for k in chunk], baseline,
+                                lambda op, tensors: fb.replacements((k0, op), tensors), wanted)
+        for k in chunk:
+            values = got[k[1]]
+            if isinstance(values, CannotReuse):
+                del fb.gains[k]._calls[marks[k]:]  # the full re-run measures the op again
+            else:
+                out[k] = {(k0, i): v for i, v in values.items()}
+    return out

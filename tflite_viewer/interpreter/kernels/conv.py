@@ -220,6 +220,10 @@ def bind_int_tail(ctx, node, invoke, make_filter, tail_fn):
             invoke(ctx, node)
             return
         set_output(o, run(data))
+    #: (input, output, ``run`` itself): ``run`` takes a batch of such inputs stacked on
+    #: the first axis, each computed as on its own (exact sums, elementwise tails), which
+    #: the analysis's fallback cone uses to compute many runs of the node at once
+    bound.batched = (x.index, o.index, run)  # type: ignore[attr-defined]
     return bound
 
 
