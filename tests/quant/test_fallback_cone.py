@@ -145,6 +145,58 @@ def test_analysis_with_the_cone_equals_the_analysis_without(monkeypatch):
         assert a.per_input == b.per_input and a.error == b.error
 
 
+def test_one_op_that_cannot_be_reused_leaves_the_others_and_a_failed_batch_runs_alone(
+        monkeypatch):
+    """In `outputs_many`, an op whose replacement fails gets `CannotReuse` (its full re-run
+    then reports it) while the others are computed; a batch whose computation fails is
+    computed run by run, with the same results."""
+    from tflite_viewer.quant.cone import CannotReuse
+
+    qm, fm = load_model(MNV2_INT8), load_model(MNV2_FLOAT)
+    fb = FallbackRunner(qm, fm, pair_models(qm, fm))
+    runner = ModelRunner(qm)
+    base = runner.run(make_samples(qm, fm, count=1, seed=2)[0])
+    outs = list(qm.subgraphs[0].outputs)
+    ops = [k[1] for k in fb.float_ops]
+    bad = ops[3]
+
+    def replace(op, tensors):
+        if op == bad:
+            raise RuntimeError("no float kernel today")
+        return fb.replacements((0, op), tensors)
+
+    cone = DownstreamCone(runner.interpreter, 0, False)
+    first = cone.outputs_many(ops, base, replace, outs)
+    assert isinstance(first[bad], CannotReuse) and "no float kernel" in str(first[bad])
+    assert cone.batched_calls > 0
+
+    def broken(*args, **kwargs):
+        raise MemoryError("no room for the batch")
+
+    for step in runner.interpreter.subgraphs[0].plan_steps:
+        batched = getattr(step[1], "batched", None)
+        if batched is not None:
+            step[1].batched = batched[:2] + (broken,)
+    alone = DownstreamCone(runner.interpreter, 0, False)
+    second = alone.outputs_many(ops, base, replace, outs)
+    assert alone.batched_calls == 0
+    for op in ops:
+        if op == bad:
+            assert isinstance(second[op], CannotReuse)
+            continue
+        for o in outs:
+            assert np.array_equal(first[op][o], second[op][o]), op
+
+
+def test_fallback_ops_taken_in_small_groups_give_the_same_report(monkeypatch):
+    from tflite_viewer.quant import per_sample
+
+    whole = analyze(MNV2_INT8, MNV2_FLOAT, samples=2, per_layer_fallback=True, workers=1)
+    monkeypatch.setattr(per_sample, "CONE_BYTES", 1)  # one op at a time
+    grouped = analyze(MNV2_INT8, MNV2_FLOAT, samples=2, per_layer_fallback=True, workers=1)
+    assert whole.to_json() == grouped.to_json()
+
+
 def test_cone_declines_what_a_rerun_would_compute_otherwise():
     from tflite_viewer.interpreter import Interpreter
     lstm = Interpreter(load_model(MODELS / "lstm_dynamic.tflite"))
