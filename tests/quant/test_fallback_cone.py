@@ -428,3 +428,35 @@ def test_processes_sharing_jobs_use_one_blas_thread_each(monkeypatch):
     pids = {pid for pid, _ in got.values()}
     assert len(pids) == 2  # a child computed some jobs
     assert all(threads == [1] * len(before) for _, threads in got.values())
+
+
+def test_cancel_stops_the_walk_of_a_sample_and_leaves_the_first_run():
+    """Cancel is asked before each op's replacement and each node of the cone's walk:
+    the analysis stops there (`Cancelled`), not after the sample's every op, and the
+    interpreter's tensors hold the sample's first run."""
+    import unittest.mock
+
+    from tflite_viewer.quant import cone as cone_module
+    from tflite_viewer.quant.analysis import Cancelled
+
+    asked, walks = [], []
+    real = cone_module.DownstreamCone.outputs_many
+
+    def outputs_many(self, ops, baseline, *args, **kwargs):
+        walks.append((self, baseline))
+        return real(self, ops, baseline, *args, **kwargs)
+
+    def cancel() -> bool:
+        asked.append(len(walks))
+        return bool(walks) and len(asked) > 80  # well inside the first sample's walk
+
+    with unittest.mock.patch.object(cone_module.DownstreamCone, "outputs_many",
+                                    outputs_many), pytest.raises(Cancelled):
+        analyze(MNV2_INT8, MNV2_FLOAT, samples=2, per_layer_fallback=True, workers=1,
+                cancel=cancel)
+    assert len(walks) == 1 and asked.count(1) > 60  # asked all along the one walk
+    cone, baseline = walks[0]
+    k = cone.subgraph
+    for t in cone._sg.tensors:
+        if (k, t.index) in baseline and not t.is_constant:
+            assert t.data is baseline[(k, t.index)], t.index

@@ -460,6 +460,7 @@ def _run_samples(shared: Analysis, progress: Progress | None,
             progress(done, total, msg)
         done += 1
 
+    shared.check = lambda: _check(cancel)
     jobs = [(r, s) for r, run in enumerate(runs) for s in range(len(run.samples))]
     out_rows: dict[int, list[dict]] = {id(r): [] for r in runs}
 

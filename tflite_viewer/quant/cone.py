@@ -16,6 +16,12 @@ first run's tensors with only the op's downstream cone computed again:
   computes what `Kernel.invoke`, the hooked run's call, computes), and its outputs that
   differ from the first run's are changed in turn.
 
+Every op's fallback of a sample is computed in one walk of the plan (`outputs_many`): a
+node is invoked for each op whose replacement changed one of its inputs, and a convolution
+whose bound call takes a batch (`Kernel.bind`) once for all of them, the runs' inputs
+stacked on the first axis: its sums are exact and its requantization elementwise, so each
+run's result is what it computes alone.
+
 The interpreter's tensors are put back to the first run's values afterwards.  This holds
 where a full re-run would compute the same upstream values: the entry subgraph of a run
 that calls no other subgraph (no WHILE, IF, CALL_ONCE), with no variable tensor and no op
@@ -104,22 +110,27 @@ class DownstreamCone:
 
     def outputs_many(self, ops: list[int], baseline: Values,
                      replace: Callable[[int, list], dict[int, np.ndarray]],
-                     wanted: list[int]) -> dict[int, dict[int, np.ndarray] | CannotReuse]:
+                     wanted: list[int], poll: Callable[[], None] | None = None
+                     ) -> dict[int, dict[int, np.ndarray] | CannotReuse]:
         """`outputs` of each op of ``ops`` (``replace(op, tensors)`` its replacement), all
         computed in one walk of the plan: a node that reads a changed value of several of
         the ops' runs is invoked once for all of them where its kernel takes a batch of
         inputs (`batched_calls`), else once per run.  Each op's result is its wanted
-        values, or the `CannotReuse` that sends it to a full re-run."""
+        values, or the `CannotReuse` that sends it to a full re-run.  ``poll()`` is called
+        before each op's replacement and each node (it raises to cancel: the tensors then
+        hold the first run's values)."""
         results: dict[int, dict[int, np.ndarray] | CannotReuse] = {}
+        poll = poll or _nothing
         with np.errstate(all="ignore"):
             self._restore_all(baseline)
             runs = []
             for op in sorted(ops, key=self._position.__getitem__):
+                poll()
                 run = _Run(op, self._position[op])
                 self._guard(run, lambda: self._replace(run, replace, baseline))
                 runs.append(run)
             self._walk([r for r in runs if r.failed is None and r.changed], baseline,
-                       set(wanted))
+                       set(wanted), poll)
         k = self.subgraph
         for run in runs:
             results[run.op] = run.failed if run.failed is not None else {
@@ -146,7 +157,8 @@ class DownstreamCone:
         except Exception as exc:  # noqa: BLE001 - the full re-run reports kernel failures
             run.failed = CannotReuse(f"{type(exc).__name__}: {exc}")
 
-    def _walk(self, runs: list["_Run"], baseline: Values, wanted: set[int]) -> None:
+    def _walk(self, runs: list["_Run"], baseline: Values, wanted: set[int],
+              poll: Callable[[], None]) -> None:
         """Every node after the first replaced op, for the runs that changed an input."""
         if not runs:
             return
@@ -158,6 +170,7 @@ class DownstreamCone:
                       and not r.changed.keys().isdisjoint(node.inputs)]
             if not active:
                 continue
+            poll()
             if node.shapes_dirty:  # (every value here has its first run's shape)
                 for r in active:
                     r.failed = CannotReuse(f"op {node.index} would be prepared again")
@@ -240,6 +253,10 @@ class DownstreamCone:
             v = baseline.get((k, t.index))
             if v is not None:
                 t.data = v
+
+
+def _nothing() -> None:
+    pass
 
 
 class _Run:

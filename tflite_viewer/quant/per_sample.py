@@ -16,13 +16,13 @@ import numpy as np
 from ..model import Model
 from .activations import ActivationStats
 from .cone import CannotReuse, DownstreamCone
+from .fallback import FallbackRunner, OpKey, output_quality
+from .measure import Scratch, TensorMeter
+from .ranges import dequantize
 
 #: bytes of changed values the fallback's cone keeps at once (about four of the largest
 #: activation per op computed together: the ops are taken in groups within it)
 CONE_BYTES = 256 << 20
-from .fallback import FallbackRunner, OpKey, output_quality
-from .measure import Scratch, TensorMeter
-from .ranges import dequantize
 
 
 @dataclass
@@ -48,6 +48,9 @@ class Analysis:
     fb: FallbackRunner | None
     runnable: dict[int, list[OpKey]]   # id(run) -> the fallback ops it executes
     keep_values: bool
+    #: raises to cancel the analysis (`Cancelled`), called between the steps of a sample
+    #: computed in the process that reports progress
+    check: Callable[[], None] | None = None
     meters: dict = field(default_factory=dict)
     scratch: Scratch = field(default_factory=Scratch)
     cones: dict[int, DownstreamCone] = field(default_factory=dict)
@@ -97,7 +100,7 @@ def run_sample(a: Analysis, run, s: int, tick: Callable[[str], None] | None
     res.outputs = {"sqnr_db": base_sqnr, "cosine": base_cos}
     fb = a.fb
     ops = a.runnable[id(run)]
-    reused = cone_values(a, run, ops, qt)
+    reused = cone_values(a, run, ops, qt, a.check if tick is not None else None)
     for k in ops:
         if tick is not None:
             tick(f"{where}sample {s + 1}/{len(run.samples)}: op {k[1]} "
@@ -153,13 +156,14 @@ def q_outputs(qm: Model, run, values: dict) -> list[np.ndarray]:
     return res
 
 
-def cone_values(a: Analysis, run, ops: list[OpKey], baseline: dict
-                ) -> dict[OpKey, dict[Any, Any]]:
+def cone_values(a: Analysis, run, ops: list[OpKey], baseline: dict,
+                poll: Callable[[], None] | None = None) -> dict[OpKey, dict[Any, Any]]:
     """The quantized run's output values with each op of ``ops`` computed in float, from
     the sample's first run (``baseline``) and the ops' downstream cones, all in one walk
     (`cone.DownstreamCone.outputs_many`), for the ops where that is exact; the others
     are left out (the caller runs the model again with the op's hook).  Ops are taken in
-    groups whose changed values stay within `CONE_BYTES`."""
+    groups whose changed values stay within `CONE_BYTES`; ``poll()`` between steps (it
+    raises to cancel)."""
     fb = a.fb
     if not ops:
         return {}
@@ -178,7 +182,8 @@ def cone_values(a: Analysis, run, ops: list[OpKey], baseline: dict
         chunk = eligible[g:g + group]
         marks = {k: len(fb.gains[k]._calls) for k in chunk}
         got = cone.outputs_many([k[1] for k in chunk], baseline,
-                                lambda op, tensors: fb.replacements((k0, op), tensors), wanted)
+                                lambda op, tensors: fb.replacements((k0, op), tensors), wanted,
+                                poll)
         for k in chunk:
             values = got[k[1]]
             if isinstance(values, CannotReuse):
