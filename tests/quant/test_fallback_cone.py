@@ -358,6 +358,48 @@ def test_median_in_place_is_np_median():
         assert got == expect or (math.isnan(got) and math.isnan(expect)), a
 
 
+def test_median_by_buckets_is_np_median_on_long_vectors():
+    """From `BUCKETS_FROM` values on, the median is selected by buckets of the float32
+    bits: np.median's value on vectors of every kind a tensor's ratios take (half zeros,
+    most zeros, none, all equal, magnitudes from 1e-30 to 1e30, inf, NaN, -0.0, and
+    denormals around the middle, which go to the plain selection)."""
+    from tflite_viewer.quant import metrics
+
+    rng = np.random.default_rng(12)
+    took = 0
+    real = metrics._middle_by_buckets
+
+    def counted(values, wanted, zeros):
+        nonlocal took
+        got = real(values, wanted, zeros)
+        took += got is not None
+        return got
+
+    for case in range(400):
+        n = int(rng.integers(metrics.BUCKETS_FROM, 6000))
+        a = (np.abs(rng.standard_normal(n)) * 10.0 ** int(rng.integers(-30, 30))).astype(
+            np.float32)
+        a[rng.random(n) < [0.5, 0.9, 0.0, rng.random()][case % 4]] = 0
+        if case % 17 == 0:
+            a[:] = a[0]
+        if case % 11 == 0:
+            a[rng.integers(0, n)] = np.inf
+        if case % 29 == 0:
+            a[rng.integers(0, n)] = np.nan
+        if case % 23 == 0:
+            a[rng.integers(0, n)] = -0.0
+        if case % 31 == 0:
+            a[: n // 2 + 2] = np.float32(1e-40)  # denormals at the middle
+        expect = float(np.median(a))
+        metrics._middle_by_buckets = counted
+        try:
+            got = median_in_place(a.copy())
+        finally:
+            metrics._middle_by_buckets = real
+        assert got == expect or (math.isnan(got) and math.isnan(expect)), case
+    assert took > 120  # the buckets served a third and more (the rest: zeros at the middle)
+
+
 def test_merged_statistics_equal_one_pass_over_every_sample():
     t = load_model(SMALL_INT8).subgraphs[0].tensors[14]
     rng = np.random.default_rng(2)

@@ -10,8 +10,7 @@ type's whole range, built once per tensor:
   one count of each integer value (`np.bincount`), not one pass per statistic;
 * the dequantized values are a table lookup of ``(q - zero_point) * scale``, computed by
   the same float64 operations `ranges.dequantize` applies element by element, so they are
-  the same numbers; the float32 values and the denominators of ``median_diff_ratio`` are
-  lookups too;
+  the same numbers;
 * the metrics share their float64 vectors and differences (`metrics.metrics_of_arrays`).
 
 Other tensors (float, per-channel, wider types) take `ranges.dequantize` and
@@ -64,10 +63,7 @@ class TensorMeter:
             table = (values.astype(np.float64) - zp) * scale  # ranges.dequantize's operations
             # indexed by the raw bits read as unsigned (a signed value v sits at v mod 2^n)
             shift = -lo
-            t64 = np.roll(table, -shift)
-            t32 = t64.astype(np.float32)
-            self._tables = (np.dtype(view), shift, t64, t32,
-                            np.abs(t32) + np.float32(MDR_TOLERANCE))
+            self._tables = (np.dtype(view), shift, np.roll(table, -shift))
 
     def measure(self, qv: np.ndarray, ref: np.ndarray | None, stats: ActivationStats | None,
                 keep_values: bool, scratch: Scratch | None = None
@@ -93,7 +89,7 @@ class TensorMeter:
 
     def _measure_table(self, qv: np.ndarray, ref: np.ndarray | None,
                        stats: ActivationStats | None, keep_values: bool, sc: Scratch):
-        view, shift, t64, t32, denom32 = self._tables
+        view, shift, t64 = self._tables
         n = qv.size
         idx = sc.get("index", np.intp, n)
         np.copyto(idx, np.ascontiguousarray(qv).view(view).reshape(-1))
@@ -111,9 +107,12 @@ class TensorMeter:
         # the indices are a tensor's raw bits read as unsigned, all within the tables:
         # "clip" never clips, and is the fastest mode (a third faster than "wrap")
         d64 = np.take(t64, idx, out=sc.get("deq", np.float64, n), mode="clip")
-        d32 = np.take(t32, idx, out=np.empty(n, np.float32) if keep_values else
-                      sc.get("deq32", np.float32, n), mode="clip")
-        den = np.take(denom32, idx, out=sc.get("den32", np.float32, n), mode="clip")
+        # the float32 values and median_diff_ratio's denominators from d64 by the same
+        # operations (a cast, |x| + tolerance in float32): four times faster than lookups
+        d32 = np.empty(n, np.float32) if keep_values else sc.get("deq32", np.float32, n)
+        np.copyto(d32, d64, casting="same_kind")
+        den = np.abs(d32, out=sc.get("den32", np.float32, n))
+        den += np.float32(MDR_TOLERANCE)
         r32 = np.asarray(ref, np.float32).reshape(-1)
         row = metrics_of_arrays(r64, d64, self.scale, r32, d32, den,
                                 work=sc.get("work", np.float64, n),

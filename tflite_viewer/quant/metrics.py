@@ -18,7 +18,7 @@ and ai-edge-quantizer aggregate).
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -154,6 +154,12 @@ def median_in_place(values: np.ndarray) -> float:
     zeros = n - np.count_nonzero(values)
     if zeros > wanted[-1]:  # the middle lies among the zeros (a third of mobilenet_v2's
         return 0.0          # tensors): counted, nothing moved
+    middle = _middle_by_buckets(values, wanted, zeros) if values.dtype == np.float32 \
+        and n >= BUCKETS_FROM else None
+    if middle is not None:
+        if n % 2:
+            return float(middle[0])
+        return float((middle[0] + middle[1]) / values.dtype.type(2))
     nonzero = values[values != 0]
     kth = [k - zeros for k in wanted if k >= zeros]
     if kth:
@@ -163,6 +169,41 @@ def median_in_place(values: np.ndarray) -> float:
     if n % 2:
         return float(middle[0])
     return float((middle[0] + middle[1]) / values.dtype.type(2))
+
+
+#: vector sizes from which `median_in_place` selects by buckets of the values' bits
+BUCKETS_FROM = 2048
+
+
+def _middle_by_buckets(values: np.ndarray, wanted: list[int], zeros: int) -> list | None:
+    """The order statistics ``wanted`` of a float32 vector of non-negative values (no
+    NaN), exactly: non-negative floats order as their bits do, so one count of the top 12
+    bits (sign, exponent, 3 mantissa bits) gives the bucket holding each wanted rank, and
+    only that bucket's values are partitioned.  Picking the nonzero values out of a vector
+    that is half zeros (an int8 tensor against its float values) cost two to four times
+    this.  ``zeros`` is how many values are 0.  None where a value has its sign bit set
+    (-0.0) or a rank falls among denormals: the caller's plain selection then."""
+    buckets = values.view(np.uint32) >> 20
+    counts = np.bincount(buckets, minlength=4096)
+    if counts[2048:].any():
+        return None
+    below = np.cumsum(counts)
+    found: dict[int, list[tuple[int, int]]] = {}
+    picked: dict[int, Any] = {}
+    for k in wanted:
+        b = int(np.searchsorted(below, k, side="right"))
+        if b == 0:  # among zeros and denormals: a zero, or left to the caller
+            if zeros <= k:
+                return None
+            picked[k] = values.dtype.type(0)
+            continue
+        found.setdefault(b, []).append((k, k - int(below[b - 1])))
+    for b, ranks in found.items():
+        part = values[buckets == b]
+        part.partition([j for _, j in ranks])
+        for k, j in ranks:
+            picked[k] = part[j]
+    return [picked[k] for k in wanted]
 
 
 def average(per_input: Sequence[Mapping[str, float | None]]) -> dict[str, float | None]:
