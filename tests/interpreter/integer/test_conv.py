@@ -120,3 +120,31 @@ def test_float_tail_matches_integer_path(depthwise, monkeypatch):
     for r in ("double", "single"):
         for c, want in zip(calls, fast[r]):
             np.testing.assert_array_equal(run(c, r), want)
+
+
+@pytest.mark.parametrize("size", [(2, 9, 7, 6), (1, 230, 230, 6)], ids=["kept", "too big"])
+def test_a_depthwise_plan_reused_on_new_inputs_computes_each_alone(size):
+    """A depthwise plan keeps its padded input buffer between calls (up to
+    `PAD_KEEP_BYTES`): calls on other inputs through the same plan give what a fresh plan
+    gives, and a buffer over the limit is not kept."""
+    rng = np.random.default_rng(4)
+    b, h, w, c = size
+    opts = {"padding": "SAME", "stride_w": 1, "stride_h": 1, "dilation_w_factor": 1,
+            "dilation_h_factor": 1, "fused_activation_function": "RELU6",
+            "depth_multiplier": 1}
+    iq, oq = (0.05, 3), (0.08, -5)
+    fq = (np.float32(rng.uniform(0.002, 0.02, size=c)), 0)
+    f = rand_filter(rng, (1, 3, 3, c), np.int8)
+    bias = rand_bias(rng, c, np.int8)
+    xs = [rand_data(rng, size, np.int8) for _ in range(2)]
+    p = conv.prepare_conv(iq, fq, oq, opts, np.int8, c, LITERT_ROUNDING)
+    plan = conv.plan_conv(size, np.int8, f.shape, np.int8, opts, p, depthwise=True)
+    ftaps = conv.depthwise_filter(f, p.filter_offset, plan.ftype)
+    shared = [conv.depthwise_conv_2d(x, f, bias, options=opts, params=p, ftaps=ftaps,
+                                     plan=plan) for x in xs + xs[:1]]
+    fresh = [conv.depthwise_conv_2d(x, f, bias, iq, fq, oq, opts, LITERT_ROUNDING)
+             for x in xs]
+    np.testing.assert_array_equal(shared[0], fresh[0])
+    np.testing.assert_array_equal(shared[1], fresh[1])
+    np.testing.assert_array_equal(shared[2], fresh[0])
+    assert (plan.padded[1] is None) == (size[1] == 230)

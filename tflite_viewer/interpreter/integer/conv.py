@@ -409,12 +409,18 @@ def _depthwise_sums(x: np.ndarray, ftaps: np.ndarray, plan: ConvPlan, pad_value:
     return depthwise_taps(xp, ftaps, win, kh, kw, sh, sw, dh, dw, tiled=tiled)
 
 
+#: padded depthwise inputs up to this size are kept by their plan between calls
+PAD_KEEP_BYTES = 1 << 20
+
+
 def _padded_input(x: np.ndarray, plan: ConvPlan, pad_value: int) -> np.ndarray:
     """``x`` in the plan's float type, padded for its window with ``pad_value``: copied
     into the buffer of the plan's last call, whose border already holds that value (a
     fresh padded array per call cost a fill and a copy more: the cone of an analysis's
-    fallback calls small depthwise convolutions thousands of times).  Nothing the call
-    returns refers to the buffer."""
+    fallback calls small depthwise convolutions thousands of times).  Buffers over
+    `PAD_KEEP_BYTES` are not kept (their fill is small beside their sums, and a model of
+    large images would hold one per node).  Nothing the call returns refers to the
+    buffer."""
     shape = padded_shape(x.shape, plan.win, plan.kh, plan.kw, plan.sh, plan.sw, plan.dh,
                          plan.dw)
     if shape is None:
@@ -422,7 +428,7 @@ def _padded_input(x: np.ndarray, plan: ConvPlan, pad_value: int) -> np.ndarray:
     value, buf = plan.padded
     if buf is None or value != pad_value or buf.shape != shape or buf.dtype != plan.ftype:
         buf = np.full(shape, pad_value, plan.ftype)
-        plan.padded = (pad_value, buf)
+        plan.padded = (pad_value, buf) if buf.nbytes <= PAD_KEEP_BYTES else (None, None)
     _, h, w, _ = x.shape
     top, left = plan.win.pad_h, plan.win.pad_w
     buf[:, top:top + h, left:left + w, :] = x
