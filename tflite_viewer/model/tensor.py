@@ -440,18 +440,11 @@ def indexed_quantizations(index) -> dict[tuple[int, int], Quantization | None]:
         return {}
     if not len(batch) or batch.parent_batch is not tensors:
         return {}
-    reader, n = index.r, len(batch)
     columns = []
     for name, dtype, empty in _QP_VECTORS:
-        start, length = np.zeros(n, np.int64), np.zeros(n, np.int64)
-        fo = batch.fo.get(name)
-        if fo is not None and fo.any():
-            rows = np.flatnonzero(fo)
-            fpos = batch.pos[rows] + fo[rows]
-            target = fpos + reader.uint(fpos, 4)
-            start[rows], length[rows] = target + 4, reader.uint(target, 4)
+        start, length = index.spans(batch, name)
         columns.append((dtype, empty, start.tolist(), (length * dtype.itemsize).tolist()))
-    data = reader.data
+    data, n = index.r.data, len(batch)
     dims = index.scalar(batch, "quantized_dimension").tolist()
     has_details = index.scalar(batch, "details_type").tolist()
     owners = batch.parent.tolist()

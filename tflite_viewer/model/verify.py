@@ -404,20 +404,30 @@ class FileIndex:
         """A scalar-vector field of every table: (all values, owner row per value, lengths)."""
         f = self._field(batch.type_name, name)
         dtype = self._NP[f["type"]["element"]]
-        fo = batch.fo.get(name)
-        lengths = np.zeros(len(batch), dtype=np.int64)
-        if fo is None or not fo.any():
+        starts, lengths = self.spans(batch, name)
+        rows = np.flatnonzero(lengths)
+        if not rows.size:
             return np.zeros(0, np.dtype(dtype)), np.zeros(0, np.int64), lengths
-        rows = np.flatnonzero(fo)
-        fpos = batch.pos[rows] + fo[rows]
-        target = fpos + self.r.uint(fpos, 4)
-        lengths[rows] = self.r.uint(target, 4)
         n = lengths[rows]
         total = int(n.sum())
         index = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
         size = np.dtype(dtype).itemsize
-        values = self._gather(np.repeat(target + 4, n) + size * index, dtype)
+        values = self._gather(np.repeat(starts[rows], n) + size * index, dtype)
         return values, np.repeat(rows, n), lengths
+
+    def spans(self, batch: _Batch, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Where a vector field of every table lies: (position of its first element,
+        element count), both 0 where the field is absent."""
+        fo = batch.fo.get(name)
+        starts = np.zeros(len(batch), dtype=np.int64)
+        lengths = np.zeros(len(batch), dtype=np.int64)
+        if fo is None or not fo.any():
+            return starts, lengths
+        rows = np.flatnonzero(fo)
+        fpos = batch.pos[rows] + fo[rows]
+        target = fpos + self.r.uint(fpos, 4)
+        starts[rows], lengths[rows] = target + 4, self.r.uint(target, 4)
+        return starts, lengths
 
 
     def strings(self, batch: _Batch, name: str) -> list[str | None]:

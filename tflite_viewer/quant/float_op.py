@@ -135,7 +135,6 @@ class FloatOp:
             interp.invoke(arrays)
         return [sg.tensors[o].data for o in sg.outputs]
 
-
     @staticmethod
     def _invoke_node(sg, arrays: list[np.ndarray]) -> bool:
         """The op's kernel called directly when its node is prepared for these inputs'
