@@ -19,18 +19,17 @@ import sys
 from .common import (EXIT_CHECK_FAILED, EXIT_OK, CommandError, add_model_argument,
                      add_seed_option, input_file, input_folder, load_model_arg,
                      subcommand_parser)
+from ..quant.explorer import VALIDATOR_METRICS
 from .output import Output, add_json_option, add_output_option, write_file
 
-#: litert_quantizer's validator metrics (`tflite_viewer.quant.explorer`), for the choices
-#: (kept here: the CLI's parser loads without numpy)
-VALIDATOR_METRICS = ("mse", "median_diff_ratio", "cosine_similarity", "kl_divergence", "snr")
-
 DESCRIPTION = ("Analyse a quantized model: spec checks from the file alone (scales, zero "
-               "points, per-channel axes, bias scales), the range each weight and activation "
-               "uses, and with --float its float original compared tensor by tensor (SQNR, "
-               "cosine, errors; worst first) and, with --per-layer-fallback, how much "
-               "computing each quantized op in float would gain. No TensorFlow needed: any "
-               "pair of .tflite files.\n\n"
+               "points, per-channel axes, bias scales), every weight form (per tensor, per "
+               "channel, blockwise, float16; Hadamard-rotated) and the range each weight and "
+               "activation uses, and with --float its float original compared tensor by "
+               "tensor, per signature (SQNR, cosine, errors; worst first; each weight per "
+               "channel or block) and, with --per-layer-fallback, how much computing each "
+               "quantized op in float would gain. No TensorFlow needed: any pair of .tflite "
+               "files.\n\n"
                "Exit 1 when a spec rule is violated or a tensor is below --fail-below-sqnr, "
                "so CI can gate on it.")
 # shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
@@ -75,9 +74,8 @@ def add_parser(subparsers) -> None:
                         "litert_quantizer's validator writes (needs --float)")
     p.add_argument("--model-explorer-metric", action="append", choices=VALIDATOR_METRICS,
                    metavar="METRIC",
-                   help="the validator metric of the node data: "
-                        f"{', '.join(VALIDATOR_METRICS)} (default mse; repeat it for "
-                        "several, written to OUT_<metric>.json)")
+                   help="the validator metric of the node data (default mse; repeat it "
+                        "for several, each written to OUT_<metric>.json)")
 
 
 def _progress(done: int, total: int, message: str) -> None:
