@@ -1,4 +1,4 @@
-"""`tflite-viewer quant MODEL [--float FLOAT_MODEL] [--signature NAME]
+"""`tflite-viewer quant MODEL [--float FLOAT_MODEL] [--signature KEY]
 [--inputs IN.npz | --images DIR] [--samples N] [--per-layer-fallback] [--csv OUT.csv]
 [--json] [-o OUT.json] [--model-explorer OUT.json [--model-explorer-metric M ...]]
 [--fail-below-sqnr DB]`
@@ -44,7 +44,7 @@ def add_parser(subparsers) -> None:
     add_model_argument(p, "the quantized .tflite file")
     p.add_argument("--float", dest="float_model", metavar="FLOAT_MODEL",
                    help="its float original: compare every paired tensor")
-    p.add_argument("--signature", metavar="NAME",
+    p.add_argument("--signature", metavar="KEY",
                    help="analyse this signature alone (default: every signature, the "
                         "samples given feeding the first)")
     src = p.add_mutually_exclusive_group()
