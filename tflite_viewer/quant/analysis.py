@@ -36,7 +36,7 @@ from ..model import Model, load_model
 from ..model.errors import TFLiteViewerError
 from .explorer import mean_rows
 from .fallback import FallbackRunner
-from .forms import model_weights, summary
+from .forms import summary
 from .metrics import average
 from .pairing import Pairing, added_ops, pair_models
 from .parallel import map_jobs, start_side, worth_a_side_job, worth_forking_at_once
@@ -179,7 +179,7 @@ def _fill(report: QuantReport, qm: Model, fm: Model | None, pairing: Pairing | N
             rep.validator = mean_rows(rep.validator_per_input)
     for w in report.weights:
         w.signature = signature_of.get(w.subgraph)
-    report.forms = summary([f for _, _, f in model_weights(qm)])
+    report.forms = summary([w.form for w in report.weights])
     if pairing is not None:
         report.unpaired_quantized = [{"subgraph": g, "tensor": i,
                                       "name": qm.subgraphs[g].tensors[i].name}

@@ -170,23 +170,40 @@ def _compare(rep: WeightReport, t, float_model: Model, pairing: Pairing,
         rep.validator = validator_row(fdata, real)
 
 
+#: elements of a weight whose float64 errors are computed at once (a decoder's embedding
+#: holds 150 million: its units are summed a slice of rows at a time)
+CHUNK = 1 << 22
+
+
+def _unit_sums(ref: np.ndarray, approx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of the (units, elements) matrices: Σ ref² and Σ (ref - approx)², in
+    float64, a slice of rows at a time."""
+    units, n = ref.shape
+    sig, noise = np.empty(units), np.empty(units)
+    step = max(1, CHUNK // max(n, 1))
+    for s in range(0, units, step):
+        r = ref[s:s + step].astype(np.float64)
+        e = r - approx[s:s + step]
+        sig[s:s + step] = np.einsum("ij,ij->i", r, r)
+        noise[s:s + step] = np.einsum("ij,ij->i", e, e)
+    return sig, noise
+
+
 def unit_sqnr(reference: np.ndarray, approx: np.ndarray, form: WeightForm,
               axis: int | None) -> tuple[np.ndarray | None, dict[str, Any] | None]:
     """SQNR in dB of each channel (along ``axis``) or block of ``approx`` against
     ``reference``, and the worst of them named; (None, None) for a weight with one
     scale (its SQNR is the tensor's)."""
-    ref = np.asarray(reference, np.float64)
-    err = ref - np.asarray(approx, np.float64)
+    ref, approx = np.asarray(reference), np.asarray(approx)
     if form.form == "blockwise" and form.block_size and ref.ndim:
         lead, b = ref.shape[:-1], form.block_size
         blocks = ref.shape[-1] // b
         rows = int(np.prod(lead, dtype=np.int64))
-        sig = np.square(ref).reshape(rows, blocks, b).sum(axis=2)
-        noise = np.square(err).reshape(rows, blocks, b).sum(axis=2)
+        sig, noise = _unit_sums(ref.reshape(rows * blocks, b), approx.reshape(rows * blocks, b))
+        sig, noise = sig.reshape(rows, blocks), noise.reshape(rows, blocks)
         unit = "block"
     elif axis is not None:
-        sig = np.square(channel_values(ref, axis)).sum(axis=1)
-        noise = np.square(channel_values(err, axis)).sum(axis=1)
+        sig, noise = _unit_sums(channel_values(ref, axis), channel_values(approx, axis))
         unit = "channel"
     else:
         return None, None
