@@ -61,5 +61,5 @@ def numpy_metrics(f: np.ndarray, q: np.ndarray, scale: float | None) -> dict[str
         "rmse_scale": None if scale is None else float(np.sqrt(mse) / scale),
         "cosine": 1.0 if nf == 0 and nq == 0 else float(f @ q / (nf * nq)) if nf and nq else 0.0,
         "sqnr_db": float("inf") if nd == 0 else float(20 * np.log10(nf / nd)),
-        "median_diff_ratio": float(np.median(np.abs(f32 - q32) / (np.abs(q32) + np.float32(1e-6)))),
+        "median_diff_ratio": float(np.median(np.abs(q32 - f32) / (np.abs(f32) + np.float32(1e-6)))),
     }

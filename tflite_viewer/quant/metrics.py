@@ -8,9 +8,10 @@ mean_squared_error.  Added here:
   error is rounding to the tensor's grid (None without a single scale);
 * ``cosine``: cosine similarity of the flattened tensors (1 when both are all zero);
 * ``sqnr_db``: 20 log10(||float|| / ||float - dequantized||) (inf when they are equal);
-* ``median_diff_ratio``: ai-edge-quantizer's median(|float - q| / (|q| + 1e-6)), with its
-  argument order from model_validator.compare_model (reference first, then the target
-  quantized model's values), computed in float32 as it does.
+* ``median_diff_ratio``: litert_quantizer's median(|q - float| / (|float| + 1e-6)): its
+  validator (model_validator.compare_model) passes the quantized model's values first and
+  the float model's second, which its function divides by; computed in float32 as it
+  does.
 
 Metrics are computed per input and averaged over inputs (arithmetic mean, as the debugger
 and ai-edge-quantizer aggregate).
@@ -67,13 +68,14 @@ def _cosine(xx: float, yy: float, xy: float) -> float:
     return float(xy / (na * nb))
 
 
-def median_diff_ratio(reference: np.ndarray, target: np.ndarray) -> float:
+def median_diff_ratio(reference: np.ndarray, approx: np.ndarray) -> float:
+    """median(|approx - reference| / (|reference| + 1e-6)) in float32 (module docstring)."""
     r = np.asarray(reference, dtype=np.float32).reshape(-1)
-    t = np.asarray(target, dtype=np.float32).reshape(-1)
+    t = np.asarray(approx, dtype=np.float32).reshape(-1)
     if r.size == 0:
         return 0.0
     ratio = np.abs(r - t)
-    ratio /= np.abs(t) + np.float32(MDR_TOLERANCE)
+    ratio /= np.abs(r) + np.float32(MDR_TOLERANCE)
     return median_in_place(ratio)  # np.median's value (a fresh array: it may reorder it)
 
 
@@ -89,7 +91,7 @@ def tensor_metrics(reference: np.ndarray, dequantized: np.ndarray,
     r = ref.reshape(-1)
     d = np.array(deq, dtype=np.float64).reshape(-1)  # a copy: metrics_of_arrays writes it
     r32, d32 = r.astype(np.float32), d.astype(np.float32)
-    denom32 = np.abs(d32)
+    denom32 = np.abs(r32)
     denom32 += np.float32(MDR_TOLERANCE)
     return metrics_of_arrays(r, d, scale, r32, d32, denom32)
 
@@ -105,7 +107,7 @@ def metrics_of_arrays(r: np.ndarray, d: np.ndarray, scale: float | None, r32: np
                       d32: np.ndarray, denom32: np.ndarray, work: np.ndarray | None = None,
                       ratio: np.ndarray | None = None) -> dict[str, float]:
     """`tensor_metrics` of the float64 vectors ``r`` (reference) and ``d`` (dequantized),
-    given also their float32 forms and ``denom32`` = |d32| + MDR_TOLERANCE (what the
+    given also their float32 forms and ``denom32`` = |r32| + MDR_TOLERANCE (what the
     analysis has at hand from its lookup tables): the same operations on the same numbers,
     each vector read as few times as it can be.  ``work`` (float64) and ``ratio``
     (float32), of the vectors' size, are scratch space (else allocated); ``d`` is

@@ -16,6 +16,7 @@ import numpy as np
 from ..model import Model
 from .activations import ActivationStats
 from .cone import CannotReuse, DownstreamCone
+from .explorer import validator_row
 from .fallback import FallbackRunner, OpKey, output_quality
 from .measure import Scratch, TensorMeter
 from .ranges import dequantize
@@ -30,6 +31,8 @@ class SampleResult:
     """What one sample of one run measured (see `merge`)."""
 
     rows: dict[tuple[int, int], dict] = field(default_factory=dict)     # tensor metrics
+    #: the validator's metrics (`explorer.validator_row`), when the analysis wants them
+    validator: dict[tuple[int, int], dict] = field(default_factory=dict)
     stats: dict[tuple[int, int], ActivationStats] = field(default_factory=dict)
     values: dict[tuple[int, int], tuple] = field(default_factory=dict)  # keep_values
     outputs: dict[str, float] | None = None         # the model outputs' sqnr_db, cosine
@@ -48,6 +51,8 @@ class Analysis:
     fb: FallbackRunner | None
     runnable: dict[int, list[OpKey]]   # id(run) -> the fallback ops it executes
     keep_values: bool
+    #: also compute litert_quantizer's validator metrics of every compared tensor
+    validator: bool = False
     #: raises to cancel the analysis (`Cancelled`), called between the steps of a sample
     #: computed in the process that reports progress
     check: Callable[[], None] | None = None
@@ -66,38 +71,16 @@ class Analysis:
 def run_sample(a: Analysis, run, s: int, tick: Callable[[str], None] | None
                ) -> SampleResult:
     """Sample ``s`` of ``run``: ``tick(message)`` before each step when given."""
-    res = SampleResult()
     sample = run.samples[s]
     where = "" if len(a.runs) == 1 else f"{run.entry.label}, "
     if tick is not None:
         tick(f"{where}sample {s + 1}/{len(run.samples)}: running the models")
     q_sample = pick(sample, run.q_order)
-    qt = run.qrun.run(q_sample)
-    ft = run.frun.run(pick(sample, run.f_order)) if run.frun is not None else None
-    for key, rep in a.reports.items():
-        if key[0] not in run.covers:
-            continue
-        qv = qt.get(key)
-        if qv is None:
-            continue
-        ref = None
-        if ft is not None and rep.float_tensor is not None:
-            ref = ft.get((rep.float_subgraph, rep.float_tensor))
-        stats = rep.activation.empty() if rep.activation is not None else None
-        keep = a.keep_values and rep.sample_values is None
-        row, values = a.meter(rep).measure(qv, ref, stats, keep, a.scratch)
-        if stats is not None:
-            res.stats[key] = stats
-        if row is not None:
-            res.rows[key] = row
-        if values is not None:
-            res.values[key] = values
-            rep.sample_values = values  # kept once per process; merge keeps the first
-    if ft is None or not run.out_pairs:
+    res, qt, ft = measure_call(a, run, q_sample, pick(sample, run.f_order))
+    if res.outputs is None:
         return res
     f_outs = [ft[fk] for _, fk in run.out_pairs]
-    base_sqnr, base_cos = output_quality(f_outs, q_outputs(a.qm, run, qt))
-    res.outputs = {"sqnr_db": base_sqnr, "cosine": base_cos}
+    base_sqnr, base_cos = res.outputs["sqnr_db"], res.outputs["cosine"]
     fb = a.fb
     ops = a.runnable[id(run)]
     reused = cone_values(a, run, ops, qt, a.check if tick is not None else None)
@@ -120,6 +103,48 @@ def run_sample(a: Analysis, run, s: int, tick: Callable[[str], None] | None
     return res
 
 
+def measure_call(a: Analysis, run, q_sample: list, f_sample: list | None
+                 ) -> tuple[SampleResult, dict, dict | None]:
+    """One call of ``run``'s entry: the quantized model on ``q_sample`` and the float model
+    on ``f_sample`` (each in its runner's input order), every tensor of the subgraphs the
+    run covers measured against its float partner, and the outputs' quality.  Returns
+    the result and both runs' tensors ({(subgraph, tensor): array})."""
+    res = SampleResult()
+    qt = run.qrun.run(q_sample)
+    ft = run.frun.run(f_sample) if run.frun is not None else None
+    for key, rep in a.reports.items():
+        if key[0] not in run.covers:
+            continue
+        qv = qt.get(key)
+        if qv is None:
+            continue
+        ref = None
+        if ft is not None and rep.float_tensor is not None:
+            ref = ft.get((rep.float_subgraph, rep.float_tensor))
+        stats = rep.activation.empty() if rep.activation is not None else None
+        keep = a.keep_values and rep.sample_values is None
+        row, values = a.meter(rep).measure(qv, ref, stats, keep, a.scratch)
+        if stats is not None:
+            res.stats[key] = stats
+        if row is not None:
+            res.rows[key] = row
+            if a.validator:
+                res.validator[key] = validator_row(ref, _real(qv, a.meter(rep)))
+        if values is not None:
+            res.values[key] = values
+            rep.sample_values = values  # kept once per process; merge keeps the first
+    if ft is not None and run.out_pairs:
+        sq, co = output_quality([ft[fk] for _, fk in run.out_pairs], q_outputs(a.qm, run, qt))
+        res.outputs = {"sqnr_db": sq, "cosine": co}
+    return res, qt, ft
+
+
+def _real(values: np.ndarray, meter: TensorMeter) -> np.ndarray:
+    """A quantized tensor's values dequantized (a float tensor's as they are)."""
+    q = meter.quantization
+    return dequantize(values, q) if values.dtype.kind in "iu" and q is not None else values
+
+
 def pick(sample: list, order: list[int] | None) -> list:
     """A sample's arrays in the order one runner takes its inputs (`analysis.input_order`)."""
     return sample if order is None else [sample[k] for k in order]
@@ -131,6 +156,8 @@ def merge(a: Analysis, run, res: SampleResult, out_rows: list[dict]) -> None:
         a.reports[key].activation.merge(stats)
     for key, row in res.rows.items():
         a.reports[key].per_input.append(row)
+    for key, row in res.validator.items():
+        a.reports[key].validator_per_input.append(row)
     for key, values in res.values.items():
         rep = a.reports[key]
         if rep.sample_values is None or rep.sample_values is values:

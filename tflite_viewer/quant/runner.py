@@ -59,10 +59,10 @@ def reached_subgraphs(model: Model, start: int) -> frozenset[int]:
 
 
 def entries(model: Model) -> list[Entry]:
-    """The runs that execute every reachable subgraph: subgraph 0 (the default entry),
-    then each signature whose subgraph no earlier entry reaches (a second signature of a
-    multi-signature model)."""
-    out = [Entry(None, 0, reached_subgraphs(model, 0))] if model.subgraphs else []
+    """The runs that execute every reachable subgraph: subgraph 0 (the default entry, named
+    by the signature that runs it when there is one), then each signature whose subgraph
+    no earlier entry reaches (a second signature of a multi-signature model)."""
+    out = [first_entry(model)] if model.subgraphs else []
     covered = set(out[0].reached) if out else set()
     for sig in model.signature_defs:
         k = sig.subgraph_index
@@ -71,6 +71,18 @@ def entries(model: Model) -> list[Entry]:
             out.append(e)
             covered |= e.reached
     return out
+
+
+def first_entry(model: Model, signature: str | None = None) -> Entry:
+    """The entry of ``signature`` (a KeyError naming the keys when there is none), else
+    subgraph 0's: through the first signature that runs it, when one does (so a report
+    names it as the user knows it: ``prefill_8``, not subgraph 0)."""
+    if signature is None:
+        signature = next((s.key for s in model.signature_defs if s.subgraph_index == 0), None)
+        if signature is None:
+            return Entry(None, 0, reached_subgraphs(model, 0))
+    k = model.signature(signature).subgraph_index
+    return Entry(signature, k, reached_subgraphs(model, k))
 
 
 def _stack(history: list[np.ndarray]) -> np.ndarray:
