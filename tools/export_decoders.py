@@ -42,7 +42,9 @@ key's position is at or before the query's, -inf after it.
 
 The committed files were made with litert-torch-nightly 0.11.0.dev20261026 (with
 litert-converter 0.6.0.dev20261026, ai-edge-quantizer-nightly 0.10.0.dev20261027) and
-torch 2.13.0+cpu, tensorflow-cpu 2.21.0.
+torch 2.13.0+cpu, tensorflow-cpu 2.21.0; two runs wrote byte-identical files.  Each is
+under 600 KB (the largest, gemma3_f32, 590,448 bytes; hence the feed-forward width of 96,
+64 for Phi-2, whose LM head is separate).
 """
 from __future__ import annotations
 
