@@ -32,22 +32,51 @@ FORMS = ("f32", "q8", "q8_wo", "q4_block32")
 PROMPT, STEPS = [5, 17, 42], 8
 
 
-def litert_loop(data, prompt, steps, kv, prefill="prefill_8", decode="decode"):
-    """(ids, logits per step) of LiteRT's runners on the loop as the issue defines it."""
+def _causal(shape, first):
+    """litert-torch's additive mask for queries at positions first, first+1, ... (rows)
+    over the cache (columns): 0 at or before the query's position, -inf after it."""
+    rows, cols = shape[-2], shape[-1]
+    m = np.zeros((rows, cols), np.float32)
+    for r in range(rows):
+        m[r, first + r + 1:] = -np.inf
+    return m.reshape(shape)
+
+
+def litert_loop(data, prompt, steps, kv, prefill="prefill_8", decode="decode", chunks=None,
+                mask=None):
+    """(ids, logits per step) of LiteRT's runners on the loop as the issue defines it.
+    ``chunks``: the prefill calls as (signature, first position), each fed the prompt's
+    ids from there padded with 0 (default: ``prefill`` alone from 0); ``mask``: the name
+    of a mask input, fed the causal mask of the call's positions."""
     li = litert(data, preserve=False)
-    pre, dec = li.get_signature_runner(prefill), li.get_signature_runner(decode)
-    pin = pre.get_input_details()
-    n = int(np.prod(pin["tokens"]["shape"]))
-    ids = np.zeros((1, n), np.int32)
-    ids[0, :len(prompt)] = prompt
-    out = pre(tokens=ids, input_pos=np.arange(n, dtype=np.int32),
-              **{name: np.zeros(pin[name]["shape"], np.float32) for name in kv})
+    chunks = chunks or [(prefill, 0)]
+    runners = {key: li.get_signature_runner(key) for key in {c[0] for c in chunks} | {decode}}
+    cache = None
+    for key, first in chunks:
+        pin = runners[key].get_input_details()
+        n = int(np.prod(pin["tokens"]["shape"]))
+        ids = np.zeros(n, np.int32)
+        part = prompt[first:first + n]
+        ids[:len(part)] = part
+        feed = {"tokens": ids.reshape(pin["tokens"]["shape"]),
+                "input_pos": np.arange(first, first + n, dtype=np.int32)}
+        if mask:
+            feed[mask] = _causal(pin[mask]["shape"], first)
+        feed.update(cache or {name: np.zeros(pin[name]["shape"], np.float32) for name in kv})
+        out = runners[key](**feed)
+        cache = {name: out[name] for name in kv}
+    dec = runners[decode]
+    shape = dec.get_input_details()[mask]["shape"] if mask else None
     tokens, logits = [], []
     for i in range(1, steps + 1):
         token = prompt[-1] if i == 1 else tokens[-1]
         pos = len(prompt) - 1 if i == 1 else len(prompt) - 2 + i
-        out = dec(tokens=np.array([[token]], np.int32), input_pos=np.array([pos], np.int32),
-                  **{name: out[name] for name in kv})
+        feed = {"tokens": np.array([[token]], np.int32), "input_pos": np.array([pos], np.int32),
+                **cache}
+        if mask:
+            feed[mask] = _causal(shape, pos)
+        out = dec(**feed)
+        cache = {name: out[name] for name in kv}
         row = out["logits"].reshape(-1)
         tokens.append(int(np.argmax(row)))
         logits.append(row)
@@ -148,10 +177,16 @@ def test_a_plan_the_loop_cannot_run_is_refused(settings, message):
 def test_prompt_and_length_limits():
     model = load_model(LLM / "tiny_llama_f32.tflite")
     plan = find_plan(model)
-    with pytest.raises(GenerationError, match="more than any prefill"):
-        find_plan(model, 9)
-    with pytest.raises(GenerationError, match="at most 8"):
-        Generation(model, plan, list(range(9)), 1)
+    # a prompt longer than prefill_8 goes in chunks of it; 32 ids fill the cache, and the
+    # first decode step rewrites position 31; a second would write past it
+    assert Generation(model, plan, list(range(9)), 1).next_call().label == "prefill 1/2"
+    Generation(model, plan, list(range(32)), 1)
+    with pytest.raises(GenerationError, match="2 decode steps after 32 prompt ids reach "
+                                              "position 32"):
+        Generation(model, plan, list(range(32)), 2)
+    with pytest.raises(GenerationError, match=r"prefilled by 'prefill_8' at positions "
+                                              r"32\.\.39: the KV cache holds 32"):
+        Generation(model, plan, list(range(33)), 1)
     # 3 prompt ids + 30 steps reach position 31, the cache's last; one more is refused
     Generation(model, plan, [1, 2, 3], 30)
     with pytest.raises(GenerationError, match="reach position 32: the KV cache holds 32"):
@@ -168,5 +203,6 @@ def test_prompt_and_length_limits():
 
 def test_a_model_without_signatures_names_what_is_missing():
     model = load_model(MODELS_DIR / "mobilenet_v2_float.tflite")
-    with pytest.raises(GenerationError, match=r"no signature named prefill\*"):
+    with pytest.raises(GenerationError, match=r"no signature named 'decode' \(signatures: "
+                                              r"serving_default\)"):
         find_plan(model)
