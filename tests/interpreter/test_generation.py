@@ -59,22 +59,24 @@ def litert_loop(data, prompt, steps, kv, prefill="prefill_8", decode="decode", c
         part = prompt[first:first + n]
         ids[:len(part)] = part
         feed = {"tokens": ids.reshape(pin["tokens"]["shape"]),
-                "input_pos": np.arange(first, first + n, dtype=np.int32)}
+                "input_pos": np.arange(first, first + n, dtype=np.int32).reshape(
+                    pin["input_pos"]["shape"])}
         if mask:
             feed[mask] = _causal(pin[mask]["shape"], first)
         feed.update(cache or {name: np.zeros(pin[name]["shape"], np.float32) for name in kv})
         out = runners[key](**feed)
         cache = {name: out[name] for name in kv}
     dec = runners[decode]
-    shape = dec.get_input_details()[mask]["shape"] if mask else None
+    din = dec.get_input_details()
     tokens, logits = [], []
     for i in range(1, steps + 1):
         token = prompt[-1] if i == 1 else tokens[-1]
         pos = len(prompt) - 1 if i == 1 else len(prompt) - 2 + i
-        feed = {"tokens": np.array([[token]], np.int32), "input_pos": np.array([pos], np.int32),
+        feed = {"tokens": np.array([[token]], np.int32),
+                "input_pos": np.array([pos], np.int32).reshape(din["input_pos"]["shape"]),
                 **cache}
         if mask:
-            feed[mask] = _causal(shape, pos)
+            feed[mask] = _causal(din[mask]["shape"], pos)
         out = dec(**feed)
         cache = {name: out[name] for name in kv}
         row = out["logits"].reshape(-1)
@@ -107,9 +109,16 @@ def _agree(ours: np.ndarray, theirs: np.ndarray) -> None:
     assert (top2[:, 1] - top2[:, 0]).min() > 10 * diff
 
 
-@pytest.mark.parametrize("flavour, seed", [("float32", 0), ("int4_blockwise", 2)])
-def test_written_decoder_generates_what_litert_generates(flavour, seed):
-    data = kv_decoder_model(seed, flavour)
+@pytest.mark.parametrize("flavour, seed, row", [("float32", 0, False),
+                                                ("int4_blockwise", 2, False),
+                                                ("float32", 0, True)])
+def test_written_decoder_generates_what_litert_generates(flavour, seed, row):
+    """``row``: input_pos of shape [1, N] (and [1, 1] in decode), not [N]."""
+    data = kv_decoder_model(seed, flavour, row_positions=row)
+    plan = find_plan(load_model(data), 3)
+    fed = {(f.signature, f.input): f.shape for f in plan.feeds}
+    assert fed[(f"prefill_{PREFILL}", "input_pos")] == ((1, PREFILL) if row else (PREFILL,))
+    assert fed[("decode", "input_pos")] == ((1, 1) if row else (1,))
     result, logits = _ours(data)
     ref, ref_logits = litert_loop(data, PROMPT, STEPS, KV_NAMES, prefill=f"prefill_{PREFILL}")
     assert result.tokens == ref and len(ref) == STEPS
