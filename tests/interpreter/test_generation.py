@@ -176,6 +176,8 @@ def test_the_pieces_are_found_by_litert_torch_names():
     ({"kv": "nothing*"}, "names no input"),
     ({"prefill": "missing"}, "no signature 'missing'"),
     ({"tokens": "kv_cache_k_0"}, "is FLOAT32, not integer ids"),
+    ({"logits": "kv_cache_k_0"}, "no output 'kv_cache_k_0' other than the KV cache"),
+    ({"kv": "kv_cache_*", "prefill": "missing"}, "no signature 'missing'"),
 ])
 def test_a_plan_the_loop_cannot_run_is_refused(settings, message):
     model = load_model(LLM / "tiny_llama_f32.tflite")

@@ -240,7 +240,9 @@ def _positions_axis(model: Model, name: str, calls: Sequence[tuple[str, int]]) -
     axes: set[int] | None = None
     for key, n in calls:
         sig = model.signature(key)
-        index = next(m.tensor_index for m in sig.inputs if m.name == name)
+        index = next((m.tensor_index for m in sig.inputs if m.name == name), None)
+        if index is None:  # not an input of this signature: check_plan says so
+            continue
         for cache, piece in _cache_writes(model, sig.subgraph_index, index):
             if len(cache) != len(piece):
                 continue
@@ -454,9 +456,10 @@ def check_plan(model: Model, plan: GenerationPlan) -> None:
                 raise GenerationError(f"KV tensor {name!r} has shapes "
                                       f"{sorted(list(s) for s in shapes)} in signatures "
                                       f"{key!r} and {plan.decode!r}")
-    if plan.logits not in dec_out:
+    if plan.logits not in dec_out or plan.logits in plan.kv:
         raise GenerationError(f"decode signature {plan.decode!r} has no output "
-                              f"{plan.logits!r} (outputs: {', '.join(dec_out)})")
+                              f"{plan.logits!r} other than the KV cache (outputs: "
+                              f"{', '.join(dec_out)})")
 
 
 def _feeds(model: Model, plan: GenerationPlan) -> tuple[Feed, ...]:
