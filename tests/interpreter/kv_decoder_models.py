@@ -172,11 +172,14 @@ def _rms_norm(model: _Model, sub: _Sub, x: int, gamma: int, tokens: int, tag: st
 
 
 def _signature(model: _Model, key: str, tokens: int, weights: dict[str, tuple],
-               logits_out: bool) -> None:
+               logits_out: bool, row_positions: bool = False) -> None:
     sub = _Sub(model, key)
     T, C, D, V = tokens, CACHE, DIM, VOCAB
     tok = sub.act("tokens", (1, T), "INT32")
-    pos = sub.act("input_pos", (T,), "INT32")
+    pos_in = pos = sub.act("input_pos", (1, T) if row_positions else (T,), "INT32")
+    if row_positions:  # [1, T]: read as [T] from here on
+        pos = sub.out("RESHAPE", [pos, sub.const(f"{key}_pos_flat", np.array([T], np.int32))],
+                      "pos_flat", (T,), "INT32")
     caches = {name: sub.act(name, (1, C, 1, D)) for name in KV_NAMES}
 
     def w(name: str) -> int:
@@ -238,8 +241,8 @@ def _signature(model: _Model, key: str, tokens: int, weights: dict[str, tuple],
     logits = sub.out("RESHAPE", [fc(x, "lm_head", V, "lm_head"),
                                  sub.const(f"{key}_logits_shape", np.array([1, T, V], np.int32))],
                      "logits", (1, T, V))
-    inputs = {"tokens": tok, "input_pos": pos, **caches}
-    sub.sg.inputs = [tok, pos, *caches.values()]  # the subgraph's order: not the signature's
+    inputs = {"tokens": tok, "input_pos": pos_in, **caches}
+    sub.sg.inputs = [tok, pos_in, *caches.values()]  # the subgraph's order: not the signature's
     outputs = dict(outs)
     if logits_out:
         outputs["logits"] = logits
@@ -247,9 +250,10 @@ def _signature(model: _Model, key: str, tokens: int, weights: dict[str, tuple],
     model.signature(key, sub.index, inputs, outputs)
 
 
-def kv_decoder_model(seed: int = 0, flavour: str = "float32") -> bytes:
+def kv_decoder_model(seed: int = 0, flavour: str = "float32",
+                     row_positions: bool = False) -> bytes:
     """The .tflite bytes (see the module docstring); ``flavour``: float32 or
-    int4_blockwise."""
+    int4_blockwise; ``row_positions``: ``input_pos`` of shape [1, N] (else [N])."""
     if flavour not in ("float32", "int4_blockwise"):
         raise ValueError(f"unknown flavour {flavour!r}")
     rng = np.random.default_rng(seed)
@@ -257,5 +261,5 @@ def kv_decoder_model(seed: int = 0, flavour: str = "float32") -> bytes:
     model = _Model()
     # subgraph 0 is prefill, its norms' decompositions follow, then decode and its own
     for key, tokens, logits in ((f"prefill_{PREFILL}", PREFILL, False), ("decode", 1, True)):
-        _signature(model, key, tokens, weights, logits)
+        _signature(model, key, tokens, weights, logits, row_positions)
     return serialize(ModelTree(model.m))

@@ -32,22 +32,53 @@ FORMS = ("f32", "q8", "q8_wo", "q4_block32")
 PROMPT, STEPS = [5, 17, 42], 8
 
 
-def litert_loop(data, prompt, steps, kv, prefill="prefill_8", decode="decode"):
-    """(ids, logits per step) of LiteRT's runners on the loop as the issue defines it."""
+def _causal(shape, first):
+    """litert-torch's additive mask for queries at positions first, first+1, ... (rows)
+    over the cache (columns): 0 at or before the query's position, -inf after it."""
+    rows, cols = shape[-2], shape[-1]
+    m = np.zeros((rows, cols), np.float32)
+    for r in range(rows):
+        m[r, first + r + 1:] = -np.inf
+    return m.reshape(shape)
+
+
+def litert_loop(data, prompt, steps, kv, prefill="prefill_8", decode="decode", chunks=None,
+                mask=None):
+    """(ids, logits per step) of LiteRT's runners on the loop as the issue defines it.
+    ``chunks``: the prefill calls as (signature, first position), each fed the prompt's
+    ids from there padded with 0 (default: ``prefill`` alone from 0); ``mask``: the name
+    of a mask input, fed the causal mask of the call's positions."""
     li = litert(data, preserve=False)
-    pre, dec = li.get_signature_runner(prefill), li.get_signature_runner(decode)
-    pin = pre.get_input_details()
-    n = int(np.prod(pin["tokens"]["shape"]))
-    ids = np.zeros((1, n), np.int32)
-    ids[0, :len(prompt)] = prompt
-    out = pre(tokens=ids, input_pos=np.arange(n, dtype=np.int32),
-              **{name: np.zeros(pin[name]["shape"], np.float32) for name in kv})
+    chunks = chunks or [(prefill, 0)]
+    runners = {key: li.get_signature_runner(key) for key in {c[0] for c in chunks} | {decode}}
+    cache = None
+    for key, first in chunks:
+        pin = runners[key].get_input_details()
+        n = int(np.prod(pin["tokens"]["shape"]))
+        ids = np.zeros(n, np.int32)
+        part = prompt[first:first + n]
+        ids[:len(part)] = part
+        feed = {"tokens": ids.reshape(pin["tokens"]["shape"]),
+                "input_pos": np.arange(first, first + n, dtype=np.int32).reshape(
+                    pin["input_pos"]["shape"])}
+        if mask:
+            feed[mask] = _causal(pin[mask]["shape"], first)
+        feed.update(cache or {name: np.zeros(pin[name]["shape"], np.float32) for name in kv})
+        out = runners[key](**feed)
+        cache = {name: out[name] for name in kv}
+    dec = runners[decode]
+    din = dec.get_input_details()
     tokens, logits = [], []
     for i in range(1, steps + 1):
         token = prompt[-1] if i == 1 else tokens[-1]
         pos = len(prompt) - 1 if i == 1 else len(prompt) - 2 + i
-        out = dec(tokens=np.array([[token]], np.int32), input_pos=np.array([pos], np.int32),
-                  **{name: out[name] for name in kv})
+        feed = {"tokens": np.array([[token]], np.int32),
+                "input_pos": np.array([pos], np.int32).reshape(din["input_pos"]["shape"]),
+                **cache}
+        if mask:
+            feed[mask] = _causal(din[mask]["shape"], pos)
+        out = dec(**feed)
+        cache = {name: out[name] for name in kv}
         row = out["logits"].reshape(-1)
         tokens.append(int(np.argmax(row)))
         logits.append(row)
@@ -78,9 +109,16 @@ def _agree(ours: np.ndarray, theirs: np.ndarray) -> None:
     assert (top2[:, 1] - top2[:, 0]).min() > 10 * diff
 
 
-@pytest.mark.parametrize("flavour, seed", [("float32", 0), ("int4_blockwise", 2)])
-def test_written_decoder_generates_what_litert_generates(flavour, seed):
-    data = kv_decoder_model(seed, flavour)
+@pytest.mark.parametrize("flavour, seed, row", [("float32", 0, False),
+                                                ("int4_blockwise", 2, False),
+                                                ("float32", 0, True)])
+def test_written_decoder_generates_what_litert_generates(flavour, seed, row):
+    """``row``: input_pos of shape [1, N] (and [1, 1] in decode), not [N]."""
+    data = kv_decoder_model(seed, flavour, row_positions=row)
+    plan = find_plan(load_model(data), 3)
+    fed = {(f.signature, f.input): f.shape for f in plan.feeds}
+    assert fed[(f"prefill_{PREFILL}", "input_pos")] == ((1, PREFILL) if row else (PREFILL,))
+    assert fed[("decode", "input_pos")] == ((1, 1) if row else (1,))
     result, logits = _ours(data)
     ref, ref_logits = litert_loop(data, PROMPT, STEPS, KV_NAMES, prefill=f"prefill_{PREFILL}")
     assert result.tokens == ref and len(ref) == STEPS
@@ -138,6 +176,8 @@ def test_the_pieces_are_found_by_litert_torch_names():
     ({"kv": "nothing*"}, "names no input"),
     ({"prefill": "missing"}, "no signature 'missing'"),
     ({"tokens": "kv_cache_k_0"}, "is FLOAT32, not integer ids"),
+    ({"logits": "kv_cache_k_0"}, "no output 'kv_cache_k_0' other than the KV cache"),
+    ({"kv": "kv_cache_*", "prefill": "missing"}, "no signature 'missing'"),
 ])
 def test_a_plan_the_loop_cannot_run_is_refused(settings, message):
     model = load_model(LLM / "tiny_llama_f32.tflite")
@@ -148,10 +188,16 @@ def test_a_plan_the_loop_cannot_run_is_refused(settings, message):
 def test_prompt_and_length_limits():
     model = load_model(LLM / "tiny_llama_f32.tflite")
     plan = find_plan(model)
-    with pytest.raises(GenerationError, match="more than any prefill"):
-        find_plan(model, 9)
-    with pytest.raises(GenerationError, match="at most 8"):
-        Generation(model, plan, list(range(9)), 1)
+    # a prompt longer than prefill_8 goes in chunks of it; 32 ids fill the cache, and the
+    # first decode step rewrites position 31; a second would write past it
+    assert Generation(model, plan, list(range(9)), 1).next_call().label == "prefill 1/2"
+    Generation(model, plan, list(range(32)), 1)
+    with pytest.raises(GenerationError, match="2 decode steps after 32 prompt ids reach "
+                                              "position 32"):
+        Generation(model, plan, list(range(32)), 2)
+    with pytest.raises(GenerationError, match=r"prefilled by 'prefill_8' at positions "
+                                              r"32\.\.39: the KV cache holds 32"):
+        Generation(model, plan, list(range(33)), 1)
     # 3 prompt ids + 30 steps reach position 31, the cache's last; one more is refused
     Generation(model, plan, [1, 2, 3], 30)
     with pytest.raises(GenerationError, match="reach position 32: the KV cache holds 32"):
@@ -168,5 +214,6 @@ def test_prompt_and_length_limits():
 
 def test_a_model_without_signatures_names_what_is_missing():
     model = load_model(MODELS_DIR / "mobilenet_v2_float.tflite")
-    with pytest.raises(GenerationError, match=r"no signature named prefill\*"):
+    with pytest.raises(GenerationError, match=r"no signature named 'decode' \(signatures: "
+                                              r"serving_default\)"):
         find_plan(model)

@@ -146,3 +146,34 @@ def test_screenshot_command_line(tmp_path, capsys):
         assert cli.main([str(LLM), *shot, *bad]) == 2, bad
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and message in err, (bad, err)
+
+
+def test_the_form_reads_the_mask_and_chunks_a_long_prompt(qtbot, window, settings):
+    """gemma3_f32 (mask input, transposed cache, prefill_8 and prefill_16): the form finds
+    the loop; a prompt of 20 ids, the prefill left as found, goes in LiteRT-LM's chunks
+    (prefill_16 then prefill_8), and the Call Stack names the second chunk."""
+    from tflite_viewer.ui.debugger.inputs_dialog import GENERATE, InputsDialog
+    path = MODELS / "llm" / "gemma3_f32.tflite"
+    assert window.open_path(path, wait=True)
+    dialog = InputsDialog(window.model, window.path, settings, window)
+    qtbot.addWidget(dialog)
+    dialog.signature_combo.setCurrentIndex(dialog.signature_combo.findData(GENERATE))
+    form = dialog.generation_form
+    assert "causal mask 'mask'" in form.summary.text() and "axis 2/3" in form.summary.text()
+    form.prompt.setText(", ".join(str(i) for i in range(100, 120)))
+    form.steps.setValue(2)
+    dialog.accept()
+    setup = dialog.generation
+    assert setup is not None and setup.plan.mask == "mask"
+    assert [c[0] for c in setup.plan.chunks(20)] == ["prefill_16", "prefill_8"]
+    dbg = window.debugger
+    dbg.set_generation(setup)
+    window.show_subgraph("prefill_8", wait=True)  # a breakpoint on its first op
+    window.select_op(0)
+    window.activateWindow()
+    window.view.setFocus()
+    qtbot.keyClick(window.view, Qt.Key.Key_F9)
+    stop = _f5(qtbot, window)
+    assert stop.state == PAUSED and stop.call.label == "prefill 2/2"
+    assert stop.call.position == 16 and stop.call.ids == 4
+    assert dbg.callstack_panel.rows()[-1][0] == "prefill 2/2 (signature 'prefill_8')"

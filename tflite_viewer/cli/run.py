@@ -64,17 +64,23 @@ DESCRIPTION = ("Run a model in the interpreter on your inputs (an .npz) or on se
                "of our kernels fed LiteRT's own inputs); exit 1 when one is outside the "
                "tolerance.\n\n"
                "--generate K runs an on-device LLM (prefill and decode signatures, as "
-               "litert-torch exports them): the prefill signature on the prompt's ids, then "
-               "the decode signature K times, each call's KV-cache outputs fed to the next "
-               "call's KV-cache inputs by name and each step fed the argmax of the last; it "
-               "prints the K generated ids. With --compare-litert the same loop runs on "
-               "LiteRT's builtin kernels and the ids are compared (exit 1 when they differ).")
+               "litert-torch exports them, in either KV-cache layout, the mask an input or "
+               "not): a prefill signature on the prompt's ids (in chunks, as LiteRT-LM "
+               "does, when the prompt is longer), then the decode signature K times, each "
+               "call's KV-cache outputs fed to the next call's KV-cache inputs by name and "
+               "each step fed the argmax of the last; it prints the K generated ids and "
+               "with --json what it fed every input. --bos puts a beginning-of-sequence id "
+               "first, --logits writes the decode logits. With --compare-litert the same "
+               "loop runs on LiteRT's builtin kernels and the ids are compared (exit 1 when "
+               "they differ).")
 # shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
 EXAMPLES = [
     "tflite-viewer run mobilenet_v2_float.tflite",
     "tflite-viewer run control_flow.tflite --dump-all tensors.npz --json",
     "tflite-viewer run mobilenet_v2_float.tflite --compare-litert",
     "tflite-viewer run tiny_llama_q8.tflite --generate 8 --prompt 5,17,42",
+    "tflite-viewer run gemma3_f32.tflite --generate 8 --prompt 5,17,42 --bos 1 "
+    "--logits logits.npy",
 ]
 
 

@@ -1,9 +1,11 @@
 """The generation loop run by LiteRT's builtin kernels, in a child process.
 
 ``run MODEL --generate K --compare-litert`` compares our ids with the ones LiteRT's
-signature runners give when they run the same loop (`generation`'s module docstring):
-the child transcribes that loop on its own (it imports nothing of tflite_viewer, only numpy
-and LiteRT), so a mistake in our loop cannot hide in both.  The kernels are
+signature runners give when they run the same loop (`generation`'s module docstring) on
+the same plan (`generation_plan`: the prefill chunks, the names, the mask input): the
+child transcribes that loop on its own (it imports nothing of tflite_viewer, only numpy
+and LiteRT; it builds the causal mask itself), so a mistake in our loop cannot hide in
+both.  The kernels are
 BUILTIN_WITHOUT_DEFAULT_DELEGATES: LiteRT's builtin (optimized) kernels, no XNNPACK
 delegate; its reference kernels lack the blockwise INT4 FULLY_CONNECTED path.
 """
@@ -36,38 +38,53 @@ try:
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
     li = Interpreter(model_path=cfg["model"],
                      experimental_op_resolver_type=getattr(OpResolverType, cfg["resolver"]))
-    prefill = li.get_signature_runner(cfg["prefill"])
-    decode = li.get_signature_runner(cfg["decode"])
-    pre_in, dec_in = prefill.get_input_details(), decode.get_input_details()
-    prompt, steps, kv = cfg["prompt"], cfg["steps"], cfg["kv"]
+    runners = {key: li.get_signature_runner(key)
+               for key in {c[0] for c in cfg["chunks"]} | {cfg["decode"]}}
+    details = {key: r.get_input_details() for key, r in runners.items()}
+    prompt, steps, kv, mask = cfg["prompt"], cfg["steps"], cfg["kv"], cfg["mask"]
     k = len(prompt)
 
-    def arr(details, name, values):
-        d = details[name]
+    def arr(key, name, values):
+        d = details[key][name]
         return np.asarray(values).astype(d["dtype"]).reshape(d["shape"])
 
-    n = int(np.prod(pre_in[cfg["tokens"]]["shape"]))
-    ids = np.zeros(n, np.int64)
-    ids[:k] = prompt
-    feed = {cfg["tokens"]: arr(pre_in, cfg["tokens"], ids),
-            cfg["position"]: arr(pre_in, cfg["position"], np.arange(n))}
-    for name in kv:
-        feed[name] = np.zeros(pre_in[name]["shape"], pre_in[name]["dtype"])
-    out = prefill(**feed)
-    cache = {name: out[name] for name in kv}
+    def causal(key, first):
+        d = details[key][mask]
+        rows, cols = d["shape"][-2], d["shape"][-1]
+        m = np.zeros((rows, cols), np.float32)
+        for r in range(rows):
+            m[r, first + r + 1:] = -np.inf
+        return m.astype(d["dtype"]).reshape(d["shape"])
+
+    cache = None
+    for key, n, start, count in cfg["chunks"]:
+        ids = np.zeros(n, np.int64)
+        ids[:count] = prompt[start:start + count]
+        feed = {cfg["tokens"]: arr(key, cfg["tokens"], ids),
+                cfg["position"]: arr(key, cfg["position"], np.arange(start, start + n))}
+        if mask:
+            feed[mask] = causal(key, start)
+        for name in kv:
+            feed[name] = cache[name] if cache is not None else \
+                np.zeros(details[key][name]["shape"], details[key][name]["dtype"])
+        out = runners[key](**feed)
+        cache = {name: out[name] for name in kv}
     tokens, logits = [], []
     for i in range(1, steps + 1):
         token = prompt[-1] if i == 1 else tokens[-1]
-        pos = k - 1 if i == 1 else k - 2 + i
-        feed = {cfg["tokens"]: arr(dec_in, cfg["tokens"], [token]),
-                cfg["position"]: arr(dec_in, cfg["position"], [pos])}
+        pos = k - 2 + i
+        key = cfg["decode"]
+        feed = {cfg["tokens"]: arr(key, cfg["tokens"], [token]),
+                cfg["position"]: arr(key, cfg["position"], [pos])}
+        if mask:
+            feed[mask] = causal(key, pos)
         feed.update(cache)
-        out = decode(**feed)
+        out = runners[key](**feed)
         cache = {name: out[name] for name in kv}
         row = np.asarray(out[cfg["logits"]])
         row = row.reshape(-1, row.shape[-1])[-1]
         tokens.append(int(np.argmax(row)))
-        logits.append(row.astype(np.float64))
+        logits.append(row)
     np.save(cfg["out"], np.stack(logits))
     print(json.dumps({"tokens": tokens}))
 except BaseException as exc:
@@ -79,7 +96,8 @@ except BaseException as exc:
 
 @dataclass(frozen=True)
 class LiteRTGeneration:
-    """LiteRT's ids and each decode step's logits (float64, one row per step)."""
+    """LiteRT's ids and each decode step's logits (as the model gives them, one row per
+    step)."""
 
     tokens: list[int]
     logits: np.ndarray
@@ -101,8 +119,9 @@ def litert_generate(model: Model | str | os.PathLike, plan: GenerationPlan,
         _refuse_side_files(m)  # LiteRT's Interpreter reads no external buffers
         out = os.path.join(tmp, "logits.npy")
         cfg = {"model": str(path), "resolver": resolver, "prompt": [int(t) for t in prompt],
-               "steps": int(steps), "out": out, **{k: v for k, v in plan.to_dict().items()
-                                                     if k != "context"}}
+               "steps": int(steps), "out": out, "chunks": plan.chunks(len(prompt)),
+               "decode": plan.decode, "tokens": plan.tokens, "position": plan.position,
+               "logits": plan.logits, "kv": list(plan.kv), "mask": plan.mask}
         env = dict(os.environ)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         try:

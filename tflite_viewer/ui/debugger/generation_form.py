@@ -106,7 +106,10 @@ class GenerationForm(QWidget):
     def setup(self) -> GenerationSetup:
         """The loop as chosen, checked (a `GenerationError` says what is wrong)."""
         prompt = parse_prompt(self.prompt.text())
-        plan = find_plan(self.model, len(prompt), prefill=self.prefill.currentText(),
+        found = default_plan(self.model)[0]  # left as found: every prefill, in chunks
+        prefill = self.prefill.currentText()
+        plan = find_plan(self.model, len(prompt),
+                         prefill=None if found and prefill == found.prefill else prefill,
                          decode=self.decode.currentText(), tokens=self.tokens.currentText(),
                          position=self.position.currentText(),
                          logits=self.logits.currentText(), kv=self.kv.text())
