@@ -104,6 +104,7 @@ class _Pool:
             n, mp_context=multiprocessing.get_context("fork"), initializer=_install,
             initargs=(work, jobs))
         self._before = before
+        self._workers: list = []
 
     def submit(self, indices: Sequence[int]) -> dict[Future, int]:
         futures = {self.executor.submit(_run_job, i): i for i in indices}
@@ -117,7 +118,7 @@ class _Pool:
         (`ProcessPoolExecutor.shutdown` would let them finish)."""
         self.executor.shutdown(wait=not stop, cancel_futures=True)
         if stop:
-            for proc in getattr(self, "_workers", []):
+            for proc in self._workers:
                 if proc.exitcode is None:
                     proc.terminate()
 

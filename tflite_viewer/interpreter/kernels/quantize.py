@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..integer import quantize as int_quantize
-from . import chunks
 from ..tensor import FLOAT16, FLOAT32, INT4, INT8, INT16, INT32, QUANTIZED_INT_TYPES, UINT8
+from . import chunks
 from .common import (BuiltinOperator as Op, Kernel, declare, qparams, register, rounding,
                      same_shape, tensor_qparams)
 
