@@ -56,7 +56,9 @@ display it says so on one line and exits 2 (`--screenshot` works without one).
 
 - the text report goes to stdout, progress and warnings to stderr;
 - `--json` prints strict JSON on stdout instead of the text report (no `NaN` or
-  `Infinity`: a non-finite number is written as `null` and listed in `findings`);
+  `Infinity`: a non-finite number is written as `null` and, in a document with a
+  `findings` list, listed there with where it was), indented by two spaces (`targets` and
+  `memory` write one line);
 - `-o FILE` writes the command's product to FILE: the JSON document for the report
   commands (`info`, `layout`, `run`, `quant`, `ops`), the model for `edit`, the image for
   `render`; named options (`--csv FILE`, `--dump-all FILE`) write their own files;

@@ -105,3 +105,31 @@ def test_json_to_stdout_with_dash(capsys):
     assert main(["diff", str(FLOAT), str(FLOAT), "-o", "-"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["same"] is True and doc["differences"] == []
+
+
+def _masked_add(tmp_path, name: str, mask: float):
+    """x + [[mask, 0, 1, mask]]: a -inf mask (as attention masks hold) reaches the output."""
+    from tests.interpreter.singleop import Input, single_op_model
+    const = np.array([[mask, 0.0, 1.0, mask]], np.float32)
+    path = tmp_path / name
+    path.write_bytes(single_op_model("ADD", [Input((1, 4)), const], [np.float32], "AddOptions",
+                                     {}, output_shapes=[(1, 4)]))
+    return path
+
+
+@pytest.mark.parametrize("mask_b, exit_code", [(-np.inf, 0), (-1e30, 1)])
+def test_numeric_json_with_infinities_prints_nothing_on_stderr(tmp_path, mask_b, exit_code):
+    """Both models hold -inf at the same places: they agree (exit 0), where inf - inf once
+    made every metric NaN, the tensors "parted", and numpy printed two RuntimeWarnings.
+    Against a finite mask they part (exit 1), still without a warning."""
+    import subprocess
+    import sys
+    a, b = _masked_add(tmp_path, "a.tflite", -np.inf), _masked_add(tmp_path, "b.tflite", mask_b)
+    result = subprocess.run([sys.executable, "-m", "tflite_viewer", "diff", str(a), str(b),
+                             "--numeric", "--json"], capture_output=True, text=True, timeout=120)
+    assert result.stderr == "" and result.returncode == exit_code
+    doc = json.loads(result.stdout, parse_constant=lambda name: pytest.fail(name))
+    out = next(t for t in doc["numeric"]["tensors"] if t["name"] == "out0")
+    assert out["parted"] == bool(exit_code)
+    if not exit_code:
+        assert out["metrics"]["max_abs_error"] == 0.0

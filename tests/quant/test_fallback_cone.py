@@ -249,65 +249,106 @@ def test_a_child_that_fails_leaves_its_samples_to_the_parent(monkeypatch):
     assert sorted(seen) == list(range(7))  # every job ended up computed here
 
 
-def test_a_child_computes_every_job_it_takes_before_the_parent_reads(monkeypatch, tmp_path):
-    """A child's results are larger than a pipe's buffer (a sample's statistics of every
-    tensor): sent one by one, the first blocked the child until the parent, done with its
-    own jobs, read it.  Here the parent's one job after the fork waits (up to 10 s) until
-    the child has taken and computed every other job, each returning 1 MB: it can only if
-    the child sends nothing before it has taken its last."""
+def test_workers_are_not_held_by_results_this_process_has_not_read(monkeypatch, tmp_path):
+    """A worker's results are large (a sample's statistics of every tensor, more than a
+    pipe's buffer).  While this process is busy with ``meanwhile`` the workers compute
+    every job, each returning 1 MB: ``meanwhile`` waits (up to 10 s) until every job has
+    been computed, which it can only see if no worker waits for its results to be read."""
     if not parallel.can_fork():
         pytest.skip("forking children is Linux only")
-    monkeypatch.setattr(parallel, "WORTH_SECONDS", 0.0)
     import os
     import time
     parent = os.getpid()
     marks = tmp_path / "marks"
     marks.mkdir()
-    jobs = list(range(9))  # job 0 timed here, then the processes take jobs 1 to 8
-    seen_by_parent, finished_before_read = [], []
 
     def work(job, here):
         if os.getpid() != parent:
             (marks / str(job)).touch()
-            return b"x" * (1 << 20)
-        if job == 0:
-            return b""
-        seen_by_parent.append(job)
+        return bytes([job]) * (1 << 20)
+
+    seen = []
+
+    def meanwhile():
         deadline = time.monotonic() + 10
-        while len(list(marks.iterdir())) < 7 and time.monotonic() < deadline:
+        while len(list(marks.iterdir())) < 8 and time.monotonic() < deadline:
             time.sleep(0.02)
-        finished_before_read.append(len(list(marks.iterdir())))
-        return b""
+        seen.append(len(list(marks.iterdir())))
 
-    sizes = {}
-    parallel.map_jobs(jobs, work, lambda i, r, here: sizes.__setitem__(i, (len(r), here)),
-                      workers=2)
-    child_jobs = sorted(int(m.name) for m in marks.iterdir())
-    assert finished_before_read == [7]  # the child's 7 jobs done before the parent read one
-    assert len(seen_by_parent) == 1 and sorted(child_jobs + seen_by_parent) == jobs[1:]
-    assert all(sizes[j] == (1 << 20, False) for j in child_jobs)
-    assert sorted(sizes) == jobs
+    got = {}
+    parallel.map_jobs(list(range(8)), work, lambda i, r, here: got.__setitem__(i, (r, here)),
+                      workers=2, meanwhile=meanwhile, time_first=False)
+    assert seen == [8]  # every job computed in a worker before this process read one
+    assert got == {j: (bytes([j]) * (1 << 20), False) for j in range(8)}
 
 
-def test_the_process_with_other_work_takes_fewer_jobs(monkeypatch):
-    """Jobs go to whichever process is free: while this one does ``meanwhile`` (the file
-    checks) the child takes jobs, so neither waits for the other at the end."""
+def test_meanwhile_runs_here_while_the_workers_compute(monkeypatch, tmp_path):
+    """``meanwhile`` (the file checks) does not wait for the jobs nor they for it: a job
+    waits (up to 10 s) for ``meanwhile`` to start, and ``meanwhile`` for a job to end."""
     if not parallel.can_fork():
         pytest.skip("forking children is Linux only")
     import os
     import time
     parent = os.getpid()
+    started, ended = tmp_path / "meanwhile started", tmp_path / "a job ended"
+
+    def wait_for(path):
+        deadline = time.monotonic() + 10
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return path.exists()
 
     def work(job, here):
-        time.sleep(0.05)
-        return os.getpid()
+        saw = wait_for(started)
+        ended.touch()
+        return os.getpid(), saw
 
-    got = {}
-    parallel.map_jobs(list(range(10)), work, lambda i, r, here: got.__setitem__(i, r),
-                      workers=2, meanwhile=lambda: time.sleep(0.2), time_first=False)
-    here = sum(pid == parent for pid in got.values())
-    assert sorted(got) == list(range(10))
-    assert 1 <= here <= 4  # about 3 of 10: the child took the jobs of the 0.2 s meanwhile
+    def meanwhile():
+        assert os.getpid() == parent
+        started.touch()
+        overlap.append(wait_for(ended))
+
+    overlap, got = [], {}
+    parallel.map_jobs(list(range(4)), work, lambda i, r, here: got.__setitem__(i, r),
+                      workers=2, meanwhile=meanwhile, time_first=False)
+    assert overlap == [True] and sorted(got) == list(range(4))
+    assert all(pid != parent and saw for pid, saw in got.values())
+
+
+def test_cancel_stops_the_workers_in_their_job(tmp_path):
+    """``check`` raising while the workers compute stops them, their running jobs too."""
+    if not parallel.can_fork():
+        pytest.skip("forking children is Linux only")
+    import os
+    import time
+
+    def work(job, here):
+        (tmp_path / str(os.getpid())).touch()
+        time.sleep(60)
+
+    t0 = time.monotonic()
+
+    def check():
+        if len(list(tmp_path.iterdir())) == 2 or time.monotonic() - t0 > 20:
+            raise KeyboardInterrupt("cancelled")
+
+    with pytest.raises(KeyboardInterrupt):
+        parallel.map_jobs(list(range(4)), work, lambda i, r, here: None, workers=2,
+                          check=check, time_first=False)
+    pids = [int(p.name) for p in tmp_path.iterdir()]
+    assert len(pids) == 2 and time.monotonic() - t0 < 30
+
+    def gone(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    deadline = time.monotonic() + 10
+    while not all(map(gone, pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(map(gone, pids))
 
 
 def test_table_measurements_equal_the_plain_computation():
@@ -446,16 +487,19 @@ def test_children_started_at_once_give_the_results_in_job_order():
     assert not parallel.worth_forking_at_once(41_020, 10)  # small_cnn_dilated_int8's
 
 
-def test_processes_sharing_jobs_use_one_blas_thread_each(monkeypatch):
+@pytest.mark.parametrize("time_first", [True, False])
+def test_processes_sharing_jobs_use_one_blas_thread_each(monkeypatch, time_first):
     """n processes each with BLAS's own n threads oversubscribe n cores (OpenBLAS's idle
     threads spin), and BLAS sums split among threads come out in another order: every job,
-    here or in a child, runs BLAS on one thread, and this process gets its threads back
-    afterwards."""
+    here or in a worker, runs BLAS on one thread, and this process gets its threads back
+    afterwards.  Once the workers are started this process takes no job: with the first
+    job timed here (``time_first``) it is the only one run here, else none is."""
     if not parallel.can_fork():
         pytest.skip("forking children is Linux only")
     from threadpoolctl import threadpool_info, threadpool_limits
     monkeypatch.setattr(parallel, "WORTH_SECONDS", 0.0)
     import os
+    parent = os.getpid()
 
     def blas_threads() -> list[int]:
         return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
@@ -465,11 +509,14 @@ def test_processes_sharing_jobs_use_one_blas_thread_each(monkeypatch):
         assert before and max(before) == 2  # (numpy's BLAS, set to two threads)
         got = {}
         parallel.map_jobs(list(range(6)), lambda job, here: (os.getpid(), blas_threads()),
-                          lambda i, r, here: got.__setitem__(i, r), workers=2)
+                          lambda i, r, here: got.__setitem__(i, (*r, here)), workers=2,
+                          time_first=time_first)
         assert blas_threads() == before
-    pids = {pid for pid, _ in got.values()}
-    assert len(pids) == 2  # a child computed some jobs
-    assert all(threads == [1] * len(before) for _, threads in got.values())
+    assert sorted(got) == list(range(6))
+    here = [i for i, (pid, _, _) in got.items() if pid == parent]
+    assert here == ([0] if time_first else [])
+    assert all(is_here == (pid == parent) for pid, _, is_here in got.values())
+    assert all(threads == [1] * len(before) for _, threads, _ in got.values())
 
 
 def test_cancel_stops_the_walk_of_a_sample_and_leaves_the_first_run():

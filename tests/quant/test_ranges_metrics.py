@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -126,3 +127,38 @@ def test_average_and_mean_are_np_mean_per_metric():
                 plain = mean(values)
             assert np.array_equal(got[key], want, equal_nan=True), (n, key, got[key], want)
             assert np.array_equal(plain, want, equal_nan=True), (n, key)
+
+
+def test_the_same_infinity_in_both_is_agreement_not_nan():
+    """An attention mask's -inf in both tensors: those positions are left out (inf - inf
+    would make every metric NaN), the rest measured as without them, with no warning."""
+    f = np.array([-np.inf, 3.0, 4.0, np.inf])
+    q = np.array([-np.inf, 3.0, 4.5, np.inf])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = M.tensor_metrics(f, q, scale=0.5)
+        same = M.tensor_metrics(f, f.copy())
+    expected = M.tensor_metrics(f[1:3], q[1:3], scale=0.5)  # test_metrics_by_hand's pair
+    assert m == dict(expected, num_elements=4.0)
+    assert m["sqnr_db"] == pytest.approx(20.0) and m["max_abs_error"] == 0.5
+    assert same["max_abs_error"] == 0.0 and same["sqnr_db"] == math.inf
+    assert same["median_diff_ratio"] == 0.0 and same["mean_error"] == 0.0
+
+
+@pytest.mark.parametrize("f, q, expected", [
+    # an infinity against a finite value: an infinite error, the undefined metrics NaN
+    ([np.inf, 1.0], [5.0, 1.0], {"max_abs_error": math.inf, "mean_error": -math.inf,
+                                 "mean_squared_error": math.inf, "stddev": math.nan,
+                                 "sqnr_db": math.nan, "cosine": math.nan}),
+    ([1.0, 2.0], [np.inf, 1.0], {"max_abs_error": math.inf, "mean_error": math.inf,
+                                 "sqnr_db": -math.inf}),  # a finite signal, infinite noise
+    ([np.inf, 2.0], [-np.inf, 1.0], {"max_abs_error": math.inf, "mean_error": -math.inf}),
+    ([np.nan, 2.0], [np.nan, 1.0], {k: math.nan for k in (
+        "max_abs_error", "mean_error", "stddev", "sqnr_db", "median_diff_ratio")}),
+])
+def test_non_finite_disagreements_follow_ieee_without_warnings(f, q, expected):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = M.tensor_metrics(np.array(f), np.array(q))
+    for key, value in expected.items():
+        assert m[key] == value or (math.isnan(value) and math.isnan(m[key])), key

@@ -56,8 +56,10 @@ def test_a_side_job_that_fails_in_the_child_is_computed_here():
 
 def test_closing_a_side_job_stops_its_child():
     _forking()
+    import multiprocessing
+    before = set(multiprocessing.active_children())
     side = parallel.start_side(lambda: time.sleep(60), workers=2)
-    proc = side._proc
+    (proc,) = [p for p in multiprocessing.active_children() if p not in before]
     t0 = time.monotonic()
     side.close()
     proc.join(10)

@@ -82,22 +82,23 @@ class Output:
         if not self.stdout_taken:
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
-    def json(self, doc: Any, indent: int | None = 1) -> None:
+    def json(self, doc: Any, indent: bool = True) -> None:
         """The JSON document: on stdout with ``--json``, in ``-o`` (when that is JSON)."""
-        if not self.wants_json:
-            return
-        self.json_text(jsonout.dumps(doc, indent=indent))
+        if self.wants_json:
+            self.json_text(jsonout.encode(doc, indent=indent))
 
-    def json_text(self, text: str) -> None:
-        """A JSON document the command serialized itself (strict already): where `json`
-        would put it.  For documents too large for jsonout's walk over every value."""
+    def json_text(self, text: bytes | str) -> None:
+        """A JSON document already serialized (strict): where `json` would put it.  For
+        documents a command writes faster by itself (targets' one line)."""
         if not self.wants_json:
             return
-        text = text if text.endswith("\n") else text + "\n"
+        data = text.encode() if isinstance(text, str) else text
+        data = data if data.endswith(b"\n") else data + b"\n"
         if self.as_json or (self.product_is_json and self.output == "-"):
-            sys.stdout.write(text)
+            # bytes to stdout's byte stream; a text-only stdout (a caller's StringIO) as text
+            write_file("-", data if hasattr(sys.stdout, "buffer") else data.decode())
         if self.product_is_json and self.output not in (None, "-"):
-            write_file(self.output, text)
+            write_file(self.output, data)
 
     def product(self, data: bytes | str) -> None:
         """``-o``'s content when it is not the JSON document (a model, an image)."""

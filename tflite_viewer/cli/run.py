@@ -21,8 +21,9 @@ float32 filters, where it takes BLAS (`tflite_viewer.interpreter.float_sums`).
   loop bodies; sparse constants densified; strings as bytes).
 * ``--max-iterations``, ``--timeout``, ``--max-memory``: the interpreter's budgets (see
   `tflite_viewer.interpreter.budget`): iterations of one WHILE, seconds of the run, bytes
-  of any tensor, input or the arena (``512M``, ``8G``).  Seeded inputs and the arrays of
-  ``--inputs`` are checked against ``--max-memory`` before they are allocated.
+  the run holds (``512M``, ``8G``): its inputs with its tensors and scratch.  Seeded inputs
+  and the arrays of ``--inputs`` are checked against ``--max-memory`` before they are
+  allocated.
 * ``--compare-litert``: LiteRT (in a child process, reference kernels first, its optimized
   kernels when those cannot run the model) on the same inputs; a table of every op
   output's end-to-end and op-isolated error, naming the kernels compared against; exit 1
@@ -127,8 +128,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help=f"seconds the run may take (default {_budget().DEFAULT_TIMEOUT:g})")
     p.add_argument("--max-memory", type=_size, default=None, metavar="SIZE",
-                   help="bytes any tensor, input or the arena may take, e.g. 512M or 8G "
-                        "(default: a quarter of physical memory, at most 4G)")
+                   help="bytes the run may hold: its inputs, tensors and scratch together, "
+                        "e.g. 512M or 8G (default: a quarter of physical memory, at most 4G, "
+                        "within the address space ulimit -v leaves)")
     run_generate.add_options(p)
     add_json_option(p, "the run (inputs, outputs, top-k, cross-check; with --generate the "
                        "tokens, the loop and its calls)")
@@ -293,9 +295,9 @@ def _main(args: argparse.Namespace) -> int:
     signature = args.signature
     if signature is not None:
         model.signature(signature)  # KeyError naming the signature keys
-    from ..interpreter.budget import (DEFAULT_MAX_ALLOCATION_BYTES, DEFAULT_MAX_ITERATIONS,
-                                      DEFAULT_TIMEOUT)
-    max_bytes = args.max_memory or DEFAULT_MAX_ALLOCATION_BYTES
+    from ..interpreter.budget import (DEFAULT_MAX_ITERATIONS, DEFAULT_TIMEOUT,
+                                      default_max_allocation_bytes, run_reserve)
+    max_bytes = args.max_memory or default_max_allocation_bytes()  # (under ulimit -v now)
     given = _load_inputs(args.inputs, max_bytes) if args.inputs else {}
     if args.compare_litert:
         from ..interpreter.crosscheck import require_litert
@@ -307,7 +309,9 @@ def _main(args: argparse.Namespace) -> int:
     # the interpreter first: its allocation check (inputs included) refuses a model whose
     # tensors do not fit before any seeded input is made
     interp = new_interpreter(model, args, budgets)
-    arrays, generated = complete_inputs(model, given, args.seed, signature, max_bytes=max_bytes)
+    # the budget bounds the run in the process: its inputs with the interpreter's tensors
+    arrays, generated = complete_inputs(model, given, args.seed, signature, max_bytes=max_bytes,
+                                        reserved=run_reserve(interp.arena_bytes))
     specs = input_specs(model, signature)
     t0 = time.perf_counter()
     interp.invoke(arrays, signature=signature)  # by name: a signature has no order

@@ -6,8 +6,14 @@ error, not a hang or an exhausted machine.  LiteRT has no such limits; this inte
 has, with defaults generous enough for every real model:
 
 * memory: ``max_allocation_bytes`` (default `DEFAULT_MAX_ALLOCATION_BYTES`: a quarter of
-  physical memory, at most 4 GiB), checked *before* allocating each tensor, input and the
-  prepared arena (`AllocationError`);
+  physical memory, at most 4 GiB), checked *before* allocating, for what the run holds in
+  the process together, not for each tensor alone: the interpreter's tensors (its copies
+  of the inputs included), the input arrays made or loaded beside them (`inputs`'s
+  ``reserved``), and `SCRATCH_BYTES` for the kernels' temporaries, which element-wise
+  kernels keep bounded by working a piece at a time (`kernels/chunks.py`); a run that
+  fits peaks at about three times its largest tensors above the process's start.  An
+  allocation the system refuses all the same (a smaller ``ulimit -v``) is an
+  `AllocationError` naming the op too (`AllocationError`);
 * iterations: ``max_iterations`` (default `DEFAULT_MAX_ITERATIONS`) per execution of one
   WHILE op (`IterationBudgetError`);
 * time: ``timeout`` seconds (default `DEFAULT_TIMEOUT`) per `invoke()`, and per
@@ -42,15 +48,49 @@ def physical_memory() -> int | None:
         return None
 
 
+def address_space_left() -> int | None:
+    """Bytes the process may still map under its address-space limit (``ulimit -v``,
+    RLIMIT_AS), or None when it has none (or the platform does not say)."""
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/statm") as f:  # the first field: pages mapped
+            mapped = int(f.read().split()[0]) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ImportError, OSError, ValueError, IndexError):
+        return None
+    return max(soft - mapped, 0)
+
+
 def default_max_allocation_bytes() -> int:
-    """A quarter of physical memory, at most 4 GiB (2 GiB when memory is unknown)."""
+    """A quarter of physical memory, at most 4 GiB (2 GiB when memory is unknown), and
+    within three quarters of the address space the process has left under ``ulimit -v``
+    (the rest for the kernels' scratch, Python's own objects and libraries), so that a
+    run that would not fit is told so before it starts instead of failing in an op."""
     phys = physical_memory()
-    return min(phys // 4, _MAX_DEFAULT_BYTES) if phys else 2 << 30
+    limit = min(phys // 4, _MAX_DEFAULT_BYTES) if phys else 2 << 30
+    left = address_space_left()
+    return limit if left is None else min(limit, left * 3 // 4)
 
 
 DEFAULT_MAX_ALLOCATION_BYTES = default_max_allocation_bytes()
 
 HOW_TO_RAISE_MEMORY = "raise it with Interpreter(max_allocation_bytes=...) or run --max-memory"
+
+#: bytes a run may need beyond its tensors and inputs: the temporaries of a kernel (a few
+#: int64 vectors, of a piece of 2^18 elements for a large element-wise output,
+#: `kernels/chunks.py`, else of a tensor under 2^19 elements), with room for the like
+SCRATCH_BYTES = 64 << 20
+
+
+def run_reserve(tensor_bytes: int) -> int:
+    """Bytes a run holds besides its input arrays, given its interpreter's ``tensor_bytes``
+    (``Interpreter.arena_bytes``, the copies of the inputs included): those, and the
+    kernels' scratch, `SCRATCH_BYTES` at most and no more than eight times the tensors (a
+    small model's int64 temporaries).  What `inputs.complete_inputs` adds to the inputs
+    for the process-level check."""
+    return tensor_bytes + min(SCRATCH_BYTES, 8 * tensor_bytes)
 
 
 def check_bytes(nbytes: int, limit: int, what: str) -> None:

@@ -54,11 +54,15 @@ class KernelError(ValueError):
 PASS_THROUGH = (ExecutionError, BudgetError, ModelFormatError, UnsupportedOpError)
 
 
-def op_failure(sg, node, exc: BaseException, stage: str = "") -> ExecutionError:
-    """The ExecutionError for a kernel's unexpected failure: every message names the
-    subgraph and the op (index and name), and the stage (prepare, init, ...) when it was
-    not the invoke itself."""
+def op_failure(sg, node, exc: BaseException, stage: str = "") -> ExecutionError | AllocationError:
+    """The ExecutionError for a kernel's unexpected failure (an `AllocationError` when the
+    system refused it memory): every message names the subgraph and the op (index and
+    name), and the stage (prepare, init, ...) when it was not the invoke itself."""
     what = f"{stage} failed: " if stage else ""
+    if isinstance(exc, MemoryError):  # the system refused memory the budget allowed
+        return AllocationError(f"subgraph {sg.index} ({sg.name}), op {node.index} "
+                               f"({node.name}): {what}out of memory ({exc}); lower the "
+                               "memory budget (run --max-memory) to be told before the run")
     kind = "" if isinstance(exc, KernelError) else f"{type(exc).__name__}: "
     return ExecutionError(f"subgraph {sg.index} ({sg.name}), op {node.index} ({node.name}): "
                           f"{what}{kind}{exc}")

@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from ..model import Model
-from .inputs import InputError, InputSpec, check_input, seeded_inputs
+from .budget import DEFAULT_MAX_ALLOCATION_BYTES
+from .inputs import InputError, InputSpec, check_input, check_input_bytes, fill, seeded_inputs
 
 SOURCES = ("random uniform", "random normal", "zeros", "constant", "file", "image", "audio")
 
@@ -167,9 +168,11 @@ def random_input(model: Model, spec: InputSpec, kind: str = "uniform", seed: int
     """Seeded random values valid for the input: "uniform" is what ``run`` generates
     (`seeded_inputs`); "normal" draws floats from N(0, 1) and keeps integers as uniform."""
     if kind == "uniform" or spec.dtype is None or spec.dtype.kind != "f":
-        return seeded_inputs(model, seed, signature)[spec.name]
+        return seeded_inputs(model, seed, signature, names={spec.name})[spec.name]
+    check_input_bytes([spec], DEFAULT_MAX_ALLOCATION_BYTES)
     rng = np.random.default_rng([int(seed) % (1 << 63), spec.subgraph, spec.tensor, 1])
-    return rng.standard_normal(tuple(max(int(d), 0) for d in spec.shape)).astype(spec.dtype)
+    out = np.empty(tuple(max(int(d), 0) for d in spec.shape), spec.dtype)
+    return fill(out, lambda n, r: rng.standard_normal((n, r)))  # (no float64 copy of it)
 
 
 def constant_input(spec: InputSpec, value: Any = 0) -> np.ndarray:
@@ -181,11 +184,13 @@ def constant_input(spec: InputSpec, value: Any = 0) -> np.ndarray:
     if spec.dtype is None or spec.dtype == object:
         raise InputError(f"input {spec.name!r} is {spec.type_name}: no constant fill")
     shape = tuple(max(int(d), 0) for d in spec.shape)
+    check_input_bytes([spec], DEFAULT_MAX_ALLOCATION_BYTES)
     if spec.dtype.kind in "iu":
         if v != int(v):
             raise InputError(f"input {spec.name!r} is {spec.type_name}: {value!r} is not an "
                              "integer")
-        return check_input(spec, np.full(shape, int(v), np.int64))
+        # checked and cast from a broadcast view: no int64 array of the input's size
+        return check_input(spec, np.broadcast_to(np.array(int(v), np.int64), shape))
     return np.full(shape, v, spec.dtype)
 
 

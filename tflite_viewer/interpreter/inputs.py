@@ -243,7 +243,7 @@ def input_nbytes(spec: InputSpec) -> int:
     return count * (spec.dtype.itemsize if spec.dtype is not None else 0)
 
 
-def _fill(out: np.ndarray, draw, row: int = 1) -> np.ndarray:
+def fill(out: np.ndarray, draw, row: int = 1) -> np.ndarray:
     """``out`` filled by ``draw(rows, row)`` in pieces of about `_CHUNK` elements (whole
     rows of ``row`` elements).  A generator's stream does not depend on how its draws are
     split, so the values equal one draw of the whole array."""
@@ -266,10 +266,10 @@ def _seeded_value(model: Model, spec: InputSpec, rng: np.random.Generator) -> np
         return out
     out = np.empty(shape, dtype=dtype)
     if dtype.kind == "b":
-        return _fill(out, lambda n, r: rng.integers(0, 2, (n, r)).astype(bool))
+        return fill(out, lambda n, r: rng.integers(0, 2, (n, r)).astype(bool))
     if dtype.kind == "c":  # every real part, then every imaginary part (as one draw each)
-        _fill(out.real, lambda n, r: rng.uniform(-1, 1, (n, r)))
-        return _fill(out.imag, lambda n, r: rng.uniform(-1, 1, (n, r)))
+        fill(out.real, lambda n, r: rng.uniform(-1, 1, (n, r)))
+        return fill(out.imag, lambda n, r: rng.uniform(-1, 1, (n, r)))
     if dtype.kind == "f":
         rng_range = _metadata_range(model, spec)
         if rng_range is None:
@@ -277,26 +277,28 @@ def _seeded_value(model: Model, spec: InputSpec, rng: np.random.Generator) -> np
         else:
             lo, hi = _broadcast_range(*rng_range, shape)
         row = int(np.size(lo)) if np.ndim(lo) else 1
-        return _fill(out, lambda n, r: lo + (hi - lo) * rng.random((n, r)), row)
+        return fill(out, lambda n, r: lo + (hi - lo) * rng.random((n, r)), row)
     # integers
     bound = _lookup_bound(model, spec.subgraph, spec.tensor)
     info = np.iinfo(dtype)
     if bound is not None:
         top = min(bound, int(info.max) + 1)
-        return _fill(out, lambda n, r: rng.integers(0, top, (n, r)))
+        return fill(out, lambda n, r: rng.integers(0, top, (n, r)))
     q = tensor.quantization
     if q is not None and q.has_scale and spec.type_name in _WHOLE_RANGE_TYPES:
-        return _fill(out, lambda n, r: rng.integers(int(info.min), int(info.max) + 1, (n, r),
+        return fill(out, lambda n, r: rng.integers(int(info.min), int(info.max) + 1, (n, r),
                                                     dtype=np.int64))
     top = min(SMALL_INT_BOUND, int(info.max) + 1)
-    return _fill(out, lambda n, r: rng.integers(0, top, (n, r)))
+    return fill(out, lambda n, r: rng.integers(0, top, (n, r)))
 
 
 def check_input_bytes(specs, max_bytes: int, given: Mapping[str, np.ndarray] | None = None,
-                      what: str = "seeded inputs") -> None:
+                      what: str = "seeded inputs", reserved: int = 0) -> None:
     """Raise `AllocationError` before anything is made when the inputs to make (``specs``)
-    together with the arrays already ``given`` would pass ``max_bytes``; a type no value
-    can be made of is an `InputError`.  The message names the largest input."""
+    together with the arrays already ``given`` and the ``reserved`` bytes the run holds
+    besides (its interpreter's tensors and scratch: the budget bounds the run in the
+    process, `budget`) would pass ``max_bytes``; a type no value can be made of is an
+    `InputError`.  The message names the largest input."""
     sizes: list[tuple[int, str]] = []
     for spec in specs:
         if spec.dtype is None:
@@ -308,28 +310,33 @@ def check_input_bytes(specs, max_bytes: int, given: Mapping[str, np.ndarray] | N
         sizes.append((int(np.asarray(arr).nbytes), f"{name!r} (given, {np.asarray(arr).dtype}"
                                                    f"{list(np.shape(arr))})"))
     total = sum(n for n, _ in sizes)
-    if total > max_bytes:
+    if total + reserved > max_bytes and sizes:
         biggest = max(sizes, key=lambda size: size[0])  # the first of the largest
         label = (f"{what} {biggest[1]}" if len(sizes) == 1 else
                  f"the run's inputs ({len(sizes)}, the largest {biggest[1]} of "
                  f"{biggest[0]:,} bytes)")
-        check_bytes(total, max_bytes, label)
+        if reserved:
+            label += (f" with the {reserved:,} bytes of the run's tensors and scratch "
+                      "(the interpreter's copies of the inputs included)")
+        check_bytes(total + reserved, max_bytes, label)
 
 
 def seeded_inputs(model: Model, seed: int = 0, signature: str | None = None, *,
                   max_bytes: int = DEFAULT_MAX_ALLOCATION_BYTES,
                   names: "set[str] | None" = None,
-                  given: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+                  given: Mapping[str, np.ndarray] | None = None,
+                  reserved: int = 0) -> dict[str, np.ndarray]:
     """Seeded inputs valid for the model (see the module docstring), by input name
     (only those in ``names`` when given).
 
     Each input has its own generator, seeded by ``(seed, subgraph, tensor)``: an input's
     values do not depend on the other inputs, nor on whether it is named by signature.
     Inputs that together (with the arrays ``given`` alongside them) would need more than
-    ``max_bytes`` (the interpreter's allocation limit) raise `AllocationError` before
-    anything is allocated; making an input costs its own bytes and a bounded scratch."""
+    ``max_bytes`` (the interpreter's allocation limit) less the ``reserved`` bytes the
+    run holds besides (`check_input_bytes`) raise `AllocationError` before anything is
+    allocated; making an input costs its own bytes and a bounded scratch."""
     specs = [s for s in input_specs(model, signature) if names is None or s.name in names]
-    check_input_bytes(specs, max_bytes, given)
+    check_input_bytes(specs, max_bytes, given, reserved=reserved)
     return {spec.name: _seeded_value(model, spec, np.random.default_rng(
                 [int(seed) % (1 << 63), spec.subgraph, spec.tensor]))
             for spec in specs}
@@ -420,17 +427,19 @@ def match_inputs(model: Model, given: Mapping[str, Any], signature: str | None =
 
 def complete_inputs(model: Model, given: Mapping[str, Any] | None = None, seed: int = 0,
                     signature: str | None = None, *,
-                    max_bytes: int = DEFAULT_MAX_ALLOCATION_BYTES
+                    max_bytes: int = DEFAULT_MAX_ALLOCATION_BYTES, reserved: int = 0
                     ) -> tuple[dict[str, np.ndarray], list[str]]:
     """Every input of the run, by input name, in the model's order: the supplied ones
     (checked by `match_inputs`) and seeded values for the rest.  Returns the arrays and the
-    names of the inputs that were generated."""
+    names of the inputs that were generated.  The given and the seeded arrays with the
+    ``reserved`` bytes (`budget.run_reserve` of the run's interpreter) must fit
+    ``max_bytes``."""
     specs = input_specs(model, signature)
     supplied = match_inputs(model, given or {}, signature)
     missing = {spec.name for spec in specs if spec.name not in supplied}
     # the given and the seeded together count against the limit, checked before any is made
     seeded = seeded_inputs(model, seed, signature, max_bytes=max_bytes, names=missing,
-                           given=supplied)
+                           given=supplied, reserved=reserved)
     out: dict[str, np.ndarray] = {}
     generated = []
     for spec in specs:

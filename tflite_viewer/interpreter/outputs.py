@@ -99,15 +99,22 @@ def _labels_for(model: Model, subgraph: int, tensor: int) -> list[str] | None:
     return None
 
 
+def _scorable(model_tensor, arr: np.ndarray) -> bool:
+    """Whether `_scores` gives ``arr``'s scores (floats, or per-tensor quantized integers),
+    told without converting it (an output of a billion elements is no classifier's)."""
+    q = model_tensor.quantization
+    return arr.dtype.kind == "f" or (arr.dtype.kind in "iu" and q is not None
+                                     and q.has_scale and q.scale.size == 1)
+
+
 def _scores(model_tensor, arr: np.ndarray) -> np.ndarray | None:
+    if not _scorable(model_tensor, arr):
+        return None
     if arr.dtype.kind == "f":
         return arr.astype(np.float64)
-    if arr.dtype.kind in "iu":
-        q = model_tensor.quantization
-        if q is not None and q.has_scale and q.scale.size == 1:
-            zp = int(q.zero_point[0]) if q.zero_point.size else 0
-            return (arr.astype(np.float64) - zp) * float(q.scale[0])
-    return None
+    q = model_tensor.quantization
+    zp = int(q.zero_point[0]) if q.zero_point.size else 0
+    return (arr.astype(np.float64) - zp) * float(q.scale[0])
 
 
 CLASSIFIER_OPS = ("SOFTMAX", "LOG_SOFTMAX")
@@ -126,7 +133,7 @@ def classifier_reason(model: Model, subgraph: int, tensor: int, arr: np.ndarray 
     squeezed = arr.reshape([d for d in arr.shape if d != 1] or [1])
     if squeezed.ndim != 1:
         return None
-    if _scores(model.subgraphs[subgraph].tensors[tensor], squeezed) is None:
+    if not _scorable(model.subgraphs[subgraph].tensors[tensor], squeezed):
         return None
     n = squeezed.size
     labels = _labels_for(model, subgraph, tensor)

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..model import Model, load_model
 from . import debugger as dbg
+from .budget import run_reserve
 from .errors import ExecutionError
 from .inputs import complete_inputs, input_specs
 from .interpreter import Interpreter
@@ -215,7 +216,7 @@ class DebugSession:
             {"float_sums": float_sums, "rounding": rounding}
         self.interpreter = interpreter or Interpreter(model, **options)
         self.specs = input_specs(model, signature)
-        self.inputs, self.generated = complete_inputs(model, inputs or {}, seed, signature)
+        self.inputs, self.generated = self._complete(inputs or {})
         self.state = READY
         self.error = ""
         self.ops_run = 0
@@ -236,8 +237,14 @@ class DebugSession:
     def set_inputs(self, inputs: Mapping[str, Any]) -> None:
         """Replace the inputs (checked: an `InputError` names the input and why); takes effect
         at the next start."""
-        self.inputs, self.generated = complete_inputs(self.model, inputs, self.seed,
-                                                      self.signature)
+        self.inputs, self.generated = self._complete(inputs)
+
+    def _complete(self, inputs: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], list[str]]:
+        """`complete_inputs` within the interpreter's memory budget, its tensors counted."""
+        interp = self.interpreter
+        return complete_inputs(self.model, inputs, self.seed, self.signature,
+                               max_bytes=interp.max_allocation_bytes,
+                               reserved=run_reserve(interp.arena_bytes))
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _after_op(self, interp: Interpreter, ev: dbg.OpEvent) -> None:

@@ -48,9 +48,10 @@ def _sqnr(signal2: float, noise2: float) -> float:
     noise, signal = math.sqrt(noise2), math.sqrt(signal2)
     if noise == 0.0:
         return math.inf
-    if signal == 0.0:
+    ratio = signal / noise
+    if ratio == 0.0:  # no signal, or an infinite error against a finite signal
         return -math.inf
-    return 20.0 * math.log10(signal / noise)
+    return 20.0 * math.log10(ratio)  # NaN stays NaN
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -115,7 +116,39 @@ def metrics_of_arrays(r: np.ndarray, d: np.ndarray, scale: float | None, r32: np
     n = d.size
     if not n:
         return _empty_metrics(scale)
-    rr, d_d, rd = _dot(r, r), _dot(d, d), _dot(r, d)
+    rr, d_d = _dot(r, r), _dot(d, d)
+    if not (math.isfinite(rr) and math.isfinite(d_d)):  # an infinity or a NaN somewhere
+        return _metrics_of_non_finite(r, d, scale, r32, d32, denom32)
+    return _metrics(r, d, scale, r32, d32, denom32, work, ratio, rr, d_d, _dot(r, d))
+
+
+def _metrics_of_non_finite(r: np.ndarray, d: np.ndarray, scale: float | None,
+                           r32: np.ndarray, d32: np.ndarray,
+                           denom32: np.ndarray) -> dict[str, float]:
+    """`metrics_of_arrays` where a vector holds an infinity or a NaN.  The same infinity
+    in both (an attention mask's -inf in two models) is a value they agree on exactly:
+    those positions are left out of every metric (num_elements still counts them), as
+    they carry no magnitude to compare (inf - inf would make every metric NaN and call
+    two equal tensors different).  What is left is computed as IEEE arithmetic gives it:
+    an infinity against a finite value, or a NaN, makes the metrics that have no value
+    NaN (the mean of +inf and -inf, an infinity's deviation), which is their answer, so
+    numpy's warnings about producing them are not printed."""
+    agree = (r == d) & np.isinf(r)
+    if agree.any():
+        keep = ~agree
+        m = metrics_of_arrays(r[keep], d[keep], scale, r32[keep], d32[keep], denom32[keep])
+        m["num_elements"] = float(r.size)
+        return m
+    with np.errstate(invalid="ignore", over="ignore"):
+        return _metrics(r, d, scale, r32, d32, denom32, None, None,
+                        _dot(r, r), _dot(d, d), _dot(r, d))
+
+
+def _metrics(r: np.ndarray, d: np.ndarray, scale: float | None, r32: np.ndarray,
+             d32: np.ndarray, denom32: np.ndarray, work: np.ndarray | None,
+             ratio: np.ndarray | None, rr: float, d_d: float, rd: float) -> dict[str, float]:
+    """`metrics_of_arrays`'s arithmetic, given the three dot products."""
+    n = d.size
     diffs = np.subtract(d, r, out=work)
     dd = _dot(diffs, diffs)
     mse = dd / n

@@ -3,19 +3,22 @@
 The samples of an analysis are independent: each runs both models and measures every
 tensor (and each op's float fallback) on its own.  `map_jobs` runs the first job in this
 process and times it; when the rest would take long enough to be worth starting processes
-(`WORTH_SECONDS`), it forks one child per further processor the process may use; every
-process (this one included) takes the next job no process has taken until none is left,
-and this one collects the children's results.  The results come back in job order
-whatever the number of processes, and every process runs BLAS on one thread (n processes
-with n threads each would oversubscribe the processors, and a sum split among threads is
-added in another order), so an analysis gives the same report, bit for bit, with one
-process or several (`tests/quant/test_fallback_cone.py`).
+(`WORTH_SECONDS`), it hands them to the standard library's process pool
+(`concurrent.futures.ProcessPoolExecutor`), one worker per processor the process may use,
+while this process does the work no job needs (``meanwhile``) and takes the results in
+job order as they come.  The results come back in job order whatever the number of
+processes, and every process runs BLAS on one thread (n processes with n threads each
+would oversubscribe the processors, and a sum split among threads is added in another
+order), so an analysis gives the same report, bit for bit, with one process or several
+(`tests/quant/test_fallback_cone.py`).
 
-Forked children inherit the models, interpreters and prepared kernels as they are (copy on
-write): nothing is loaded or built again.  Forking is used on Linux only (elsewhere, and
-with ``workers=1``, everything runs in this process).  A child that fails sends nothing
-usable back; its jobs are then run here, so any error is raised as a run in one process
-would raise it.
+The pool's workers are forked (the ``fork`` context): they inherit the models,
+interpreters and prepared kernels as they are (copy on write), and the job function with
+them, so nothing is loaded, built or pickled on the way there; only a job's index goes
+to a worker and its result comes back.  Forking is used on Linux only (elsewhere, and
+with ``workers=1``, everything runs in this process).  A job that fails in a worker (or a
+worker that dies) is run again here, so any error is raised as a run in one process would
+raise it.
 """
 from __future__ import annotations
 
@@ -23,23 +26,24 @@ import multiprocessing
 import os
 import sys
 import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, Callable, Sequence
 
 from threadpoolctl import threadpool_limits
 
-#: the first job's time times the jobs left above which children are started: forking,
+#: the first job's time times the jobs left above which workers are started: forking,
 #: sending results back and joining cost some tens of milliseconds
 WORTH_SECONDS = 0.15
 
 
-#: bytes of tensors the jobs compute in all (arena bytes times jobs) above which children
+#: bytes of tensors the jobs compute in all (arena bytes times jobs) above which workers
 #: are started before any job is timed: mobilenet_v2's analysis (about 28 MB over its 10
 #: samples) is worth them, a 3-op model's never
 WORTH_BYTES = 16 << 20
 
 
 #: bytes of constants (both models' buffers) above which an analysis's checks of the files
-#: (spec and weights, `analysis`) are worth a child of their own: mobilenet_v2's pair
+#: (spec and weights, `analysis`) are worth a worker of their own: mobilenet_v2's pair
 #: (18 MB, checks of about 40 ms) is, a few-op test model (checks of a millisecond, less
 #: than forking and joining) is not
 WORTH_SIDE_BYTES = 1 << 20
@@ -52,7 +56,7 @@ def worth_a_side_job(constant_bytes: int) -> bool:
 
 def worth_forking_at_once(bytes_per_job: int, jobs: int) -> bool:
     """Whether ``jobs`` jobs computing ``bytes_per_job`` bytes of tensors each are surely
-    long enough for children (`map_jobs`'s ``time_first=False``)."""
+    long enough for workers (`map_jobs`'s ``time_first=False``)."""
     return bytes_per_job * jobs >= WORTH_BYTES
 
 
@@ -68,20 +72,73 @@ def can_fork() -> bool:
         "fork" in multiprocessing.get_all_start_methods()
 
 
+# -- the pool's workers ------------------------------------------------------------------
+
+#: in a worker: the job function and the jobs, inherited at the fork (`_install`)
+_inherited: tuple[Callable[[Any, bool], Any], Sequence[Any]] | None = None
+
+
+def _install(work: Callable[[Any, bool], Any], jobs: Sequence[Any]) -> None:
+    """A worker's initializer.  Under the fork context its arguments are inherited, not
+    pickled, so ``work`` may be a closure over prepared interpreters.  BLAS is set to one
+    thread here rather than trusted to the fork."""
+    global _inherited
+    _inherited = (work, jobs)
+    threadpool_limits(limits=1, user_api="blas")
+
+
+def _run_job(index: int) -> Any:
+    """What a worker is sent: the index of the job to run (``here`` is False)."""
+    assert _inherited is not None
+    work, jobs = _inherited
+    return work(jobs[index], False)
+
+
+class _Pool:
+    """A fork-context `ProcessPoolExecutor` of ``n`` workers that run ``work`` on ``jobs``
+    by index, and can be stopped at once (a cancelled analysis), its running jobs too."""
+
+    def __init__(self, n: int, work: Callable[[Any, bool], Any], jobs: Sequence[Any]) -> None:
+        before = set(multiprocessing.active_children())
+        self.executor = ProcessPoolExecutor(
+            n, mp_context=multiprocessing.get_context("fork"), initializer=_install,
+            initargs=(work, jobs))
+        self._before = before
+        self._workers: list = []
+
+    def submit(self, indices: Sequence[int]) -> dict[Future, int]:
+        futures = {self.executor.submit(_run_job, i): i for i in indices}
+        # the fork context starts every worker at the first submit: they are the children
+        # that were not there before
+        self._workers = [p for p in multiprocessing.active_children() if p not in self._before]
+        return futures
+
+    def close(self, stop: bool) -> None:
+        """Shut the pool down; with ``stop``, end the workers' running jobs too
+        (`ProcessPoolExecutor.shutdown` would let them finish)."""
+        self.executor.shutdown(wait=not stop, cancel_futures=True)
+        if stop:
+            for proc in self._workers:
+                if proc.exitcode is None:
+                    proc.terminate()
+
+
+# -- sharing jobs ------------------------------------------------------------------------
+
 def map_jobs(jobs: Sequence[Any], work: Callable[[Any, bool], Any],
              done: Callable[[int, Any, bool], None], workers: int | None = None,
              check: Callable[[], None] | None = None,
              meanwhile: Callable[[], None] | None = None, time_first: bool = True) -> None:
     """``work(job, here)`` every job and hand each result to ``done(index, result, here)``
     in job order; ``here`` says the job ran in this process (where it may report progress
-    and raise to cancel) rather than in a child.  ``check()`` is called while waiting for
-    the children (it raises to cancel; the children are then stopped).  ``workers``:
-    processes to use at most (None: the processors this process may run on).
+    and raise to cancel) rather than in a worker.  ``check()`` is called while waiting for
+    the workers (it raises to cancel; the workers are then stopped).  ``workers``:
+    processes to compute jobs at most (None: the processors this process may run on).
     ``meanwhile()``, work that needs no job's result (an analysis's checks of the file),
-    runs in this process while the children compute, before it takes any of the jobs
-    (so it takes fewer), or after the jobs when no child is started.  ``time_first``
-    False: the caller knows the jobs are long (`worth_forking_at_once`), so the children
-    start at once instead of after the first job, timed here, says they are worth it."""
+    runs in this process while the workers compute, or after the jobs when no worker is
+    started.  ``time_first`` False: the caller knows the jobs are long
+    (`worth_forking_at_once`), so the workers start at once instead of after the first
+    job, timed here, says they are worth it."""
     if not jobs:
         if meanwhile is not None:
             meanwhile()
@@ -90,7 +147,7 @@ def map_jobs(jobs: Sequence[Any], work: Callable[[Any, bool], Any],
     # n threads would oversubscribe n processors, and OpenBLAS's waiting threads spin
     # (measured: the metrics' dot products took 2.3 s in place of 4 ms on two cores); and
     # a BLAS sum split among threads is added in another order, so a report would depend
-    # on the number of processes (the children inherit the limit)
+    # on the number of processes
     with threadpool_limits(limits=1, user_api="blas"):
         _map_jobs(jobs, work, done, workers, check, meanwhile, time_first)
 
@@ -114,172 +171,81 @@ def _map_jobs(jobs: Sequence[Any], work: Callable[[Any, bool], Any],
         if meanwhile is not None:
             meanwhile()
         return
-    results = _share(jobs, work, rest, n, check, meanwhile)
-    for i in rest:
-        done(i, *results[i])
-
-
-def _share(jobs: Sequence[Any], work: Callable[[Any, bool], Any], rest: list[int], n: int,
-           check: Callable[[], None] | None,
-           meanwhile: Callable[[], None] | None) -> dict[int, tuple[Any, bool]]:
-    """Fork ``n - 1`` children; every process, this one after ``meanwhile``, takes the
-    next job of ``rest`` not yet taken until none is left, so the one with ``meanwhile`` to
-    do simply takes fewer (mobilenet_v2's analysis: the file checks are worth about two
-    samples, and fixed equal shares left the children idle that long).  A child's results
-    come back once it has taken its last job; a job a child took and did not send back
-    (it failed) is computed here."""
-    ctx = multiprocessing.get_context("fork")
-    taken = ctx.Value("l", 0)  # how many of ``rest`` are taken (with its lock)
-
-    def take() -> int | None:
-        with taken.get_lock():
-            k = taken.value
-            if k >= len(rest):
-                return None
-            taken.value = k + 1
-        return rest[k]
-
-    children = []
-    results: dict[int, tuple[Any, bool]] = {}
+    pool = _Pool(n, work, jobs)
     try:
-        for _ in range(n - 1):
-            children.append(_fork(_child, take, jobs, work))
+        futures = pool.submit(rest)
         if meanwhile is not None:
             meanwhile()
-        while (i := take()) is not None:
-            results[i] = (work(jobs[i], True), True)
-        for proc, reader in children:
-            for i, result in _receive(reader, check).items():
-                results[i] = (result, False)
-        for i in rest:  # taken by a child that failed
-            if i not in results:
-                results[i] = (work(jobs[i], True), True)
-    except BaseException:  # cancelled, or failed here: the children's work is not wanted
-        _release(children, stop=True)
+        _collect(futures, rest, jobs, work, done, check)
+    except BaseException:  # cancelled, or failed here: the workers' work is not wanted
+        pool.close(stop=True)
         raise
-    _release(children, stop=False)
-    return results
+    pool.close(stop=False)
 
 
-def _fork(target: Callable, *args: Any) -> tuple[Any, Any]:
-    """A forked daemon child running ``target(*args, writer)``: (the process, the reading
-    end of its pipe)."""
-    ctx = multiprocessing.get_context("fork")
-    reader, writer = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=target, args=(*args, writer), daemon=True)
-    proc.start()
-    writer.close()
-    return proc, reader
-
-
-def _release(children: list, stop: bool) -> None:
-    """Close the pipes of ``children`` (processes and their readers), stopping them when
-    ``stop``.  No child is waited for: one that sent its end mark exits by itself, and a
-    forked copy of this process takes milliseconds to exit (measured: 6-9 ms a join);
-    multiprocessing reaps exited children at the next start, at `active_children` (called
-    here for those already gone) and at exit."""
-    for proc, reader in children:
-        reader.close()
-        if stop and proc.exitcode is None:
-            proc.terminate()
-    multiprocessing.active_children()
+def _collect(futures: dict[Future, int], order: list[int], jobs: Sequence[Any],
+             work: Callable[[Any, bool], Any], done: Callable[[int, Any, bool], None],
+             check: Callable[[], None] | None) -> None:
+    """Hand the workers' results to ``done`` in job order as they come, calling ``check``
+    at least every 0.1 s; a job whose worker failed is run here."""
+    by_index = {i: f for f, i in futures.items()}
+    pending = set(futures)
+    for i in order:
+        future = by_index[i]
+        while not future.done():
+            if check is not None:
+                check()
+            pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED).not_done
+        if future.exception() is None:
+            done(i, future.result(), False)
+        else:  # raised in the worker, or the worker died: run here, to raise it here
+            done(i, work(jobs[i], True), True)
 
 
 class SideJob:
-    """``func()`` computed in a forked child while this process goes on (`start_side`);
-    `result` gives its value.  Where no child was started, or the child failed (it sent
-    nothing usable), `result` computes it here, so an error is raised as a call here would
-    raise it."""
+    """``func()`` computed in a one-worker pool while this process goes on (`start_side`);
+    `result` gives its value.  Where no worker was started, or it failed, `result`
+    computes it here, so an error is raised as a call here would raise it."""
 
     def __init__(self, func: Callable[[], Any], fork: bool) -> None:
         self._func = func
-        self._proc = self._reader = None
+        self._pool: _Pool | None = None
         if fork:
-            self._proc, self._reader = _fork(_side_child, func)
+            self._pool = _Pool(1, lambda f, here: f(), [func])
+            (self._future,) = self._pool.submit([0])
 
     @property
     def forked(self) -> bool:
-        return self._proc is not None
+        return self._pool is not None
 
     def result(self, check: Callable[[], None] | None = None) -> Any:
         """The value of ``func()``; ``check()`` is called while waiting (it raises to
-        cancel; the child is then stopped)."""
-        try:
-            if self._reader is not None:
-                got = _receive(self._reader, check)
-                if 0 in got:
-                    return got[0]
+        cancel; the worker is then stopped)."""
+        if self._pool is None:
             return self._func()
+        got: list[Any] = []
+        try:
+            _collect({self._future: 0}, [0], [self._func], lambda f, here: f(),
+                     lambda i, value, here: got.append(value), check)
         except BaseException:
             self.close()
             raise
-        finally:
-            if self._proc is not None:  # it sent its end mark, or failed: it ends itself
-                _release([(self._proc, self._reader)], stop=False)
-                self._proc = self._reader = None
+        self._pool.close(stop=False)
+        self._pool = None
+        return got[0]
 
     def close(self) -> None:
-        """Stop the child if it still runs (a cancelled analysis)."""
-        if self._proc is not None:
-            _release([(self._proc, self._reader)], stop=True)
-            self._proc = self._reader = None
+        """Stop the worker if it still runs (a cancelled analysis)."""
+        if self._pool is not None:
+            self._pool.close(stop=True)
+            self._pool = None
 
 
 def start_side(func: Callable[[], Any], workers: int | None = None) -> SideJob:
-    """`SideJob` of ``func``: in a child when this process may use another processor
+    """`SideJob` of ``func``: in a worker when this process may use another processor
     (``workers``: processes at most, None: the processors it may run on) and can fork,
     else computed here when its result is asked for.  For work no job needs, started before
     the setup the jobs wait for (an analysis's checks of the files while its interpreters
     are built), where `map_jobs`'s ``meanwhile`` would only run after it."""
     n = available_cpus() if workers is None else max(1, int(workers))
     return SideJob(func, n > 1 and can_fork())
-
-
-def _side_child(func: Callable[[], Any], writer) -> None:
-    """`_child` with one job, ``func()``, computed with BLAS on one thread (as every job of
-    `map_jobs`): its result and an end mark, or on failure the mark alone (the parent
-    computes it again)."""
-    todo = [0]
-    with threadpool_limits(limits=1, user_api="blas"):
-        _child(lambda: todo.pop() if todo else None, [func], lambda f, here: f(), writer)
-
-
-def _receive(reader, check: Callable[[], None] | None) -> dict[int, Any]:
-    """The results a child sent, up to its end mark (those it could not send are
-    missing)."""
-    got: dict[int, Any] = {}
-    while True:
-        if check is not None:
-            check()
-        try:
-            if not reader.poll(0.1):
-                continue
-            item = reader.recv()
-        except Exception:  # noqa: BLE001 - a failed child (EOF, a bad pickle): redo its jobs
-            break
-        if item is None:  # the child's end mark
-            break
-        i, result = item
-        got[i] = result
-    return got
-
-
-def _child(take: Callable[[], int | None], jobs: Sequence[Any], work, writer) -> None:
-    """Take jobs until none is left, then send every result and an end mark: the parent
-    reads only once it has no job left itself, and a result larger than the pipe's buffer
-    sent at once would stall this child until then (measured: a child ran one job of its
-    five in parallel, then waited)."""
-    results = []
-    try:
-        while (i := take()) is not None:
-            results.append((i, work(jobs[i], False)))
-    except BaseException:  # noqa: BLE001 - the parent runs what is missing
-        pass
-    try:
-        for item in results:
-            writer.send(item)
-        writer.send(None)
-    except BaseException:  # noqa: BLE001 - idem
-        pass
-    finally:
-        writer.close()

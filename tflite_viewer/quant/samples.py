@@ -49,9 +49,11 @@ def seeded_samples(model: Model, count: int, seed: int = 0, signature: str | Non
     inputs of subgraph 0 or of ``signature``."""
     specs = input_specs(model, signature)
     samples = []
+    held = 0  # the samples made so far count against the memory budget with the next one
     for s in range(count):
-        arrays = seeded_inputs(model, seed + s, signature)
+        arrays = seeded_inputs(model, seed + s, signature, reserved=held)
         samples.append(_real_inputs(model, [arrays[spec.name] for spec in specs], signature))
+        held += sum(np.asarray(a).nbytes for a in samples[-1])
     return samples
 
 

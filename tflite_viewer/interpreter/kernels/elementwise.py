@@ -8,6 +8,7 @@ from ..float32 import powf
 from ..integer import compare as int_compare
 from ..integer import div as int_div
 from ..integer import elementwise as int_elementwise
+from . import chunks
 from .common import (QUANTIZED, BuiltinOperator as Op, KernelError, apply_activation,
                      bind_elementwise, clamp_activation, broadcast_shape, define, rounding, same_shape,
                      tensor_qparams)
@@ -93,20 +94,27 @@ def _prepare_div(ctx, node):
     return int_div.prepare_div(tensor_qparams(a), tensor_qparams(b), tensor_qparams(o), node.builtin_data, o.dtype, rounding(ctx))
 
 
+def _by_pieces(fn):
+    """``fn(input1, input2)`` over the node's two inputs, a piece at a time on a large
+    output (`chunks`: an integer core's int64 temporaries stay bounded)."""
+    return lambda ctx, node: chunks.elementwise(fn, ctx.output(node, 0).shape,
+                                                ctx.value(node, 0), ctx.value(node, 1))
+
+
 def _int_binary(fn):
     """An integer core ``fn(input1, input2, params=...)`` as `define`'s int_compute."""
-    return lambda ctx, node, p: fn(ctx.value(node, 0), ctx.value(node, 1), params=p)
+    return lambda ctx, node, p: _by_pieces(lambda a, b: fn(a, b, params=p))(ctx, node)
 
 
 def _int_moving(fn):
     """An integer core that needs no parameters (MAXIMUM/MINIMUM keep the integers)."""
-    return lambda ctx, node, p: fn(ctx.value(node, 0), ctx.value(node, 1))
+    return lambda ctx, node, p: _by_pieces(fn)(ctx, node)
 
 
 def _stored(fn):
     """FLOOR_DIV / FLOOR_MOD on int8 and int16 divide the stored integers (floor_div.cc and
     floor_mod.cc ignore quantization)."""
-    return lambda ctx, node, p: fn(ctx.value(node, 0), ctx.value(node, 1))
+    return lambda ctx, node, p: _by_pieces(fn)(ctx, node)
 
 
 #: op, versions, float function, fused activation, node kinds, integer prepare and compute
@@ -117,7 +125,7 @@ _BINARY = (
     (Op.MUL, (1, 8), np.multiply, True, QUANTIZED, _prepare_mul,
      _int_binary(int_elementwise.mul)),
     (Op.DIV, (1, 2), div, True, QUANTIZED, _prepare_div,
-     lambda ctx, node, p: int_div.div(ctx.value(node, 0), ctx.value(node, 1), p)),
+     _int_binary(lambda a, b, params: int_div.div(a, b, params))),
     (Op.SQUARED_DIFFERENCE, (1, 2), lambda a, b: np.square(a - b), False, "float+int8",
      _prepare_sqdiff, _int_binary(int_elementwise.squared_difference)),
     (Op.MAXIMUM, (1, 4), np.maximum, False, QUANTIZED, None,
@@ -161,7 +169,7 @@ def _comparison_prepare(op_name: str):
 
 
 def _comparison_int(ctx, node, p):
-    return int_compare.compare(p.op, ctx.value(node, 0), ctx.value(node, 1), params=p)
+    return _by_pieces(lambda a, b: int_compare.compare(p.op, a, b, params=p))(ctx, node)
 
 
 for _op, _name, _fn, _versions in (

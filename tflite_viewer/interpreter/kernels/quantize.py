@@ -11,6 +11,7 @@ import numpy as np
 
 from ..integer import quantize as int_quantize
 from ..tensor import FLOAT16, FLOAT32, INT4, INT8, INT16, INT32, QUANTIZED_INT_TYPES, UINT8
+from . import chunks
 from .common import (BuiltinOperator as Op, Kernel, declare, qparams, register, rounding,
                      same_shape, tensor_qparams)
 
@@ -70,13 +71,21 @@ class Quantize(Kernel):
         x = ctx.value(node, 0)
         if o.type in _NIBBLE_RANGE:
             lo, hi = _NIBBLE_RANGE[o.type]
-            wide = int_quantize.quantize(x, qparams(o.quantization), np.int32)
-            out = np.clip(wide, lo, hi).astype(o.dtype)
+            q = qparams(o.quantization)
+
+            def fn(v):
+                return np.clip(int_quantize.quantize(v, q, np.int32), lo, hi).astype(o.dtype)
         elif node.user_data is None:
-            out = int_quantize.quantize(x, qparams(o.quantization), o.dtype)
+            q = qparams(o.quantization)
+
+            def fn(v):
+                return int_quantize.quantize(v, q, o.dtype)
         else:
-            out = int_quantize.requantize(x, output_dtype=o.dtype, params=node.user_data)
-        ctx.set_output(o, out)
+            def fn(v):
+                return int_quantize.requantize(v, output_dtype=o.dtype, params=node.user_data)
+        # per channel, each piece would need its channels' scales: computed whole
+        per_channel = o.quantization.scale.size > 1
+        ctx.set_output(o, fn(x) if per_channel else chunks.elementwise(fn, x.shape, x))
 
 
 class _ConstantCached(Kernel):
@@ -122,7 +131,11 @@ class Dequantize(_ConstantCached):
 
     def compute(self, ctx, node):
         x = ctx.input(node, 0)
-        return dequantize(ctx.value(node, 0), x.quantization)
+        values = ctx.value(node, 0)
+        if x.quantization is not None and x.quantization.scale.size > 1:
+            return dequantize(values, x.quantization)  # per channel: computed whole
+        return chunks.elementwise(lambda v: dequantize(v, x.quantization), values.shape,
+                                  values)
 
 
 @register(Op.DENSIFY, versions=(1, 1))
