@@ -158,6 +158,8 @@ def _samples(args: argparse.Namespace, model, recipe):
     a note on stderr when flags give samples a recipe does not use, or seeded ones stand
     in for data."""
     from ..quant import recipes, requantize
+    if args.signature is not None:
+        model.signature(args.signature)  # a KeyError naming the signatures
     given = args.calibration_data is not None or args.images is not None
     if not recipes.needs_calibration(recipe):
         if given:

@@ -156,7 +156,7 @@ def canonical(recipe: Any, what: str = "the recipe") -> Recipe:
     try:
         manager.load_quantization_recipe(recipe)
     except KeyError as exc:
-        raise RecipeError(f"{what}: an entry has no {exc.args[0]!r}") from None
+        raise RecipeError(f"{what}: {exc.args[0]!r} is missing from an entry") from None
     except (ValueError, TypeError, AttributeError) as exc:
         raise RecipeError(f"{what}: the quantizer refuses it: {_first_line(exc)}") from None
     return _plain(manager.get_quantization_recipe())
