@@ -81,6 +81,7 @@ def assert_same_outputs(a: dict, b: dict) -> None:
 # -- names and scopes ---------------------------------------------------------------------
 def test_the_named_recipes_are_the_quantizers():
     from litert_quantizer.utils import recipe_utils
+    assert recipes.quantizer_available()
     recipe_utils._get_named_recipe("")  # fills the resolver's table of names
     known = set(recipe_utils._NAMED_RECIPES)
     names = recipes.recipe_names()
