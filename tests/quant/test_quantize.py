@@ -346,6 +346,18 @@ def test_static_calibration_on_an_npz_is_the_quantizer_s(tmp_path):
                                     enable_progress_report=False).quantized_model)
 
 
+def test_a_model_holding_variables_calibrates_a_signature_per_call(monkeypatch):
+    """trained_lstm keeps its LSTM state in variables, which the calibrator resets after
+    each call: fed one signature's samples per call (as ``Quantizer.calibrate`` feeds it)
+    it gets the quantizer's bytes; a sample per call would give another model."""
+    path = MODELS / "trained_lstm.tflite"
+    recipe = recipes.build_recipe(load_model(path), "static_wi8_ai8")
+    want = theirs(str(path), json.dumps(recipe))
+    assert ours(path, recipe) == want
+    monkeypatch.setattr(requantize, "_holds_variables", lambda model: False)
+    assert ours(path, recipe) != want
+
+
 # -- progress, cancel, refusals -----------------------------------------------------------
 def test_progress_counts_up_to_the_end_and_cancel_stops_it():
     model = load_model(lp.TINY_FLOAT)
