@@ -338,6 +338,10 @@ def test_static_calibration_on_an_npz_is_the_quantizer_s(tmp_path):
     recipe = recipes.build_recipe(model, "static_wi8_ai8", keep_float=["CONV_2D"])
     samples = requantize.calibration_samples(model, npz=tmp_path / "cal.npz")
     assert [list(s) for s in samples["serving_default"]] == [[spec_name]] * 3
+    # a debugger session's inputs (given) are the same samples
+    given = requantize.calibration_samples(model, given=[{spec_name: x[k]} for k in range(3)])
+    for a, b in zip(given["serving_default"], samples["serving_default"], strict=True):
+        assert a[spec_name].dtype == np.float32 and np.array_equal(a[spec_name], b[spec_name])
     got = requantize.quantize(str(SMALL_FLOAT), recipe, samples)
     from litert_quantizer import quantizer
     qt = quantizer.Quantizer(str(SMALL_FLOAT), recipe)

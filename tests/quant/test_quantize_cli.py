@@ -138,6 +138,28 @@ def test_calibration_data_an_npz_or_litert_quantize_s_script(tmp_path, capsys):
         capsys.readouterr().err
 
 
+def test_calibration_on_images_and_the_model_on_stdout(tmp_path):
+    """--images DIR calibrates on the folder as quant samples it (`image_samples`); -o -
+    writes the model's bytes to stdout and nothing else."""
+    from PIL import Image
+
+    from tflite_viewer.quant.samples import image_samples
+    rng = np.random.default_rng(9)
+    for k in range(2):
+        Image.fromarray(rng.integers(0, 256, (40, 48, 3), dtype=np.uint8)).save(
+            tmp_path / f"im{k}.png")
+    model = load_model(SMALL_FLOAT)
+    (name,) = [m.name for m in model.signature("serving_default").inputs]
+    data = json.dumps({"serving_default": [{name: np.asarray(x[0], np.float32).tolist()}
+                                           for x in image_samples(model, tmp_path)]})
+    r = subprocess.run([sys.executable, "-m", "tflite_viewer", "quantize", str(SMALL_FLOAT),
+                        "-o", "-", "--recipe", "static_wi8_ai8", "--images", str(tmp_path)],
+                       capture_output=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == litert_quantize(str(SMALL_FLOAT), "static_wi8_ai8", data)
+
+
 def _errors(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     (tmp_path / "broken.json").write_text("[{")
     (tmp_path / "bad.py").write_text("def get_calibration_data():\n    return 1 / 0\n")
