@@ -92,8 +92,7 @@ def main(args: argparse.Namespace) -> int:
     out = Output(args, files={"--save-recipe": args.save_recipe}, product_is_json=False)
     model = load_model_arg(args.model)
     _check_tflite(args.model)
-    for flag, value in (("--custom-recipe", args.custom_recipe),
-                        ("--calibration-data", args.calibration_data)):
+    for value in (args.custom_recipe, args.calibration_data):
         if value is not None:
             input_file(value, "file")
     if args.images is not None:
