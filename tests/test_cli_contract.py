@@ -71,6 +71,7 @@ def _entry_points(model: Path, tmp: Path) -> dict[str, tuple[str, list[str]]]:
         "edit": ("tflite-viewer edit", ["edit", str(model), "-o", str(tmp / "e.tflite")]),
         "quant": ("tflite-viewer quant", ["quant", str(model)]),
         "quant --float": ("tflite-viewer quant", ["quant", str(INT8), "--float", str(model)]),
+        "quantize": ("tflite-viewer quantize", ["quantize", str(model), "-o", str(tmp / "q.tflite")]),
         "memory": ("tflite-viewer memory", ["memory", str(model)]),
         "targets": ("tflite-viewer targets", ["targets", str(model)]),
         "diff": ("tflite-viewer diff", ["diff", str(model), str(INT8)]),

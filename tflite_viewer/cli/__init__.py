@@ -37,6 +37,7 @@ SUBCOMMANDS: dict[str, str] = {
     "render": "draw a subgraph's graph to SVG or PNG",
     "edit": "change options, names, versions, quantization and write a new model",
     "quant": "quantization analysis: spec checks, ranges, float vs quantized, fallback gain",
+    "quantize": "quantize a float model with LiteRT's quantizer: recipes, per-op overrides",
     "ops": "op coverage: versions and types here against LiteRT's builtin resolver",
     "memory": "will it fit: TFLite Micro's or LiteRT's tensor arena, its peak, what-ifs",
     "targets": "which operators LiteRT, XNNPACK, the GPU delegate and TFLite Micro take",
