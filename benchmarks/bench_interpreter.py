@@ -2,10 +2,11 @@
 
 For each model (the float ones, then the quantized ones): the median whole-model time of
 our `invoke()`, of LiteRT with its reference kernels (BUILTIN_REF) and with its default
-kernels (BUILTIN, XNNPACK), the ratios, and the stepping overhead per op ((time of a
-step()-driven run - time of run()) / ops).  With ``--rounds R`` the three are measured R
-times in turn and each figure is the lowest of its R medians: on a shared machine a burst
-of someone else's work only ever adds time, and alternating spreads it over both sides.
+kernels (BUILTIN: the XNNPACK delegate for what it takes, LiteRT's optimized kernels for
+the rest), the ratios, and the stepping overhead per op ((time of a step()-driven run -
+time of run()) / ops).  With ``--rounds R`` the three are measured R times in turn and
+each figure is the lowest of its R medians: on a shared machine a burst of someone else's
+work only ever adds time, and alternating spreads it over both sides.
 
 Ours and LiteRT's invokes alternate one by one in this process.  Quantized models are first
 tried in a child process, since LiteRT's reference kernels abort on mobilenet_v2_int8 (shown
@@ -14,7 +15,13 @@ quantized_dimension patched to 0 (LiteRT refuses the original); keyword_scramble
 crashes every LiteRT resolver (also shown as "abort"; we run it as TFLite Micro does).
 
     python benchmarks/bench_interpreter.py [--runs N] [--rounds R] [--blas-threads N]
-                                           [--float|--quantized] [MODEL ...]
+                                           [--float|--quantized] [--float-sums MODE]
+                                           [--no-step] [MODEL|FILE|DIR ...]
+
+A MODEL is a corpus name; a FILE a .tflite anywhere; a DIR every .tflite in it (the
+hold-out models of issue 40: ``benchmarks/holdout_models.py DIR`` gathers them).
+``--float-sums`` is the interpreter's (default auto: BLAS products); ``--no-step`` leaves
+out the stepping column (a step-driven run of a model of seconds takes long).
 
 ``--big [DIR]``: the > 2 GB decoder of big_decoder.py and its int8 and int4 forms (written
 to DIR when missing), ``tflite-viewer run MODEL --signature decode --inputs IN.npz`` as a
@@ -86,14 +93,36 @@ def inputs_for(name: str, model) -> list[np.ndarray]:
     return out
 
 
-def prepared(name: str) -> tuple[Path, list[np.ndarray], Interpreter]:
-    """A corpus model's path, its benchmark inputs and our interpreter with them set."""
-    path = MODELS / f"{name}.tflite"
+def prepared(name: str, float_sums: str = "auto") -> tuple[Path, list[np.ndarray], Interpreter]:
+    """A model's path (a corpus name or a file), its benchmark inputs and our interpreter
+    with them set."""
+    path = Path(name) if name.endswith(".tflite") else MODELS / f"{name}.tflite"
     model = load_model(path)
-    inputs = inputs_for(name, model)
-    interp = Interpreter(model)
+    inputs = inputs_for(path.stem, model)
+    interp = Interpreter(model, float_sums=float_sums)
     interp.set_inputs(inputs)
     return path, inputs, interp
+
+
+def expand(names: list[str]) -> list[str]:
+    """Corpus names and .tflite files as given; a folder as the .tflite files in it."""
+    out = []
+    for name in names:
+        folder = Path(name)
+        out.extend(str(p) for p in sorted(folder.glob("*.tflite"))) if folder.is_dir() \
+            else out.append(name)
+    return out
+
+
+def quantized(name: str, path: Path) -> bool:
+    """Whether LiteRT is first tried in a child process: the corpus' quantized models, and
+    any other file with an 8-bit tensor (LiteRT's reference kernels abort on some)."""
+    if name in QUANTIZED_MODELS:
+        return True
+    if name in FLOAT_MODELS:
+        return False
+    model = load_model(path)
+    return any(t.type_name in ("INT8", "UINT8") for sg in model.subgraphs for t in sg.tensors)
 
 
 def median_time(fn, runs: int) -> float:
@@ -184,7 +213,7 @@ def _one_round(name: str, path: Path, interp: Interpreter, inputs, runs: int):
     LiteRT's reference kernels abort on some."""
     if name == "keyword_scrambled_8bit":
         return median_time(interp.invoke, runs), None, None  # crashes every LiteRT resolver
-    if name in QUANTIZED_MODELS:
+    if quantized(name, path):
         data = litert_bytes(name, path)
         probe = [litert_time_subprocess(data, inputs, r, 1) for r in ("BUILTIN_REF", "BUILTIN")]
     else:
@@ -327,6 +356,9 @@ def main(argv=None) -> int:
     ap.add_argument("--blas-threads", type=int, default=None,
                     help="numpy BLAS threads (LiteRT's reference kernels use one); "
                          "on a busy machine 1 gives steadier figures")
+    ap.add_argument("--float-sums", default="auto", choices=("auto", "reference", "blas"),
+                    help="our interpreter's float sums (default auto: BLAS products)")
+    ap.add_argument("--no-step", action="store_true", help="leave out the stepping column")
     args = ap.parse_args(argv)
     if args.big:
         big(Path(args.big), max(1, args.rounds))
@@ -334,15 +366,19 @@ def main(argv=None) -> int:
     if not args.models:
         args.models = ([] if args.only == "quantized" else FLOAT_MODELS) + \
             ([] if args.only == "float" else QUANTIZED_MODELS)
-    print(f"{'model':36s} {'ours ms':>9s} {'REF ms':>9s} {'ours/REF':>9s} {'BUILTIN ms':>10s} "
-          f"{'ours/BUILTIN':>12s} {'step ms/op':>10s}  why above 1.0x REF")
-    for name in args.models:
-        path, inputs, interp = prepared(name)
+    print(f"float sums {args.float_sums}, BLAS threads "
+          f"{os.environ.get('OPENBLAS_NUM_THREADS', 'default')}, load {os.getloadavg()[0]:.2f}")
+    print(f"{'model':36s} {'ours ms':>9s} {'REF ms':>9s} {'ours/REF':>9s} {'XNNPACK ms':>10s} "
+          f"{'ours/XNNPACK':>12s} {'step ms/op':>10s}  why above 1.0x REF")
+    for name in expand(args.models):
+        path, inputs, interp = prepared(name, args.float_sums)
+        name = path.stem
         rounds = [_one_round(name, path, interp, inputs, args.runs)
                   for _ in range(max(1, args.rounds))]
         ours = min(r[0] for r in rounds)
         ref, fast = (_lowest(r[k] for r in rounds) for k in (1, 2))
-        step, ops = stepping_overhead(interp, max(3, args.runs // 3))
+        step, ops = (float("nan"), sum(interp.op_calls.values()) or 1) if args.no_step \
+            else stepping_overhead(interp, max(3, args.runs // 3))
 
         def cell(t, width):
             return f"{'abort':>{width}s}" if t is None else f"{t * 1e3:{width}.3f}"
@@ -350,7 +386,8 @@ def main(argv=None) -> int:
         def ratio(t, width):
             return f"{'-':>{width}s}" if t is None else f"{ours / t:{width}.2f}"
         # stepping costs nothing measurable on some models: noise then makes it negative
-        step_text = f"{step * 1e3:10.3f}" if step * 1e3 >= 0.0005 else f"{'~0':>10s}"
+        step_text = f"{'-':>10s}" if step != step else \
+            f"{step * 1e3:10.3f}" if step * 1e3 >= 0.0005 else f"{'~0':>10s}"
         print(f"{name:36s} {ours * 1e3:9.3f} {cell(ref, 9)} {ratio(ref, 9)} {cell(fast, 10)} "
               f"{ratio(fast, 12)} {step_text}  {why_slower(ours, ref, ops)}", flush=True)
     return 0
