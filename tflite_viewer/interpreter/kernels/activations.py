@@ -37,8 +37,26 @@ define(Op.RELU_0_TO_1, (1, 1), _clip(0, 1), same_shape, types="float+uint8+int8"
        **_relu_int("RELU_0_TO_1"))
 
 
+def where_nonnegative(x: np.ndarray, scaled: np.ndarray) -> np.ndarray:
+    """``np.where(x >= 0, x, scaled)`` for a float ``x`` and a new array ``scaled`` of its
+    shape and dtype (overwritten: the result), bit for bit, chosen by a mask of bits: a
+    sign that changes from element to element makes np.where's branch 4-5x slower than
+    these five passes (PRELU and LEAKY_RELU of MediaPipe's and openWakeWord's models)."""
+    if x.dtype.kind != "f" or scaled.dtype != x.dtype or scaled.shape != x.shape \
+            or not scaled.flags.writeable:
+        return np.where(x >= 0, x, scaled)
+    ints = np.dtype(f"u{x.dtype.itemsize}")
+    keep = np.greater_equal(x, 0).astype(ints)
+    np.negative(keep, out=keep)  # 1 -> all bits set
+    picked, own = scaled.view(ints), x.view(ints)
+    diff = np.bitwise_xor(picked, own)
+    np.bitwise_and(diff, keep, out=diff)
+    np.bitwise_xor(picked, diff, out=picked)
+    return scaled
+
+
 def leaky_relu(x: np.ndarray, alpha: float) -> np.ndarray:
-    return np.where(x >= 0, x, x * np.asarray(alpha, dtype=x.dtype))
+    return where_nonnegative(x, x * np.asarray(alpha, dtype=x.dtype))
 
 
 def _prepare_leaky(ctx, node):
@@ -54,7 +72,7 @@ define(Op.LEAKY_RELU, (1, 2),
 
 
 def prelu(x: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    return np.where(x >= 0, x, x * alpha)
+    return where_nonnegative(x, x * alpha)
 
 
 def _prepare_prelu(ctx, node):

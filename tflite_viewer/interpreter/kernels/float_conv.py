@@ -10,9 +10,10 @@ the output rows themselves, and the bias and the clamping activation are applied
 block while it is in cache.  A 1x1 convolution of stride 1 multiplies the input rows in
 place, without a copy.
 
-Each output's sum involves only its own patch, so blocking the rows changes no value: with
-``reference`` products (`float32.ordered_matmul`) every output is LiteRT's reference
-kernel's bits, and with BLAS products the same as one product of the whole matrix.
+Each output's sum involves only its own patch, so with ``reference`` products
+(`float32.ordered_matmul`) blocking the rows changes no value: every output is LiteRT's
+reference kernel's bits.  BLAS rounds as its kernels for a block's shape do, a float32
+rounding or so from the reference either way.
 """
 from __future__ import annotations
 
