@@ -16,12 +16,14 @@ crashes every LiteRT resolver (also shown as "abort"; we run it as TFLite Micro 
 
     python benchmarks/bench_interpreter.py [--runs N] [--rounds R] [--blas-threads N]
                                            [--float|--quantized] [--float-sums MODE]
-                                           [--no-step] [MODEL|FILE|DIR ...]
+                                           [--no-step] [--clock wall|cpu]
+                                           [MODEL|FILE|DIR ...]
 
 A MODEL is a corpus name; a FILE a .tflite anywhere; a DIR every .tflite in it (the
 hold-out models of issue 40: ``benchmarks/holdout_models.py DIR`` gathers them).
 ``--float-sums`` is the interpreter's (default auto: BLAS products); ``--no-step`` leaves
-out the stepping column (a step-driven run of a model of seconds takes long).
+out the stepping column (a step-driven run of a model of seconds takes long); ``--clock
+cpu`` times this process's CPU time in place of the wall clock.
 
 ``--big [DIR]``: the > 2 GB decoder of big_decoder.py and its int8 and int4 forms (written
 to DIR when missing), ``tflite-viewer run MODEL --signature decode --inputs IN.npz`` as a
@@ -125,13 +127,20 @@ def quantized(name: str, path: Path) -> bool:
     return any(t.type_name in ("INT8", "UINT8") for sg in model.subgraphs for t in sg.tensors)
 
 
+#: the clock of the in-process figures: wall time, or with ``--clock cpu`` this process's
+#: CPU time (ours on one BLAS thread and LiteRT's invoke both run on this thread alone, so
+#: on a quiet machine the two agree; on a shared one CPU time leaves out the time others
+#: take the core, which lands on long invokes more often than on short ones)
+CLOCK = [time.perf_counter]
+
+
 def median_time(fn, runs: int) -> float:
     fn()
     times = []
     for _ in range(runs):
-        t = time.perf_counter()
+        t = CLOCK[0]()
         fn()
-        times.append(time.perf_counter() - t)
+        times.append(CLOCK[0]() - t)
     return statistics.median(times)
 
 
@@ -267,12 +276,12 @@ def alternating_times(ours, theirs, runs: int) -> tuple[float, float]:
     theirs()
     a, b = [], []
     for _ in range(runs):
-        t = time.perf_counter()
+        t = CLOCK[0]()
         ours()
-        a.append(time.perf_counter() - t)
-        t = time.perf_counter()
+        a.append(CLOCK[0]() - t)
+        t = CLOCK[0]()
         theirs()
-        b.append(time.perf_counter() - t)
+        b.append(CLOCK[0]() - t)
     return statistics.median(a), statistics.median(b)
 
 
@@ -359,6 +368,9 @@ def main(argv=None) -> int:
     ap.add_argument("--float-sums", default="auto", choices=("auto", "reference", "blas"),
                     help="our interpreter's float sums (default auto: BLAS products)")
     ap.add_argument("--no-step", action="store_true", help="leave out the stepping column")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="time invokes by the wall clock (default) or this process's CPU "
+                         "time (steadier on a shared machine)")
     args = ap.parse_args(argv)
     if args.big:
         big(Path(args.big), max(1, args.rounds))
@@ -366,7 +378,9 @@ def main(argv=None) -> int:
     if not args.models:
         args.models = ([] if args.only == "quantized" else FLOAT_MODELS) + \
             ([] if args.only == "float" else QUANTIZED_MODELS)
-    print(f"float sums {args.float_sums}, BLAS threads "
+    if args.clock == "cpu":
+        CLOCK[0] = time.process_time
+    print(f"clock {args.clock}, float sums {args.float_sums}, BLAS threads "
           f"{os.environ.get('OPENBLAS_NUM_THREADS', 'default')}, load {os.getloadavg()[0]:.2f}")
     print(f"{'model':36s} {'ours ms':>9s} {'REF ms':>9s} {'ours/REF':>9s} {'XNNPACK ms':>10s} "
           f"{'ours/XNNPACK':>12s} {'step ms/op':>10s}  why above 1.0x REF")

@@ -19,13 +19,13 @@ import numpy as np
 from ..integer import conv as int_conv, hybrid as int_hybrid
 from ..integer import transpose_conv as int_transpose_conv
 from ..integer.hybrid_transpose_conv import hybrid_transpose_conv
-from ..integer.common import Window
 from ..padding import transpose_conv_padding
 from .common import (ACTIVATION_RANGES, FLOAT_WEIGHT, BuiltinOperator, INT_KINDS, Kernel,
                      KernelError, _float_bounds, apply_activation, clamp_activation, declare,
-                     kind, option, pad_for_windows, register, rounding, tensor_qparams,
+                     kind, option, register, rounding, tensor_qparams,
                      window_geometry)
-from .float_conv import ConvPlan, product_for, transpose_conv as float_transpose_conv
+from .float_conv import ConvPlan, DepthwisePlan, product_for
+from .float_conv import transpose_conv as float_transpose_conv
 from .float_conv import transpose_filter
 
 
@@ -72,37 +72,23 @@ def filter_matrix(w: np.ndarray) -> np.ndarray:
 def depthwise_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
                      strides: tuple[int, int] = (1, 1), dilations: tuple[int, int] = (1, 1),
                      padding: str = "SAME", act: str | None = None,
-                     reference_sums: bool = True) -> np.ndarray:
+                     reference_sums: bool = True,
+                     plan: DepthwisePlan | None = None) -> np.ndarray:
     """NHWC depthwise convolution with a [1, KH, KW, C*M] filter (M = depth multiplier).
 
     The taps are added one at a time in the reference kernel's order; float32 sums take
     one einsum over the taps instead when ``reference_sums`` is False
-    (`Interpreter.reference_float_sums`: its order is numpy's, a rounding or so away)."""
-    n, h, wd, c = x.shape
-    _, kh, kw, oc = w.shape
-    mult = _ratio(oc, c, f"filter depth {oc} is not a multiple of the input depth {c}")
-    sh, sw = strides
-    dh, dw = dilations
-    oh, ow, pt, pl = window_geometry((h, wd), (kh, kw), strides, dilations, padding)
-    xp = pad_for_windows(x, oh, ow, (kh - 1) * dh + 1, (kw - 1) * dw + 1, sh, sw, pt, pl)
-    if mult > 1:
-        xp = np.repeat(xp, mult, axis=3)
-    if not reference_sums and xp.dtype == np.float32 and w.dtype == np.float32:
-        out = int_conv.depthwise_taps(xp, w.reshape(kh * kw, oc), Window(oh, ow, pt, pl),
-                                      kh, kw, sh, sw, dh, dw)
-        if b is not None:
-            out += b
-        return apply_activation(out, act)
-    out = np.zeros((n, oh, ow, oc), dtype=np.result_type(x, w))
-    tmp = np.empty_like(out)
-    for i in range(kh):
-        for j in range(kw):
-            tap = xp[:, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw, :]
-            np.multiply(tap, w[0, i, j], out=tmp)
-            out += tmp
-    if b is not None:
-        out += b
-    return apply_activation(out, act)
+    (`Interpreter.reference_float_sums`: its order is numpy's, a rounding or so away).
+    ``plan`` is the `float_conv.DepthwisePlan` of x's shape (a cache of the kernel)."""
+    c, oc = x.shape[3], w.shape[3]
+    _ratio(oc, c, f"filter depth {oc} is not a multiple of the input depth {c}")
+    if plan is None or plan.x_shape != x.shape:
+        geometry = window_geometry(x.shape[1:3], w.shape[1:3], strides, dilations, padding)
+        plan = DepthwisePlan(x.shape, w.shape, strides, dilations, geometry)
+    dtype = np.result_type(x, w)
+    clamps = act in ACTIVATION_RANGES and dtype.kind == "f"
+    out = plan(x, w, b, _float_bounds(act, dtype) if clamps else None, reference_sums)
+    return out if clamps else apply_activation(out, act)
 
 
 def transpose_conv2d(x: np.ndarray, w: np.ndarray, output_shape: tuple[int, ...],
@@ -147,8 +133,9 @@ class _Cache:
         self.kind = "float"
         self.params = None
         self.plan = None  # integer kinds: int_conv.ConvPlan of the prepared input shape
-        #: CONV_2D: (strides, dilations, padding, activation, `float_conv.ConvPlan` of the
-        #: prepared input shape, float nodes only) of the node's options, read once
+        #: (strides, dilations, padding, activation, plan) of the node's options, read once;
+        #: the plan (`float_conv.ConvPlan`, `DepthwisePlan`) of the prepared input shape, for
+        #: float nodes only
         self.args: tuple | None = None
 
     def get(self, src: np.ndarray, make):
@@ -389,11 +376,15 @@ class DepthwiseConv2D(_ConvKernel):
             raise ValueError(f"filter depth {w.shape[3]} is not a multiple of the input depth "
                              f"{x.shape[3]}")
         check_image("DEPTHWISE_CONV_2D", x)
-        oh, ow, _, _ = window_geometry(x.shape[1:3], w.shape[1:3], _strides(node),
-                                       _dilations(node), option(node, "padding", "SAME"),
-                                       "DEPTHWISE_CONV_2D")
-        ctx.resize(ctx.output(node, 0), (x.shape[0], oh, ow, w.shape[3]))
+        strides, dilations = _strides(node), _dilations(node)
+        geometry = window_geometry(x.shape[1:3], w.shape[1:3], strides, dilations,
+                                   option(node, "padding", "SAME"), "DEPTHWISE_CONV_2D")
+        ctx.resize(ctx.output(node, 0), (x.shape[0], geometry[0], geometry[1], w.shape[3]))
         _int_prepare(ctx, node, w.shape[3], depthwise=True)
+        plan = DepthwisePlan(x.shape, w.shape, strides, dilations, geometry) \
+            if node.user_data.kind == "float" else None
+        node.user_data.args = (strides, dilations, option(node, "padding", "SAME"),
+                               clamp_activation(node), plan)
 
     def bind(self, ctx, node):
         return bind_int_tail(
@@ -423,10 +414,10 @@ class DepthwiseConv2D(_ConvKernel):
             ctx.set_output(ctx.output(node, 0), out)
             return
         b = ctx.input(node, 2)
+        strides, dilations, padding, act, plan = cache.args
         out = depthwise_conv2d(ctx.value(node, 0), ctx.value(node, 1),
-                               None if b is None else b.data, _strides(node), _dilations(node),
-                               option(node, "padding", "SAME"), clamp_activation(node),
-                               reference_sums=ctx.interpreter.reference_float_sums)
+                               None if b is None else b.data, strides, dilations, padding, act,
+                               reference_sums=ctx.interpreter.reference_float_sums, plan=plan)
         ctx.set_output(ctx.output(node, 0), out)
 
 

@@ -10,6 +10,10 @@ the output rows themselves, and the bias and the clamping activation are applied
 block while it is in cache.  A 1x1 convolution of stride 1 multiplies the input rows in
 place, without a copy.
 
+DEPTHWISE_CONV_2D adds its taps in one einsum over views of the padded input (BLAS sums:
+numpy's order) or one tap at a time over the whole image (the reference order, its bits).
+Both pad into a buffer their plan keeps when it is small (`PadBuffer`).
+
 Each output's sum involves only its own patch, so with ``reference`` products
 (`float32.ordered_matmul`) blocking the rows changes no value: every output is LiteRT's
 reference kernel's bits.  BLAS rounds as its kernels for a block's shape do, a float32
@@ -23,7 +27,8 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..float32 import ordered_matmul
-from .common import pad_for_windows
+from ..integer.common import Window, padded_shape
+from ..integer.conv import PAD_KEEP_BYTES, depthwise_taps
 
 #: bytes of one block of patches (and of the products of TRANSPOSE_CONV): measured on
 #: 3x3 convolutions of 64 to 192 channels, 1 MiB blocks run at the speed of one BLAS
@@ -63,6 +68,40 @@ def _blocks(n: int, oh: int, ow: int, per_position: int) -> list[tuple[int, ...]
     return out
 
 
+class PadBuffer:
+    """An NHWC input padded with zeros for its windows: copied into a buffer kept between
+    calls when it takes at most `PAD_KEEP_BYTES` (its border stays zero), else into a
+    fresh one.  Nothing a plan returns refers to the buffer."""
+
+    def __init__(self, x_shape: tuple[int, ...], geometry: tuple[int, int, int, int],
+                 kernel: tuple[int, int], strides: tuple[int, int],
+                 dilations: tuple[int, int]) -> None:
+        self.win = Window(*geometry)
+        self.shape = padded_shape(tuple(x_shape), self.win, *kernel, *strides, *dilations)
+        self.buffer: np.ndarray | None = None
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        if self.shape is None:  # every window inside the input
+            return np.ascontiguousarray(x)
+        buf = self.buffer
+        if buf is None or buf.dtype != x.dtype:
+            buf = np.zeros(self.shape, x.dtype)
+            self.buffer = buf if buf.nbytes <= PAD_KEEP_BYTES else None
+        _, h, w, _ = x.shape
+        buf[:, self.win.pad_h:self.win.pad_h + h, self.win.pad_w:self.win.pad_w + w] = x
+        return buf
+
+
+def _clamp(out: np.ndarray, bias: np.ndarray | None, bounds: tuple | None) -> None:
+    """The bias added and the activation's bounds (low, high or None) applied in place."""
+    if bias is not None:
+        np.add(out, bias, out=out)
+    if bounds is not None:
+        np.maximum(out, bounds[0], out=out)
+        if bounds[1] is not None:
+            np.minimum(out, bounds[1], out=out)
+
+
 class ConvPlan:
     """What a float CONV_2D of one input shape computes with, made once when the node is
     prepared: the geometry, the blocks of output positions and how their patches are
@@ -76,7 +115,6 @@ class ConvPlan:
         oh, ow, pt, pl = geometry
         self.x_shape, self.out_shape = tuple(x_shape), (n, oh, ow, o)
         self.kernel, self.strides, self.dilations = (kh, kw), strides, dilations
-        self.geometry = geometry
         self.groups = c // ci
         self.k = kh * kw * c  # one row of patches
         #: a 1x1 window of stride 1 without padding: the input rows are the patches
@@ -86,22 +124,30 @@ class ConvPlan:
         self.whole = (oh, ow, pt, pl, kh, kw, dilations) == (1, 1, 0, 0, h, wd, (1, 1))
         self.blocks = _blocks(n, oh, ow, self.k * 4)
         self.block_rows = max(r1 - r0 for r0, r1, *_ in self.blocks) if self.blocks else 0
+        self.pad = PadBuffer(x_shape, geometry, (kh, kw), strides, dilations)
+        self._view: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
 
     def _patches(self, x: np.ndarray) -> np.ndarray:
         """A strided view [N, OH, OW, KH, KW*C] (or [..., KH, KW, C] when dilated across)
-        of the padded input: each output position's patch in the filter's order."""
+        of the padded input: each output position's patch in the filter's order (made
+        once for a kept buffer)."""
+        xp = self.pad(x)
+        base, view = self._view
+        if base is xp:
+            return view
         (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.strides, self.dilations
         n, oh, ow, _ = self.out_shape
         c = self.x_shape[3]
-        xp = pad_for_windows(x, oh, ow, (kh - 1) * dh + 1, (kw - 1) * dw + 1, sh, sw,
-                             self.geometry[2], self.geometry[3])
-        xp = np.ascontiguousarray(xp)
         s_n, s_h, s_w, s_c = xp.strides
         if dw == 1:
-            return as_strided(xp, (n, oh, ow, kh, kw * c), (s_n, s_h * sh, s_w * sw, s_h * dh, s_c),
+            view = as_strided(xp, (n, oh, ow, kh, kw * c),
+                              (s_n, s_h * sh, s_w * sw, s_h * dh, s_c), writeable=False)
+        else:
+            view = as_strided(xp, (n, oh, ow, kh, kw, c),
+                              (s_n, s_h * sh, s_w * sw, s_h * dh, s_w * dw, s_c),
                               writeable=False)
-        return as_strided(xp, (n, oh, ow, kh, kw, c),
-                          (s_n, s_h * sh, s_w * sw, s_h * dh, s_w * dw, s_c), writeable=False)
+        self._view = (xp, view) if xp is self.pad.buffer else (None, None)
+        return view
 
     def __call__(self, x: np.ndarray, w_matrix: np.ndarray, bias: np.ndarray | None = None,
                  bounds: tuple | None = None, product: Product | None = None) -> np.ndarray:
@@ -136,12 +182,51 @@ class ConvPlan:
                 out[...] = product(cols, w_matrix)
         else:
             _grouped(cols, w_matrix, out, self.groups, self.kernel, product)
-        if bias is not None:
-            np.add(out, bias, out=out)
-        if bounds is not None:
-            np.maximum(out, bounds[0], out=out)
-            if bounds[1] is not None:
-                np.minimum(out, bounds[1], out=out)
+        _clamp(out, bias, bounds)
+
+
+class DepthwisePlan:
+    """What a float DEPTHWISE_CONV_2D of one input shape computes with: the padding and,
+    for BLAS sums, its filter tiled along the output row (kept for the filter array)."""
+
+    def __init__(self, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
+                 strides: tuple[int, int], dilations: tuple[int, int],
+                 geometry: tuple[int, int, int, int]) -> None:
+        self.x_shape = tuple(x_shape)
+        self.kernel, self.strides, self.dilations = tuple(w_shape[1:3]), strides, dilations
+        self.mult = w_shape[3] // x_shape[3]
+        self.pad = PadBuffer(x_shape, geometry, self.kernel, strides, dilations)
+        self._tiled: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
+
+    def __call__(self, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None,
+                 bounds: tuple | None = None, reference: bool = True) -> np.ndarray:
+        """[N, OH, OW, C*M]: the taps of ``w`` [1, KH, KW, C*M] over ``x``, plus ``bias``,
+        clamped to ``bounds``; tap after tap in the reference order when ``reference`` or
+        not float32, else in one einsum."""
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.strides, self.dilations
+        win = self.pad.win
+        xp = self.pad(x)
+        if self.mult > 1:
+            xp = np.repeat(xp, self.mult, axis=3)
+        oc = w.shape[3]
+        if reference or xp.dtype != np.float32 or w.dtype != np.float32:
+            out = np.zeros((x.shape[0], win.out_h, win.out_w, oc), np.result_type(x, w))
+            tmp = np.empty_like(out)
+            for i in range(kh):
+                for j in range(kw):
+                    tap = xp[:, i * dh:i * dh + (win.out_h - 1) * sh + 1:sh,
+                             j * dw:j * dw + (win.out_w - 1) * sw + 1:sw, :]
+                    np.multiply(tap, w[0, i, j], out=tmp)
+                    out += tmp
+        else:
+            source, tiled = self._tiled
+            taps = w.reshape(kh * kw, oc)
+            if source is not w:
+                tiled = np.tile(taps, (1, win.out_w))
+                self._tiled = (w, tiled)
+            out = depthwise_taps(xp, taps, win, kh, kw, sh, sw, dh, dw, tiled=tiled)
+        _clamp(out, bias, bounds)
+        return out
 
 
 def _grouped(cols: np.ndarray, w_matrix: np.ndarray, out: np.ndarray, groups: int,
