@@ -175,3 +175,20 @@ def test_float_resize_bilinear_is_the_template_term_by_term(align_corners, half_
     if dtype == np.uint8:
         want = np.trunc(want + F32(0.5)).astype(np.int64).astype(dtype)
     assert got.dtype == dtype and np.array_equal(got, want)
+
+
+def test_the_clamp_is_c_s_min_of_max():
+    """std::min(std::max(x, low), high) as LiteRT's ActivationFunctionWithMinMax: -0 kept
+    (std::max returns its first argument unless it is below), NaN kept, bias first."""
+    x = np.array([-0.0, 0.0, -1.0, 7.0, np.nan, -np.inf, np.inf, 3.5], F32)
+    for low, high in ((0.0, 6.0), (0.0, None), (-1.0, 1.0)):
+        out = x.copy()
+        float_conv.clamp(out, None, (F32(low), None if high is None else F32(high)))
+        want = [v if np.isnan(v) else min(max(v, low), np.inf if high is None else high)
+                for v in x.tolist()]
+        want = np.array([w if not (w == 0 and v == 0) else v for w, v in zip(want, x.tolist())],
+                        F32)
+        assert np.array_equal(out.view(np.uint32), want.view(np.uint32)), (low, high)
+    out = np.zeros((2, 3), F32)
+    float_conv.clamp(out, np.array([1, -2, 8], F32), (F32(0), F32(6)))
+    assert out.tolist() == [[1, 0, 6], [1, 0, 6]]
