@@ -197,6 +197,45 @@ def bind_int_tail(ctx, node, invoke, make_filter, tail_fn):
     return bound
 
 
+def bind_float(ctx, node, invoke, make_filter=None):
+    """A ``bind`` of a float CONV_2D (``make_filter``: `filter_matrix`) or
+    DEPTHWISE_CONV_2D (None) node: its input's data straight to the node's plan, with the
+    filter form kept for the filter array (a constant, or a DEQUANTIZE's cached output),
+    the bias, the bounds and the float sums the interpreter has at each call; ``invoke``
+    for an input or filter not as prepared.  None for other kinds, an empty or dynamic
+    output, or an output type the plan does not give."""
+    cache = node.user_data
+    plan = cache.args[4] if cache.kind == "float" and cache.args is not None else None
+    x, w, b, o = ctx.input(node, 0), ctx.input(node, 1), ctx.input(node, 2), ctx.output(node, 0)
+    if plan is None or o.shape is None or o.is_dynamic or 0 in o.shape \
+            or x.shape != plan.x_shape or x.dtype is None or w.dtype is None:
+        return None
+    dtype = np.result_type(x.dtype, w.dtype)
+    if o.dtype != dtype or dtype.kind != "f" or (b is not None and b.dtype is None):
+        return None
+    act = cache.args[3]
+    bounds = None if act is None else _float_bounds(act, dtype)
+    shape, xtype, wshape, wtype = x.shape, x.dtype, w.shape, w.dtype
+    bshape = None if b is None else (b.shape, b.dtype)
+    interp = ctx.interpreter
+
+    def bound(ctx, node) -> None:
+        data, filt = x.data, w.data
+        bias = None if b is None else b.data
+        if data is None or data.shape != shape or data.dtype != xtype or filt is None \
+                or filt.shape != wshape or filt.dtype != wtype \
+                or (b is not None and (bias is None or (bias.shape, bias.dtype) != bshape)):
+            invoke(ctx, node)
+            return
+        reference = interp.reference_float_sums
+        if make_filter is None:
+            o.data = plan(data, filt, bias, bounds, reference)
+        else:
+            o.data = plan(data, cache.get(filt, make_filter), bias, bounds,
+                          product_for(reference, data, filt))
+    return bound
+
+
 def hybrid_options(node) -> dict:
     """The options a hybrid core gets: its float output goes through
     CalculateActivationRange in LiteRT, so only the clamping activations apply."""
@@ -316,7 +355,8 @@ class Conv2D(_ConvKernel):
     def bind(self, ctx, node):
         return bind_int_tail(ctx, node, self.invoke,
                              lambda w, p, plan: int_conv.filter_matrix(w, p.filter_offset),
-                             int_conv.conv_2d_tail_fn)
+                             int_conv.conv_2d_tail_fn) \
+            or bind_float(ctx, node, self.invoke, filter_matrix)
 
     def invoke(self, ctx, node):
         if zero_sized_output(ctx, node):
@@ -390,7 +430,7 @@ class DepthwiseConv2D(_ConvKernel):
         return bind_int_tail(
             ctx, node, self.invoke,
             lambda w, p, plan: int_conv.depthwise_filter(w, p.filter_offset, plan.ftype),
-            int_conv.depthwise_tail_fn)
+            int_conv.depthwise_tail_fn) or bind_float(ctx, node, self.invoke)
 
     def invoke(self, ctx, node):
         if zero_sized_output(ctx, node):
