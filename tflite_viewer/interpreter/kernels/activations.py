@@ -11,8 +11,17 @@ from .common import (FLOAT_WEIGHT, QUANTIZED, BuiltinOperator as Op, bind_arrays
                      broadcast_shape, declare, define, option, rounding, same_shape, tensor_qparams)
 
 
+def clip_float(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """min(max(x, lo), hi) as the reference kernels compute it in C (``x < lo ? lo : x``:
+    -0 stays -0, NaN stays NaN), by np.clip with bounds of x's own type, which is about a
+    third of the time of np.maximum or of np.clip with Python numbers."""
+    if x.dtype.kind != "f":
+        return np.clip(x, lo, hi)
+    return np.clip(x, np.asarray(lo, x.dtype), np.asarray(hi, x.dtype))
+
+
 def _clip(lo, hi):
-    return lambda ctx, node: np.clip(ctx.value(node, 0), lo, hi)
+    return lambda ctx, node: clip_float(ctx.value(node, 0), lo, hi)
 
 
 def _io(ctx, node):
@@ -27,7 +36,7 @@ def _relu_int(kind: str):
         ctx.value(node, 0), kind=kind, params=p))
 
 
-define(Op.RELU, (1, 3), lambda ctx, node: np.maximum(ctx.value(node, 0), 0), same_shape,
+define(Op.RELU, (1, 3), _clip(0, np.inf), same_shape,
        types="float+uint8+int8+int16", **_relu_int("RELU"))
 define(Op.RELU6, (1, 3), _clip(0, 6), same_shape, types="float+uint8+int8+int16",
        **_relu_int("RELU6"))
