@@ -29,8 +29,8 @@ cpu`` times this process's CPU time in place of the wall clock.
 to DIR when missing), ``tflite-viewer run MODEL --signature decode --inputs IN.npz`` as a
 whole process against LiteRT's builtin kernels running the same signature on the same
 inputs (benchmarks/litert_run.py), alternating, each with BLAS on one thread: wall time and
-peak resident memory of each process (the float model twice: with the default reference-order
-float sums and with ``--float-sums blas``).  The issue-28 targets: within 2x LiteRT's time,
+peak resident memory of each process (the float model twice: with the default BLAS float
+sums and with ``--float-sums reference``).  The issue-28 targets: within 2x LiteRT's time,
 at most 1.2x its peak memory.
 
     python benchmarks/bench_interpreter.py --big /tmp/big --rounds 3
@@ -328,8 +328,8 @@ def big(directory: Path, rounds: int) -> None:
     print(f"{'model':<24} {'GB':>5} {'ours s':>7} {'LiteRT s':>8} {'ratio':>6} "
           f"{'ours MB':>8} {'LiteRT MB':>9} {'ratio':>6}  logits (first value) ours / LiteRT")
     # the float model also with --float-sums reference: its default (auto) takes BLAS
-    # sums on 2.3 GB of float32 filters; reference adds each float32 product in LiteRT's
-    # reference order (its results to the bit), which no BLAS call does
+    # sums; reference adds each float32 product in LiteRT's reference order (its results
+    # to the bit), which no BLAS call does
     cases = [(path.name, path, []) for path in paths.values()]
     cases.insert(1, (f"{paths['float'].stem} ref", paths["float"],
                      ["--float-sums", "reference"]))

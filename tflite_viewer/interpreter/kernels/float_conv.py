@@ -28,12 +28,12 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..float32 import ordered_matmul
 from ..integer.common import Window, padded_shape
-from ..integer.conv import PAD_KEEP_BYTES, depthwise_taps
+from ..integer.conv import PAD_KEEP_BYTES
 
-#: bytes of one block of patches (and of the products of TRANSPOSE_CONV): measured on
-#: 3x3 convolutions of 64 to 192 channels, 1 MiB blocks run at the speed of one BLAS
-#: product of the whole im2col (256 KiB: 5% slower; 4 MiB: 10%), which takes 4 to 300
-#: times the memory
+#: bytes of one block of patches (and of the products of TRANSPOSE_CONV): measured (CPU
+#: time) on mrz_seg's 3x3 convolutions of 160 and 192 channels and nmp's 3x39 of 8, 1 MiB
+#: blocks run at the speed of one BLAS product of the already made whole im2col; 256 KiB
+#: blocks 0-7% slower, 4 MiB blocks 5-26% slower
 BLOCK_BYTES = 1 << 20
 
 Product = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -191,7 +191,8 @@ class ConvPlan:
 
 class DepthwisePlan:
     """What a float DEPTHWISE_CONV_2D of one input shape computes with: the padding and,
-    for BLAS sums, its filter tiled along the output row (kept for the filter array)."""
+    for BLAS sums, the view of every tap over the padded input (made once for a kept
+    buffer) and the filter laid along the output row (kept for the filter array)."""
 
     def __init__(self, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
                  strides: tuple[int, int], dilations: tuple[int, int],
@@ -200,21 +201,54 @@ class DepthwisePlan:
         self.kernel, self.strides, self.dilations = tuple(w_shape[1:3]), strides, dilations
         self.mult = w_shape[3] // x_shape[3]
         self.pad = PadBuffer(x_shape, geometry, self.kernel, strides, dilations)
-        self._tiled: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
+        self._view: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
+        self._filter: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
+
+    def _taps(self, xp: np.ndarray) -> np.ndarray:
+        """[KH, KW, N, OH, OW*C] (width stride 1: each output row's values contiguous) or
+        [KH, KW, N, OH, OW, C]: every tap's inputs, a read-only view of ``xp``."""
+        base, view = self._view
+        if base is xp:
+            return view
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.strides, self.dilations
+        win, (n, _, _, c) = self.pad.win, xp.shape
+        s_n, s_h, s_w, s_c = xp.strides
+        if sw == 1:
+            shape, steps = (kh, kw, n, win.out_h, win.out_w * c), (s_h * sh, s_c)
+        else:
+            shape, steps = (kh, kw, n, win.out_h, win.out_w, c), (s_h * sh, s_w * sw, s_c)
+        # np.ndarray over xp's memory: as_strided's own wrapping costs more than the
+        # einsum of a small tensor
+        view = np.ndarray(shape, xp.dtype, xp, 0, (s_h * dh, s_w * dw, s_n) + steps)
+        view.flags.writeable = False
+        self._view = (xp, view) if xp is self.pad.buffer and self.mult == 1 else (None, None)
+        return view
+
+    def _weights(self, w: np.ndarray) -> np.ndarray:
+        """The filter as the einsum of `_taps` takes it: [KH, KW, OW*C] tiled along the
+        row (width stride 1), else [KH, KW, OW, C] broadcast (a view)."""
+        source, laid = self._filter
+        if source is not w:
+            (kh, kw), ow, oc = self.kernel, self.pad.win.out_w, w.shape[3]
+            taps = w.reshape(kh, kw, 1, oc)
+            laid = np.tile(taps, (1, 1, ow, 1)).reshape(kh, kw, ow * oc) \
+                if self.strides[1] == 1 else np.broadcast_to(taps, (kh, kw, ow, oc))
+            self._filter = (w, laid)
+        return laid
 
     def __call__(self, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None,
                  bounds: tuple | None = None, reference: bool = True) -> np.ndarray:
         """[N, OH, OW, C*M]: the taps of ``w`` [1, KH, KW, C*M] over ``x``, plus ``bias``,
         clamped to ``bounds``; tap after tap in the reference order when ``reference`` or
-        not float32, else in one einsum."""
+        not float32, else in one einsum (numpy's order)."""
         (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.strides, self.dilations
         win = self.pad.win
         xp = self.pad(x)
         if self.mult > 1:
             xp = np.repeat(xp, self.mult, axis=3)
-        oc = w.shape[3]
+        shape = (x.shape[0], win.out_h, win.out_w, w.shape[3])
         if reference or xp.dtype != np.float32 or w.dtype != np.float32:
-            out = np.zeros((x.shape[0], win.out_h, win.out_w, oc), np.result_type(x, w))
+            out = np.zeros(shape, np.result_type(x, w))
             tmp = np.empty_like(out)
             for i in range(kh):
                 for j in range(kw):
@@ -223,12 +257,8 @@ class DepthwisePlan:
                     np.multiply(tap, w[0, i, j], out=tmp)
                     out += tmp
         else:
-            source, tiled = self._tiled
-            taps = w.reshape(kh * kw, oc)
-            if source is not w:
-                tiled = np.tile(taps, (1, win.out_w))
-                self._tiled = (w, tiled)
-            out = depthwise_taps(xp, taps, win, kh, kw, sh, sw, dh, dw, tiled=tiled)
+            spec = "yxbhr,yxr->bhr" if sw == 1 else "yxbhwc,yxwc->bhwc"
+            out = np.einsum(spec, self._taps(xp), self._weights(w)).reshape(shape)
         clamp(out, bias, bounds)
         return out
 
