@@ -192,3 +192,18 @@ def test_the_clamp_is_c_s_min_of_max():
     out = np.zeros((2, 3), F32)
     float_conv.clamp(out, np.array([1, -2, 8], F32), (F32(0), F32(6)))
     assert out.tolist() == [[1, 0, 6], [1, 0, 6]]
+
+
+@pytest.mark.parametrize("x_shape, alpha_shape", [
+    ((1, 12, 10, 16), (1, 1, 16)), ((2, 4, 6), (6,)), ((1, 5, 7, 3), (1, 7, 3)),
+    ((1, 5, 7, 3), (1, 1, 1)), ((4, 3), (3,)), ((7,), (7,))])
+def test_prelu_is_np_where_for_every_alpha_shape(x_shape, alpha_shape):
+    """Per channel (the row-tiled path), per pixel, one alpha, 1-D: np.where's bits."""
+    from tflite_viewer.interpreter.kernels.activations import prelu
+    rng = np.random.default_rng(len(x_shape) + len(alpha_shape))
+    x = rng.standard_normal(x_shape).astype(F32)
+    x.reshape(-1)[:3] = [np.nan, -0.0, -np.inf]
+    alpha = rng.standard_normal(alpha_shape).astype(F32)
+    want = np.where(x >= 0, x, x * alpha)
+    got = prelu(x, alpha)
+    assert got.shape == want.shape and np.array_equal(got.view(np.uint32), want.view(np.uint32))
