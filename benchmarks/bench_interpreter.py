@@ -2,10 +2,11 @@
 
 For each model (the float ones, then the quantized ones): the median whole-model time of
 our `invoke()`, of LiteRT with its reference kernels (BUILTIN_REF) and with its default
-kernels (BUILTIN, XNNPACK), the ratios, and the stepping overhead per op ((time of a
-step()-driven run - time of run()) / ops).  With ``--rounds R`` the three are measured R
-times in turn and each figure is the lowest of its R medians: on a shared machine a burst
-of someone else's work only ever adds time, and alternating spreads it over both sides.
+kernels (BUILTIN: the XNNPACK delegate for what it takes, LiteRT's optimized kernels for
+the rest), the ratios, and the stepping overhead per op ((time of a step()-driven run -
+time of run()) / ops).  With ``--rounds R`` the three are measured R times in turn and
+each figure is the lowest of its R medians: on a shared machine a burst of someone else's
+work only ever adds time, and alternating spreads it over both sides.
 
 Ours and LiteRT's invokes alternate one by one in this process.  Quantized models are first
 tried in a child process, since LiteRT's reference kernels abort on mobilenet_v2_int8 (shown
@@ -14,14 +15,22 @@ quantized_dimension patched to 0 (LiteRT refuses the original); keyword_scramble
 crashes every LiteRT resolver (also shown as "abort"; we run it as TFLite Micro does).
 
     python benchmarks/bench_interpreter.py [--runs N] [--rounds R] [--blas-threads N]
-                                           [--float|--quantized] [MODEL ...]
+                                           [--float|--quantized] [--float-sums MODE]
+                                           [--no-step] [--clock wall|cpu]
+                                           [MODEL|FILE|DIR ...]
+
+A MODEL is a corpus name; a FILE a .tflite anywhere; a DIR every .tflite in it (the
+hold-out models of issue 40: ``benchmarks/holdout_models.py DIR`` gathers them).
+``--float-sums`` is the interpreter's (default auto: BLAS products); ``--no-step`` leaves
+out the stepping column (a step-driven run of a model of seconds takes long); ``--clock
+cpu`` times this process's CPU time in place of the wall clock.
 
 ``--big [DIR]``: the > 2 GB decoder of big_decoder.py and its int8 and int4 forms (written
 to DIR when missing), ``tflite-viewer run MODEL --signature decode --inputs IN.npz`` as a
 whole process against LiteRT's builtin kernels running the same signature on the same
 inputs (benchmarks/litert_run.py), alternating, each with BLAS on one thread: wall time and
-peak resident memory of each process (the float model twice: with the default reference-order
-float sums and with ``--float-sums blas``).  The issue-28 targets: within 2x LiteRT's time,
+peak resident memory of each process (the float model twice: with the default BLAS float
+sums and with ``--float-sums reference``).  The issue-28 targets: within 2x LiteRT's time,
 at most 1.2x its peak memory.
 
     python benchmarks/bench_interpreter.py --big /tmp/big --rounds 3
@@ -86,23 +95,52 @@ def inputs_for(name: str, model) -> list[np.ndarray]:
     return out
 
 
-def prepared(name: str) -> tuple[Path, list[np.ndarray], Interpreter]:
-    """A corpus model's path, its benchmark inputs and our interpreter with them set."""
-    path = MODELS / f"{name}.tflite"
+def prepared(name: str, float_sums: str = "auto") -> tuple[Path, list[np.ndarray], Interpreter]:
+    """A model's path (a corpus name or a file), its benchmark inputs and our interpreter
+    with them set."""
+    path = Path(name) if name.endswith(".tflite") else MODELS / f"{name}.tflite"
     model = load_model(path)
-    inputs = inputs_for(name, model)
-    interp = Interpreter(model)
+    inputs = inputs_for(path.stem, model)
+    interp = Interpreter(model, float_sums=float_sums)
     interp.set_inputs(inputs)
     return path, inputs, interp
+
+
+def expand(names: list[str]) -> list[str]:
+    """Corpus names and .tflite files as given; a folder as the .tflite files in it."""
+    out = []
+    for name in names:
+        folder = Path(name)
+        out.extend(str(p) for p in sorted(folder.glob("*.tflite"))) if folder.is_dir() \
+            else out.append(name)
+    return out
+
+
+def quantized(name: str, path: Path) -> bool:
+    """Whether LiteRT is first tried in a child process: the corpus' quantized models, and
+    any other file with an 8-bit tensor (LiteRT's reference kernels abort on some)."""
+    if name in QUANTIZED_MODELS:
+        return True
+    if name in FLOAT_MODELS:
+        return False
+    model = load_model(path)
+    return any(t.type_name in ("INT8", "UINT8") for sg in model.subgraphs for t in sg.tensors)
+
+
+#: the clock of the in-process figures: wall time, or with ``--clock cpu`` this process's
+#: CPU time (ours on one BLAS thread and LiteRT's invoke both run on this thread alone, so
+#: on a quiet machine the two agree; on a shared one CPU time leaves out the time others
+#: take the core, which lands on long invokes more often than on short ones)
+CLOCK = [time.perf_counter]
 
 
 def median_time(fn, runs: int) -> float:
     fn()
     times = []
     for _ in range(runs):
-        t = time.perf_counter()
+        t = CLOCK[0]()
         fn()
-        times.append(time.perf_counter() - t)
+        times.append(CLOCK[0]() - t)
     return statistics.median(times)
 
 
@@ -184,7 +222,7 @@ def _one_round(name: str, path: Path, interp: Interpreter, inputs, runs: int):
     LiteRT's reference kernels abort on some."""
     if name == "keyword_scrambled_8bit":
         return median_time(interp.invoke, runs), None, None  # crashes every LiteRT resolver
-    if name in QUANTIZED_MODELS:
+    if quantized(name, path):
         data = litert_bytes(name, path)
         probe = [litert_time_subprocess(data, inputs, r, 1) for r in ("BUILTIN_REF", "BUILTIN")]
     else:
@@ -238,12 +276,12 @@ def alternating_times(ours, theirs, runs: int) -> tuple[float, float]:
     theirs()
     a, b = [], []
     for _ in range(runs):
-        t = time.perf_counter()
+        t = CLOCK[0]()
         ours()
-        a.append(time.perf_counter() - t)
-        t = time.perf_counter()
+        a.append(CLOCK[0]() - t)
+        t = CLOCK[0]()
         theirs()
-        b.append(time.perf_counter() - t)
+        b.append(CLOCK[0]() - t)
     return statistics.median(a), statistics.median(b)
 
 
@@ -290,8 +328,8 @@ def big(directory: Path, rounds: int) -> None:
     print(f"{'model':<24} {'GB':>5} {'ours s':>7} {'LiteRT s':>8} {'ratio':>6} "
           f"{'ours MB':>8} {'LiteRT MB':>9} {'ratio':>6}  logits (first value) ours / LiteRT")
     # the float model also with --float-sums reference: its default (auto) takes BLAS
-    # sums on 2.3 GB of float32 filters; reference adds each float32 product in LiteRT's
-    # reference order (its results to the bit), which no BLAS call does
+    # sums; reference adds each float32 product in LiteRT's reference order (its results
+    # to the bit), which no BLAS call does
     cases = [(path.name, path, []) for path in paths.values()]
     cases.insert(1, (f"{paths['float'].stem} ref", paths["float"],
                      ["--float-sums", "reference"]))
@@ -327,6 +365,12 @@ def main(argv=None) -> int:
     ap.add_argument("--blas-threads", type=int, default=None,
                     help="numpy BLAS threads (LiteRT's reference kernels use one); "
                          "on a busy machine 1 gives steadier figures")
+    ap.add_argument("--float-sums", default="auto", choices=("auto", "reference", "blas"),
+                    help="our interpreter's float sums (default auto: BLAS products)")
+    ap.add_argument("--no-step", action="store_true", help="leave out the stepping column")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="time invokes by the wall clock (default) or this process's CPU "
+                         "time (steadier on a shared machine)")
     args = ap.parse_args(argv)
     if args.big:
         big(Path(args.big), max(1, args.rounds))
@@ -334,15 +378,21 @@ def main(argv=None) -> int:
     if not args.models:
         args.models = ([] if args.only == "quantized" else FLOAT_MODELS) + \
             ([] if args.only == "float" else QUANTIZED_MODELS)
-    print(f"{'model':36s} {'ours ms':>9s} {'REF ms':>9s} {'ours/REF':>9s} {'BUILTIN ms':>10s} "
-          f"{'ours/BUILTIN':>12s} {'step ms/op':>10s}  why above 1.0x REF")
-    for name in args.models:
-        path, inputs, interp = prepared(name)
+    if args.clock == "cpu":
+        CLOCK[0] = time.process_time
+    print(f"clock {args.clock}, float sums {args.float_sums}, BLAS threads "
+          f"{os.environ.get('OPENBLAS_NUM_THREADS', 'default')}, load {os.getloadavg()[0]:.2f}")
+    print(f"{'model':36s} {'ours ms':>9s} {'REF ms':>9s} {'ours/REF':>9s} {'XNNPACK ms':>10s} "
+          f"{'ours/XNNPACK':>12s} {'step ms/op':>10s}  why above 1.0x REF")
+    for name in expand(args.models):
+        path, inputs, interp = prepared(name, args.float_sums)
+        name = path.stem
         rounds = [_one_round(name, path, interp, inputs, args.runs)
                   for _ in range(max(1, args.rounds))]
         ours = min(r[0] for r in rounds)
         ref, fast = (_lowest(r[k] for r in rounds) for k in (1, 2))
-        step, ops = stepping_overhead(interp, max(3, args.runs // 3))
+        step, ops = (float("nan"), sum(interp.op_calls.values()) or 1) if args.no_step \
+            else stepping_overhead(interp, max(3, args.runs // 3))
 
         def cell(t, width):
             return f"{'abort':>{width}s}" if t is None else f"{t * 1e3:{width}.3f}"
@@ -350,7 +400,8 @@ def main(argv=None) -> int:
         def ratio(t, width):
             return f"{'-':>{width}s}" if t is None else f"{ours / t:{width}.2f}"
         # stepping costs nothing measurable on some models: noise then makes it negative
-        step_text = f"{step * 1e3:10.3f}" if step * 1e3 >= 0.0005 else f"{'~0':>10s}"
+        step_text = f"{'-':>10s}" if step != step else \
+            f"{step * 1e3:10.3f}" if step * 1e3 >= 0.0005 else f"{'~0':>10s}"
         print(f"{name:36s} {ours * 1e3:9.3f} {cell(ref, 9)} {ratio(ref, 9)} {cell(fast, 10)} "
               f"{ratio(fast, 12)} {step_text}  {why_slower(ours, ref, ops)}", flush=True)
     return 0

@@ -238,7 +238,7 @@ def test_rounding_passes_through():
 
 
 def test_float_sums_reference_is_litert_s_reference_and_blas_is_close(tmp_path):
-    """``--float-sums``: the default adds every float32 product in LiteRT's reference order
+    """``--float-sums``: ``reference`` adds every float32 product in LiteRT's reference order
     (each convolution's output equal to BUILTIN_REF's to the bit); ``blas`` takes numpy's
     product: not those bits, within the float tolerance of them."""
     path = _model("small_cnn_dilated_float")

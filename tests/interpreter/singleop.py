@@ -164,9 +164,12 @@ def run_litert(model: bytes, inputs: Sequence[np.ndarray], reference: bool = Tru
     return [li.get_tensor(d["index"]) for d in li.get_output_details()]
 
 
-def run_ours(model: bytes, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+def run_ours(model: bytes, inputs: Sequence[np.ndarray],
+             float_sums: str = "auto") -> list[np.ndarray]:
+    """Our outputs of ``model`` on ``inputs``; ``float_sums="reference"`` where a test
+    wants LiteRT's reference kernels' bits (`interpreter.float_sums`)."""
     from tflite_viewer.interpreter import Interpreter
-    interp = Interpreter(model)
+    interp = Interpreter(model, float_sums=float_sums)
     interp.set_inputs(list(inputs))
     return list(interp.invoke().values())
 

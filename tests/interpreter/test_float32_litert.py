@@ -12,7 +12,8 @@ small-chain models reproduce those shapes and reach the ranges where numpy and C
   equals the reference to the bit; LiteRT's optimized kernel differs from it (Eigen's
   approximation), which the test shows so the claim stays honest.
 * CONV_2D and FULLY_CONNECTED: the reference adds one float product at a time, in filter
-  row, column, channel (or depth) order; ours sums in that order, to the bit.  LiteRT's
+  row, column, channel (or depth) order; ours sums in that order, to the bit, with
+  ``float_sums="reference"`` (the default, ``auto``, takes BLAS's order: within 1e-5).  LiteRT's
   optimized kernels agree with the reference on some shapes (and then with ours) and not
   on others.
 * DEPTHWISE_CONV_2D and ADD were already the reference's sums; a pose-landmark-like block
@@ -126,7 +127,7 @@ def test_conv_2d_sums_in_the_reference_order_to_the_bit(x_shape, w_shape, option
                                         .astype(F32)], [F32], "Conv2DOptions", options)
     x = (rng.standard_normal(x_shape) * 3).astype(F32)
     ref, = run_litert(model, [x])
-    ours, = run_ours(model, [x])
+    ours, = run_ours(model, [x], float_sums="reference")
     assert _bits_differ(ours, ref) == 0
 
 
@@ -141,7 +142,7 @@ def test_conv_2d_agrees_with_the_optimized_kernel_where_litert_s_two_agree():
     ref, = run_litert(model, [x], reference=True)
     opt, = run_litert(model, [x], reference=False)
     assert _same_bits(ref, opt)
-    ours, = run_ours(model, [x])
+    ours, = run_ours(model, [x], float_sums="reference")
     assert _same_bits(ours, ref)
     blas = (x.reshape(4, 288) @ w.reshape(64, 288).T).reshape(ref.shape)
     assert _bits_differ(blas, ref) > 0  # the product the kernel used before
@@ -164,7 +165,7 @@ def test_depthwise_conv_2d_is_the_reference_sum_to_the_bit(x_shape, w_shape, opt
                             [F32], "DepthwiseConv2DOptions", opts)
     x = (rng.standard_normal(x_shape) * 3).astype(F32)
     ref, = run_litert(model, [x])
-    ours, = run_ours(model, [x])
+    ours, = run_ours(model, [x], float_sums="reference")
     assert _bits_differ(ours, ref) == 0
 
 
@@ -194,7 +195,7 @@ def test_a_pose_landmark_block_matches_the_reference_in_every_tensor():
     ref.allocate_tensors()
     ref.set_tensor(ref.get_input_details()[0]["index"], x)
     ref.invoke()
-    interp = Interpreter(model)
+    interp = Interpreter(model, float_sums="reference")
     interp.invoke([x])
     for t in (3, 6, 7, 10):
         assert _bits_differ(interp.tensor(0, t), ref.get_tensor(t)) == 0, f"tensor {t}"
@@ -226,9 +227,10 @@ def test_fully_connected_sums_in_the_reference_order_to_the_bit(x_shape, units, 
                             [F32], "FullyConnectedOptions", options)
     x = (rng.standard_normal(x_shape) * 2).astype(F32)
     ref, = run_litert(model, [x])
-    ours, = run_ours(model, [x])
+    ours, = run_ours(model, [x], float_sums="reference")
     assert _bits_differ(ours, ref) == 0
-    interp = Interpreter(model)  # the bound plan (second run) computes the same
+    # the bound plan (second run) computes the same
+    interp = Interpreter(model, float_sums="reference")
     interp.invoke([x])
     again = list(interp.invoke([x]).values())[0]
     assert _bits_differ(again, ref) == 0
@@ -241,8 +243,8 @@ def test_reference_sums_can_be_traded_for_blas_speed():
                             "FullyConnectedOptions", {})
     x = rng.standard_normal((1, 1152)).astype(F32)
     ref, = run_litert(model, [x])
-    interp = Interpreter(model)
-    interp.reference_float_sums = False
+    interp = Interpreter(model)  # auto: BLAS
+    assert not interp.reference_float_sums
     fast = list(interp.invoke([x]).values())[0]
     assert np.max(np.abs(fast - ref)) <= 1e-5 * np.max(np.abs(ref))  # numpy's BLAS product
     interp.reference_float_sums = True

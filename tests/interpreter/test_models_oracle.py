@@ -1,7 +1,8 @@
 """Every float model of tests/data/models against LiteRT's reference kernels, tensor by
 tensor (LiteRT keeps every intermediate with experimental_preserve_all_tensors).
 
-Error metric: max |ours - LiteRT| / max(1, max |LiteRT|) per tensor, at most 1e-5.
+Error metric: max |ours - LiteRT| / max(1, max |LiteRT|) per tensor, at most 1e-5, with
+BLAS float sums (the default) and in the reference kernels' order.
 """
 from __future__ import annotations
 
@@ -87,11 +88,13 @@ def compare_all(name: str, ours: Interpreter, li, model) -> list[str]:
     return bad
 
 
+@pytest.mark.parametrize("sums", ["auto", "reference"])
 @pytest.mark.parametrize("name", FLOAT_MODELS)
-def test_every_tensor_matches_litert_reference(name):
+def test_every_tensor_matches_litert_reference(name, sums):
+    """In both float sum modes (`interpreter.float_sums`: BLAS products by default)."""
     path = model_path(name)
     model = load_model(path)
-    ours = Interpreter(model)
+    ours = Interpreter(model, float_sums=sums)
     li = _litert(path)
     runs = 2 if name in ("control_flow", "lstm_float", "trained_lstm") else 1
     for seed in range(runs):

@@ -47,11 +47,16 @@ def _same_tensors(a: Interpreter, b: Interpreter) -> None:
     ("sine_float", {"FULLY_CONNECTED"}), ("multi_signature", {"FULLY_CONNECTED", "LOGISTIC"}),
     ("movie_review", {"GATHER", "MEAN", "FULLY_CONNECTED", "SOFTMAX"}),
     ("trained_lstm", {"FULLY_CONNECTED", "SOFTMAX"}),
-    ("mobilenet_v2_float", {"FULLY_CONNECTED", "ADD"}),
+    ("mobilenet_v2_float", {"FULLY_CONNECTED", "ADD", "CONV_2D", "DEPTHWISE_CONV_2D"}),
+    # filters that are DEQUANTIZE outputs (cached arrays); a dilated depthwise
+    ("face_detection_short_range", {"CONV_2D", "DEPTHWISE_CONV_2D"}),
+    ("small_cnn_dilated_float", {"CONV_2D", "DEPTHWISE_CONV_2D"}),
     ("control_flow", {"ADD", "MUL", "TANH", "LESS", "GREATER", "SUM"}),
     ("lstm_float", {"ADD", "MUL", "LOGISTIC", "TANH", "LESS"})])
-def test_bound_nodes_equal_their_kernels_invoke(name, kinds):
-    bound, plain = Interpreter(model_path(name)), Interpreter(model_path(name))
+@pytest.mark.parametrize("sums", ["auto", "reference"])
+def test_bound_nodes_equal_their_kernels_invoke(name, kinds, sums):
+    bound, plain = Interpreter(model_path(name), float_sums=sums), \
+        Interpreter(model_path(name), float_sums=sums)
     plain.bind_kernels = False
     bound.fuse_loops = plain.fuse_loops = False  # lstm_float: its WHILE bodies op by op
     for seed in range(3):  # a run with no re-preparation binds, the next ones use it

@@ -162,8 +162,9 @@ def test_cross_check_table_equals_numpy_on_the_two_dumps(qtbot, window):
     panel = dbg.crosscheck_panel
     report = dbg.last_cross_check.report
     assert "reference kernels (BUILTIN_REF)" in panel.header.text()
-    # our dump: a separate interpreter on the same (seeded) inputs
-    ours = Interpreter(model_path("mobilenet_v2_float.tflite"))
+    # our dump: a separate interpreter on the same (seeded) inputs, adding in the
+    # reference order as the cross-check against REF does (`float_sums`)
+    ours = Interpreter(model_path("mobilenet_v2_float.tflite"), float_sums="reference")
     arrays, _ = complete_inputs(window.model, {}, 0)
     ours.invoke(positional(window.model, arrays))
     litert = report.litert_tensors
@@ -414,32 +415,24 @@ def test_outputs_image_view_greyscale_and_segmentation():
     assert image_of(np.zeros((1, 10), np.float32)) is None
 
 
-def test_the_state_says_when_float_sums_are_blas(qtbot, window, monkeypatch):
-    """A model over `float_sums.BLAS_FROM_BYTES` of float32 filters runs with BLAS sums
-    (not LiteRT's reference bits): the status bar says so; a classic model's does not."""
-    from tflite_viewer.interpreter import float_sums
+def test_the_state_says_when_float_sums_are_blas(qtbot, window):
+    """Auto computes with BLAS sums (not LiteRT's reference bits, issue 40): the status bar
+    says so."""
     open_model(window, "sine_float.tflite")
-    press(qtbot, window, Qt.Key.Key_F10)
-    assert "float sums" not in window.debugger.state_label.text()
-    monkeypatch.setattr(float_sums, "BLAS_FROM_BYTES", 1)
-    open_model(window, "sine_float.tflite")  # (its 16x16 FULLY_CONNECTED filters count)
     stop = press(qtbot, window, Qt.Key.Key_F10)
     assert stop.float_sums == "blas"
     assert window.debugger.state_label.text().endswith("BLAS float sums")
 
 
-def test_debug_float_sums_menu_is_remembered_and_restarts_the_run(qtbot, window, settings,
-                                                                   monkeypatch):
+def test_debug_float_sums_menu_is_remembered_and_restarts_the_run(qtbot, window, settings):
     """Debug > Float Sums: Auto checked by default; choosing Reference Order on a model
     Auto would run with BLAS ends the running session with a notice, and the next run adds
     in the reference order; the choice is in the settings a new window reads."""
-    from tflite_viewer.interpreter import float_sums
     from tflite_viewer.ui.main_window import MainWindow
     ctl = window.debugger
     actions = ctl.float_sums_actions
     assert [a.text() for a in actions.values()] == ["Auto", "Reference Order", "BLAS"]
     assert actions["auto"].isChecked()
-    monkeypatch.setattr(float_sums, "BLAS_FROM_BYTES", 1)
     open_model(window, "sine_float.tflite")
     assert press(qtbot, window, Qt.Key.Key_F10).float_sums == "blas"
     actions["reference"].trigger()

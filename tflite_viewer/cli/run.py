@@ -10,8 +10,8 @@ every tensor, cross-check against LiteRT.
 
 ``--rounding`` is passed to `Interpreter(model, rounding=...)`; without it the interpreter's
 default applies.  ``--float-sums`` is `Interpreter(model, float_sums=...)`: ``auto`` (the
-default) adds in LiteRT's reference order unless the model has 256 MiB or more of
-float32 filters, where it takes BLAS (`tflite_viewer.interpreter.float_sums`).
+default) takes BLAS products, and LiteRT's reference order for ``--compare-litert``
+against its reference kernels (`tflite_viewer.interpreter.float_sums`).
 
 * ``--inputs IN.npz``: arrays keyed by input tensor name, signature input name (with
   ``--signature``) or ``s{subgraph}_t{tensor}``; inputs it does not give are seeded from
@@ -105,10 +105,9 @@ def add_parser(subparsers) -> None:
                    help="how float32 CONV_2D and FULLY_CONNECTED add their products: "
                         "reference (one float32 addition at a time in LiteRT's reference "
                         "kernels' order, their results to the bit), blas (numpy's BLAS "
-                        "product: several times faster on big models, a rounding or so "
-                        "off per output, as LiteRT's optimized kernels are) or auto "
-                        "(reference unless the model has 256 MiB or more of float32 "
-                        "filters, as an LLM does; the default)")
+                        "product: several times faster, a rounding or so off per "
+                        "output, as LiteRT's default XNNPACK path is) or auto (the "
+                        "default: blas, and reference for --compare-litert)")
     p.add_argument("--tolerance", type=float, default=None, metavar="REL",
                    help="largest relative error of a float tensor for --compare-litert "
                         "(default 1e-5)")
@@ -147,12 +146,8 @@ def new_interpreter(model, args, budgets: dict) -> "Interpreter":
 
 
 def _float_sums_said(taken: str, asked: str) -> str:
-    """The float sums a run took, and why when ``auto`` chose them."""
-    if asked != "auto":
-        return taken
-    from ..interpreter.float_sums import BLAS_FROM_BYTES
-    limit = f"{BLAS_FROM_BYTES >> 20} MiB of float32 filters"
-    return f"{taken} (auto: {'at least' if taken == 'blas' else 'under'} {limit})"
+    """The float sums a run took, and that ``auto`` chose them."""
+    return f"{taken} (auto)" if asked == "auto" else taken
 
 
 def _budget():

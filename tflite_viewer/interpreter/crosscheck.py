@@ -550,6 +550,24 @@ def is_stateful(model: Model) -> bool:
 STATEFUL_INVOCATIONS = 4
 
 
+@contextlib.contextmanager
+def _reference_sums(interpreter, resolver: str):
+    """Against LiteRT's reference kernels, an interpreter that computes with BLAS float sums
+    because ``auto`` was asked adds in the reference order for the comparison (every
+    compared op is then REF's bits; `float_sums`), and goes back to BLAS afterwards.
+    Yields whether it switched (a run made before is to be made again)."""
+    from .float_sums import reference_for_ref_check
+    switch = resolver == "BUILTIN_REF" and not interpreter.reference_float_sums \
+        and reference_for_ref_check(interpreter.float_sums_asked)
+    if switch:
+        interpreter.reference_float_sums = True
+    try:
+        yield switch
+    finally:
+        if switch:
+            interpreter.reference_float_sums = False
+
+
 def compare_steps(interpreter, model: Model, steps: "list[Mapping[str, np.ndarray]]",
                   runs: list[LiteRTRun], *, first_ran: bool = False,
                   signature: str | None = None, tolerance: float = DEFAULT_TOLERANCE,
@@ -558,15 +576,21 @@ def compare_steps(interpreter, model: Model, steps: "list[Mapping[str, np.ndarra
     """Invoke the interpreter on each entry of ``steps`` in turn (the first already done
     when ``first_ran``) and compare each invocation with LiteRT's (``runs``, from
     `run_litert_steps`): the report of the first invocation that diverges, else of the
-    last, saying how many were compared and how LiteRT kept its tensors."""
+    last, saying how many were compared and how LiteRT kept its tensors.  Against the
+    reference kernels an ``auto`` interpreter adds its float sums in their order
+    (`_reference_sums`), its first run made again if it was made with BLAS sums."""
     reports = []
-    for k, (arrays, run) in enumerate(zip(steps, runs)):
-        if k or not first_ran:
-            interpreter.invoke(arrays, signature=signature)  # by input name
-        reports.append(compare_runs(interpreter, run, tolerance=tolerance, units=units,
-                                    model_name=model_name, mode=mode))
-        if not reports[-1].ok:
-            break
+    with _reference_sums(interpreter, runs[0].resolver) as switched:
+        if switched and first_ran:  # that run added in BLAS's order: made again
+            interpreter.reset_variables()
+            first_ran = False
+        for k, (arrays, run) in enumerate(zip(steps, runs)):
+            if k or not first_ran:
+                interpreter.invoke(arrays, signature=signature)  # by input name
+            reports.append(compare_runs(interpreter, run, tolerance=tolerance, units=units,
+                                        model_name=model_name, mode=mode))
+            if not reports[-1].ok:
+                break
     report = reports[-1]
     report.invocations = len(steps)
     report.invocation = len(reports)

@@ -1,72 +1,45 @@
 """Which way an interpreter adds float32 CONV_2D and FULLY_CONNECTED products (and
 DEPTHWISE_CONV_2D's taps).
 
+``blas`` takes numpy's BLAS product: its sums blocked and fused, a float32 rounding or so
+from LiteRT's reference kernels per output, as LiteRT's own default path (XNNPACK and its
+optimized kernels) is.  DEPTHWISE_CONV_2D adds its taps in numpy's order then.
+
 ``reference`` adds one float32 product at a time in LiteRT's reference kernels' order
-(`float32.ordered_matmul`): their results to the bit, which makes an op-by-op comparison
-against LiteRT's reference kernels exact.  In numpy that costs about five times a BLAS
-product, since every addition is its own rounding in a fixed order.  ``blas`` takes numpy's
-BLAS product: its sums blocked and fused, a float32 rounding or so from the reference per
-output -- as LiteRT's own optimized and XNNPACK kernels are, which is what a big model runs
-on in practice.
+(`float32.ordered_matmul`, DEPTHWISE_CONV_2D tap by tap): their results to the bit, which
+makes an op-by-op comparison against LiteRT's reference kernels exact.  In numpy that
+costs several times a BLAS product, since every addition is its own rounding in a fixed
+order.
 
-DEPTHWISE_CONV_2D adds its taps one at a time in the reference order under ``reference``,
-and in one einsum (numpy's order, which may differ) under ``blas``.
-
-``auto`` (the default) decides by the model: reference sums unless its float32 filters
-(the weights those ops multiply by) take `BLAS_FROM_BYTES` or more.  Below that the
-reference order costs little in absolute terms (the corpus' widest float model, 63 MB,
-runs in reference order); above it, on an LLM's gigabytes of float32 weights, it would
-make one decode step three times LiteRT's.  The interpreter says which it took
-(`Interpreter.float_sums`), and ``reference`` or ``blas`` force either.
+``auto`` (the default of `Interpreter`, ``run``, ``quant`` and the window) computes with
+BLAS products; a cross-check against LiteRT's reference kernels
+(`crosscheck.compare_steps`) switches an ``auto`` interpreter to the reference order for
+its comparison, so that every compared op is REF's bits.  ``blas`` stays BLAS even there,
+to show how far BLAS sums are from REF.  The interpreter keeps what was asked
+(`Interpreter.float_sums_asked`) and what it computes with now (`Interpreter.float_sums`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from ..schema.schema_generated import BuiltinOperator as Op
-from .tensor import FLOAT32
-
-if TYPE_CHECKING:
-    from ..model import Model
-
 AUTO, REFERENCE, BLAS = "auto", "reference", "blas"
 MODES = (AUTO, REFERENCE, BLAS)
-#: float32 filter bytes from which ``auto`` takes BLAS sums (256 MiB)
+#: read only by the window's Debug > Float Sums tip (ui/debugger/menus.py), which still
+#: describes the threshold ``auto`` had before issue 40 (reference sums below 256 MiB of
+#: float32 filters); it decides nothing now and goes when that tip is reworded
 BLAS_FROM_BYTES = 256 << 20
-#: the ops whose float32 products `float32.ordered_matmul` sums, and their filter input
-_FILTER_INPUT = {Op.CONV_2D: 1, Op.FULLY_CONNECTED: 1}
 
 
-def float_filter_bytes(model: "Model") -> int:
-    """Bytes of the constant float32 filters of the model's CONV_2D and FULLY_CONNECTED
-    ops, each buffer counted once (signatures' subgraphs share their weights)."""
-    seen: set[int] = set()
-    total = 0
-    for sg in model.subgraphs:
-        for op in sg.operators:
-            slot = _FILTER_INPUT.get(op.builtin_code)
-            inputs = op.inputs
-            if slot is None or slot >= len(inputs) or not 0 <= inputs[slot] < len(sg.tensors):
-                continue
-            t = sg.tensors[inputs[slot]]
-            if t.type == FLOAT32 and t.buffer not in seen:
-                seen.add(t.buffer)
-                total += t.buffer_nbytes
-    return total
-
-
-def resolve(mode: str, model: "Model") -> str:
-    """``reference`` or ``blas``: the mode itself, or what ``auto`` takes for ``model``."""
+def resolve(mode: str) -> str:
+    """``reference`` or ``blas``: what an interpreter asked for ``mode`` computes with."""
     if mode not in MODES:
         raise ValueError(f"float sums must be one of {', '.join(MODES)}, not {mode!r}")
-    if mode != AUTO:
-        return mode
-    # the buffers' sizes come from the verifier's columns: a model whose buffers are all
-    # smaller than the threshold together (every classic model) needs no walk of its ops
-    if int(model.buffer_sizes.sum()) < BLAS_FROM_BYTES:
-        return REFERENCE
-    return BLAS if float_filter_bytes(model) >= BLAS_FROM_BYTES else REFERENCE
+    return REFERENCE if mode == REFERENCE else BLAS
 
 
-__all__ = ["AUTO", "BLAS", "BLAS_FROM_BYTES", "MODES", "REFERENCE", "float_filter_bytes",
+def reference_for_ref_check(asked: str) -> bool:
+    """Whether an interpreter asked for ``asked`` compares against LiteRT's reference
+    kernels in their order: ``auto`` and ``reference`` do, an explicit ``blas`` does not."""
+    return asked != BLAS
+
+
+__all__ = ["AUTO", "BLAS", "BLAS_FROM_BYTES", "MODES", "REFERENCE", "reference_for_ref_check",
            "resolve"]

@@ -81,8 +81,8 @@ class Interpreter(Executor):
 
     ``float_sums`` (``auto``, ``reference`` or ``blas``; `float_sums`) says how float32
     CONV_2D and FULLY_CONNECTED add their products: in LiteRT's reference order, to the
-    bit, or by BLAS; ``auto`` takes BLAS on a model with 256 MiB or more of float32
-    filters (an LLM), where the reference order would triple a decode step's time.
+    bit, or by BLAS; ``auto`` takes BLAS, and the reference order in a cross-check
+    against LiteRT's reference kernels.
     """
 
     def __init__(self, model: Model | str | os.PathLike | bytes, *, rounding: str = "double",
@@ -125,10 +125,12 @@ class Interpreter(Executor):
         #: order, one rounding per step (`float32.ordered_matmul`: its results to the bit);
         #: False takes numpy's BLAS product instead, several times faster, its sums
         #: blocked and fused, a float32 rounding or so from the reference per output.
-        #: ``float_sums`` decides it (`float_sums`: ``auto`` takes BLAS on models with
-        #: 256 MiB or more of float32 filters)
+        #: ``float_sums`` decides it (`float_sums`: only ``reference`` sets it; a
+        #: cross-check against REF sets it for its comparison unless ``blas`` was asked)
         self.reference_float_sums = (
-            float_sums_mode.resolve(float_sums, model) == float_sums_mode.REFERENCE)
+            float_sums_mode.resolve(float_sums) == float_sums_mode.REFERENCE)
+        #: the ``float_sums`` asked for (``auto``, ``reference`` or ``blas``)
+        self.float_sums_asked = float_sums
         #: op times and calls: kept per op by stepped and watched runs (a stop reads them
         #: after every step), in the subgraphs' counters by the prepared plan (`_execute`)
         self._op_times: dict[tuple[int, int], float] = defaultdict(float)

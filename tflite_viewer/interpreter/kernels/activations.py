@@ -11,8 +11,17 @@ from .common import (FLOAT_WEIGHT, QUANTIZED, BuiltinOperator as Op, bind_arrays
                      broadcast_shape, declare, define, option, rounding, same_shape, tensor_qparams)
 
 
+def clip_float(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """min(max(x, lo), hi) as the reference kernels compute it in C (``x < lo ? lo : x``:
+    -0 stays -0, NaN stays NaN), by np.clip with bounds of x's own type, which is about a
+    third of the time of np.maximum or of np.clip with Python numbers."""
+    if x.dtype.kind != "f":
+        return np.clip(x, lo, hi)
+    return np.clip(x, np.asarray(lo, x.dtype), np.asarray(hi, x.dtype))
+
+
 def _clip(lo, hi):
-    return lambda ctx, node: np.clip(ctx.value(node, 0), lo, hi)
+    return lambda ctx, node: clip_float(ctx.value(node, 0), lo, hi)
 
 
 def _io(ctx, node):
@@ -27,7 +36,7 @@ def _relu_int(kind: str):
         ctx.value(node, 0), kind=kind, params=p))
 
 
-define(Op.RELU, (1, 3), lambda ctx, node: np.maximum(ctx.value(node, 0), 0), same_shape,
+define(Op.RELU, (1, 3), _clip(0, np.inf), same_shape,
        types="float+uint8+int8+int16", **_relu_int("RELU"))
 define(Op.RELU6, (1, 3), _clip(0, 6), same_shape, types="float+uint8+int8+int16",
        **_relu_int("RELU6"))
@@ -37,8 +46,26 @@ define(Op.RELU_0_TO_1, (1, 1), _clip(0, 1), same_shape, types="float+uint8+int8"
        **_relu_int("RELU_0_TO_1"))
 
 
+def where_nonnegative(x: np.ndarray, scaled: np.ndarray) -> np.ndarray:
+    """``np.where(x >= 0, x, scaled)`` for a float ``x`` and a new array ``scaled`` of its
+    shape and dtype (overwritten: the result), bit for bit, chosen by a mask of bits: a
+    sign that changes from element to element makes np.where's branch 4-5x slower than
+    these five passes (PRELU and LEAKY_RELU of MediaPipe's and openWakeWord's models)."""
+    if x.dtype.kind != "f" or scaled.dtype != x.dtype or scaled.shape != x.shape \
+            or not scaled.flags.writeable:
+        return np.where(x >= 0, x, scaled)
+    ints = np.dtype(f"u{x.dtype.itemsize}")
+    keep = np.greater_equal(x, 0).astype(ints)
+    np.negative(keep, out=keep)  # 1 -> all bits set
+    picked, own = scaled.view(ints), x.view(ints)
+    diff = np.bitwise_xor(picked, own)
+    np.bitwise_and(diff, keep, out=diff)
+    np.bitwise_xor(picked, diff, out=picked)
+    return scaled
+
+
 def leaky_relu(x: np.ndarray, alpha: float) -> np.ndarray:
-    return np.where(x >= 0, x, x * np.asarray(alpha, dtype=x.dtype))
+    return where_nonnegative(x, x * np.asarray(alpha, dtype=x.dtype))
 
 
 def _prepare_leaky(ctx, node):
@@ -54,7 +81,17 @@ define(Op.LEAKY_RELU, (1, 2),
 
 
 def prelu(x: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    return np.where(x >= 0, x, x * alpha)
+    """x where x >= 0, else x * alpha.  An alpha per channel (MediaPipe's) multiplies
+    rows of W*C values by itself tiled along the row: numpy's loop then runs over the
+    row, not over C values at a time (a third of the time on [1, 96, 96, 16])."""
+    a = np.asarray(alpha)
+    c = x.shape[-1] if x.ndim >= 2 else 0
+    if c and a.size == c and a.shape[-1] == c and a.ndim <= x.ndim and a.dtype == x.dtype \
+            and x.flags.c_contiguous:
+        rows = x.reshape(-1, x.shape[-2] * c)
+        return where_nonnegative(rows, rows * np.tile(a.reshape(-1), x.shape[-2])
+                                 ).reshape(x.shape)
+    return where_nonnegative(x, x * alpha)
 
 
 def _prepare_prelu(ctx, node):

@@ -1,12 +1,14 @@
 """Convolutions: CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV (float).
 
 The numerical cores (`conv2d`, `depthwise_conv2d`, `transpose_conv2d`) are plain numpy
-functions on NHWC arrays.  CONV_2D is im2col + one product (1x1 stride-1 convolutions skip
-the im2col) whose float32 sums follow reference_ops::Conv's order (`float32.ordered_matmul`:
-bit for bit LiteRT's reference kernel); DEPTHWISE_CONV_2D accumulates one multiply and one
-add per filter tap over the whole image, in the reference kernel's tap order, then adds the
-bias, which is the reference's sum to the bit and cheaper than an im2col for a per-channel
-product.  Padding and output sizes follow TFLite's padding.h.
+functions on NHWC arrays.  CONV_2D is im2col in bounded blocks, each multiplied into its
+output rows (`float_conv.ConvPlan`; 1x1 stride-1 convolutions multiply the input rows
+themselves), by BLAS or, for ``reference`` float sums, in reference_ops::Conv's order
+(`float32.ordered_matmul`: bit for bit LiteRT's reference kernel).  DEPTHWISE_CONV_2D
+accumulates one multiply and one add per filter tap over the whole image, in the reference
+kernel's tap order, then adds the bias (the reference's sum to the bit), or adds its taps
+in one einsum under BLAS sums.  TRANSPOSE_CONV scatters blocks of BLAS products
+(`float_conv.transpose_conv`).  Padding and output sizes follow TFLite's padding.h.
 """
 from __future__ import annotations
 
@@ -14,66 +16,44 @@ import dataclasses
 
 import numpy as np
 
-from ..float32 import ordered_matmul
 from ..integer import conv as int_conv, hybrid as int_hybrid
 from ..integer import transpose_conv as int_transpose_conv
 from ..integer.hybrid_transpose_conv import hybrid_transpose_conv
-from ..integer.common import Window, im2col
-from ..padding import scatter_taps, transpose_conv_padding
-from .common import (FLOAT_WEIGHT, BuiltinOperator, INT_KINDS, Kernel, KernelError,
-                     apply_activation, clamp_activation, declare, kind, option,
-                     pad_for_windows, register, rounding, tensor_qparams, window_geometry)
+from ..padding import transpose_conv_padding
+from .common import (ACTIVATION_RANGES, FLOAT_WEIGHT, BuiltinOperator, INT_KINDS, Kernel,
+                     KernelError, _float_bounds, apply_activation, clamp_activation, declare,
+                     kind, option, register, rounding, tensor_qparams,
+                     window_geometry)
+from .float_conv import ConvPlan, DepthwisePlan, product_for
+from .float_conv import transpose_conv as float_transpose_conv
+from .float_conv import transpose_filter
 
 
 def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
            strides: tuple[int, int] = (1, 1), dilations: tuple[int, int] = (1, 1),
            padding: str = "SAME", act: str | None = None,
-           w_matrix: np.ndarray | None = None,
-           geometry: tuple[int, int, int, int] | None = None,
+           w_matrix: np.ndarray | None = None, plan: ConvPlan | None = None,
            reference_sums: bool = True) -> np.ndarray:
     """NHWC convolution with an [O, KH, KW, I] filter; grouped when C is a multiple of I.
 
-    ``w_matrix`` is the filter as [KH*KW*I, O] and ``geometry`` `window_geometry` of x's
-    shape (caches kept by the kernel).  A window that covers the whole undilated input
-    once (one output pixel, no padding) is the input itself, [KH*KW*I] per image.
-    float32 sums follow reference_ops::Conv's order unless ``reference_sums`` is False
-    (`Interpreter.reference_float_sums`).
+    ``w_matrix`` is the filter as [KH*KW*I, O] (`filter_matrix`) and ``plan`` the
+    `float_conv.ConvPlan` of x's shape (caches kept by the kernel): im2col in bounded
+    blocks, each multiplied into its output rows.  float32 sums follow
+    reference_ops::Conv's order unless ``reference_sums`` is False
+    (`Interpreter.reference_float_sums`), which takes BLAS's.
     """
-    n, h, wd, c = x.shape
-    o, kh, kw, ci = w.shape
-    groups = _ratio(c, ci, f"input depth {c} is not a multiple of the filter depth {ci}")
-    sh, sw = strides
-    dh, dw = dilations
-    if geometry is None:
-        geometry = window_geometry((h, wd), (kh, kw), strides, dilations, padding)
-    oh, ow, pt, pl = geometry
+    _, _, _, c = x.shape
+    _ratio(c, w.shape[3], f"input depth {c} is not a multiple of the filter depth {w.shape[3]}")
+    if plan is None or plan.x_shape != x.shape:
+        geometry = window_geometry(x.shape[1:3], w.shape[1:3], strides, dilations, padding)
+        plan = ConvPlan(x.shape, w.shape, strides, dilations, geometry)
     if w_matrix is None:
         w_matrix = filter_matrix(w)
-    if kh == 1 and kw == 1 and pt == 0 and pl == 0:
-        xs = x[:, :(oh - 1) * sh + 1:sh, :(ow - 1) * sw + 1:sw, :] if (sh, sw) != (1, 1) else x
-        cols = np.ascontiguousarray(xs[:, :oh, :ow]).reshape(n * oh * ow, c)
-    elif (oh, ow, pt, pl, kh, kw, dh, dw) == (1, 1, 0, 0, h, wd, 1, 1):
-        cols = x.reshape(n, h * wd * c)
-    else:
-        xp = pad_for_windows(x, oh, ow, (kh - 1) * dh + 1, (kw - 1) * dw + 1, sh, sw, pt, pl)
-        cols = im2col(xp, Window(oh, ow, pt, pl), kh, kw, sh, sw, dh, dw)
-    # float32 sums in the reference loop's order (filter row, column, channel), as
-    # reference_ops::Conv adds them; other float types keep numpy's product
-    product = ordered_matmul if reference_sums and cols.dtype == np.float32 \
-        and w.dtype == np.float32 else np.matmul
-    if groups == 1:
-        out = product(cols, w_matrix)
-    else:
-        og = o // groups
-        cols = cols.reshape(-1, kh * kw, groups, ci)
-        wm = w.reshape(groups, og, kh * kw * ci)
-        out = np.empty((cols.shape[0], o), dtype=np.result_type(x, w))
-        for g in range(groups):
-            out[:, g * og:(g + 1) * og] = product(cols[:, :, g, :].reshape(-1, kh * kw * ci),
-                                                  np.ascontiguousarray(wm[g].T))
-    if b is not None:
-        out += b
-    return apply_activation(out, act).reshape(n, oh, ow, o)
+    dtype = np.result_type(x, w)
+    clamps = act in ACTIVATION_RANGES and dtype.kind == "f"
+    out = plan(x, w_matrix, b, _float_bounds(act, dtype) if clamps else None,
+               product_for(reference_sums, x, w))
+    return out if clamps else apply_activation(out, act)
 
 
 def _ratio(total: int, part: int, message: str) -> int:
@@ -92,44 +72,32 @@ def filter_matrix(w: np.ndarray) -> np.ndarray:
 def depthwise_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
                      strides: tuple[int, int] = (1, 1), dilations: tuple[int, int] = (1, 1),
                      padding: str = "SAME", act: str | None = None,
-                     reference_sums: bool = True) -> np.ndarray:
+                     reference_sums: bool = True,
+                     plan: DepthwisePlan | None = None) -> np.ndarray:
     """NHWC depthwise convolution with a [1, KH, KW, C*M] filter (M = depth multiplier).
 
     The taps are added one at a time in the reference kernel's order; float32 sums take
     one einsum over the taps instead when ``reference_sums`` is False
-    (`Interpreter.reference_float_sums`: its order is numpy's, a rounding or so away)."""
-    n, h, wd, c = x.shape
-    _, kh, kw, oc = w.shape
-    mult = _ratio(oc, c, f"filter depth {oc} is not a multiple of the input depth {c}")
-    sh, sw = strides
-    dh, dw = dilations
-    oh, ow, pt, pl = window_geometry((h, wd), (kh, kw), strides, dilations, padding)
-    xp = pad_for_windows(x, oh, ow, (kh - 1) * dh + 1, (kw - 1) * dw + 1, sh, sw, pt, pl)
-    if mult > 1:
-        xp = np.repeat(xp, mult, axis=3)
-    if not reference_sums and xp.dtype == np.float32 and w.dtype == np.float32:
-        out = int_conv.depthwise_taps(xp, w.reshape(kh * kw, oc), Window(oh, ow, pt, pl),
-                                      kh, kw, sh, sw, dh, dw)
-        if b is not None:
-            out += b
-        return apply_activation(out, act)
-    out = np.zeros((n, oh, ow, oc), dtype=np.result_type(x, w))
-    tmp = np.empty_like(out)
-    for i in range(kh):
-        for j in range(kw):
-            tap = xp[:, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw, :]
-            np.multiply(tap, w[0, i, j], out=tmp)
-            out += tmp
-    if b is not None:
-        out += b
-    return apply_activation(out, act)
+    (`Interpreter.reference_float_sums`: its order is numpy's, a rounding or so away).
+    ``plan`` is the `float_conv.DepthwisePlan` of x's shape (a cache of the kernel)."""
+    c, oc = x.shape[3], w.shape[3]
+    _ratio(oc, c, f"filter depth {oc} is not a multiple of the input depth {c}")
+    if plan is None or plan.x_shape != x.shape:
+        geometry = window_geometry(x.shape[1:3], w.shape[1:3], strides, dilations, padding)
+        plan = DepthwisePlan(x.shape, w.shape, strides, dilations, geometry)
+    dtype = np.result_type(x, w)
+    clamps = act in ACTIVATION_RANGES and dtype.kind == "f"
+    out = plan(x, w, b, _float_bounds(act, dtype) if clamps else None, reference_sums)
+    return out if clamps else apply_activation(out, act)
 
 
 def transpose_conv2d(x: np.ndarray, w: np.ndarray, output_shape: tuple[int, ...],
                      b: np.ndarray | None = None, strides: tuple[int, int] = (1, 1),
-                     padding: str = "SAME", act: str | None = None) -> np.ndarray:
+                     padding: str = "SAME", act: str | None = None,
+                     w_matrix: np.ndarray | None = None) -> np.ndarray:
     """TFLite TRANSPOSE_CONV: scatter each input pixel times an [O, KH, KW, I] filter into
-    the output (col2im), the padding computed as for the forward convolution."""
+    the output (col2im), the padding computed as for the forward convolution.
+    ``w_matrix`` is `float_conv.transpose_filter` of ``w`` (a cache)."""
     n, h, wd, ci = x.shape
     o, kh, kw, wi = w.shape
     if wi != ci:
@@ -138,8 +106,9 @@ def transpose_conv2d(x: np.ndarray, w: np.ndarray, output_shape: tuple[int, ...]
     if oc != o or on != n:
         raise ValueError(f"output shape {list(output_shape)} does not fit the filter/input")
     pads = transpose_conv_padding(padding, (oh, ow), (kh, kw), strides)
-    cols = (x.reshape(-1, ci) @ w.reshape(o * kh * kw, ci).T).reshape(n, h, wd, o, kh, kw)
-    out = np.ascontiguousarray(scatter_taps(cols, strides, pads, (oh, ow)))
+    if w_matrix is None:
+        w_matrix = transpose_filter(w)
+    out = float_transpose_conv(x, w_matrix, (kh, kw), strides, pads, (on, oh, ow, oc))
     if b is not None:
         out += b
     return apply_activation(out, act)
@@ -164,8 +133,9 @@ class _Cache:
         self.kind = "float"
         self.params = None
         self.plan = None  # integer kinds: int_conv.ConvPlan of the prepared input shape
-        #: float CONV_2D: (strides, dilations, padding, activation, window geometry) of the
-        #: node's options and prepared input shape, read once
+        #: (strides, dilations, padding, activation, plan) of the node's options, read once;
+        #: the plan (`float_conv.ConvPlan`, `DepthwisePlan`) of the prepared input shape, for
+        #: float nodes only
         self.args: tuple | None = None
 
     def get(self, src: np.ndarray, make):
@@ -224,6 +194,45 @@ def bind_int_tail(ctx, node, invoke, make_filter, tail_fn):
     #: the first axis, each computed as on its own (exact sums, elementwise tails), which
     #: the analysis's fallback cone uses to compute many runs of the node at once
     bound.batched = (x.index, o.index, run)  # type: ignore[attr-defined]
+    return bound
+
+
+def bind_float(ctx, node, invoke, make_filter=None):
+    """A ``bind`` of a float CONV_2D (``make_filter``: `filter_matrix`) or
+    DEPTHWISE_CONV_2D (None) node: its input's data straight to the node's plan, with the
+    filter form kept for the filter array (a constant, or a DEQUANTIZE's cached output),
+    the bias, the bounds and the float sums the interpreter has at each call; ``invoke``
+    for an input or filter not as prepared.  None for other kinds, an empty or dynamic
+    output, or an output type the plan does not give."""
+    cache = node.user_data
+    plan = cache.args[4] if cache.kind == "float" and cache.args is not None else None
+    x, w, b, o = ctx.input(node, 0), ctx.input(node, 1), ctx.input(node, 2), ctx.output(node, 0)
+    if plan is None or o.shape is None or o.is_dynamic or 0 in o.shape \
+            or x.shape != plan.x_shape or x.dtype is None or w.dtype is None:
+        return None
+    dtype = np.result_type(x.dtype, w.dtype)
+    if o.dtype != dtype or dtype.kind != "f" or (b is not None and b.dtype is None):
+        return None
+    act = cache.args[3]
+    bounds = None if act is None else _float_bounds(act, dtype)
+    shape, xtype, wshape, wtype = x.shape, x.dtype, w.shape, w.dtype
+    bshape = None if b is None else (b.shape, b.dtype)
+    interp = ctx.interpreter
+
+    def bound(ctx, node) -> None:
+        data, filt = x.data, w.data
+        bias = None if b is None else b.data
+        if data is None or data.shape != shape or data.dtype != xtype or filt is None \
+                or filt.shape != wshape or filt.dtype != wtype \
+                or (b is not None and (bias is None or (bias.shape, bias.dtype) != bshape)):
+            invoke(ctx, node)
+            return
+        reference = interp.reference_float_sums
+        if make_filter is None:
+            o.data = plan(data, filt, bias, bounds, reference)
+        else:
+            o.data = plan(data, cache.get(filt, make_filter), bias, bounds,
+                          product_for(reference, data, filt))
     return bound
 
 
@@ -339,12 +348,15 @@ class Conv2D(_ConvKernel):
                                    "CONV_2D")
         ctx.resize(ctx.output(node, 0), (x.shape[0], geometry[0], geometry[1], w.shape[0]))
         _int_prepare(ctx, node, w.shape[0])
-        node.user_data.args = (strides, dilations, padding, clamp_activation(node), geometry)
+        plan = ConvPlan(x.shape, w.shape, strides, dilations, geometry) \
+            if node.user_data.kind == "float" else None
+        node.user_data.args = (strides, dilations, padding, clamp_activation(node), plan)
 
     def bind(self, ctx, node):
         return bind_int_tail(ctx, node, self.invoke,
                              lambda w, p, plan: int_conv.filter_matrix(w, p.filter_offset),
-                             int_conv.conv_2d_tail_fn)
+                             int_conv.conv_2d_tail_fn) \
+            or bind_float(ctx, node, self.invoke, filter_matrix)
 
     def invoke(self, ctx, node):
         if zero_sized_output(ctx, node):
@@ -366,9 +378,9 @@ class Conv2D(_ConvKernel):
             ctx.set_output(ctx.output(node, 0), out)
             return
         b = ctx.input(node, 2)
-        strides, dilations, padding, act, geometry = node.user_data.args
+        strides, dilations, padding, act, plan = node.user_data.args
         out = conv2d(x, w, None if b is None else b.data, strides, dilations, padding, act,
-                     w_matrix=node.user_data.get(w, filter_matrix), geometry=geometry,
+                     w_matrix=node.user_data.get(w, filter_matrix), plan=plan,
                      reference_sums=ctx.interpreter.reference_float_sums)
         ctx.set_output(ctx.output(node, 0), out)
 
@@ -404,17 +416,21 @@ class DepthwiseConv2D(_ConvKernel):
             raise ValueError(f"filter depth {w.shape[3]} is not a multiple of the input depth "
                              f"{x.shape[3]}")
         check_image("DEPTHWISE_CONV_2D", x)
-        oh, ow, _, _ = window_geometry(x.shape[1:3], w.shape[1:3], _strides(node),
-                                       _dilations(node), option(node, "padding", "SAME"),
-                                       "DEPTHWISE_CONV_2D")
-        ctx.resize(ctx.output(node, 0), (x.shape[0], oh, ow, w.shape[3]))
+        strides, dilations = _strides(node), _dilations(node)
+        geometry = window_geometry(x.shape[1:3], w.shape[1:3], strides, dilations,
+                                   option(node, "padding", "SAME"), "DEPTHWISE_CONV_2D")
+        ctx.resize(ctx.output(node, 0), (x.shape[0], geometry[0], geometry[1], w.shape[3]))
         _int_prepare(ctx, node, w.shape[3], depthwise=True)
+        plan = DepthwisePlan(x.shape, w.shape, strides, dilations, geometry) \
+            if node.user_data.kind == "float" else None
+        node.user_data.args = (strides, dilations, option(node, "padding", "SAME"),
+                               clamp_activation(node), plan)
 
     def bind(self, ctx, node):
         return bind_int_tail(
             ctx, node, self.invoke,
             lambda w, p, plan: int_conv.depthwise_filter(w, p.filter_offset, plan.ftype),
-            int_conv.depthwise_tail_fn)
+            int_conv.depthwise_tail_fn) or bind_float(ctx, node, self.invoke)
 
     def invoke(self, ctx, node):
         if zero_sized_output(ctx, node):
@@ -438,10 +454,10 @@ class DepthwiseConv2D(_ConvKernel):
             ctx.set_output(ctx.output(node, 0), out)
             return
         b = ctx.input(node, 2)
+        strides, dilations, padding, act, plan = cache.args
         out = depthwise_conv2d(ctx.value(node, 0), ctx.value(node, 1),
-                               None if b is None else b.data, _strides(node), _dilations(node),
-                               option(node, "padding", "SAME"), clamp_activation(node),
-                               reference_sums=ctx.interpreter.reference_float_sums)
+                               None if b is None else b.data, strides, dilations, padding, act,
+                               reference_sums=ctx.interpreter.reference_float_sums, plan=plan)
         ctx.set_output(ctx.output(node, 0), out)
 
 
@@ -517,7 +533,11 @@ class TransposeConv(Kernel):
                 options=node.builtin_data, params=node.user_data["params"])
             ctx.set_output(ctx.output(node, 0), out)
             return
-        out = transpose_conv2d(ctx.value(node, 2), ctx.value(node, 1), out_shape,
-                               None if b is None else b.data, _strides(node),
-                               option(node, "padding", "SAME"), clamp_activation(node))
+        w = ctx.value(node, 1)
+        cache = node.user_data
+        if cache.get("float_src") is not w:  # the products' filter matrix, once per filter
+            cache["float_src"], cache["float_matrix"] = w, transpose_filter(w)
+        out = transpose_conv2d(ctx.value(node, 2), w, out_shape, None if b is None else b.data,
+                               _strides(node), option(node, "padding", "SAME"),
+                               clamp_activation(node), w_matrix=cache["float_matrix"])
         ctx.set_output(ctx.output(node, 0), out)

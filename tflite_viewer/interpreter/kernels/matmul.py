@@ -12,6 +12,7 @@ from ..weights import packed_rows, rows_reader
 from .common import (ACTIVATION_RANGES, FLOAT_WEIGHT, BuiltinOperator as Op, INT_KINDS, Kernel,
                      KernelError, _float_bounds, activation, apply_activation, declare, kind,
                      option, register, rounding, tensor_qparams)
+from .float_conv import clamp
 
 
 def _product(rows: np.ndarray, wt: np.ndarray, reference_sums: bool = True) -> np.ndarray:
@@ -142,7 +143,7 @@ class FullyConnected(Kernel):
         x_shape = xt.shape
         if len(x_shape) != 2 or x_shape[1] != k_in or o.shape != (x_shape[0], wt.shape[1]):
             return None
-        lo, hi = _float_bounds(act, wt.dtype) if act is not None else (None, None)
+        bounds = _float_bounds(act, wt.dtype) if act is not None else None
         dtype, invoke, interp = wt.dtype, self.invoke, ctx.interpreter
 
         def run(ctx, node):
@@ -150,12 +151,7 @@ class FullyConnected(Kernel):
             if x is None or x.shape != x_shape or x.dtype != dtype:
                 return invoke(ctx, node)
             out = _product(x, wt, interp.reference_float_sums)
-            if brow is not None:
-                out += brow
-            if lo is not None:
-                np.maximum(out, lo, out=out)
-                if hi is not None:
-                    np.minimum(out, hi, out=out)
+            clamp(out, brow, bounds)
             o.data = out
         return run
 

@@ -442,8 +442,14 @@ def _padv2_check(ctx, node):
 
 
 def _pad(ctx, node):
+    """The output filled with the pad value, the input copied into it: what np.pad's
+    constant mode computes, in half its time (a channel pad of face_detection's)."""
     x = ctx.value(node, 0)
-    return np.pad(x, _paddings(ctx.value(node, 1), x.ndim), constant_values=_pad_value(ctx, node))
+    pads = _paddings(ctx.value(node, 1), x.ndim)
+    out = np.full(tuple(d + a + b for d, (a, b) in zip(x.shape, pads)), _pad_value(ctx, node),
+                  x.dtype)
+    out[tuple(slice(a, a + d) for d, (a, _) in zip(x.shape, pads))] = x
+    return out
 
 
 define(Op.PAD, (1, 5), _pad, _pad_shape, types="any")

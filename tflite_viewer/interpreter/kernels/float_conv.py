@@ -1,0 +1,309 @@
+"""Float convolutions at the speed of BLAS: CONV_2D as im2col in bounded blocks, and
+TRANSPOSE_CONV as products in bounded blocks scattered into the output.
+
+A whole im2col of a large convolution is KH*KW times its input: 377 MB for a 3x3
+convolution of a [1, 256, 256, 160] image, which BLAS then reads once from memory.  Here
+the patches of a block of output rows (about `BLOCK_BYTES`, in the core's L2 cache) are
+copied from a strided view of the padded input -- one copy per block, whose runs are KW*C
+values long when the filter is not dilated across -- multiplied by the filter matrix into
+the output rows themselves, and the bias and the clamping activation are applied to the
+block while it is in cache.  A 1x1 convolution of stride 1 multiplies the input rows in
+place, without a copy.
+
+DEPTHWISE_CONV_2D adds its taps in one einsum over views of the padded input (BLAS sums:
+numpy's order) or one tap at a time over the whole image (the reference order, its bits).
+Both pad into a buffer their plan keeps when it is small (`PadBuffer`).
+
+Each output's sum involves only its own patch, so with ``reference`` products
+(`float32.ordered_matmul`) blocking the rows changes no value: every output is LiteRT's
+reference kernel's bits.  BLAS rounds as its kernels for a block's shape do, a float32
+rounding or so from the reference either way.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..float32 import ordered_matmul
+from ..integer.common import Window, padded_shape
+from ..integer.conv import PAD_KEEP_BYTES
+
+#: bytes of one block of patches (and of the products of TRANSPOSE_CONV): measured (CPU
+#: time) on mrz_seg's 3x3 convolutions of 160 and 192 channels and nmp's 3x39 of 8, 1 MiB
+#: blocks run at the speed of one BLAS product of the already made whole im2col; 256 KiB
+#: blocks 0-7% slower, 4 MiB blocks 5-26% slower
+BLOCK_BYTES = 1 << 20
+
+Product = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def product_for(reference: bool, *arrays: np.ndarray) -> Product | None:
+    """`ordered_matmul` when ``reference`` sums are asked and every array is float32 (its
+    bits are LiteRT's reference kernels'), else None: BLAS's ``np.matmul``."""
+    if reference and all(a.dtype == np.float32 for a in arrays):
+        return ordered_matmul
+    return None
+
+
+def _blocks(n: int, oh: int, ow: int, per_position: int) -> list[tuple[int, ...]]:
+    """(first row, last row, image, y0, y1, x0, x1) of each block of output positions:
+    whole output rows while one fits in `BLOCK_BYTES` of ``per_position`` bytes each,
+    else pieces of one row."""
+    rows = BLOCK_BYTES // max(1, ow * per_position)
+    out = []
+    for b in range(n):
+        base = b * oh * ow
+        if rows >= 1:
+            for y0 in range(0, oh, rows):
+                y1 = min(oh, y0 + rows)
+                out.append((base + y0 * ow, base + y1 * ow, b, y0, y1, 0, ow))
+            continue
+        step = max(1, BLOCK_BYTES // max(1, per_position))
+        for y in range(oh):
+            for x0 in range(0, ow, step):
+                x1 = min(ow, x0 + step)
+                out.append((base + y * ow + x0, base + y * ow + x1, b, y, y + 1, x0, x1))
+    return out
+
+
+class PadBuffer:
+    """An NHWC input padded with zeros for its windows: copied into a buffer kept between
+    calls when it takes at most `PAD_KEEP_BYTES` (its border stays zero), else into a
+    fresh one.  Nothing a plan returns refers to the buffer."""
+
+    def __init__(self, x_shape: tuple[int, ...], geometry: tuple[int, int, int, int],
+                 kernel: tuple[int, int], strides: tuple[int, int],
+                 dilations: tuple[int, int]) -> None:
+        self.win = Window(*geometry)
+        self.shape = padded_shape(tuple(x_shape), self.win, *kernel, *strides, *dilations)
+        self.buffer: np.ndarray | None = None
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        if self.shape is None:  # every window inside the input
+            return np.ascontiguousarray(x)
+        buf = self.buffer
+        if buf is None or buf.dtype != x.dtype:
+            buf = np.zeros(self.shape, x.dtype)
+            self.buffer = buf if buf.nbytes <= PAD_KEEP_BYTES else None
+        _, h, w, _ = x.shape
+        buf[:, self.win.pad_h:self.win.pad_h + h, self.win.pad_w:self.win.pad_w + w] = x
+        return buf
+
+
+def clamp(out: np.ndarray, bias: np.ndarray | None, bounds: tuple | None) -> None:
+    """The bias added and the activation's bounds (low, high or None) applied in place.
+
+    One np.clip, a fifth of the time of np.maximum then np.minimum (whose NaN handling is
+    slower), and C's std::min(std::max(x, low), high) to the bit: -0 stays -0, as in
+    LiteRT (np.maximum(-0.0, 0.0) gives +0), and NaN stays NaN."""
+    if bias is not None:
+        np.add(out, bias, out=out)
+    if bounds is not None:
+        high = bounds[1]
+        np.clip(out, bounds[0], np.asarray(np.inf, out.dtype) if high is None else high,
+                out=out)
+
+
+class ConvPlan:
+    """What a float CONV_2D of one input shape computes with, made once when the node is
+    prepared: the geometry, the blocks of output positions and how their patches are
+    read.  ``geometry`` is `window_geometry` (out_h, out_w, pad_top, pad_left)."""
+
+    def __init__(self, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
+                 strides: tuple[int, int], dilations: tuple[int, int],
+                 geometry: tuple[int, int, int, int]) -> None:
+        n, h, wd, c = x_shape
+        o, kh, kw, ci = w_shape
+        oh, ow, pt, pl = geometry
+        self.x_shape, self.out_shape = tuple(x_shape), (n, oh, ow, o)
+        self.kernel, self.strides, self.dilations = (kh, kw), strides, dilations
+        self.groups = c // ci
+        self.k = kh * kw * c  # one row of patches
+        #: a 1x1 window of stride 1 without padding: the input rows are the patches
+        self.pointwise = (kh, kw, pt, pl) == (1, 1, 0, 0) and strides == (1, 1) \
+            and (oh, ow) == (h, wd)
+        #: one window covering the whole undilated input once: the image is the patch
+        self.whole = (oh, ow, pt, pl, kh, kw, dilations) == (1, 1, 0, 0, h, wd, (1, 1))
+        self.blocks = _blocks(n, oh, ow, self.k * 4)
+        self.block_rows = max(r1 - r0 for r0, r1, *_ in self.blocks) if self.blocks else 0
+        self.pad = PadBuffer(x_shape, geometry, (kh, kw), strides, dilations)
+        self._view: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
+
+    def _patches(self, x: np.ndarray) -> np.ndarray:
+        """A strided view [N, OH, OW, KH, KW*C] (or [..., KH, KW, C] when dilated across)
+        of the padded input: each output position's patch in the filter's order (made
+        once for a kept buffer)."""
+        xp = self.pad(x)
+        base, view = self._view
+        if base is xp:
+            return view
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.strides, self.dilations
+        n, oh, ow, _ = self.out_shape
+        c = self.x_shape[3]
+        s_n, s_h, s_w, s_c = xp.strides
+        if dw == 1:
+            view = as_strided(xp, (n, oh, ow, kh, kw * c),
+                              (s_n, s_h * sh, s_w * sw, s_h * dh, s_c), writeable=False)
+        else:
+            view = as_strided(xp, (n, oh, ow, kh, kw, c),
+                              (s_n, s_h * sh, s_w * sw, s_h * dh, s_w * dw, s_c),
+                              writeable=False)
+        self._view = (xp, view) if xp is self.pad.buffer else (None, None)
+        return view
+
+    def __call__(self, x: np.ndarray, w_matrix: np.ndarray, bias: np.ndarray | None = None,
+                 bounds: tuple | None = None, product: Product | None = None) -> np.ndarray:
+        """The convolution of ``x`` (of the planned shape) by ``w_matrix`` [KH*KW*C/groups,
+        O] (`filter_matrix`), plus ``bias``, clamped to ``bounds`` (low, high or None):
+        [N, OH, OW, O].  ``product`` multiplies a block of patches by the filter matrix
+        (None: BLAS)."""
+        dtype = np.result_type(x, w_matrix)
+        out = np.empty(self.out_shape, dtype)
+        flat = out.reshape(-1, self.out_shape[3])
+        if self.whole or self.pointwise:
+            rows = x.reshape(self.out_shape[0], -1) if self.whole else x.reshape(-1, self.k)
+            for r0, r1, *_ in (((0, rows.shape[0]),) if self.whole else self.blocks):
+                self._block(rows[r0:r1], w_matrix, flat[r0:r1], bias, bounds, product)
+            return out
+        patches = self._patches(x)
+        buffer = np.empty((self.block_rows, self.k), x.dtype)
+        for r0, r1, b, y0, y1, x0, x1 in self.blocks:
+            cols = buffer[:r1 - r0]
+            part = patches[b, y0:y1, x0:x1]
+            np.copyto(cols.reshape(part.shape), part)
+            self._block(cols, w_matrix, flat[r0:r1], bias, bounds, product)
+        return out
+
+    def _block(self, cols: np.ndarray, w_matrix: np.ndarray, out: np.ndarray,
+               bias: np.ndarray | None, bounds: tuple | None, product: Product | None) -> None:
+        """One block of output rows: patches times the filter, bias, clamp, in place."""
+        if self.groups == 1:
+            if product is None:
+                np.matmul(cols, w_matrix, out=out)
+            else:
+                out[...] = product(cols, w_matrix)
+        else:
+            _grouped(cols, w_matrix, out, self.groups, self.kernel, product)
+        clamp(out, bias, bounds)
+
+
+class DepthwisePlan:
+    """What a float DEPTHWISE_CONV_2D of one input shape computes with: the padding and,
+    for BLAS sums, the view of every tap over the padded input (made once for a kept
+    buffer) and the filter laid along the output row (kept for the filter array)."""
+
+    def __init__(self, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
+                 strides: tuple[int, int], dilations: tuple[int, int],
+                 geometry: tuple[int, int, int, int]) -> None:
+        self.x_shape = tuple(x_shape)
+        self.kernel, self.strides, self.dilations = tuple(w_shape[1:3]), strides, dilations
+        self.mult = w_shape[3] // x_shape[3]
+        self.pad = PadBuffer(x_shape, geometry, self.kernel, strides, dilations)
+        self._view: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
+        self._filter: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
+
+    def _taps(self, xp: np.ndarray) -> np.ndarray:
+        """[KH, KW, N, OH, OW*C] (width stride 1: each output row's values contiguous) or
+        [KH, KW, N, OH, OW, C]: every tap's inputs, a read-only view of ``xp``."""
+        base, view = self._view
+        if base is xp:
+            return view
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.strides, self.dilations
+        win, (n, _, _, c) = self.pad.win, xp.shape
+        s_n, s_h, s_w, s_c = xp.strides
+        if sw == 1:
+            shape, steps = (kh, kw, n, win.out_h, win.out_w * c), (s_h * sh, s_c)
+        else:
+            shape, steps = (kh, kw, n, win.out_h, win.out_w, c), (s_h * sh, s_w * sw, s_c)
+        # np.ndarray over xp's memory: as_strided's own wrapping costs more than the
+        # einsum of a small tensor
+        view = np.ndarray(shape, xp.dtype, xp, 0, (s_h * dh, s_w * dw, s_n) + steps)
+        view.flags.writeable = False
+        self._view = (xp, view) if xp is self.pad.buffer and self.mult == 1 else (None, None)
+        return view
+
+    def _weights(self, w: np.ndarray) -> np.ndarray:
+        """The filter as the einsum of `_taps` takes it: [KH, KW, OW*C] tiled along the
+        row (width stride 1), else [KH, KW, OW, C] broadcast (a view)."""
+        source, laid = self._filter
+        if source is not w:
+            (kh, kw), ow, oc = self.kernel, self.pad.win.out_w, w.shape[3]
+            taps = w.reshape(kh, kw, 1, oc)
+            laid = np.tile(taps, (1, 1, ow, 1)).reshape(kh, kw, ow * oc) \
+                if self.strides[1] == 1 else np.broadcast_to(taps, (kh, kw, ow, oc))
+            self._filter = (w, laid)
+        return laid
+
+    def __call__(self, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None,
+                 bounds: tuple | None = None, reference: bool = True) -> np.ndarray:
+        """[N, OH, OW, C*M]: the taps of ``w`` [1, KH, KW, C*M] over ``x``, plus ``bias``,
+        clamped to ``bounds``; tap after tap in the reference order when ``reference`` or
+        not float32, else in one einsum (numpy's order)."""
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.strides, self.dilations
+        win = self.pad.win
+        xp = self.pad(x)
+        if self.mult > 1:
+            xp = np.repeat(xp, self.mult, axis=3)
+        shape = (x.shape[0], win.out_h, win.out_w, w.shape[3])
+        if reference or xp.dtype != np.float32 or w.dtype != np.float32:
+            out = np.zeros(shape, np.result_type(x, w))
+            tmp = np.empty_like(out)
+            for i in range(kh):
+                for j in range(kw):
+                    tap = xp[:, i * dh:i * dh + (win.out_h - 1) * sh + 1:sh,
+                             j * dw:j * dw + (win.out_w - 1) * sw + 1:sw, :]
+                    np.multiply(tap, w[0, i, j], out=tmp)
+                    out += tmp
+        else:
+            spec = "yxbhr,yxr->bhr" if sw == 1 else "yxbhwc,yxwc->bhwc"
+            out = np.einsum(spec, self._taps(xp), self._weights(w)).reshape(shape)
+        clamp(out, bias, bounds)
+        return out
+
+
+def _grouped(cols: np.ndarray, w_matrix: np.ndarray, out: np.ndarray, groups: int,
+             kernel: tuple[int, int], product: Product | None) -> None:
+    """A grouped convolution's block: each group's channels of the patches times its
+    filters (``w_matrix`` [KH*KW*I, O], output channels in group order)."""
+    taps = kernel[0] * kernel[1]
+    per = cols.reshape(cols.shape[0], taps, groups, -1)
+    og = out.shape[1] // groups
+    for g in range(groups):
+        sub = np.ascontiguousarray(per[:, :, g, :]).reshape(cols.shape[0], -1)
+        wg = w_matrix[:, g * og:(g + 1) * og]
+        out[:, g * og:(g + 1) * og] = (product or np.matmul)(sub, np.ascontiguousarray(wg))
+
+
+def transpose_filter(w: np.ndarray) -> np.ndarray:
+    """A TRANSPOSE_CONV filter [O, KH, KW, I] as the matrix [I, KH*KW*O] its products take
+    (tap-major, output channel minor: each tap's products are contiguous runs of O)."""
+    o, kh, kw, ci = w.shape
+    return np.ascontiguousarray(w.transpose(3, 1, 2, 0).reshape(ci, kh * kw * o))
+
+
+def transpose_conv(x: np.ndarray, w_matrix: np.ndarray, kernel: tuple[int, int],
+                   strides: tuple[int, int], pads: tuple[int, int],
+                   out_shape: tuple[int, int, int, int]) -> np.ndarray:
+    """TRANSPOSE_CONV (col2im): each input pixel times every filter tap, added into the
+    output at stride less the leading pads; contributions outside the output dropped.
+    The products of a block of input rows (about `BLOCK_BYTES`) are made by one BLAS
+    product with ``w_matrix`` (`transpose_filter`) and added tap by tap."""
+    n, h, wd, ci = x.shape
+    kh, kw = kernel
+    (sh, sw), (pt, pl) = strides, pads
+    on, oh, ow, o = out_shape
+    dtype = np.result_type(x, w_matrix)
+    full = np.zeros((n, max((h - 1) * sh + kh, pt + oh), max((wd - 1) * sw + kw, pl + ow), o),
+                    dtype)
+    rows_per = max(1, BLOCK_BYTES // max(1, wd * kh * kw * o * 4))
+    for b in range(n):
+        for y0 in range(0, h, rows_per):
+            y1 = min(h, y0 + rows_per)
+            prods = (x[b, y0:y1].reshape(-1, ci) @ w_matrix).reshape(y1 - y0, wd, kh, kw, o)
+            for i in range(kh):
+                rows = full[b, y0 * sh + i:(y1 - 1) * sh + i + 1:sh]
+                for j in range(kw):
+                    rows[:, j:j + (wd - 1) * sw + 1:sw] += prods[:, :, i, j]
+    return np.ascontiguousarray(full[:, pt:pt + oh, pl:pl + ow, :])
