@@ -51,6 +51,7 @@ from .comparison import (DEFAULT_TOLERANCE, DEFAULT_UNITS, KERNELS, MODES,  # no
                          compare_runs, compare_tensor, isolated_run, real_values,
                          resolve_mode, similarity)
 from .inputs import complete_inputs, input_specs
+from .kernel_sets import reference_lacks  # noqa: F401  (importable from here too)
 
 DEFAULT_TIMEOUT = 600.0
 RESOLVERS = ("BUILTIN_REF", "BUILTIN", "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
@@ -335,22 +336,6 @@ def _write_temp(data: bytes, tmp: list) -> str:
         f.write(data)
     tmp.append(path)
     return path
-
-
-def reference_lacks(model: Model) -> str | None:
-    """Why LiteRT's reference kernels cannot be the oracle of ``model`` (None: they can):
-    its reference FULLY_CONNECTED has no blockwise path and returns the bias alone for
-    blockwise INT4 weights, which its builtin kernel (EvalBlockwise4Bit) computes."""
-    for sg in model.subgraphs:
-        for op in sg.operators:
-            if op.opcode.name != "FULLY_CONNECTED" or len(op.inputs) < 2 or op.inputs[1] < 0:
-                continue
-            q = sg.tensors[op.inputs[1]].quantization
-            if q is not None and q.blockwise is not None:
-                return (f"subgraph {sg.index} op {op.index}: LiteRT's reference "
-                        "FULLY_CONNECTED has no blockwise path (it returns the bias), so its "
-                        "builtin kernels are the oracle")
-    return None
 
 
 def run_litert(model: Model | str | os.PathLike | bytes, inputs: Mapping[str, Any],

@@ -257,12 +257,25 @@ class FullyConnected(Kernel):
 
 
 def batch_matmul(a: np.ndarray, b: np.ndarray, adj_x: bool = False,
-                 adj_y: bool = False) -> np.ndarray:
+                 adj_y: bool = False, reference_sums: bool = True) -> np.ndarray:
+    """Float BATCH_MATMUL.  Both of LiteRT's kernel sets run reference_ops::BatchMatMul
+    for float32 (the wheel holds no other): every output the float32 sum of its products
+    in depth order from 0, which `float32.ordered_matmul` gives per batch, to the bit;
+    numpy's BLAS product when ``reference_sums`` is False (`Interpreter.float_sums`) and
+    for other float types."""
     if adj_x:
         a = np.swapaxes(a, -1, -2)
     if adj_y:
         b = np.swapaxes(b, -1, -2)
-    return np.matmul(a, b)
+    if not (reference_sums and a.dtype == np.float32 and b.dtype == np.float32):
+        return np.matmul(a, b)
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = np.broadcast_to(a, batch + a.shape[-2:])
+    b = np.broadcast_to(b, batch + b.shape[-2:])
+    out = np.empty(batch + (a.shape[-2], b.shape[-1]), np.float32)
+    for idx in np.ndindex(*batch):
+        out[idx] = ordered_matmul(a[idx], b[idx])
+    return out
 
 
 def _bmm_shape(ctx, node):
@@ -320,5 +333,6 @@ class BatchMatmul(Kernel):
                                                        node.builtin_data)
         else:
             out = batch_matmul(a, b, bool(option(node, "adj_x", False)),
-                               bool(option(node, "adj_y", False)))
+                               bool(option(node, "adj_y", False)),
+                               ctx.interpreter.reference_float_sums)
         ctx.set_output(ctx.output(node, 0), out)
