@@ -1,7 +1,7 @@
 """Eigen's float32 arithmetic as LiteRT's builtin kernels run it, to the bit.
 
 LiteRT's builtin (optimized) kernels hand LOGISTIC, TANH, GELU, SOFTMAX's exponential,
-MEAN over the last axis and the float FULLY_CONNECTED of one row to Eigen.  The
+MEAN over the last axis and the float FULLY_CONNECTED to Eigen.  The
 ``ai-edge-litert`` 2.3.0 wheel compiles them for SSE4.1 (its disassembly shows ``movups``,
 ``addps``, ``roundps`` and no VEX or FMA encodings in these functions), so Eigen works in
 packets of 4 floats with a separate rounding for every multiply and every add, whatever
@@ -21,9 +21,7 @@ What Eigen does, and what these functions reproduce:
   alternately, folds them, reduces the 4 lanes as ``(l0 + l2) + (l1 + l3)``, then adds the
   unaligned head and the tail one by one (`row_sums`; a row is aligned by its address, so
   row r of a [R, n] buffer peels ``-r*n mod 4`` elements);
-* a **row-major matrix times a vector** (``general_matrix_vector_product``) accumulates
-  each row in 4 lanes from zero, reduces them as above and adds the tail products one by
-  one (`gemv`).
+* matrix products are in `eigen_gemm`.
 
 The constants are Eigen's, as the wheel holds them (read from its ``.rodata``: the
 ``tanh`` clamp 7.90738964 is the non-FMA one).  Checked against the wheel's kernels in
@@ -180,7 +178,7 @@ def gelu_tanh(x: np.ndarray) -> np.ndarray:
 
 
 # -- sums --------------------------------------------------------------------------------------
-def _lanes(packets: np.ndarray) -> np.ndarray:
+def predux(packets: np.ndarray) -> np.ndarray:
     """``predux`` of [..., 4] packets: (l0 + l2) + (l1 + l3)."""
     return (packets[..., 0] + packets[..., 2]) + (packets[..., 1] + packets[..., 3])
 
@@ -194,7 +192,7 @@ def _in_order(blocks: np.ndarray) -> np.ndarray:
     return np.add.reduce(flat, axis=0).reshape((blocks.shape[0],) + blocks.shape[2:])
 
 
-def _redux(rows: np.ndarray, peel: int) -> np.ndarray:
+def redux(rows: np.ndarray, peel: int = 0) -> np.ndarray:
     """Eigen's vectorized sum of each row of ``rows`` [R, n] whose first ``peel`` elements
     come before the first 16-byte boundary."""
     r, n = rows.shape
@@ -214,7 +212,7 @@ def _redux(rows: np.ndarray, peel: int) -> np.ndarray:
         acc = _in_order(pairs[:, :, 0]) + _in_order(pairs[:, :, 1])
         if full1 > full2:
             acc = acc + rows[:, start + full2:start + full1]
-    res = _lanes(acc)
+    res = predux(acc)
     for j in list(range(peel)) + list(range(start + full1, n)):
         res = res + rows[:, j]
     return res
@@ -222,7 +220,7 @@ def _redux(rows: np.ndarray, peel: int) -> np.ndarray:
 
 def row_sums(rows: np.ndarray) -> np.ndarray:
     """``colwise().sum()`` of a column-major [n, R] map, that is, the sum of each row of a
-    C-contiguous float32 [R, n] buffer, Eigen's way (`_redux`): row r starts at float
+    C-contiguous float32 [R, n] buffer, Eigen's way (`redux`): row r starts at float
     r * n from an aligned base, so its unaligned head is ``-r*n mod 4`` elements."""
     rows = np.ascontiguousarray(rows, F32)
     r, n = rows.shape
@@ -230,7 +228,7 @@ def row_sums(rows: np.ndarray) -> np.ndarray:
     peels = (-(np.arange(r, dtype=np.int64) * n)) % PACKET
     for peel in np.unique(peels):
         sel = peels == peel
-        out[sel] = _redux(rows[sel], int(peel))
+        out[sel] = redux(rows[sel], int(peel))
     return out
 
 
@@ -249,34 +247,5 @@ def softmax(x: np.ndarray, beta: float = 1.0) -> np.ndarray:
         return (e * inverse[:, None]).reshape(x.shape)
 
 
-#: products per block of `gemv` (16 MiB of float32)
-_GEMV_BLOCK = 1 << 22
-
-
-def gemv(w: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Eigen's row-major matrix [O, K] times a vector [K] (the builtin FULLY_CONNECTED of
-    one row): per row, 4 lanes each summing its products from zero in order, reduced as
-    ``predux``, then the last ``K % 4`` products added one by one; the result added to the
-    zeroed destination."""
-    o, k = w.shape
-    full = k - k % PACKET
-    out = np.empty(o, F32)
-    step = max(1, _GEMV_BLOCK // max(k, 1))
-    for o0 in range(0, o, step):
-        rows = w[o0:o0 + step]
-        if full:
-            products = (rows[:, :full] * x[:full]).reshape(rows.shape[0], -1, PACKET)
-            nb = products.shape[1]
-            lanes = np.add.reduce(np.ascontiguousarray(np.moveaxis(products, 1, 0)).reshape(
-                nb, -1), axis=0, initial=_ZERO).reshape(-1, PACKET)
-            acc = _lanes(lanes)
-        else:
-            acc = np.zeros(rows.shape[0], F32)
-        for j in range(full, k):
-            acc = acc + rows[:, j] * x[j]
-        out[o0:o0 + step] = _ZERO + acc
-    return out
-
-
-__all__ = ["PACKET", "exp", "gelu_tanh", "gemv", "logistic", "row_sums", "softmax",
+__all__ = ["PACKET", "exp", "gelu_tanh", "logistic", "predux", "redux", "row_sums", "softmax",
            "tanh"]
