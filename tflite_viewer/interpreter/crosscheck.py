@@ -48,9 +48,10 @@ from ..model.errors import TFLiteViewerError
 # the comparison itself lives in .comparison; these names stay importable from here
 from .comparison import (DEFAULT_TOLERANCE, DEFAULT_UNITS, KERNELS, MODES,  # noqa: F401
                          OPTIMIZED_UNITS, CrossCheckReport, Error, LiteRTRun, TensorRow,
-                         compare_runs, compare_tensor, isolated_run, real_values,
-                         resolve_mode, similarity)
+                         compare_runs, compare_tensor, composite_bodies, isolated_run,
+                         real_values, resolve_mode, similarity)
 from .inputs import complete_inputs, input_specs
+from .kernel_sets import RESOLVERS as RESOLVERS_BY_KERNELS, why_builtin
 from .kernel_sets import reference_lacks  # noqa: F401  (importable from here too)
 
 DEFAULT_TIMEOUT = 600.0
@@ -151,6 +152,17 @@ try:
             if a is None or getattr(a, "dtype", None) is None or a.dtype == object:
                 continue
             result["s%d_t%d" % (step, i)] = np.array(a, copy=True)
+        # the composites' decompositions it called once each: their tensors too
+        for g in (cfg["inner"] if cfg["preserve"] else []):
+            for d in li.get_tensor_details(g):
+                if d["dtype"] is np.object_ or np.dtype(d["dtype"]) == np.dtype(object):
+                    continue
+                try:
+                    a = li.get_tensor(d["index"], g)
+                except Exception:
+                    continue
+                if a is not None and getattr(a, "dtype", None) is not None and a.dtype != object:
+                    result["s%d_g%d_t%d" % (step, g, d["index"])] = np.array(a, copy=True)
         names = []
         for k, (name, a) in enumerate(outs.items()):
             a = np.asarray(a)
@@ -233,7 +245,8 @@ MODE_TEXT = {PRESERVE: "every tensor kept (experimental_preserve_all_tensors)",
 def _run_child(model_path: str, steps: list[list[np.ndarray]], names: list[str],
                tensors: list[int], signature: str | None, subgraph: int, num_tensors: int,
                resolver: str, timeout: float, preserve: bool = True,
-               exposed: list[int] | None = None) -> list[LiteRTRun]:
+               exposed: list[int] | None = None,
+               inner: list[int] | None = None) -> list[LiteRTRun]:
     """One LiteRT child process invoking the model once per entry of ``steps`` (the
     state of resource variables carries from one invocation to the next); a `LiteRTRun`
     per invocation."""
@@ -247,7 +260,7 @@ def _run_child(model_path: str, steps: list[list[np.ndarray]], names: list[str],
         cfg = {"model": model_path, "inputs": in_path, "out": out_path, "resolver": resolver,
                "signature": signature, "names": names, "tensors": tensors,
                "subgraph": subgraph, "num_tensors": num_tensors, "preserve": preserve,
-               "steps": len(steps), "exposed": exposed or []}
+               "steps": len(steps), "exposed": exposed or [], "inner": inner or []}
         env = dict(os.environ)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         t0 = time.perf_counter()
@@ -284,9 +297,15 @@ def _run_child(model_path: str, steps: list[list[np.ndarray]], names: list[str],
         head = f"s{j}_"
         tensors_out = {int(k[len(head) + 1:]): v for k, v in found.items()
                        if k.startswith(head + "t")}
+        inner_out: dict[int, dict[int, np.ndarray]] = {}
+        for k, v in found.items():
+            if k.startswith(head + "g"):
+                g, t = k[len(head) + 1:].split("_t")
+                inner_out.setdefault(int(g), {})[int(t)] = v
         outputs = {name: found[f"{head}o{k}"] for k, name in enumerate(out_names)
                    if f"{head}o{k}" in found}
-        run = LiteRTRun(resolver, subgraph, tensors_out, outputs, seconds / len(steps))
+        run = LiteRTRun(resolver, subgraph, tensors_out, outputs, seconds / len(steps),
+                        inner=inner_out)
         run.mode = PRESERVE if preserve else EXPOSED
         runs.append(run)
     return runs
@@ -396,13 +415,14 @@ def run_litert_steps(model: Model | str | os.PathLike | bytes,
         subgraph = specs[0].subgraph if specs else (
             m.signature(signature).subgraph_index if signature is not None else 0)
         num_tensors = len(m.subgraphs[subgraph].tensors)
+        inner = sorted(composite_bodies(m.subgraphs[subgraph], m).values())
         exposed_path: list[str] = []
 
         def attempt(kernels: str, keep: str) -> list[LiteRTRun]:
             if keep == PRESERVE:
                 return _run_child(path, arrays, [s.name for s in specs],
                                   [s.tensor for s in specs], signature, subgraph,
-                                  num_tensors, kernels, timeout)
+                                  num_tensors, kernels, timeout, inner=inner)
             if not exposed_path:
                 data = bytes(np.asarray(m.data, dtype=np.uint8))
                 exposed_path.append(_write_temp(expose(data, subgraph), tmp))
@@ -423,6 +443,9 @@ def run_litert_steps(model: Model | str | os.PathLike | bytes,
             plan = [(resolver, k) for k in keeps]
             if fallback and resolver == "BUILTIN_REF":
                 plan += [(FALLBACK_RESOLVER, k) for k in keeps]
+            elif resolver == FALLBACK_RESOLVER and why_builtin(m) is not None:
+                # why the builtin kernels are this model's oracle (`kernel_sets`)
+                reasons.append(reference_lacks(m) or why_builtin(m))
         first: LiteRTError | None = None
         for kernels, keep in plan:
             if mode == "auto" and keep == EXPOSED and not any(
@@ -466,7 +489,7 @@ def _first_crash(last: LiteRTError) -> LiteRTError:
 
 def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
                         inputs: Mapping[str, Any] | None = None, rounding: str | None = None,
-                        resolver: str = "BUILTIN_REF", *, signature: str | None = None,
+                        resolver: str | None = None, *, signature: str | None = None,
                         seed: int = 0, tolerance: float = DEFAULT_TOLERANCE,
                         units: int | None = None, mode: str = "auto",
                         hook: Callable[[Any, Any], Any] | None = None,
@@ -483,6 +506,10 @@ def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
     "after" hook of the interpreter (``hook(interpreter, event)`` after every op) — a way to
     inspect or perturb our run.  Pass an ``interpreter`` that already ran on the same inputs
     to compare that run instead of making a new one.
+
+    ``resolver`` is LiteRT's op resolver type; None (the default) takes the kernel set our
+    interpreter follows (`kernel_sets.RESOLVERS`: the reference kernels, or the builtin
+    ones for an LLM export).
 
     ``invocations`` > 1 invokes both several times in a row (a streaming model's resource
     variables carry its state from one call to the next): the given inputs are used at
@@ -504,8 +531,6 @@ def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
         model, path = _model_file(model_path, tmp)
         steps = [complete_inputs(model, inputs or {}, seed + k, signature)[0]
                  for k in range(invocations)]
-        runs = run_litert_steps(path, steps, signature, resolver, fallback=fallback,
-                                timeout=timeout, mode=litert_mode, expose=expose)
         if interpreter is not None and hook is not None:
             raise ValueError("pass either an interpreter that already ran or a hook, not both")
         ran = interpreter is not None
@@ -515,6 +540,10 @@ def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
                 Interpreter(model, rounding=rounding)
             if hook is not None:
                 interpreter.add_hook("after", hook)
+        if resolver is None:
+            resolver = RESOLVERS_BY_KERNELS[interpreter.kernels]
+        runs = run_litert_steps(path, steps, signature, resolver, fallback=fallback,
+                                timeout=timeout, mode=litert_mode, expose=expose)
         return compare_steps(interpreter, model, steps, runs, first_ran=ran,
                              signature=signature, tolerance=tolerance, units=units,
                              model_name=str(model.path or path), mode=mode)
