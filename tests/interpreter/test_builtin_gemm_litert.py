@@ -127,3 +127,28 @@ def test_int4_affine_weights_take_the_4bit_path_of_the_builtin_kernels(seed):
                 f"{kernels} [{m}, {k}] x int4 [{n}, {k}]: {int(np.sum(got != ref))} differ"
         apart += int(np.sum(refs["builtin"] != refs["reference"]))
     assert apart > 0  # the 4-bit path quantizes and scales otherwise
+
+
+def test_int4_weights_of_minus_8_are_refused_on_the_4bit_path():
+    """LiteRT's 4-bit path packs w + 7 into an unsigned nibble: a weight of -8 comes out
+    wrong (its outputs far from the exact product, where the reference kernels are right),
+    so the builtin set refuses it, naming why; the reference set computes it."""
+    from tflite_viewer.interpreter import ExecutionError
+
+    from .llm_models import PerChannel
+
+    rng = np.random.default_rng(8)
+    q = rng.integers(-7, 8, (8, 64)).astype(np.int8)
+    q[:, 5] = -8
+    scales = (rng.random(8) * 0.02 + 1e-3).astype(np.float32)
+    model = write_model([A((2, 64)), W(q, "INT4", PerChannel(scales.tolist())), A((1,)),
+                         A((2, 8))], [OpSpec("FULLY_CONNECTED", [0, 1, -1], [3],
+                                             "FullyConnectedOptions", {})], [0], [3])
+    x = rng.standard_normal((2, 64)).astype(F32)
+    exact = x.astype(np.float64) @ (q.astype(np.float64) * scales[:, None]).T
+    builtin_out = litert_run(model, [x])[3]
+    reference_out = litert_run(model, [x], resolver="BUILTIN_REF")[3]
+    assert np.abs(builtin_out - exact).max() > 0.1 > np.abs(reference_out - exact).max()
+    with pytest.raises(ExecutionError, match="INT4 weights holding -8"):
+        ours(model, x, "builtin")
+    assert np.array_equal(ours(model, x, "reference"), reference_out)

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import KernelError
 from ..kernel_sets import builtin
 from ..weights import rows_reader
 from .common import qparams
@@ -195,8 +196,8 @@ class Dense4Bit:
     activation.  The weights come from ``rows(start, stop)`` (see `BlockwiseDense`)."""
 
     def __init__(self, rows, n: int, k: int, scales: np.ndarray, bias: np.ndarray | None,
-                 options=None) -> None:
-        self.rows, self.n, self.k = rows, n, k
+                 options=None, what: str = "FULLY_CONNECTED") -> None:
+        self.rows, self.n, self.k, self.what = rows, n, k, what
         self.scales = np.broadcast_to(np.asarray(scales, np.float32).reshape(-1), (n,))
         self.bias = None if bias is None else np.asarray(bias, np.float32).reshape(-1)
         self.options = options
@@ -214,9 +215,18 @@ class Dense4Bit:
         out = (offsets * factor)[:, None] * self.scales[None, :]
         if self.bias is not None:
             out = out + self.bias[None, :]
-        qf = q.astype(np.float64)
+        # the integer sums as float products: exact in float32 while K * 127 * 14 < 2**24
+        work = np.float32 if self.k * 127 * 14 < (1 << 24) else np.float64
+        qf = q.astype(work)
         for n0, n1 in self._chunks():
-            acc = qf @ (self.rows(n0, n1).astype(np.float64) + 7.0).T  # exact integers
+            values = self.rows(n0, n1)
+            if np.any(values == -8):
+                raise KernelError(
+                    f"{self.what}: INT4 weights holding -8; LiteRT's builtin 4-bit kernel "
+                    "computes them without meaning (it packs w + 7 into an unsigned "
+                    "nibble, which -1 does not fit); its reference kernels (--kernels "
+                    "reference) compute them")
+            acc = qf @ (values.astype(work) + work(7.0)).T  # exact integers
             out[:, n0:n1] += (acc.astype(np.float32) * factor[:, None]) * self.scales[n0:n1]
         return activate(out, self.options).reshape(out_shape)
 
@@ -243,6 +253,7 @@ def builtin_dense4bit(ctx: "Subgraph", node: "Node", values: np.ndarray,
     if kept is None or kept[0] is not values or kept[1] is not bias:
         reader = rows_reader(w) if values is w else rows_reader(w, values)
         kept = (values, bias, Dense4Bit(reader, n, k, qparams(w.quantization).scale, bias,
-                                        node.builtin_data))
+                                        node.builtin_data,
+                                        f"FULLY_CONNECTED weights {w.index} {w.name!r}"))
         cache["dense4bit"] = kept
     return kept[2]
