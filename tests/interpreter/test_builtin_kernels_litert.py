@@ -201,3 +201,12 @@ def test_float_batch_matmul_is_the_reference_dot_in_both_sets(lhs, rhs, adj_x, a
                             output_shapes=[batch + (l2, r2)])
     refs = assert_both_sets(model, [a, b], f"BATCH_MATMUL {lhs} x {rhs}")
     assert differing(refs["reference"], refs["builtin"]) == 0  # one kernel in both sets
+
+
+def test_exp_is_c_expf_in_both_sets():
+    x = np.concatenate([np.random.default_rng(9).uniform(-90, 90, 30000),
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 88.8, -104.0]]).astype(F32)
+    model = single_op_model("EXP", [Input(x.shape)], [F32], output_shapes=[x.shape])
+    refs = assert_both_sets(model, [x], "EXP")
+    with np.errstate(over="ignore"):
+        assert differing(np.exp(x), refs["builtin"]) > 1000  # numpy's float32 exp is not it
