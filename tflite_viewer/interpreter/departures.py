@@ -164,12 +164,12 @@ def _end_to_end(report: "CrossCheckReport", row: "TensorRow", interpreter,
         dep.input_tensor, dep.input_ulps, dep.from_op = tensor, ulps, producer
         source = "a subgraph input" if producer is None else \
             f"op {producer} {sg.nodes[producer].name}"
-        units = f"{ulps} ulp{'s' if ulps != 1 else ''} (max |diff| {diff:.3g})"
+        off = f"{ulps} ulp{'s' if ulps != 1 else ''} off (max |diff| {diff:.3g})"
         if dep.quantizes_input:
-            text += (f"; it quantizes its input on the fly, and its input is {units} off, "
+            text += (f"; it quantizes its input on the fly, and its input is {off}, "
                      f"from {source}")
         else:
-            text += f"; its input T#{tensor} is {units} off, from {source}"
+            text += f"; its input T#{tensor} is {off}, from {source}"
     dep.text = text
     return dep
 
