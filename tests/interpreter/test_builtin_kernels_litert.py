@@ -16,7 +16,9 @@ import pytest
 
 from tflite_viewer.interpreter import Interpreter
 from tflite_viewer.interpreter.kernel_sets import RESOLVERS
+from tflite_viewer.model import load_model
 
+from .llm_models import litert_run
 from .singleop import Input, single_op_model
 
 F32 = np.float32
@@ -25,17 +27,8 @@ SETS = ("reference", "builtin")
 
 def litert_out(model: bytes, inputs, kernels: str) -> np.ndarray:
     """LiteRT's output with the resolver of a kernel set (no delegate)."""
-    from tests.litert_oracle import litert
-
-    li = litert(model, RESOLVERS[kernels], preserve=False)
-    for d, x in zip(li.get_input_details(), inputs):
-        if tuple(d["shape"]) != np.shape(x):
-            li.resize_tensor_input(d["index"], np.shape(x))
-    li.allocate_tensors()
-    for d, x in zip(li.get_input_details(), inputs):
-        li.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]))
-    li.invoke()
-    return np.array(li.get_tensor(li.get_output_details()[0]["index"]))
+    out = load_model(model).subgraphs[0].outputs[0]
+    return litert_run(model, [np.asarray(x) for x in inputs], RESOLVERS[kernels])[out]
 
 
 def ours_out(model: bytes, inputs, kernels: str) -> np.ndarray:
@@ -210,3 +203,24 @@ def test_exp_is_c_expf_in_both_sets():
     refs = assert_both_sets(model, [x], "EXP")
     with np.errstate(over="ignore"):
         assert differing(np.exp(x), refs["builtin"]) > 1000  # numpy's float32 exp is not it
+
+
+@pytest.mark.parametrize("op", ["ADD", "MUL", "SUB"])
+def test_broadcast_arithmetic_in_both_sets(op):
+    """An RMS norm's and RoPE's broadcasts ([1, 8, 64] by [64], by [1, 8, 1], [4, 1, 16]
+    by [1, 8, 1]): one rounding per element whatever the kernel's loop order."""
+    rng = np.random.default_rng(10)
+    for a_shape, b_shape in (((1, 8, 64), (64,)), ((1, 8, 64), (1, 8, 1)),
+                             ((4, 1, 16), (1, 8, 1)), ((3, 5), ())):
+        a = rng.standard_normal(a_shape).astype(F32)
+        b = rng.standard_normal(b_shape).astype(F32)
+        out = np.broadcast_shapes(a_shape, b_shape)
+        model = single_op_model(op, [Input(a_shape), Input(b_shape)], [F32],
+                                f"{op.capitalize()}Options", {}, output_shapes=[out])
+        assert_both_sets(model, [a, b], f"{op} {a_shape} {b_shape}")
+
+
+def test_rsqrt_in_both_sets():
+    x = np.random.default_rng(11).uniform(1e-6, 100, 5000).astype(F32)
+    model = single_op_model("RSQRT", [Input(x.shape)], [F32], output_shapes=[x.shape])
+    assert_both_sets(model, [x], "RSQRT")
