@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .float32 import expf
+from .float32 import expf, last_of_sums
 
 F32 = np.float32
 PACKET = 4
@@ -68,18 +68,18 @@ def _exp_packets(x0: np.ndarray) -> np.ndarray:
     y = odd * r + even
     y = y * r2 + (r + _ONE)
     safe = (np.abs(x) > _FAST_LDEXP).any(axis=1)
-    out = np.empty_like(y)
-    fast = ~safe
-    if fast.any():
-        biased = np.clip(m[fast] + F32(127), _ZERO, F32(255)).astype(np.int32)
-        out[fast] = np.maximum(x0[fast], y[fast] * (biased << 23).view(F32))
-    if safe.any():
-        e = np.clip(np.nan_to_num(m[safe]), F32(-278), F32(278)).astype(np.int32)
+    fast_value = safe_value = None
+    if not safe.all():
+        biased = np.clip(m + F32(127), _ZERO, F32(255)).astype(np.int32)
+        fast_value = np.maximum(x0, y * (biased << 23).view(F32))
+    if safe.any():  # (a NaN m only meets a NaN y: the bits of its factors do not matter)
+        e = np.clip(m, F32(-278), F32(278)).astype(np.int32)
         b = e >> 2
         c1, c2 = _pow2(b), _pow2(e - 3 * b)
-        scaled = np.maximum(x0[safe], y[safe] * c1 * c1 * c1 * c2)
-        out[safe] = np.where(x0[safe] < _EXP_LO, _ZERO, scaled)
-    return out
+        safe_value = np.where(x0 < _EXP_LO, _ZERO, np.maximum(x0, y * c1 * c1 * c1 * c2))
+    if fast_value is None or safe_value is None:
+        return safe_value if fast_value is None else fast_value
+    return np.where(safe[:, None], safe_value, fast_value)
 
 
 def _packets_then_scalars(x: np.ndarray, packet_fn, scalar_fn) -> np.ndarray:
@@ -122,7 +122,7 @@ def _logistic_packets(x0: np.ndarray) -> np.ndarray:
     odd = r2 * p5 + p3
     p = r * odd + even
     p = r2 * p + (r + _ONE)
-    biased = np.clip(np.nan_to_num(m) + F32(127), _ZERO, F32(255)).astype(np.int32)
+    biased = np.clip(m + F32(127), _ZERO, F32(255)).astype(np.int32)  # (NaN: y is NaN)
     e = p * (biased << 23).view(F32)
     e = e * e
     return np.where(x0 < _EXP_LO, _ZERO, e / (_ONE + e))
@@ -183,15 +183,6 @@ def predux(packets: np.ndarray) -> np.ndarray:
     return (packets[..., 0] + packets[..., 2]) + (packets[..., 1] + packets[..., 3])
 
 
-def _in_order(blocks: np.ndarray) -> np.ndarray:
-    """The sum over axis 1 of [rows, nb, ...] blocks, added one after another from the
-    first (a C-contiguous [nb, rows * ...] reduced over its first axis: numpy adds the
-    rows in order)."""
-    nb = blocks.shape[1]
-    flat = np.ascontiguousarray(np.moveaxis(blocks, 1, 0)).reshape(nb, -1)
-    return np.add.reduce(flat, axis=0).reshape((blocks.shape[0],) + blocks.shape[2:])
-
-
 def redux(rows: np.ndarray, peel: int = 0) -> np.ndarray:
     """Eigen's vectorized sum of each row of ``rows`` [R, n] whose first ``peel`` elements
     come before the first 16-byte boundary."""
@@ -208,8 +199,9 @@ def redux(rows: np.ndarray, peel: int = 0) -> np.ndarray:
     if full1 == PACKET:
         acc = rows[:, start:start + PACKET]
     else:
-        pairs = rows[:, start:start + full2].reshape(r, -1, 2, PACKET)
-        acc = _in_order(pairs[:, :, 0]) + _in_order(pairs[:, :, 1])
+        # the two accumulators side by side: [R, 8] sums of the pairs of packets, in order
+        both = last_of_sums(rows[:, start:start + full2].reshape(r, -1, 2 * PACKET), axis=1)
+        acc = both[:, :PACKET] + both[:, PACKET:]
         if full1 > full2:
             acc = acc + rows[:, start + full2:start + full1]
     res = predux(acc)
@@ -224,11 +216,14 @@ def row_sums(rows: np.ndarray) -> np.ndarray:
     r * n from an aligned base, so its unaligned head is ``-r*n mod 4`` elements."""
     rows = np.ascontiguousarray(rows, F32)
     r, n = rows.shape
+    if n % PACKET == 0:  # every row starts aligned
+        return redux(rows, 0)
     out = np.empty(r, F32)
     peels = (-(np.arange(r, dtype=np.int64) * n)) % PACKET
-    for peel in np.unique(peels):
+    for peel in range(PACKET):
         sel = peels == peel
-        out[sel] = redux(rows[sel], int(peel))
+        if sel.any():
+            out[sel] = redux(rows[sel], peel)
     return out
 
 

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from .eigen_float import PACKET, predux, redux
-from .float32 import ordered_matmul
+from .float32 import last_of_sums, ordered_matmul
 
 F32 = np.float32
 _ZERO = F32(0.0)
@@ -93,17 +93,14 @@ def gemv(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     step = max(1, _GEMV_BLOCK // max(k, 1))
     for o0 in range(0, o, step):
         rows = w[o0:o0 + step]
-        if full:
+        if full:  # each lane from zero: the sums from the first, plus +0
             products = (rows[:, :full] * x[:full]).reshape(rows.shape[0], -1, PACKET)
-            nb = products.shape[1]
-            lanes = np.add.reduce(np.ascontiguousarray(np.moveaxis(products, 1, 0)).reshape(
-                nb, -1), axis=0, initial=_ZERO).reshape(-1, PACKET)
-            acc = predux(lanes)
+            acc = predux(last_of_sums(products, axis=1) + _ZERO)
         else:
             acc = np.zeros(rows.shape[0], F32)
         for j in range(full, k):
             acc = acc + rows[:, j] * x[j]
-        out[o0:o0 + step] = _ZERO + acc
+        out[o0:o0 + step] = acc  # (the zeroed destination plus acc: acc is never -0)
     return out
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -341,6 +342,22 @@ def _ordered_matmul_rows(a: np.ndarray, at: np.ndarray, rows: np.ndarray) -> np.
     return out
 
 
+def last_of_sums(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The float32 sums of ``x`` along ``axis``, each added one element after another from
+    the first.  The axis is moved first into a C-contiguous [K, rest] copy, whose rows
+    ``add.reduce`` adds in order when ``rest`` holds two or more (along a contiguous axis it
+    would sum pairwise); one sum is taken with ``add.accumulate``, sequential by
+    definition.  From +0 instead is this plus +0: the two differ only on an
+    all-negative-zero sum."""
+    x = np.asarray(x, F32)
+    axis %= x.ndim
+    rest = x.shape[:axis] + x.shape[axis + 1:]
+    if math.prod(rest) < 2:
+        return np.add.accumulate(x.reshape(-1), dtype=F32)[-1:].reshape(rest)
+    rows = np.ascontiguousarray(np.moveaxis(x, axis, 0)).reshape(x.shape[axis], -1)
+    return np.add.reduce(rows, axis=0).reshape(rest)
+
+
 def ordered_sum(x: np.ndarray, axes: tuple[int, ...], keepdims: bool = False,
                 from_first: bool = False) -> np.ndarray:
     """The float32 sum of ``x`` over ``axes``, each output adding its elements one at a
@@ -348,26 +365,20 @@ def ordered_sum(x: np.ndarray, axes: tuple[int, ...], keepdims: bool = False,
     zeroed accumulators) or, with ``from_first``, as the builtin kernels' optimized_ops
     Reduce does (its first element, then the others).
 
-    The reduced axes are moved first and flattened to K, the kept ones to N, and the
-    C-contiguous [K, N] array is reduced over its first axis (numpy adds its rows in order
-    when N >= 2; one output is summed with ``add.accumulate``, sequential by definition)."""
+    The kept axes are moved first and the reduced ones last, flattened to [N, K], and
+    `last_of_sums` adds each row in order (the reduced indices in C order are the
+    elements' memory order)."""
     x = np.asarray(x, F32)
     axes = tuple(sorted(a % x.ndim for a in axes)) if x.ndim else ()
     kept = [a for a in range(x.ndim) if a not in axes]
     out_shape = tuple(1 if a in axes else d for a, d in enumerate(x.shape)) if keepdims \
         else tuple(x.shape[a] for a in kept)
-    k = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-    n = int(np.prod([x.shape[a] for a in kept], dtype=np.int64))
+    k = math.prod(x.shape[a] for a in axes)
+    n = math.prod(x.shape[a] for a in kept)
     if k == 0 or n == 0:
         return np.zeros(out_shape, F32)
-    flat = np.ascontiguousarray(np.transpose(x, list(axes) + kept)).reshape(k, n)
-    if n == 1:
-        column = flat[:, 0].copy()
-        if not from_first:
-            column[0] += _ZERO
-        total = np.add.accumulate(column, dtype=F32)[-1:]
-    elif from_first:
-        total = np.add.reduce(flat, axis=0)
-    else:
-        total = np.add.reduce(flat, axis=0, initial=_ZERO)
-    return np.asarray(total, F32).reshape(out_shape)
+    rows = x if kept == list(range(len(kept))) else np.transpose(x, kept + list(axes))
+    total = last_of_sums(rows.reshape(n, k), axis=1)
+    if not from_first:
+        total += _ZERO
+    return total.reshape(out_shape)

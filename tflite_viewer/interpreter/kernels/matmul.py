@@ -1,10 +1,12 @@
 """Matrix products: FULLY_CONNECTED (keep_num_dims, optional bias) and BATCH_MATMUL."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import eigen_gemm
-from ..float32 import ordered_matmul
+from ..float32 import last_of_sums, ordered_matmul
 from ..kernel_sets import builtin
 from ..integer import batch_matmul as int_batch_matmul, blockwise as int_blockwise
 from ..integer import conv as int_conv
@@ -279,12 +281,20 @@ def batch_matmul(a: np.ndarray, b: np.ndarray, adj_x: bool = False,
     if not (reference_sums and a.dtype == np.float32 and b.dtype == np.float32):
         return np.matmul(a, b)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    m, k, o = a.shape[-2], a.shape[-1], b.shape[-1]
+    if math.prod(batch) * m * k * o <= _ONE_SHOT and k:  # every product at once, summed
+        products = a[..., :, :, None] * b[..., None, :, :]  # [..., M, K, O]
+        return last_of_sums(products, axis=-2) + np.float32(0.0)  # (from +0)
     a = np.broadcast_to(a, batch + a.shape[-2:])
     b = np.broadcast_to(b, batch + b.shape[-2:])
-    out = np.empty(batch + (a.shape[-2], b.shape[-1]), np.float32)
+    out = np.empty(batch + (m, o), np.float32)
     for idx in np.ndindex(*batch):
         out[idx] = ordered_matmul(a[idx], b[idx])
     return out
+
+
+#: products up to which BATCH_MATMUL lays them all out at once (16 MiB of float32)
+_ONE_SHOT = 1 << 22
 
 
 def _bmm_shape(ctx, node):

@@ -8,6 +8,8 @@ does), which Eigen sums row by row (`eigen_float.row_sums`).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import eigen_float
@@ -97,9 +99,10 @@ def _integer_mean(x, axis, keepdims):
 def _per_element(sums: np.ndarray, x, axis) -> np.ndarray:
     """``sums`` divided by the number of elements each adds, in float32 (NaN over an
     empty axis, as InitializeMeanOutput writes)."""
-    count = np.float32(int(np.prod([x.shape[a] for a in axis], dtype=np.int64)))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return sums / count
+    count = math.prod(x.shape[a] for a in axis)
+    if count:
+        return sums / np.float32(count)
+    return np.full(np.shape(sums), np.nan, np.float32)
 
 
 def mean(x, axis, keepdims):
