@@ -3,7 +3,8 @@ every tensor, cross-check against LiteRT.
 
     tflite-viewer run MODEL [--inputs IN.npz] [--seed N] [--signature KEY]
                             [--dump-all OUT.npz] [--compare-litert] [--rounding single|double]
-                            [--float-sums auto|reference|blas] [--tolerance REL] [--tolerance-units N]
+                            [--float-sums auto|reference|blas] [--kernels auto|reference|builtin]
+                            [--tolerance REL] [--tolerance-units N]
                             [--compare-mode auto|end-to-end|isolated]
                             [--max-iterations N] [--timeout SECONDS] [--max-memory SIZE]
                             [--json] [-o OUT.json]
@@ -12,6 +13,10 @@ every tensor, cross-check against LiteRT.
 default applies.  ``--float-sums`` is `Interpreter(model, float_sums=...)`: ``auto`` (the
 default) takes BLAS products, and LiteRT's reference order for ``--compare-litert``
 against its reference kernels (`tflite_viewer.interpreter.float_sums`).
+``--kernels`` is `Interpreter(model, kernels=...)`: which of LiteRT's kernel sets the float
+ops whose two sets differ follow (`tflite_viewer.interpreter.kernel_sets`; ``auto``: the
+builtin kernels for an LLM export or blockwise weights, the reference kernels otherwise);
+the cross-check runs LiteRT with the same set.
 
 * ``--inputs IN.npz``: arrays keyed by input tensor name, signature input name (with
   ``--signature``) or ``s{subgraph}_t{tensor}``; inputs it does not give are seeded from
@@ -24,10 +29,14 @@ against its reference kernels (`tflite_viewer.interpreter.float_sums`).
   the run holds (``512M``, ``8G``): its inputs with its tensors and scratch.  Seeded inputs
   and the arrays of ``--inputs`` are checked against ``--max-memory`` before they are
   allocated.
-* ``--compare-litert``: LiteRT (in a child process, reference kernels first, its optimized
-  kernels when those cannot run the model) on the same inputs; a table of every op
-  output's end-to-end and op-isolated error, naming the kernels compared against; exit 1
-  when one is outside the tolerance (``--compare-mode`` says which error decides).
+* ``--compare-litert``: LiteRT (in a child process, with the kernel set of ``--kernels``,
+  our float sums in that set's order unless ``--float-sums blas``;
+  its optimized kernels when the reference ones cannot run the model) on the same inputs;
+  a table of every op output's end-to-end and op-isolated error (a composite's
+  decomposition's ops too), naming the kernels compared against, then the first op whose
+  own computation departs and the first whose end-to-end value leaves the tolerance
+  (`tflite_viewer.interpreter.departures`); exit 1 when one is outside the tolerance
+  (``--compare-mode`` says which error decides).
 * The top-k of an output is printed only for a classifier's output (labels for it in the
   model's metadata, or a SOFTMAX / LOG_SOFTMAX output, or a tensor named logits), and the
   line says which (`tflite_viewer.interpreter.outputs.classifier_reason`).
@@ -108,6 +117,13 @@ def add_parser(subparsers) -> None:
                         "product: several times faster, a rounding or so off per "
                         "output, as LiteRT's default XNNPACK path is) or auto (the "
                         "default: blas, and reference for --compare-litert)")
+    p.add_argument("--kernels", choices=("auto", "reference", "builtin"), default="auto",
+                   help="which of LiteRT's kernel sets the float ops whose two sets differ "
+                        "(LOGISTIC, TANH, SOFTMAX, MEAN, SUM, FULLY_CONNECTED) follow, to the "
+                        "bit: reference (BUILTIN_REF), builtin (its optimized kernels, no "
+                        "delegate) or auto (builtin for an LLM export or blockwise weights, "
+                        "reference otherwise; the default); --compare-litert runs LiteRT "
+                        "with the same set")
     p.add_argument("--tolerance", type=float, default=None, metavar="REL",
                    help="largest relative error of a float tensor for --compare-litert "
                         "(default 1e-5)")
@@ -137,17 +153,29 @@ def add_parser(subparsers) -> None:
 
 
 def new_interpreter(model, args, budgets: dict) -> "Interpreter":
-    """The interpreter `run` computes with: ``--rounding`` and ``--float-sums`` applied
-    (without ``--rounding`` the interpreter's default)."""
+    """The interpreter `run` computes with: ``--rounding``, ``--float-sums`` and
+    ``--kernels`` applied (without ``--rounding`` the interpreter's default)."""
     from ..interpreter import Interpreter
     if args.rounding is not None:
         budgets = {**budgets, "rounding": args.rounding}
-    return Interpreter(model, float_sums=args.float_sums, **budgets)
+    return Interpreter(model, float_sums=args.float_sums,
+                       kernels=getattr(args, "kernels", "auto"), **budgets)
 
 
 def _float_sums_said(taken: str, asked: str) -> str:
     """The float sums a run took, and that ``auto`` chose them."""
     return f"{taken} (auto)" if asked == "auto" else taken
+
+
+def kernels_said(model, taken: str, asked: str) -> str:
+    """``LiteRT's builtin kernels (auto: an LLM export ...)``: the kernel set a run follows,
+    and why when ``auto`` chose it."""
+    from ..interpreter.kernel_sets import why_builtin
+    said = f"LiteRT's {taken} kernels"
+    if asked == "auto":
+        why = why_builtin(model)
+        said += f" (auto: {why})" if why else " (auto)"
+    return said
 
 
 def _budget():
@@ -319,9 +347,11 @@ def _main(args: argparse.Namespace) -> int:
     where = f"signature {signature!r} (subgraph {sgi})" if signature else f"subgraph {sgi}"
     doc: dict = {"model": str(args.model), "subgraph": sgi, "signature": signature,
                  "rounding": interp.rounding, "float_sums": interp.float_sums,
-                 "float_sums_asked": args.float_sums, "inputs": [], "outputs": []}
+                 "float_sums_asked": args.float_sums, "kernels": interp.kernels,
+                 "inputs": [], "outputs": []}
     lines = [f"Model {args.model}: {where}, rounding {interp.rounding}, float sums "
-             f"{_float_sums_said(interp.float_sums, args.float_sums)}", "Inputs:"]
+             f"{_float_sums_said(interp.float_sums, args.float_sums)}, "
+             f"{kernels_said(model, interp.kernels, args.kernels)}", "Inputs:"]
     for spec in specs:
         a = arrays[spec.name]
         dtype = model.subgraphs[spec.subgraph].tensors[spec.tensor].type_name
@@ -377,7 +407,10 @@ def _main(args: argparse.Namespace) -> int:
         # tensor, on a copy with every op output exposed, made by the editor (passed in: the
         # interpreter does not import the editor)
         steps = [arrays] * (STATEFUL_INVOCATIONS if is_stateful(model) else 1)
-        runs = run_litert_steps(args.model, steps, signature, "BUILTIN_REF",
+        from ..interpreter.kernel_sets import RESOLVERS
+        # LiteRT's kernel set our interpreter follows (the reference kernels, or the builtin
+        # ones for an LLM export), the reference kernels falling back to the builtin ones
+        runs = run_litert_steps(args.model, steps, signature, RESOLVERS[interp.kernels],
                                 expose=expose_op_outputs)
         report = compare_steps(interp, model, steps, runs, first_ran=True, signature=signature,
                                tolerance=DEFAULT_TOLERANCE if args.tolerance is None
@@ -392,7 +425,10 @@ def _main(args: argparse.Namespace) -> int:
             "tolerance": report.tolerance, "units": report.units, "ok": report.ok,
             "fallback_reason": report.fallback_reason, "summary": report.summary(),
             "first_divergence": None if report.ok else report.divergence_text(),
-            "rows": [dataclasses.asdict(r) for r in report.rows]}
+            "departures": None if report.departures is None else report.departures.to_dict(),
+            "rows": [dataclasses.asdict(r) for r in report.rows],
+            "inner_rows": {str(op): [dataclasses.asdict(r) for r in rows]
+                           for op, rows in report.inner_rows.items()}}
     if lines:
         out.text("\n".join(lines))
     out.json(doc)

@@ -11,6 +11,12 @@ process) and gives a `CrossCheckReport`.  Each op output gets:
   (a per-op check like Polygraphy's);
 * cosine similarity, SQNR in dB and bit-exactness (end to end, on real values).
 
+A composite's decomposition, which LiteRT keeps the tensors of when the composite is its
+only caller (`composite_bodies`), gets rows of its own (`CrossCheckReport.inner_rows`,
+listed before the composite's row by `CrossCheckReport.ordered_rows`); the composite itself
+has no isolated value.  `departures.find_departures` names the first op whose own
+computation departs and the first whose end-to-end value leaves the tolerance.
+
 Floats are within tolerance when ``max|ours - LiteRT| / range(LiteRT)`` is at most
 ``tolerance``; integers (quantized or not) when the largest difference in integer steps is
 at most ``units``.  ``mode`` says which error decides: by default (``"auto"``) end to end
@@ -20,6 +26,7 @@ some requantizations differently (and get a default of `OPTIMIZED_UNITS` unit).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -52,6 +59,9 @@ class LiteRTRun:
     #: how LiteRT kept the tensors: "preserve" (experimental_preserve_all_tensors) or
     #: "exposed" (a copy of the model with every op output a model output)
     mode: str = "preserve"
+    #: the tensors of the composites' decompositions the run called once each
+    #: (`composite_bodies`), by subgraph then tensor index
+    inner: dict[int, dict[int, np.ndarray]] = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -138,6 +148,11 @@ class CrossCheckReport:
     #: this report's rows come from (the first that diverges, else the last)
     invocations: int = 1
     invocation: int = 1
+    #: the rows of the composites' decompositions, by the composite's op index (the
+    #: window's table shows `rows`, which are all of the run's subgraph)
+    inner_rows: dict[int, list[TensorRow]] = field(default_factory=dict, repr=False)
+    #: where the run departs from LiteRT (`departures.find_departures`)
+    departures: Any = None
 
     @property
     def litert_mode_text(self) -> str:
@@ -160,9 +175,19 @@ class CrossCheckReport:
         """Which LiteRT kernels the comparison ran against, in words."""
         return "LiteRT's " + KERNELS.get(self.resolver, self.resolver)
 
+    def ordered_rows(self) -> list[TensorRow]:
+        """Every compared row in execution order: a composite's decomposition's rows (which
+        run inside it) just before the composite's own."""
+        out: list[TensorRow] = []
+        for r in self.rows:
+            if r.output == 0 and r.op in self.inner_rows:
+                out.extend(self.inner_rows[r.op])
+            out.append(r)
+        return out
+
     @property
     def failures(self) -> list[TensorRow]:
-        return [r for r in self.rows if not r.ok]
+        return [r for r in self.ordered_rows() if not r.ok]
 
     @property
     def ok(self) -> bool:
@@ -175,23 +200,31 @@ class CrossCheckReport:
         return bad[0] if bad else None
 
     def divergence_text(self) -> str:
+        """The first op output outside the tolerance, with the error that decided it: the
+        op-isolated one in isolated mode where the op has one, else the end-to-end one
+        (said so, with why there is no isolated value)."""
         row = self.first_divergence
         if row is None:
             return "no divergence"
-        err = row.isolated if self.mode == "isolated" and row.isolated is not None \
-            and row.isolated.compared else Error(row.max_abs, row.relative, row.units, row.ok,
-                                                 row.note)
+        isolated = self.mode == "isolated" and row.isolated is not None \
+            and row.isolated.compared
+        err = row.isolated if isolated else Error(row.max_abs, row.relative, row.units,
+                                                  row.ok, row.note)
         what = err.note or (f"relative error {err.relative:.3g} > {self.tolerance:g}"
                             if row.kind == "float" and err.relative is not None
                             else f"{err.units} units > {self.units}")
+        how = "isolated" if isolated else "end-to-end"
+        if not isolated and self.mode == "isolated" and row.isolated is not None \
+                and row.isolated.note:
+            how += f"; {row.isolated.note}"
         return (f"first divergence: subgraph {row.subgraph} op {row.op} ({row.opcode}) output "
-                f"{row.output}, tensor {row.tensor} {row.name!r}: {what} ({self.mode})")
+                f"{row.output}, tensor {row.tensor} {row.name!r}: {what} ({how})")
 
     def _count(self, isolated: bool) -> tuple[int, int, str]:
         """(compared, within tolerance, largest error) of one kind of comparison."""
         compared = ok = 0
         worst_units, worst_rel = 0, 0.0
-        for r in self.rows:
+        for r in self.ordered_rows():
             e = r.isolated if isolated else Error(r.max_abs, r.relative, r.units, r.e2e_ok)
             if e is None or not e.compared:
                 continue
@@ -243,7 +276,7 @@ class CrossCheckReport:
         header = (f"  {'op':>4}  {'opcode':<24} {'tensor':<{max_name + 6}} {'dtype':<8} "
                   f"{'shape':<18} {'max|diff|':>10} {'end-to-end':>12} {'isolated':>12}  status")
         lines.append(header)
-        for r in self.rows:
+        for r in self.ordered_rows():
             name = r.name if len(r.name) <= max_name else "..." + r.name[-(max_name - 3):]
             shape = "?" if r.shape is None else str(list(r.shape)).replace(" ", "")
             diff = "-" if r.max_abs is None else f"{r.max_abs:.3g}"
@@ -251,9 +284,12 @@ class CrossCheckReport:
             if r.note:
                 status += f" ({r.note})"
             tensor = f"T#{r.tensor} {name}"
-            lines.append(f"  {r.op:>4}  {r.opcode:<24} {tensor:<{max_name + 6}} "
+            op = f"{r.op}" if r.subgraph == self.subgraph else f"{r.subgraph}:{r.op}"
+            lines.append(f"  {op:>4}  {r.opcode:<24} {tensor:<{max_name + 6}} "
                          f"{r.type_name:<8} {shape:<18} {diff:>10} {r.error_text():>12} "
                          f"{r.isolated_text():>12}  {status}")
+        if self.departures is not None:
+            lines.extend(self.departures.lines())
         lines.append(self.summary())
         return "\n".join(lines)
 
@@ -353,12 +389,18 @@ def compare_tensor(t, kind: str, ours: np.ndarray | None, ref: np.ndarray | None
     return Error(max_abs, None, u, u <= units)
 
 
-def isolated_run(interpreter, litert: LiteRTRun, node) -> dict[int, np.ndarray] | str:
+def isolated_run(interpreter, litert: LiteRTRun, node, subgraph: int | None = None,
+                 tensors: dict[int, np.ndarray] | None = None) -> dict[int, np.ndarray] | str:
     """Our kernel of ``node`` run on LiteRT's own input tensors: its outputs by tensor
-    index, or why it cannot be run that way.  Our tensors are restored afterwards."""
-    sg = interpreter.subgraphs[litert.subgraph]
+    index, or why it cannot be run that way.  Our tensors are restored afterwards.
+    ``subgraph`` and ``tensors`` name another subgraph than the run's and LiteRT's values
+    of it (a composite's decomposition)."""
+    sg = interpreter.subgraphs[litert.subgraph if subgraph is None else subgraph]
+    refs = litert.tensors if tensors is None else tensors
+    if node.name == "STABLEHLO_COMPOSITE":
+        return "a composite: no isolated value (its decomposition's ops are compared)"
     if node.registration.kernel.calls_subgraphs:
-        return "control flow: not isolated"
+        return "control flow: no isolated value"
     feed = {}
     for i in node.inputs:
         if i < 0:
@@ -368,7 +410,7 @@ def isolated_run(interpreter, litert: LiteRTRun, node) -> dict[int, np.ndarray] 
             continue
         if t.is_variable:
             return "variable input: not isolated"
-        ref = litert.tensors.get(i)
+        ref = refs.get(i)
         if ref is None:
             return "LiteRT gave no input value"
         if t.dtype is not None and ref.dtype != t.dtype:
@@ -411,11 +453,64 @@ def resolve_mode(mode: str, litert: LiteRTRun) -> str:
     return mode
 
 
+def composite_bodies(model_subgraph, model) -> dict[int, int]:
+    """Op index -> decomposition subgraph of the STABLEHLO_COMPOSITE ops of a subgraph whose
+    decomposition no other op of it calls: LiteRT keeps that subgraph's tensors of its one
+    call, so its ops can be compared too."""
+    calls: dict[int, list[int]] = {}
+    for op in model_subgraph.operators:
+        if op.opcode.name == "STABLEHLO_COMPOSITE":
+            body = int((op.options or {}).get("decomposition_subgraph_index", -1))
+            if 0 <= body < len(model.subgraphs) and body != model_subgraph.index:
+                calls.setdefault(body, []).append(op.index)
+    return {ops[0]: body for body, ops in calls.items() if len(ops) == 1}
+
+
+def _rows(interpreter, sgi: int, nodes, refs: dict[int, np.ndarray], litert: LiteRTRun,
+          tolerance: float, units: int, mode: str, read: set[int]) -> list[TensorRow]:
+    """The compared rows of ``nodes`` of our subgraph ``sgi`` against LiteRT's ``refs``."""
+    sg = interpreter.subgraphs[sgi]
+    rows: list[TensorRow] = []
+    for node in nodes:
+        isolated = None
+        for k, ti in enumerate(node.outputs):
+            if ti < 0:
+                continue
+            if node.name in _CONTROL_FLOW and ti not in read:
+                continue  # LiteRT leaves unread pass-through outputs of a WHILE unwritten
+            t = sg.tensors[ti]
+            kind = _kind(t)
+            row = TensorRow(sgi, node.index, node.name, k, ti, t.name, t.type_name,
+                            None if t.data is None else tuple(t.data.shape), kind)
+            rows.append(row)
+            ours, ref = t.data, refs.get(ti)
+            e2e = compare_tensor(t, kind, ours, ref, tolerance, units)
+            row.max_abs, row.relative, row.units = e2e.max_abs, e2e.relative, e2e.units
+            row.e2e_ok, row.note = e2e.ok, e2e.note
+            if e2e.compared:
+                row.exact = bool(np.array_equal(ours, ref, equal_nan=ours.dtype.kind in "fc"))
+                row.cosine, row.sqnr_db = similarity(real_values(t, ours), real_values(t, ref))
+            if ref is not None:
+                if isolated is None:
+                    isolated = isolated_run(interpreter, litert, node, sgi, refs)
+                if isinstance(isolated, str):
+                    row.isolated = Error(note=isolated)
+                else:
+                    row.isolated = compare_tensor(t, kind, isolated.get(ti), ref, tolerance,
+                                                  units)
+            iso = row.isolated
+            row.ok = iso.ok if mode == "isolated" and iso is not None and iso.compared \
+                else row.e2e_ok
+    return rows
+
+
 def compare_runs(interpreter, litert: LiteRTRun, *, tolerance: float = DEFAULT_TOLERANCE,
                  units: int | None = None, model_name: str = "",
                  mode: str = "auto") -> CrossCheckReport:
     """Compare every op output of the interpreter's entry subgraph (after a run) with a
-    LiteRT run of the same subgraph on the same inputs, end to end and op-isolated.
+    LiteRT run of the same subgraph on the same inputs, end to end and op-isolated; and,
+    where LiteRT kept them (`LiteRTRun.inner`), the ops of the composites' decompositions
+    (`CrossCheckReport.inner_rows`).
 
     ``mode`` says which error decides pass or fail (`resolve_mode`).  ``units`` defaults to
     0 against the reference kernels and to `OPTIMIZED_UNITS` against optimized ones."""
@@ -428,39 +523,19 @@ def compare_runs(interpreter, litert: LiteRTRun, *, tolerance: float = DEFAULT_T
     read = set(sg.outputs)
     for op in msg.operators:
         read.update(i for i in op.inputs if i >= 0)
-    rows: list[TensorRow] = []
-    for ni in sg.execution_plan:
-        node = sg.nodes[ni]
-        isolated = None
-        for k, ti in enumerate(node.outputs):
-            if ti < 0:
-                continue
-            if node.name in _CONTROL_FLOW and ti not in read:
-                continue  # LiteRT leaves unread pass-through outputs of a WHILE unwritten
-            t = sg.tensors[ti]
-            kind = _kind(t)
-            row = TensorRow(sgi, node.index, node.name, k, ti, t.name, t.type_name,
-                            None if t.data is None else tuple(t.data.shape), kind)
-            rows.append(row)
-            ours, ref = t.data, litert.tensors.get(ti)
-            e2e = compare_tensor(t, kind, ours, ref, tolerance, units)
-            row.max_abs, row.relative, row.units = e2e.max_abs, e2e.relative, e2e.units
-            row.e2e_ok, row.note = e2e.ok, e2e.note
-            if e2e.compared:
-                row.exact = bool(np.array_equal(ours, ref, equal_nan=ours.dtype.kind in "fc"))
-                row.cosine, row.sqnr_db = similarity(real_values(t, ours), real_values(t, ref))
-            if ref is not None:
-                if isolated is None:
-                    isolated = isolated_run(interpreter, litert, node)
-                if isinstance(isolated, str):
-                    row.isolated = Error(note=isolated)
-                else:
-                    row.isolated = compare_tensor(t, kind, isolated.get(ti), ref, tolerance,
-                                                  units)
-            iso = row.isolated
-            row.ok = iso.ok if mode == "isolated" and iso is not None and iso.compared \
-                else row.e2e_ok
-    return CrossCheckReport(model_name, sgi, interpreter.signature, litert.resolver, rows,
-                            float(tolerance), int(units), litert.fallback_reason,
-                            interpreter.rounding, litert.seconds, interpreter.outputs(),
-                            litert.outputs, mode, litert.tensors)
+    nodes = [sg.nodes[ni] for ni in sg.execution_plan]
+    rows = _rows(interpreter, sgi, nodes, litert.tensors, litert, tolerance, units, mode, read)
+    inner: dict[int, list[TensorRow]] = {}
+    for op_index, body in composite_bodies(msg, interpreter.model).items():
+        if body in litert.inner:
+            bsg = interpreter.subgraphs[body]
+            inner[op_index] = _rows(interpreter, body, [bsg.nodes[n] for n in bsg.execution_plan],
+                                    litert.inner[body], litert, tolerance, units, mode, set())
+    report = CrossCheckReport(model_name, sgi, interpreter.signature, litert.resolver, rows,
+                              float(tolerance), int(units), litert.fallback_reason,
+                              interpreter.rounding, litert.seconds, interpreter.outputs(),
+                              litert.outputs, mode, litert.tensors)
+    report.inner_rows = inner
+    from .departures import find_departures  # (it reads this module's rows)
+    report.departures = find_departures(report, interpreter, litert)
+    return report

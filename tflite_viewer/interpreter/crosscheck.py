@@ -48,15 +48,19 @@ from ..model.errors import TFLiteViewerError
 # the comparison itself lives in .comparison; these names stay importable from here
 from .comparison import (DEFAULT_TOLERANCE, DEFAULT_UNITS, KERNELS, MODES,  # noqa: F401
                          OPTIMIZED_UNITS, CrossCheckReport, Error, LiteRTRun, TensorRow,
-                         compare_runs, compare_tensor, isolated_run, real_values,
-                         resolve_mode, similarity)
+                         compare_runs, compare_tensor, composite_bodies, isolated_run,
+                         real_values, resolve_mode, similarity)
 from .inputs import complete_inputs, input_specs
+from .kernel_sets import RESOLVERS as RESOLVERS_BY_KERNELS, why_builtin
+from .kernel_sets import reference_lacks  # noqa: F401  (importable from here too)
 
 DEFAULT_TIMEOUT = 600.0
 RESOLVERS = ("BUILTIN_REF", "BUILTIN", "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
 #: what a failed BUILTIN_REF run falls back to: LiteRT's optimized kernels, without the
 #: default (XNNPACK) delegate, which would hide the intermediate tensors it fuses
 FALLBACK_RESOLVER = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"
+#: the kernel sets whose float sums the interpreter reproduces in their order
+EXACT_ORDER_RESOLVERS = ("BUILTIN_REF", "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
 
 
 class LiteRTUnavailableError(TFLiteViewerError):
@@ -150,6 +154,17 @@ try:
             if a is None or getattr(a, "dtype", None) is None or a.dtype == object:
                 continue
             result["s%d_t%d" % (step, i)] = np.array(a, copy=True)
+        # the composites' decompositions it called once each: their tensors too
+        for g in (cfg["inner"] if cfg["preserve"] else []):
+            for d in li.get_tensor_details(g):
+                if d["dtype"] is np.object_ or np.dtype(d["dtype"]) == np.dtype(object):
+                    continue
+                try:
+                    a = li.get_tensor(d["index"], g)
+                except Exception:
+                    continue
+                if a is not None and getattr(a, "dtype", None) is not None and a.dtype != object:
+                    result["s%d_g%d_t%d" % (step, g, d["index"])] = np.array(a, copy=True)
         names = []
         for k, (name, a) in enumerate(outs.items()):
             a = np.asarray(a)
@@ -232,7 +247,8 @@ MODE_TEXT = {PRESERVE: "every tensor kept (experimental_preserve_all_tensors)",
 def _run_child(model_path: str, steps: list[list[np.ndarray]], names: list[str],
                tensors: list[int], signature: str | None, subgraph: int, num_tensors: int,
                resolver: str, timeout: float, preserve: bool = True,
-               exposed: list[int] | None = None) -> list[LiteRTRun]:
+               exposed: list[int] | None = None,
+               inner: list[int] | None = None) -> list[LiteRTRun]:
     """One LiteRT child process invoking the model once per entry of ``steps`` (the
     state of resource variables carries from one invocation to the next); a `LiteRTRun`
     per invocation."""
@@ -246,7 +262,7 @@ def _run_child(model_path: str, steps: list[list[np.ndarray]], names: list[str],
         cfg = {"model": model_path, "inputs": in_path, "out": out_path, "resolver": resolver,
                "signature": signature, "names": names, "tensors": tensors,
                "subgraph": subgraph, "num_tensors": num_tensors, "preserve": preserve,
-               "steps": len(steps), "exposed": exposed or []}
+               "steps": len(steps), "exposed": exposed or [], "inner": inner or []}
         env = dict(os.environ)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         t0 = time.perf_counter()
@@ -283,9 +299,15 @@ def _run_child(model_path: str, steps: list[list[np.ndarray]], names: list[str],
         head = f"s{j}_"
         tensors_out = {int(k[len(head) + 1:]): v for k, v in found.items()
                        if k.startswith(head + "t")}
+        inner_out: dict[int, dict[int, np.ndarray]] = {}
+        for k, v in found.items():
+            if k.startswith(head + "g"):
+                g, t = k[len(head) + 1:].split("_t")
+                inner_out.setdefault(int(g), {})[int(t)] = v
         outputs = {name: found[f"{head}o{k}"] for k, name in enumerate(out_names)
                    if f"{head}o{k}" in found}
-        run = LiteRTRun(resolver, subgraph, tensors_out, outputs, seconds / len(steps))
+        run = LiteRTRun(resolver, subgraph, tensors_out, outputs, seconds / len(steps),
+                        inner=inner_out)
         run.mode = PRESERVE if preserve else EXPOSED
         runs.append(run)
     return runs
@@ -335,22 +357,6 @@ def _write_temp(data: bytes, tmp: list) -> str:
         f.write(data)
     tmp.append(path)
     return path
-
-
-def reference_lacks(model: Model) -> str | None:
-    """Why LiteRT's reference kernels cannot be the oracle of ``model`` (None: they can):
-    its reference FULLY_CONNECTED has no blockwise path and returns the bias alone for
-    blockwise INT4 weights, which its builtin kernel (EvalBlockwise4Bit) computes."""
-    for sg in model.subgraphs:
-        for op in sg.operators:
-            if op.opcode.name != "FULLY_CONNECTED" or len(op.inputs) < 2 or op.inputs[1] < 0:
-                continue
-            q = sg.tensors[op.inputs[1]].quantization
-            if q is not None and q.blockwise is not None:
-                return (f"subgraph {sg.index} op {op.index}: LiteRT's reference "
-                        "FULLY_CONNECTED has no blockwise path (it returns the bias), so its "
-                        "builtin kernels are the oracle")
-    return None
 
 
 def run_litert(model: Model | str | os.PathLike | bytes, inputs: Mapping[str, Any],
@@ -411,13 +417,14 @@ def run_litert_steps(model: Model | str | os.PathLike | bytes,
         subgraph = specs[0].subgraph if specs else (
             m.signature(signature).subgraph_index if signature is not None else 0)
         num_tensors = len(m.subgraphs[subgraph].tensors)
+        inner = sorted(composite_bodies(m.subgraphs[subgraph], m).values())
         exposed_path: list[str] = []
 
         def attempt(kernels: str, keep: str) -> list[LiteRTRun]:
             if keep == PRESERVE:
                 return _run_child(path, arrays, [s.name for s in specs],
                                   [s.tensor for s in specs], signature, subgraph,
-                                  num_tensors, kernels, timeout)
+                                  num_tensors, kernels, timeout, inner=inner)
             if not exposed_path:
                 data = bytes(np.asarray(m.data, dtype=np.uint8))
                 exposed_path.append(_write_temp(expose(data, subgraph), tmp))
@@ -438,6 +445,9 @@ def run_litert_steps(model: Model | str | os.PathLike | bytes,
             plan = [(resolver, k) for k in keeps]
             if fallback and resolver == "BUILTIN_REF":
                 plan += [(FALLBACK_RESOLVER, k) for k in keeps]
+            elif resolver == FALLBACK_RESOLVER and why_builtin(m) is not None:
+                # why the builtin kernels are this model's oracle (`kernel_sets`)
+                reasons.append(reference_lacks(m) or why_builtin(m))
         first: LiteRTError | None = None
         for kernels, keep in plan:
             if mode == "auto" and keep == EXPOSED and not any(
@@ -481,7 +491,7 @@ def _first_crash(last: LiteRTError) -> LiteRTError:
 
 def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
                         inputs: Mapping[str, Any] | None = None, rounding: str | None = None,
-                        resolver: str = "BUILTIN_REF", *, signature: str | None = None,
+                        resolver: str | None = None, *, signature: str | None = None,
                         seed: int = 0, tolerance: float = DEFAULT_TOLERANCE,
                         units: int | None = None, mode: str = "auto",
                         hook: Callable[[Any, Any], Any] | None = None,
@@ -498,6 +508,10 @@ def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
     "after" hook of the interpreter (``hook(interpreter, event)`` after every op) — a way to
     inspect or perturb our run.  Pass an ``interpreter`` that already ran on the same inputs
     to compare that run instead of making a new one.
+
+    ``resolver`` is LiteRT's op resolver type; None (the default) takes the kernel set our
+    interpreter follows (`kernel_sets.RESOLVERS`: the reference kernels, or the builtin
+    ones for an LLM export).
 
     ``invocations`` > 1 invokes both several times in a row (a streaming model's resource
     variables carry its state from one call to the next): the given inputs are used at
@@ -519,8 +533,6 @@ def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
         model, path = _model_file(model_path, tmp)
         steps = [complete_inputs(model, inputs or {}, seed + k, signature)[0]
                  for k in range(invocations)]
-        runs = run_litert_steps(path, steps, signature, resolver, fallback=fallback,
-                                timeout=timeout, mode=litert_mode, expose=expose)
         if interpreter is not None and hook is not None:
             raise ValueError("pass either an interpreter that already ran or a hook, not both")
         ran = interpreter is not None
@@ -530,6 +542,10 @@ def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
                 Interpreter(model, rounding=rounding)
             if hook is not None:
                 interpreter.add_hook("after", hook)
+        if resolver is None:
+            resolver = RESOLVERS_BY_KERNELS[interpreter.kernels]
+        runs = run_litert_steps(path, steps, signature, resolver, fallback=fallback,
+                                timeout=timeout, mode=litert_mode, expose=expose)
         return compare_steps(interpreter, model, steps, runs, first_ran=ran,
                              signature=signature, tolerance=tolerance, units=units,
                              model_name=str(model.path or path), mode=mode)
@@ -552,12 +568,13 @@ STATEFUL_INVOCATIONS = 4
 
 @contextlib.contextmanager
 def _reference_sums(interpreter, resolver: str):
-    """Against LiteRT's reference kernels, an interpreter that computes with BLAS float sums
-    because ``auto`` was asked adds in the reference order for the comparison (every
-    compared op is then REF's bits; `float_sums`), and goes back to BLAS afterwards.
-    Yields whether it switched (a run made before is to be made again)."""
+    """Against LiteRT's reference kernels, or its builtin kernels without a delegate, an
+    interpreter that computes with BLAS float sums because ``auto`` was asked adds in
+    their order for the comparison (every compared op is then their bits; `float_sums`,
+    `kernel_sets`), and goes back to BLAS afterwards.  Yields whether it switched (a run
+    made before is to be made again)."""
     from .float_sums import reference_for_ref_check
-    switch = resolver == "BUILTIN_REF" and not interpreter.reference_float_sums \
+    switch = resolver in EXACT_ORDER_RESOLVERS and not interpreter.reference_float_sums \
         and reference_for_ref_check(interpreter.float_sums_asked)
     if switch:
         interpreter.reference_float_sums = True

@@ -9,11 +9,15 @@ sum and fuses multiply-adds.  Those differences are a float32 rounding each, but
 compound through a model (BirdNET's POW and LOGISTIC, pose_landmark's convolutions), so
 this module gives the kernels what LiteRT's reference computes:
 
-* `expf`, `powf`: the double-precision result rounded to float32 -- C's correctly
-  rounded answer -- and, for the few elements whose double result lies within 1/64 of a
-  float32 unit of a rounding midpoint (where the platform's libm, itself accurate to about
-  a thousandth of a unit, may round the other way), the platform libm's own ``expf`` /
-  ``powf`` (through ctypes; without a C library those keep the rounded double).
+* `expf`, `powf`, `sinf`, `cosf`: the double-precision result rounded to float32 -- C's
+  correctly rounded answer -- and, for the elements whose double result lies near a
+  float32 rounding midpoint (where the platform's libm may round the other way: within
+  1/64 of a unit for ``expf`` and ``powf``, accurate to about a thousandth of a unit, and
+  within 0.08 of a unit for ``sinf`` and ``cosf``, whose worst case is 0.56 units), the
+  platform libm's own function (through ctypes; without a C library those keep the
+  rounded double).  LiteRT's SIN and COS call ``std::sin`` / ``std::cos`` on floats in
+  both kernel sets (the wheel imports glibc's ``sinf`` and ``cosf``), and numpy's float32
+  ``sin`` and ``cos`` are SIMD approximations a unit off on a tenth of the values.
 * `logistic`: reference_ops::Logistic's form: 1 above 16.619047164916992188, ``expf(x)``
   below -9, else ``1 / (1 + expf(-x))``, each step in float32.
 * `ordered_matmul`: a matrix product whose every output is the float32 sum of its float32
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -58,7 +63,7 @@ def _libm():
     try:
         lib = ctypes.CDLL(ctypes.util.find_library("m") or None)
         out = {}
-        for name, nargs in (("expf", 1), ("powf", 2)):
+        for name, nargs in (("expf", 1), ("powf", 2), ("sinf", 1), ("cosf", 1)):
             fn = getattr(lib, name)
             fn.restype = ctypes.c_float
             fn.argtypes = [ctypes.c_float] * nargs
@@ -146,6 +151,35 @@ def powf(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         np.minimum(band, float(1 << 28), out=band)
         np.nan_to_num(band, copy=False, nan=float(1 << 28))
     return _fix(out, _near_midpoint(wide, band), "powf", a1, b1).reshape(shape)
+
+
+#: glibc's sinf and cosf round a double accurate to about 0.06 of a float32 unit (their
+#: documented worst case is 0.56 units): measured against LiteRT on 786,432 arguments per
+#: function (uniform in [-10, 10] and [-1e4, 1e4], and near 0), the farthest disagreement
+#: with the correctly rounded result lies 0.0605 units from the midpoint; the band allowed
+#: is 0.078 units (5 * 2**23 of 2**29), about a sixth of the elements
+_TRIG_BAND = 5 << 23
+
+
+def _trig(x: np.ndarray, wide_fn, name: str) -> np.ndarray:
+    """C's ``sinf`` / ``cosf`` of a float32 or float16 array (float16: computed on the
+    float32 value and rounded to float16, as LiteRT's half kernels do)."""
+    x = np.asarray(x)
+    flat = x.reshape(-1).astype(F32, copy=False)
+    with np.errstate(invalid="ignore"):  # sin(inf) is NaN quietly, as in C
+        wide = wide_fn(flat, dtype=F64)
+    out = _fix(wide.astype(F32), _near_midpoint(wide, _TRIG_BAND), name, flat)
+    return out.reshape(x.shape).astype(x.dtype, copy=False)
+
+
+def sinf(x: np.ndarray) -> np.ndarray:
+    """C's ``sinf`` of a float32 array (std::sin on floats: LiteRT's SIN)."""
+    return _trig(x, np.sin, "sinf")
+
+
+def cosf(x: np.ndarray) -> np.ndarray:
+    """C's ``cosf`` of a float32 array (std::cos on floats: LiteRT's COS)."""
+    return _trig(x, np.cos, "cosf")
 
 
 #: reference_ops::Logistic's cut-offs: above, the result is 1; below, exp(x) alone
@@ -306,3 +340,45 @@ def _ordered_matmul_rows(a: np.ndarray, at: np.ndarray, rows: np.ndarray) -> np.
                 else:  # from +0, the reference's ``float total = 0.f``
                     np.add.reduce(p, axis=0, out=acc, initial=_ZERO)
     return out
+
+
+def last_of_sums(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The float32 sums of ``x`` along ``axis``, each added one element after another from
+    the first.  The axis is moved first into a C-contiguous [K, rest] copy, whose rows
+    ``add.reduce`` adds in order when ``rest`` holds two or more (along a contiguous axis it
+    would sum pairwise); one sum is taken with ``add.accumulate``, sequential by
+    definition.  From +0 instead is this plus +0: the two differ only on an
+    all-negative-zero sum."""
+    x = np.asarray(x, F32)
+    axis %= x.ndim
+    rest = x.shape[:axis] + x.shape[axis + 1:]
+    if math.prod(rest) < 2:
+        return np.add.accumulate(x.reshape(-1), dtype=F32)[-1:].reshape(rest)
+    rows = np.ascontiguousarray(np.moveaxis(x, axis, 0)).reshape(x.shape[axis], -1)
+    return np.add.reduce(rows, axis=0).reshape(rest)
+
+
+def ordered_sum(x: np.ndarray, axes: tuple[int, ...], keepdims: bool = False,
+                from_first: bool = False) -> np.ndarray:
+    """The float32 sum of ``x`` over ``axes``, each output adding its elements one at a
+    time in memory order: as reference_ops::Mean and ReduceGeneric do (from +0, their
+    zeroed accumulators) or, with ``from_first``, as the builtin kernels' optimized_ops
+    Reduce does (its first element, then the others).
+
+    The kept axes are moved first and the reduced ones last, flattened to [N, K], and
+    `last_of_sums` adds each row in order (the reduced indices in C order are the
+    elements' memory order)."""
+    x = np.asarray(x, F32)
+    axes = tuple(sorted(a % x.ndim for a in axes)) if x.ndim else ()
+    kept = [a for a in range(x.ndim) if a not in axes]
+    out_shape = tuple(1 if a in axes else d for a, d in enumerate(x.shape)) if keepdims \
+        else tuple(x.shape[a] for a in kept)
+    k = math.prod(x.shape[a] for a in axes)
+    n = math.prod(x.shape[a] for a in kept)
+    if k == 0 or n == 0:
+        return np.zeros(out_shape, F32)
+    rows = x if kept == list(range(len(kept))) else np.transpose(x, kept + list(axes))
+    total = last_of_sums(rows.reshape(n, k), axis=1)
+    if not from_first:
+        total += _ZERO
+    return total.reshape(out_shape)

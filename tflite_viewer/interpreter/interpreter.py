@@ -18,6 +18,7 @@ from ..model import Model, load_model
 from ..model.dtypes import type_name
 from . import debugger as dbg
 from . import float_sums as float_sums_mode
+from . import kernel_sets
 from .builder import build_nodes, kernel_hook
 from .debugger import Breakpoint, Frame, OpEvent
 from .executor import Executor
@@ -83,6 +84,11 @@ class Interpreter(Executor):
     CONV_2D and FULLY_CONNECTED add their products: in LiteRT's reference order, to the
     bit, or by BLAS; ``auto`` takes BLAS, and the reference order in a cross-check
     against LiteRT's reference kernels.
+
+    ``kernels`` (``auto``, ``reference`` or ``builtin``; `kernel_sets`) says which of
+    LiteRT's kernel sets the float ops whose two sets differ (LOGISTIC, TANH, SOFTMAX,
+    MEAN, SUM, FULLY_CONNECTED) compute as; ``auto`` takes the builtin set for an LLM
+    export or a model with blockwise weights, the reference set otherwise.
     """
 
     def __init__(self, model: Model | str | os.PathLike | bytes, *, rounding: str = "double",
@@ -91,7 +97,8 @@ class Interpreter(Executor):
                  timeout: float | None = DEFAULT_TIMEOUT,
                  op_resolver: OpResolver | None = None, allocate: bool = True,
                  weight_cache_bytes: int = DEFAULT_WEIGHT_CACHE_BYTES,
-                 float_sums: str = float_sums_mode.AUTO) -> None:
+                 float_sums: str = float_sums_mode.AUTO,
+                 kernels: str = kernel_sets.AUTO) -> None:
         rounding = check_rounding(rounding)
         if not isinstance(model, Model):
             model = load_model(model)
@@ -131,6 +138,9 @@ class Interpreter(Executor):
             float_sums_mode.resolve(float_sums) == float_sums_mode.REFERENCE)
         #: the ``float_sums`` asked for (``auto``, ``reference`` or ``blas``)
         self.float_sums_asked = float_sums
+        #: ``reference`` or ``builtin``: the LiteRT kernel set the float kernels follow
+        #: where the two differ (`kernel_sets`)
+        self.kernels = kernel_sets.resolve(kernels, model)
         #: op times and calls: kept per op by stepped and watched runs (a stop reads them
         #: after every step), in the subgraphs' counters by the prepared plan (`_execute`)
         self._op_times: dict[tuple[int, int], float] = defaultdict(float)

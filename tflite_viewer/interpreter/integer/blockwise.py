@@ -36,7 +36,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .hybrid import asymmetric_quantize
+from ..errors import KernelError
+from ..kernel_sets import builtin
+from ..weights import rows_reader
+from .common import qparams
+from .hybrid import activate, asymmetric_quantize
 
 if TYPE_CHECKING:
     from ..node import Node
@@ -165,3 +169,91 @@ class BlockwiseDense:
         if self.bias is not None:
             out += self.bias
         return out.reshape(out_shape)
+
+
+#: the weights' offset in LiteRT's packed 4-bit layout (fully_connected_common.h's
+#: zero_point_4bit): values are stored as w + 7 and the input's sum times -7 corrects them
+_ZERO_POINT_4BIT = -7
+
+
+def dense4bit_applies(n: int, k: int, m: int) -> bool:
+    """Whether the builtin kernel takes its 4-bit path (EvalHybridDense4Bit) for constant
+    INT4 per-tensor or per-channel weights [n, k] and m input rows (Prepare's test:
+    K even and at least `FILTER_DEPTH`, N at least `FILTER_WIDTH`, a batch)."""
+    return m > 0 and k % 2 == 0 and k >= FILTER_DEPTH and n >= FILTER_WIDTH
+
+
+class Dense4Bit:
+    """``EvalHybridDense4Bit``: the builtin FULLY_CONNECTED of float input and INT4 weights
+    with per-tensor or per-channel scales (its reference kernel, and any weights outside
+    `dense4bit_applies`, take the hybrid kernel instead: `hybrid.HybridDense`).
+
+    Per input row m: the row quantized symmetrically (BatchQuantizeFloats4Bit: max |x|, 127
+    where 0; q = round half away(x * float(127 / max)), the factor s_m = float(max / 127),
+    both divisions in double); per output n, in float32: ``(float(-7 * sum q) * s_m) *
+    scale_n + bias_n`` (AssignBiasAndComputeOffsets), then ``+ (float(acc) * s_m) *
+    scale_n`` with acc the exact integer sum of q times (w + 7) (Unpack), then the fused
+    activation.  The weights come from ``rows(start, stop)`` (see `BlockwiseDense`)."""
+
+    def __init__(self, rows, n: int, k: int, scales: np.ndarray, bias: np.ndarray | None,
+                 options=None, what: str = "FULLY_CONNECTED") -> None:
+        self.rows, self.n, self.k, self.what = rows, n, k, what
+        self.scales = np.broadcast_to(np.asarray(scales, np.float32).reshape(-1), (n,))
+        self.bias = None if bias is None else np.asarray(bias, np.float32).reshape(-1)
+        self.options = options
+
+    def __call__(self, x: np.ndarray, out_shape) -> np.ndarray:
+        rows = np.ascontiguousarray(x, np.float32).reshape(-1, self.k)
+        m = rows.shape[0]
+        biggest = np.max(np.abs(rows), axis=1) if m else np.zeros(0, np.float32)
+        biggest = np.where(biggest == 0, np.float32(127.0), biggest)
+        to_int = (127.0 / biggest.astype(np.float64)).astype(np.float32)
+        factor = (biggest.astype(np.float64) / 127.0).astype(np.float32)
+        scaled = (rows * to_int[:, None]).astype(np.float64)  # |v| + 0.5 exact in float64
+        q = (np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)).astype(np.int64)
+        offsets = (q.sum(axis=1) * _ZERO_POINT_4BIT).astype(np.float32)
+        out = (offsets * factor)[:, None] * self.scales[None, :]
+        if self.bias is not None:
+            out = out + self.bias[None, :]
+        # the integer sums as float products: exact in float32 while K * 127 * 14 < 2**24
+        work = np.float32 if self.k * 127 * 14 < (1 << 24) else np.float64
+        qf = q.astype(work)
+        for n0, n1 in self._chunks():
+            values = self.rows(n0, n1)
+            if np.any(values == -8):
+                raise KernelError(
+                    f"{self.what}: INT4 weights holding -8; LiteRT's builtin 4-bit kernel "
+                    "computes them without meaning (it packs w + 7 into an unsigned "
+                    "nibble, which -1 does not fit); its reference kernels (--kernels "
+                    "reference) compute them")
+            acc = qf @ (values.astype(work) + work(7.0)).T  # exact integers
+            out[:, n0:n1] += (acc.astype(np.float32) * factor[:, None]) * self.scales[n0:n1]
+        return activate(out, self.options).reshape(out_shape)
+
+    def _chunks(self):
+        step = max(1, _CHUNK // max(self.k, 1))
+        return [(n0, min(self.n, n0 + step)) for n0 in range(0, self.n, step)]
+
+
+def builtin_dense4bit(ctx: "Subgraph", node: "Node", values: np.ndarray,
+                      bias: np.ndarray | None) -> Dense4Bit | None:
+    """The node's `Dense4Bit` when the interpreter follows LiteRT's builtin kernels and
+    they take the 4-bit path for this FULLY_CONNECTED (constant INT4 weights with affine
+    scales, `dense4bit_applies` on the current input), kept in the node's cache for the
+    same weights and bias; else None (the hybrid kernel computes it)."""
+    w, x = ctx.input(node, 1), ctx.input(node, 0)
+    if not builtin(ctx) or w.type_name != "INT4" or not w.is_constant or w.shape is None \
+            or len(w.shape) != 2 or x is None or x.data is None:
+        return None
+    n, k = (int(d) for d in w.shape)
+    if not k or not dense4bit_applies(n, k, x.data.size // k):
+        return None
+    cache = node.user_data
+    kept = cache.get("dense4bit")
+    if kept is None or kept[0] is not values or kept[1] is not bias:
+        reader = rows_reader(w) if values is w else rows_reader(w, values)
+        kept = (values, bias, Dense4Bit(reader, n, k, qparams(w.quantization).scale, bias,
+                                        node.builtin_data,
+                                        f"FULLY_CONNECTED weights {w.index} {w.name!r}"))
+        cache["dense4bit"] = kept
+    return kept[2]

@@ -152,7 +152,8 @@ def _asymmetric_quantize_row(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     return q.astype(np.int8), np.array([scale32], np.float32), np.array([zp], np.int32)
 
 
-def _activate(out: np.ndarray, options: Options) -> np.ndarray:
+def activate(out: np.ndarray, options: Options) -> np.ndarray:
+    """The hybrid kernels' fused activation of a float32 output."""
     act = activation_of(options)
     if act in _FLOAT_RANGES:
         lo, hi = _FLOAT_RANGES[act]
@@ -232,7 +233,7 @@ def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, filt
         out = acc.astype(np.float32) * sf.reshape(b, 1, 1, 1)
     if bias is not None:
         out = out + bias.astype(np.float32).reshape(-1)
-    return _activate(out.astype(np.float32), options)
+    return activate(out.astype(np.float32), options)
 
 
 def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None,
@@ -267,7 +268,7 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     out = acc.astype(np.float32) * scale.reshape(b, 1, 1, out_ch)
     if bias is not None:
         out = out + bias.astype(np.float32).reshape(-1)
-    return _activate(out.astype(np.float32), options)
+    return activate(out.astype(np.float32), options)
 
 
 def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, filter_q,
@@ -453,7 +454,7 @@ class HybridDense:
         if self.bias_row is not None:
             out = out + self.bias_row
         if not np.any(x):
-            return _activate(out, self.options).reshape(out_shape)
+            return activate(out, self.options).reshape(out_shape)
         if self.asymmetric:
             q, sf, offset = asymmetric_quantize(x)
         else:
@@ -474,4 +475,4 @@ class HybridDense:
         if self.per_channel:
             scale = (scale * self.channel_scales).astype(np.float32)
         out = (out + dot.astype(np.float32) * scale).astype(np.float32)
-        return _activate(out, self.options).reshape(out_shape)
+        return activate(out, self.options).reshape(out_shape)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..float32 import logistic as float32_logistic
+from .. import eigen_float
+from ..float32 import expf, logistic as float32_logistic, ordered_sum
 from ..integer import l2norm as int_l2norm, lut, softmax as int_softmax
+from ..kernel_sets import builtin
 from ..registration import check_types
 from .common import (FLOAT_WEIGHT, QUANTIZED, BuiltinOperator as Op, bind_arrays, bind_elementwise,
                      broadcast_shape, declare, define, option, rounding, same_shape, tensor_qparams)
@@ -154,6 +156,10 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 
 def gelu(x: np.ndarray, approximate: bool = False) -> np.ndarray:
+    """GELU; its float32 tanh form as reference_ops::Gelu's Eigen expression computes it in
+    both of LiteRT's kernel sets, to the bit (`eigen_float.gelu_tanh`)."""
+    if approximate and x.dtype == np.float32:
+        return eigen_float.gelu_tanh(x)
     if approximate:
         xd = x.astype(np.float64)
         y = 0.5 * xd * (1 + np.tanh(np.sqrt(2 / np.pi) * (xd + 0.044715 * xd ** 3)))
@@ -190,11 +196,28 @@ def _table_op(table_fn, tanh: bool):
 define(Op.HARD_SWISH, (1, 1), lambda ctx, node: hard_swish(ctx.value(node, 0)), same_shape,
        types="float+uint8+int8", int_prepare=_prepare_hard_swish,
        int_compute=lambda ctx, node, p: lut.hard_swish(ctx.value(node, 0), params=p))
-define(Op.LOGISTIC, (1, 3), lambda ctx, node: logistic(ctx.value(node, 0)), same_shape,
-       types=QUANTIZED, bind=bind_elementwise(logistic, float_only=True),
-       **_table_op(lut.logistic_table, False))
-define(Op.TANH, (1, 3), lambda ctx, node: np.tanh(ctx.value(node, 0)), same_shape,
-       types=QUANTIZED, bind=bind_elementwise(np.tanh, float_only=True),
+def _by_kernel_set(reference, builtin_set):
+    """The float compute and bind of an op whose float32 kernels differ between LiteRT's
+    kernel sets (`kernel_sets`): ``reference(x)`` or ``builtin_set(x)`` (float32 only; other
+    float types take ``reference``)."""
+    def pick(ctx, x_dtype):
+        return builtin_set if builtin(ctx) and x_dtype == np.float32 else reference
+
+    def compute(ctx, node):
+        x = ctx.value(node, 0)
+        return pick(ctx, x.dtype)(x)
+
+    def bind(ctx, node, invoke):
+        return bind_elementwise(pick(ctx, ctx.input(node, 0).dtype),
+                                float_only=True)(ctx, node, invoke)
+    return dict(compute=compute, bind=bind)
+
+
+_LOGISTIC = _by_kernel_set(logistic, eigen_float.logistic)
+_TANH = _by_kernel_set(np.tanh, eigen_float.tanh)
+define(Op.LOGISTIC, (1, 3), _LOGISTIC["compute"], same_shape, types=QUANTIZED,
+       bind=_LOGISTIC["bind"], **_table_op(lut.logistic_table, False))
+define(Op.TANH, (1, 3), _TANH["compute"], same_shape, types=QUANTIZED, bind=_TANH["bind"],
        **_table_op(lut.tanh_table, True))
 # GELU (with its quantized tables) is in unary_math.py
 define(Op.ELU, (1, 1), lambda ctx, node: elu(ctx.value(node, 0)), same_shape,
@@ -205,13 +228,26 @@ define(Op.ELU, (1, 1), lambda ctx, node: elu(ctx.value(node, 0)), same_shape,
 
 
 def softmax(x: np.ndarray, beta: float = 1.0) -> np.ndarray:
-    """Softmax over the last axis, max-subtracted as the reference kernel does."""
+    """Softmax over the last axis as reference_ops::Softmax: max-subtracted, times beta,
+    C's ``expf`` (float32; numpy's exp for other float types), the exponentials added one
+    after another from 0, each divided by their sum."""
     if not x.size:
         return x.copy()
-    # x.max and e.sum are these ufunc reductions behind a Python wrapper
-    e = np.exp((x - np.maximum.reduce(x, axis=-1, keepdims=True))
-               * np.asarray(beta, dtype=x.dtype))
-    return e / np.add.reduce(e, axis=-1, keepdims=True)
+    # x.max is this ufunc reduction behind a Python wrapper
+    with np.errstate(invalid="ignore", over="ignore"):
+        shifted = (x - np.maximum.reduce(x, axis=-1, keepdims=True)) \
+            * np.asarray(beta, dtype=x.dtype)
+        if x.dtype == np.float32:
+            e = expf(shifted)
+            return e / ordered_sum(e, (x.ndim - 1,), keepdims=True)
+        e = np.exp(shifted)
+        return e / np.add.reduce(e, axis=-1, keepdims=True)
+
+
+def _softmax_fn(ctx, x_dtype):
+    """The node's float softmax: Eigen's (`eigen_float.softmax`) for float32 under the
+    builtin kernel set, the reference kernel's otherwise."""
+    return eigen_float.softmax if builtin(ctx) and x_dtype == np.float32 else softmax
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:
@@ -231,11 +267,16 @@ def _prepare_softmax(ctx, node):
 
 def _bound_softmax(ctx, node):
     beta = float(option(node, "beta", 1.0))
-    return lambda x: softmax(x, beta)
+    fn = _softmax_fn(ctx, ctx.input(node, 0).dtype)
+    return lambda x: fn(x, beta)
 
 
-define(Op.SOFTMAX, (1, 4),
-       lambda ctx, node: softmax(ctx.value(node, 0), float(option(node, "beta", 1.0))), same_shape,
+def _float_softmax(ctx, node):
+    x = ctx.value(node, 0)
+    return _softmax_fn(ctx, x.dtype)(x, float(option(node, "beta", 1.0)))
+
+
+define(Op.SOFTMAX, (1, 4), _float_softmax, same_shape,
        types=QUANTIZED, int_prepare=_prepare_softmax,
        int_compute=lambda ctx, node, run: run(ctx.value(node, 0)),
        bind=bind_arrays(_bound_softmax))

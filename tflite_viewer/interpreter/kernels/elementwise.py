@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..float32 import powf
+from ..float32 import cosf, powf, sinf
 from ..integer import compare as int_compare
 from ..integer import div as int_div
 from ..integer import elementwise as int_elementwise
@@ -243,9 +243,11 @@ def _unary(fn):
     return lambda ctx, node: fn(ctx.value(node, 0))
 
 
+# SIN and COS are std::sin / std::cos on floats in both of LiteRT's kernel sets (glibc's
+# sinf and cosf; half values through float): `float32.sinf` and `cosf`, to the bit
 for _op, _fn, _versions in (
-        (Op.SIN, np.sin, (1, 2)),
-        (Op.COS, np.cos, (1, 2)), (Op.SQUARE, np.square, (1, 1)),
+        (Op.SIN, sinf, (1, 2)),
+        (Op.COS, cosf, (1, 2)), (Op.SQUARE, np.square, (1, 1)),
         (Op.FLOOR, np.floor, (1, 1)), (Op.CEIL, np.ceil, (1, 1)),
         (Op.ROUND, np.round, (1, 1)),  # round half to even, as TFLite's RoundToNearest
         (Op.SIGN, np.sign, (1, 2))):

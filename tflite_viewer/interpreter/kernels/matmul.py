@@ -1,9 +1,13 @@
 """Matrix products: FULLY_CONNECTED (keep_num_dims, optional bias) and BATCH_MATMUL."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..float32 import ordered_matmul
+from .. import eigen_gemm
+from ..float32 import last_of_sums, ordered_matmul
+from ..kernel_sets import builtin
 from ..integer import batch_matmul as int_batch_matmul, blockwise as int_blockwise
 from ..integer import conv as int_conv
 from ..integer import fully_connected as int_fully_connected, hybrid as int_hybrid
@@ -15,26 +19,29 @@ from .common import (ACTIVATION_RANGES, FLOAT_WEIGHT, BuiltinOperator as Op, INT
 from .float_conv import clamp
 
 
-def _product(rows: np.ndarray, wt: np.ndarray, reference_sums: bool = True) -> np.ndarray:
+def _product(rows: np.ndarray, wt: np.ndarray, reference_sums: bool = True,
+             builtin_sums: bool = False) -> np.ndarray:
     """rows [M, K] times wt [K, O]: float32 sums in reference_ops::FullyConnected's depth
-    order (`float32.ordered_matmul`, LiteRT's reference to the bit) unless
-    ``reference_sums`` is False (`Interpreter.reference_float_sums`); numpy's product for
-    other types."""
+    order (`float32.ordered_matmul`, LiteRT's reference to the bit), or with
+    ``builtin_sums`` (`kernel_sets`: the builtin kernels) in the order of their Eigen
+    product (`eigen_gemm.product`), unless ``reference_sums`` is False
+    (`Interpreter.reference_float_sums`); numpy's product for other types."""
     if reference_sums and rows.dtype == np.float32 and wt.dtype == np.float32:
-        return ordered_matmul(rows, wt)
+        return eigen_gemm.product(rows, wt.T) if builtin_sums else ordered_matmul(rows, wt)
     return rows @ wt
 
 
 def fully_connected(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
                     act: str | None = None, keep_num_dims: bool = False,
-                    w_t: np.ndarray | None = None, reference_sums: bool = True) -> np.ndarray:
+                    w_t: np.ndarray | None = None, reference_sums: bool = True,
+                    builtin_sums: bool = False) -> np.ndarray:
     """x [..., K] (any shape whose size is a multiple of K) times w [O, K]^T, plus bias."""
     o, k = w.shape
     if x.size % k:
         raise ValueError(f"input of {x.size} elements is not a multiple of the weights' "
                          f"input size {k}")
     rows = x if x.ndim == 2 and x.shape[1] == k else x.reshape(-1, k)
-    out = _product(rows, w.T if w_t is None else w_t, reference_sums)
+    out = _product(rows, w.T if w_t is None else w_t, reference_sums, builtin_sums)
     if b is not None:
         out += b
     out = apply_activation(out, act)
@@ -145,12 +152,13 @@ class FullyConnected(Kernel):
             return None
         bounds = _float_bounds(act, wt.dtype) if act is not None else None
         dtype, invoke, interp = wt.dtype, self.invoke, ctx.interpreter
+        builtin_sums = builtin(ctx)
 
         def run(ctx, node):
             x = xt.data
             if x is None or x.shape != x_shape or x.dtype != dtype:
                 return invoke(ctx, node)
-            out = _product(x, wt, interp.reference_float_sums)
+            out = _product(x, wt, interp.reference_float_sums, builtin_sums)
             clamp(out, brow, bounds)
             o.data = out
         return run
@@ -163,7 +171,7 @@ class FullyConnected(Kernel):
             x = xt.data
             if x is not None and x.dtype == wt.dtype and x.size % k_in == 0:
                 rows = x if x.ndim == 2 and x.shape[1] == k_in else x.reshape(-1, k_in)
-                out = _product(rows, wt, ctx.interpreter.reference_float_sums)
+                out = _product(rows, wt, ctx.interpreter.reference_float_sums, builtin(ctx))
                 if brow is not None:
                     out += brow
                 if act is not None:
@@ -207,6 +215,8 @@ class FullyConnected(Kernel):
                     rows_reader(wt) if w is wt else rows_reader(wt, w), n, k_in,
                     ctx.tensors[details.scales].data, details.block_size, bias)
             out = cache["block"](ctx.value(node, 0), o.shape)
+        elif k == "hybrid" and (dense4 := int_blockwise.builtin_dense4bit(ctx, node, w, bias)):
+            out = dense4(ctx.value(node, 0), o.shape)  # the builtin kernels' 4-bit path
         elif k == "hybrid":  # the filter's part of EvalHybridDense, once per (filter, bias)
             src = cache.get("hybrid_src")
             if src is None or src[0] is not w or src[1] is not bias:
@@ -231,7 +241,8 @@ class FullyConnected(Kernel):
                 bias = cache["brow"]
             out = fully_connected(ctx.value(node, 0), w, bias, cache["act"], cache["keep"],
                                   w_t=cache["wt"],
-                                  reference_sums=ctx.interpreter.reference_float_sums)
+                                  reference_sums=ctx.interpreter.reference_float_sums,
+                                  builtin_sums=builtin(ctx))
         ctx.set_output(o, out)
 
     @staticmethod
@@ -253,12 +264,33 @@ class FullyConnected(Kernel):
 
 
 def batch_matmul(a: np.ndarray, b: np.ndarray, adj_x: bool = False,
-                 adj_y: bool = False) -> np.ndarray:
+                 adj_y: bool = False, reference_sums: bool = True) -> np.ndarray:
+    """Float BATCH_MATMUL.  Both of LiteRT's kernel sets run reference_ops::BatchMatMul
+    for float32 (the wheel holds no other): every output the float32 sum of its products
+    in depth order from 0, which `float32.ordered_matmul` gives per batch, to the bit;
+    numpy's BLAS product when ``reference_sums`` is False (`Interpreter.float_sums`) and
+    for other float types."""
     if adj_x:
         a = np.swapaxes(a, -1, -2)
     if adj_y:
         b = np.swapaxes(b, -1, -2)
-    return np.matmul(a, b)
+    if not (reference_sums and a.dtype == np.float32 and b.dtype == np.float32):
+        return np.matmul(a, b)
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    m, k, o = a.shape[-2], a.shape[-1], b.shape[-1]
+    if math.prod(batch) * m * k * o <= _ONE_SHOT and k:  # every product at once, summed
+        products = a[..., :, :, None] * b[..., None, :, :]  # [..., M, K, O]
+        return last_of_sums(products, axis=-2) + np.float32(0.0)  # (from +0)
+    a = np.broadcast_to(a, batch + a.shape[-2:])
+    b = np.broadcast_to(b, batch + b.shape[-2:])
+    out = np.empty(batch + (m, o), np.float32)
+    for idx in np.ndindex(*batch):
+        out[idx] = ordered_matmul(a[idx], b[idx])
+    return out
+
+
+#: products up to which BATCH_MATMUL lays them all out at once (16 MiB of float32)
+_ONE_SHOT = 1 << 22
 
 
 def _bmm_shape(ctx, node):
@@ -316,5 +348,6 @@ class BatchMatmul(Kernel):
                                                        node.builtin_data)
         else:
             out = batch_matmul(a, b, bool(option(node, "adj_x", False)),
-                               bool(option(node, "adj_y", False)))
+                               bool(option(node, "adj_y", False)),
+                               ctx.interpreter.reference_float_sums)
         ctx.set_output(ctx.output(node, 0), out)

@@ -1,9 +1,21 @@
-"""Reductions: MEAN, SUM, REDUCE_MAX/MIN/PROD/ANY/ALL, ARG_MAX, ARG_MIN, CUMSUM."""
+"""Reductions: MEAN, SUM, REDUCE_MAX/MIN/PROD/ANY/ALL, ARG_MAX, ARG_MIN, CUMSUM.
+
+Float32 MEAN and SUM add in the order of the kernel set the interpreter follows
+(`kernel_sets`): the reference kernels add each output's elements in memory order from 0;
+the builtin ones from the first element, except MEAN over the last axis of a shape that
+keeps another (size-1 dimensions dropped, neighbours merged as reduce_utils::ResolveAxis
+does), which Eigen sums row by row (`eigen_float.row_sums`).
+"""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
+from .. import eigen_float
+from ..float32 import ordered_sum
 from ..integer import reduce as int_reduce
+from ..kernel_sets import builtin
 from .common import (QUANTIZED, BuiltinOperator as Op, KernelError, as_int_list, bind_arrays,
                      define, derived, option, rounding, same_shape, tensor_qparams)
 
@@ -27,12 +39,26 @@ def reduced_shape(shape, axes, keep_dims: bool) -> tuple[int, ...]:
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+class _BySet:
+    """A reduction whose float32 order depends on the kernel set (`kernel_sets`)."""
+
+    def __init__(self, reference, builtin_set) -> None:
+        self.reference, self.builtin = reference, builtin_set
+
+
+def _chosen(fn, ctx):
+    """``fn``, or the one of a `_BySet` the interpreter's kernel set takes."""
+    if isinstance(fn, _BySet):
+        return fn.builtin if builtin(ctx) else fn.reference
+    return fn
+
+
 def _reducer(fn):
     def compute(ctx, node):
         x, axes = ctx.value(node, 0), ctx.value(node, 1)
         axes = derived(node, "axes", (axes, x.ndim),
                        lambda: normalize_axes(as_int_list(axes), x.ndim))
-        out = fn(x, axis=axes, keepdims=bool(option(node, "keep_dims", False)))
+        out = _chosen(fn, ctx)(x, axis=axes, keepdims=bool(option(node, "keep_dims", False)))
         return np.asarray(out).astype(x.dtype, copy=False)
     return compute
 
@@ -43,14 +69,15 @@ def _bound_reducer(fn):
         axes = ctx.known_value(node, 1)
         if axes is None:
             return None
+        fn_ = _chosen(fn, ctx)
         dtype = ctx.input(node, 0).dtype
         try:
             axes = normalize_axes(as_int_list(axes), len(ctx.input(node, 0).shape))
         except ValueError:
             return None  # the unbound kernel reports it
         keep = bool(option(node, "keep_dims", False))
-        return lambda x, _axes: np.asarray(fn(x, axis=axes, keepdims=keep)).astype(dtype,
-                                                                                 copy=False)
+        return lambda x, _axes: np.asarray(fn_(x, axis=axes, keepdims=keep)).astype(dtype,
+                                                                                  copy=False)
     return bind_arrays(make)
 
 
@@ -62,20 +89,76 @@ def _reduce_shape(ctx, node):
                           bool(option(node, "keep_dims", False)))]
 
 
+def _integer_mean(x, axis, keepdims):
+    """Integer mean: the int64 sum divided by the count, truncated toward zero."""
+    s = np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int64)
+    n = int(np.prod([x.shape[a] for a in axis], dtype=np.int64)) or 1
+    return (np.trunc(s / n)).astype(x.dtype)
+
+
+def _per_element(sums: np.ndarray, x, axis) -> np.ndarray:
+    """``sums`` divided by the number of elements each adds, in float32 (NaN over an
+    empty axis, as InitializeMeanOutput writes)."""
+    count = math.prod(x.shape[a] for a in axis)
+    if count:
+        return sums / np.float32(count)
+    return np.full(np.shape(sums), np.nan, np.float32)
+
+
 def mean(x, axis, keepdims):
-    if x.dtype.kind in "iu":  # integer mean truncates toward zero, as TFLite's
-        s = np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int64)
-        n = int(np.prod([x.shape[a] for a in axis], dtype=np.int64)) or 1
-        return (np.trunc(s / n)).astype(x.dtype)
+    """MEAN as reference_ops::Mean: float32 sums in memory order from 0, divided by the
+    count in float32; integers truncate toward zero, as TFLite's."""
+    if x.dtype.kind in "iu":
+        return _integer_mean(x, axis, keepdims)
     if x.dtype != np.float32:
         return np.mean(x, axis=axis, keepdims=keepdims)
-    # np.mean's own steps (a float32 add.reduce, then a division by the count with the
-    # result cast to float32) without its Python wrapper, a few microseconds per call
-    total = np.add.reduce(x, axis=axis, dtype=np.float32, keepdims=keepdims)
-    count = np.intp(int(np.prod([x.shape[a] for a in axis], dtype=np.int64)))
-    if isinstance(total, np.ndarray):
-        return np.true_divide(total, count, out=total, casting="unsafe")
-    return np.float32(total / count)
+    return _per_element(ordered_sum(x, axis, keepdims), x, axis)
+
+
+def resolved_dims(shape, axes) -> tuple[list[int], list[int]]:
+    """reduce_utils::ResolveAxis: the shape with its size-1 dimensions dropped and each
+    run of neighbours alike (all reduced or all kept) merged, and the reduced ones."""
+    dims = [int(d) for d in shape]
+    red = [a in axes for a in range(len(dims))]
+    merged: list[list] = []
+    for d, r in zip(dims, red):
+        if d == 1:
+            continue
+        if merged and merged[-1][1] == r:
+            merged[-1][0] *= d
+        else:
+            merged.append([d, r])
+    return [d for d, _ in merged], [i for i, (_, r) in enumerate(merged) if r]
+
+
+def mean_builtin(x, axis, keepdims):
+    """MEAN as the builtin kernels' optimized_ops::Mean: over the last axis of a resolved
+    shape that keeps another, Eigen's row sums (`eigen_float.row_sums`) divided by the
+    count; otherwise the memory-order sums from the first element (MeanGeneral)."""
+    if x.dtype != np.float32:
+        return mean(x, axis, keepdims)
+    out_shape = reduced_shape(x.shape, axis, keepdims)
+    dims, red = resolved_dims(x.shape, axis)
+    if x.size and len(dims) > 1 and red == [len(dims) - 1]:
+        sums = eigen_float.row_sums(x.reshape(-1, dims[-1]))
+        return (sums / np.float32(dims[-1])).reshape(out_shape)
+    return _per_element(ordered_sum(x, axis, keepdims, from_first=True), x, axis)
+
+
+def sum_builtin(x, axis, keepdims):
+    """SUM as the builtin kernels' optimized_ops::ReduceGeneric: memory order from the
+    first element."""
+    if x.dtype != np.float32:
+        return np.add.reduce(x, axis=axis, keepdims=keepdims)
+    return ordered_sum(x, axis, keepdims, from_first=True)
+
+
+def sum_reference(x, axis, keepdims):
+    """SUM as reference_ops::ReduceGeneric: memory order from 0 (over every axis, as
+    ReduceAllDims does, from the first element)."""
+    if x.dtype != np.float32:
+        return np.add.reduce(x, axis=axis, keepdims=keepdims)
+    return ordered_sum(x, axis, keepdims, from_first=len(axis) == x.ndim)
 
 
 def _prepare_mean(ctx, node):
@@ -124,8 +207,10 @@ reduce_min = _extreme(np.minimum, lambda info: info.max)
 # for arrays, without their Python wrappers (about a microsecond each)
 #: op, versions, float function, node kinds, integer prepare and compute
 _REDUCTIONS = (
-    (Op.MEAN, (1, 3), mean, QUANTIZED, _prepare_mean, _int_mean_sum(False)),
-    (Op.SUM, (1, 2), np.add.reduce, QUANTIZED, _prepare_mean, _int_mean_sum(True)),
+    (Op.MEAN, (1, 3), _BySet(mean, mean_builtin), QUANTIZED, _prepare_mean,
+     _int_mean_sum(False)),
+    (Op.SUM, (1, 2), _BySet(sum_reference, sum_builtin), QUANTIZED, _prepare_mean,
+     _int_mean_sum(True)),
     (Op.REDUCE_MAX, (1, 3), reduce_max, QUANTIZED, None, _int_raw(int_reduce.reduce_max)),
     (Op.REDUCE_MIN, (1, 3), reduce_min, QUANTIZED, None, _int_raw(int_reduce.reduce_min)),
     (Op.REDUCE_PROD, (1, 2), np.multiply.reduce, "float+int8+int16", None, _int_prod),
