@@ -6,8 +6,10 @@ int8, weight-only int8, int4 blockwise) and tiny_llama_f32 quantized here with e
 litert-quantizer 0.11 recipe LiteRT computes with meaning (each recipe quantized once per
 session).  The oracle is LiteRT's own signature runners (BUILTIN_WITHOUT_DEFAULT_DELEGATES:
 its builtin kernels, no XNNPACK delegate) running the generation loop as the issue
-defines it, transcribed here; ours is `generate` on an `Interpreter` with its defaults
-(``kernels="auto"``: the builtin set for an LLM export).  Every decode step's logits must
+defines it, transcribed here; ours is `generate` on an `Interpreter` with its default
+kernel set (``kernels="auto"``: the builtin set for an LLM export) and its float sums in
+that set's order (``float_sums="reference"``; the default, BLAS, is a float32 rounding off
+on float FULLY_CONNECTEDs, checked below).  Every decode step's logits must
 have LiteRT's bits, not only its argmax.
 
 Recipes left out, with the reason: ``dynamic_wi2b32_afp32`` / ``dynamic_wi2b64_afp32``
@@ -69,10 +71,11 @@ def litert_loop(data: bytes, prompt=PROMPT, steps=STEPS) -> tuple[list[int], np.
     return tokens, np.array(rows)
 
 
-def our_loop(data: bytes, prompt=PROMPT, steps=STEPS) -> tuple[list[int], np.ndarray]:
+def our_loop(data: bytes, prompt=PROMPT, steps=STEPS,
+             float_sums: str = "reference") -> tuple[list[int], np.ndarray]:
     model = load_model(data)
     plan = find_plan(model, len(prompt))
-    interp = Interpreter(model)
+    interp = Interpreter(model, float_sums=float_sums)
     rows = []
 
     def run(signature, inputs):
@@ -98,6 +101,17 @@ def assert_same_logits(data: bytes, what: str, prompt=PROMPT) -> None:
 @pytest.mark.parametrize("form", ["f32", "q8", "q8_wo", "q4_block32"])
 def test_committed_exports_decode_litert_logits(form):
     assert_same_logits((LLM / f"tiny_llama_{form}.tflite").read_bytes(), form)
+
+
+def test_default_blas_sums_are_a_rounding_off_the_builtin_logits():
+    """With its default float sums (BLAS) the float32 export's logits are LiteRT's within
+    float32 rounding of the products' order, and its ids are LiteRT's."""
+    data = FLOAT.read_bytes()
+    ref_ids, ref = litert_loop(data)
+    ids, ours = our_loop(data, float_sums="auto")
+    assert ids == ref_ids
+    scale = float(np.abs(ref).max())
+    assert float(np.abs(ours.astype(np.float64) - ref).max()) <= 1e-5 * scale
 
 
 def test_another_prompt_and_a_longer_one():

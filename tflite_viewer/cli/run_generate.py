@@ -9,7 +9,8 @@ its time) and ends with the ids; ``--json`` gives ``{"tokens": [...], "prompt", 
 "calls", ...}``, the plan with ``feeds``: what the loop put in every input of every
 signature.  ``--logits OUT.npy`` writes the decode steps' logits, float32 [K, vocab].
 ``--compare-litert`` runs the same loop with LiteRT's builtin kernels in a child process
-and compares the ids (exit 1 when they differ) and the logits (reported).
+and compares the ids (exit 1 when they differ) and the logits (reported); our float sums
+are then added in the builtin kernels' order unless ``--float-sums blas`` was asked.
 """
 from __future__ import annotations
 
@@ -123,6 +124,16 @@ def _compare(args, model, plan, prompt, result, logits, doc, lines) -> str | Non
             f"{result.tokens[first]}, LiteRT's {ref.tokens[first]}")
 
 
+def _exact_sums_for_comparison(interp) -> None:
+    """Compared with LiteRT's builtin kernels, an interpreter whose float sums are BLAS's
+    because ``auto`` was asked adds them in the kernel set's order instead, as the op-by-op
+    cross-check does (`crosscheck.EXACT_ORDER_RESOLVERS`): the logits are then compared bit
+    for bit, not within a BLAS rounding."""
+    from ..interpreter.float_sums import reference_for_ref_check
+    if reference_for_ref_check(interp.float_sums_asked):
+        interp.reference_float_sums = True
+
+
 def main(args: argparse.Namespace) -> int:
     from ..interpreter.budget import (DEFAULT_MAX_ALLOCATION_BYTES, DEFAULT_MAX_ITERATIONS,
                                       DEFAULT_TIMEOUT)
@@ -142,6 +153,8 @@ def main(args: argparse.Namespace) -> int:
                "max_iterations": args.max_iterations or DEFAULT_MAX_ITERATIONS,
                "timeout": args.timeout or DEFAULT_TIMEOUT}
     interp = new_interpreter(model, args, budgets)
+    if args.compare_litert:
+        _exact_sums_for_comparison(interp)
     ops, rows = 0, []
 
     def run(signature, inputs):
