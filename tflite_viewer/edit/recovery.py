@@ -230,7 +230,7 @@ def _read_entry(recovery: Recovery, entry: dict, data: DataFolder) -> None:
     if "apply" in entry:
         command = decode_command(entry, data.get)
         description = entry.get("description")
-        if recovery.clean is not None and recovery.clean > at:
+        if recovery.clean is not None and at < recovery.clean <= len(history):
             recovery.clean = None  # the saved state was among the dropped redo steps
         del history[max(at, 0):]
         del recovery.descriptions[max(at, 0):]
