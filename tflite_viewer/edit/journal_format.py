@@ -161,11 +161,14 @@ def decode_command(entry: dict, get: Callable[[str], bytes]) -> EditCommand:
     cls = KINDS.get(body.get("kind")) if isinstance(body, dict) else None
     if cls is None or not isinstance(body.get("args"), dict):
         raise JournalError(f"an unknown edit {body!r:.80}")
-    args = {k: decode_value(v, get) for k, v in body["args"].items()}
     try:
+        args = {k: decode_value(v, get) for k, v in body["args"].items()}
         return cls(**args)
-    except (TypeError, ValueError) as exc:
-        raise JournalError(f"{cls.__name__} cannot be made from its record: {exc}") from None
+    except JournalError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a damaged record can hold anything
+        raise JournalError(f"{cls.__name__} cannot be made from its record "
+                           f"({type(exc).__name__}: {exc})") from None
 
 
 # -- lines -----------------------------------------------------------------------------------
@@ -179,20 +182,20 @@ def frame(entry: dict) -> bytes:
 def unframe(line: bytes) -> dict:
     """The entry of one line (with its newline); JournalError saying what is wrong."""
     if not line.endswith(b"\n"):
-        raise JournalError("it ends in the middle of a line (a write cut short)")
+        raise JournalError("it ends in the middle of a line")
     crc, _, payload = line[:-1].partition(b" ")
     try:
         ok = len(crc) == 8 and int(crc, 16) == zlib.crc32(payload)
     except ValueError:
         ok = False
     if not ok:
-        raise JournalError("a line's checksum does not match (a damaged or partial write)")
+        raise JournalError("its checksum does not match")
     try:
         entry = json.loads(payload)
     except ValueError:
-        raise JournalError("a line is not JSON") from None
+        raise JournalError("it is not JSON") from None
     if not isinstance(entry, dict):
-        raise JournalError("a line is not an entry")
+        raise JournalError("it is not an entry")
     return entry
 
 
@@ -234,7 +237,9 @@ class SourceStamp:
             stamp = cls(**obj)
         except TypeError:
             raise JournalError("its header does not name a source file") from None
-        if not isinstance(stamp.size, int) or not isinstance(stamp.sha256, str) or \
+        types = {"path": (str, type(None)), "section": (int, type(None)), "size": int,
+                 "mtime_ns": int, "sha256": str, "data": (str, type(None))}
+        if any(not isinstance(getattr(stamp, k), t) for k, t in types.items()) or \
                 (stamp.path is None) == (stamp.data is None):
             raise JournalError("its header does not name a source file")
         return stamp

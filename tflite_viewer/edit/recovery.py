@@ -32,10 +32,12 @@ from .durable import lock
 from .journal import Journal, default_folder
 from .journal_format import (MAGIC, VERSION, DataFolder, JournalError, SourceStamp,
                              decode_command, unframe)
+from .writer import LAYOUTS
 
 log = logging.getLogger(__name__)
 
-_SETTINGS = ("fast_path_enabled", "splice_min_objects", "splice_min_bytes")
+#: the document's settings a journal records (they decide how states are written)
+_SETTINGS = {"fast_path_enabled": bool, "splice_min_objects": int, "splice_min_bytes": int}
 
 
 @dataclass
@@ -200,13 +202,16 @@ def read_journal(home: Path) -> Recovery | None:
         if header.get("journal") != MAGIC or header.get("version") != VERSION:
             raise JournalError("it is not a tflite-viewer journal of this version")
         source = SourceStamp.from_json(header.get("source"))
+        if header.get("layout", "auto") not in LAYOUTS:
+            raise JournalError(f"its layout {header.get('layout')!r} is not one of {LAYOUTS}")
     except JournalError as exc:
         log.warning("the journal in %s is unreadable: %s", home, exc)
         return None
     settings = header.get("settings") if isinstance(header.get("settings"), dict) else {}
+    settings = {k: settings[k] for k, t in _SETTINGS.items() if type(settings.get(k)) is t}
     clean = header.get("clean")
     recovery = Recovery(home, source, str(header.get("layout", "auto")),
-                        {k: settings[k] for k in _SETTINGS if k in settings}, [], [], 0,
+                        settings, [], [], 0,
                         header.get("saved_to"),
                         clean=clean if isinstance(clean, int) else None)
     data = DataFolder(home / "data")
@@ -240,7 +245,7 @@ def _read_entry(recovery: Recovery, entry: dict, data: DataFolder) -> None:
         recovery.index = len(history)
     elif "at" in entry:
         at = entry["at"]
-        if not isinstance(at, int) or at > len(history):
+        if not isinstance(at, int) or isinstance(at, bool) or at > len(history):
             raise JournalError(f"it moves to position {at!r} of a history of {len(history)}")
         recovery.index = at
     else:
@@ -252,15 +257,16 @@ _DESCRIPTION = re.compile(rb'"description":("(?:[^"\\]|\\.)*")')
 
 def _damage(lines: list[bytes], n: int, exc: Exception) -> str:
     """What the damage at line ``n`` (1-based) loses, for a person."""
-    lost = [_described(lines[n - 1])] + [_described(line) for line in lines[n:]]
-    named = [d for d in lost if d]
+    if n == len(lines) and not lines[-1].endswith(b"\n"):  # the write a kill cut short
+        name = _described(lines[-1])
+        return ("the last change, which was being written when the program stopped"
+                + (f': "{name}"' if name else ""))
+    named = [d for d in (_described(line) for line in lines[n:]) if d]
     what = "; ".join(f'"{d}"' for d in named[:5]) + (" ..." if len(named) > 5 else "")
-    if n == len(lines):
-        head = "the last change was being written when the program stopped"
-    else:
-        head = f"the journal is damaged at line {n} of {len(lines)} ({exc})"
-    count = f"{len(lost)} journal entr{'ies' if len(lost) != 1 else 'y'}"
-    return f"{head}: {count} not restored" + (f", among them {what}" if what else "")
+    later = len(lines) - n
+    return (f"line {n} of {len(lines)} of the journal is damaged ({exc}): it and "
+            f"{later} entr{'ies' if later != 1 else 'y'} after it are not restored"
+            + (f", among them {what}" if what else ""))
 
 
 def _described(line: bytes) -> str | None:
