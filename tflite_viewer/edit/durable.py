@@ -5,7 +5,6 @@ journal (`edit.journal`) write this way."""
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -17,13 +16,10 @@ except ImportError:  # Windows: no advisory locks (see `lock`)
 
 
 def sync(fd: int) -> None:
-    """Push a file's data to the disk (macOS: past the drive's cache, as fsync does not)."""
-    if sys.platform == "darwin" and fcntl is not None:
-        try:
-            fcntl.fcntl(fd, fcntl.F_FULLFSYNC)
-            return
-        except OSError:  # a file system without it: fsync is the best there is
-            pass
+    """Push a file's data (and its size) to the disk: fdatasync where there is one.
+
+    On macOS this is fsync, not ``F_FULLFSYNC`` (which also flushes the drive's cache and
+    takes tens of milliseconds): SQLite's default trade-off, kept within an edit's budget."""
     (os.fdatasync if hasattr(os, "fdatasync") else os.fsync)(fd)
 
 
