@@ -42,12 +42,17 @@ def crash(journal: Journal) -> None:
     journal.document.journal = None
 
 
-def restored_copy(journal: Journal, scratch: Path) -> ModelDocument | None:
-    """Restore a copy of a live journal as the next start would (None: nothing pending)."""
+def pending_recoveries_of_copy(journal: Journal, scratch: Path) -> list:
+    """`pending_recoveries` of a copy of a live journal, as the next start would see it."""
     if scratch.exists():
         shutil.rmtree(scratch)
     shutil.copytree(journal.home, scratch / journal.home.name)
-    found = pending_recoveries(scratch)
+    return pending_recoveries(scratch)
+
+
+def restored_copy(journal: Journal, scratch: Path) -> ModelDocument | None:
+    """Restore a copy of a live journal as the next start would (None: nothing pending)."""
+    found = pending_recoveries_of_copy(journal, scratch)
     assert len(found) <= 1
     return found[0].restore(journal=False) if found else None
 
@@ -271,11 +276,16 @@ def test_a_journal_at_its_saved_state_is_not_offered(tmp_path):
     assert not any(p.is_dir() for p in tmp_path.iterdir())  # and it is cleared
 
 
-def test_a_save_over_the_opened_file_becomes_the_base_of_later_edits(tmp_path):
+def _copy_opened(tmp_path: Path) -> tuple[Path, ModelDocument, Journal]:
+    """A copy of the model, opened and journaled to ``tmp_path / "rec"``."""
     model = tmp_path / "model.tflite"
     shutil.copyfile(DILATED, model)
     doc = ModelDocument(model)
-    journal = Journal(doc, tmp_path / "rec")
+    return model, doc, Journal(doc, tmp_path / "rec")
+
+
+def test_a_save_over_the_opened_file_becomes_the_base_of_later_edits(tmp_path):
+    model, doc, journal = _copy_opened(tmp_path)
     doc.apply(RenameTensor(0, 0, "a"))
     doc.save(model, overwrite_original=True)
     doc.apply(SetDescription("after the save"))
@@ -290,10 +300,7 @@ def test_a_save_over_the_opened_file_becomes_the_base_of_later_edits(tmp_path):
 
 
 def test_undone_past_a_save_over_the_opened_file_says_what_is_lost(tmp_path):
-    model = tmp_path / "model.tflite"
-    shutil.copyfile(DILATED, model)
-    doc = ModelDocument(model)
-    journal = Journal(doc, tmp_path / "rec")
+    model, doc, journal = _copy_opened(tmp_path)
     doc.apply(RenameTensor(0, 0, "a"))
     doc.save(model, overwrite_original=True)
     doc.undo()
@@ -304,10 +311,7 @@ def test_undone_past_a_save_over_the_opened_file_says_what_is_lost(tmp_path):
 
 
 def test_a_changed_source_file_is_named_and_what_no_longer_applies_is_lost(tmp_path):
-    model = tmp_path / "model.tflite"
-    shutil.copyfile(DILATED, model)
-    doc = ModelDocument(model)
-    journal = Journal(doc, tmp_path / "rec")
+    model, doc, journal = _copy_opened(tmp_path)
     dw = next(o for o in doc.model.subgraphs[0].operators if o.name == "DEPTHWISE_CONV_2D")
     doc.apply(RenameTensor(0, 0, "a"))
     doc.apply(SetOption(0, dw.index, "dilation_w_factor", 2))
@@ -329,10 +333,7 @@ def test_a_changed_source_file_is_named_and_what_no_longer_applies_is_lost(tmp_p
 
 
 def test_a_missing_source_file_is_a_readable_refusal_and_the_journal_stays(tmp_path):
-    model = tmp_path / "model.tflite"
-    shutil.copyfile(DILATED, model)
-    doc = ModelDocument(model)
-    journal = Journal(doc, tmp_path / "rec")
+    model, doc, journal = _copy_opened(tmp_path)
     doc.apply(RenameTensor(0, 0, "a"))
     crash(journal)
     model.unlink()
@@ -391,3 +392,28 @@ def test_the_default_folder_is_the_platform_settings_folder(monkeypatch, tmp_pat
     monkeypatch.setattr("sys.platform", "win32")
     monkeypatch.setenv("APPDATA", str(tmp_path / "Roaming"))
     assert default_folder() == tmp_path / "Roaming" / "tflite-viewer" / "recovery"
+
+
+def test_a_large_source_is_hashed_in_a_thread_no_edit_waits_for(tmp_path, monkeypatch):
+    import threading
+
+    from tflite_viewer.edit import journal as journal_module
+    from tflite_viewer.edit.journal_format import hash_file
+    release = threading.Event()
+
+    def slow_hash(path):
+        release.wait(30)
+        return hash_file(path)
+    monkeypatch.setattr(journal_module, "HASH_AT_ONCE", 0)
+    monkeypatch.setattr(journal_module, "hash_file", slow_hash)
+    model, doc, journal = _copy_opened(tmp_path)
+    doc.apply(RenameTensor(0, 0, "a"))  # the hash is not known: the header goes without it
+    [unverified] = pending_recoveries_of_copy(journal, tmp_path / "copy")
+    assert unverified.source.sha256 is None and not unverified.source_changed
+    release.set()
+    journal._hash.result(30)
+    doc.apply(SetDescription("b"))  # journals the hash with this edit
+    crash(journal)
+    [recovery] = pending_recoveries(tmp_path / "rec")
+    assert recovery.source.sha256 == hash_file(model)
+    assert recovery.restore().to_bytes() == doc.to_bytes()

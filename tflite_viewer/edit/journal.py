@@ -32,18 +32,21 @@ import sys
 import time
 import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .commands import EditCommand
 from .durable import lock, sync, sync_folder, write_all
 from .journal_format import (MAGIC, VERSION, DataFolder, JournalError, SourceStamp,
-                             encode_command, frame)
+                             encode_command, frame, hash_file)
 
 if TYPE_CHECKING:
     from .document import ModelDocument
 
 APP = "tflite-viewer"
+#: source files up to this size are hashed at once (~25 ms); larger ones in a thread
+HASH_AT_ONCE = 16 << 20
 
 
 def default_folder() -> Path:
@@ -88,7 +91,8 @@ class Journal:
         self._at = 0  # the position as journaled
         self._base = 0  # history position the source file is at (a save over it moves it)
         self._saved_to: str | None = None
-        self._stamp: Future | SourceStamp | None = None
+        self._stamp: SourceStamp | None = None  # None: not known yet
+        self._hash: Future | None = None  # the source's SHA-256, being computed
         self._hash_source()
         if document.journal is not None:
             document.journal.close()
@@ -119,7 +123,7 @@ class Journal:
             over = False
         if over:
             self._base = self.document.history_index
-            self._hash_source(Path(target))
+            self._hash_source(Path(target), None)
         try:
             self._remove_journal()
         except OSError as exc:
@@ -146,11 +150,12 @@ class Journal:
             self._snapshot(commands, at)
         elif len(commands) == len(written) and all(a is b for a, b in zip(commands, written)):
             if at != self._at:  # an undo or a redo
-                self._append(frame({"at": at}))
+                self._append(self._hashed() + frame({"at": at}))
                 self._at = at
         elif at == len(commands) == self._at + 1 and \
                 all(a is b for a, b in zip(commands[:self._at], written)):
-            self._append(self._line(commands[-1]))  # an apply (undone commands dropped)
+            line = self._line(commands[-1])  # an apply (undone commands dropped)
+            self._append(self._hashed() + line)
             del written[self._at:]
             written.append(commands[-1])
             self._at = at
@@ -236,24 +241,45 @@ class Journal:
                      f"{reason}{where}"
 
     # -- the source file -----------------------------------------------------------------------
-    def _hash_source(self, path: Path | None = None) -> None:
-        """Start hashing the source file in a thread: a 2 GB model takes seconds, which
-        the first edit then waits for only if it comes sooner."""
-        source, section = _source_of(self.document)
-        if path is not None:
-            source, section = path, None
-        if source is None:
-            self._stamp = None
+    def _hash_source(self, path: Path | None = None, section: int | None = None) -> None:
+        """Note the source file's size, time and hash; a large file is hashed in a thread
+        (a 2 GB model takes seconds) that no edit waits for: the hash is journaled when it
+        is done."""
+        if path is None:
+            path, section = _source_of(self.document)
+        self._stamp, self._hash = None, None
+        if path is None:
+            return  # a model opened from bytes: stamped at the first change
+        try:
+            self._stamp = SourceStamp.of_file(path, section)
+            if self._stamp.size <= HASH_AT_ONCE:
+                self._stamp = replace(self._stamp, sha256=hash_file(path))
+                return
+        except OSError as exc:
+            self._stop(exc)
             return
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal-hash")
-        self._stamp = pool.submit(SourceStamp.of_file, source, section)
+        self._hash = pool.submit(hash_file, path)
         pool.shutdown(wait=False)
 
     def _source(self) -> SourceStamp:
-        if isinstance(self._stamp, Future):
-            self._stamp = self._stamp.result()
+        """The stamp for a header, with the hash if it is known by now."""
         if self._stamp is None:  # a model opened from bytes: they go in the journal
             data = self.document.original.data.tobytes()
             self._stamp = SourceStamp(None, None, len(data), 0, hashlib.sha256(data).hexdigest(),
                                       data=self.data.put(data, ".tflite"))
+        self._hashed()
         return self._stamp
+
+    def _hashed(self) -> bytes:
+        """Once the hash is done: put it in the stamp, and the line that records it for a
+        journal whose header went out without it."""
+        if self._hash is None or not self._hash.done():
+            return b""
+        future, self._hash = self._hash, None
+        try:
+            digest = future.result()
+        except OSError:
+            return b""  # the file went away: its restore will say so
+        self._stamp = replace(self._stamp, sha256=digest)
+        return frame({"sha256": digest}) if self._fd >= 0 else b""

@@ -11,6 +11,8 @@ reader keeps the entries before it.  Entries:
   applied at the current position: the commands after the position (undone ones) are
   dropped, as `ModelDocument.apply` drops them;
 * ``{"at": 3}`` -- the history's position after an undo or a redo;
+* ``{"sha256": "..."}`` -- the source file's hash, when the header went out before the
+  thread hashing the file was done (a large model);
 * ``{"saved": "/path/out.tflite"}`` -- the model was saved there (for the restore's message).
 
 A command is recorded as the call that made it (`EditCommand.arguments`): JSON for what
@@ -206,27 +208,23 @@ class SourceStamp:
     """The file a document's edits apply to, as it was when they were made.
 
     ``path`` (with ``section``, for a model inside a .litertlm container), its size,
-    modification time and SHA-256; or, for a model opened from bytes, ``data``: the side
-    file holding those bytes."""
+    modification time and SHA-256 (None until hashed: a journal records it when its
+    thread has read the file); or, for a model opened from bytes, ``data``: the side file
+    holding those bytes."""
 
     path: str | None
     section: int | None
     size: int
     mtime_ns: int
-    sha256: str
+    sha256: str | None
     data: str | None = None
 
     @classmethod
     def of_file(cls, path: str | os.PathLike, section: int | None = None) -> "SourceStamp":
+        """The file's size and time now; its hash is `hash_file`'s job."""
         path = Path(path).absolute()
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            chunk = bytearray(1 << 20)
-            view = memoryview(chunk)
-            while n := f.readinto(chunk):
-                digest.update(view[:n])  # releases the GIL: the window stays responsive
-        return cls(str(path), section, st.st_size, st.st_mtime_ns, digest.hexdigest())
+        st = path.stat()
+        return cls(str(path), section, st.st_size, st.st_mtime_ns, None)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -238,7 +236,7 @@ class SourceStamp:
         except TypeError:
             raise JournalError("its header does not name a source file") from None
         types = {"path": (str, type(None)), "section": (int, type(None)), "size": int,
-                 "mtime_ns": int, "sha256": str, "data": (str, type(None))}
+                 "mtime_ns": int, "sha256": (str, type(None)), "data": (str, type(None))}
         if any(not isinstance(getattr(stamp, k), t) for k, t in types.items()) or \
                 (stamp.path is None) == (stamp.data is None):
             raise JournalError("its header does not name a source file")
@@ -259,12 +257,25 @@ class SourceStamp:
             notes.append(f"its size changed from {self.size:,} to {st.st_size:,} bytes")
         if st.st_mtime_ns != self.mtime_ns:
             notes.append("it was modified since")
-        if not notes:
+        if not notes and self.sha256 is not None:
             try:
-                same = SourceStamp.of_file(path).sha256 == self.sha256
+                same = hash_file(path) == self.sha256
             except OSError as exc:
                 return f"{path} cannot be read any more ({exc.strerror or exc})"
-            if same:
-                return None
-            notes.append("its contents differ")
+            if not same:
+                notes.append("its contents differ")
+        if not notes:
+            return None
         return f"{path.name} changed since the edits were made: {', '.join(notes)}"
+
+
+def hash_file(path: str | os.PathLike) -> str:
+    """The SHA-256 of a file's bytes, read a megabyte at a time (hashing releases the GIL:
+    a thread hashing a large model leaves the window responsive)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        chunk = bytearray(1 << 20)
+        view = memoryview(chunk)
+        while n := f.readinto(chunk):
+            digest.update(view[:n])
+    return digest.hexdigest()

@@ -21,7 +21,7 @@ import logging
 import os
 import re
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -243,6 +243,11 @@ def _read_entry(recovery: Recovery, entry: dict, data: DataFolder) -> None:
         recovery.descriptions.append(description if isinstance(description, str)
                                      else command.description)
         recovery.index = len(history)
+    elif "sha256" in entry:  # the source's hash, journaled once its thread was done
+        digest = entry["sha256"]
+        if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise JournalError(f"a source hash {digest!r:.80}")
+        recovery.source = replace(recovery.source, sha256=digest)
     elif "at" in entry:
         at = entry["at"]
         if not isinstance(at, int) or isinstance(at, bool) or at > len(history):
