@@ -299,14 +299,20 @@ def test_a_save_over_the_opened_file_becomes_the_base_of_later_edits(tmp_path):
     assert restored.to_bytes() == want
 
 
-def test_undone_past_a_save_over_the_opened_file_says_what_is_lost(tmp_path):
+@pytest.mark.parametrize("then_edit", [False, True], ids=["undone", "undone-then-edited"])
+def test_undone_past_a_save_over_the_opened_file_says_what_is_lost(tmp_path, then_edit):
     model, doc, journal = _copy_opened(tmp_path)
     doc.apply(RenameTensor(0, 0, "a"))
+    doc.apply(SetDescription("saved"))
     doc.save(model, overwrite_original=True)
     doc.undo()
+    if then_edit:  # the history no longer passes through the saved state
+        doc.apply(SetDescription("another branch"))
+        doc.apply(SetDescription("and on"))
     crash(journal)
     [recovery] = pending_recoveries(tmp_path / "rec")
     assert "undone past the save that replaced model.tflite" in recovery.lost[0]
+    assert recovery.descriptions == []
     assert recovery.restore().to_bytes() == model.read_bytes()
 
 

@@ -29,9 +29,10 @@ import hashlib
 import os
 import shutil
 import sys
+import threading
 import time
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -90,6 +91,7 @@ class Journal:
         self._written: list[EditCommand] = []  # the history as journaled (from `_base`)
         self._at = 0  # the position as journaled
         self._base = 0  # history position the source file is at (a save over it moves it)
+        self._base_commands: list[EditCommand] = []  # the commands the file has since then
         self._saved_to: str | None = None
         self._stamp: SourceStamp | None = None  # None: not known yet
         self._hash: Future | None = None  # the source's SHA-256, being computed
@@ -123,6 +125,7 @@ class Journal:
             over = False
         if over:
             self._base = self.document.history_index
+            self._base_commands = self.document.commands[:self._base]
             self._hash_source(Path(target), None)
         try:
             self._remove_journal()
@@ -141,10 +144,19 @@ class Journal:
         shutil.rmtree(self.home, ignore_errors=True)  # what remains: `pending_recoveries`
 
     # -- writing -----------------------------------------------------------------------------
+    def _history(self) -> tuple[list[EditCommand], int]:
+        """The commands from the source file's state on, and the position among them:
+        negative before it (undone past a save over the file); ``([], -1)`` once no state
+        since is reachable from the file (an edit made there)."""
+        commands = self.document.commands
+        base = self._base
+        if len(commands) < base or any(a is not b for a, b in
+                                       zip(commands[:base], self._base_commands)):
+            return [], -1
+        return commands[base:], self.document.history_index - base
+
     def _record(self) -> None:
-        doc = self.document
-        commands = doc.commands[self._base:]
-        at = doc.history_index - self._base
+        commands, at = self._history()
         written = self._written
         if self._fd < 0:
             self._snapshot(commands, at)
@@ -258,9 +270,15 @@ class Journal:
         except OSError as exc:
             self._stop(exc)
             return
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="journal-hash")
-        self._hash = pool.submit(hash_file, path)
-        pool.shutdown(wait=False)
+        self._hash = future = Future()
+
+        def work() -> None:
+            try:
+                future.set_result(hash_file(path))
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever reads it
+                future.set_exception(exc)
+        # a daemon: quitting the program never waits for a hash
+        threading.Thread(target=work, name="journal-hash", daemon=True).start()
 
     def _source(self) -> SourceStamp:
         """The stamp for a header, with the hash if it is known by now."""

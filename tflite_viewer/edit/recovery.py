@@ -222,9 +222,9 @@ def read_journal(home: Path) -> Recovery | None:
             recovery.lost.append(_damage(lines, n, exc))
             break
     if recovery.index < 0:
-        recovery.lost.append(f"{-recovery.index} edit(s) undone past the save that replaced "
-                             f"{recovery.name}: the state before that save needs the file "
-                             "as it was, and is restored as saved")
+        recovery.lost.append(f"the edits were undone past the save that replaced "
+                             f"{recovery.name}: what was made from there needs the file as it "
+                             "was before that save; restored as saved")
         recovery.index = 0
     return recovery
 
