@@ -174,18 +174,20 @@ def test_unreadable_journals_and_leftovers_are_cleared_without_a_traceback(writt
     folder = tmp_path / "rec"
     folder.mkdir()
     (folder / "a_file").write_text("not a journal folder")
-    (folder / "empty_dir").mkdir()
-    (folder / ".20260101-000000-1-abcd.new").mkdir()  # a writer killed while making it
-    for name, data in [("empty", b""), ("garbage", bytes(range(256)) * 3),
-                       ("wrong_magic", frame({"journal": "other", "version": 1})),
-                       ("bad_source", frame({"journal": "tflite-viewer", "version": 1,
-                                             "source": {"path": 5}})),
-                       ("bad_layout", (home / "journal").read_bytes().replace(
-                           b'"layout":"auto"', b'"layout":"zz"'))]:
-        (folder / name).mkdir()
-        (folder / name / "journal").write_bytes(data)
+    (folder / "someone_elses").mkdir()  # not named as a journal: never touched
+    (folder / "20260101-000000-1-0000000a").mkdir()  # no journal in it
+    (folder / ".20260101-000000-1-0000000b.new").mkdir()  # a writer killed while making it
+    for k, data in enumerate([b"", bytes(range(256)) * 3,
+                              frame({"journal": "other", "version": 1}),
+                              frame({"journal": "tflite-viewer", "version": 1,
+                                     "source": {"path": 5}}),
+                              (home / "journal").read_bytes().replace(
+                                  b'"layout":"auto"', b'"layout":"zz"')]):
+        bad = folder / f"20260101-000000-1-0000001{k}"
+        bad.mkdir()
+        (bad / "journal").write_bytes(data)
     assert pending_recoveries(folder) == []
-    assert [p.name for p in folder.iterdir()] == ["a_file"]
+    assert sorted(p.name for p in folder.iterdir()) == ["a_file", "someone_elses"]
     assert pending_recoveries(tmp_path / "missing") == []
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import sys
 import threading
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
     from .document import ModelDocument
 
 APP = "tflite-viewer"
+#: the name of a document's journal folder (`Journal.home`), or of one being made
+HOME_NAME = re.compile(r"\.?\d{8}-\d{6}-\d+-[0-9a-f]{8}(\.new)?")
 #: source files up to this size are hashed at once (~25 ms); larger ones in a thread
 HASH_AT_ONCE = 16 << 20
 

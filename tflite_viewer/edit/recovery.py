@@ -22,14 +22,14 @@ import os
 import re
 import shutil
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from ..model.loader import load_model
 from .commands import EditCommand
 from .document import ModelDocument
 from .durable import lock
-from .journal import Journal, default_folder
+from .journal import HOME_NAME, Journal, default_folder
 from .journal_format import (MAGIC, VERSION, DataFolder, JournalError, SourceStamp,
                              decode_command, unframe)
 from .writer import LAYOUTS
@@ -55,7 +55,6 @@ class Recovery:
     #: what could not be restored, one sentence each (reading; `restore` adds replay's)
     lost: list[str] = field(default_factory=list)
     clean: int | None = 0  # the position of the file on disk (None: no longer reachable)
-    _change: Any = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -72,13 +71,11 @@ class Recovery:
         except OSError:
             return datetime.datetime.now()
 
-    @property
+    @cached_property
     def source_change(self) -> str | None:
         """How the model's file changed since the edits were made, for a person; None if
         it did not (same size, modification time and SHA-256).  Computed once."""
-        if self._change is None:
-            self._change = (self.source.change(),)
-        return self._change[0]
+        return self.source.change()
 
     @property
     def source_changed(self) -> bool:
@@ -164,10 +161,12 @@ class Recovery:
 def pending_recoveries(folder: str | os.PathLike | None = None) -> list[Recovery]:
     """The journals in ``folder`` (default: `default_folder`) that hold unsaved edits,
     newest first, never one a running instance is writing.  Journals with nothing to
-    restore (the model was at its saved state) and unreadable ones are removed."""
+    restore (the model was at its saved state) and unreadable ones are removed; nothing
+    else in the folder is touched (only folders named as a `Journal` names them)."""
     folder = Path(folder) if folder is not None else default_folder()
     try:
-        homes = sorted((p for p in folder.iterdir() if p.is_dir()), reverse=True)
+        homes = sorted((p for p in folder.iterdir()
+                        if p.is_dir() and HOME_NAME.fullmatch(p.name)), reverse=True)
     except OSError:
         return []
     out = []
