@@ -367,6 +367,8 @@ def test_a_journal_being_restored_elsewhere_is_refused(tmp_path):
     finally:
         os.close(fd)
     assert recovery.restore().history == doc.history
+    with pytest.raises(JournalError, match="restored or discarded already"):
+        recovery.restore()
 
 
 def test_a_journal_that_cannot_be_written_stops_and_says_why_without_refusing_edits(tmp_path):

@@ -110,7 +110,11 @@ class Recovery:
         With ``journal`` the restored document journals to the same folder at once (its
         history is written there before this journal is removed).  A command that no
         longer applies ends the replay: it and those after it are added to `lost`."""
-        fd = os.open(self.home / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(self.home / "lock", os.O_RDWR)
+        except OSError:
+            raise JournalError(f"the edits to {self.name} were restored or discarded "
+                               "already") from None
         try:
             if not lock(fd):
                 raise JournalError(f"the edits to {self.name} are being restored by another "
