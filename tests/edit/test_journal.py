@@ -371,7 +371,8 @@ def test_a_journal_being_restored_elsewhere_is_refused(tmp_path):
         recovery.restore()
 
 
-def test_a_journal_that_cannot_be_written_stops_and_says_why_without_refusing_edits(tmp_path):
+def test_a_journal_that_cannot_be_written_stops_and_says_why_without_refusing_edits(tmp_path,
+                                                                                    monkeypatch):
     blocker = tmp_path / "not_a_folder"
     blocker.write_text("")
     doc = ModelDocument(DILATED)
@@ -386,6 +387,17 @@ def test_a_journal_that_cannot_be_written_stops_and_says_why_without_refusing_ed
     journal = Journal(doc, tmp_path / "rec")
     doc.apply(Unknown(0, 0, "b"))
     assert "Unknown is not a command the journal knows" in journal.error
+
+    def broken(command, put):
+        raise RuntimeError("a bug in the journal")
+    from tflite_viewer.edit import journal as journal_module
+    monkeypatch.setattr(journal_module, "encode_command", broken)
+    doc = ModelDocument(DILATED)
+    journal = Journal(doc, tmp_path / "rec2")
+    result = doc.apply(SetDescription("made anyway"))  # no exception reaches the edit
+    assert result.description and doc.model.description == "made anyway"
+    assert "a bug in the journal" in journal.error
+
 
 
 def test_the_default_folder_is_the_platform_settings_folder(monkeypatch, tmp_path):

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 
 from .commands import EditCommand
 from .durable import lock, sync, sync_folder, write_all
-from .journal_format import (MAGIC, VERSION, DataFolder, JournalError, SourceStamp,
+from .journal_format import (MAGIC, VERSION, DataFolder, SourceStamp,
                              encode_command, frame, hash_file)
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class Journal:
             return
         try:
             self._record()
-        except (OSError, JournalError) as exc:
+        except Exception as exc:  # noqa: BLE001 - the edit is made: journaling stops, says why
             self._stop(exc)
 
     def saved(self, target: str | os.PathLike) -> None:
@@ -132,7 +132,7 @@ class Journal:
             self._hash_source(Path(target), None)
         try:
             self._remove_journal()
-        except OSError as exc:
+        except Exception as exc:  # noqa: BLE001 - the save is made: journaling stops, says why
             self._stop(exc)
         self._written, self._at = [], 0
 
