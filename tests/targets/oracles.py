@@ -21,6 +21,22 @@ def xnnpack_partitions(model: bytes) -> list[tuple[list[int], list[int]]]:
             for o in it._get_ops_details() if o["op_name"] == "DELEGATE"]
 
 
+def litert_outputs(model: bytes, inputs: list[np.ndarray],
+                   resolver: str = "BUILTIN_WITHOUT_DEFAULT_DELEGATES") -> list[np.ndarray]:
+    """LiteRT's outputs (no delegate by default) for these inputs, inputs resized to them."""
+    from tests.litert_oracle import litert
+
+    li = litert(model, resolver, preserve=False)
+    for d, x in zip(li.get_input_details(), inputs):
+        if tuple(d["shape"]) != x.shape:
+            li.resize_tensor_input(d["index"], x.shape)
+    li.allocate_tensors()
+    for d, x in zip(li.get_input_details(), inputs):
+        li.set_tensor(d["index"], x)
+    li.invoke()
+    return [li.get_tensor(d["index"]) for d in li.get_output_details()]
+
+
 @contextmanager
 def _captured_stderr():
     """What native code writes to file descriptor 2 (TFLM's MicroPrintf)."""
