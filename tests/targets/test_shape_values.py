@@ -13,6 +13,8 @@ right exactly where the values give the stored shape.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -28,6 +30,7 @@ from tflite_viewer.targets.shape_values import ShapeValues
 from tflite_viewer.targets.tflm import SILENT
 
 F32, I32 = np.float32, np.int32
+LSTM = Path(__file__).resolve().parents[1] / "data" / "models" / "lstm_float.tflite"
 
 
 def tflm_verdicts(model: bytes):
@@ -199,7 +202,32 @@ def test_values_of_shape_arithmetic_equal_litert():
 def test_values_known_in_part_keep_the_rest():
     """SHAPE of an input whose batch a WHILE body does not fix: PACK keeps the known
     constant beside the unknown element."""
-    sv = ShapeValues(ModelFacts(load_model(
-        load_model("tests/data/models/lstm_float.tflite").path.read_bytes()))[2])
+    sv = ShapeValues(ModelFacts(load_model(LSTM))[2])
     assert sv.value(39).flat() == [None, -1, -1]   # CONCATENATION(RESHAPE(counter), [-1, -1])
     assert sv.shape(40) == (None, 1, 16)           # SLICE(x [20, 1, 16], 0, size)
+
+
+def test_storing_the_shape_the_values_give_makes_tflm_right(tmp_path):
+    """The offered edit writes [1, 48]: then TFLM's output is LiteRT's."""
+    from tflite_viewer.edit.document import ModelDocument
+
+    model = shape_models.reshape_stored_wrong()
+    (op,) = [o for o in tflm_verdicts(model) if o.verdict == "refused"]
+    (fix,) = [f for f in op.fixes if f.edits]
+    doc = ModelDocument(model)
+    doc.apply(fix.edits[0])
+    fixed = doc.to_bytes()
+    assert all(o.verdict == "runs" for o in tflm_verdicts(fixed))
+    path = tmp_path / "fixed.tflite"
+    path.write_bytes(fixed)
+    inputs = micro_inputs(fixed)
+    theirs = tflm_run_isolated(str(path), inputs)
+    assert theirs.ok
+    np.testing.assert_array_equal(theirs.outputs[0], litert_outputs(fixed, inputs)[0])
+
+
+def test_a_shape_a_loop_counter_sets_offers_advice_not_an_edit():
+    ops = analyze(load_model(LSTM), ["tflm"]).results["tflm"].ops
+    (op,) = [o for o in ops if o.verdict == "refused"]
+    assert (op.subgraph, op.index) == (2, 20) and "[?, 1, 16]" in op.reason
+    assert [f.edits for f in op.fixes] == [[]] and "only a run knows" in op.fixes[0].summary

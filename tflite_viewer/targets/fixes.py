@@ -100,13 +100,33 @@ def _type_fixes(v: OpVerdict, target: str) -> list[Fix]:
     if "needs runtime" in r:
         return [Fix("ship a runtime at least that new, or avoid the feature that raised the "
                     "op version (see the version rules in the Properties panel)")]
-    if target == "tflm" and "is stored as" in r:
+    if target == "tflm" and "TFLM does not resize tensors" in r:
         return [Fix("write the computed shapes into the file (see this target's changes: "
                     "one edit for every such tensor)")]
     if "largest partition" in r:
         return [Fix("make the operators between this group and the delegated one run on the "
                     "GPU, or raise max_delegated_partitions in the delegate's options")]
     return []
+
+
+_GIVE = re.compile(r"tensor (\d+) is stored as \[[^\]]*\] but the values that set its shape "
+                   r"give \[([^\]]*)\]")
+
+
+def _value_shape_fix(f: SubgraphFacts, v: OpVerdict) -> list[Fix]:
+    """TFLM computes into a stored shape that the file's values contradict: store the
+    shape they give, or, where a run's values decide part of it, restructure."""
+    m = _GIVE.search(v.reason)
+    if m is None:
+        return []
+    t, dims = int(m.group(1)), m.group(2).split(", ") if m.group(2) else []
+    if "?" in dims:
+        return [Fix(f"tensor {t}'s shape changes with values only a run knows ({m.group(2)}): "
+                    "TFLM cannot compute it right; make the shape static (slice with constant "
+                    "sizes, unroll the loop)")]
+    shape = tuple(int(d) for d in dims)
+    return [Fix(f"store tensor {t}'s shape as {list(shape)}, the one its values give",
+                [UpdateStoredShapes({(v.subgraph, t): shape})])]
 
 
 _DEFINE = re.compile(r"cannot define tensor (\d+) \(")
@@ -203,7 +223,8 @@ def attach(facts: ModelFacts, result: TargetResult) -> None:
                      + _rank_fix(f, v, _RANK_LIMIT.get(result.name, 99))
                      + _computed_input_fix(f, v)
                      + _type_fixes(v, result.name)
-                     + (_zero_scale_fix(f, v) if result.name == "xnnpack" else []))
+                     + (_zero_scale_fix(f, v) if result.name == "xnnpack" else [])
+                     + (_value_shape_fix(f, v) if result.name == "tflm" else []))
         except (IndexError, KeyError, TypeError, ValueError, AttributeError):
             fixes = []  # a malformed operator: its verdict says so, no rewrite applies
         v.fixes.extend(fixes)
