@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tests.litert_oracle import litert
 from tests.targets import cases
-from tests.targets.oracles import litert_outputs, micro_inputs, tflm_run_isolated, tflm_run_many
+from tests.targets.oracles import (litert_outputs, micro_inputs, outputs_close,
+                                   tflm_run_isolated, tflm_run_many)
 from tflite_viewer.model import load_model
 from tflite_viewer.targets import tflm
 from tflite_viewer.targets.facts import ModelFacts
@@ -108,7 +108,7 @@ def _check_outputs(name: str, data: bytes, outputs: list, ref: list) -> bool:
     near-uniform classifier output (such as small_cnn_dilated_int8's -102/-103 logits) can
     come out equal by chance (tests/targets/test_verdict_audit.py checks that operator's own
     output instead)."""
-    same = all(a.shape == b.shape and _close(a, b) for a, b in zip(outputs, ref))
+    same = all(outputs_close(a, b) for a, b in zip(outputs, ref))
     result, refused = verdict(data)
     warned = [o for o in result.ops if o.warning]
     definite = [o for o in refused if "TFLM does not resize tensors" not in o.reason]
@@ -117,13 +117,6 @@ def _check_outputs(name: str, data: bytes, outputs: list, ref: list) -> bool:
     else:
         assert refused or warned, (name, "TFLM computes something else and we said it runs")
     return bool(refused or warned)
-
-
-def _close(a: np.ndarray, b: np.ndarray) -> bool:
-    if a.dtype.kind == "f":
-        scale = max(1.0, float(np.max(np.abs(b))) if b.size else 1.0)
-        return bool(np.all(np.abs(a.astype(np.float64) - b) <= 1e-4 * scale))
-    return bool(np.max(np.abs(a.astype(np.int64) - b.astype(np.int64)), initial=0) <= 1)
 
 
 # Where TFLM runs them, these corpus models' outputs are compared with LiteRT's.

@@ -18,7 +18,7 @@ import pytest
 
 from tests.litert_oracle import litert
 from tests.targets import quant_param_models as qp
-from tests.targets.oracles import litert_outputs
+from tests.targets.oracles import default_path_error, litert_outputs
 from tflite_viewer.cli import main
 from tflite_viewer.edit.commands import ReplaceTensorData
 from tflite_viewer.edit.document import ModelDocument
@@ -30,16 +30,6 @@ CASES = qp.cases()
 # LiteRT's log names the tensor: "... for INT4 tensor 1 in XNNPACK delegate" / "of INT8
 # tensor 1" / "for t1 tensor 1"
 _TENSOR = re.compile(r"(?:for|of) \S+ tensor (\d+) in XNNPACK delegate")
-
-
-def default_path_error(model: bytes) -> str | None:
-    """What LiteRT with its default delegate says when it cannot prepare the model."""
-    try:
-        li = litert(model, "AUTO", preserve=False)
-        li.allocate_tensors()
-    except (RuntimeError, ValueError) as exc:
-        return str(exc)
-    return None
 
 
 def xnnpack(model: bytes):

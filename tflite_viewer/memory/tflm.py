@@ -108,20 +108,7 @@ def plan_tflm(model: Model | ModelFacts, pointer_bytes: int = 4,
             lasts.append(life.last[sg.index][t])
             fixed.append(off)
             meta.append((sg.index, t, -1, sg.names[t], nbytes))
-    unplanned: list[str] = []  # operators whose scratch buffers TFLM never sizes
-    for i, req in enumerate(requests):
-        sg = facts.subgraphs[req.subgraph]
-        if life.scratch_first[i] == UNMARKED:
-            where = f"subgraphs[{req.subgraph}].operators[{sg.original[req.op]}]"
-            if where not in unplanned:
-                unplanned.append(where)
-        sizes.append(align_up(req.bytes, ALIGNMENT))
-        firsts.append(life.scratch_first[i])
-        lasts.append(life.scratch_last[i])
-        fixed.append(ONLINE)
-        meta.append((req.subgraph, -1, sg.original[req.op], f"scratch: {req.what}", req.bytes))
-    if unplanned:
-        problems.append(_unplanned(unplanned, life, facts))
+    problems += _add_scratch(requests, life, facts, (sizes, firsts, lasts, fixed, meta))
     _check_intermediates(facts, shapes, problems)
 
     too_big = [m for m, size in zip(meta, sizes) if size >= 2**31]
@@ -142,6 +129,25 @@ def plan_tflm(model: Model | ModelFacts, pointer_bytes: int = 4,
             + tail_parts["NodeAndRegistration"])
     return MemoryPlan("tflm", ALIGNMENT, result.max_size, tail, tail_parts, [arena], problems,
                       notes, check)
+
+
+def _add_scratch(requests, life: Lifetimes, facts: ModelFacts, columns: tuple) -> list[str]:
+    """Append the scratch buffers to the planner's columns (sizes, firsts, lasts, fixed
+    offsets, descriptions); the problem with those TFLM never sizes, if any."""
+    sizes, firsts, lasts, fixed, meta = columns
+    unplanned: list[str] = []  # operators whose scratch buffers TFLM never sizes
+    for i, req in enumerate(requests):
+        sg = facts.subgraphs[req.subgraph]
+        if life.scratch_first[i] == UNMARKED:
+            where = f"subgraphs[{req.subgraph}].operators[{sg.original[req.op]}]"
+            if where not in unplanned:
+                unplanned.append(where)
+        sizes.append(align_up(req.bytes, ALIGNMENT))
+        firsts.append(life.scratch_first[i])
+        lasts.append(life.scratch_last[i])
+        fixed.append(ONLINE)
+        meta.append((req.subgraph, -1, sg.original[req.op], f"scratch: {req.what}", req.bytes))
+    return [_unplanned(unplanned, life, facts)] if unplanned else []
 
 
 def _unplanned(where: list[str], life: Lifetimes, facts: ModelFacts) -> str:

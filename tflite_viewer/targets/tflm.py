@@ -7,7 +7,8 @@ tensors, so an operator here either runs or is refused.  What it lacks, besides 
 
 * dynamic shapes: tensors keep the shapes stored in the file (nothing is resized at run
   time), so a model converted with a dynamic dimension runs at the stored size;
-* tensors with a zero-sized dimension (the arena planner cannot place them);
+* an operator output with a dimension of 0 (a "dynamic tensor" to TFLM, checked after each
+  Prepare; the legacy scalar shape [0] excepted);
 * float16, float64, complex and string tensors outside the few kernels that read them.
 
 The oracle: the ``tflite_micro`` Python interpreter (``Interpreter.from_file``, then
@@ -89,13 +90,22 @@ def op_reason(f: SubgraphFacts, k: int) -> str | None:
     rule = RULES.get(b)
     if rule is None:
         return f"TFLM's resolver has no {b}"
-    for t in f.inputs[k] + f.outputs[k]:
-        if t >= 0 and any(d == 0 for d in f.shapes[t]):
-            return f"tensor {t} {list(f.shapes[t])} has a zero-sized dimension"
     try:
-        return rule(f, k)
+        return rule(f, k) or _dynamic_output(f, k)
     except (IndexError, TypeError, AttributeError) as exc:
         return f"malformed operator ({type(exc).__name__})"
+
+
+def _dynamic_output(f: SubgraphFacts, k: int) -> str | None:
+    """``CheckDynamicTensors`` after each Prepare: an output with a dimension of 0 (or
+    less) is a dynamic tensor, except the legacy scalar shape [0]; inputs are not looked
+    at."""
+    for t in f.outputs[k]:
+        shape = f.shapes[t] if t >= 0 else ()
+        if shape != (0,) and any(d <= 0 for d in shape):
+            return (f"Prepare: output tensor {t} {list(shape)} has a dimension of 0, a dynamic "
+                    "tensor to TFLM, which refuses it")
+    return None
 
 
 def stage(reason: str) -> int:

@@ -133,7 +133,6 @@ def analyze(facts: ModelFacts, flags: Flags | None = None) -> TargetResult:
         claimed, reasons, unpack, c = claims(f, flags, var_handles)
         take = [k in claimed or k in unpack for k in range(f.op_count)]
         in_part: dict[int, int] = {}
-        failed: dict[int, tuple[int, str]] = {}
         if any(take):
             subsets = partition(f.inputs, f.outputs, f.tensor_count, f.graph_outputs, take,
                                 f.side_effects)
@@ -149,9 +148,8 @@ def analyze(facts: ModelFacts, flags: Flags | None = None) -> TargetResult:
                 crossing += counter.count(sub)
                 for k in sub.nodes:
                     in_part[k] = len(parts) - 1
-                found = define_failures(c, list(sub.nodes), unpack)
-                failed.update(found)
-                broken.extend(_broken(f, s, k, *found[k], len(parts) - 1) for k in found)
+        failed = define_failures(c, in_part, unpack)
+        broken.extend(_broken(f, s, k, *failed[k], in_part[k]) for k in sorted(failed))
         names = f.op_names
         for k in range(f.op_count):
             p = in_part.get(k)

@@ -31,6 +31,10 @@ _DEFINED_INPUTS = {
     "SPLIT": (1,),
 }
 _ZERO_POINTS = {"INT8": (-128, 127), "INT4": (-8, 7), "INT2": (-2, 1)}
+#: types that always have an XNNPACK datatype (a FLOAT16 tensor also stands for the output
+#: of its skipped DEQUANTIZE); RESOURCE tensors are defined through the variable's value,
+#: which is checked where it is read or written
+_FLOATS = frozenset({"FLOAT32", "FLOAT16", "RESOURCE"})
 
 
 def _defined(f: SubgraphFacts, k: int) -> list[int]:
@@ -143,23 +147,25 @@ def datatype_failure(c: Ctx, t: int) -> str | None:
     return _per_channel_zero_points(c, t)
 
 
-def failures(c: Ctx, ops: list[int], unpack: dict[int, int]) -> dict[int, tuple[int, str]]:
-    """For one partition (its operators ``ops``): operator -> (tensor, why) for each
-    operator with a tensor the delegate cannot define.  The unpacking DEQUANTIZE/DENSIFY
-    operators define nothing; a float16 tensor whose DEQUANTIZE is skipped is defined in
-    place of its float32 output."""
+def failures(c: Ctx, taken: dict[int, int], unpack: dict[int, int]
+             ) -> dict[int, tuple[int, str]]:
+    """Operator -> (tensor, why) for each operator of a partition (``taken``: operator ->
+    partition) with a tensor the delegate cannot define, the lowest such tensor first (the
+    delegate defines them in index order).  The unpacking DEQUANTIZE/DENSIFY operators
+    define nothing; float tensors always have a datatype, so only the others are looked
+    at, each once."""
     f = c.f
-    seen: dict[int, str | None] = {}
+    producer, consumers = f.producer, f.consumers
     out: dict[int, tuple[int, str]] = {}
-    for k in ops:
-        if k in unpack:
+    for t, ty in enumerate(f.types):
+        if ty in _FLOATS:
             continue
-        for t in _defined(f, k):
-            t = c.f16_for_f32.get(t, t)
-            if f.type(t) == "RESOURCE":
-                continue  # defined through the variable's value, checked where it is read
-            if t not in seen:
-                seen[t] = datatype_failure(c, t)
-            if seen[t] and k not in out:
-                out[k] = (t, seen[t])
+        users = ([producer[t]] if t in producer else []) + consumers.get(t, [])
+        users = [k for k in users if k in taken and k not in unpack and t in _defined(f, k)]
+        if not users:
+            continue
+        why = datatype_failure(c, t)
+        if why:
+            for k in users:
+                out.setdefault(k, (t, why))
     return out
