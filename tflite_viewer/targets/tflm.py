@@ -17,6 +17,7 @@ The oracle: the ``tflite_micro`` Python interpreter (``Interpreter.from_file``, 
 """
 from __future__ import annotations
 
+from ..model.errors import TFLiteViewerError
 from .facts import ModelFacts, SubgraphFacts
 from .shape_values import ShapeValues
 from .tflm_kernels import CUSTOM_OPS, RULES
@@ -129,7 +130,10 @@ def shape_inference(facts: ModelFacts):
                for t in range(facts[s].tensor_count)):
             from ..interpreter.shape_inference import infer_shapes
 
-            found = infer_shapes(facts.model)
+            try:
+                found = infer_shapes(facts.model)
+            except TFLiteViewerError:  # a file the interpreter refuses (its own checks):
+                found = None           # the stored shapes are taken as they are
         facts._shape_inference = found  # type: ignore[attr-defined]
     return facts._shape_inference  # type: ignore[attr-defined]
 
