@@ -176,6 +176,7 @@ def analyze(facts: ModelFacts, flags: Flags | None = None) -> TargetResult:
 
 
 def _broken(f: SubgraphFacts, s: int, k: int, t: int, why: str, p: int) -> str:
+    name = f.names[t] if len(f.names[t]) <= 60 else "..." + f.names[t][-57:]
     return (f"XNNPACK takes {f.op_name(k)} (subgraph {s}, operator {k}) into partition {p} "
-            f"but cannot define its tensor {t} {f.names[t]!r} ({f.type(t)}"
-            f"{list(f.shapes[t])}): {why}")
+            f"but cannot define its tensor {t} {name!r} ({f.type(t)}{list(f.shapes[t])}): "
+            f"{why}")
