@@ -10,7 +10,10 @@ delegate (``Interpreter::ApplyLazyDelegateProviders``, ``ModifyGraphWithDelegate
   operators that read their outputs, and gives them back if any operator it does not
   take reads them;
 * every other operator is claimed or not by its own checks (`xnnpack_ops`);
-* LiteRT's partitioner (`partition`) groups the claimed operators into DELEGATE nodes.
+* LiteRT's partitioner (`partition`) groups the claimed operators into DELEGATE nodes;
+* each partition's tensors must have an XNNPACK datatype (`xnnpack_define`): where one has
+  not (a block or channel scale of 0, ...), the DELEGATE node fails to prepare and LiteRT's
+  default interpreter fails on the model: those operators are *refused*.
 
 The oracle: LiteRT's own interpreter with its default delegate, whose
 ``_get_ops_details()`` lists one DELEGATE node per partition with the partition's input
@@ -21,7 +24,8 @@ from __future__ import annotations
 from .facts import ModelFacts, SubgraphFacts
 from .partition import Crossing
 from .partition import partition
-from .verdict import FALLS_BACK, RUNS, OpVerdict, Partition, TargetResult
+from .verdict import FALLS_BACK, REFUSED, RUNS, OpVerdict, Partition, TargetResult
+from .xnnpack_define import failures as define_failures
 from .xnnpack_ops import visit
 from .xnnpack_types import Ctx, Flags
 
@@ -29,6 +33,7 @@ TITLE = "XNNPACK (LiteRT 2.3.0's default CPU delegate)"
 SOURCE = ("tflite/delegates/xnnpack/xnnpack_delegate.cc and tflite/graph_info.cc "
           "(google-ai-edge/LiteRT), checked against the ai-edge-litert 2.3.0 wheel")
 _GEMMS = ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D")
+DEFAULT_PATH_FAILS = "LiteRT's default CPU path fails on this model"
 
 
 def _unpackable(f: SubgraphFacts, k: int, quasi: set[int]) -> bool:
@@ -55,11 +60,11 @@ _CONTEXTUAL = frozenset(("CUSTOM", "STABLEHLO_COMPOSITE") + _VARIABLES)
 
 
 def claims(f: SubgraphFacts, flags: Flags, var_handles: dict | None = None
-           ) -> tuple[set[int], dict[int, str], dict[int, int]]:
+           ) -> tuple[set[int], dict[int, str], dict[int, int], Ctx]:
     """The operators the delegate takes in one subgraph, the reason for each it does not,
-    and the unpacking DEQUANTIZE/DENSIFY operators it takes (op -> first reader).
-    ``var_handles`` is the delegate's (container, shared_name) -> id, kept across
-    subgraphs."""
+    the unpacking DEQUANTIZE/DENSIFY operators it takes (op -> first reader), and the
+    checks' context (what it unpacked).  ``var_handles`` is the delegate's
+    (container, shared_name) -> id, kept across subgraphs."""
     consumers = f.consumers
     c = Ctx(f, flags, var_handles=var_handles if var_handles is not None else {})
     producer: dict[int, int] = {}  # quasi-static tensor -> the op unpacking it
@@ -108,7 +113,7 @@ def claims(f: SubgraphFacts, flags: Flags, var_handles: dict | None = None
         if res.proxy >= 0 and res.var_handle >= 0:
             claimed.add(res.var_handle)
             reasons.pop(res.var_handle, None)
-    return claimed, reasons, unpack
+    return claimed, reasons, unpack, c
 
 
 def analyze(facts: ModelFacts, flags: Flags | None = None) -> TargetResult:
@@ -117,6 +122,7 @@ def analyze(facts: ModelFacts, flags: Flags | None = None) -> TargetResult:
     parts: list[Partition] = []
     crossing = 0
     var_handles: dict = {}
+    broken: list[str] = []  # what makes the delegate fail to build a partition
     for s in range(len(facts)):
         f = facts[s]
         if f.name.startswith("VALIDATION:"):
@@ -124,7 +130,7 @@ def analyze(facts: ModelFacts, flags: Flags | None = None) -> TargetResult:
                                  "validation subgraph: LiteRT offers it to no delegate")
                        for k in range(f.op_count))
             continue
-        claimed, reasons, unpack = claims(f, flags, var_handles)
+        claimed, reasons, unpack, c = claims(f, flags, var_handles)
         take = [k in claimed or k in unpack for k in range(f.op_count)]
         in_part: dict[int, int] = {}
         if any(take):
@@ -142,13 +148,35 @@ def analyze(facts: ModelFacts, flags: Flags | None = None) -> TargetResult:
                 crossing += counter.count(sub)
                 for k in sub.nodes:
                     in_part[k] = len(parts) - 1
+        failed = define_failures(c, in_part, unpack)
+        broken.extend(_broken(f, s, k, *failed[k], in_part[k]) for k in sorted(failed))
         names = f.op_names
         for k in range(f.op_count):
             p = in_part.get(k)
-            if p is not None:
+            if k in failed:
+                t, why = failed[k]
+                ops.append(OpVerdict(s, k, names[k], REFUSED, (
+                    f"{DEFAULT_PATH_FAILS}: XNNPACK takes it into partition {p}, then cannot "
+                    f"define {c.desc(t)}: {why}; the partition's DELEGATE node fails to "
+                    "prepare")))
+            elif p is not None:
                 why = (f"partition {p}" + (
                     " (unpacked ahead of time: constant weights)" if k in unpack else ""))
                 ops.append(OpVerdict(s, k, names[k], RUNS, why))
             else:
                 ops.append(OpVerdict(s, k, names[k], FALLS_BACK, reasons.get(k, "not taken")))
-    return TargetResult("xnnpack", TITLE, ops, parts, source=SOURCE, crossing=crossing)
+    failure = ""
+    if broken:
+        failure = (f"{DEFAULT_PATH_FAILS}: " + "; ".join(broken[:3])
+                   + (f"; and {len(broken) - 3} more" if len(broken) > 3 else "")
+                   + ". Without the delegate (BUILTIN_WITHOUT_DEFAULT_DELEGATES) LiteRT's CPU "
+                   "kernels run it")
+    return TargetResult("xnnpack", TITLE, ops, parts, source=SOURCE, crossing=crossing,
+                        failure=failure)
+
+
+def _broken(f: SubgraphFacts, s: int, k: int, t: int, why: str, p: int) -> str:
+    name = f.names[t] if len(f.names[t]) <= 60 else "..." + f.names[t][-57:]
+    return (f"XNNPACK takes {f.op_name(k)} (subgraph {s}, operator {k}) into partition {p} "
+            f"but cannot define its tensor {t} {name!r} ({f.type(t)}{list(f.shapes[t])}): "
+            f"{why}")
