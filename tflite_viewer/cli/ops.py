@@ -68,12 +68,20 @@ def _forms_table(rows: list[FormCoverage]) -> list[tuple[str, str, str, str, str
     for (op, act, wtype), rs in groups.items():
         here = [r.form for r in rs if r.here == "runs"]
         lit = [r.form for r in rs if r.litert == "runs"]
-        wrong = [r.form for r in rs if r.litert == "wrong"]
+        wrong = [r.form + _what_litert_computes(r) for r in rs if r.litert == "wrong"]
         note = RUNS_WHERE_LITERT_IS_WRONG.get((op, wtype), "") if any(
             r.litert == "wrong" and r.here == "runs" for r in rs) else ""
         out.append((op, act, wtype, ", ".join(here) or "-", ", ".join(lit) or "-",
                     (", ".join(wrong) or "-") + (f" ({note})" if note else "")))
     return out
+
+
+def _what_litert_computes(r: FormCoverage) -> str:
+    """`` (zeros)`` or `` (the bias alone)`` when the sweep found LiteRT's meaningless
+    result to be that simple (as for INT2 blockwise FULLY_CONNECTED weights)."""
+    note = r.litert_note
+    return " (zeros)" if note.startswith("its output is all zeros") else \
+        " (the bias alone)" if note.startswith("its output is the bias alone") else ""
 
 
 def forms_markdown(rows: list[FormCoverage]) -> str:

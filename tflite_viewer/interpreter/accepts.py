@@ -20,9 +20,11 @@ one int8 per value and must be named where a kernel reads them).  ``FORMS`` are
 ``per-channel:*`` any axis), ``blockwise``, ``custom``, ``multi-axis`` (the forms of
 `tflite_viewer.model.quantization`).
 
-The default slot, for every input and output a kernel does not declare, is
-``"*: none per-tensor"``: whole-byte types, unquantized or with one scale.  A kernel that
-reads per-channel or blockwise parameters says so on its register line.
+The default slot, for every input and output a kernel does not declare, is `BASIC`:
+whole-byte types, unquantized or with one scale, and float tensors with any parameters
+(a float's parameters define no value: neither LiteRT's float kernels nor these read
+them; tests/interpreter/test_refusal_audit.py checks both).  A kernel that reads
+per-channel or blockwise parameters says so on its register line.
 
 What a weight may be often depends on the activations: a FULLY_CONNECTED with float input
 takes FLOAT32 weights or quantized hybrid ones, with int8 input only int8 or int4 weights.
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..model.quantization import FORMS
+from .tensor import QUANTIZED_INT_TYPES
 
 if TYPE_CHECKING:
     from .node import Node
@@ -133,7 +136,8 @@ class Slot:
         return tuple(out)
 
 
-BASIC = "*: none per-tensor"
+BASIC = "*: none per-tensor | FLOAT32 FLOAT16 BFLOAT16 FLOAT64: per-channel:* blockwise custom " \
+    "multi-axis"
 
 
 @dataclass(frozen=True)
@@ -146,6 +150,10 @@ class Accepts:
     default: Slot = field(default_factory=lambda: Slot.parse(BASIC))
     outputs: Slot = field(default_factory=lambda: Slot.parse(BASIC))
     kinds: dict[str, "Accepts"] = field(default_factory=dict)
+    #: input positions whose scales the kernel only multiplies stored values by (a
+    #: weight, a table, DEQUANTIZE's input): a zero or negative scale there means what
+    #: it says, as in LiteRT (`check_scales`)
+    multiplied: frozenset[int] = frozenset()
 
     def slot(self, pos: int) -> Slot:
         return self.inputs.get(pos, self.default)
@@ -155,16 +163,19 @@ class Accepts:
 
 
 def accepts(inputs: dict[int, str] | None = None, default: str = BASIC,
-            outputs: str = BASIC, kinds: dict[str, dict[int, str]] | None = None) -> Accepts:
+            outputs: str = BASIC, kinds: dict[str, dict[int, str]] | None = None,
+            multiplied: tuple[int, ...] = ()) -> Accepts:
     """An `Accepts` from slot texts (see the module docstring).  ``kinds`` maps a node kind
     to input slots that replace ``inputs``' for nodes of that kind (the other inputs and
-    the outputs keep ``default`` and ``outputs``)."""
+    the outputs keep ``default`` and ``outputs``); ``multiplied`` the input positions
+    whose scales only multiply stored values (`Accepts.multiplied`)."""
     general = {int(k): Slot.parse(v) for k, v in (inputs or {}).items()}
     default_slot, out_slot = Slot.parse(default), Slot.parse(outputs)
+    times = frozenset(multiplied)
     per_kind = {kind: Accepts({**general, **{int(k): Slot.parse(v) for k, v in slots.items()}},
-                              default_slot, out_slot)
+                              default_slot, out_slot, multiplied=times)
                 for kind, slots in (kinds or {}).items()}
-    return Accepts(general, default_slot, out_slot, per_kind)
+    return Accepts(general, default_slot, out_slot, per_kind, times)
 
 
 #: what every kernel accepts unless it declares more: whole-byte types, none or per-tensor
@@ -191,11 +202,34 @@ def _node_kind(ctx: "Subgraph", node: "Node") -> str:
     return node_kind(ctx, node)
 
 
+def litert_without_meaning(node: "Node", pos: int, t: "Tensor", form: str,
+                           axis: int | None, kind: str | None) -> str | None:
+    """What LiteRT 2.3.0's builtin kernel computes for a weight in a type and form it
+    computes without meaning (the generated sweep, litert_forms.py: zeros, the bias
+    alone, ignored scales), or None when the sweep does not say so."""
+    from .litert_forms import LITERT_FORMS, WEIGHT_POSITIONS
+    if WEIGHT_POSITIONS.get(node.name) != pos:
+        return None
+    act = "int8" if kind == "int8" else "float" if kind in ("float", "hybrid", None) else None
+    rank = len(t.shape) if t.shape is not None else 0
+    if form == "per-channel":
+        form = "per-channel:0" if axis == 0 else "per-channel:last" if axis == rank - 1 \
+            else form
+    entry = LITERT_FORMS.get((node.name, act, t.type_name, form))
+    return entry[2] if entry is not None and entry[0] == "wrong" else None
+
+
 def _refusal(node: "Node", what: str, t: "Tensor", slot: Slot, form: str,
              axis: int | None, kind: str | None) -> str:
     q = t.quantization
     described = q.describe(t.shape) if q is not None else "no quantization parameters"
     of = f"{what} of a {kind} {node.name}" if kind else what
+    pos = int(what.split()[-1]) if what.startswith("input ") else -1
+    meaningless = litert_without_meaning(node, pos, t, form, axis, kind)
+    if meaningless:
+        return (f"{node.name} v{node.version} {what} (tensor {t.index} {t.name!r}): "
+                f"{t.type_name} with {described} [{form_text(form, axis)}] is refused: "
+                f"LiteRT 2.3.0 computes this form without meaning ({meaningless})")
     if not slot.accepts_type(t.type_name):
         wanted = ", ".join(slot.type_names()).replace("*", "whole-byte types")
         return (f"{node.name} v{node.version} {what} (tensor {t.index} {t.name!r}): "
@@ -208,8 +242,52 @@ def _refusal(node: "Node", what: str, t: "Tensor", slot: Slot, form: str,
 
 def check_accepts(ctx: "Subgraph", node: "Node") -> str | None:
     """Why a node's tensors are of a type or a quantization form its kernel does not
-    declare (see the module docstring), or None.  Reads only types, shapes and
-    quantization parameters: no weight is decoded."""
+    declare (see the module docstring), or have scales it cannot use (`check_scales`), or
+    None.  Reads only types, shapes and quantization parameters: no weight is decoded."""
+    return _check_forms(ctx, node) or check_scales(ctx, node)
+
+
+def check_scales(ctx: "Subgraph", node: "Node") -> str | None:
+    """Why a node's kernel cannot use the scales of one of its quantized tensors, or None.
+
+    LiteRT loads scales that are zero, negative or not finite (the Hadamard-rotation
+    recipes of litert-quantizer write a zero scale for an all-zero row of an embedding
+    table): they are findings of the reader (`model.checks`), not load errors.  Here they
+    are refused only at a kernel that uses them: not a kernel that moves stored values
+    (`Kernel.reads_scales` False), and for a zero or negative scale not an input the
+    kernel only multiplies by its scale (`Accepts.multiplied`: it computes zeros, or
+    values of the other sign, as LiteRT does).  Everywhere else (requantization
+    multipliers, the division by an output scale) the kernel would compute from a
+    meaningless multiplier, so the node is refused, naming the tensor and the reason."""
+    kernel = node.registration.kernel
+    if not getattr(kernel, "reads_scales", True):
+        return None
+    decl = declaration(kernel)
+    tensors = ctx.tensors
+    places = [(f"input {pos}", i, pos in decl.multiplied) for pos, i in enumerate(node.inputs)]
+    places += [(f"output {pos}", o, False) for pos, o in enumerate(node.outputs)]
+    for what, i, multiplied in places:
+        if i < 0:
+            continue
+        t = tensors[i]
+        q = t.quantization
+        if q is None or t.type not in QUANTIZED_INT_TYPES:
+            continue
+        for flaw in q.scale_flaws():
+            if multiplied and flaw.kind != "non-finite":
+                continue
+            why = ("is refused: the tensor's values have no real value there (LiteRT "
+                   "computes NaN or infinity from them)" if flaw.kind == "non-finite" else
+                   f"is not implemented here: {node.name} computes with this scale beyond a "
+                   "product (a requantization, a division), where a zero or negative scale "
+                   "has no meaning; it is taken only where a kernel multiplies by it")
+            return (f"{node.name} v{node.version} {what} (tensor {t.index} {t.name!r}): "
+                    f"{t.type_name} with {flaw} {why}")
+    return None
+
+
+def _check_forms(ctx: "Subgraph", node: "Node") -> str | None:
+    """The declared types and forms of `check_accepts`."""
     kernel = node.registration.kernel
     decl = declaration(kernel)
     kind = None

@@ -57,6 +57,20 @@ TYPE_GAPS: dict[str, str] = {
 }
 
 
+#: Refusals the refusal audit (tests/interpreter/test_refusal_audit.py) finds false (LiteRT
+#: 2.3.0's builtin kernels compute the case with meaning) and that are still refused, with
+#: why: a pattern over the audit's case keys ("FAMILY OP LABEL", fnmatch) -> the reason.
+REFUSAL_GAPS: dict[str, str] = {
+}
+
+
+def refusal_gap(family: str, op: str, label: str) -> str | None:
+    """The `REFUSAL_GAPS` pattern naming an audit case, or None."""
+    from fnmatch import fnmatchcase
+    key = f"{family} {op} {label}"
+    return next((p for p in REFUSAL_GAPS if fnmatchcase(key, p)), None)
+
+
 @dataclass(frozen=True)
 class OpCoverage:
     """One builtin code: its versions and types here and in LiteRT's builtin resolver."""
@@ -168,7 +182,8 @@ def summary(rows: list[OpCoverage]) -> dict:
 class FormCoverage:
     """One (op, activations, weight type, quantization form) of the sweep
     (tools/sweep_quant_forms.py): what LiteRT's builtin kernels do with it ("runs",
-    "wrong": runs without meaning, "refuses") and this interpreter ("runs", "refused")."""
+    "wrong": runs without meaning, "refuses"; ``litert_note`` says what it computes or
+    why it refuses) and this interpreter ("runs", "refused"; ``note`` the refusal)."""
 
     op: str
     activations: str
@@ -176,12 +191,13 @@ class FormCoverage:
     form: str
     litert: str
     here: str
+    litert_note: str
     note: str
 
     def as_dict(self) -> dict:
         return {"op": self.op, "activations": self.activations,
                 "weight_type": self.weight_type, "form": self.form, "litert": self.litert,
-                "here": self.here, "note": self.note}
+                "here": self.here, "litert_note": self.litert_note, "note": self.note}
 
 
 #: why a combination LiteRT computes without meaning runs here (every other one is refused)
@@ -197,8 +213,8 @@ RUNS_WHERE_LITERT_IS_WRONG: dict[tuple[str, str], str] = {
 def forms_coverage() -> list[FormCoverage]:
     """Every combination of the generated sweep (litert_forms.py), in sweep order."""
     from .litert_forms import LITERT_FORMS
-    return [FormCoverage(op, act, wtype, form, lit, here, note)
-            for (op, act, wtype, form), (lit, here, note) in LITERT_FORMS.items()]
+    return [FormCoverage(op, act, wtype, form, lit, here, lnote, note)
+            for (op, act, wtype, form), (lit, here, lnote, note) in LITERT_FORMS.items()]
 
 
 def forms_summary(rows: list[FormCoverage]) -> dict:
