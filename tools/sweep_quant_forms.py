@@ -35,103 +35,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.interpreter import quant_form_models as qf  # noqa: E402
-from tests.interpreter.llm_models import litert_run  # noqa: E402
+# LiteRT in a forked child: some combinations corrupt LiteRT's heap (FULLY_CONNECTED's 4-bit
+# path writes one filter scale per scale given into a vector of one per output row)
+from tests.interpreter.litert_meaning import judge_weight, rel as _rel  # noqa: E402
+from tests.interpreter.litert_meaning import run_forked as _run_litert  # noqa: E402
 from tflite_viewer.interpreter import Interpreter, UnsupportedOpError  # noqa: E402
 
 OUT = ROOT / "tflite_viewer" / "interpreter" / "litert_forms.py"
-#: LiteRT's result "runs" within this fraction of the float result's range (the
-#: quantization noise of these models is below 1%; garbage is far above)
-MEANINGFUL = 0.03
-
-
-def _run_litert(model, inputs, resolver):
-    """LiteRT's tensors after a run, in a forked child: some combinations corrupt LiteRT's
-    heap (FULLY_CONNECTED's 4-bit path writes one filter scale per scale given into a
-    vector of one per output row), which would take the sweep down with it."""
-    import os
-    import pickle
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: run, send the result or the error, leave at once
-        os.close(read)
-        try:
-            result = ("ok", litert_run(model, inputs, resolver))
-        except Exception as exc:  # noqa: BLE001
-            result = ("error", str(exc))
-        with os.fdopen(write, "wb") as f:
-            pickle.dump(result, f)
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as f:
-        data = f.read()
-    _, status = os.waitpid(pid, 0)
-    if not data:
-        raise RuntimeError(f"LiteRT crashed (child status {status})")
-    kind, value = pickle.loads(data)
-    if kind == "error":
-        raise RuntimeError(value)
-    return value
-
-
-def _output(model, inputs, outs, facts):
-    """The op's output from a tensor dict, as float32 real values."""
-    from tflite_viewer.model import load_model
-    o = load_model(model).subgraphs[0].outputs[0]
-    value = outs[o]
-    q = facts.get("out_q")
-    if q is not None:
-        return (value.astype(np.float32) - q[1]) * q[0]
-    return value.astype(np.float32)
-
-
-def _rel(a, b) -> float:
-    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    if a64.shape != b64.shape:
-        return float("inf")
-    scale = max(1e-6, float(np.max(np.abs(b64)))) if b64.size else 1.0
-    with np.errstate(invalid="ignore"):
-        d = np.abs(a64 - b64)
-    return float(np.max(np.where(np.isnan(d), np.inf, d), initial=0.0)) / scale
-
-
-def _bias_alone(model, got, facts) -> str | None:
-    """What a meaningless result is, when it is something simple: all zeros, or the op's
-    bias alone (the weights' product left out), as the op's real output values."""
-    if not np.any(got):
-        return "its output is all zeros"
-    from tflite_viewer.model import load_model
-    sg = load_model(model).subgraphs[0]
-    op = sg.operators[0]
-    if op.opcode.builtin_name not in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") \
-            or len(op.inputs) < 3 or op.inputs[2] < 0 or sg.tensors[op.inputs[2]].data() is None:
-        return None
-    bias_t = sg.tensors[op.inputs[2]]
-    bias = bias_t.dequantized() if bias_t.quantization is not None and \
-        bias_t.quantization.has_scale else bias_t.data().astype(np.float32)
-    step = facts["out_q"][0] if facts.get("out_q") is not None else 1e-6
-    return "its output is the bias alone: the weights' product is zero" if np.allclose(
-        got, np.broadcast_to(bias, got.shape), atol=step, rtol=1e-5) else None
 
 
 def litert_status(model, inputs, float_model, facts) -> tuple[str, str]:
-    try:
-        outs = _run_litert(model, inputs, "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
-    except Exception as exc:  # noqa: BLE001 - LiteRT refusing is a result
-        return "refuses", str(exc).splitlines()[0][:120]
-    got = _output(model, inputs, outs, facts)
-    if facts.get("real_output") is not None:
-        ref = facts["real_output"]
-    elif float_model is not None:
-        fouts = _run_litert(float_model, facts["float_inputs"], "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
-        ref = _output(float_model, facts["float_inputs"], fouts, {})
-    else:
-        return "wrong", "no real values to compare with (no scale, or custom details)"
-    err = _rel(got, ref)
-    if err <= MEANINGFUL:
-        return "runs", f"{err:.2g} of the float result"
-    simple = _bias_alone(model, got, facts)
-    return "wrong", (f"{simple}; " if simple else "") + \
-        f"{err:.2g} of the float result's range away from it"
+    """(LiteRT's status, its note) on one combination (`litert_meaning.judge_weight`)."""
+    verdict = judge_weight(model, inputs, float_model, facts)
+    return verdict.status, verdict.note
 
 
 def here_status(model, inputs) -> tuple[str, str, dict | None]:

@@ -12,9 +12,10 @@ model:
 * The model's *float twin* is the same graph with every quantized integer tensor made
   FLOAT32 and given its real values (constants dequantized, runtime inputs dequantized,
   outputs FLOAT32), and every float tensor's quantization parameters dropped (LiteRT's
-  float kernels never read them).  An INT8, UINT8, INT16 or sub-byte tensor without
-  parameters holds plain integers: the twin computes on them in float too (INT32, INT64
-  and BOOL tensors stay as they are: LiteRT's integer kernels define their results).  A tensor in a form whose values have no real meaning
+  float kernels never read them), and FLOAT16 tensors widened to FLOAT32.  An INT8,
+  UINT8, INT16 or sub-byte tensor without parameters holds plain integers: the twin
+  computes on them in float too (INT32, INT64 and BOOL tensors stay as they are: LiteRT's
+  integer kernels define their results).  A tensor in a form whose values have no real meaning
   outside the runtime that wrote them (custom or multi-axis details) keeps its stored
   integers as its values.  LiteRT runs the twin too: its output is the op's real result.
 * "runs": LiteRT's output, dequantized by the output tensor's own parameters, is within
@@ -36,7 +37,7 @@ import numpy as np
 
 from tflite_viewer.edit.tree import ModelTree
 from tflite_viewer.edit.writer import serialize
-from tflite_viewer.model import load_model
+from tflite_viewer.model import ModelFormatError, load_model
 from tflite_viewer.model.quantization import dequantize_blockwise
 from tflite_viewer.schema import schema_generated as S
 
@@ -128,9 +129,9 @@ def float_twin(model: bytes, inputs: Sequence[np.ndarray]) -> tuple[bytes, list[
     for t, spec in zip(sg.tensors, tsg.tensors):
         quantized = t.type_name in _QUANTIZED and t.quantization is not None \
             and not t.quantization.is_empty
-        if not quantized and t.type_name not in _SMALL:
-            if t.type_name.startswith("FLOAT"):
-                spec.quantization = None
+        if t.type_name.startswith("FLOAT"):
+            spec.quantization = None
+        if not quantized and t.type_name not in _SMALL and t.type_name != "FLOAT16":
             continue
         spec.type, spec.quantization = S.TensorType.FLOAT32, None
         if t.is_constant:
@@ -149,6 +150,19 @@ def float_twin(model: bytes, inputs: Sequence[np.ndarray]) -> tuple[bytes, list[
             k = list(sg.inputs).index(t.index)
             twin_inputs[k] = real_values(t, inputs[k])
     return serialize(ModelTree(tree)), twin_inputs
+
+
+def _clamped(t, ref: np.ndarray) -> np.ndarray:
+    """The real result as a quantized output can hold it: clamped to the range its type
+    and per-tensor parameters represent (saturation is part of the op's meaning)."""
+    q = t.quantization
+    if t.type_name not in ("INT8", "UINT8", "INT16") or q is None or q.details is not None \
+            or q.scale.size != 1 or ref.dtype.kind != "f" or not float(q.scale[0]) > 0:
+        return ref  # (a zero scale represents 0 alone: nothing the real result clamps to)
+    info = np.iinfo({"INT8": np.int8, "UINT8": np.uint8, "INT16": np.int16}[t.type_name])
+    zp = float(q.zero_point[0]) if q.zero_point.size else 0.0
+    lo, hi = sorted(((info.min - zp) * float(q.scale[0]), (info.max - zp) * float(q.scale[0])))
+    return np.clip(ref, lo, hi)
 
 
 def _agreement(got: np.ndarray, ref: np.ndarray, step: float, fp16: bool = False
@@ -193,11 +207,72 @@ def judge(model: bytes, inputs: Sequence[np.ndarray]) -> Verdict:
         step = float(np.max(np.abs(q.scale))) if _has_meaning(t) and q.blockwise is None \
             else 1.0 if t.type_name in _SMALL else 0.0  # (plain small integers: rounding)
         plain = t.type_name not in _QUANTIZED or not _has_meaning(t)
-        real = got if plain and got.dtype.kind in "biu" and ref[o].dtype.kind in "biu" \
-            else real_values(t, got)
-        off = _agreement(real, ref[o], step, t.type_name == "FLOAT16")
+        try:
+            real = got if plain and got.dtype.kind in "biu" and ref[o].dtype.kind in "biu" \
+                else real_values(t, got)
+        except ModelFormatError as exc:  # (a shape computed at run time that they misfit)
+            return Verdict("wrong", f"output {o}: its parameters do not fit LiteRT's "
+                           f"values: {exc.reason}")
+        off = _agreement(real, _clamped(t, ref[o]), step, t.type_name == "FLOAT16")
         if off is not None:
             what = "all zeros" if got.size and not np.any(got) else \
                 f"{off:.2g} of the real result's range away from it"
             return Verdict("wrong", f"output {o}: {what}")
     return Verdict("runs", "")
+
+
+# -- the weights matrix (quant_form_models.py) ----------------------------------------
+def _output(model: bytes, outs: dict, facts: dict) -> np.ndarray:
+    """The op's output from a tensor dict, as float32 real values."""
+    o = load_model(model).subgraphs[0].outputs[0]
+    value = outs[o]
+    q = facts.get("out_q")
+    if q is not None:
+        return (value.astype(np.float32) - q[1]) * q[0]
+    return value.astype(np.float32)
+
+
+def _bias_alone(model: bytes, got: np.ndarray, facts: dict) -> str | None:
+    """What a meaningless result is, when it is something simple: all zeros, or the op's
+    bias alone (the weights' product left out), as the op's real output values."""
+    if not np.any(got):
+        return "its output is all zeros"
+    sg = load_model(model).subgraphs[0]
+    op = sg.operators[0]
+    if op.opcode.builtin_name not in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") \
+            or len(op.inputs) < 3 or op.inputs[2] < 0 or sg.tensors[op.inputs[2]].data() is None:
+        return None
+    bias_t = sg.tensors[op.inputs[2]]
+    bias = bias_t.dequantized() if bias_t.quantization is not None and \
+        bias_t.quantization.has_scale else bias_t.data().astype(np.float32)
+    step = facts["out_q"][0] if facts.get("out_q") is not None else 1e-6
+    return "its output is the bias alone: the weights' product is zero" if np.allclose(
+        got, np.broadcast_to(bias, got.shape), atol=step, rtol=1e-5) else None
+
+
+def judge_weight(model: bytes, inputs, float_model: bytes | None, facts: dict) -> Verdict:
+    """What LiteRT's builtin kernels do with one combination of the weights matrix
+    (quant_form_models.build: the model, its inputs, the float model on the dequantized
+    weight, the facts): "runs" within `MEANINGFUL` of the float model's range, "wrong"
+    (saying what it computes when that is simple: zeros, the bias alone) or "refuses"."""
+    try:
+        outs = run_forked(model, inputs)
+    except LiteRTFailed as exc:
+        return Verdict("refuses", str(exc)[:120])
+    got = _output(model, outs, facts)
+    if facts.get("real_output") is not None:
+        ref = facts["real_output"]
+    elif float_model is not None:
+        ref = _output(float_model, run_forked(float_model, facts["float_inputs"]), {})
+    else:
+        return Verdict("wrong", "its parameters give the values no real meaning: no scale, "
+                       "or custom details")
+    q = facts.get("out_q")
+    if q is not None:  # an int8 output holds the real result clamped to its range
+        ref = np.clip(ref, (-128 - q[1]) * q[0], (127 - q[1]) * q[0])
+    err = rel(got, ref)
+    if err <= MEANINGFUL:
+        return Verdict("runs", f"{err:.2g} of the float result")
+    simple = _bias_alone(model, got, facts)
+    return Verdict("wrong", (f"{simple}; " if simple else "") +
+                   f"{err:.2g} of the float result's range away from it")

@@ -66,9 +66,10 @@ COMPARED_ELSEWHERE: dict[tuple[str, str], str] = {
         "weights matrix (UINT4 values: test_type_paths_litert.py, 4-bit round trips)",
     ("EMBEDDING_LOOKUP", "copy"): "row copies of INT4/INT2 tables (no scale or one): "
         "test_llm_kernels_litert.py",
-    ("*", "FLOAT"): "float tensors in every form (accepts.BASIC: a float's parameters define "
-        "no value and no float path reads them): test_refusal_audit.py's acceptance "
-        "comparisons, the simple ops' float tensors in every form against LiteRT",
+    ("*", "FLOAT INT32"): "float and INT32 tensors in every form (accepts.BASIC: their "
+        "parameters define no value and no float or plain-integer path reads them): "
+        "test_refusal_audit.py's acceptance comparisons, the simple ops' tensors in every "
+        "form against LiteRT",
     ("DENSIFY", "*"): "DENSIFY of FLOAT32, FLOAT16 and INT8 in every form (the parameters "
         "pass through): test_refusal_audit.py's densify family against LiteRT",
 }
@@ -202,7 +203,7 @@ def _covered_elsewhere(name: str, pos: int, tname: str, form: str) -> bool:
     """COMPARED_ELSEWHERE's entries as a rule."""
     if op_metadata.input_roles(name).get(pos) == "b" and form == "per-channel:0":
         return True
-    if tname in ("FLOAT32", "FLOAT16") or name == "DENSIFY":
+    if tname in ("FLOAT32", "FLOAT16", "INT32") or name == "DENSIFY":
         return True
     return name == "EMBEDDING_LOOKUP" and tname in SUB_BYTE and form in ("none", "per-tensor")
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..interpreter.coverage import (RUNS_WHERE_LITERT_IS_WRONG, FormCoverage, OpCoverage,
-                                    coverage, forms_coverage, forms_summary, summary)
+from ..interpreter.coverage import (REFUSAL_GAPS, RUNS_WHERE_LITERT_IS_WRONG, FormCoverage,
+                                    OpCoverage, coverage, forms_coverage, forms_summary,
+                                    summary)
 from .common import subcommand_parser
 from .output import Output, add_json_option, add_output_option
 
@@ -111,6 +112,20 @@ def _forms_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def refusals_markdown() -> str:
+    """The refusal audit's rule and the refusals it found false that are still made."""
+    lines = ["Every (op, tensor type, quantization form) the interpreter refuses is checked "
+             "against LiteRT 2.3.0's builtin kernels on a one-op model built for the purpose "
+             "(`tests/interpreter/test_refusal_audit.py`: the simple ops' tensors in every "
+             "type and form, the weighted ops' weights, the conv and pool configurations, "
+             "DENSIFY, zero scales). A refusal is false when LiteRT runs the model with "
+             "meaning: finite outputs that agree with the op computed in float on the real "
+             "values. Each one is a failing test, unless it is listed here with why it is "
+             "still refused:", ""]
+    lines += [f"- `{pattern}`: {why}" for pattern, why in REFUSAL_GAPS.items()]
+    return "\n".join(lines) + "\n"
+
+
 def markdown(rows: list[OpCoverage]) -> str:
     lines = [f"**{headline(summary(rows))}** (`tflite-viewer ops`).", "",
              "| code | op | here | versions here | LiteRT versions | LiteRT types | note |",
@@ -137,7 +152,8 @@ def main(args: argparse.Namespace) -> int:
         forms = forms_coverage()
         out.json({"summary": figures, "ops": [r.as_dict() for r in rows],
                   "weight_forms": {"summary": forms_summary(forms),
-                                   "combinations": [r.as_dict() for r in forms]}})
+                                   "combinations": [r.as_dict() for r in forms]},
+                  "refusal_gaps": [{"cases": k, "reason": v} for k, v in REFUSAL_GAPS.items()]})
     if args.markdown:
         out.text(markdown(rows))
         return 0

@@ -21,9 +21,9 @@ one int8 per value and must be named where a kernel reads them).  ``FORMS`` are
 `tflite_viewer.model.quantization`).
 
 The default slot, for every input and output a kernel does not declare, is `BASIC`:
-whole-byte types, unquantized or with one scale, and float tensors with any parameters
-(a float's parameters define no value: neither LiteRT's float kernels nor these read
-them; tests/interpreter/test_refusal_audit.py checks both).  A kernel that reads
+whole-byte types, unquantized or with one scale, and float, INT32, INT64 and BOOL tensors
+with any parameters (their parameters define no value: neither LiteRT's kernels for these
+types nor these read them; tests/interpreter/test_refusal_audit.py checks both).  A kernel that reads
 per-channel or blockwise parameters says so on its register line.
 
 What a weight may be often depends on the activations: a FULLY_CONNECTED with float input
@@ -136,8 +136,8 @@ class Slot:
         return tuple(out)
 
 
-BASIC = "*: none per-tensor | FLOAT32 FLOAT16 BFLOAT16 FLOAT64: per-channel:* blockwise custom " \
-    "multi-axis"
+BASIC = ("*: none per-tensor | FLOAT32 FLOAT16 BFLOAT16 FLOAT64 INT32 INT64 BOOL: "
+         "per-channel:* blockwise custom multi-axis")
 
 
 @dataclass(frozen=True)
@@ -247,6 +247,25 @@ def check_accepts(ctx: "Subgraph", node: "Node") -> str | None:
     return _check_forms(ctx, node) or check_scales(ctx, node)
 
 
+def _pairs(text: str) -> frozenset[tuple[str, str]]:
+    return frozenset((op, t) for op, types in (g.split(":") for g in text.split())
+                     for t in types.split(","))
+
+
+#: (op, type) whose first input may have a zero scale: an activation that is 0 everywhere,
+#: which LiteRT's kernel computes as the op's value at 0 (its requantization multiplier is
+#: then 0, or its lookup table is built from zeros), and so does this one, bit for bit.
+#: Measured by the refusal audit (tests/interpreter/test_refusal_audit.py, scales family);
+#: elsewhere LiteRT aborts (ADD's Prepare checks its multipliers are positive), refuses or
+#: computes without meaning, and a zero activation scale is refused here.
+ZERO_SCALE_INPUT = _pairs(
+    "ABS:INT8,INT16 CONCATENATION:UINT8 DIV:INT8,INT16 ELU:INT8 EXP:INT8,INT16 "
+    "GELU:INT8,UINT8,INT16 HARD_SWISH:INT8,UINT8 LEAKY_RELU:INT8,UINT8,INT16 "
+    "MEAN:INT8,UINT8,INT16 MUL:INT8,UINT8,INT16 PRELU:INT8,UINT8 REDUCE_PROD:INT8,INT16 "
+    "RELU:INT8,UINT8,INT16 RELU6:INT8,UINT8,INT16 RELU_0_TO_1:INT8,UINT8 "
+    "RELU_N1_TO_1:INT8,UINT8 SQRT:INT8,INT16 SUM:INT8,UINT8,INT16 TANH:INT8,UINT8")
+
+
 def check_scales(ctx: "Subgraph", node: "Node") -> str | None:
     """Why a node's kernel cannot use the scales of one of its quantized tensors, or None.
 
@@ -256,7 +275,8 @@ def check_scales(ctx: "Subgraph", node: "Node") -> str | None:
     are refused only at a kernel that uses them: not a kernel that moves stored values
     (`Kernel.reads_scales` False), and for a zero or negative scale not an input the
     kernel only multiplies by its scale (`Accepts.multiplied`: it computes zeros, or
-    values of the other sign, as LiteRT does).  Everywhere else (requantization
+    values of the other sign, as LiteRT does), nor a zero activation scale where LiteRT
+    computes the op's value at 0 (`ZERO_SCALE_INPUT`).  Everywhere else (requantization
     multipliers, the division by an output scale) the kernel would compute from a
     meaningless multiplier, so the node is refused, naming the tensor and the reason."""
     kernel = node.registration.kernel
@@ -274,7 +294,8 @@ def check_scales(ctx: "Subgraph", node: "Node") -> str | None:
         if q is None or t.type not in QUANTIZED_INT_TYPES:
             continue
         for flaw in q.scale_flaws():
-            if multiplied and flaw.kind != "non-finite":
+            if multiplied and flaw.kind != "non-finite" or what == "input 0" and \
+                    flaw.kind == "zero" and (node.name, t.type_name) in ZERO_SCALE_INPUT:
                 continue
             why = ("is refused: the tensor's values have no real value there (LiteRT "
                    "computes NaN or infinity from them)" if flaw.kind == "non-finite" else

@@ -72,7 +72,7 @@ class FullyConnected(Kernel):
     accepts = declare({2: "*: none per-tensor per-channel:0"}, kinds={
         "float": {1: FLOAT_WEIGHT},
         "hybrid": {1: "INT8 INT4 INT2: per-tensor per-channel:0 | INT4: blockwise"},
-        "int8": {1: "INT8 INT4: per-tensor per-channel:0 | INT2: per-channel:0"},
+        "int8": {1: "INT8 INT4 INT2: per-tensor per-channel:0"},
         "int16": {1: "INT8 INT4: per-tensor per-channel:0"},
         "uint8": {1: "UINT8: per-tensor"}}, multiplied=(1, 2))
 
