@@ -17,9 +17,11 @@ model:
   computes on them in float too (INT32, INT64 and BOOL tensors stay as they are: LiteRT's
   integer kernels define their results).  A tensor in a form whose values have no real meaning
   outside the runtime that wrote them (custom or multi-axis details) keeps its stored
-  integers as its values.  LiteRT runs the twin too: its output is the op's real result.
+  integers as its values; an INT8, UINT8, INT16 or sub-byte tensor with such details makes
+  the verdict "wrong" (no real value to judge by).  LiteRT runs the twin too: its output is the op's real result.
 * "runs": LiteRT's output, dequantized by the output tensor's own parameters, is within
-  3% of the real result's range plus two of the output's quantization steps (the noise of
+  3% of the real result's range (clamped to what the output can hold) plus two of the
+  output's quantization steps (the noise of
   quantized arithmetic is below that; ignored scales, zeros or the bias alone are far
   above).  Integer and boolean outputs without parameters (indices, comparisons) must
   agree on 90% of their values (the quantized inputs may break a tie differently).
@@ -28,6 +30,7 @@ model:
 """
 from __future__ import annotations
 
+import faulthandler
 import os
 import pickle
 from dataclasses import dataclass
@@ -70,6 +73,8 @@ def run_forked(model: bytes, inputs: Sequence[np.ndarray],
     pid = os.fork()
     if pid == 0:  # the child: run, send the result or the error, leave at once
         os.close(read)
+        faulthandler.disable()  # (a crash is the verdict, not a trace on the suite's stderr)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
         try:
             result = ("ok", litert_run(model, inputs, resolver))
         except BaseException as exc:  # noqa: BLE001 - everything is reported to the parent
@@ -152,6 +157,31 @@ def float_twin(model: bytes, inputs: Sequence[np.ndarray]) -> tuple[bytes, list[
     return serialize(ModelTree(tree)), twin_inputs
 
 
+def _step(t) -> float:
+    """The largest real step between two stored values of an output: its largest scale
+    (per tensor, per channel or per block), a quarter for plain small integers (two of
+    them are the half unit of rounding: a plain integer result is exact), 0 for floats."""
+    q = t.quantization
+    if t.type_name in _QUANTIZED and _has_meaning(t):
+        if q.blockwise is not None:
+            scale_t, _ = t.block_tensors()
+            return float(np.max(np.abs(scale_t.values().astype(np.float64))))
+        return float(np.max(np.abs(q.scale)))
+    return 0.25 if t.type_name in _SMALL else 0.0
+
+
+def _meaningless(sg) -> str | None:
+    """Why a model's quantized values have no real value to judge by: a small integer
+    tensor with custom or multi-axis details (their meaning is the writing runtime's)."""
+    for t in sg.tensors:
+        q = t.quantization
+        if t.type_name in _SMALL and q is not None and q.details is not None \
+                and q.blockwise is None:
+            return (f"tensor {t.index} has {q.form} parameters: its values have no real "
+                    "value to judge by")
+    return None
+
+
 def _clamped(t, ref: np.ndarray) -> np.ndarray:
     """The real result as a quantized output can hold it: clamped to the range its type
     and per-tensor parameters represent (saturation is part of the op's meaning)."""
@@ -193,8 +223,14 @@ def judge(model: bytes, inputs: Sequence[np.ndarray]) -> Verdict:
     except LiteRTFailed as exc:
         return Verdict("refuses", str(exc)[:160])
     sg = load_model(model).subgraphs[0]
+    why = _meaningless(sg)
+    if why is not None:
+        return Verdict("wrong", why)
     try:
         twin, twin_inputs = float_twin(model, inputs)
+    except ModelFormatError as exc:  # (parameters that fit no value of their tensor)
+        return Verdict("wrong", f"no real values: {exc.reason}")
+    try:
         ref = run_forked(twin, twin_inputs)
     except LiteRTFailed as exc:
         return Verdict("unjudged", f"LiteRT runs it but not its float twin: {str(exc)[:120]}")
@@ -203,9 +239,7 @@ def judge(model: bytes, inputs: Sequence[np.ndarray]) -> Verdict:
         got = outs.get(o)
         if got is None or ref.get(o) is None:
             return Verdict("unjudged", f"LiteRT holds no value of output {o}")
-        q = t.quantization
-        step = float(np.max(np.abs(q.scale))) if _has_meaning(t) and q.blockwise is None \
-            else 1.0 if t.type_name in _SMALL else 0.0  # (plain small integers: rounding)
+        step = _step(t)
         plain = t.type_name not in _QUANTIZED or not _has_meaning(t)
         try:
             real = got if plain and got.dtype.kind in "biu" and ref[o].dtype.kind in "biu" \

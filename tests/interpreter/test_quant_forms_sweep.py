@@ -72,6 +72,9 @@ COMPARED_ELSEWHERE: dict[tuple[str, str], str] = {
         "form against LiteRT",
     ("DENSIFY", "*"): "DENSIFY of FLOAT32, FLOAT16 and INT8 in every form (the parameters "
         "pass through): test_refusal_audit.py's densify family against LiteRT",
+    ("moves", "*"): "kernels that move stored values (accepts.MOVES: they copy the same "
+        "bytes whatever the parameters): test_refusal_audit.py compares the data-movement "
+        "ops of its activations family in every type and form with LiteRT",
 }
 
 
@@ -199,8 +202,10 @@ def _covered(name: str, pos: int, tname: str, form: str) -> bool:
     return False
 
 
-def _covered_elsewhere(name: str, pos: int, tname: str, form: str) -> bool:
+def _covered_elsewhere(name: str, pos: int, tname: str, form: str, kernel=None) -> bool:
     """COMPARED_ELSEWHERE's entries as a rule."""
+    if kernel is not None and not kernel.reads_scales and tname not in SUB_BYTE:
+        return True
     if op_metadata.input_roles(name).get(pos) == "b" and form == "per-channel:0":
         return True
     if tname in ("FLOAT32", "FLOAT16", "INT32") or name == "DENSIFY":
@@ -249,7 +254,7 @@ def _check_case(name, custom, reg, pos, tname, form):
         return None if named else (f"{name} input {pos} {tname} {form}: the refusal does "
                                    f"not name the op, the tensor and the form: {refusal}")
     if _is_plain(tname, form) or _covered(name, pos, tname, form) or \
-            _covered_elsewhere(name, pos, tname, form):
+            _covered_elsewhere(name, pos, tname, form, reg.kernel):
         return None
     return (f"{name} input {pos} {tname} {form}: declared, and no LiteRT comparison covers "
             f"it ({'refused by the kernel: ' + refusal if refusal else 'loads'})")

@@ -182,7 +182,14 @@ def accepts(inputs: dict[int, str] | None = None, default: str = BASIC,
 DEFAULT = accepts()
 #: a float weight whatever quantization parameters it carries: they do not define float
 #: values, and LiteRT's float kernels do not read them (measured on the weighted ops)
-FLOAT_WEIGHT = "FLOAT32: none per-tensor per-channel:* blockwise custom"
+FLOAT_WEIGHT = "FLOAT32: none per-tensor per-channel:* blockwise custom multi-axis"
+#: what a kernel that moves stored values (``Kernel.reads_scales`` False: RESHAPE, GATHER,
+#: TRANSPOSE, ...) takes when it declares nothing: every whole-byte type in every form.
+#: It copies the values whatever their parameters, as LiteRT's kernels do, and the kernel
+#: that reads the moved tensor checks its parameters (measured by the refusal audit: a
+#: per-channel or blockwise tensor carried through keeps its meaning)
+MOVES = accepts(default="*: none per-tensor per-channel:* blockwise custom multi-axis",
+                outputs="*: none per-tensor per-channel:* blockwise custom multi-axis")
 #: every type and form (user kernels registered from Python: they read the tensors
 #: themselves; and ops that only pass tensors on to another subgraph)
 ANYTHING = accepts(default="* INT4 INT2 UINT4: none per-tensor per-channel:* blockwise "
@@ -192,9 +199,12 @@ ANYTHING = accepts(default="* INT4 INT2 UINT4: none per-tensor per-channel:* blo
 
 
 def declaration(kernel) -> Accepts:
-    """A kernel's `Accepts` (the class attribute ``accepts``), `DEFAULT` if none."""
+    """A kernel's `Accepts` (the class attribute ``accepts``); when it declares none,
+    `MOVES` for a kernel that moves stored values, `DEFAULT` for any other."""
     decl = getattr(kernel, "accepts", None)
-    return decl if isinstance(decl, Accepts) else DEFAULT
+    if not isinstance(decl, Accepts) or decl is DEFAULT:
+        return MOVES if not getattr(kernel, "reads_scales", True) else DEFAULT
+    return decl
 
 
 def _node_kind(ctx: "Subgraph", node: "Node") -> str:
@@ -254,15 +264,16 @@ def _pairs(text: str) -> frozenset[tuple[str, str]]:
 
 #: (op, type) whose first input may have a zero scale: an activation that is 0 everywhere,
 #: which LiteRT's kernel computes as the op's value at 0 (its requantization multiplier is
-#: then 0, or its lookup table is built from zeros), and so does this one, bit for bit.
+#: then 0, or its lookup table is built from zeros; LOG and RSQRT saturate), and so does
+#: this one, bit for bit.
 #: Measured by the refusal audit (tests/interpreter/test_refusal_audit.py, scales family);
 #: elsewhere LiteRT aborts (ADD's Prepare checks its multipliers are positive), refuses or
 #: computes without meaning, and a zero activation scale is refused here.
 ZERO_SCALE_INPUT = _pairs(
     "ABS:INT8,INT16 CONCATENATION:UINT8 DIV:INT8,INT16 ELU:INT8 EXP:INT8,INT16 "
-    "GELU:INT8,UINT8,INT16 HARD_SWISH:INT8,UINT8 LEAKY_RELU:INT8,UINT8,INT16 "
+    "GELU:INT8,UINT8,INT16 HARD_SWISH:INT8,UINT8 LEAKY_RELU:INT8,UINT8,INT16 LOG:INT8,INT16 "
     "MEAN:INT8,UINT8,INT16 MUL:INT8,UINT8,INT16 PRELU:INT8,UINT8 REDUCE_PROD:INT8,INT16 "
-    "RELU:INT8,UINT8,INT16 RELU6:INT8,UINT8,INT16 RELU_0_TO_1:INT8,UINT8 "
+    "RELU:INT8,UINT8,INT16 RELU6:INT8,UINT8,INT16 RELU_0_TO_1:INT8,UINT8 RSQRT:INT16 "
     "RELU_N1_TO_1:INT8,UINT8 SQRT:INT8,INT16 SUM:INT8,UINT8,INT16 TANH:INT8,UINT8")
 
 
