@@ -135,7 +135,7 @@ def test_no_false_refusal_sample():
 def test_no_false_refusal_anywhere():
     figures = audit(CASES)
     print({k: v for k, v in figures.items() if k not in ("false", "differ")})
-    assert figures["refused"] > 2000, figures["refused"]
+    assert figures["refused"] > 1500, figures["refused"]
     assert not figures["false"], (f"{len(figures['false'])} of {figures['refused']} "
                                   "refusals are false:\n" + "\n".join(figures["false"]))
     assert figures["gaps"] == set(REFUSAL_GAPS), \
