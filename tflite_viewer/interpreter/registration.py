@@ -46,6 +46,16 @@ class Kernel:
     #: (accepts.py); anything else is refused when the interpreter is built
     accepts: Accepts = DEFAULT
 
+    @property
+    def reads_scales(self) -> bool:
+        """Whether the kernel computes with its quantized tensors' scales: all but the
+        data-movement kernels (``types = "any"``), which copy stored values whatever their
+        parameters.  A data-movement kernel that does read them (QUANTIZE, DEQUANTIZE,
+        EMBEDDING_LOOKUP, a comparison) says so with a class attribute.  Scales that are
+        zero, negative or not finite are refused only where they are read
+        (`accepts.check_scales`)."""
+        return self.types != "any"
+
     def init(self, ctx: "Subgraph", node: "Node") -> Any:
         """Called once per node at load; returns the node's user_data."""
         return None

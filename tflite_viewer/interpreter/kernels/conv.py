@@ -283,14 +283,15 @@ def filter_accepts(pos: int, axis: int, bias: int, hybrid: str = "INT8 INT4",
     ``bias``), per node kind as LiteRT's kernels take them (measured:
     tools/sweep_quant_forms.py): float filters for float nodes; ``hybrid`` types for a
     float input; ``int8`` types for int8 ones; int8 filters for int16x8; uint8 filters
-    per tensor for uint8.  An integer filter always carries a scale."""
+    per tensor for uint8.  An integer filter always carries a scale; the filter's and the
+    bias's scales only multiply (a zero one is an all-zero channel, `Accepts.multiplied`)."""
     per = f"per-tensor per-channel:{axis}"
     return declare({bias: BIAS_SLOT}, kinds={
         "float": {pos: FLOAT_WEIGHT},
         "hybrid": {pos: f"{hybrid}: {per}"},
         "int8": {pos: f"{int8}: {per}"},
         "int16": {pos: f"INT8: {per}"},
-        "uint8": {pos: "UINT8: per-tensor"}})
+        "uint8": {pos: "UINT8: per-tensor"}}, multiplied=(pos, bias))
 
 
 def check_image(op: str, x, first: int = 1, count: int = 2) -> None:

@@ -80,9 +80,9 @@ class FullyConnected(Kernel):
     accepts = declare({2: "*: none per-tensor per-channel:0"}, kinds={
         "float": {1: FLOAT_WEIGHT},
         "hybrid": {1: "INT8 INT4 INT2: per-tensor per-channel:0 | INT4: blockwise"},
-        "int8": {1: "INT8 INT4: per-tensor per-channel:0 | INT2: per-channel:0"},
+        "int8": {1: "INT8 INT4 INT2: per-tensor per-channel:0"},
         "int16": {1: "INT8 INT4: per-tensor per-channel:0"},
-        "uint8": {1: "UINT8: per-tensor"}})
+        "uint8": {1: "UINT8: per-tensor"}}, multiplied=(1, 2))
 
     def check(self, ctx, node):
         fmt = node.builtin_data.get("weights_format", "DEFAULT")
@@ -320,7 +320,7 @@ class BatchMatmul(Kernel):
     accepts = declare(kinds={"float": {1: "FLOAT32: none per-tensor per-channel:* custom"},
                              "hybrid": {1: "INT8: per-tensor per-channel:-1"},
                              "int8": {1: "INT8: per-tensor"},
-                             "int16": {1: "INT16: per-tensor"}})
+                             "int16": {1: "INT16: per-tensor"}}, multiplied=(1,))
 
     def init(self, ctx, node):
         return {"kind": "float", "params": None, "rhs": None, "row_sums": None}
