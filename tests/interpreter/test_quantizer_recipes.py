@@ -28,7 +28,7 @@ import pytest
 from tests.litert_oracle import litert
 from tflite_viewer.cli import main as cli_main
 from tflite_viewer.interpreter import Interpreter, UnsupportedOpError
-from tflite_viewer.model import load_model
+from tflite_viewer.model import ExecutionError, load_model
 
 from . import test_generation as gen
 from .recipe_models import HADAMARD, INT2_BLOCKWISE, quantized
@@ -80,7 +80,14 @@ def test_hadamard_recipes_generate_what_litert_builtin_kernels_generate(recipe):
 
 
 def test_hadamard_int4_generates_what_litert_reference_and_xnnpack_generate():
+    """LiteRT's reference kernels and its default XNNPACK path agree, and ours by default
+    (``auto``: the FULLY_CONNECTEDs whose INT4 weights hold -8 take the reference kernel)
+    and with the reference set; an explicit builtin set refuses the -8s (the next test
+    shows why)."""
     data = quantized("dynamic_wi4c_hr_afp32")
+    with pytest.raises(ExecutionError, match="INT4 weights holding -8"):
+        gen._ours(data, kernels="builtin")
+    assert gen._ours(data, kernels="reference")[0].tokens == gen._ours(data)[0].tokens
     result, logits = gen._ours(data)
     ref, ref_logits = litert_loop(data, "BUILTIN_REF")
     xnnpack, _ = litert_loop(data, "BUILTIN")
@@ -114,7 +121,7 @@ def test_litert_builtin_departs_at_the_first_int4_fully_connected_holding_minus_
     from .test_llm_decoder import _inputs
     data = quantized("dynamic_wi4c_hr_afp32")
     li = litert(data)
-    ours = Interpreter(data)
+    ours = Interpreter(data, kernels="reference")
     inputs = _inputs(0)
     li.get_signature_runner("prefill_8")(**inputs)
     ours.invoke(inputs, signature="prefill_8")

@@ -88,7 +88,9 @@ class Interpreter(Executor):
     ``kernels`` (``auto``, ``reference`` or ``builtin``; `kernel_sets`) says which of
     LiteRT's kernel sets the float ops whose two sets differ (LOGISTIC, TANH, SOFTMAX,
     MEAN, SUM, FULLY_CONNECTED) compute as; ``auto`` takes the builtin set for an LLM
-    export or a model with blockwise weights, the reference set otherwise.
+    export or a model with blockwise weights, the reference set otherwise (and, within the
+    builtin set, the reference kernel for a FULLY_CONNECTED whose INT4 weights hold -8,
+    which LiteRT's builtin 4-bit path computes without meaning).
     """
 
     def __init__(self, model: Model | str | os.PathLike | bytes, *, rounding: str = "double",
@@ -141,6 +143,9 @@ class Interpreter(Executor):
         #: ``reference`` or ``builtin``: the LiteRT kernel set the float kernels follow
         #: where the two differ (`kernel_sets`)
         self.kernels = kernel_sets.resolve(kernels, model)
+        #: the ``kernels`` asked for: under ``auto`` a node the builtin set computes without
+        #: meaning takes the reference kernel (`blockwise.builtin_dense4bit`)
+        self.kernels_asked = kernels
         #: op times and calls: kept per op by stepped and watched runs (a stop reads them
         #: after every step), in the subgraphs' counters by the prepared plan (`_execute`)
         self._op_times: dict[tuple[int, int], float] = defaultdict(float)
