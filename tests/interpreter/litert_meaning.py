@@ -302,8 +302,9 @@ def judge_weight(model: bytes, inputs, float_model: bytes | None, facts: dict) -
         return Verdict("wrong", "its parameters give the values no real meaning: no scale, "
                        "or custom details")
     q = facts.get("out_q")
-    if q is not None:  # an int8 output holds the real result clamped to its range
-        ref = np.clip(ref, (-128 - q[1]) * q[0], (127 - q[1]) * q[0])
+    if q is not None:  # a quantized output holds the real result clamped to its range
+        info = np.iinfo(np.int16 if facts.get("out_type") == "INT16" else np.int8)
+        ref = np.clip(ref, (info.min - q[1]) * q[0], (info.max - q[1]) * q[0])
     err = rel(got, ref)
     if err <= MEANINGFUL:
         return Verdict("runs", f"{err:.2g} of the float result")

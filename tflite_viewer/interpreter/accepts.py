@@ -231,7 +231,8 @@ def litert_without_meaning(node: "Node", pos: int, t: "Tensor", form: str,
     from .litert_forms import LITERT_FORMS, WEIGHT_POSITIONS
     if WEIGHT_POSITIONS.get(node.name) != pos:
         return None
-    act = "int8" if kind == "int8" else "float" if kind in ("float", "hybrid", None) else None
+    act = kind if kind in ("int8", "int16") else \
+        "float" if kind in ("float", "hybrid", None) else None
     rank = len(t.shape) if t.shape is not None else 0
     if form == "per-channel":
         form = "per-channel:0" if axis == 0 else "per-channel:last" if axis == rank - 1 \
@@ -313,7 +314,7 @@ def _pairs(text: str) -> frozenset[tuple[str, str]]:
 ZERO_SCALE_INPUT = _pairs(
     "ABS:INT8,INT16 CONCATENATION:UINT8 DIV:INT8,INT16 ELU:INT8 EXP:INT8,INT16 "
     "GELU:INT8,UINT8,INT16 HARD_SWISH:INT8,UINT8 LEAKY_RELU:INT8,UINT8,INT16 LOG:INT8,INT16 "
-    "MEAN:INT8,UINT8,INT16 MUL:INT8,UINT8,INT16 PRELU:INT8,UINT8 REDUCE_PROD:INT8,INT16 "
+    "MEAN:INT8,UINT8,INT16 MUL:INT8,UINT8,INT16 PRELU:INT8,UINT8,INT16 REDUCE_PROD:INT8,INT16 "
     "RELU:INT8,UINT8,INT16 RELU6:INT8,UINT8,INT16 RELU_0_TO_1:INT8,UINT8 RSQRT:INT16 "
     "RELU_N1_TO_1:INT8,UINT8 SQRT:INT8,INT16 SUM:INT8,UINT8,INT16 TANH:INT8,UINT8")
 
