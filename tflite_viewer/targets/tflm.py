@@ -16,7 +16,7 @@ The oracle: the ``tflite_micro`` Python interpreter (``Interpreter.from_file``, 
 """
 from __future__ import annotations
 
-from .facts import ModelFacts, SubgraphFacts
+from ..delegation.facts import ModelFacts, SubgraphFacts
 from .tflm_kernels import CUSTOM_OPS, RULES
 from .verdict import REFUSED, RUNS, OpVerdict, TargetResult
 
