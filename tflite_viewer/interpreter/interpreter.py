@@ -85,10 +85,11 @@ class Interpreter(Executor):
     bit, or by BLAS; ``auto`` takes BLAS, and the reference order in a cross-check
     against LiteRT's reference kernels.
 
-    ``kernels`` (``auto``, ``reference`` or ``builtin``; `kernel_sets`) says which of
-    LiteRT's kernel sets the float ops whose two sets differ (LOGISTIC, TANH, SOFTMAX,
-    MEAN, SUM, FULLY_CONNECTED) compute as; ``auto`` takes the builtin set for an LLM
-    export or a model with blockwise weights, the reference set otherwise.
+    ``kernels`` (``auto``, ``reference``, ``builtin`` or ``xnnpack``; `kernel_sets`) says
+    which of LiteRT's kernel sets the float ops whose sets differ (LOGISTIC, TANH, SOFTMAX,
+    MEAN, SUM, FULLY_CONNECTED) compute as; ``xnnpack`` computes the operators LiteRT's
+    default XNNPACK delegate takes as XNNPACK does; ``auto`` takes the builtin set for an
+    LLM export or a model with blockwise weights, the reference set otherwise.
     """
 
     def __init__(self, model: Model | str | os.PathLike | bytes, *, rounding: str = "double",
@@ -141,6 +142,8 @@ class Interpreter(Executor):
         #: ``reference`` or ``builtin``: the LiteRT kernel set the float kernels follow
         #: where the two differ (`kernel_sets`)
         self.kernels = kernel_sets.resolve(kernels, model)
+        #: under the ``xnnpack`` set, the operators its partitions take (`kernel_sets`)
+        self.xnnpack = kernel_sets.delegated(self.kernels, model)
         #: op times and calls: kept per op by stepped and watched runs (a stop reads them
         #: after every step), in the subgraphs' counters by the prepared plan (`_execute`)
         self._op_times: dict[tuple[int, int], float] = defaultdict(float)
