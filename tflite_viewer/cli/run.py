@@ -3,7 +3,8 @@ every tensor, cross-check against LiteRT.
 
     tflite-viewer run MODEL [--inputs IN.npz] [--seed N] [--signature KEY]
                             [--dump-all OUT.npz] [--compare-litert] [--rounding single|double]
-                            [--float-sums auto|reference|blas] [--kernels auto|reference|builtin]
+                            [--float-sums auto|reference|blas]
+                            [--kernels auto|reference|builtin|xnnpack]
                             [--tolerance REL] [--tolerance-units N]
                             [--compare-mode auto|end-to-end|isolated]
                             [--max-iterations N] [--timeout SECONDS] [--max-memory SIZE]
@@ -15,8 +16,10 @@ default) takes BLAS products, and LiteRT's reference order for ``--compare-liter
 against its reference kernels (`tflite_viewer.interpreter.float_sums`).
 ``--kernels`` is `Interpreter(model, kernels=...)`: which of LiteRT's kernel sets the float
 ops whose two sets differ follow (`tflite_viewer.interpreter.kernel_sets`; ``auto``: the
-builtin kernels for an LLM export or blockwise weights, the reference kernels otherwise);
-the cross-check runs LiteRT with the same set.
+builtin kernels for an LLM export or blockwise weights, the reference kernels otherwise;
+``xnnpack``: what LiteRT runs by default, the ops its XNNPACK delegate takes as XNNPACK
+computes them); the cross-check runs LiteRT with the same set (for ``xnnpack``, its
+default interpreter, whose XNNPACK partitions keep their inner tensors to themselves).
 
 * ``--inputs IN.npz``: arrays keyed by input tensor name, signature input name (with
   ``--signature``) or ``s{subgraph}_t{tensor}``; inputs it does not give are seeded from
@@ -117,13 +120,16 @@ def add_parser(subparsers) -> None:
                         "product: several times faster, a rounding or so off per "
                         "output, as LiteRT's default XNNPACK path is) or auto (the "
                         "default: blas, and reference for --compare-litert)")
-    p.add_argument("--kernels", choices=("auto", "reference", "builtin"), default="auto",
-                   help="which of LiteRT's kernel sets the float ops whose two sets differ "
+    p.add_argument("--kernels", choices=("auto", "reference", "builtin", "xnnpack"),
+                   default="auto",
+                   help="which of LiteRT's kernel sets the float ops whose sets differ "
                         "(LOGISTIC, TANH, SOFTMAX, MEAN, SUM, FULLY_CONNECTED) follow, to the "
                         "bit: reference (BUILTIN_REF), builtin (its optimized kernels, no "
-                        "delegate) or auto (builtin for an LLM export or blockwise weights, "
-                        "reference otherwise; the default); --compare-litert runs LiteRT "
-                        "with the same set")
+                        "delegate), xnnpack (LiteRT's default: the ops its XNNPACK delegate "
+                        "takes as XNNPACK computes them on an x86-64 AVX-512 CPU, the rest "
+                        "as builtin) or auto (builtin for an LLM export or blockwise "
+                        "weights, reference otherwise; the default); --compare-litert runs "
+                        "LiteRT with the same set")
     p.add_argument("--tolerance", type=float, default=None, metavar="REL",
                    help="largest relative error of a float tensor for --compare-litert "
                         "(default 1e-5)")
@@ -170,7 +176,9 @@ def _float_sums_said(taken: str, asked: str) -> str:
 def kernels_said(model, taken: str, asked: str) -> str:
     """``LiteRT's builtin kernels (auto: an LLM export ...)``: the kernel set a run follows,
     and why when ``auto`` chose it."""
-    from ..interpreter.kernel_sets import why_builtin
+    from ..interpreter.kernel_sets import XNNPACK, why_builtin
+    if taken == XNNPACK:
+        return "LiteRT's default path (XNNPACK's kernels where its delegate takes an op)"
     said = f"LiteRT's {taken} kernels"
     if asked == "auto":
         why = why_builtin(model)

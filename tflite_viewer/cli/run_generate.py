@@ -9,8 +9,9 @@ its time) and ends with the ids; ``--json`` gives ``{"tokens": [...], "prompt", 
 "calls", ...}``, the plan with ``feeds``: what the loop put in every input of every
 signature.  ``--logits OUT.npy`` writes the decode steps' logits, float32 [K, vocab].
 ``--compare-litert`` runs the same loop with LiteRT's builtin kernels in a child process
+(with ``--kernels xnnpack``, LiteRT's default interpreter: its XNNPACK delegate applied)
 and compares the ids (exit 1 when they differ) and the logits (reported); our float sums
-are then added in the builtin kernels' order unless ``--float-sums blas`` was asked.
+are then added in the kernel set's order unless ``--float-sums blas`` was asked.
 """
 from __future__ import annotations
 
@@ -99,12 +100,16 @@ def _lines(args, plan, prompt, result, rounding: str, ops: int, seconds: float
     return lines
 
 
-def _compare(args, model, plan, prompt, result, logits, doc, lines) -> str | None:
-    """--compare-litert: LiteRT's ids and logits beside ours; the failure, if any."""
+def _compare(args, model, plan, prompt, result, logits, doc, lines,
+             kernels: str) -> str | None:
+    """--compare-litert: LiteRT's ids and logits beside ours (LiteRT with its default
+    delegate when ``kernels`` is the interpreter's xnnpack set); the failure, if any."""
     from ..interpreter.budget import DEFAULT_TIMEOUT
-    from ..interpreter.generation_litert import litert_generate
+    from ..interpreter.generation_litert import RESOLVER, litert_generate
+    from ..interpreter.kernel_sets import RESOLVERS, XNNPACK
+    resolver = RESOLVERS[XNNPACK] if kernels == XNNPACK else RESOLVER
     ref = litert_generate(model, plan, prompt, args.generate,
-                          timeout=args.timeout or DEFAULT_TIMEOUT)
+                          timeout=args.timeout or DEFAULT_TIMEOUT, resolver=resolver)
     same = ref.tokens == result.tokens
     first = next((i for i, (a, b) in enumerate(zip(result.tokens, ref.tokens)) if a != b),
                  None)
@@ -180,7 +185,8 @@ def main(args: argparse.Namespace) -> int:
         doc["logits"] = {"file": args.logits, "shape": list(logits.shape)}
     failed = None
     if args.compare_litert:
-        failed = _compare(args, model, plan, prompt, result, logits, doc, lines)
+        failed = _compare(args, model, plan, prompt, result, logits, doc, lines,
+                          interp.kernels)
     out.text("\n".join(lines))
     out.json(doc)
     if failed:

@@ -21,7 +21,7 @@ import numpy as np
 from .. import xnnpack_gemm as xg
 from ..kernel_sets import xnnpack_partition
 from ..weights import rows_reader
-from .common import apply_activation, tensor_qparams
+from .common import KernelError, apply_activation, tensor_qparams
 
 
 def fc_path(ctx, node, kind: str) -> str | None:
@@ -35,10 +35,28 @@ def fc_path(ctx, node, kind: str) -> str | None:
     if kind == "float" and w.dtype == np.float32:
         return "f32"
     if kind == "blockwise":
+        _check_scales(w, ctx.tensors[w.quantization.blockwise.scales].data, "block")
         return "qb4w"
     if kind == "hybrid" and w.type_name in ("INT8", "INT4"):
+        _check_scales(w, tensor_qparams(w).scale, "channel")
         return "qc"
     return None
+
+
+def _check_scales(w, scales, what: str) -> None:
+    """The delegate defines a weight tensor only with positive normal scales; otherwise
+    its partition fails to prepare and so does LiteRT's default interpreter on the model:
+    the xnnpack set refuses it the same way."""
+    values = np.asarray(scales, np.float32).reshape(-1)
+    bad = np.flatnonzero(~(np.isfinite(values) & (values >= np.finfo(np.float32).tiny)))
+    if bad.size:
+        k = int(bad[0])
+        raise KernelError(
+            f"XNNPACK cannot define weight tensor {w.index} {w.name!r}: its {what} scale at "
+            f"index {k} is "
+            f"{float(values[k]):g} (it takes positive normal scales only), so its partition "
+            "fails to prepare and LiteRT's default interpreter fails on this model; "
+            "--kernels builtin computes it as LiteRT's kernels without the delegate")
 
 
 def _weights(ctx, node, build, nbytes: int) -> Any:
