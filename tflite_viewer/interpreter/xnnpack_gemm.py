@@ -10,8 +10,10 @@
   ``xnn_qd8_asymmetric_quantization_params`` and the f32 to qs8/qu8 convert kernel);
   the integer products are exact; then the float epilogue:
 
-  - per-channel INT8 or INT4 weights (``qd8_f32_qc8w`` / ``qc4w``, the avx512vnni
-    kernels): ``fma(float(acc) * (1 / scale), weight_scale, bias)`` (`qc_gemm`);
+  - per-channel INT8, INT4 or INT2 weights (``qd8_f32_qc8w`` / ``qc4w``, the
+    avx512vnni kernels, and ``qc2w``): ``fma(float(acc) * (1 / scale), weight_scale,
+    bias)`` (`qc_gemm`; for INT2 measured on the wheel, which XNNPACK's portable qc2w
+    source does not show: it rounds the product before adding the bias);
   - blockwise INT4 weights with float16 block scales (``qdu8_f32_qb4w``, avx512vnni):
     the scales rounded to bfloat16, a per-column float term ``-sum(group sums * block
     scale)`` over groups of 16 depths times the unsigned input's zero point, then one FMA

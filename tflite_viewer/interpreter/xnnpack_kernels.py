@@ -143,12 +143,18 @@ def path(ctx, node) -> Path | str | None:
 
 
 def coverage(name: str) -> str:
-    """``reproduced``, ``exact`` or ``builtin`` (computed as LiteRT's builtin kernel here,
-    maybe not XNNPACK's bits): how an op XNNPACK takes is computed by this kernel set."""
+    """How an op XNNPACK takes is computed by this kernel set: ``reproduced``, ``exact``,
+    ``decomposition`` (a STABLEHLO_COMPOSITE the delegate lowers itself, the
+    odml.scaled_dot_product_attention: computed by its decomposition's ops, each of a
+    partition of its own subgraph; on the decoders checked the delegate's lowering — the
+    query scaled, BATCH_MATMUL, the mask added, SOFTMAX, BATCH_MATMUL — gives the same
+    bits) or ``builtin`` (LiteRT's builtin kernel here, maybe not XNNPACK's bits)."""
     if name in PATHS or name in GEMMS:
         return "reproduced"
     if name in EXACT or name in _FLUSHED:
         return "exact"
+    if name == "STABLEHLO_COMPOSITE":
+        return "decomposition"
     return "builtin"
 
 

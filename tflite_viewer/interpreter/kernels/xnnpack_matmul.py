@@ -5,8 +5,8 @@ what kernels/matmul.py calls for a node the delegate takes (`kernel_sets`,
 * float32 weights: XNNPACK's f32 GEMM, one FMA per depth step from the bias, when the
   interpreter adds float sums in order (``float_sums='reference'``, or a cross-check);
   with BLAS float sums the kernel's own product (a rounding or so away);
-* INT8 or INT4 weights, per channel or per tensor, on a float input: the dynamically
-  quantized GEMM (qd8 input, qc8w / qc4w weights);
+* INT8, INT4 or INT2 weights, per channel or per tensor, on a float input: the
+  dynamically quantized GEMM (qd8 input, qc8w / qc4w / qc2w weights);
 * INT4 blockwise weights with float16 scales: the qdu8 / qb4w GEMM.
 
 The integer weights are widened to float64 once (the integer products are then exact
@@ -37,7 +37,7 @@ def fc_path(ctx, node, kind: str) -> str | None:
     if kind == "blockwise":
         _check_scales(w, ctx.tensors[w.quantization.blockwise.scales].data, "block")
         return "qb4w"
-    if kind == "hybrid" and w.type_name in ("INT8", "INT4"):
+    if kind == "hybrid" and w.type_name in ("INT8", "INT4", "INT2"):
         _check_scales(w, tensor_qparams(w).scale, "channel")
         return "qc"
     return None
