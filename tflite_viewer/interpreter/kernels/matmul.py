@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import eigen_gemm, xnnpack_gemm
 from ..float32 import last_of_sums, ordered_matmul
-from ..kernel_sets import builtin
+from ..kernel_sets import builtin, xnnpack_partition
 from ..integer import batch_matmul as int_batch_matmul, blockwise as int_blockwise
 from ..integer import conv as int_conv
 from ..integer import fully_connected as int_fully_connected, hybrid as int_hybrid
@@ -90,6 +90,8 @@ class FullyConnected(Kernel):
         if fmt not in ("DEFAULT", 0):
             return f"FULLY_CONNECTED v{node.version} with weights_format {fmt}: not implemented"
         if _blockwise(ctx.input(node, 1)):
+            if xnnpack_partition(ctx, node) is not None:
+                return None  # XNNPACK's checks took it (delegation.xnnpack_weights)
             return int_blockwise.blockwise_problem(ctx, node)
         return super().check(ctx, node)
 
