@@ -186,6 +186,25 @@ def kernels_said(model, taken: str, asked: str) -> str:
     return said
 
 
+def _xnnpack_said(interp, doc: dict) -> str:
+    """Under the xnnpack set: how many ops XNNPACK's partitions take, and those computed
+    here as LiteRT's builtin kernels (`xnnpack_kernels.unreproduced`); into ``doc`` too."""
+    from collections import Counter
+    from ..interpreter.xnnpack_kernels import unreproduced
+    taken = interp.xnnpack.partition_of
+    parts = len({p for ops in taken.values() for p in ops.values()})
+    count = sum(len(ops) for ops in taken.values())
+    left = unreproduced(interp)
+    doc["xnnpack"] = {"partitions": parts, "ops": count,
+                      "builtin_here": [{"subgraph": s, "op": k, "name": n} for s, k, n in left]}
+    names = Counter(n for _, _, n in left)
+    said = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in sorted(names.items()))
+    return (f"XNNPACK takes {count} op{'s' if count != 1 else ''} in {parts} "
+            f"partition{'s' if parts != 1 else ''}; "
+            + (f"computed here as LiteRT's builtin kernels (their bits may differ from "
+               f"XNNPACK's): {said}" if left else "every one computed as XNNPACK does"))
+
+
 def _budget():
     from ..interpreter import budget
     return budget
@@ -359,7 +378,10 @@ def _main(args: argparse.Namespace) -> int:
                  "inputs": [], "outputs": []}
     lines = [f"Model {args.model}: {where}, rounding {interp.rounding}, float sums "
              f"{_float_sums_said(interp.float_sums, args.float_sums)}, "
-             f"{kernels_said(model, interp.kernels, args.kernels)}", "Inputs:"]
+             f"{kernels_said(model, interp.kernels, args.kernels)}"]
+    if interp.xnnpack is not None:
+        lines.append(_xnnpack_said(interp, doc))
+    lines.append("Inputs:")
     for spec in specs:
         a = arrays[spec.name]
         dtype = model.subgraphs[spec.subgraph].tensors[spec.tensor].type_name

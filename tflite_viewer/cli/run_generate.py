@@ -81,13 +81,13 @@ def _prompt(args: argparse.Namespace) -> list[int]:
     return prompt
 
 
-def _lines(args, plan, prompt, result, rounding: str, ops: int, seconds: float
-           ) -> list[str]:
+def _lines(args, plan, prompt, result, rounding: str, ops: int, seconds: float,
+           kernels: str) -> list[str]:
     """The text report: the loop, each call, the ids."""
     steps = args.generate
     bos = f" (BOS {args.bos} first)" if args.bos is not None else ""
     lines = [f"Model {args.model}: {steps} token{'s' if steps != 1 else ''} generated, "
-             f"rounding {rounding}",
+             f"rounding {rounding}, {kernels}",
              f"Loop: {plan.describe()}",
              f"Prompt: {' '.join(map(str, prompt))}{bos}"]
     width = max(len(c.label) for c in result.calls)
@@ -142,7 +142,7 @@ def _exact_sums_for_comparison(interp) -> None:
 def main(args: argparse.Namespace) -> int:
     from ..interpreter.budget import (DEFAULT_MAX_ALLOCATION_BYTES, DEFAULT_MAX_ITERATIONS,
                                       DEFAULT_TIMEOUT)
-    from .run import new_interpreter  # (run imports this module)
+    from .run import kernels_said, new_interpreter  # (run imports this module)
     from ..interpreter.generation import (find_plan, generate, interpreter_runner, last_row,
                                           parse_settings)
 
@@ -174,9 +174,10 @@ def main(args: argparse.Namespace) -> int:
     result = generate(model, run, prompt, args.generate, plan)
     seconds = time.perf_counter() - t0
     logits = np.stack(rows)
-    doc = {"model": str(args.model), "rounding": interp.rounding, "bos": args.bos,
-           **result.to_dict(), "ops": ops, "milliseconds": seconds * 1000}
-    lines = _lines(args, plan, prompt, result, interp.rounding, ops, seconds)
+    doc = {"model": str(args.model), "rounding": interp.rounding, "kernels": interp.kernels,
+           "bos": args.bos, **result.to_dict(), "ops": ops, "milliseconds": seconds * 1000}
+    lines = _lines(args, plan, prompt, result, interp.rounding, ops, seconds,
+                   kernels_said(model, interp.kernels, getattr(args, "kernels", "auto")))
     if args.logits:
         buffer = io.BytesIO()
         np.save(buffer, logits)
