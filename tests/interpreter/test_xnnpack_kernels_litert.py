@@ -258,3 +258,14 @@ def test_an_op_xnnpack_leaves_to_litert_keeps_the_builtin_kernel():
     interp = Interpreter(model, kernels="xnnpack", float_sums="reference")
     assert interp.xnnpack.partition(0, 0) is None
     assert bits_apart(list(interp.invoke([x, w]).values())[0], ref) == 0
+
+
+def test_a_reduction_xnnpack_runs_another_way_is_named_not_passed_off():
+    """A MEAN over a middle axis is XNNPACK's (its discontiguous rdsum kernel), which this
+    set does not reproduce: it runs the builtin kernel and `unreproduced` names it."""
+    from tflite_viewer.interpreter.xnnpack_kernels import unreproduced
+    model = _mean_model((2, 3, 4), [1], False)
+    interp = Interpreter(model, kernels="xnnpack")
+    assert interp.xnnpack.partition(0, 0) is not None
+    assert unreproduced(interp) == [(0, 0, "MEAN")]
+    assert unreproduced(Interpreter(_mean_model((2, 3, 4), [2], False), kernels="xnnpack")) == []

@@ -42,22 +42,33 @@ def flush(x: np.ndarray) -> np.ndarray:
     return np.where(small, np.copysign(F32(0), x), x).astype(x.dtype, copy=False)
 
 
+#: the low 29 bits of a float64 that lies exactly halfway between two float32 values
+_HALF_ULP32, _BELOW_ULP32 = np.int64(1 << 28), np.int64((1 << 29) - 1)
+#: float64 exponent field below which a float32 result is subnormal (fewer bits, other
+#: halfway points): those sums go the careful way too
+_SMALL = np.int64(1023 - 125) << np.int64(52)
+
+
 def fma_exact_product(p: np.ndarray, c: np.ndarray) -> np.ndarray:
     """float32(p + c) rounded once, for a float64 ``p`` that is an exact product of two
-    float32 values and a float32 ``c``: the float64 sum is rounded to odd (its TwoSum error
-    tells which way the exact sum lies), which makes the float32 rounding that follows the
-    correct rounding of the exact sum (53 >= 24 + 2 bits)."""
+    float32 values and a float32 ``c``.  The float64 sum is rounded once already; the
+    float32 rounding after it is the correct one unless that sum landed exactly halfway
+    between two float32 values (or in float32's subnormal range): there, and only there,
+    the sum is rounded *to odd* instead (its TwoSum error tells which way the exact sum
+    lies), which makes the float32 rounding correct (53 >= 24 + 2 bits)."""
     c = np.asarray(c, np.float64)
     s = p + c
-    with np.errstate(invalid="ignore", over="ignore"):
-        bb = s - p
-        err = (p - (s - bb)) + (c - bb)
-        inexact = (err != 0) & np.isfinite(err)
-        if inexact.any():
-            even = (s.view(np.int64) & 1) == 0
-            fix = inexact & even
+    bits = s.view(np.int64)
+    risky = ((bits & _BELOW_ULP32) == _HALF_ULP32) | ((bits & np.int64(0x7FF0000000000000))
+                                                      < _SMALL)
+    if risky.any():
+        with np.errstate(invalid="ignore", over="ignore"):
+            bb = s - p
+            err = (p - (s - bb)) + (c - bb)
+            fix = risky & (err != 0) & np.isfinite(err) & ((bits & 1) == 0)
             if fix.any():
                 s = np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+    with np.errstate(over="ignore"):
         return s.astype(F32)
 
 

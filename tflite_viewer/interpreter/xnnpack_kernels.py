@@ -158,6 +158,19 @@ def coverage(name: str) -> str:
     return "builtin"
 
 
+def _computed_as_builtin(node, name: str) -> bool:
+    """Whether a node XNNPACK takes runs the builtin kernel here: its op has no path, or,
+    once prepared, its path did not apply (a reduction over other axes, a float
+    FULLY_CONNECTED of another form ...)."""
+    kind = coverage(name)
+    if kind != "reproduced":
+        return kind == "builtin"
+    data = node.user_data if node is not None else None
+    if not isinstance(data, dict) or "xnn" not in data:
+        return False  # not prepared yet: its op has a path
+    return not data["xnn"]
+
+
 def unreproduced(interpreter) -> list[tuple[int, int, str]]:
     """(subgraph, op, name) of every operator XNNPACK takes that this kernel set computes
     as LiteRT's builtin kernel (empty under another set)."""
@@ -167,9 +180,10 @@ def unreproduced(interpreter) -> list[tuple[int, int, str]]:
     out = []
     for s, ops in taken.partition_of.items():
         sg = interpreter.model.subgraphs[s]
+        nodes = interpreter.subgraphs[s].nodes
         for k in sorted(ops):
             name = sg.operators[k].name
-            if coverage(name) == "builtin":
+            if _computed_as_builtin(nodes[k] if k < len(nodes) else None, name):
                 out.append((s, k, name))
     return out
 
