@@ -84,8 +84,9 @@ DESCRIPTION = ("Run a model in the interpreter on your inputs (an .npz) or on se
                "each step fed the argmax of the last; it prints the K generated ids and "
                "with --json what it fed every input. --bos puts a beginning-of-sequence id "
                "first, --logits writes the decode logits. With --compare-litert the same "
-               "loop runs on LiteRT's builtin kernels and the ids are compared (exit 1 when "
-               "they differ).")
+               "loop runs on LiteRT's builtin kernels (with --kernels xnnpack, on LiteRT's "
+               "default path: its XNNPACK delegate, as LiteRT-LM computes on a CPU) and the "
+               "ids are compared (exit 1 when they differ).")
 # shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
 EXAMPLES = [
     "tflite-viewer run mobilenet_v2_float.tflite",
