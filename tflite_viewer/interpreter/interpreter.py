@@ -142,8 +142,10 @@ class Interpreter(Executor):
         #: ``reference`` or ``builtin``: the LiteRT kernel set the float kernels follow
         #: where the two differ (`kernel_sets`)
         self.kernels = kernel_sets.resolve(kernels, model)
-        #: under the ``xnnpack`` set, the operators its partitions take (`kernel_sets`)
+        #: under the ``xnnpack`` set, the operators its partitions take (`kernel_sets`);
+        #: their loops then run op by op (a fused loop computes as the builtin kernels)
         self.xnnpack = kernel_sets.delegated(self.kernels, model)
+        self.fuse_loops = self.xnnpack is None
         #: op times and calls: kept per op by stepped and watched runs (a stop reads them
         #: after every step), in the subgraphs' counters by the prepared plan (`_execute`)
         self._op_times: dict[tuple[int, int], float] = defaultdict(float)
