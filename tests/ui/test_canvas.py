@@ -10,7 +10,7 @@ from benchmarks.synthetic_graphs import residual_dag
 from tflite_viewer.ui import style
 from tflite_viewer.ui.graph_scene import GraphScene
 from tflite_viewer.ui.graph_view import GraphView
-from tflite_viewer.ui.scene_data import build_scene_data
+from tflite_viewer.ui.state.scene_data import build_scene_data
 
 from .conftest import model_path
 

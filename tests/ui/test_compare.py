@@ -10,7 +10,7 @@ import numpy as np
 from tests.ui.conftest import model_path
 from tflite_viewer.edit import ModelDocument, RemoveOperator, ReplaceTensorData
 from tflite_viewer.model import load_model
-from tflite_viewer.ui import comparison as cmp
+from tflite_viewer.ui.state import diff as cmp
 
 FLOAT = model_path("mobilenet_v2_float.tflite")
 INT8 = model_path("mobilenet_v2_int8.tflite")

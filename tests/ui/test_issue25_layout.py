@@ -172,7 +172,7 @@ def test_item11_property_names_and_comparison_titles_are_whole(qtbot, window):
 
 
 def test_item11_an_edit_that_lengthens_a_box_text_lays_it_out_again(qtbot, window, private_copy):
-    from tflite_viewer.ui.scene_data import _label_size
+    from tflite_viewer.ui.state.scene_data import _label_size
     assert window.open_path(private_copy("mobilenet_v2_float.tflite"), wait=True)
     sd = window.graph_scene.data
     row = sd.op_node[0]
@@ -252,7 +252,7 @@ def test_item14_an_edge_label_never_says_the_same_shape_twice():
     """A stale batch (small_cnn_dilated stores 1 where SPACE_TO_BATCH_ND computes 4, as
     LiteRT does) in a dimension the signature leaves open: the label shows the numbers,
     not "?x18x18x8 float32 != stored ?x18x18x8"."""
-    from tflite_viewer.ui.scene_data import TextMeasure, build_scene_data
+    from tflite_viewer.ui.state.scene_data import TextMeasure, build_scene_data
     model = load_model(model_path("small_cnn_dilated_float.tflite"))
     check = infer_shapes(model)
     assert {m.tensor: m.inferred for m in check.mismatches} == {14: (4, 18, 18, 8), 15: (4, 16, 16, 8)}

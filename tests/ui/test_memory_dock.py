@@ -112,7 +112,7 @@ def test_the_height_label_of_a_big_arena_is_whole(qtbot):
 
     from tflite_viewer.memory import plan_tflm
     from tflite_viewer.model import load_model
-    from tflite_viewer.ui.memory_chart import build_chart
+    from tflite_viewer.ui.state.memory import build_chart
     from tflite_viewer.ui.panels.memory_dock import MemoryChartWidget, _bytes
 
     big = dataclasses.replace(build_chart(plan_tflm(load_model(PERSON))), height=1_419_513_824)

@@ -13,7 +13,7 @@ from tests.targets import cases
 from tflite_viewer.model import load_model
 from tflite_viewer.targets import analyze
 from tflite_viewer.targets import overlay as target_overlay
-from tflite_viewer.ui.targets_state import op_rows, targets_state
+from tflite_viewer.ui.state.targets import op_rows, targets_state
 
 from .conftest import model_path
 from .workspace_checks import failing_excepthook  # noqa: F401 - a fixture
@@ -199,10 +199,10 @@ def test_the_state_is_qt_free_per_workspace_and_dropped_by_an_edit():
     import sys
 
     from tflite_viewer.edit import ModelDocument, RenameTensor
-    from tflite_viewer.ui.targets_state import findings, needs_report, result_of
-    from tflite_viewer.ui.workspace import Workspace
+    from tflite_viewer.ui.state.targets import findings, needs_report, result_of
+    from tflite_viewer.ui.state.workspace import Workspace
 
-    code = ("import sys, tflite_viewer.ui.targets_state; "
+    code = ("import sys, tflite_viewer.ui.state.targets; "
             "print(sorted(m for m in sys.modules if m.startswith('PySide6')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

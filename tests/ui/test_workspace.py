@@ -21,7 +21,7 @@ from tflite_viewer.model import load_model
 from tflite_viewer.ui.debugger import breakpoints_dock, callstack_dock, outputs_dock, \
     profile_dock, watch_dock
 from tflite_viewer.ui.debugger.crosscheck_dock import NO_ROW, NOT_RUN
-from tflite_viewer.ui.targets_state import targets_state
+from tflite_viewer.ui.state.targets import targets_state
 
 from .conftest import model_path
 from .workspace_checks import failing_excepthook  # noqa: F401 - a fixture

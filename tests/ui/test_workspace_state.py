@@ -11,9 +11,9 @@ import pytest
 from tflite_viewer.edit import ModelDocument, RemoveOperator, RenameTensor
 from tflite_viewer.interpreter import NonFiniteBreakpoint, OpBreakpoint
 from tflite_viewer.model import load_model
-from tflite_viewer.ui.identity import (BreakpointList, OpRef, TensorRef, WatchList,
+from tflite_viewer.ui.state.identity import (BreakpointList, OpRef, TensorRef, WatchList,
                                        resolve_op, resolve_tensor)
-from tflite_viewer.ui.workspace import (DEBUG, MODEL, QUANT, REPLACED, RunOutputs, Hub,
+from tflite_viewer.ui.state.workspace import (DEBUG, MODEL, QUANT, REPLACED, RunOutputs, Hub,
                                         Workspace)
 
 from .conftest import model_path
@@ -22,7 +22,7 @@ MNV2 = model_path("mobilenet_v2_float.tflite")
 
 
 def test_the_workspace_modules_import_no_qt():
-    code = ("import sys, tflite_viewer.ui.workspace, tflite_viewer.ui.identity; "
+    code = ("import sys, tflite_viewer.ui.state.workspace, tflite_viewer.ui.state.identity; "
             "print(sorted(m for m in sys.modules if m.startswith('PySide6')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

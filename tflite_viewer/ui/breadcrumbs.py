@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLabel, QScrollAr
                                QToolButton, QWidget)
 
 from ..model import Model
-from .navigation import Call, Crumb
+from .state.navigation import Call, Crumb
 
 __all__ = ["Crumb", "NavigationBar", "subgraph_label"]
 

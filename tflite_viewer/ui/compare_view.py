@@ -10,7 +10,7 @@ Tensor panel's Compare tab shows both values (constants; activations once both m
 the dock's Run Both) and their difference.
 
 Everything about the comparison is the open workspace's (``ws.comparison``,
-`ui.comparison`): these widgets render it.  The diff (and B's layout) is computed on a
+`ui.state.diff`): these widgets render it.  The diff (and B's layout) is computed on a
 worker; an edit of A, a reload of A, or B's file changing on disk computes it again.
 """
 from __future__ import annotations
@@ -26,13 +26,13 @@ from PySide6.QtWidgets import (QFileDialog, QGraphicsItem, QLabel, QVBoxLayout,
 
 from ..diff import diff_models
 from ..model import load_model
-from . import comparison as cmp
+from .state import diff as cmp
 from .graph_scene import GraphScene
 from .graph_view import GraphView
 from .panels.differences_panel import DifferencesPanel
 from .overlay_paint import boxes_bounds
 from .workers import Task, lay_out
-from .workspace import MODEL, NAVIGATION, SELECTION
+from .state.workspace import MODEL, NAVIGATION, SELECTION
 
 if TYPE_CHECKING:
     from .main_window import MainWindow

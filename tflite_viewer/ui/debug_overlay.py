@@ -17,7 +17,7 @@ from PySide6.QtGui import QBrush, QColor, QPainter, QPainterPath, QPen, QPolygon
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
 from . import style
-from .scene_data import SceneData
+from .state.scene_data import SceneData
 
 EXECUTED_TINT = QColor(31, 136, 61, 46)
 COMPUTED_EDGE = QColor("#1f883d")

@@ -19,7 +19,7 @@ from PySide6.QtGui import QBrush, QColor, QFontMetricsF, QPainter, QPainterPath,
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QStyleOptionGraphicsItem, QWidget
 
 from . import style
-from .scene_data import LINE_H, PAD_X, PAD_Y, TITLE_H, SceneData, TextMeasure
+from .state.scene_data import LINE_H, PAD_X, PAD_Y, TITLE_H, SceneData, TextMeasure
 
 NODE_CHUNK = 256
 EDGE_CHUNK = 384

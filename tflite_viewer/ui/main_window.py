@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (QDockWidget, QLabel, QMainWindow, QMessageBox, QP
 from ..graph.build import subgraph_references
 from ..model import Model
 from ..model.op_metadata import first_call
-from . import navigation as nav
+from .state import navigation as nav
 from . import memory_overlay, quant_overlay, style, targets_overlay
 from .breadcrumbs import NavigationBar
 from .errors import ErrorReporter, reporter
@@ -32,16 +32,16 @@ from .graph_scene import GraphScene
 from .graph_view import READABLE_ZOOM, GraphView
 from .menus import build_menus
 from .minimap import Minimap
-from .navigation import Crumb
+from .state.navigation import Crumb
 from .notice import NoticeBar
 from .panels.changes_panel import ChangesPanel
 from .panels.model_panel import ModelPanel
 from .panels.problems_panel import ProblemsPanel
 from .panels.properties_panel import PropertiesPanel
 from .panels.tensor_panel import TensorPanel
-from .scene_data import SceneData
-from .search import Match, find
-from .selection import Selection, parse_spec, producers_consumers
+from .state.scene_data import SceneData
+from .state.search import Match, find
+from .state.selection import Selection, parse_spec, producers_consumers
 from .window_composites import CompositeFolding
 from .window_editing import EditFlow
 from .window_files import APP_NAME, FileFlows
@@ -49,7 +49,7 @@ from .window_layout import LayoutFlow
 from .window_shapes import ShapeCheck
 from .window_workspace import WorkspaceState
 from .workers import Task, lay_out
-from .workspace import MODEL, NAVIGATION, PROBLEMS, QUANT, SELECTION, Hub
+from .state.workspace import MODEL, NAVIGATION, PROBLEMS, QUANT, SELECTION, Hub
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ from PySide6.QtGui import QColor, QKeySequence, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsItem
 
 from .canvas_legend import CanvasLegend
-from .memory_chart import MemoryState
+from .state.memory import MemoryState
 from .overlay_paint import boxes_bounds, ramp
 from .panels.memory_dock import TOPIC, MemoryDock
-from .workspace import MODEL, NAVIGATION
+from .state.workspace import MODEL, NAVIGATION
 
 if TYPE_CHECKING:
     from .main_window import MainWindow

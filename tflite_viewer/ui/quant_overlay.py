@@ -16,11 +16,11 @@ from PySide6.QtGui import QColor, QKeySequence, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsItem
 
 from ..quant import report as qreport
-from . import tensor_stats as ts
+from .state import tensor_stats as ts
 from .canvas_legend import CanvasLegend
 from .overlay_paint import boxes_bounds, ramp
 from .panels.quant_dock import QuantDock
-from .workspace import MODEL, NAVIGATION, QUANT
+from .state.workspace import MODEL, NAVIGATION, QUANT
 
 if TYPE_CHECKING:
     from .main_window import MainWindow

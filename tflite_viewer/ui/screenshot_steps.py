@@ -33,7 +33,7 @@ def generation(window, steps: int, prompt: str) -> None:
     decode steps, the pieces found from litert-torch's names (a GenerationError says
     what is missing)."""
     from ..interpreter.generation import Generation, find_plan, parse_prompt
-    from .workspace import GenerationSetup
+    from .state.workspace import GenerationSetup
     ids = parse_prompt(prompt)
     plan = find_plan(window.model, len(ids))
     Generation(window.model, plan, ids, steps)
@@ -43,7 +43,7 @@ def generation(window, steps: int, prompt: str) -> None:
 def watch(window, names, timeout_ms: int = 60_000) -> None:
     """Pin tensors of the shown subgraph (indices or names) in the Watch dock, shown beside
     the Call Stack, and wait for their values."""
-    from .selection import find_tensor
+    from .state.selection import find_tensor
     dbg = window.debugger
     sg = window.subgraph
     keys = [(sg, find_tensor(window.model, sg, name)) for name in names]
@@ -109,7 +109,7 @@ def show_target(window, target: str, timeout_ms: int = WAIT_MS) -> None:
     """Pick ``target`` in the Targets dock, bring it forward with the canvas coloured by
     its verdicts (a delegate's list with every operator and its partition), and select the
     first operator that does not run there."""
-    from .targets_state import targets_state
+    from .state.targets import targets_state
     panel, dock = window.targets_panel, window.targets_dock
     try:
         panel.set_target(target)
@@ -132,7 +132,7 @@ def show_target(window, target: str, timeout_ms: int = WAIT_MS) -> None:
 def memory(window, select_peak: bool = True, timeout_ms: int = WAIT_MS) -> None:
     """Bring the Memory dock forward (TFLite Micro's arena, the canvas coloured by live
     memory) and select the largest tensor live at the peak."""
-    from .memory_chart import MemoryState
+    from .state.memory import MemoryState
     dock, panel = window.memory_dock, window.memory_panel
     ws = window.workspace
     panel.target.setCurrentIndex(panel.target.findData("tflm"))

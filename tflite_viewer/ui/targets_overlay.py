@@ -7,7 +7,7 @@ of one partition share a coloured dashed frame and the partition's tag on its fi
 operator ("P2": numbered from 0, as the JSON and the reasons number them): the groups the
 delegate replaces by one DELEGATE node each.  The marks are
 `targets.overlay.marks` (Qt-free); this module only paints them.  Problems lists the
-reasons (`ui.targets_state.findings`).  All are views of the open workspace's report.
+reasons (`ui.state.targets.findings`).  All are views of the open workspace's report.
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from ..targets.verdict import FALLS_BACK, REFUSED, RUNS
 from . import style
 from .canvas_legend import CanvasLegend
 from .panels.targets_dock import TargetsDock
-from .targets_state import REPORT
-from .workspace import MODEL, NAVIGATION
+from .state.targets import REPORT
+from .state.workspace import MODEL, NAVIGATION
 
 if TYPE_CHECKING:
     from .main_window import MainWindow

@@ -14,7 +14,7 @@ A mixin of `MainWindow`.
 """
 from __future__ import annotations
 
-from .selection import Selection, producers_consumers
+from .state.selection import Selection, producers_consumers
 
 SETTING = "view/fold_composites"
 
@@ -97,7 +97,7 @@ class CompositeFolding:
         self._selection_changed(center)
 
     def _selection_changed(self, center: bool) -> None:
-        from .workspace import SELECTION
+        from .state.workspace import SELECTION
         self._refresh_highlight(center)
         self.hub.changed(SELECTION)
         self.selectionChanged.emit(self.selection)

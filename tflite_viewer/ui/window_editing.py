@@ -26,10 +26,10 @@ from ..model import Model
 from .editing import EditSession, change_notes, human_size
 from .focus import remember_focus, restore_focus
 from .panels import common as panel_common
-from .scene_data import SceneData
-from .selection import find_op
+from .state.scene_data import SceneData
+from .state.selection import find_op
 from .workers import lay_out
-from .workspace import MODEL, SESSION_ENDED, SESSION_NOTICE
+from .state.workspace import MODEL, SESSION_ENDED, SESSION_NOTICE
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from ..model.litertlm import path_is_container
 from .render import render_scene
 from .section_picker import SectionPicker, container_sections
 from .workers import Opened, Task, open_model
-from .workspace import Workspace
+from .state.workspace import Workspace
 
 APP_NAME = "tflite-viewer"
 

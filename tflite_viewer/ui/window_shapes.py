@@ -15,7 +15,7 @@ import logging
 from ..edit import EditResult, UpdateStoredShapes
 from ..interpreter.shape_inference import ShapeInference, infer_shapes
 from ..model import Finding, Model
-from .targets_state import findings as target_findings
+from .state.targets import findings as target_findings
 from .workers import Task, lay_out
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import Model
-from .workspace import Workspace
+from .state.workspace import Workspace
 
 
 def _delegate(name: str, doc: str) -> property:

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QPushButton, QTreeWidget, QTreeWidge
                                QVBoxLayout, QWidget)
 
 from ..panels.common import min_rows
-from ..workspace import BREAKPOINTS, MODEL
+from ..state.workspace import BREAKPOINTS, MODEL
 
 EMPTY = "No breakpoints: select an operator and press F9, or Add\u2026 a condition"
 

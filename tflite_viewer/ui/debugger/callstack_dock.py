@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from ...interpreter.session import PAUSED
 from ..panels.common import min_rows
-from ..workspace import DEBUG, MODEL
+from ..state.workspace import DEBUG, MODEL
 
 EMPTY = "No paused run: F10 steps to the first operator, F5 runs to a breakpoint"
 

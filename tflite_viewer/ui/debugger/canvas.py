@@ -15,7 +15,7 @@ from PySide6.QtCore import QRectF
 from ...interpreter.session import PAUSED
 from ..canvas_legend import CanvasLegend
 from ..debug_overlay import heat_color
-from ..workspace import BREAKPOINTS, CROSSCHECK, DEBUG, MODEL, NAVIGATION
+from ..state.workspace import BREAKPOINTS, CROSSCHECK, DEBUG, MODEL, NAVIGATION
 
 
 def _ms(seconds: float) -> str:

@@ -5,7 +5,7 @@ label and docks (built by `menus`).  The run itself happens in a `DebugWorker` o
 QThread; this side only sends commands and receives immutable stops and snapshots, so the
 event loop never waits for a kernel.
 
-Everything about the run belongs to the open workspace (`ui.workspace`): its inputs, the
+Everything about the run belongs to the open workspace (`ui.state.workspace`): its inputs, the
 session's generation, the last stop, snapshots, outputs and profile (``ws.debug``), the
 breakpoints (``ws.breakpoints``, kept while no session runs and copied into each new one)
 and the watch list (``ws.watches``).  The controller writes them and tells the hub; the
@@ -26,9 +26,9 @@ from PySide6.QtWidgets import QDockWidget, QMenu
 
 from ...interpreter import debugger as dbg
 from ...interpreter.session import ERROR, FINISHED, PAUSED, BreakpointInfo, DebugStop
-from ..identity import TensorRef
+from ..state.identity import TensorRef
 from ..panels.tensor_panel import NOT_RUNNING
-from ..workspace import (BREAKPOINTS, DEBUG, SESSION_NOTICE, SNAPSHOTS, WATCHES, RunOutputs,
+from ..state.workspace import (BREAKPOINTS, DEBUG, SESSION_NOTICE, SNAPSHOTS, WATCHES, RunOutputs,
                          Workspace)
 from . import menus
 from .canvas import DebugCanvas

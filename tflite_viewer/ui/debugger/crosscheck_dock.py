@@ -28,8 +28,8 @@ from ...interpreter.crosscheck import (CrossCheckReport, compare_with_litert, li
                                        real_values)
 from ..histogram_widget import HistogramWidget
 from ..panels.common import min_rows
-from ..tensor_stats import histogram
-from ..workspace import CROSSCHECK, MODEL, CrossCheckState
+from ..state.tensor_stats import histogram
+from ..state.workspace import CROSSCHECK, MODEL, CrossCheckState
 
 COLUMNS = ("op", "opcode", "max |error|", "error / range", "cosine", "SQNR dB", "bit-exact",
            "isolated", "status", "tensor")

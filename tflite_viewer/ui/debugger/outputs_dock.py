@@ -14,7 +14,7 @@ from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from ...interpreter.outputs import label_colours, segmentation, top_k, value_summary
-from ..workspace import DEBUG, MODEL
+from ..state.workspace import DEBUG, MODEL
 
 EMPTY = "No finished run: the outputs of a run show here when it ends (F5)"
 PICTURE = 256  # pixels of the longer side

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QCheckBox, QLabel, QSplitter, QTableWidget, QTabl
                                QVBoxLayout, QWidget)
 
 from ..panels.common import min_rows
-from ..workspace import DEBUG, MODEL
+from ..state.workspace import DEBUG, MODEL
 
 OPS_COLUMNS = ["subgraph", "op", "type", "ms", "%"]
 TYPE_COLUMNS = ["type", "ops", "ms", "%"]

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QMenu, QTreeWidget, QTreeWidgetItem, QVBoxLayout, 
 
 from ...interpreter.session import summarize
 from ..panels.common import min_rows
-from ..workspace import DEBUG, MODEL, SNAPSHOTS, WATCHES
+from ..state.workspace import DEBUG, MODEL, SNAPSHOTS, WATCHES
 
 COLUMNS = ("tensor", "shape", "min", "max", "mean", "std", "NaN/Inf", "saturated")
 EMPTY = "Nothing watched: select a tensor and use Debug \u203a Watch Selected Tensor"

@@ -1,7 +1,7 @@
 """The Differences dock: every difference between the open model (A) and the one it is
 compared with (B), a summary over them, and a click that goes to the item.
 
-A view of the open workspace's comparison (``ws.comparison``, `ui.comparison`): it keeps
+A view of the open workspace's comparison (``ws.comparison``, `ui.state.diff`): it keeps
 no rows of its own beyond what it shows, and renders again when the hub says the
 comparison changed, the model was edited or another model was opened.
 """
@@ -12,7 +12,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
                                QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from .. import comparison as cmp
+from ..state import diff as cmp
 
 COLOURS = {"+": QColor("#1a7f37"), "-": QColor("#cf222e"), "~": QColor("#9a6700")}
 COLUMNS = ("", "where", "field", "change", "detail")
@@ -66,7 +66,7 @@ class DifferencesPanel(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.table, 1)
         if hub is not None:
-            from ..workspace import MODEL
+            from ..state.workspace import MODEL
             hub.subscribe(self.render, MODEL, cmp.TOPIC)
 
     # -- rendering -----------------------------------------------------------------------

@@ -3,7 +3,7 @@ open model, drawn as a lifetime chart (every tensor and scratch buffer a box fro
 to its last step, at its offset in the arena), the peak marked, the tensors live there
 listed largest first.  Clicking a box or a row selects that tensor on the canvas.
 
-A view of the open workspace (`ui.workspace`): the plans live in
+A view of the open workspace (`ui.state.workspace`): the plans live in
 ``ws.part("memory", MemoryState)``, made when the dock is shown (on a pool thread for large
 models) and dropped with the model, so another model or an edit never shows a stale plan.
 """
@@ -14,9 +14,9 @@ from PySide6.QtGui import QBrush, QColor, QMouseEvent, QPainter, QPen
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QSplitter,
                                QToolTip, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from ..memory_chart import SYNC_OPS, TARGETS, MemoryChart, MemoryState, make_plan
+from ..state.memory import SYNC_OPS, TARGETS, MemoryChart, MemoryState, make_plan
 from ..workers import Task
-from ..workspace import MODEL, NAVIGATION, SELECTION
+from ..state.workspace import MODEL, NAVIGATION, SELECTION
 
 TOPIC = "memory/plan"
 PALETTE = [QColor(c) for c in ("#54aeff", "#4ac26b", "#d4a72c", "#fb8f44", "#c297ff",

@@ -24,7 +24,7 @@ from ...edit import (RemoveMetadata, RenameSignature, RenameSignatureTensor, Set
                      SetMetadata)
 from ...model import Model
 from .. import editors as ed
-from ..summary import ModelSummary, summarize
+from ..state.summary import ModelSummary, summarize
 from . import common
 from .common import LinkTree, Row, format_value, panel_layout, split_panes
 from .tensor_quantization import WARNING

@@ -23,7 +23,7 @@ from ...model import Operator
 from ...model.op_metadata import input_roles
 from .. import editors as ed
 from ..editing import parse_value
-from ..navigation import Call
+from ..state.navigation import Call
 from . import common
 from .common import LinkTree, Row, format_value
 

@@ -28,9 +28,9 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, Q
 
 from ...model import Model
 from ...quant import report as qreport
-from .. import tensor_stats as ts
+from ..state import tensor_stats as ts
 from ..histogram_widget import HistogramWidget
-from ..workspace import MODEL, QUANT, Hub, Workspace
+from ..state.workspace import MODEL, QUANT, Hub, Workspace
 from .common import ElidedLabel, min_rows, panel_layout, split_panes
 from .quant_runs import Comparison, SpecCheck
 from .quant_source import DEBUGGER, SampleSource

@@ -18,7 +18,7 @@ from ...model import load_model
 from ...quant import analysis
 from ...quant.spec import check_spec
 from ..workers import Task
-from ..workspace import QUANT, Workspace
+from ..state.workspace import QUANT, Workspace
 
 
 def report_summary(report) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, Qt
 from PySide6.QtGui import QColor
 
-from .. import tensor_stats as ts
+from ..state import tensor_stats as ts
 
 COLUMNS = (("subgraph", "Subgraph"), ("tensor", "Tensor"), ("op", "Op"), ("opcode", "Type"),
            ("name", "Name"),

@@ -2,7 +2,7 @@
 delegate, TFLite Micro) and see which operators do not run there and why, the partitions
 a delegate takes, and what to change, with the changes the editor can make as one click.
 
-A view of the open workspace (`ui.targets_state`): the report is computed in a worker for
+A view of the open workspace (`ui.state.targets`): the report is computed in a worker for
 the workspace it was asked for and dropped if another model is open by then; an edit
 drops it with the old model and the dock computes the new model's.  Picking a target also
 colours the canvas (`ui.targets_overlay`) and lists the reasons in Problems.
@@ -17,10 +17,10 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QHeaderView, Q
 from ...targets import analyze
 from ...targets import overlay as target_overlay
 from ...targets.litert import known_runtimes
-from ..targets_state import (CHOICES, REPORT, OpRow, empty_text, fixes_for, needs_report,
+from ..state.targets import (CHOICES, REPORT, OpRow, empty_text, fixes_for, needs_report,
                              op_rows, result_of, summary_line, targets_state)
 from ..workers import Task
-from ..workspace import MODEL, Hub, Workspace
+from ..state.workspace import MODEL, Hub, Workspace
 from .common import ElidedLabel, min_rows, panel_layout, split_panes
 
 ROW_ROLE = Qt.ItemDataRole.UserRole + 3

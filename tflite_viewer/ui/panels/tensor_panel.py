@@ -24,11 +24,11 @@ from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QMenu, QMessageBox, QPu
 from ...edit import ExposeTensor, RenameTensor, ReplaceTensorData, SetTensorShape
 from ...model import Tensor
 from .. import editors as ed
-from .. import tensor_stats as ts
-from ..selection import producers_consumers
+from ..state import tensor_stats as ts
+from ..state.selection import producers_consumers
 from . import common
 from .common import ElidedLabel, LinkTree, Row, format_value
-from ..block_stats import block_view
+from ..state.block_stats import block_view
 from .tensor_blocks import BlocksPane
 from .tensor_comparison import TensorComparison
 from .tensor_histogram import HistogramPane

@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import Finding
-from ..targets import TARGETS, Fix, Report, TargetResult
-from ..targets import overlay as target_overlay
-from ..targets.verdict import RUNS
+from ...model import Finding
+from ...targets import TARGETS, Fix, Report, TargetResult
+from ...targets import overlay as target_overlay
+from ...targets.verdict import RUNS
 
 KEY = "targets"
 REPORT = "targets/report"   # the hub topic: the report arrived, is being made, or failed

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Callable, Hashable
 
 import numpy as np
 
-from ..graph.arrays import KINDS, OP, GraphArrays, cycle_defects, graph_arrays
-from ..graph.build import build_graph
-from ..graph.layout import Layout, layout, layout_arrays
-from ..model.dtypes import type_name
-from ..model.op_metadata import input_roles
+from ...graph.arrays import KINDS, OP, GraphArrays, cycle_defects, graph_arrays
+from ...graph.build import build_graph
+from ...graph.layout import Layout, layout, layout_arrays
+from ...model.dtypes import type_name
+from ...model.op_metadata import input_roles
 from .edge_routes import edge_label_places, polyline_segments, spread_ports
 
 if TYPE_CHECKING:
@@ -207,8 +207,8 @@ def constants_text(op_name: str, inputs: np.ndarray | tuple[int, ...], is_const:
 def _labels_for_model(model, subgraph: int, ga: GraphArrays, exp=None) -> list[NodeLabel]:
     """The text of every box, by node row, from the reader's columns (no networkx); with
     ``exp`` (`graph.inline.Expanded`) the inlined boxes too."""
-    from ..graph.build import called_subgraphs
-    from ..graph.labels import composite_title, options_summary  # graph layer: no Qt
+    from ...graph.build import called_subgraphs
+    from ...graph.labels import composite_title, options_summary  # graph layer: no Qt
 
     sg = model.subgraphs[subgraph]
     is_const = sg.constant_mask
@@ -359,7 +359,7 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
     measure = measure or TextMeasure()
     exp = None
     if graph is None and expand_composites:
-        from ..graph.inline import expanded_arrays
+        from ...graph.inline import expanded_arrays
         exp = expanded_arrays(model, subgraph)
         if not exp.inlined:
             exp = None
@@ -432,7 +432,7 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
 
     options_of = None
     if model is not None:
-        from ..graph.labels import options_summary
+        from ...graph.labels import options_summary
         sg = model.subgraphs[subgraph]
         options_of = lambda k: options_summary(sg.operators[k])  # noqa: E731
     # Constants have no edge: selecting one highlights the operators that read it.

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from ..interpreter.session import BreakpointInfo, breakpoint_kind, describe_breakpoint
-from ..model import Model
-from .comparison import ComparisonState
+from ...interpreter.session import BreakpointInfo, breakpoint_kind, describe_breakpoint
+from ...model import Model
+from .diff import ComparisonState
 from .identity import BreakpointList, WatchList
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ class Workspace:
                  summary: Any = None) -> None:
         self.model = model
         self.path = path
-        self.summary = summary           # ui.summary.ModelSummary of the opened file
+        self.summary = summary           # ui.state.summary.ModelSummary of the opened file
         self.save_target = path          # where Save writes (the opened file until Save As)
         if model is not None and model.origin is not None:
             self.save_target = None      # a container's model: Save asks for a .tflite

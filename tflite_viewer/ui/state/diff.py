@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..diff import Difference, ModelDiff
-from ..model import Model
+from ...diff import Difference, ModelDiff
+from ...model import Model
 
 ADDED, REMOVED, CHANGED = "added", "removed", "changed"
 TOPIC = "diff/result"          # the hub topic of a new, cleared or failed comparison

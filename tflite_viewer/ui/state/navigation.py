@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ..graph.build import subgraph_references
-from ..model import Model
+from ...graph.build import subgraph_references
+from ...model import Model
 
 class Call(NamedTuple):
     """Operator ``op`` of subgraph ``subgraph`` calls a subgraph in role ``role``."""
