@@ -252,4 +252,5 @@ def main(args: argparse.Namespace) -> int:
     from ..interpreter.heap import keep_freed_memory
     keep_freed_memory()  # a debug run's tensors reuse freed memory (`heap`)
     from ..ui.app import run_app  # the only place the window (and PySide6) is imported
-    return int(run_app(args) or EXIT_OK)
+    from ..ui.state.launch import Launch
+    return int(run_app(Launch.from_args(args)) or EXIT_OK)

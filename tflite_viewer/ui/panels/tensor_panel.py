@@ -115,6 +115,10 @@ class TensorPanel(QWidget):
         self.row_axis, self.col_axis = vp.row_axis, vp.col_axis
 
         self.tabs = QTabWidget()
+        # compact tabs, all in sight in a dock a fifth of 1024 px wide (no scroll arrows)
+        self.tabs.setDocumentMode(True)
+        self.tabs.tabBar().setUsesScrollButtons(False)
+        self.tabs.tabBar().setElideMode(Qt.TextElideMode.ElideRight)
         self.tabs.addTab(overview, "Overview")
         self.tabs.addTab(self.channels_view, "Channels")
         self.tabs.addTab(self.values_pane, "Values")
