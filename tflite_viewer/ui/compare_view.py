@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QFileSystemWatcher, QObject, QPointF, QTimer, Signal
-from PySide6.QtWidgets import QFileDialog, QLabel, QWidget
+from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QWidget
 
 from ..diff import diff_models
 from ..model import load_model
@@ -38,8 +37,6 @@ from .state.samples import run_both_kwargs
 from .state.workspace import MODEL, NAVIGATION, SELECTION
 from .workers import Task, lay_out
 
-if TYPE_CHECKING:
-    from .main_window import MainWindow
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +72,7 @@ class CompareController(QObject):
 
     computed = Signal()   # a comparison (or B's layout) arrived: tests and --screenshot wait
 
-    def __init__(self, window: "MainWindow") -> None:
+    def __init__(self, window: QMainWindow) -> None:
         super().__init__(window)
         self.window = w = window
         self.pane = ComparePane(self)

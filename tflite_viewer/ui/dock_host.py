@@ -13,16 +13,14 @@ canvas has at least three fifths of the window.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from PySide6.QtCore import QByteArray, QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import QDockWidget, QMenu, QTabBar, QWidget
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu, QTabBar, QWidget
 
 from .state.docks import BOTTOM, DOCK_SIGNALS, LEFT, RIGHT, DockSpec
 
-if TYPE_CHECKING:
-    from .main_window import MainWindow
 
 AREAS = {LEFT: Qt.DockWidgetArea.LeftDockWidgetArea, RIGHT: Qt.DockWidgetArea.RightDockWidgetArea,
          BOTTOM: Qt.DockWidgetArea.BottomDockWidgetArea}
@@ -49,7 +47,7 @@ class Hosted:
 class DockHost(QObject):
     """The docks of a `MainWindow` (see the module docstring)."""
 
-    def __init__(self, window: "MainWindow", view_menu: QMenu) -> None:
+    def __init__(self, window: QMainWindow, view_menu: QMenu) -> None:
         super().__init__(window)
         self.window, self.view_menu = window, view_menu
         self.hosted: dict[str, Hosted] = {}

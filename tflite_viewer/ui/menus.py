@@ -7,16 +7,14 @@ kept by name in the `Actions` returned (``window.actions.undo``, ``.save`` ...).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QApplication, QMenu, QWidget
+from PySide6.QtWidgets import QApplication, QMainWindow, QMenu, QWidget
 
 from .focus import UndoKeys
 
-if TYPE_CHECKING:
-    from .main_window import MainWindow
 
 
 def add_action(owner: QWidget, menu: QMenu, text: str, slot: Callable, shortcut=None,
@@ -63,7 +61,7 @@ class Actions:
     undo_keys: UndoKeys
 
 
-def build_menus(w: MainWindow) -> Actions:
+def build_menus(w: QMainWindow) -> Actions:
     a = Actions()
     bar = w.menuBar()
     a.file, a.edit, a.view = bar.addMenu("&File"), bar.addMenu("&Edit"), bar.addMenu("&View")
@@ -78,7 +76,7 @@ def build_menus(w: MainWindow) -> Actions:
     return a
 
 
-def _file_menu(w: MainWindow, a: Actions) -> None:
+def _file_menu(w: QMainWindow, a: Actions) -> None:
     m, files = a.file, w.files
     add_action(w, m, "&Open\u2026", files.open_dialog, QKeySequence.StandardKey.Open)
     a.open_section = add_action(w, m, "Open Container &Section\u2026", files.open_section_dialog)
@@ -103,7 +101,7 @@ def _file_menu(w: MainWindow, a: Actions) -> None:
     add_action(w, m, "&Quit", w.close, QKeySequence.StandardKey.Quit)
 
 
-def _edit_menu(w: MainWindow, a: Actions) -> None:
+def _edit_menu(w: QMainWindow, a: Actions) -> None:
     m, editing = a.edit, w.editing
     a.undo = w.undo_group.createUndoAction(w, "&Undo")
     a.undo.setShortcut(QKeySequence.StandardKey.Undo)
@@ -131,7 +129,7 @@ def _edit_menu(w: MainWindow, a: Actions) -> None:
     add_action(w, m, "Find &Previous", w.find_bar.previous, "Shift+F3")
 
 
-def _view_menu(w: MainWindow, a: Actions) -> None:
+def _view_menu(w: QMainWindow, a: Actions) -> None:
     m = a.view
     add_action(w, m, "Zoom &In", w.view.zoom_in, ["Ctrl+=", "Ctrl++"])
     add_action(w, m, "Zoom &Out", w.view.zoom_out, "Ctrl+-")

@@ -14,13 +14,12 @@ Composed into `MainWindow` (``window.composites``).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from PySide6.QtWidgets import QMainWindow
+
 
 from .state.selection import Selection, producers_consumers
 from .state.workspace import SELECTION
 
-if TYPE_CHECKING:
-    from .main_window import MainWindow
 
 SETTING = "view/fold_composites"
 
@@ -28,7 +27,7 @@ SETTING = "view/fold_composites"
 class CompositeFolding:
     """The Fold Composites option of `MainWindow` (see the module docstring)."""
 
-    def __init__(self, window: "MainWindow") -> None:
+    def __init__(self, window: QMainWindow) -> None:
         self.w = window
 
     @property

@@ -10,23 +10,22 @@ values) the host connects by itself (`state.docks.DOCK_SIGNALS`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from PySide6.QtWidgets import QMainWindow
+
 
 from .panels import memory_dock, quant_dock, targets_dock
 from .state.overlays import NONE
 
-if TYPE_CHECKING:
-    from .main_window import MainWindow
 
 
-def add_feature_docks(w: "MainWindow") -> None:
+def add_feature_docks(w: QMainWindow) -> None:
     """Host the Quantization, Memory and Targets docks on ``w`` (see the module docstring)."""
     _add_quantization(w)
     _add_memory(w)
     _add_targets(w)
 
 
-def _add_quantization(w: "MainWindow") -> None:
+def _add_quantization(w: QMainWindow) -> None:
     dock = quant_dock.QuantDock(w.settings, hub=w.hub, samples=w.samples)
     w.add_dock(quant_dock.DOCK, dock)
     # "Inputs of the debugger session" while one runs
@@ -42,7 +41,7 @@ def _add_quantization(w: "MainWindow") -> None:
     dock.metricChosen.connect(metric_chosen)
 
 
-def _add_memory(w: "MainWindow") -> None:
+def _add_memory(w: QMainWindow) -> None:
     dock = memory_dock.MemoryDock(w.settings, hub=w.hub)
     w.add_dock(memory_dock.DOCK, dock)
     overlay = w.overlay_choice.overlays["memory"]
@@ -54,7 +53,7 @@ def _add_memory(w: "MainWindow") -> None:
     dock.target.currentIndexChanged.connect(target_chosen)
 
 
-def _add_targets(w: "MainWindow") -> None:
+def _add_targets(w: QMainWindow) -> None:
     dock = targets_dock.TargetsDock(w.settings, hub=w.hub)
     w.add_dock(targets_dock.DOCK, dock)
     choice = w.overlay_choice

@@ -18,10 +18,9 @@ emitted for whoever listens to Qt signals.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QPoint
-from PySide6.QtWidgets import QMenu
+from PySide6.QtWidgets import QMainWindow, QMenu
 
 from ..edit import EditResult, ExposeTensor, ModelDocument, RemoveOperator
 from ..model import Model
@@ -32,8 +31,6 @@ from .state.selection import find_op
 from .workers import lay_out
 from .state.workspace import MODEL, SESSION_ENDED, SESSION_NOTICE
 
-if TYPE_CHECKING:
-    from .main_window import MainWindow
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +38,7 @@ log = logging.getLogger(__name__)
 class EditFlow(QObject):
     """Editing of `MainWindow` (see the module docstring)."""
 
-    def __init__(self, window: "MainWindow") -> None:
+    def __init__(self, window: QMainWindow) -> None:
         super().__init__(window)
         self.w = window
         self.last_message = ""   # the last edit's (or refusal's) status line

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject
-from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox
+from PySide6.QtWidgets import QDialog, QFileDialog, QMainWindow, QMessageBox
 
 from ..model import EditError, ModelFormatError
 from .editing import human_size
@@ -30,8 +29,6 @@ from .section_picker import SectionPicker, container_sections
 from .workers import Opened, Task, open_model
 from .state.workspace import Workspace
 
-if TYPE_CHECKING:
-    from .main_window import MainWindow
 
 APP_NAME = "tflite-viewer"
 
@@ -39,7 +36,7 @@ APP_NAME = "tflite-viewer"
 class FileFlows(QObject):
     """Open / save / export / recent files of `MainWindow` (see the module docstring)."""
 
-    def __init__(self, window: "MainWindow") -> None:
+    def __init__(self, window: QMainWindow) -> None:
         super().__init__(window)
         self.w = window
         self._open_serial = 0

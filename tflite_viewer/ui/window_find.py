@@ -7,12 +7,11 @@ the selection (`MainWindow.refresh_highlight`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from PySide6.QtWidgets import QMainWindow
+
 
 from .state.search import Match, find
 
-if TYPE_CHECKING:
-    from .main_window import MainWindow
 
 #: matches highlighted at most (a pattern matching every tensor of a 20,000-op model)
 MAX_HIGHLIGHTED = 5000
@@ -21,7 +20,7 @@ MAX_HIGHLIGHTED = 5000
 class FindFlow:
     """See the module docstring."""
 
-    def __init__(self, window: "MainWindow") -> None:
+    def __init__(self, window: QMainWindow) -> None:
         self.w = window
         bar = window.find_bar
         bar.queryChanged.connect(self.find)

@@ -7,9 +7,9 @@ another subgraph was asked for, is dropped.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QMainWindow
 
 from ..graph.build import subgraph_references
 from ..model import Model
@@ -21,14 +21,12 @@ from .state.scene_data import SceneData
 from .state.workspace import NAVIGATION
 from .workers import Task, lay_out
 
-if TYPE_CHECKING:
-    from .main_window import MainWindow
 
 
 class Navigator(QObject):
     """See the module docstring."""
 
-    def __init__(self, window: "MainWindow") -> None:
+    def __init__(self, window: QMainWindow) -> None:
         super().__init__(window)
         self.w = window
         self._layout_serial = 0

@@ -11,17 +11,15 @@ worker, the result applied only if that model is still the one shown.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QMainWindow
 
 from ..edit import EditResult, UpdateStoredShapes
 from ..interpreter.shape_inference import ShapeInference, infer_shapes
 from ..model import Model
 from .workers import Task, lay_out
 
-if TYPE_CHECKING:
-    from .main_window import MainWindow
 
 log = logging.getLogger(__name__)
 # Checked at once (in the GUI thread) up to this many operators: ~1 ms per 30 operators of
@@ -48,7 +46,7 @@ def operator_count(model: Model) -> int:
 class ShapeCheck(QObject):
     """The shape check of `MainWindow` (see the module docstring)."""
 
-    def __init__(self, window: "MainWindow") -> None:
+    def __init__(self, window: QMainWindow) -> None:
         super().__init__(window)
         self.w = window
         self._tasks: dict[int, tuple] = {}  # background checks: (task, model)
