@@ -318,3 +318,26 @@ def test_item12_the_error_dialog_names_the_file(window, tmp_path):
     title, message = window.reported[-1]
     assert title == "Cannot open model" and "<file>" not in message
     assert message.startswith("notes.tflite is not a valid TFLite model:\n\nfile identifier")
+
+
+def test_item11_the_tensor_header_paints_its_whole_rect(window):
+    """Stray "_ _" under "No tensor selected" after a switch: the underscores of the name
+    shown before were never painted over.  The title now paints its whole rectangle: drawn
+    over black, nothing black is left beside its text."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtGui import QColor, QImage, QPainter, QRegion
+    assert window.open_path(model_path("mobilenet_v2_int8.tflite"), wait=True)
+    window.select_tensor(0)  # "t0  serving_default_keras_tensor:0"
+    assert window.open_path(model_path("person_detect.tflite"), wait=True)
+    title = window.tensor_panel.title
+    assert title.text() == "No tensor selected"
+    image = QImage(title.size(), QImage.Format.Format_RGB32)
+    image.fill(QColor("black"))
+    painter = QPainter(image)
+    # its own painting only (no window background filled in for it)
+    title.render(painter, QPoint(), QRegion(), QWidget.RenderFlag.DrawChildren)
+    painter.end()
+    text_end = title.fontMetrics().horizontalAdvance(title.text()) + 20
+    black = [(x, y) for x in range(text_end, image.width()) for y in range(image.height())
+             if image.pixelColor(x, y).value() < 40]
+    assert black == []
