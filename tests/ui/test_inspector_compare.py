@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 from tflite_viewer.interpreter import Interpreter
 from tflite_viewer.interpreter.inputs import complete_inputs, positional
 from tflite_viewer.ui.panels.tensor_comparison import STAT_ROWS
-from tflite_viewer.ui.tensor_stats import format_number
+from tflite_viewer.ui.state.tensor_stats import format_number
 
 from .comparison_checks import check_comparison
 from .conftest import model_path

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..model import Model
+from ...model import Model
 
 WORD, CONTAINS, REGEX = "word", "contains", "regex"
 MODES = (WORD, CONTAINS, REGEX)

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import Tensor
-from ..quant.ranges import integer_range
+from ...model import Tensor
+from ...quant.ranges import integer_range
 
 # np.unique sorts everything: past this many elements the distinct count is not computed.
 DISTINCT_LIMIT = 20_000_000

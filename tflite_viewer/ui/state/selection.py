@@ -12,7 +12,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ..model import Model, Subgraph, Tensor
+from ...model import Model, Subgraph, Tensor
 
 OP = "op"
 TENSOR = "tensor"

@@ -24,7 +24,7 @@ import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
-from ..model import Model
+from ...model import Model
 from .selection import find_op
 
 

@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..graph.layout import LayoutArrays
+from ...graph.layout import LayoutArrays
 
 
 class Polylines(Sequence):

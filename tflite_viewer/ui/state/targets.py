@@ -1,6 +1,6 @@
 """The window's side of "will it run there" (no Qt): which target the user picked, the
-report of the open model kept in its workspace, and what the Targets dock, the canvas
-overlay and Problems show of it.
+report of the open model kept in its workspace, and what the Targets dock shows of it (the
+canvas overlay and Problems read it too: `overlays.TargetsOverlay`, `problems.target_notes`).
 
 The report covers every target at once (one pass over the model, a few milliseconds for
 the corpus, a third of a second at 20,000 operators) and lives in the workspace's part
@@ -17,10 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import Finding
-from ..targets import TARGETS, Fix, Report, TargetResult
-from ..targets import overlay as target_overlay
-from ..targets.verdict import RUNS
+from ...targets import TARGETS, Fix, Report, TargetResult
+from ...targets import overlay as target_overlay
+from ...targets.verdict import RUNS
 
 KEY = "targets"
 REPORT = "targets/report"   # the hub topic: the report arrived, is being made, or failed
@@ -111,13 +110,6 @@ def fixes_for(result: TargetResult, row: OpRow | None) -> list[Fix]:
     """What to change: the selected operator's rewrites, then the whole model's."""
     out = list(row.fixes) if row is not None else []
     return out + [f for f in result.fixes if f not in out]
-
-
-def findings(ws: Any, target: str) -> list[Finding]:
-    """Problems' rows for the picked target: each operator it refuses (error) or leaves to
-    the CPU (warning), with the reason and the first change offered."""
-    result = result_of(ws, target)
-    return [] if result is None else target_overlay.findings(result)
 
 
 def empty_text(ws: Any, target: str, state: TargetsState | None) -> str:

@@ -2,9 +2,10 @@
 
 Everything that belongs to an open model lives in one `Workspace`: the model and its edit
 document, the debug session's state (inputs, last stop, snapshots, outputs, profile), the
-breakpoints and the watch list, the cross-check result, the quantization analysis, the
-comparison with another model (File > Compare With), the navigation (subgraph shown,
-trail, laid-out scenes) and the selection.  Opening a file
+breakpoints and the watch list, the navigation (subgraph shown, trail, laid-out scenes)
+and the selection, and the parts of each feature (`Workspace.part`): the quantization
+analysis (`quant`), the cross-check with LiteRT (`crosscheck`), the comparison with another
+model (`diff`), the memory plans (`memory`) and the target reports (`targets`).  Opening a file
 makes a new one and the `Hub` replaces the old one whole; nothing of the old model can
 survive in a dock, because no dock keeps any: docks and canvas overlays are views that
 subscribe to the hub and render from the workspace they are handed.
@@ -16,8 +17,8 @@ subscribe to the hub and render from the workspace they are handed.
 replaced by an edit, undo or redo) and the other topics reach those that ask for them.
 Whoever changes a part of the workspace tells the hub (``hub.changed(TOPIC, ws)``); a
 change announced for a workspace that is no longer the open one (a worker's late result)
-is dropped.  A feature added later keeps its per-model state in `Workspace.part` and
-names its own topic.  napari's ViewerModel and glue's hub have this shape: models without
+is dropped.  A feature keeps its per-model state in `Workspace.part` and names its own
+topic ("feature/what").  napari's ViewerModel and glue's hub have this shape: models without
 Qt, views that subscribe, one place that owns the lifecycle.
 """
 from __future__ import annotations
@@ -27,9 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from ..interpreter.session import BreakpointInfo, breakpoint_kind, describe_breakpoint
-from ..model import Model
-from .comparison import ComparisonState
+from ...interpreter.session import BreakpointInfo, breakpoint_kind, describe_breakpoint
+from ...model import Model
 from .identity import BreakpointList, WatchList
 
 log = logging.getLogger(__name__)
@@ -44,15 +44,13 @@ DEBUG = "debug"              # the session started, stopped, moved or ended
 SNAPSHOTS = "snapshots"      # tensor values of the paused run arrived
 BREAKPOINTS = "breakpoints"
 WATCHES = "watches"
-CROSSCHECK = "crosscheck"
-QUANT = "quant"              # spec findings, the analysis' progress or its report
 PROBLEMS = "problems"        # what Problems lists changed (shape check, spec findings)
 #: the notice tag of "the debug session ended": the next session takes that notice away
 SESSION_NOTICE = "session"
 SESSION_ENDED = ("The debug session ended: the model changed. Start it again (F5 / F10) to "
                  "run the new model.")
 TOPICS = (REPLACED, MODEL, NAVIGATION, SELECTION, DEBUG, SNAPSHOTS, BREAKPOINTS, WATCHES,
-          CROSSCHECK, QUANT, PROBLEMS)
+          PROBLEMS)
 
 
 @dataclass
@@ -107,31 +105,6 @@ class RunOutputs:
     prompt: tuple = ()
 
 
-@dataclass
-class CrossCheckState:
-    """The last cross-check with LiteRT (``result``: a crosscheck_dock.CrossCheck) or what
-    the dock says instead (running, failed, not run)."""
-
-    result: Any = None
-    message: str = ""
-    running: bool = False
-
-
-@dataclass
-class QuantState:
-    """The quantization analysis of the model: spec findings (None: being checked) and the
-    float comparison's report, with the dock's status line and progress while it runs."""
-
-    findings: list | None = None
-    report: Any = None          # quant.analysis.QuantReport
-    status: str = ""
-    running: bool = False
-    progress: tuple[int, int, str] | None = None
-    float_path: Path | None = None
-    run: Any = None             # the comparison under way (panels.quant_runs.Comparison)
-    cancel: Any = None          # its cancel flag (threading.Event)
-
-
 class Workspace:
     """Everything the window shows about one open model (see the module docstring)."""
 
@@ -139,7 +112,7 @@ class Workspace:
                  summary: Any = None) -> None:
         self.model = model
         self.path = path
-        self.summary = summary           # ui.summary.ModelSummary of the opened file
+        self.summary = summary           # ui.state.summary.ModelSummary of the opened file
         self.save_target = path          # where Save writes (the opened file until Save As)
         if model is not None and model.origin is not None:
             self.save_target = None      # a container's model: Save asks for a .tflite
@@ -148,9 +121,6 @@ class Workspace:
         self.debug = DebugState()
         self.breakpoints = BreakpointList()
         self.watches = WatchList()
-        self.crosscheck = CrossCheckState()
-        self.quant = QuantState()
-        self.comparison = ComparisonState()  # File > Compare With: the other model, the diff
         # navigation and selection
         self.subgraph = 0
         self.trail: list = []            # navigation.Crumb, outermost first
@@ -173,11 +143,19 @@ class Workspace:
     # -- extension point ------------------------------------------------------------------
     def part(self, key: str, factory: Callable[[], T]) -> T:
         """Per-model state of a feature (``key``), made by ``factory`` on first use and
-        dropped with the workspace: a memory plan, a target report ...; after an edit it is
-        made again (the model changed)."""
+        dropped with the workspace: the quantization analysis, a memory plan, a target
+        report ...  After an edit a part is made again (the model changed), unless it says
+        what follows it: a part with ``after_edit()`` is replaced by what that returns (the
+        float model to compare with stays chosen, the other model of a comparison stays
+        open); a reload keeps what ``after_reload()`` returns."""
         if key not in self._parts:
             self._parts[key] = factory()
         return self._parts[key]
+
+    def set_part(self, key: str, value: T) -> T:
+        """Replace the part ``key`` (a comparison started afresh, one stopped)."""
+        self._parts[key] = value
+        return value
 
     def on_close(self, fn: Callable[[], None]) -> None:
         """Call ``fn`` when this workspace is replaced (a worker to cancel, a stack to drop)."""
@@ -219,14 +197,9 @@ class Workspace:
         self.debug.inputs, self.debug.signature, self.debug.specs = {}, None, ()
         self.debug.generation = None
         self.debug.outputs, self.debug.profile = None, {}
-        self.crosscheck = CrossCheckState(message="The model changed: run the cross-check again.")
-        if self.quant.cancel is not None:  # a comparison of the old model under way
-            self.quant.cancel.set()
-        self.quant = QuantState(float_path=self.quant.float_path)
-        self.comparison = self.comparison.after_edit()  # compared again with the new model
         self.references = None
         self.scenes = {}
-        self._parts.clear()
+        self._parts = _successors(self._parts, "after_edit")
         notes = []
         if was_running:
             notes.append(SESSION_ENDED)
@@ -240,7 +213,7 @@ class Workspace:
         model still has their tensors and operators (by name), and its run inputs; notes
         for the user about what moved or went."""
         self.watches = WatchList(list(old.watches.pins))
-        self.comparison = old.comparison.after_edit()  # the reloaded model, compared again
+        self._parts.update(_successors(old._parts, "after_reload"))
         self.breakpoints = old.breakpoints
         old.breakpoints = BreakpointList()
         for e in self.breakpoints:
@@ -251,6 +224,18 @@ class Workspace:
             notes += self.breakpoints.resolve(self.model)
         self.notes = notes
         return notes
+
+
+def _successors(parts: dict[str, Any], how: str) -> dict[str, Any]:
+    """The parts that say what follows them (``how``: "after_edit" or "after_reload"),
+    replaced by that; the others are dropped."""
+    out = {}
+    for key, part in parts.items():
+        follow = getattr(part, how, None)
+        nxt = follow() if follow is not None else None
+        if nxt is not None:
+            out[key] = nxt
+    return out
 
 
 class Hub:

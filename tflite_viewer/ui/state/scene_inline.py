@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..graph.inline import Expanded
+from ...graph.inline import Expanded
 
 
 @dataclass
@@ -46,7 +46,7 @@ def short_name(name: str) -> str:
 def inlined_label(model, exp: Expanded, ref: int, label_type):
     """The label of an inlined operator node (``ref = n_ops + slot``): its name, version
     and options, and on its last line the composite it belongs to and its weights."""
-    from ..graph.labels import composite_title, options_summary
+    from ...graph.labels import composite_title, options_summary
     sgi, k = exp.slots[ref - exp.n_ops]
     op = model.subgraphs[sgi].operators[k]
     outer_sg, outer_op = exp.groups[ref - exp.n_ops][-1]

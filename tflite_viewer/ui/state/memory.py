@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 import numpy as np
 
-from ..memory import MemoryPlan, plan_litert, plan_tflm
+from ...memory import MemoryPlan, plan_litert, plan_tflm
 
 TARGETS = {"tflm": "TFLite Micro", "litert": "LiteRT"}
 #: plans of models up to this many operators are made on the GUI thread (milliseconds)

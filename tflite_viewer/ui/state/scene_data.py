@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Callable, Hashable
 
 import numpy as np
 
-from ..graph.arrays import KINDS, OP, GraphArrays, cycle_defects, graph_arrays
-from ..graph.build import build_graph
-from ..graph.layout import Layout, layout, layout_arrays
-from ..model.dtypes import type_name
-from ..model.op_metadata import input_roles
+from ...graph.arrays import KINDS, OP, GraphArrays, cycle_defects, graph_arrays
+from ...graph.build import build_graph
+from ...graph.layout import Layout, layout, layout_arrays
+from ...model.dtypes import type_name
+from ...model.op_metadata import input_roles
 from .edge_routes import edge_label_places, polyline_segments, spread_ports
 
 if TYPE_CHECKING:
@@ -207,8 +207,8 @@ def constants_text(op_name: str, inputs: np.ndarray | tuple[int, ...], is_const:
 def _labels_for_model(model, subgraph: int, ga: GraphArrays, exp=None) -> list[NodeLabel]:
     """The text of every box, by node row, from the reader's columns (no networkx); with
     ``exp`` (`graph.inline.Expanded`) the inlined boxes too."""
-    from ..graph.build import called_subgraphs
-    from ..graph.labels import composite_title, options_summary  # graph layer: no Qt
+    from ...graph.build import called_subgraphs
+    from ...graph.labels import composite_title, options_summary  # graph layer: no Qt
 
     sg = model.subgraphs[subgraph]
     is_const = sg.constant_mask
@@ -359,7 +359,7 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
     measure = measure or TextMeasure()
     exp = None
     if graph is None and expand_composites:
-        from ..graph.inline import expanded_arrays
+        from ...graph.inline import expanded_arrays
         exp = expanded_arrays(model, subgraph)
         if not exp.inlined:
             exp = None
@@ -384,22 +384,12 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
         factory = functools.partial(lambda g: g, graph)
         defects = list(graph.graph.get("defects", ()))
         ga = None
-    lay = None
-    if reuse_layout is not None and ga is not None and same_structure(reuse_layout, ids, src, dst, tensors):
-        widths, heights = _sizes(labels, measure)
-        old = reuse_layout.arrays
-        if (widths <= old.w + 0.5).all() and (heights <= old.h + 0.5).all():
-            lay = reuse_layout  # every new text fits its box: the boxes stay where they were
-    if lay is None:
-        widths, heights = _sizes(labels, measure)
-        if ga is not None:
-            lay = layout_arrays(ga, widths, heights, layer_gap=LAYER_GAP, node_gap=NODE_GAP)
-            if lay.arrays.reversed.any() and exp is None:
-                defects += cycle_defects(model, subgraph)
-        else:
-            row = {n: i for i, n in enumerate(graph.nodes)}
-            lay = layout(graph, lambda node, _attrs: (widths[row[node]], heights[row[node]]),
-                         layer_gap=LAYER_GAP, node_gap=NODE_GAP)
+    if reuse_layout is not None and (ga is None or not same_structure(
+            reuse_layout, ids, src, dst, tensors)):
+        reuse_layout = None
+    lay = _place(labels, measure, ga, graph, reuse_layout)
+    if ga is not None and lay is not reuse_layout and lay.arrays.reversed.any() and exp is None:
+        defects += cycle_defects(model, subgraph)
     a = lay.arrays
     node_ids = a.ids
     node_index = {n: i for i, n in enumerate(node_ids)}
@@ -421,10 +411,7 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
     for e, t in enumerate(edge_tensor.tolist()):
         if t >= 0:
             tensor_edges[t].append(e)
-    tensor_nodes: dict[int, list[int]] = defaultdict(list)
-    for i, lab in enumerate(labels):
-        if lab.tensor is not None and lab.kind != "op":
-            tensor_nodes[int(lab.tensor)].append(i)
+    tensor_nodes = _tensor_nodes(model, subgraph, labels, op_node)
 
     edge_labels = edge_label_places(a, paths, keys if exp is not None else edge_tensor,
                                     tensor_text)
@@ -432,24 +419,49 @@ def build_scene_data(model, subgraph: int = 0, measure: TextMeasure | None = Non
 
     options_of = None
     if model is not None:
-        from ..graph.labels import options_summary
+        from ...graph.labels import options_summary
         sg = model.subgraphs[subgraph]
         options_of = lambda k: options_summary(sg.operators[k])  # noqa: E731
-    # Constants have no edge: selecting one highlights the operators that read it.
-    if model is not None:
-        sg = model.subgraphs[subgraph]
-        cols = sg.columns
-        mask = sg.constant_mask
-        for k, row in op_node.items():
-            for t in cols.op_inputs(k).tolist():
-                if t >= 0 and mask[t]:
-                    tensor_nodes[t].append(row)
     ids = node_ids
     return SceneData(subgraph, title, factory, lay, node_ids, labels, rects, paths, edge_tensor,
                      [ids[u] for u in a.edge_src.tolist()], [ids[v] for v in a.edge_dst.tolist()],
                      edge_labels, segments, seg_edge, node_index,
                      op_node, dict(tensor_edges), dict(tensor_nodes), options_of, None, defects,
                      inline=inline, expanded=bool(expand_composites))
+
+
+def _place(labels: list[NodeLabel], measure: TextMeasure, ga, graph, reuse_layout: Layout | None
+           ) -> Layout:
+    """The boxes' places: ``reuse_layout`` (of the same structure) when every new text
+    fits its old box (the boxes stay where they were), else a new layered layout."""
+    widths, heights = _sizes(labels, measure)
+    if reuse_layout is not None:
+        old = reuse_layout.arrays
+        if (widths <= old.w + 0.5).all() and (heights <= old.h + 0.5).all():
+            return reuse_layout
+    if ga is not None:
+        return layout_arrays(ga, widths, heights, layer_gap=LAYER_GAP, node_gap=NODE_GAP)
+    row = {n: i for i, n in enumerate(graph.nodes)}
+    return layout(graph, lambda node, _attrs: (widths[row[node]], heights[row[node]]),
+                  layer_gap=LAYER_GAP, node_gap=NODE_GAP)
+
+
+def _tensor_nodes(model, subgraph: int, labels: list[NodeLabel], op_node: dict[int, int]
+                  ) -> dict[int, list[int]]:
+    """Tensor -> the boxes a selection of it highlights: its own (an input, an output),
+    and for a constant, which has no edge, the operators that read it."""
+    tensor_nodes: dict[int, list[int]] = defaultdict(list)
+    for i, lab in enumerate(labels):
+        if lab.tensor is not None and lab.kind != "op":
+            tensor_nodes[int(lab.tensor)].append(i)
+    if model is not None:
+        sg = model.subgraphs[subgraph]
+        cols, mask = sg.columns, sg.constant_mask
+        for k, row in op_node.items():
+            for t in cols.op_inputs(k).tolist():
+                if t >= 0 and mask[t]:
+                    tensor_nodes[t].append(row)
+    return tensor_nodes
 
 
 def _labels_from_graph_nodes(model, subgraph: int, graph: nx.MultiDiGraph) -> list[NodeLabel]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ..graph.build import subgraph_references
-from ..model import Model
+from ...graph.build import subgraph_references
+from ...model import Model
 
 class Call(NamedTuple):
     """Operator ``op`` of subgraph ``subgraph`` calls a subgraph in role ``role``."""
@@ -55,7 +55,6 @@ def sibling_label(model: Model, call: Call) -> str:
     return f"{call.role} \u2192 {model.subgraphs[call_target(model, call)].display_name}"
 
 
-
 def trail_to(model: Model, index: int, references: dict | None = None) -> list[Crumb]:
     """The shortest chain of calls from a subgraph nobody calls down to ``index``
     (``references`` is `graph.build.subgraph_references(model)`, computed when not given)."""
@@ -76,11 +75,6 @@ def trail_to(model: Model, index: int, references: dict | None = None) -> list[C
         current = call.subgraph
     chain.append(Crumb(current, crumb_label(model, current)))
     return chain[::-1]
-
-
-def enter(trail: list[Crumb], model: Model, index: int, via: str = "") -> list[Crumb]:
-    """``trail`` extended by subgraph ``index`` (reached some way described by ``via``)."""
-    return [*trail, Crumb(index, crumb_label(model, index, via))]
 
 
 def enter_call(trail: list[Crumb], model: Model, call: Call) -> list[Crumb]:

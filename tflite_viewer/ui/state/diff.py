@@ -1,9 +1,10 @@
 """The window's comparison of the open model (A) with another (B), without Qt.
 
-`ComparisonState` lives in the open `Workspace` (``ws.comparison``): the other file, its
-model, the `tflite_viewer.diff.ModelDiff` of the two and the numbers when they were run.
-An edit of A keeps the other file and drops the diff (it is computed again for the new
-model); a reload of A carries the other file over; closing the workspace drops it all.
+`DiffState` is a part of the open `Workspace` (``diff_state(ws)``): the other file, its
+model, the `tflite_viewer.diff.ModelDiff` of the two and the numbers when they were run,
+with the inputs they ran on.  An edit of A keeps the other file and drops the diff (it is
+computed again for the new model); a reload of A carries the other file over; closing the
+workspace drops it all.
 
 What the views need from it, computed here so tests drive it without a window:
 
@@ -20,19 +21,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..diff import Difference, ModelDiff
-from ..model import Model
+from ...diff import Difference, ModelDiff
+from ...model import Model
 
 ADDED, REMOVED, CHANGED = "added", "removed", "changed"
+KEY = "diff"
 TOPIC = "diff/result"          # the hub topic of a new, cleared or failed comparison
 
 
 @dataclass
-class ComparisonState:
+class DiffState:
     other_path: Path | None = None
     other: Model | None = None
     diff: ModelDiff | None = None
     numeric: Any = None          # diff.numeric.NumericComparison, when the numbers were run
+    inputs: str = ""             # what the numbers ran on ("10 seeded samples ...")
     status: str = ""
     running: bool = False
     serial: int = 0              # the computation under way (a late result of an older one
@@ -42,11 +45,19 @@ class ComparisonState:
     def active(self) -> bool:
         return self.other_path is not None
 
-    def after_edit(self) -> "ComparisonState":
-        """The state for A's next model: the same other file, to be compared again."""
-        return ComparisonState(self.other_path, self.other,
-                               status="The model changed: comparing again ..."
-                               if self.other_path else "")
+    def after_edit(self) -> "DiffState | None":
+        """The state for A's next model (an edit, or a reload: `after_reload`): the same
+        other file, to be compared again."""
+        if self.other_path is None:
+            return None
+        return DiffState(self.other_path, self.other,
+                         status="The model changed: comparing again ...")
+
+    after_reload = after_edit
+
+
+def diff_state(ws: Any) -> DiffState:
+    return ws.part(KEY, DiffState)
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import ModelFormatError, Tensor
-from ..model.quantization import dequantize_blockwise
+from ...model import ModelFormatError, Tensor
+from ...model.quantization import dequantize_blockwise
 
 
 @dataclass(frozen=True)

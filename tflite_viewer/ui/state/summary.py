@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model import Model
+from ...model import Model
 
 
 @dataclass(frozen=True)
