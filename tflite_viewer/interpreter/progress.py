@@ -49,15 +49,17 @@ class RunProgress:
     finished: bool = False          # the run reached the end of its plan
     fraction: float = 0.0           # done out of total, the running op's share counted
 
-    def describe(self) -> str:
+    def describe(self, width: int | None = None) -> str:
         """One line: ``subgraph 0 op 12 (CONV_2D), 3.2 s left``; ``done in 1.20 s`` at
-        the end."""
+        the end.  Within ``width`` characters, the call path loses its outer frames."""
         if self.finished:
             return f"done in {self.elapsed:.2f} s"
         where = self.path if self.op is not None else "starting"
-        if self.seconds_left is None:
-            return where
-        return f"{where}, {_seconds(self.seconds_left)} left"
+        tail = "" if self.seconds_left is None else f", {_seconds(self.seconds_left)} left"
+        if width is not None and len(where) + len(tail) > width:
+            keep = max(width - len(tail) - 3, 0)
+            where = "..." + where[len(where) - keep:]
+        return where + tail
 
 
 def _seconds(s: float) -> str:
