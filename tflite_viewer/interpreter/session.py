@@ -42,7 +42,7 @@ import numpy as np
 from ..model import Model, load_model
 from . import debugger as dbg
 from .budget import run_reserve
-from .errors import ExecutionError, RunCancelled
+from .errors import ExecutionError
 from .inputs import complete_inputs, input_specs
 from .interpreter import Interpreter
 from .progress import DEFAULT_INTERVAL, RunProgress
@@ -305,13 +305,11 @@ class DebugSession:
 
     def _run(self, fn, *args) -> DebugStop:
         """Call an interpreter stepping method; a failure is the ERROR state, a stop
-        request the STOPPED one.  A request that came after the command's end is
-        forgotten."""
+        request (the run paused, "interrupted") the STOPPED one.  A request that came
+        after the command's end is forgotten."""
         interp = self.interpreter
         try:
             return self._from(fn(*args))
-        except RunCancelled:  # (a stepped run pauses instead; kept for a hook's own)
-            return self._stopped_by_user()
         except Exception as exc:  # noqa: BLE001 - a kernel failure is a state, not a crash
             self.state = ERROR
             position = interp.position or self.last.position
