@@ -11,6 +11,7 @@ inputs and outputs, variables, hooks and breakpoints, signatures, and the steppi
 from __future__ import annotations
 
 import os
+from operator import attrgetter
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -35,17 +36,12 @@ from .tensor import AllocationType, Tensor
 from .weights import DEFAULT_WEIGHT_CACHE_BYTES, WeightCache
 
 
-class _InRunState:
-    """An interpreter attribute kept in its `RunState`, under the name it always had."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj: Any, owner: type | None = None) -> Any:
-        return self if obj is None else getattr(obj.run_state, self.name)
-
-    def __set__(self, obj: Any, value: Any) -> None:
-        setattr(obj.run_state, self.name, value)
+def _in_run_state(name: str) -> property:
+    """An interpreter attribute kept in its `RunState`, under the name it always had (read
+    through a C getter: kernels read some of them at every call)."""
+    def set_value(self: "Interpreter", value: Any) -> None:
+        setattr(self.run_state, name, value)
+    return property(attrgetter(f"run_state.{name}"), set_value)
 
 
 class Interpreter:
@@ -135,17 +131,17 @@ class Interpreter:
             self.allocate_tensors()
 
     # kept in the run state (`RunState` says what each is), under the names they always had
-    subgraphs = _InRunState()  # the runtime subgraphs: tensors, nodes, execution plans
-    budget = _InRunState()  # iterations, time and the stop request (`request_stop`)
-    max_allocation_bytes = _InRunState()
-    loop_iterations = _InRunState()
-    resources = _InRunState()
-    resource_ids = _InRunState()
-    called_once = _InRunState()
-    fuse_loops = _InRunState()
-    fold_shape_ops = _InRunState()
-    bind_kernels = _InRunState()
-    reference_float_sums = _InRunState()
+    subgraphs = _in_run_state("subgraphs")  # the runtime subgraphs: tensors, nodes, execution plans
+    budget = _in_run_state("budget")  # iterations, time and the stop request (`request_stop`)
+    max_allocation_bytes = _in_run_state("max_allocation_bytes")
+    loop_iterations = _in_run_state("loop_iterations")
+    resources = _in_run_state("resources")
+    resource_ids = _in_run_state("resource_ids")
+    called_once = _in_run_state("called_once")
+    fuse_loops = _in_run_state("fuse_loops")
+    fold_shape_ops = _in_run_state("fold_shape_ops")
+    bind_kernels = _in_run_state("bind_kernels")
+    reference_float_sums = _in_run_state("reference_float_sums")
 
     def __repr__(self) -> str:
         return f"<Interpreter {self.model!r} {self.state}>"
@@ -304,7 +300,6 @@ class Interpreter:
         entry.clear_activations(keep_inputs=True)
         state.clear_op_stats()
         state.paused_total = 0.0
-        state.begin_command()
         return entry
 
     def _ensure_running(self, inputs=None, signature=None) -> Stop | None:
@@ -322,7 +317,8 @@ class Interpreter:
     @property
     def entry(self) -> Subgraph:
         """The subgraph a run starts in (subgraph 0, or the selected signature's)."""
-        return self.subgraphs[self.run_state.entry]
+        state = self.run_state
+        return state.subgraphs[state.entry]
 
     @property
     def signature(self) -> str | None:

@@ -101,8 +101,10 @@ class ProgressMeter:
         report at its first op boundary."""
         self.started = perf_counter()
         self.within = None
-        self.start_done = self._done()
-        self.next_at = self.started if self.callback is not None else _INF
+        if self.callback is None:  # (a poll then estimates from the run's first op)
+            self.start_done, self.next_at = 0.0, _INF
+        else:
+            self.start_done, self.next_at = self._done(), self.started
 
     def tick(self, now: float) -> None:
         """Report (the clock passed `next_at`) and set the next report's time."""
