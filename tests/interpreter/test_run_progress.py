@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tests.interpreter.singleop import Input, single_op_model
-from tflite_viewer.interpreter import Interpreter, RunCancelled
+from tflite_viewer.interpreter import Interpreter, RunCancelled, TimeBudgetError
 from tflite_viewer.interpreter.inputs import seeded_inputs
 from tflite_viewer.interpreter.session import FINISHED, PAUSED, STOPPED, DebugSession
 from tflite_viewer.model import load_model
@@ -151,3 +151,21 @@ def test_cancel_inside_a_kernel_ends_invoke_and_pauses_a_stepped_run_before_the_
     assert stop.finished
     for name, value in expected.items():
         np.testing.assert_array_equal(stop.outputs[name], value)
+
+
+def test_the_time_budget_ends_a_convolution_between_its_blocks():
+    """The deadline passes while the convolution runs (set from inside it, so between two
+    of its blocks): the run ends there with the time budget's error naming the op."""
+    data, x = _conv_model(64)
+    interp = Interpreter(data, timeout=60)
+    blocks = []
+
+    def deadline_passes(p):
+        if 0.0 < p.fraction < 1.0:
+            blocks.append(p.fraction)
+            interp.budget.deadline = 0.0  # as if the 60 s had gone by
+    interp.set_progress(deadline_passes, EVERY_BOUNDARY)
+    with pytest.raises(TimeBudgetError, match=r"^subgraph 0 op 0 \(CONV_2D\): the run is "
+                                              r"still going after the time budget of 60 s"):
+        interp.invoke([x])
+    assert len(blocks) == 1  # the next block's checkpoint raised

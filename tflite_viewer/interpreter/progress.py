@@ -133,7 +133,7 @@ class ProgressMeter:
         stack = list(self.state.stack)  # (a copy: another thread may be polling)
         if not stack:
             return 0.0
-        top = stack[0]
+        top = stack[0]  # its op index is the ops done: plans run nodes in index order
         done = float(min(top.op, self._total()))
         within = self.within
         if within is not None and len(stack) == 1 and within[0] is top and within[1] == top.op:
