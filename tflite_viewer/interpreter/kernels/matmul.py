@@ -19,13 +19,14 @@ from .common import (ACTIVATION_RANGES, FLOAT_WEIGHT, BuiltinOperator as Op, INT
 from .float_conv import clamp
 
 
-def _product(rows: np.ndarray, wt: np.ndarray, reference_sums: bool = True,
-             builtin_sums: bool = False) -> np.ndarray:
-    """rows [M, K] times wt [K, O]: float32 sums in reference_ops::FullyConnected's depth
-    order (`float32.ordered_matmul`, LiteRT's reference to the bit), or with
-    ``builtin_sums`` (`kernel_sets`: the builtin kernels) in the order of their Eigen
-    product (`eigen_gemm.product`), unless ``reference_sums`` is False
-    (`Interpreter.reference_float_sums`); numpy's product for other types."""
+def fully_connected_product(rows: np.ndarray, wt: np.ndarray, reference_sums: bool = True,
+                            builtin_sums: bool = False) -> np.ndarray:
+    """FULLY_CONNECTED's product, rows [M, K] times wt [K, O]: float32 sums in
+    reference_ops::FullyConnected's depth order (`float32.ordered_matmul`, LiteRT's
+    reference to the bit), or with ``builtin_sums`` (`kernel_sets`: the builtin kernels)
+    in the order of their Eigen product (`eigen_gemm.product`), unless ``reference_sums``
+    is False (`Interpreter.reference_float_sums`); numpy's product for other types.  The
+    fused Keras LSTM loop (`fused_loops`) multiplies with it too, to the kernel's bits."""
     if reference_sums and rows.dtype == np.float32 and wt.dtype == np.float32:
         return eigen_gemm.product(rows, wt.T) if builtin_sums else ordered_matmul(rows, wt)
     return rows @ wt
@@ -41,7 +42,7 @@ def fully_connected(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
         raise ValueError(f"input of {x.size} elements is not a multiple of the weights' "
                          f"input size {k}")
     rows = x if x.ndim == 2 and x.shape[1] == k else x.reshape(-1, k)
-    out = _product(rows, w.T if w_t is None else w_t, reference_sums, builtin_sums)
+    out = fully_connected_product(rows, w.T if w_t is None else w_t, reference_sums, builtin_sums)
     if b is not None:
         out += b
     out = apply_activation(out, act)
@@ -158,7 +159,7 @@ class FullyConnected(Kernel):
             x = xt.data
             if x is None or x.shape != x_shape or x.dtype != dtype:
                 return invoke(ctx, node)
-            out = _product(x, wt, interp.reference_float_sums, builtin_sums)
+            out = fully_connected_product(x, wt, interp.reference_float_sums, builtin_sums)
             clamp(out, brow, bounds)
             o.data = out
         return run
@@ -171,7 +172,7 @@ class FullyConnected(Kernel):
             x = xt.data
             if x is not None and x.dtype == wt.dtype and x.size % k_in == 0:
                 rows = x if x.ndim == 2 and x.shape[1] == k_in else x.reshape(-1, k_in)
-                out = _product(rows, wt, ctx.interpreter.reference_float_sums, builtin(ctx))
+                out = fully_connected_product(rows, wt, ctx.interpreter.reference_float_sums, builtin(ctx))
                 if brow is not None:
                     out += brow
                 if act is not None:
