@@ -8,6 +8,7 @@ within 3x a file copy and under 300 MB above the interpreter's baseline.  Run::
 
     python benchmarks/bench_edit.py [--repeat 7] [--no-synthetic] [--no-corpus]
     python benchmarks/bench_edit.py --commands-only [--big [PATH]]
+    python benchmarks/bench_edit.py --journal [--big [PATH]]
 
 ``--commands-only`` times every command kind (apply, then undo; medians) on
 `synthetic_models.residual_model` (20,000 operators); ``--big`` adds the > 2 GB decoder of
@@ -17,6 +18,14 @@ figures: `ModelDocument.save` after no edit and after a description edit, each a
 child process doing ``tflite-viewer edit MODEL -o OUT --description x`` against a child
 that only imports the package (the baseline).  There is no insert command in the editor;
 the rows list what exists.
+
+``--journal`` times the recovery journal (`edit.journal`): every command kind applied and
+undone on two documents of the same 20,000-operator file (opened from a file, as the
+window opens it), one journaling and one not, alternating in one loop, medians, with the
+time spent inside the journal's hook (its exact cost: the difference of two noisy totals
+is not) and, as the anchor, two bare synced appends in the same loop.  It also times the
+first change (the journal written whole) and the source's SHA-256 (computed in a thread:
+no edit waits for it); with ``--big``, both on the > 2 GB file.
 
 For every corpus model, for `synthetic_models.residual_model` with 5,000 and 20,000
 operators, and for a synthetic ~60 MB model (mobilenet_v2_float with its classifier
@@ -29,6 +38,7 @@ round trip to the option edit (> 1: we are faster).  Figures, not assertions.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -43,8 +53,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.synthetic_models import residual_model  # noqa: E402
-from tflite_viewer.edit import (ModelDocument, RenameTensor, SetOption, serialize,  # noqa: E402
-                                unpack)
+from tflite_viewer.edit import (Journal, ModelDocument, RenameTensor, SetOption,  # noqa: E402
+                                serialize, unpack)
+from tflite_viewer.edit.durable import sync  # noqa: E402
+from tflite_viewer.edit.journal_format import hash_file  # noqa: E402
 from tflite_viewer.edit.tree import union_member  # noqa: E402
 from tflite_viewer.model import load_model  # noqa: E402
 from tflite_viewer.schema import schema_generated as S  # noqa: E402
@@ -265,6 +277,85 @@ def _print_commands(title: str, rows: list[dict], budget: float) -> None:
               f"{r['how']:>10s} {ok}")
 
 
+def bench_journal(path: Path, folder: Path, repeat: int) -> list[dict]:
+    """Apply + undo of every command kind without and with the journal, alternating."""
+    plain, journaled = ModelDocument(path), ModelDocument(path)
+    journal = Journal(journaled, folder)
+    spent = [0.0]  # seconds inside the journal's hook: its exact cost, free of the edit's noise
+    changed = journal.changed
+
+    def timed_changed() -> None:
+        t = time.perf_counter()
+        changed()
+        spent[0] += time.perf_counter() - t
+    journal.changed = timed_changed
+    folder.mkdir(parents=True, exist_ok=True)
+    anchor = os.open(folder / "anchor", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    rows = []
+    for (kind, make_plain), (_, make_journaled) in zip(command_kinds(plain),
+                                                       command_kinds(journaled)):
+        pairs = ((plain, make_plain, []), (journaled, make_journaled, []))
+        for doc, make, _times in pairs:  # warm up (and write the journal's first snapshot)
+            doc.apply(make())
+            doc.undo()
+        syncs, inside = [], []
+        for _ in range(repeat):
+            for doc, make, times in pairs:
+                spent[0] = 0.0
+                t = time.perf_counter()
+                doc.apply(make())
+                doc.undo()
+                times.append(time.perf_counter() - t)
+            inside.append(spent[0])
+            t = time.perf_counter()
+            for _ in range(2):  # the anchor: two synced appends of a line, bare
+                os.write(anchor, b"x" * 200 + b"\n")
+                sync(anchor)
+            syncs.append(time.perf_counter() - t)
+        off, on = (1e3 * statistics.median(p[2]) for p in pairs)
+        rows.append({"kind": kind, "off": off, "on": on,
+                     "cost": 1e3 * statistics.median(inside),
+                     "syncs": 1e3 * statistics.median(syncs)})
+    assert journal.error is None, journal.error
+    journal.close()
+    os.close(anchor)
+    return rows
+
+
+def bench_journal_start(path: Path, folder: Path, repeat: int) -> tuple[float, float, float]:
+    """(the source's SHA-256, the first change of a fresh document without and with a new
+    journal, which writes it whole), ms; medians, alternating."""
+    hashes, plain, journaled = [], [], []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        hash_file(path)
+        hashes.append(time.perf_counter() - t)
+        for with_journal, times in ((False, plain), (True, journaled)):
+            doc = ModelDocument(path)
+            journal = Journal(doc, folder) if with_journal else None
+            t = time.perf_counter()
+            doc.apply(RenameTensor(0, 0, "first"))
+            times.append(time.perf_counter() - t)
+            if journal is not None:
+                journal.close()
+    return tuple(1e3 * statistics.median(x) for x in (hashes, plain, journaled))
+
+
+def _print_journal(title: str, rows: list[dict], start: tuple[float, float, float],
+                   budget: float) -> None:
+    print(f"\n{title}: apply + undo per command kind without / with the journal "
+          f"(alternating, medians, ms); target {budget:.0f} ms with it")
+    print("journal: time inside the journal's hook (apply + undo); 2 syncs: two bare synced "
+          "200-byte appends in the same loop")
+    print(f"{'command':18s} {'off':>8s} {'on':>8s} {'journal':>8s} {'2 syncs':>8s} ok")
+    for r in rows:
+        ok = "yes" if r["on"] <= budget else "NO"
+        print(f"{r['kind']:18s} {r['off']:8.1f} {r['on']:8.1f} {r['cost']:8.1f} "
+              f"{r['syncs']:8.1f} {ok}")
+    print(f"source SHA-256 {start[0]:.1f} ms (in a thread); first change of a fresh document "
+          f"{start[1]:.1f} ms without, {start[2]:.1f} ms with a new journal (written whole)")
+
+
 def _child_peak(code: str) -> tuple[float, float]:
     """(wall seconds, peak RSS MB) of a fresh Python running ``code``."""
     import subprocess
@@ -319,9 +410,13 @@ def main(argv=None) -> int:
     ap.add_argument("--no-corpus", action="store_true")
     ap.add_argument("--commands-only", action="store_true",
                     help="only the per-command figures (and --big)")
+    ap.add_argument("--journal", action="store_true",
+                    help="the recovery journal's cost per edit (and --big: its hash)")
     ap.add_argument("--big", nargs="?", const="", default=None,
                     help="add the > 2 GB decoder (PATH, or generated to a temporary directory)")
     args = ap.parse_args(argv)
+    if args.journal:
+        return _main_journal(args)
     if args.commands_only or args.big is not None:
         if not args.no_synthetic:
             _print_commands("residual_model(20000)",
@@ -364,6 +459,26 @@ def main(argv=None) -> int:
               f"{'fast' if r['fast'] else 'slow':>4s} {r['undo']:6.1f} {r['changes']:7.1f} "
               f"{r['slow']:7.1f} {r['slow_undo']:7.1f} {r['serialize']:7.1f} "
               f"{r['reread']:6.1f} {r['objapi']:7.1f} {r['objapi'] / r['ours']:6.1f} {ok:>5s}")
+    return 0
+
+
+def _main_journal(args) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "residual_20000.tflite"
+        path.write_bytes(residual_model(20_000))
+        folder = Path(tmp) / "recovery"
+        _print_journal(f"residual_model(20000), {path.stat().st_size / 1e6:.1f} MB",
+                       bench_journal(path, folder, args.repeat),
+                       bench_journal_start(path, folder, max(3, args.repeat // 2)), 50)
+        if args.big is not None:
+            big = Path(args.big) if args.big else None
+            if big is None:
+                from benchmarks.big_decoder import write
+                big = write(Path(tmp) / "big_decoder.tflite")
+            hashed, plain, journaled = bench_journal_start(big, folder, 3)
+            print(f"\n{big.name} ({big.stat().st_size / 1e9:.2f} GB): source SHA-256 "
+                  f"{hashed / 1e3:.2f} s (in a thread); first change right after opening "
+                  f"{plain:.0f} ms without, {journaled:.0f} ms with a new journal")
     return 0
 
 

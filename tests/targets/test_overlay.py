@@ -30,8 +30,28 @@ def test_problems_entries_link_to_the_operators():
     xnn = findings(report.results["xnnpack"])
     assert {f.operator for f in xnn} == {o.index for o in report.results["xnnpack"].ops
                                         if o.verdict != "runs"}
-    assert all(f.severity == "warning" and f.subgraph == 0 for f in xnn)
+    assert all(f.subgraph == 0 and f.verdict == "falls back" for f in xnn)
     tflm = findings(report.results["tflm"])
-    assert tflm and all(f.severity == "error" for f in tflm)
-    assert "change:" in tflm[0].message
+    # the model-wide failure first, then each operator TFLM computes wrong
+    assert [(f.where, f.operator) for f in tflm] == [("model", None),
+                                                     ("subgraphs[0].operators[1]", 1),
+                                                     ("subgraphs[0].operators[2]", 2)]
+    assert tflm[0].message.startswith("tflm: TFLM runs this model but computes wrong values")
+    assert "change:" in tflm[1].message
     assert legend(report.results["xnnpack"]).endswith("4 partition(s)")
+
+
+def test_target_verdicts_are_information_tagged_with_their_target():
+    """Problems rows from a target are not errors in the model: ``info``, with the target."""
+    report = analyze(load_model(CNN))
+    for name, result in report.results.items():
+        rows = findings(result)
+        assert all(f.severity == "info" and f.target == name for f in rows)
+        assert all(f.message.startswith(f"{name}: ") for f in rows)
+
+
+def test_warnings_are_rows_too():
+    from tests.targets.shape_models import reshape_from_input
+
+    (row,) = findings(analyze(load_model(reshape_from_input()), ["tflm"]).results["tflm"])
+    assert row.verdict == "runs" and "runs, but depends on the input's values" in row.message

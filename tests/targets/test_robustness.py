@@ -75,3 +75,45 @@ def test_an_empty_subgraph():
     report = analyze(load_model(data))
     assert all(not r.ops and not r.partitions for r in report.results.values())
     assert "Every operator runs" in report.table()
+
+
+def _fuzzed_shape_models(seeds: int):
+    """The fuzz campaign's mutations (tests/fuzz/mutations.py) of models whose shapes are
+    computed at run time and of the quantization-parameter models: whatever a mutation
+    leaves that the reader loads."""
+    import random
+
+    from tests.fuzz.mutations import MUTATIONS
+    from tests.fuzz.mutations import mutate as fuzz
+    from tests.targets import quant_param_models, shape_models
+
+    models = {name: make() for name, make in shape_models.RUN_RIGHT.items()}
+    models["reshape_from_input"] = shape_models.reshape_from_input()
+    models.update(quant_param_models.cases())
+    rng = random.Random(0)
+    for name, data in models.items():
+        for kind in sorted(MUTATIONS):
+            for _ in range(seeds):
+                try:
+                    odd, what = fuzz(data, [(kind, rng.randrange(2**32))])
+                    yield f"{name} {what}", load_model(odd)
+                except Exception:  # noqa: BLE001 - a mutation that does not apply, or
+                    continue       # a file the reader refuses: nothing to analyse
+
+
+@pytest.mark.parametrize("seeds", [pytest.param(1), pytest.param(3, marks=pytest.mark.slow)])
+def test_fuzzed_computed_shapes_and_quantization_still_get_verdicts(seeds):
+    """A file the interpreter's own checks refuse (a WHILE body's signature, an operator
+    reading a tensor before it is written) still gets a verdict for every operator: the
+    stored shapes are then taken as they are (this raised ModelFormatError before)."""
+    checked = 0
+    for what, model in _fuzzed_shape_models(seeds):
+        report = analyze(model)
+        for target, result in report.results.items():
+            n = sum(len(sg.operators) for sg in model.subgraphs)
+            assert len(result.ops) == n, (what, target)
+            assert all(o.verdict == "runs" or o.reason for o in result.ops), (what, target)
+        report.table()
+        report.as_json()
+        checked += 1
+    assert checked > 200 * seeds

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tests.litert_oracle import litert
 from tests.targets import cases
-from tests.targets.oracles import micro_inputs, tflm_run_isolated, tflm_run_many
+from tests.targets.oracles import (litert_outputs, micro_inputs, outputs_close,
+                                   tflm_run_isolated, tflm_run_many)
 from tflite_viewer.model import load_model
 from tflite_viewer.targets import tflm
 from tflite_viewer.delegation.facts import ModelFacts
@@ -101,27 +101,22 @@ def test_single_op_cases_cover_both_verdicts(micro_results):
 
 def _check_outputs(name: str, data: bytes, outputs: list, ref: list) -> bool:
     """TFLM's outputs against LiteRT's, as our verdict predicts: the same where every
-    operator runs; different where we say TFLM computes something else for sure; either
-    where an output's shape depends on run-time values (the stored shape may be right), or
-    where TFLM keeps a stale stored shape: it then reads arena bytes no kernel wrote, left
-    over from earlier runs in the process, and a near-uniform classifier output (such as
-    small_cnn_dilated_int8's -102/-103 logits) can come out equal by chance."""
-    same = all(a.shape == b.shape and _close(a, b) for a, b in zip(outputs, ref))
-    _, refused = verdict(data)
-    definite = [o for o in refused if "depends on input" not in o.reason
-                and "TFLM does not resize tensors" not in o.reason]
+    operator runs without a warning; different where we say TFLM computes something else
+    for sure; either where we warn that an output's shape depends on run-time values (the
+    stored shape may be right), or where TFLM keeps a stale stored shape: it then reads
+    arena bytes no kernel wrote, left over from earlier runs in the process, and a
+    near-uniform classifier output (such as small_cnn_dilated_int8's -102/-103 logits) can
+    come out equal by chance (tests/targets/test_verdict_audit.py checks that operator's own
+    output instead)."""
+    same = all(outputs_close(a, b) for a, b in zip(outputs, ref))
+    result, refused = verdict(data)
+    warned = [o for o in result.ops if o.warning]
+    definite = [o for o in refused if "TFLM does not resize tensors" not in o.reason]
     if same:
         assert not definite, (name, [o.reason for o in definite])
     else:
-        assert refused, (name, "TFLM computes something else and we said it runs")
-    return bool(refused)
-
-
-def _close(a: np.ndarray, b: np.ndarray) -> bool:
-    if a.dtype.kind == "f":
-        scale = max(1.0, float(np.max(np.abs(b))) if b.size else 1.0)
-        return bool(np.all(np.abs(a.astype(np.float64) - b) <= 1e-4 * scale))
-    return bool(np.max(np.abs(a.astype(np.int64) - b.astype(np.int64)), initial=0) <= 1)
+        assert refused or warned, (name, "TFLM computes something else and we said it runs")
+    return bool(refused or warned)
 
 
 # Where TFLM runs them, these corpus models' outputs are compared with LiteRT's.
@@ -138,15 +133,7 @@ def test_where_tflm_runs_its_outputs_match_litert(stem, corpus_results):
     inputs = micro_inputs(data)
     theirs = corpus_results[stem]
     assert theirs.ok, theirs.log[-300:]
-    li = litert(data, preserve=False)
-    for d, x in zip(li.get_input_details(), inputs):
-        if tuple(d["shape"]) != x.shape:
-            li.resize_tensor_input(d["index"], x.shape)
-    li.allocate_tensors()
-    for d, x in zip(li.get_input_details(), inputs):
-        li.set_tensor(d["index"], x)
-    li.invoke()
-    ref = [li.get_tensor(d["index"]) for d in li.get_output_details()]
+    ref = litert_outputs(data, inputs)
     assert len(ref) == len(theirs.outputs)
     _check_outputs(stem, data, theirs.outputs, ref)
 

@@ -36,9 +36,10 @@ EXAMPLES = [
 def add_parser(subparsers) -> None:
     p = subcommand_parser(subparsers, "memory", DESCRIPTION)
     add_model_argument(p)
-    p.add_argument("--target", choices=("tflm", "litert"), default="tflm", metavar="NAME",
+    p.add_argument("--target", choices=("tflm", "litert"), default=None, metavar="NAME",
                    help="tflm (TFLite Micro's GreedyMemoryPlanner) or litert (LiteRT's "
-                        "ArenaPlanner); default tflm")
+                        "ArenaPlanner); default tflm, or litert for an LLM decoder (signatures "
+                        "carrying a KV cache), which is not a TFLite Micro model")
     add_json_option(p, "the plan")
     add_output_option(p, what="the plan as JSON")
     p.add_argument("--pointer-size", choices=("4", "8"), default="4",
@@ -72,7 +73,7 @@ def _buffer_doc(b) -> dict[str, Any]:
 
 
 def document(model, plan, reorder=None, settings: dict | None = None,
-             offline_plan=None) -> dict[str, Any]:
+             offline_plan=None, why_target: str | None = None) -> dict[str, Any]:
     """The `memory --json` document (docs/memory.md describes every key)."""
     arena = plan.arena
     peak = plan.peak_op
@@ -91,6 +92,7 @@ def document(model, plan, reorder=None, settings: dict | None = None,
     doc: dict[str, Any] = {
         "model": str(model.path) if model.path else None,
         "target": plan.target,
+        "why_target": why_target,
         "settings": dict(settings or {}, alignment=plan.alignment),
         "arena": {"head_bytes": plan.head_bytes, "tail_bytes": plan.tail_bytes,
                   "tail_is_lower_bound": True, "tail_parts": plan.tail_parts,
@@ -127,29 +129,16 @@ def document(model, plan, reorder=None, settings: dict | None = None,
 
 
 def render_text(model, plan, reorder=None, timeline: bool = True,
-                settings: dict | None = None, offline_plan=None) -> str:
+                settings: dict | None = None, offline_plan=None,
+                why_target: str | None = None) -> str:
     from ..memory import timeline as draw
     arena = plan.arena
     name = Path(model.path).name if model.path else "model"
-    if plan.target == "tflm":
-        head = (f"{name}: TFLite Micro arena (reference kernels, "
-                f"{(settings or {}).get('pointer_bytes', 4) * 8}-bit pointers, "
-                f"{plan.alignment}-byte alignment)")
-        lines = [head,
-                 f"  head (planned tensors and scratch): {plan.head_bytes:>12,} bytes",
-                 f"  tail (persistent, at least):        {plan.tail_bytes:>12,} bytes  ("
-                 + ", ".join(f"{k} {v:,}" for k, v in plan.tail_parts.items()) + ")"]
-    else:
-        lines = [f"{name}: LiteRT arenas (builtin kernels without delegates, "
-                 f"{plan.alignment}-byte tensor alignment)",
-                 f"  non-persistent arenas:  {plan.head_bytes:>12,} bytes"
-                 + "".join(f"\n    subgraph {a.subgraph}: {a.size:,}" for a in plan.arenas
-                           if len(plan.arenas) > 1),
-                 f"  persistent arena:       {plan.tail_bytes:>12,} bytes"]
+    lines = _heading(name, plan, settings)
+    if why_target:
+        lines.insert(1, f"  {why_target}")
     live = arena.live_at(arena.peak_step) if arena.peak_step is not None else []
-    where = ("subgraphs no control flow reaches from subgraph 0 (TFLM plans them all at "
-             "step -1)" if arena.peak_step == -1 else _where(model, plan.peak_op))
-    lines.append(f"  peak: step {arena.peak_step}, {where}; "
+    lines.append(f"  peak: {_peak_where(model, plan)}; "
                  f"{sum(b.size for b in live):,} bytes live there:")
     for b in live[:20]:
         what = (f"tensor {b.tensor} {b.name!r}" if b.tensor >= 0
@@ -191,14 +180,53 @@ def render_text(model, plan, reorder=None, timeline: bool = True,
     return "\n".join(lines)
 
 
+def _heading(name: str, plan, settings: dict | None) -> list[str]:
+    if plan.target == "tflm":
+        head = (f"{name}: TFLite Micro arena (reference kernels, "
+                f"{(settings or {}).get('pointer_bytes', 4) * 8}-bit pointers, "
+                f"{plan.alignment}-byte alignment)")
+        return [head,
+                f"  head (planned tensors and scratch): {plan.head_bytes:>12,} bytes",
+                f"  tail (persistent, at least):        {plan.tail_bytes:>12,} bytes  ("
+                + ", ".join(f"{k} {v:,}" for k, v in plan.tail_parts.items()) + ")"]
+    return [f"{name}: LiteRT arenas (builtin kernels without delegates, "
+            f"{plan.alignment}-byte tensor alignment)",
+            f"  non-persistent arenas:  {plan.head_bytes:>12,} bytes"
+            + "".join(f"\n    subgraph {a.subgraph}: {a.size:,}" for a in plan.arenas
+                      if len(plan.arenas) > 1),
+            f"  persistent arena:       {plan.tail_bytes:>12,} bytes"]
+
+
+def _peak_where(model, plan) -> str:
+    """Where the arena peaks, in words.  TFLM gives the tensors of subgraphs it never
+    reaches from subgraph 0 no lifetime (step -1), and plans them as all live at once."""
+    from ..memory.tflm import unreached_subgraphs
+
+    step = plan.arena.peak_step
+    if step is not None and step < 0:
+        ids = unreached_subgraphs(plan)
+        return (f"in subgraphs {', '.join(map(str, ids[:8]))}{' ...' if len(ids) > 8 else ''}, "
+                "which no control flow reaches from subgraph 0: TFLM never runs them, gives "
+                "their tensors no lifetime and plans them all as live at once")
+    return f"step {step}, {_where(model, plan.peak_op)}"
+
+
 def main(args: argparse.Namespace) -> int:
     from ..memory import plan_litert, plan_tflm
     from ..memory.reorder import best_order
+    from ..memory.decoder import llm_decoder
     out = Output(args)
     model = load_model_arg(args.model)
     settings: dict[str, Any] = {}
     reorder = offline_plan = None
-    if args.target == "tflm":
+    target, why_target = args.target, None
+    decoder = llm_decoder(model)
+    if decoder is not None:
+        why_target = (f"This is {decoder}, not a TFLite Micro model: "
+                      + ("TFLM's plan follows, as asked" if target == "tflm" else
+                         "LiteRT's arenas follow (--target tflm plans it for TFLM anyway)"))
+    target = target or ("litert" if decoder is not None else "tflm")
+    if target == "tflm":
         pointer = int(args.pointer_size)
         settings = {"pointer_bytes": pointer, "kernels": "reference"}
         plan = plan_tflm(model, pointer_bytes=pointer)
@@ -212,8 +240,8 @@ def main(args: argparse.Namespace) -> int:
         settings = {"kernels": "builtin, no delegates"}
         plan = plan_litert(model)
     if out.wants_json:
-        out.json(document(model, plan, reorder, settings, offline_plan), indent=False)
+        out.json(document(model, plan, reorder, settings, offline_plan, why_target), indent=False)
     if not out.stdout_taken:
         out.text(render_text(model, plan, reorder, not args.no_timeline,
-                             dict(settings, what_if=args.what_if), offline_plan))
+                             dict(settings, what_if=args.what_if), offline_plan, why_target))
     return 0

@@ -8,7 +8,7 @@ every tensor, cross-check against LiteRT.
                             [--tolerance REL] [--tolerance-units N]
                             [--compare-mode auto|end-to-end|isolated]
                             [--max-iterations N] [--timeout SECONDS] [--max-memory SIZE]
-                            [--json] [-o OUT.json]
+                            [--progress] [--json] [-o OUT.json]
 
 ``--rounding`` is passed to `Interpreter(model, rounding=...)`; without it the interpreter's
 default applies.  ``--float-sums`` is `Interpreter(model, float_sums=...)`: ``auto`` (the
@@ -40,6 +40,10 @@ default interpreter, whose XNNPACK partitions keep their inner tensors to themse
   own computation departs and the first whose end-to-end value leaves the tolerance
   (`tflite_viewer.interpreter.departures`); exit 1 when one is outside the tolerance
   (``--compare-mode`` says which error decides).
+* Progress: on a terminal (stderr a TTY) the run's progress is one line on stderr,
+  rewritten as it goes (``[ops done/ops of the plan] the op running, the time left``),
+  unless stdout carries a JSON document (``--json``, ``-o -``); ``--progress`` asks for
+  it anyway, as lines at every tenth when stderr is not a terminal (`ProgressPrinter`).
 * The top-k of an output is printed only for a classifier's output (labels for it in the
   model's metadata, or a SOFTMAX / LOG_SOFTMAX output, or a tensor named logits), and the
   line says which (`tflite_viewer.interpreter.outputs.classifier_reason`).
@@ -61,8 +65,9 @@ import numpy as np
 from ..interpreter.outputs import (classifier_reason, finite_stats, top_k, top_k_lines,
                                    value_summary)
 from ..model.errors import TFLiteViewerError
-from .common import (EXIT_CHECK_FAILED, CommandError, add_model_argument, add_seed_option,
-                     input_file, load_model_arg, one_line, subcommand_parser)
+from .common import (EXIT_CHECK_FAILED, CommandError, ProgressPrinter, add_model_argument,
+                     add_seed_option, input_file, load_model_arg, one_line,
+                     subcommand_parser)
 from .output import Output, add_json_option, add_output_option, write_file
 from . import run_generate
 
@@ -153,6 +158,11 @@ def add_parser(subparsers) -> None:
                    help="bytes the run may hold: its inputs, tensors and scratch together, "
                         "e.g. 512M or 8G (default: a quarter of physical memory, at most 4G, "
                         "within the address space ulimit -v leaves)")
+    p.add_argument("--progress", action="store_true",
+                   help="print the run's progress on stderr (ops done out of the plan, the "
+                        "op running, the time left) even when stderr is not a terminal or "
+                        "--json writes to stdout (default: on a terminal only, unless "
+                        "stdout carries JSON)")
     run_generate.add_options(p)
     add_json_option(p, "the run (inputs, outputs, top-k, cross-check; with --generate the "
                        "tokens, the loop and its calls)")
@@ -336,6 +346,9 @@ def _main(args: argparse.Namespace) -> int:
 
     run_generate.check_usage(args)
     if args.generate is not None:
+        if args.progress:
+            raise CommandError("--progress goes with a single run, not --generate (its "
+                               "report lists every call)")
         return run_generate.main(args)
     out = Output(args, files={"--dump-all": args.dump_all})
     if args.tolerance is not None and not args.tolerance >= 0:
@@ -364,8 +377,16 @@ def _main(args: argparse.Namespace) -> int:
     arrays, generated = complete_inputs(model, given, args.seed, signature, max_bytes=max_bytes,
                                         reserved=run_reserve(interp.arena_bytes))
     specs = input_specs(model, signature)
+    printer = ProgressPrinter() if args.progress or (
+        sys.stderr.isatty() and not out.stdout_taken) else None
+    if printer is not None:
+        interp.set_progress(lambda p: printer(p.done, p.total, p.describe(printer.WIDTH)))
     t0 = time.perf_counter()
-    interp.invoke(arrays, signature=signature)  # by name: a signature has no order
+    try:
+        interp.invoke(arrays, signature=signature)  # by name: a signature has no order
+    finally:
+        if printer is not None:
+            printer.end()
     seconds = time.perf_counter() - t0
 
     sgi = specs[0].subgraph if specs else (

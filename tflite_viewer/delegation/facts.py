@@ -316,9 +316,16 @@ class SubgraphFacts:
 
     def block_size(self, t: int) -> int:
         """A blockwise-quantized tensor's block size (0 when the details say none)."""
+        return int(self._block_details(t).get("block_size", 0) or 0)
+
+    def block_scales(self, t: int) -> int:
+        """The index of a blockwise-quantized tensor's scale tensor (-1: none)."""
+        scales = self._block_details(t).get("scales", -1)
+        return int(scales) if scales is not None else -1
+
+    def _block_details(self, t: int) -> dict:
         q = self._sg.tensors[t].quantization
-        details = (q.details or {}) if q is not None else {}
-        return int(details.get("block_size", 0) or 0)
+        return (q.details or {}) if q is not None else {}
 
     def sparse(self, t: int) -> bool:
         return self._sg.tensors[t].sparsity is not None

@@ -49,11 +49,11 @@ _CONTEXTUAL = frozenset(("CUSTOM", "STABLEHLO_COMPOSITE") + _VARIABLES)
 
 
 def claims(f: SubgraphFacts, flags: Flags, var_handles: dict | None = None
-           ) -> tuple[set[int], dict[int, str], dict[int, int]]:
+           ) -> tuple[set[int], dict[int, str], dict[int, int], Ctx]:
     """The operators the delegate takes in one subgraph, the reason for each it does not,
-    and the unpacking DEQUANTIZE/DENSIFY operators it takes (op -> first reader).
-    ``var_handles`` is the delegate's (container, shared_name) -> id, kept across
-    subgraphs."""
+    the unpacking DEQUANTIZE/DENSIFY operators it takes (op -> first reader), and the
+    checks' context (what it unpacked).  ``var_handles`` is the delegate's
+    (container, shared_name) -> id, kept across subgraphs."""
     consumers = f.consumers
     c = Ctx(f, flags, var_handles=var_handles if var_handles is not None else {})
     producer: dict[int, int] = {}  # quasi-static tensor -> the op unpacking it
@@ -102,7 +102,7 @@ def claims(f: SubgraphFacts, flags: Flags, var_handles: dict | None = None
         if res.proxy >= 0 and res.var_handle >= 0:
             claimed.add(res.var_handle)
             reasons.pop(res.var_handle, None)
-    return claimed, reasons, unpack
+    return claimed, reasons, unpack, c
 
 
 @dataclass
@@ -133,7 +133,7 @@ def delegated_ops(facts: ModelFacts, flags: Flags | None = None) -> Delegated:
         f = facts[s]
         if f.name.startswith("VALIDATION:"):
             continue
-        claimed, _, unpack = claims(f, flags, var_handles)
+        claimed, _, unpack, _ = claims(f, flags, var_handles)
         take = [k in claimed or k in unpack for k in range(f.op_count)]
         if not any(take):
             continue

@@ -12,14 +12,19 @@ from .commands import (EditCommand, ExposeTensor, RemoveCustomOption, RemoveMeta
                        SetDescription, SetMetadata, SetOfflineMemoryPlan, SetOpVersion,
                        SetOption, SetQuantization, SetTensorShape, SplitFusedActivation)
 from .document import EditResult, ModelDocument, VersionRaise
+from .journal import Journal, default_folder
+from .journal_format import JournalError
+from .recovery import Recovery, pending_recoveries
 from .shape_commands import UpdateStoredShapes
 from .tree import ModelTree, unpack
 from .writer import serialize
 
 __all__ = [
-    "EditCommand", "EditResult", "ExposeTensor", "ModelDocument", "ModelTree",
+    "EditCommand", "EditResult", "ExposeTensor", "Journal", "JournalError", "ModelDocument",
+    "ModelTree", "Recovery",
     "RemoveCustomOption", "RemoveMetadata", "RemoveOperator", "RenameSignature",
     "RenameSignatureTensor", "RenameTensor", "ReorderOperators", "ReplaceTensorData", "Scope",
     "SetCustomOption", "SetDescription", "SetMetadata", "SetOfflineMemoryPlan", "SetOpVersion", "SetOption", "SetQuantization",
-    "SetTensorShape", "SplitFusedActivation", "UpdateStoredShapes", "VersionRaise", "serialize", "unpack",
+    "SetTensorShape", "SplitFusedActivation", "UpdateStoredShapes", "VersionRaise", "default_folder",
+    "pending_recoveries", "serialize", "unpack",
 ]

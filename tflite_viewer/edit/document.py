@@ -42,12 +42,11 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -57,6 +56,7 @@ from ..model.metadata import MIN_RUNTIME_VERSION
 from ..model.model import Model
 from .commands import EditCommand, Scope
 from .coldiff import changes as column_changes
+from .durable import replace_file
 from .op_version import op_required_version
 from .runtime_version import (encode_min_runtime, min_runtime_version, runtime_less)
 from .tree import ModelTree, text, unpack
@@ -66,6 +66,9 @@ from .sidefiles import copy_side_files
 from .splice import VectorShrink, plan_splice
 from .validate import check_tree, new_errors
 from .writer import serialize
+
+if TYPE_CHECKING:
+    from .journal import Journal
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,8 @@ class ModelDocument:
         self._index = 0  # records [0, index) are applied
         self._clean = 0
         self._listeners: list[Listener] = []
+        #: the recovery journal following this document (`edit.journal.Journal` sets it)
+        self.journal: Journal | None = None
 
     # -- listeners ---------------------------------------------------------------------------
     def subscribe(self, callback: Listener) -> Callable[[], None]:
@@ -186,6 +191,16 @@ class ModelDocument:
         return self._index
 
     @property
+    def commands(self) -> list[EditCommand]:
+        """The history's commands, in order (the first `history_index` are applied)."""
+        return [r.command for r in self._history]
+
+    @property
+    def clean_index(self) -> int:
+        """The history position last saved (0: the opened file; -1: no longer reachable)."""
+        return self._clean
+
+    @property
     def is_modified(self) -> bool:
         """Whether the document differs from the file it was opened from (or last saved to)."""
         return self._index != self._clean
@@ -205,6 +220,7 @@ class ModelDocument:
             self._clean = -1  # the saved state can no longer be reached
         self._history.append(record)
         self._index += 1
+        self._journal_change()
         self._notify(result)
         return result
 
@@ -224,6 +240,7 @@ class ModelDocument:
             self._reapply_auto(record)
             raise
         self._index -= 1
+        self._journal_change()
         result = EditResult("undo", f"Undo: {record.command.description}",
                             record.result.scope if record.result else Scope(),
                             min_runtime_version=self.model.min_runtime_version)
@@ -238,8 +255,14 @@ class ModelDocument:
         record.splice, record.before = None, None
         result = self._execute(record, "redo")
         self._index += 1
+        self._journal_change()
         self._notify(result)
         return result
+
+    def _journal_change(self) -> None:
+        """Journal the history before anyone sees the change (durable first)."""
+        if self.journal is not None:
+            self.journal.changed()
 
     def _execute(self, record: _Record, kind: str) -> EditResult:
         tree = self._tree
@@ -590,26 +613,10 @@ class ModelDocument:
             if ref is not None and Path(ref).exists():
                 mode = stat.S_IMODE(os.stat(ref).st_mode)
                 break
-        directory = target.parent if str(target.parent) else Path(".")
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-        try:
-            try:
-                pieces.write_to(fd)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if mode is not None:
-                os.chmod(tmp, mode)
-            else:
-                umask = os.umask(0)
-                os.umask(umask)
-                os.chmod(tmp, 0o666 & ~umask)
-            os.replace(tmp, target)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        replace_file(target, pieces.write_to, mode)
         self._clean = self._index
+        if self.journal is not None:
+            self.journal.saved(target)
         return target
 
 

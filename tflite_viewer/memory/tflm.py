@@ -108,17 +108,7 @@ def plan_tflm(model: Model | ModelFacts, pointer_bytes: int = 4,
             lasts.append(life.last[sg.index][t])
             fixed.append(off)
             meta.append((sg.index, t, -1, sg.names[t], nbytes))
-    for i, req in enumerate(requests):
-        sg = facts.subgraphs[req.subgraph]
-        if life.scratch_first[i] == UNMARKED:
-            problems.append(f"subgraphs[{req.subgraph}].operators[{sg.original[req.op]}]: a "
-                            "scratch buffer in a subgraph TFLM never plans; TFLM reads an "
-                            "uninitialised size for it")
-        sizes.append(align_up(req.bytes, ALIGNMENT))
-        firsts.append(life.scratch_first[i])
-        lasts.append(life.scratch_last[i])
-        fixed.append(ONLINE)
-        meta.append((req.subgraph, -1, sg.original[req.op], f"scratch: {req.what}", req.bytes))
+    problems += _add_scratch(requests, life, facts, (sizes, firsts, lasts, fixed, meta))
     _check_intermediates(facts, shapes, problems)
 
     too_big = [m for m, size in zip(meta, sizes) if size >= 2**31]
@@ -139,6 +129,45 @@ def plan_tflm(model: Model | ModelFacts, pointer_bytes: int = 4,
             + tail_parts["NodeAndRegistration"])
     return MemoryPlan("tflm", ALIGNMENT, result.max_size, tail, tail_parts, [arena], problems,
                       notes, check)
+
+
+def _add_scratch(requests, life: Lifetimes, facts: ModelFacts, columns: tuple) -> list[str]:
+    """Append the scratch buffers to the planner's columns (sizes, firsts, lasts, fixed
+    offsets, descriptions); the problem with those TFLM never sizes, if any."""
+    sizes, firsts, lasts, fixed, meta = columns
+    unplanned: list[str] = []  # operators whose scratch buffers TFLM never sizes
+    for i, req in enumerate(requests):
+        sg = facts.subgraphs[req.subgraph]
+        if life.scratch_first[i] == UNMARKED:
+            where = f"subgraphs[{req.subgraph}].operators[{sg.original[req.op]}]"
+            if where not in unplanned:
+                unplanned.append(where)
+        sizes.append(align_up(req.bytes, ALIGNMENT))
+        firsts.append(life.scratch_first[i])
+        lasts.append(life.scratch_last[i])
+        fixed.append(ONLINE)
+        meta.append((req.subgraph, -1, sg.original[req.op], f"scratch: {req.what}", req.bytes))
+    return [_unplanned(unplanned, life, facts)] if unplanned else []
+
+
+def _unplanned(where: list[str], life: Lifetimes, facts: ModelFacts) -> str:
+    """One problem for every scratch buffer in the subgraphs TFLM never reaches."""
+    unreached = [sg.index for sg in facts.subgraphs if all(s != sg.index for s, _ in life.steps)]
+    shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
+    return (f"{shown}: scratch buffers in subgraphs no control flow reaches from subgraph 0 "
+            f"({_list(unreached)}); TFLM never runs them, and reads an uninitialised size "
+            "for their scratch buffers")
+
+
+def unreached_subgraphs(plan: MemoryPlan) -> list[int]:
+    """The subgraphs of ``plan`` TFLM never reaches from subgraph 0 (planned at step -1)."""
+    a = plan.arena
+    return sorted({b.subgraph for b in a.buffers if b.last < 0}
+                  - {s for s, _ in a.steps})
+
+
+def _list(ids: list[int]) -> str:
+    return ", ".join(map(str, ids[:8])) + (f", ... ({len(ids)} in all)" if len(ids) > 8 else "")
 
 
 def _arena(buffers: list[PlannedBuffer], life: Lifetimes, facts: ModelFacts, size: int) -> Arena:

@@ -13,11 +13,19 @@ commands (`Fix.edits`), which the window offers as an edit and a script can appl
 * a shape, axes or paddings input computed from values the file already fixes: fold it
   into a constant;
 * types the target lacks: full int8 quantization instead of hybrid or UINT8, float32 or
-  int8 weights instead of float16.
+  int8 weights instead of float16;
+* weights with a block or channel scale of 0, which XNNPACK cannot define: a positive scale
+  for those blocks, their weights set to 0, which computes the zeros LiteRT's kernels
+  compute with a scale of 0 (`ReplaceTensorData`, `SetQuantization`).
 """
 from __future__ import annotations
 
-from ..edit.commands import SetOption, SetTensorShape, SplitFusedActivation
+import re
+
+import numpy as np
+
+from ..edit.commands import (ReplaceTensorData, SetOption, SetQuantization, SetTensorShape,
+                             SplitFusedActivation)
 from ..edit.commands.activation import INTERNAL_ACTIVATION
 from ..edit.shape_commands import UpdateStoredShapes
 from ..delegation.facts import ModelFacts, SubgraphFacts
@@ -92,13 +100,88 @@ def _type_fixes(v: OpVerdict, target: str) -> list[Fix]:
     if "needs runtime" in r:
         return [Fix("ship a runtime at least that new, or avoid the feature that raised the "
                     "op version (see the version rules in the Properties panel)")]
-    if target == "tflm" and "is stored as" in r:
+    if target == "tflm" and "TFLM does not resize tensors" in r:
         return [Fix("write the computed shapes into the file (see this target's changes: "
                     "one edit for every such tensor)")]
     if "largest partition" in r:
         return [Fix("make the operators between this group and the delegated one run on the "
                     "GPU, or raise max_delegated_partitions in the delegate's options")]
     return []
+
+
+_GIVE = re.compile(r"tensor (\d+) is stored as \[[^\]]*\] but the values that set its shape "
+                   r"give \[([^\]]*)\]")
+
+
+def _value_shape_fix(f: SubgraphFacts, v: OpVerdict) -> list[Fix]:
+    """TFLM computes into a stored shape that the file's values contradict: store the
+    shape they give, or, where a run's values decide part of it, restructure."""
+    m = _GIVE.search(v.reason)
+    if m is None:
+        return []
+    t, dims = int(m.group(1)), m.group(2).split(", ") if m.group(2) else []
+    if "?" in dims:
+        return [Fix(f"tensor {t}'s shape changes with values only a run knows ({m.group(2)}): "
+                    "TFLM cannot compute it right; make the shape static (slice with constant "
+                    "sizes, unroll the loop)")]
+    shape = tuple(int(d) for d in dims)
+    return [Fix(f"store tensor {t}'s shape as {list(shape)}, the one its values give",
+                [UpdateStoredShapes({(v.subgraph, t): shape})])]
+
+
+_DEFINE = re.compile(r"cannot define tensor (\d+) \(")
+
+
+def _zero_scale_fix(f: SubgraphFacts, v: OpVerdict) -> list[Fix]:
+    """XNNPACK cannot define weights with a scale of 0 in some block or channel.  Those
+    blocks dequantize to 0 in LiteRT's kernels, so setting their weights to 0 and their
+    scale to a positive one changes no value and lets the delegate build its partition.
+    Offered as edits for float-input operators (weight-only and dynamic-range
+    quantization: the bias is float, its scale not tied to the weights')."""
+    m = _DEFINE.search(v.reason)
+    if m is None or "scale" not in v.reason:
+        return []
+    t = int(m.group(1))
+    quant, weights = f.quant(t), f.values(t)
+    x = f.inputs[v.index][0] if f.inputs[v.index] else -1
+    if quant is None or weights is None or x < 0 or f.type(x) not in ("FLOAT32", "FLOAT16"):
+        return [Fix(f"give tensor {t}'s zero-scale blocks or channels a positive scale (and "
+                    "their weights 0), or requantize the layer")]
+    if quant.details == "BlockwiseQuantization":
+        s = f.block_scales(t)
+        scales = f.values(s)
+        if scales is None or scales.ndim != weights.ndim or np.any(scales < 0):
+            return []
+        zero = scales == 0
+        rows = np.repeat(zero, weights.shape[-1] // max(scales.shape[-1], 1), axis=-1)
+        edit = ReplaceTensorData(v.subgraph, s, np.where(zero, _positive(scales),
+                                                         scales).astype(scales.dtype))
+        what = f"{int(zero.sum())} block(s) of tensor {t} (scales in tensor {s})"
+    else:
+        scales = np.asarray(quant.scale, np.float64)
+        if np.any(scales < 0) or weights.ndim == 0:
+            return []
+        zero = scales == 0
+        axis = quant.quantized_dimension if len(scales) > 1 else 0
+        shape = [1] * weights.ndim
+        shape[axis] = -1
+        rows = np.broadcast_to(zero.reshape(shape) if len(scales) > 1 else zero,
+                               weights.shape)
+        edit = SetQuantization(v.subgraph, t, np.where(zero, _positive(scales), scales).tolist(),
+                               list(quant.zero_point), quant.quantized_dimension)
+        what = f"{int(zero.sum())} channel(s) of tensor {t}"
+    edits = [edit]
+    if np.any(weights[rows] != 0):
+        edits.insert(0, ReplaceTensorData(v.subgraph, t, np.where(rows, 0, weights).astype(
+            weights.dtype)))
+    return [Fix(f"give the {what} whose scale is 0 a positive scale and zero weights: they "
+                "compute the same zeros, and XNNPACK can define the tensor", edits)]
+
+
+def _positive(scales: np.ndarray) -> float:
+    """A scale for the zero-scale blocks: the smallest positive one beside them, else 1."""
+    good = scales[scales > 0]
+    return float(good.min()) if good.size else 1.0
 
 
 def stored_shape_fixes(facts: ModelFacts) -> list[Fix]:
@@ -139,7 +222,9 @@ def attach(facts: ModelFacts, result: TargetResult) -> None:
             fixes = (_activation_fixes(f, v, result.name)
                      + _rank_fix(f, v, _RANK_LIMIT.get(result.name, 99))
                      + _computed_input_fix(f, v)
-                     + _type_fixes(v, result.name))
+                     + _type_fixes(v, result.name)
+                     + (_zero_scale_fix(f, v) if result.name == "xnnpack" else [])
+                     + (_value_shape_fix(f, v) if result.name == "tflm" else []))
         except (IndexError, KeyError, TypeError, ValueError, AttributeError):
             fixes = []  # a malformed operator: its verdict says so, no rewrite applies
         v.fixes.extend(fixes)

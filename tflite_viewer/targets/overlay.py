@@ -1,6 +1,12 @@
 """What the window shows of a target's answer, without Qt: a mark per operator (its verdict
 and, for a delegate, which partition holds it), the partition colours, and the Problems
-entries.  The canvas overlay paints these; tests check them without a window."""
+entries.  The canvas overlay paints these; tests check them without a window.
+
+A target's verdicts are information about that target, not errors in the model (a model
+for a phone is not wrong because TFLite Micro lacks a kernel): Problems gets them as
+``info`` rows tagged with their target (`TargetFinding`), which the window can show apart
+from the model's own errors and warnings.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,19 +44,36 @@ def marks(result: TargetResult, subgraph: int) -> dict[int, OpMark]:
             for o in result.ops if o.subgraph == subgraph}
 
 
-def findings(result: TargetResult) -> list[Finding]:
-    """A Problems entry per operator that does not run: an error where the target refuses
-    it, a warning where a delegate leaves it to the CPU."""
+INFO = "info"  # the severity of a target's rows: information, not a fault of the model
+
+
+@dataclass(frozen=True)
+class TargetFinding(Finding):
+    """A Problems row from a target's verdict: ``target`` says which (``litert``,
+    ``xnnpack``, ``gpu``, ``tflm``), ``verdict`` what it does with the operator (``runs``
+    for a warning)."""
+
+    target: str = ""
+    verdict: str = ""
+
+
+def findings(result: TargetResult) -> list[TargetFinding]:
+    """An ``info`` row per operator that does not run there (refused, or left to the CPU
+    by a delegate) and per warning, each tagged with the target; the model-wide failure
+    (`TargetResult.failure`) first."""
     out = []
+    if result.failure:
+        out.append(TargetFinding(INFO, "model", f"{result.name}: {result.failure}",
+                                 target=result.name, verdict=REFUSED))
     for o in result.ops:
-        if o.verdict == RUNS:
+        if o.verdict == RUNS and not o.warning:
             continue
-        severity = "error" if o.verdict == REFUSED else "warning"
-        text = f"{result.name}: {o.op} {o.verdict}: {o.reason}"
+        text = (f"{result.name}: {o.op} {o.verdict}: {o.reason}" if o.verdict != RUNS
+                else f"{result.name}: {o.op} runs, but {o.warning}")
         if o.fixes:
             text += f" (change: {o.fixes[0].summary})"
-        out.append(Finding(severity, f"subgraphs[{o.subgraph}].operators[{o.index}]", text,
-                           o.subgraph, None, o.index))
+        out.append(TargetFinding(INFO, f"subgraphs[{o.subgraph}].operators[{o.index}]", text,
+                                 o.subgraph, None, o.index, result.name, o.verdict))
     return out
 
 

@@ -49,8 +49,9 @@ class Report:
                        if o.verdict != RUNS})
 
     def table(self, reasons: bool = True) -> str:
-        """The text report: a summary per target, then the operators that do not run
-        everywhere with each target's verdict (runs / CPU: falls back / NO: refused)."""
+        """The text report: a summary per target (and why a model does not run right on
+        one), then the operators that do not run everywhere with each target's verdict
+        (runs / CPU: falls back / NO: refused), the warnings, notes and changes."""
         names = list(self.results)
         lines = [f"{'target':<9} {'runs':>6} {'falls back':>11} {'refused':>8} "
                  f"{'partitions':>11} {'crossing':>9}  what"]
@@ -61,26 +62,43 @@ class Report:
             lines.append(f"{name:<9} {s['runs']:>6} {s['falls_back']:>11} {s['refused']:>8} "
                          f"{s['partitions'] if delegate else '-':>11} "
                          f"{s['crossing_tensors'] if delegate else '-':>9}  {r.title}")
+        lines += [f"{name}: {self.results[name].failure}" for name in names
+                  if self.results[name].failure]
         for name in names:
             parts = self.results[name].partitions
             if parts:
                 shown = "; ".join(f"sg {p.subgraph}: ops {_ranges(p.ops)}" for p in parts[:8])
                 more = f"; ... {len(parts) - 8} more" if len(parts) > 8 else ""
                 lines.append(f"{name} partitions: {shown}{more}")
+        lines += self._uneven_lines(reasons)
+        warned = [(n, o) for n in names for o in self.results[n].ops if o.warning]
+        if warned:
+            lines += ["", f"Warnings ({len(warned)}):"]
+            lines += [f"{o.subgraph:>3} {o.index:>5}  {o.op}  {n}: {o.warning}"
+                      for n, o in warned]
+        for name in names:
+            r = self.results[name]
+            for note in r.notes:
+                lines.append(f"note ({name}): {note}")
+            for fx in r.fixes:
+                lines.append(f"change ({name}): {fx.summary}" + (" [edit]" if fx.edits else ""))
+        return "\n".join(lines) + "\n"
+
+    def _uneven_lines(self, reasons: bool) -> list[str]:
+        """The table of operators that do not run on every target."""
+        names = list(self.results)
         rows = self.uneven()
         if not rows:
-            lines.append("")
-            lines.append("Every operator runs on every target.")
-            return "\n".join(lines) + "\n"
+            return ["", "Every operator runs on every target."]
         wanted = set(rows)
         by_key = {name: {(o.subgraph, o.index): o for o in r.ops
                          if (o.subgraph, o.index) in wanted}
                   for name, r in self.results.items()}
         first = by_key[names[0]]
         width = max(len(first[k].op) for k in rows)
-        lines += ["", f"Operators that do not run everywhere ({len(rows)}):",
-                  f"{'sg':>3} {'op':>5}  {'name':<{width}}  "
-                  + "  ".join(f"{n:<8}" for n in names)]
+        lines = ["", f"Operators that do not run everywhere ({len(rows)}):",
+                 f"{'sg':>3} {'op':>5}  {'name':<{width}}  "
+                 + "  ".join(f"{n:<8}" for n in names)]
         for key in rows:
             cells = "  ".join(f"{_SHORT[by_key[n][key].verdict]:<8}" for n in names)
             lines.append(f"{key[0]:>3} {key[1]:>5}  {first[key].op:<{width}}  {cells}")
@@ -91,13 +109,7 @@ class Report:
                         lines.append(f"{'':>11}{n}: {o.reason}")
                         lines.extend(f"{'':>13}-> {fx.summary}"
                                      + (" [edit]" if fx.edits else "") for fx in o.fixes)
-        for name in names:
-            r = self.results[name]
-            for note in r.notes:
-                lines.append(f"note ({name}): {note}")
-            for fx in r.fixes:
-                lines.append(f"change ({name}): {fx.summary}" + (" [edit]" if fx.edits else ""))
-        return "\n".join(lines) + "\n"
+        return lines
 
 
 def _ranges(ops: list[int]) -> str:

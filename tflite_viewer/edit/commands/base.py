@@ -2,6 +2,7 @@
 indices into tree objects or refuse them with `EditError` before anything changes."""
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,9 +32,24 @@ class EditCommand:
     #: does not recompute the versions of the operators in its scope
     changes_op_signatures = True
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> "EditCommand":
+        self = super().__new__(cls)
+        self._call = (args, kwargs)  # the call that made it: see `arguments`
+        return self
+
     def __init__(self) -> None:
         self.warnings: list[str] = []
         self._applied = False
+
+    def arguments(self) -> dict[str, Any]:
+        """The arguments the command was made with, by parameter name (defaults left out).
+
+        A command is a pure function of its arguments and the state it is applied to, so
+        ``type(cmd)(**cmd.arguments())`` applied to the same state makes the same edit:
+        the recovery journal (`edit.journal`) stores exactly this."""
+        args, kwargs = self._call
+        bound = inspect.signature(type(self).__init__).bind(self, *args, **kwargs)
+        return {k: v for k, v in list(bound.arguments.items())[1:]}
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}: {self.description}>"

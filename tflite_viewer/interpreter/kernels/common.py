@@ -297,6 +297,7 @@ def define(op: int, versions: tuple[int, int], compute, shape=None, types: str =
                     ctx.set_output(ctx.tensors[o], r)
 
     _Defined.types = types
+    _Defined.reads_scales = types != "any" or int_compute is not None
     _Defined.accepts = accepts
     _Defined.check_fn = check  # (the op coverage report reads its input_types, if any)
     _Defined.__name__ = _Defined.__qualname__ = name or f"Kernel_{op}"

@@ -20,13 +20,14 @@ from .float_conv import clamp
 from .xnnpack_matmul import bmm_path, fc_path, fully_connected as xnnpack_fully_connected
 
 
-def _product(rows: np.ndarray, wt: np.ndarray, reference_sums: bool = True,
-             builtin_sums: bool = False) -> np.ndarray:
-    """rows [M, K] times wt [K, O]: float32 sums in reference_ops::FullyConnected's depth
-    order (`float32.ordered_matmul`, LiteRT's reference to the bit), or with
-    ``builtin_sums`` (`kernel_sets`: the builtin kernels) in the order of their Eigen
-    product (`eigen_gemm.product`), unless ``reference_sums`` is False
-    (`Interpreter.reference_float_sums`); numpy's product for other types."""
+def fully_connected_product(rows: np.ndarray, wt: np.ndarray, reference_sums: bool = True,
+                            builtin_sums: bool = False) -> np.ndarray:
+    """FULLY_CONNECTED's product, rows [M, K] times wt [K, O]: float32 sums in
+    reference_ops::FullyConnected's depth order (`float32.ordered_matmul`, LiteRT's
+    reference to the bit), or with ``builtin_sums`` (`kernel_sets`: the builtin kernels)
+    in the order of their Eigen product (`eigen_gemm.product`), unless ``reference_sums``
+    is False (`Interpreter.reference_float_sums`); numpy's product for other types.  The
+    fused Keras LSTM loop (`fused_loops`) multiplies with it too, to the kernel's bits."""
     if reference_sums and rows.dtype == np.float32 and wt.dtype == np.float32:
         return eigen_gemm.product(rows, wt.T) if builtin_sums else ordered_matmul(rows, wt)
     return rows @ wt
@@ -42,7 +43,7 @@ def fully_connected(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
         raise ValueError(f"input of {x.size} elements is not a multiple of the weights' "
                          f"input size {k}")
     rows = x if x.ndim == 2 and x.shape[1] == k else x.reshape(-1, k)
-    out = _product(rows, w.T if w_t is None else w_t, reference_sums, builtin_sums)
+    out = fully_connected_product(rows, w.T if w_t is None else w_t, reference_sums, builtin_sums)
     if b is not None:
         out += b
     out = apply_activation(out, act)
@@ -81,9 +82,9 @@ class FullyConnected(Kernel):
     accepts = declare({2: "*: none per-tensor per-channel:0"}, kinds={
         "float": {1: FLOAT_WEIGHT},
         "hybrid": {1: "INT8 INT4 INT2: per-tensor per-channel:0 | INT4: blockwise"},
-        "int8": {1: "INT8 INT4: per-tensor per-channel:0 | INT2: per-channel:0"},
+        "int8": {1: "INT8 INT4 INT2: per-tensor per-channel:0"},
         "int16": {1: "INT8 INT4: per-tensor per-channel:0"},
-        "uint8": {1: "UINT8: per-tensor"}})
+        "uint8": {1: "UINT8: per-tensor"}}, multiplied=(1, 2))
 
     def check(self, ctx, node):
         fmt = node.builtin_data.get("weights_format", "DEFAULT")
@@ -163,7 +164,7 @@ class FullyConnected(Kernel):
             x = xt.data
             if x is None or x.shape != x_shape or x.dtype != dtype:
                 return invoke(ctx, node)
-            out = _product(x, wt, interp.reference_float_sums, builtin_sums)
+            out = fully_connected_product(x, wt, interp.reference_float_sums, builtin_sums)
             clamp(out, brow, bounds)
             o.data = out
         return run
@@ -181,7 +182,7 @@ class FullyConnected(Kernel):
             x = xt.data
             if x is not None and x.dtype == wt.dtype and x.size % k_in == 0:
                 rows = x if x.ndim == 2 and x.shape[1] == k_in else x.reshape(-1, k_in)
-                out = _product(rows, wt, ctx.interpreter.reference_float_sums, builtin(ctx))
+                out = fully_connected_product(rows, wt, ctx.interpreter.reference_float_sums, builtin(ctx))
                 if brow is not None:
                     out += brow
                 if act is not None:
@@ -330,7 +331,7 @@ class BatchMatmul(Kernel):
     accepts = declare(kinds={"float": {1: "FLOAT32: none per-tensor per-channel:* custom"},
                              "hybrid": {1: "INT8: per-tensor per-channel:-1"},
                              "int8": {1: "INT8: per-tensor"},
-                             "int16": {1: "INT16: per-tensor"}})
+                             "int16": {1: "INT16: per-tensor"}}, multiplied=(1,))
 
     def init(self, ctx, node):
         return {"kind": "float", "params": None, "rhs": None, "row_sums": None}
