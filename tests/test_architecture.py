@@ -50,7 +50,7 @@ VIOLATIONS = {
     "graph-not-interpreter": ("graph/build.py", "from ..interpreter import tensor"),
     "memory-reads-models": ("memory/sizes.py", "from ..edit import writer"),
     "ui-not-kernels": ("ui/state/summary.py", "from ...interpreter.kernels import common"),
-    "targets-not-kernels": ("targets/facts.py", "from ..interpreter.kernels import common"),
+    "targets-not-kernels": ("targets/fixes.py", "from ..interpreter.kernels import common"),
 }
 
 

@@ -94,11 +94,12 @@ class Interpreter:
     bit, or by BLAS; ``auto`` takes BLAS, and the reference order in a cross-check
     against LiteRT's reference kernels.
 
-    ``kernels`` (``auto``, ``reference`` or ``builtin``; `kernel_sets`) says which of
-    LiteRT's kernel sets the float ops whose two sets differ (LOGISTIC, TANH, SOFTMAX,
-    MEAN, SUM, FULLY_CONNECTED) compute as; ``auto`` takes the builtin set for an LLM
-    export or a model with blockwise weights, the reference set otherwise (and, within the
-    builtin set, the reference kernel for a FULLY_CONNECTED whose INT4 weights hold -8,
+    ``kernels`` (``auto``, ``reference``, ``builtin`` or ``xnnpack``; `kernel_sets`) says
+    which of LiteRT's kernel sets the float ops whose sets differ (LOGISTIC, TANH, SOFTMAX,
+    MEAN, SUM, FULLY_CONNECTED) compute as; ``xnnpack`` computes the operators LiteRT's
+    default XNNPACK delegate takes as XNNPACK does; ``auto`` takes the builtin set for an
+    LLM export or a model with blockwise weights, the reference set otherwise (and, within
+    the builtin set, the reference kernel for a FULLY_CONNECTED whose INT4 weights hold -8,
     which LiteRT's builtin 4-bit path computes without meaning).
     """
 
@@ -130,6 +131,10 @@ class Interpreter:
         #: ``reference`` or ``builtin``: the LiteRT kernel set the float kernels follow
         #: where the two differ (`kernel_sets`)
         self.kernels = kernel_sets.resolve(kernels, model)
+        #: under the ``xnnpack`` set, the operators its partitions take (`kernel_sets`);
+        #: their loops then run op by op (a fused loop computes as the builtin kernels)
+        self.xnnpack = kernel_sets.delegated(self.kernels, model)
+        self.fuse_loops = self.xnnpack is None
         #: the ``kernels`` asked for: under ``auto`` a node the builtin set computes without
         #: meaning takes the reference kernel (`blockwise.builtin_dense4bit`)
         self.kernels_asked = kernels
