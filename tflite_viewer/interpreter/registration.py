@@ -18,7 +18,7 @@ declares per input the tensor types and quantization forms (per-tensor, per-chan
 axis, blockwise, ...) the kernel implements; the builder refuses the rest (accepts.py).
 A kernel whose ``invoke`` runs other subgraphs
 (WHILE, IF, CALL_ONCE) sets ``calls_subgraphs = True`` and writes ``invoke`` as a generator
-that ``yield from``s `Interpreter.call_subgraph`, so the debugger can step into them.
+that ``yield from``s its context's `call_subgraph`, so the debugger can step into them.
 """
 from __future__ import annotations
 

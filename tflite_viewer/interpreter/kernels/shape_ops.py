@@ -500,8 +500,8 @@ define(Op.MIRROR_PAD, (1, 3), lambda ctx, node: mirror_pad(
 
 # -- TILE / BROADCAST_TO / FILL / *_LIKE -----------------------------------------------------
 def _check_alloc(ctx, node, shape, k=0):
-    ctx.interpreter._check_allocation(ctx, ctx.output(node, k), _prod(shape) *
-                                      (ctx.output(node, k).dtype.itemsize or 1), shape)
+    ctx.check_allocation(ctx.output(node, k),
+                         _prod(shape) * (ctx.output(node, k).dtype.itemsize or 1), shape)
 
 
 def _multipliers(rank: int, reps) -> list[int]:
