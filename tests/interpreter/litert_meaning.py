@@ -266,20 +266,29 @@ def _output(model: bytes, outs: dict, facts: dict) -> np.ndarray:
     return value.astype(np.float32)
 
 
-def _bias_alone(model: bytes, got: np.ndarray, facts: dict) -> str | None:
-    """What a meaningless result is, when it is something simple: all zeros, or the op's
-    bias alone (the weights' product left out), as the op's real output values."""
+def _weight_left_out(model: bytes, got: np.ndarray, ref: np.ndarray, facts: dict
+                     ) -> str | None:
+    """What a meaningless result is, when it is something simple: all zeros, the op's
+    bias alone (the weights' product left out), or a PRELU's output that is 0 on every
+    negative input where the real one is not (the alpha left out: RELU's output), as the
+    op's real output values.  A result the weight does not enter has no meaning however
+    near the float result a small weight puts it (an INT2 alpha's slopes are a few
+    hundredths: RELU is within 3% of that PRELU's range)."""
     if not np.any(got):
         return "its output is all zeros"
     sg = load_model(model).subgraphs[0]
     op = sg.operators[0]
+    step = facts["out_q"][0] if facts.get("out_q") is not None else 1e-6
+    if op.opcode.builtin_name == "PRELU" and facts.get("float_inputs"):
+        neg = np.broadcast_to(facts["float_inputs"][0] < 0, got.shape)
+        if np.any(np.abs(ref[neg]) > step) and not np.any(got[neg]):
+            return "its output is RELU's: 0 on every negative input, the alpha left out"
     if op.opcode.builtin_name not in ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D") \
             or len(op.inputs) < 3 or op.inputs[2] < 0 or sg.tensors[op.inputs[2]].data() is None:
         return None
     bias_t = sg.tensors[op.inputs[2]]
     bias = bias_t.dequantized() if bias_t.quantization is not None and \
         bias_t.quantization.has_scale else bias_t.data().astype(np.float32)
-    step = facts["out_q"][0] if facts.get("out_q") is not None else 1e-6
     return "its output is the bias alone: the weights' product is zero" if np.allclose(
         got, np.broadcast_to(bias, got.shape), atol=step, rtol=1e-5) else None
 
@@ -288,7 +297,8 @@ def judge_weight(model: bytes, inputs, float_model: bytes | None, facts: dict) -
     """What LiteRT's builtin kernels do with one combination of the weights matrix
     (quant_form_models.build: the model, its inputs, the float model on the dequantized
     weight, the facts): "runs" within `MEANINGFUL` of the float model's range, "wrong"
-    (saying what it computes when that is simple: zeros, the bias alone) or "refuses"."""
+    (saying what it computes when that is simple: zeros, the bias alone, RELU's output for
+    a PRELU, which is "wrong" however near: `_weight_left_out`) or "refuses"."""
     try:
         outs = run_forked(model, inputs)
     except LiteRTFailed as exc:
@@ -302,11 +312,12 @@ def judge_weight(model: bytes, inputs, float_model: bytes | None, facts: dict) -
         return Verdict("wrong", "its parameters give the values no real meaning: no scale, "
                        "or custom details")
     q = facts.get("out_q")
-    if q is not None:  # an int8 output holds the real result clamped to its range
-        ref = np.clip(ref, (-128 - q[1]) * q[0], (127 - q[1]) * q[0])
+    if q is not None:  # a quantized output holds the real result clamped to its range
+        info = np.iinfo(np.int16 if facts.get("out_type") == "INT16" else np.int8)
+        ref = np.clip(ref, (info.min - q[1]) * q[0], (info.max - q[1]) * q[0])
     err = rel(got, ref)
-    if err <= MEANINGFUL:
+    simple = _weight_left_out(model, got, ref, facts)
+    if err <= MEANINGFUL and simple is None:
         return Verdict("runs", f"{err:.2g} of the float result")
-    simple = _bias_alone(model, got, facts)
     return Verdict("wrong", (f"{simple}; " if simple else "") +
                    f"{err:.2g} of the float result's range away from it")

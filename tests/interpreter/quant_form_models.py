@@ -5,7 +5,7 @@ this interpreter refuses them or computes them as LiteRT).
 
 A combination is ``(op, act, wtype, form)``: ``act`` the kind of the other tensors
 ("float": FLOAT32 activations, hybrid when the weight is an integer; "int8": INT8
-quantized activations and output), ``wtype`` a TensorType name of the weight, ``form``
+quantized activations and output; "int16", for PRELU alone, INT16 ones), ``wtype`` a TensorType name of the weight, ``form``
 one of `FORMS` (``per-channel:last`` is the weight's last axis).  `build` returns the
 model, its runtime inputs, and a float model computing the same op on the weights
 dequantized as the form says (None when the form has no meaning, custom and none on an
@@ -25,6 +25,9 @@ from .llm_models import A, Blockwise, Custom, OpSpec, PerChannel, PerTensor, W, 
 TYPES = ("FLOAT32", "FLOAT16", "INT8", "UINT8", "INT16", "INT4", "INT2")
 FORMS = ("none", "per-tensor", "per-channel:0", "per-channel:last", "blockwise", "custom")
 ACTS = ("float", "int8")
+#: the input's (scale, zero point) of each quantized activations kind ("int16" for PRELU
+#: alone: LiteRT's int16 PRELU reads its alpha as INT8)
+_ACT_INPUT_Q = {"int8": (0.05, 0), "int16": (0.0002, 0)}
 BLOCK = 32
 _RANGES = {"INT8": (-127, 128), "UINT8": (0, 256), "INT16": (-1000, 1001), "INT4": (-8, 8),
            "INT2": (-2, 2)}
@@ -62,7 +65,7 @@ OPS: dict[str, OpForm] = {f.op: f for f in (
            "TransposeConvOptions", {"padding": "VALID", "stride_w": 1, "stride_h": 1},
            kind="transpose", bias=8),
     OpForm("BATCH_MATMUL", 1, (64, 8), (2, 64), (2, 8), "BatchMatMulOptions", {}),
-    OpForm("PRELU", 1, (64,), (2, 64), (2, 64)),
+    OpForm("PRELU", 1, (64,), (2, 64), (2, 64), acts=ACTS + ("int16",)),
     OpForm("EMBEDDING_LOOKUP", 1, (6, 64), (3,), (3, 64), acts=("float",), kind="lookup"),
     OpForm("DEQUANTIZE", 0, (8, 64), (), (8, 64), acts=("float",), kind="dequantize"),
 )}
@@ -188,8 +191,8 @@ def build(op: str, act: str, wtype: str, form: str, rng: np.random.Generator
     spec = OPS[op]
     if act not in spec.acts:
         raise Skip(f"{op} has no {act} configuration")
-    if act == "int8" and wtype in ("FLOAT32", "FLOAT16"):
-        raise Skip("an int8 op with a float weight is no configuration of any kernel")
+    if act != "float" and wtype in ("FLOAT32", "FLOAT16"):
+        raise Skip(f"an {act} op with a float weight is no configuration of any kernel")
     tensors: list = []
     if spec.kind == "dequantize":
         w, real, extra = _weight(spec, wtype, form, rng, 2)
@@ -204,14 +207,14 @@ def build(op: str, act: str, wtype: str, form: str, rng: np.random.Generator
                             [OpSpec(op, [0, 1], [2])], [0], [2])
         return model, [ids], None, {"real_output": None if real is None else real[ids]}
     x = rng.standard_normal(spec.x_shape).astype(np.float32)
-    qx = (0.05, 0) if act == "int8" else None
+    qx = _ACT_INPUT_Q.get(act)
     scale_index = 3
     w, real, extra = _weight(spec, wtype, form, rng, scale_index)
-    out_q = (_out_scale(spec, real, x, rng), 0) if act == "int8" else None
-    xt = A(spec.x_shape, "INT8" if act == "int8" else "FLOAT32",
-           PerTensor(*qx) if qx else None, name="x")
-    ot = A(spec.out_shape, "INT8" if act == "int8" else "FLOAT32",
-           PerTensor(*out_q) if out_q else None, name="out")
+    out_q = (_out_scale(spec, real, x, rng) * (100.0 / 30000 if act == "int16" else 1.0), 0) \
+        if act != "float" else None
+    act_type = {"int8": "INT8", "int16": "INT16"}.get(act, "FLOAT32")
+    xt = A(spec.x_shape, act_type, PerTensor(*qx) if qx else None, name="x")
+    ot = A(spec.out_shape, act_type, PerTensor(*out_q) if out_q else None, name="out")
     bias, fbias = _bias(spec, act, w, rng)
     if spec.kind == "transpose":
         shape_t = W(np.array(spec.out_shape, np.int32), name="output_shape")
@@ -228,7 +231,10 @@ def build(op: str, act: str, wtype: str, form: str, rng: np.random.Generator
     out_ix = next(k for k, u in enumerate(tensors) if u is ot)
     model = write_model(tensors, [OpSpec(op, inputs_ix, [out_ix], spec.options_type,
                                          spec.options)], runtime, [out_ix])
-    x_in = np.clip(np.round(x / qx[0]) + qx[1], -128, 127).astype(np.int8) if qx else x
+    x_in = x
+    if qx:
+        info = np.iinfo(np.int16 if act == "int16" else np.int8)
+        x_in = np.clip(np.round(x / qx[0]) + qx[1], info.min, info.max).astype(info.dtype)
     float_model = None
     if real is not None:
         def at(t) -> int:  # (the dataclasses hold arrays: compare by identity)
@@ -246,4 +252,5 @@ def build(op: str, act: str, wtype: str, form: str, rng: np.random.Generator
                                                     spec.options)], runtime, [out_ix])
     x_float = ((x_in.astype(np.float32) - qx[1]) * qx[0]) if qx else x
     return model, [x_in], float_model, {"float_inputs": [x_float], "out_q": out_q,
+                                        "out_type": act_type,
                                         "out_index": out_ix}

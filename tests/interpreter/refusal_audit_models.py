@@ -8,6 +8,12 @@ Four families, each a list of `Case` (built lazily: a case is a label and a func
   comparison, reduction, data movement) in every tensor type, with every tensor of the
   swept type given the swept form (`with_form`): the same parameters on an input and an
   output of the same shape, which is what a data-movement kernel needs to keep meaning.
+  The ops on stored integers (`STORED`) also get a *differing* variant of each
+  per-channel and blockwise form (`with_differing`: one tensor's parameters off from the
+  others', or varying along the axis an ARG op reduces), where LiteRT's result has no
+  meaning and the refusal is checked against it too.  LiteRT is judged "runs" only when
+  it computes three draws of the inputs with meaning (`_draws_verdict`: one draw can land
+  near the real result by chance).
 * **weights** — the weighted ops' matrix (quant_form_models.py: op x activations x
   weight type x form).
 * **conv** — the conv and pool families in each type configuration and version
@@ -34,7 +40,7 @@ from tflite_viewer.schema import schema_generated as S
 from . import conv_pool_models as conv_pool
 from . import op_type_models as simple
 from . import quant_form_models as qf
-from .litert_meaning import Verdict, judge_weight
+from .litert_meaning import Verdict, judge, judge_weight
 
 FORMS = ("none", "per-tensor", "per-channel:0", "per-channel:last", "blockwise", "custom",
          "multi-axis")
@@ -164,6 +170,58 @@ def _seed(*parts: str) -> np.random.Generator:
 
 
 SIMPLE_OPS = simple.UNARY + simple.BINARY + simple.COMPARE + simple.REDUCE + simple.MOVE
+#: the simple ops whose kernels compute on stored integers per channel where their values
+#: pair (interpreter/stored_values.py): each gets a differing variant of its forms
+STORED = ("ABS", "NEG", "MAXIMUM", "MINIMUM", "FLOOR_MOD", "REDUCE_MAX", "REDUCE_MIN",
+          "ARG_MAX", "ARG_MIN", "CONCATENATION", "LESS", "LESS_EQUAL", "GREATER",
+          "GREATER_EQUAL")
+_DIFFERING_FORMS = ("per-channel:0", "per-channel:last", "blockwise")
+
+
+def _conditioned(op: str, tname: str, inputs: list, rng: np.random.Generator) -> list:
+    """The inputs, with values that let the judge tell LiteRT's result from a wrong one
+    where op_type_models' would not: an INT16 PRELU's alphas beyond the int8 range (LiteRT
+    reads them through an int8 pointer, so their low bytes alone would count), an INT16
+    REDUCE_PROD's factors whose product is many output steps (the default values' product
+    is below one step, so all zeros would look right), a comparison's two sides a few
+    stored steps apart (so that the comparison of real values turns on the parameters:
+    on far-apart values, different scales change only a few results, which the judge
+    takes for ties broken differently)."""
+    if op in simple.COMPARE and tname in ("INT8", "UINT8", "INT16"):
+        x, y = inputs
+        near = np.broadcast_to(y, x.shape).astype(np.int64) + rng.integers(-3, 4, x.shape)
+        info = np.iinfo(x.dtype)
+        return [np.clip(near, info.min, info.max).astype(x.dtype), y]
+    if tname != "INT16":
+        return inputs
+    if op == "PRELU":
+        alpha = rng.integers(200, 1000, inputs[1].shape) * rng.choice([-1, 1], inputs[1].shape)
+        return [inputs[0], alpha.astype(np.int16)]
+    if op == "REDUCE_PROD":
+        x = rng.integers(300, 1400, inputs[0].shape) * rng.choice([-1, 1], inputs[0].shape)
+        return [x.astype(np.int16)] + list(inputs[1:])
+    return inputs
+
+
+def _activation(op: str, tname: str, form: str, draw: int = 0, differing: bool = False):
+    """(model, inputs) of an activations case; ``draw`` > 0 draws other input values."""
+    rng = _seed(op, tname, *((str(draw),) if draw else ()))
+    model, inputs = simple.build(op, tname, rng)
+    model = with_form(model, tname, form)
+    if differing:
+        model = with_differing(model, op, tname, form)
+    return model, _conditioned(op, tname, inputs, rng)
+
+
+def _draws_verdict(make: Callable[[int], tuple[bytes, list]]) -> Verdict:
+    """LiteRT's verdict (`litert_meaning.judge`) on draw 0 of a case, and when that one
+    "runs", on two more draws of its inputs: "runs" only when all do."""
+    verdict = judge(*make(0))
+    for draw in (1, 2):
+        if verdict.status != "runs":
+            break
+        verdict = judge(*make(draw))
+    return verdict
 
 
 def activation_cases() -> list[Case]:
@@ -171,12 +229,80 @@ def activation_cases() -> list[Case]:
     for op in SIMPLE_OPS:
         for tname in simple.TYPES:
             for form in FORMS:
-                def make(op=op, tname=tname, form=form):
-                    model, inputs = simple.build(op, tname, _seed(op, tname))
-                    return with_form(model, tname, form), inputs
+                def make(draw=0, op=op, tname=tname, form=form):
+                    return _activation(op, tname, form, draw)
                 cases.append(Case("activations", op, f"{tname} {form}", make,
-                                  form not in ("none", "per-tensor")))
+                                  form not in ("none", "per-tensor"),
+                                  functools.partial(_draws_verdict, make)))
+    for op in STORED:
+        for tname in ("INT8", "UINT8", "INT16"):
+            for form in _DIFFERING_FORMS:
+                if op.startswith("ARG") and form == "per-channel:last":
+                    continue  # (ARG's variant of a per-channel form is one model)
+                def make(draw=0, op=op, tname=tname, form=form):
+                    return _activation(op, tname, form, draw, differing=True)
+                cases.append(Case("activations", op, f"{tname} {form} differing", make, True,
+                                  functools.partial(_draws_verdict, make)))
     return cases
+
+
+def _perturbed(q: S.QuantizationParametersT, tname: str) -> S.QuantizationParametersT:
+    """A copy of per-channel parameters whose channels after the first have scales 2.5
+    times as large and zero points 40 higher (within the type's range)."""
+    info = np.iinfo(_NUMPY[tname])
+    out = S.QuantizationParametersT()
+    scale = np.array(q.scale, np.float64)
+    zp = np.array(q.zeroPoint, np.int64)
+    scale[1:] *= 2.5
+    zp[1:] = np.clip(zp[1:] + 40, info.min, info.max)
+    out.scale, out.zeroPoint = scale.tolist(), zp.tolist()
+    out.quantizedDimension = q.quantizedDimension
+    return out
+
+
+def _perturbed_blocks(tree: S.ModelT, sg: S.SubGraphT, q: S.QuantizationParametersT
+                      ) -> S.QuantizationParametersT:
+    """A copy of blockwise parameters with a scale tensor of its own, whose blocks after
+    the first are 2.5 times as large."""
+    old = sg.tensors[q.details.scales]
+    values = np.frombuffer(bytes(tree.buffers[old.buffer].data), np.float16).copy()
+    values[1:] = (values[1:].astype(np.float32) * 2.5).astype(np.float16)
+    buf = S.BufferT()
+    buf.data = np.frombuffer(values.tobytes(), np.uint8)
+    tree.buffers.append(buf)
+    t = S.TensorT()
+    t.name, t.shape, t.type = f"scales{len(sg.tensors)}", list(old.shape), S.TensorType.FLOAT16
+    t.buffer = len(tree.buffers) - 1
+    sg.tensors.append(t)
+    d = S.BlockwiseQuantizationT()
+    d.scales, d.zeroPoints, d.blockSize = len(sg.tensors) - 1, -1, q.details.blockSize
+    out = S.QuantizationParametersT()
+    out.detailsType, out.details = S.QuantizationDetails.BlockwiseQuantization, d
+    return out
+
+
+def with_differing(model: bytes, op: str, tname: str, form: str) -> bytes:
+    """``model`` (`with_form`'s) with one tensor's parameters off from the others': the
+    output's (the second input's for a comparison, whose output is BOOL) perturbed after
+    the first channel or block (`_perturbed`); for ARG_MAX and ARG_MIN, input 0's
+    per-channel parameters moved to the reduced axis, or its block scales perturbed."""
+    tree = S.ModelT.InitFromPackedBuf(model, 0)
+    sg = tree.subgraphs[0]
+    node = sg.operators[0]
+    if op.startswith("ARG") and form.startswith("per-channel"):
+        t = sg.tensors[node.inputs[0]]
+        n = int(t.shape[1])
+        q = S.QuantizationParametersT()
+        q.scale, q.zeroPoint, q.quantizedDimension = _scales(0.05, n), [0] * n, 1
+        t.quantization = _perturbed(q, tname)
+        return serialize(ModelTree(tree))
+    index = node.inputs[1] if op in simple.COMPARE else \
+        node.inputs[0] if op.startswith("ARG") else node.outputs[0]
+    t = sg.tensors[index]
+    q = t.quantization
+    t.quantization = _perturbed_blocks(tree, sg, q) if form == "blockwise" \
+        else _perturbed(q, tname)
+    return serialize(ModelTree(tree))
 
 
 @functools.lru_cache(maxsize=4)
@@ -292,12 +418,30 @@ def densify_cases() -> list[Case]:
     return cases
 
 
+def int8_alpha(model: bytes, alpha: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """An INT16 PRELU with its alpha (input 1) made the INT8 tensor LiteRT's int16 kernel
+    reads (scale 0.01), and the alpha's values clipped to it."""
+    tree = S.ModelT.InitFromPackedBuf(model, 0)
+    sg = tree.subgraphs[0]
+    t = sg.tensors[sg.operators[0].inputs[1]]
+    t.type = S.TensorType.INT8
+    t.quantization = S.QuantizationParametersT()
+    t.quantization.scale, t.quantization.zeroPoint = [0.01], [0]
+    return serialize(ModelTree(tree)), np.clip(alpha, -127, 127).astype(np.int8)
+
+
 def scale_cases() -> list[Case]:
+    """Zero scales (see the module docstring).  The INT16 PRELU takes an INT8 alpha, the
+    one LiteRT's int16 kernel reads (the activations family covers an INT16 alpha, which
+    it reads without meaning; with a zero input scale no alpha ever counts)."""
     cases = []
     for op in SIMPLE_OPS:
         for tname, where in itertools.product(("INT8", "UINT8", "INT16"), ("input", "output")):
             def make(op=op, tname=tname, where=where):
                 model, inputs = simple.build(op, tname, _seed(op, tname))
+                if op == "PRELU" and tname == "INT16":
+                    model, alpha = int8_alpha(model, inputs[1])
+                    inputs = [inputs[0], alpha]
                 zeroed = with_zero_scale(model, where)
                 return (zeroed if zeroed is not None else model), inputs
             cases.append(Case("scales", op, f"{tname} zero {where} scale", make, True))

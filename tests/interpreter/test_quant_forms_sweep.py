@@ -72,6 +72,11 @@ COMPARED_ELSEWHERE: dict[tuple[str, str], str] = {
         "form against LiteRT",
     ("DENSIFY", "*"): "DENSIFY of FLOAT32, FLOAT16 and INT8 in every form (the parameters "
         "pass through): test_refusal_audit.py's densify family against LiteRT",
+    ("stored", "*"): "kernels that compute on stored integers, per channel and blockwise "
+        "where their values pair (stored_values.py: MAXIMUM, MINIMUM, NEG, ABS, FLOOR_MOD, "
+        "REDUCE_MAX/MIN, ARG_MAX/MIN, CONCATENATION, int16 comparisons): "
+        "test_stored_values_litert.py and test_refusal_audit.py's activations family, "
+        "bit for bit against LiteRT where they load, and LiteRT judged wrong where not",
     ("moves", "*"): "kernels that move stored values (accepts.MOVES: they copy the same "
         "bytes whatever the parameters): test_refusal_audit.py compares the data-movement "
         "ops of its activations family in every type and form with LiteRT",
@@ -204,7 +209,8 @@ def _covered(name: str, pos: int, tname: str, form: str) -> bool:
 
 def _covered_elsewhere(name: str, pos: int, tname: str, form: str, kernel=None) -> bool:
     """COMPARED_ELSEWHERE's entries as a rule."""
-    if kernel is not None and not kernel.reads_scales and tname not in SUB_BYTE:
+    if kernel is not None and tname not in SUB_BYTE and (
+            not kernel.reads_scales or declaration(kernel).stored is not None):
         return True
     if op_metadata.input_roles(name).get(pos) == "b" and form == "per-channel:0":
         return True

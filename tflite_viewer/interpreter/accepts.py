@@ -42,6 +42,7 @@ from .tensor import QUANTIZED_INT_TYPES
 
 if TYPE_CHECKING:
     from .node import Node
+    from .stored_values import Stored
     from .subgraph import Subgraph
     from .tensor import Tensor
 
@@ -154,6 +155,13 @@ class Accepts:
     #: weight, a table, DEQUANTIZE's input): a zero or negative scale there means what
     #: it says, as in LiteRT (`check_scales`)
     multiplied: frozenset[int] = frozenset()
+    #: for a kernel that computes on stored integers, how its op pairs their values
+    #: (`stored_values.Stored`): per-channel and blockwise tensors are taken where the
+    #: pairing keeps the op's meaning (`stored_values.check_stored`)
+    stored: "Stored | None" = None
+    #: node kinds in which every INT8, UINT8 and INT16 tensor needs quantization
+    #: parameters: the kernel computes with their scales (`check_unscaled`)
+    scaled: frozenset[str] = frozenset()
 
     def slot(self, pos: int) -> Slot:
         return self.inputs.get(pos, self.default)
@@ -164,18 +172,21 @@ class Accepts:
 
 def accepts(inputs: dict[int, str] | None = None, default: str = BASIC,
             outputs: str = BASIC, kinds: dict[str, dict[int, str]] | None = None,
-            multiplied: tuple[int, ...] = ()) -> Accepts:
+            multiplied: tuple[int, ...] = (), stored: "Stored | None" = None,
+            scaled: tuple[str, ...] = ()) -> Accepts:
     """An `Accepts` from slot texts (see the module docstring).  ``kinds`` maps a node kind
     to input slots that replace ``inputs``' for nodes of that kind (the other inputs and
     the outputs keep ``default`` and ``outputs``); ``multiplied`` the input positions
-    whose scales only multiply stored values (`Accepts.multiplied`)."""
+    whose scales only multiply stored values (`Accepts.multiplied`); ``stored`` and
+    ``scaled`` as `Accepts` says."""
     general = {int(k): Slot.parse(v) for k, v in (inputs or {}).items()}
     default_slot, out_slot = Slot.parse(default), Slot.parse(outputs)
-    times = frozenset(multiplied)
+    times, kinds_scaled = frozenset(multiplied), frozenset(scaled)
     per_kind = {kind: Accepts({**general, **{int(k): Slot.parse(v) for k, v in slots.items()}},
-                              default_slot, out_slot, multiplied=times)
+                              default_slot, out_slot, multiplied=times, stored=stored,
+                              scaled=kinds_scaled)
                 for kind, slots in (kinds or {}).items()}
-    return Accepts(general, default_slot, out_slot, per_kind, times)
+    return Accepts(general, default_slot, out_slot, per_kind, times, stored, kinds_scaled)
 
 
 #: what every kernel accepts unless it declares more: whole-byte types, none or per-tensor
@@ -220,7 +231,8 @@ def litert_without_meaning(node: "Node", pos: int, t: "Tensor", form: str,
     from .litert_forms import LITERT_FORMS, WEIGHT_POSITIONS
     if WEIGHT_POSITIONS.get(node.name) != pos:
         return None
-    act = "int8" if kind == "int8" else "float" if kind in ("float", "hybrid", None) else None
+    act = kind if kind in ("int8", "int16") else \
+        "float" if kind in ("float", "hybrid", None) else None
     rank = len(t.shape) if t.shape is not None else 0
     if form == "per-channel":
         form = "per-channel:0" if axis == 0 else "per-channel:last" if axis == rank - 1 \
@@ -254,7 +266,37 @@ def check_accepts(ctx: "Subgraph", node: "Node") -> str | None:
     """Why a node's tensors are of a type or a quantization form its kernel does not
     declare (see the module docstring), or have scales it cannot use (`check_scales`), or
     None.  Reads only types, shapes and quantization parameters: no weight is decoded."""
-    return _check_forms(ctx, node) or check_scales(ctx, node)
+    return _check_forms(ctx, node) or check_unscaled(ctx, node) or check_scales(ctx, node) \
+        or _check_stored(ctx, node)
+
+
+def _check_stored(ctx: "Subgraph", node: "Node") -> str | None:
+    from .stored_values import check_stored
+    return check_stored(ctx, node, declaration(node.registration.kernel).stored)
+
+
+def check_unscaled(ctx: "Subgraph", node: "Node") -> str | None:
+    """Why a node of a kind whose kernel computes with every tensor's scale
+    (`Accepts.scaled`) has an INT8, UINT8 or INT16 tensor without quantization
+    parameters, or None.  LiteRT's kernel reads a scale of 0 there: it divides by it and
+    aborts, or computes without meaning (measured by the refusal audit)."""
+    decl = declaration(node.registration.kernel)
+    if not decl.scaled:
+        return None
+    kind = _node_kind(ctx, node)
+    if kind not in decl.scaled:
+        return None
+    places = [(f"input {pos}", i) for pos, i in enumerate(node.inputs)]
+    places += [(f"output {pos}", o) for pos, o in enumerate(node.outputs)]
+    for what, i in places:
+        t = ctx.tensors[i] if i >= 0 else None
+        if t is not None and t.type_name in ("INT8", "UINT8", "INT16") and (
+                t.quantization is None or not t.quantization.has_scale):
+            return (f"{node.name} v{node.version} {what} (tensor {t.index} {t.name!r}): "
+                    f"{t.type_name} without quantization parameters is not implemented "
+                    f"here: a {kind} {node.name} computes with its tensors' scales (LiteRT "
+                    "reads 0 and aborts, or computes without meaning)")
+    return None
 
 
 def _pairs(text: str) -> frozenset[tuple[str, str]]:
@@ -272,7 +314,7 @@ def _pairs(text: str) -> frozenset[tuple[str, str]]:
 ZERO_SCALE_INPUT = _pairs(
     "ABS:INT8,INT16 CONCATENATION:UINT8 DIV:INT8,INT16 ELU:INT8 EXP:INT8,INT16 "
     "GELU:INT8,UINT8,INT16 HARD_SWISH:INT8,UINT8 LEAKY_RELU:INT8,UINT8,INT16 LOG:INT8,INT16 "
-    "MEAN:INT8,UINT8,INT16 MUL:INT8,UINT8,INT16 PRELU:INT8,UINT8 REDUCE_PROD:INT8,INT16 "
+    "MEAN:INT8,UINT8,INT16 MUL:INT8,UINT8,INT16 PRELU:INT8,UINT8,INT16 REDUCE_PROD:INT8,INT16 "
     "RELU:INT8,UINT8,INT16 RELU6:INT8,UINT8,INT16 RELU_0_TO_1:INT8,UINT8 RSQRT:INT16 "
     "RELU_N1_TO_1:INT8,UINT8 SQRT:INT8,INT16 SUM:INT8,UINT8,INT16 TANH:INT8,UINT8")
 

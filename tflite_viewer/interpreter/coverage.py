@@ -60,35 +60,11 @@ TYPE_GAPS: dict[str, str] = {
 #: Refusals the refusal audit (tests/interpreter/test_refusal_audit.py) finds false (LiteRT
 #: 2.3.0's builtin kernels compute the case with meaning) and that are still refused, with
 #: why: a pattern over the audit's case keys ("FAMILY OP LABEL", fnmatch) -> the reason.
-_SIGN = ("per-channel or blockwise activations: LiteRT's kernel takes one scale (the first "
-         "channel's, or none) for the whole tensor, which gives the op's value only because "
-         "input and output carry the same parameters and the op commutes with a positive "
-         "scale per value; activations are implemented per tensor here (no quantizer writes "
-         "per-channel activations)")
-_ORDER = ("per-channel or blockwise activations of an op that compares, reduces or copies "
-          "stored values: LiteRT reads no per-channel scale, which keeps the meaning only "
-          "when every tensor of the op carries the same parameters (the audit's models); "
-          "activations are implemented per tensor here")
-REFUSAL_GAPS: dict[str, str] = {
-    "activations ABS INT* per-channel:*": _SIGN,
-    "activations NEG INT* per-channel:*": _SIGN,
-    "activations NEG INT* blockwise": _SIGN,
-    **{f"activations {op} * per-channel:*": _ORDER for op in (
-        "MAXIMUM", "MINIMUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "ARG_MAX", "ARG_MIN",
-        "CONCATENATION", "FLOOR_MOD", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL")},
-    "activations ARG_MAX * blockwise": _ORDER,
-    "activations GREATER_EQUAL INT16 blockwise": _ORDER,
-    "activations PRELU INT16 per-tensor":
-        "PRELU with an INT16 alpha: LiteRT's int16 kernel reads the alpha through an int8 "
-        "pointer (see the PRELU note); near the real result only for small alphas",
-    "activations ADD INT16 none":
-        "an INT16 ADD without quantization parameters: LiteRT adds the plain integers; the "
-        "int16 kernel here computes from the scales and fails at prepare",
-    "scales PRELU INT16 zero input scale":
-        "PRELU with an INT16 alpha is refused (LiteRT's int16 kernel reads the alpha as INT8: "
-        "see the PRELU note); with a zero input scale every input is 0 and the alpha never "
-        "counts, so LiteRT is right there by accident",
-}
+#: None today: the per-channel activations of the ops on stored integers run where their
+#: values pair (stored_values.py) and the plain int16 ADD runs; what LiteRT computes
+#: without meaning (an INT16 PRELU alpha, read as int8: the weights-form table) is refused
+#: saying so, and the audit judges those cases on inputs that show it.
+REFUSAL_GAPS: dict[str, str] = {}
 
 
 def refusal_gap(family: str, op: str, label: str) -> str | None:

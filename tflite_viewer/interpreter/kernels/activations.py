@@ -43,7 +43,7 @@ define(Op.RELU, (1, 3), _clip(0, np.inf), same_shape,
 define(Op.RELU6, (1, 3), _clip(0, 6), same_shape, types="float+uint8+int8+int16",
        **_relu_int("RELU6"))
 define(Op.RELU_N1_TO_1, (1, 1), _clip(-1, 1), same_shape, types="float+uint8+int8",
-       **_relu_int("RELU_N1_TO_1"))
+       accepts=declare(scaled=("uint8", "int8")), **_relu_int("RELU_N1_TO_1"))
 define(Op.RELU_0_TO_1, (1, 1), _clip(0, 1), same_shape, types="float+uint8+int8",
        **_relu_int("RELU_0_TO_1"))
 
@@ -281,7 +281,7 @@ define(Op.SOFTMAX, (1, 4), _float_softmax, same_shape,
        int_compute=lambda ctx, node, run: run(ctx.value(node, 0)),
        bind=bind_arrays(_bound_softmax))
 define(Op.LOG_SOFTMAX, (1, 2), lambda ctx, node: log_softmax(ctx.value(node, 0)), same_shape,
-       types="float+uint8+int8",
+       types="float+uint8+int8", accepts=declare(scaled=("uint8", "int8")),
        int_prepare=lambda ctx, node: int_softmax.prepare_log_softmax(
            tensor_qparams(ctx.input(node, 0)), rounding(ctx)),
        int_compute=lambda ctx, node, p: int_softmax.log_softmax(ctx.value(node, 0), params=p))

@@ -8,10 +8,12 @@ from ..float32 import cosf, powf, sinf
 from ..integer import compare as int_compare
 from ..integer import div as int_div
 from ..integer import elementwise as int_elementwise
+from ..registration import check_types
+from ..stored_values import Stored, stored_accepts
 from . import chunks
-from .common import (QUANTIZED, BuiltinOperator as Op, KernelError, apply_activation,
-                     bind_elementwise, clamp_activation, broadcast_shape, define, rounding, same_shape,
-                     tensor_qparams)
+from .common import (DEFAULT, QUANTIZED, BuiltinOperator as Op, KernelError, apply_activation,
+                     bind_elementwise, clamp_activation, broadcast_shape, declare, define,
+                     rounding, same_shape, tensor_qparams)
 
 
 def _binary(fn, fused=False):
@@ -71,8 +73,41 @@ def power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.power(a, b)
 
 
+def _scaled(t) -> bool:
+    return t.quantization is not None and t.quantization.has_scale
+
+
+def _plain_int16(a, o) -> bool:
+    """add.cc's plain int16 sum: an INT16 input 1 and output without quantization
+    parameters (EvalAdd's BroadcastAdd6DSlow<int16_t, true>)."""
+    return a.type_name == "INT16" and not _scaled(a) and not _scaled(o)
+
+
+def _add_check(ctx, node):
+    """An int16 ADD is plain (every tensor without parameters) or quantized (every one
+    with them): LiteRT's Prepare reads input 1's quantization, its Eval the output's, so
+    a mix computes from missing scales (aborts, or without meaning)."""
+    a, b, o = ctx.input(node, 0), ctx.input(node, 1), ctx.output(node, 0)
+    if a.type_name == "INT16" and len({_scaled(a), _scaled(b), _scaled(o)}) > 1:
+        return (f"{node.name} v{node.version}: INT16 tensors with and without quantization "
+                f"parameters (input 0 {_scaled(a)}, input 1 {_scaled(b)}, output "
+                f"{_scaled(o)}) are not implemented here: LiteRT adds plain integers when "
+                "none has parameters and rescales when all have them")
+    return check_types(ctx, node, QUANTIZED)
+
+
+def _add_int(ctx, node, p):
+    """Quantized ADD, or the plain int16 sum (`_plain_int16`): int16 wrap-around, then
+    the fused activation's clamp, as ActivationFunctionWithMinMax<int16_t>(a + b)."""
+    if p is None:
+        return _binary(np.add, True)(ctx, node)
+    return _int_binary(int_elementwise.add)(ctx, node, p)
+
+
 def _prepare_add(ctx, node):
     a, b, o = ctx.input(node, 0), ctx.input(node, 1), ctx.output(node, 0)
+    if node.name == "ADD" and _plain_int16(a, o):
+        return None
     return int_elementwise.prepare_add(tensor_qparams(a), tensor_qparams(b), tensor_qparams(o),
                                        node.builtin_data, a.dtype, rounding(ctx))
 
@@ -119,7 +154,7 @@ def _stored(fn):
 
 #: op, versions, float function, fused activation, node kinds, integer prepare and compute
 _BINARY = (
-    (Op.ADD, (1, 6), np.add, True, QUANTIZED, _prepare_add, _int_binary(int_elementwise.add)),
+    (Op.ADD, (1, 6), np.add, True, QUANTIZED, _prepare_add, _add_int),
     (Op.SUB, (1, 5), np.subtract, True, QUANTIZED, _prepare_add,
      _int_binary(int_elementwise.sub)),
     (Op.MUL, (1, 8), np.multiply, True, QUANTIZED, _prepare_mul,
@@ -138,10 +173,25 @@ _BINARY = (
 )
 #: the binary ops that are one ufunc of same-dtype inputs (`bind_elementwise`)
 _UFUNCS = {Op.ADD, Op.SUB, Op.MUL, Op.MAXIMUM, Op.MINIMUM}
+_COPIES = Stored("elementwise", does="compares the stored integers and copies one")
+#: what each binary op takes beyond per-tensor parameters: MAXIMUM, MINIMUM and FLOOR_MOD
+#: compute on stored integers (per channel where their values pair, `stored_values`);
+#: ADD (8-bit), SUB, DIV and SQUARED_DIFFERENCE compute with every tensor's scale
+_ACCEPTS = {
+    Op.MAXIMUM: stored_accepts("INT8 UINT8 INT16", _COPIES),
+    Op.MINIMUM: stored_accepts("INT8 UINT8 INT16", _COPIES),
+    Op.FLOOR_MOD: stored_accepts("INT8 INT16", Stored(
+        "elementwise", zero="zero", does="divides the stored integers")),
+    Op.ADD: declare(scaled=("uint8", "int8")),
+    **{op: declare(scaled=("uint8", "int8", "int16"))
+       for op in (Op.SUB, Op.DIV, Op.SQUARED_DIFFERENCE)},
+}
 for _op, _versions, _fn, _fused, _types, _int_prepare, _int_compute in _BINARY:
     define(_op, _versions, _binary(_fn, _fused), broadcast_shape, types=_types,
            int_prepare=_int_prepare, int_compute=_int_compute,
-           bind=bind_elementwise(_fn, _fused) if _op in _UFUNCS else None)
+           bind=bind_elementwise(_fn, _fused) if _op in _UFUNCS else None,
+           check=_add_check if _op == Op.ADD else None,
+           accepts=_ACCEPTS.get(_op, DEFAULT))
 
 
 # -- comparisons and logic (output BOOL) -----------------------------------------------------
@@ -172,6 +222,11 @@ def _comparison_int(ctx, node, p):
     return _by_pieces(lambda a, b: int_compare.compare(p.op, a, b, params=p))(ctx, node)
 
 
+#: LESS, LESS_EQUAL, GREATER and GREATER_EQUAL compare int16 stored integers (per channel
+#: where the two sides' values pair, `stored_values`); 8-bit ones rescale by the
+#: per-tensor scale, which LiteRT aborts on for per-channel tensors
+_RAW_INT16 = stored_accepts("INT16", Stored("elementwise",
+                                            does="compares the stored int16 integers"))
 for _op, _name, _fn, _versions in (
         (Op.EQUAL, "EQUAL", np.equal, (1, 5)), (Op.NOT_EQUAL, "NOT_EQUAL", np.not_equal, (1, 4)),
         (Op.LESS, "LESS", np.less, (1, 3)), (Op.LESS_EQUAL, "LESS_EQUAL", np.less_equal, (1, 2)),
@@ -181,7 +236,8 @@ for _op, _name, _fn, _versions in (
                                                           ctx.value(node, 1)))(_fn),
            _comparison_shape, types="any", check=lambda ctx, node: None,
            int_prepare=_comparison_prepare(_name), int_compute=_comparison_int,
-           bind=bind_elementwise(_fn, out_bool=True))
+           bind=bind_elementwise(_fn, out_bool=True),
+           accepts=_RAW_INT16 if _name not in ("EQUAL", "NOT_EQUAL") else DEFAULT)
 
 for _op, _fn in ((Op.LOGICAL_AND, np.logical_and), (Op.LOGICAL_OR, np.logical_or)):
     define(_op, (1, 1), (lambda f: lambda ctx, node: f(ctx.value(node, 0),

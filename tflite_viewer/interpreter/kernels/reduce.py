@@ -16,7 +16,8 @@ from .. import eigen_float
 from ..float32 import ordered_sum
 from ..integer import reduce as int_reduce
 from ..kernel_sets import builtin
-from .common import (QUANTIZED, BuiltinOperator as Op, KernelError, as_int_list, bind_arrays,
+from ..stored_values import Stored, stored_accepts
+from .common import (DEFAULT, QUANTIZED, BuiltinOperator as Op, KernelError, as_int_list, bind_arrays,
                      define, derived, option, rounding, same_shape, tensor_qparams)
 
 
@@ -217,9 +218,16 @@ _REDUCTIONS = (
     (Op.REDUCE_ANY, (1, 1), np.any, "any", None, None),
     (Op.REDUCE_ALL, (1, 1), np.all, "any", None, None),
 )
+#: REDUCE_MAX and REDUCE_MIN compare stored integers (per channel where the values they
+#: reduce together, and each with its output, pair: `stored_values`); LiteRT's EvalType
+#: requires the per-tensor parameters of input and output equal
+_EXTREMES = stored_accepts("INT8 UINT8 INT16", Stored(
+    "reduce", legacy=frozenset({"INT8", "UINT8", "INT16"}),
+    does="compares the stored integers along the reduced axes"))
 for _op, _versions, _fn, _types, _int_prepare, _int_compute in _REDUCTIONS:
     define(_op, _versions, _reducer(_fn), _reduce_shape, types=_types,
-           int_prepare=_int_prepare, int_compute=_int_compute, bind=_bound_reducer(_fn))
+           int_prepare=_int_prepare, int_compute=_int_compute, bind=_bound_reducer(_fn),
+           accepts=_EXTREMES if _op in (Op.REDUCE_MAX, Op.REDUCE_MIN) else DEFAULT)
 
 
 def _arg(fn):
@@ -243,10 +251,14 @@ def _arg_shape(ctx, node):
     return [reduced_shape(ctx.input(node, 0).shape, as_int_list(axes), False)]
 
 
+#: ARG_MAX and ARG_MIN compare stored integers (per channel where the values along the
+#: axis pair: `stored_values`); LiteRT's kernel takes 8-bit integers only
+_ARGS = stored_accepts("INT8 UINT8", Stored(
+    "arg", does="compares the stored integers along the axis"))
 define(Op.ARG_MAX, (1, 3), _arg(np.argmax), _arg_shape, types=QUANTIZED,
-       int_compute=lambda ctx, node, p: _arg(np.argmax)(ctx, node))
+       int_compute=lambda ctx, node, p: _arg(np.argmax)(ctx, node), accepts=_ARGS)
 define(Op.ARG_MIN, (1, 3), _arg(np.argmin), _arg_shape, types=QUANTIZED,
-       int_compute=lambda ctx, node, p: _arg(np.argmin)(ctx, node))
+       int_compute=lambda ctx, node, p: _arg(np.argmin)(ctx, node), accepts=_ARGS)
 
 
 def cumsum(x: np.ndarray, axis: int, exclusive: bool = False, reverse: bool = False):

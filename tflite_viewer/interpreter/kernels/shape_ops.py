@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ..integer import concat_pad as int_concat_pad
+from ..stored_values import Stored, stored_accepts
 from ..tensor import UINT8
 from .common import (BuiltinOperator as Op, KernelError, as_int_list, define, quantization_mismatch,
                      derived, option, same_shape)
@@ -164,17 +165,28 @@ def _concat_shape(ctx, node):
     return [tuple(out)]
 
 
+def _per_tensor(t) -> bool:
+    """Whether a tensor's parameters are LiteRT's per-tensor ``params`` (one scale): a
+    per-channel or blockwise tensor's are 0 there."""
+    q = t.quantization
+    return q is None or (q.details is None and q.scale.size <= 1)
+
+
 def _concat_check(ctx, node):
     """LiteRT's Prepare: uint8 inputs may have their own quantization (rescaled to the
     output's, as ConcatenationWithScaling); int8 ones must share the output's; int16 ones
-    are copied whatever their scales, but every zero point must be 0."""
+    are copied whatever their scales, but every zero point must be 0.  It compares the
+    per-tensor parameters: per-channel and blockwise tensors (0 there) are checked value
+    by value instead (`stored_values`, through the declaration)."""
     out = ctx.output(node, 0)
     if out.type == UINT8 or not out.is_quantized_int:
         return None
+    tensors = [ctx.tensors[i] for i in list(node.inputs) + list(node.outputs) if i >= 0]
+    if not all(_per_tensor(t) for t in tensors):
+        return None
     if out.dtype == np.int16:
-        for i in list(node.inputs) + list(node.outputs):
-            t = ctx.tensors[i]
-            if i >= 0 and t.is_quantized_int and t.quantization is not None \
+        for t in tensors:
+            if t.is_quantized_int and t.quantization is not None \
                     and np.any(t.quantization.zero_point != 0):
                 return (f"{node.name} v{node.version}: int16 tensor {t.index} ({t.name}) has "
                         f"zero point {int(t.quantization.zero_point[0])}; LiteRT's kernel "
@@ -187,12 +199,21 @@ def _concat_int(ctx, node, p):
     arrays = [ctx.value(node, k) for k in range(len(node.inputs))]
     out = ctx.output(node, 0)
     inputs_q = [ctx.input(node, k).quantization for k in range(len(node.inputs))]
+    if not all(_per_tensor(ctx.tensors[i]) for i in list(node.inputs) + [node.outputs[0]]):
+        # per channel: LiteRT's per-tensor parameters are all 0, equal: it copies
+        return _concat(ctx, node)
     return int_concat_pad.concatenation(arrays, int(option(node, "axis", 0)), inputs_q,
                                         out.quantization)
 
 
+#: CONCATENATION copies stored integers (per channel where each input's values pair with
+#: the output's: `stored_values`); int8 and uint8 compare the per-tensor parameters
+_CONCAT_STORED = stored_accepts("INT8 UINT8 INT16", Stored(
+    "concat", legacy=frozenset({"INT8", "UINT8"}), does="copies the stored integers"))
+
+
 define(Op.CONCATENATION, (1, 6), _concat, _concat_shape, types="float+uint8+int8+int16",
-       check=_concat_check, int_compute=_concat_int)
+       check=_concat_check, int_compute=_concat_int, accepts=_CONCAT_STORED)
 
 
 def _pack(ctx, node):

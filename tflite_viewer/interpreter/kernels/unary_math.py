@@ -9,6 +9,7 @@ import numpy as np
 
 from ..float32 import expf
 from ..integer import unary as iu
+from ..stored_values import Stored, stored_accepts
 from .activations import gelu
 from .common import BuiltinOperator as Op, define, option, rounding, same_shape, tensor_qparams
 
@@ -92,10 +93,16 @@ def _abs_int(ctx, node, p):
     return iu.abs_quantized(x, p, rounding(ctx))
 
 
+#: ABS per channel: LiteRT's AbsEvalQuantized reads the first channel's zero points and
+#: scales (its Prepare refuses blockwise parameters)
+_ABS_STORED = Stored("elementwise", zero="uniform", ratio=True,
+                     does="takes |q - zero point| of the stored integers and rescales them "
+                          "by the first channel's input and output scales")
 define(Op.ABS, (1, 5), lambda ctx, node: np.abs(ctx.value(node, 0)), same_shape,
        types="float+int8+int16",
        check=_unary_check(("FLOAT32", "INT8", "INT16", "INT32"), "ABS"),
-       int_prepare=_abs_prepare, int_compute=_abs_int)
+       int_prepare=_abs_prepare, int_compute=_abs_int,
+       accepts=stored_accepts("INT8 INT16", _ABS_STORED, blockwise=False))
 
 # -- GELU ----------------------------------------------------------------------------
 define(Op.GELU, (1, 3),
@@ -128,4 +135,6 @@ def _negate_stored(ctx, node, p):
 
 
 define(Op.NEG, (1, 1), lambda ctx, node: np.negative(ctx.value(node, 0)), same_shape,
-       types="float+int8+int16", int_compute=_negate_stored)
+       types="float+int8+int16", int_compute=_negate_stored,
+       accepts=stored_accepts("INT8 INT16", Stored(
+           "elementwise", zero="zero", does="negates the stored integers")))
