@@ -93,7 +93,7 @@ def _near_midpoint(wide: np.ndarray, band, edges: bool = True) -> np.ndarray:
         near |= (magnitude >= _HUGE_BITS)
         np.subtract(magnitude, 1, out=magnitude)
         near |= magnitude.view(np.uint64) < _SUBNORMAL_BITS
-    return np.flatnonzero(near)
+    return near.nonzero()[0]  # (np.flatnonzero's wrappers cost more than the search)
 
 
 def _fix(out: np.ndarray, idx: np.ndarray, name: str, *args: np.ndarray) -> np.ndarray:
@@ -122,10 +122,19 @@ def expf(x: np.ndarray) -> np.ndarray:
     return _expf(flat).reshape(x.shape)
 
 
+#: float32's smallest normal value and its largest, as Python floats
+_TINY = float(np.finfo(F32).tiny)
+_HUGE = float(np.finfo(F32).max)
+
+
 def _expf(flat: np.ndarray, edges: bool = True) -> np.ndarray:
     """expf of a 1-D float32 array; ``edges=False`` when no result can be subnormal or
-    infinite (arguments within [-87, 88])."""
+    infinite (arguments within [-87, 88]).  Otherwise the edges are looked for element
+    by element only when the smallest and largest results say one may be there (exp is
+    never negative; a NaN or a zero makes the look too)."""
     wide = np.exp(flat, dtype=F64)  # (the float32 arguments widened exactly)
+    if edges and wide.size:
+        edges = not (np.minimum.reduce(wide) >= _TINY and np.maximum.reduce(wide) < _HUGE)
     return _fix(wide.astype(F32), _near_midpoint(wide, _EXP_BAND, edges), "expf", flat)
 
 
@@ -195,12 +204,20 @@ def logistic(x: np.ndarray) -> np.ndarray:
     between the cut-offs, ``expf(x)`` below -9 and 1 above 16.619047164916992188."""
     x = np.asarray(x)
     flat = x.reshape(-1)
-    # -x at most 9: the elements below the lower cut-off are replaced below, and exp of
-    # the rest cannot overflow; where -x is below -87 (a subnormal exp) x is above the
-    # upper cut-off and replaced too, so only the rounding midpoints need a look
-    arg = np.negative(flat)
-    np.minimum(arg, _NINE, out=arg)
-    out = _expf(arg, edges=False)
+    # min(-x, 9), widened: the elements below the lower cut-off are replaced below, and
+    # exp of the rest cannot overflow; where -x is below -87 (a subnormal exp) x is above
+    # the upper cut-off and replaced too, so only the rounding midpoints need a look.
+    # (The argument negated and bounded in float64 is the float32 one widened: both steps
+    # are exact; `_expf` of the float32 argument takes the same exp of the same double.)
+    wide = np.negative(flat, dtype=F64)
+    np.minimum(wide, 9.0, out=wide)
+    np.exp(wide, out=wide)
+    out = wide.astype(F32)
+    near = _near_midpoint(wide, _EXP_BAND, False)
+    if near.size:
+        args = np.negative(flat[near])
+        np.minimum(args, _NINE, out=args)
+        out[near] = _fix(out[near], np.arange(near.size), "expf", args)
     np.add(_ONE, out, out=out)
     np.divide(_ONE, out, out=out)
     if flat.size:  # (fmin/fmax: a NaN element must not hide the others)
@@ -377,8 +394,14 @@ def ordered_sum(x: np.ndarray, axes: tuple[int, ...], keepdims: bool = False,
     n = math.prod(x.shape[a] for a in kept)
     if k == 0 or n == 0:
         return np.zeros(out_shape, F32)
-    rows = x if kept == list(range(len(kept))) else np.transpose(x, kept + list(axes))
-    total = last_of_sums(rows.reshape(n, k), axis=1)
+    if n >= 2 and n == math.prod(x.shape[axes[-1] + 1:]) \
+            and axes == tuple(range(axes[0], axes[-1] + 1)):
+        # the reduced axes lead, one block, the kept ones after: x is [K, N] as it lies,
+        # whose rows add.reduce adds in order (`last_of_sums` without its copy)
+        total = np.add.reduce(x.reshape(k, n), axis=0)
+    else:
+        rows = x if kept == list(range(len(kept))) else np.transpose(x, kept + list(axes))
+        total = last_of_sums(rows.reshape(n, k), axis=1)
     if not from_first:
         total += _ZERO
     return total.reshape(out_shape)

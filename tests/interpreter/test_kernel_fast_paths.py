@@ -1,0 +1,96 @@
+"""Fast forms of float kernels (issue 40, item 2) compute the plain formulas' bits.
+
+PRELU and LEAKY_RELU as kappa * max(kappa * x, kappa * alpha * x) (`ScaledSelect`)
+against np.where(x >= 0, x, x * alpha), bit for bit, over alphas below, at and above 1, of
+either sign, and inputs with every special value; a bias tiled over the rows of an output
+block (`float_conv.TiledBias`) against the per-channel broadcast.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tflite_viewer.interpreter.kernels import float_conv
+from tflite_viewer.interpreter.kernels.activations import ScaledSelect, leaky_relu, prelu
+
+F32 = np.float32
+SPECIAL = np.array([np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, 1e-45, -1e-45, 1e-38,
+                    -1e-38, 3e38, -3e38, 1.0, -1.0], F32)
+
+
+def _inputs(rng, shape) -> np.ndarray:
+    """Normal values over many magnitudes, a tenth of them special (zeros of both signs,
+    infinities, NaN, subnormals, values whose product overflows)."""
+    x = rng.standard_normal(shape) * 10.0 ** rng.integers(-40, 39, shape)
+    x = x.astype(F32)
+    flat = x.reshape(-1)
+    at = rng.choice(flat.size, flat.size // 10, replace=False)
+    flat[at] = rng.choice(SPECIAL, at.size)
+    return x
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return a.view(np.uint32)
+
+
+#: alpha kinds: all in (0, 1] (a max), all at or above 1 (a min), mixed signs (max with
+#: the zero inputs copied), mixed sides of 1 (kappa), a zero (the bit-mask select)
+ALPHAS = {
+    "below_one": lambda rng, c: rng.uniform(0.01, 1.0, c),
+    "above_one": lambda rng, c: rng.uniform(1.0, 9.0, c),
+    "signed": lambda rng, c: rng.uniform(-2.0, 0.9, c),
+    "mixed": lambda rng, c: np.concatenate([[1.0, -0.5, 3.0], rng.uniform(-3, 3, c - 3)]),
+    "zero": lambda rng, c: np.concatenate([[0.0, -0.0], rng.uniform(-3, 3, c - 2)]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(ALPHAS))
+@pytest.mark.parametrize("x_shape, alpha_shape", [((2, 7, 5, 16), (1, 1, 16)),
+                                                  ((3, 11), (11,)), ((1, 4, 6, 3), (1, 6, 3))])
+def test_prelu_is_np_where_for_every_kind_of_alpha(kind, x_shape, alpha_shape):
+    rng = np.random.default_rng(sum(x_shape) + len(kind))
+    with np.errstate(all="ignore"):
+        for _ in range(5):
+            x = _inputs(rng, x_shape)
+            alpha = ALPHAS[kind](rng, int(np.prod(alpha_shape))).astype(F32)
+            alpha = alpha.reshape(alpha_shape)
+            want = np.where(x >= 0, x, x * alpha)
+            got = prelu(x, alpha)
+            assert got.shape == want.shape and np.array_equal(_bits(got), _bits(want))
+
+
+@pytest.mark.parametrize("alpha", [0.2, 1.0, 1.5, -0.3, 0.0, -0.0, np.inf, np.nan])
+def test_leaky_relu_is_np_where(alpha):
+    rng = np.random.default_rng(7)
+    with np.errstate(all="ignore"):
+        x = _inputs(rng, (4, 9, 13))
+        a = F32(alpha)
+        want = np.where(x >= 0, x, x * a)
+        assert np.array_equal(_bits(leaky_relu(x, alpha)), _bits(want))
+
+
+def test_the_select_takes_max_min_or_both_and_refuses_zero_alphas():
+    shape = (1, 2, 2, 3)
+    assert ScaledSelect(np.array([0.2, 1.0, -4.0], F32), shape, F32).mode == "max"
+    assert ScaledSelect(np.array([1.0, 2.0, 7.0], F32), shape, F32).mode == "min"
+    assert ScaledSelect(np.array([0.5, 2.0, 1.0], F32), shape, F32).mode == "mixed"
+    for bad in ([0.5, 0.0, 1.0], [0.5, np.inf, 1.0], [np.nan, 1, 1]):
+        assert not ScaledSelect(np.array(bad, F32), shape, F32).usable
+    # a zero input in a channel of negative alpha is its own result, whichever sign
+    x = np.array([[0.0, -0.0, 0.0], [-0.0, 0.0, -0.0]], F32)
+    got = ScaledSelect(np.array([-1.0, -2.0, -3.0], F32), x.shape, F32)(x)
+    assert np.array_equal(_bits(got), _bits(x))
+
+
+@pytest.mark.parametrize("rows, channels", [(5, 16), (1, 3), (4096, 300)])
+def test_a_tiled_bias_adds_what_the_broadcast_adds(rows, channels):
+    """Small biases are tiled over the rows; one over `BIAS_KEEP_BYTES` stays a row."""
+    rng = np.random.default_rng(rows)
+    bias = rng.standard_normal(channels).astype(F32)
+    tiled = float_conv.TiledBias(rows)(bias)
+    big = bias.nbytes * rows > float_conv.BIAS_KEEP_BYTES
+    assert tiled.shape == ((channels,) if big else (rows, channels))
+    out = rng.standard_normal((rows, channels)).astype(F32)
+    want = out + bias
+    float_conv.clamp(out, tiled, None)
+    assert np.array_equal(_bits(out), _bits(want))
