@@ -94,3 +94,48 @@ def test_a_tiled_bias_adds_what_the_broadcast_adds(rows, channels):
     want = out + bias
     float_conv.clamp(out, tiled, None)
     assert np.array_equal(_bits(out), _bits(want))
+
+
+def _depthwise64(x, w, strides, dilations, padding):
+    """float64 depthwise convolution, one tap at a time over the zero-padded input."""
+    from tflite_viewer.interpreter.kernels.common import window_geometry
+    n, h, wd, c = x.shape
+    _, kh, kw, _ = w.shape
+    oh, ow, pt, pl = window_geometry((h, wd), (kh, kw), strides, dilations, padding)
+    xp = np.zeros((n, h + kh * dilations[0] + oh * strides[0],
+                   wd + kw * dilations[1] + ow * strides[1], c))
+    xp[:, pt:pt + h, pl:pl + wd] = x
+    out = np.zeros((n, oh, ow, c))
+    for i in range(kh):
+        for j in range(kw):
+            y0, x0 = i * dilations[0], j * dilations[1]
+            out += xp[:, y0:y0 + oh * strides[0]:strides[0],
+                      x0:x0 + ow * strides[1]:strides[1]] * w[0, i, j]
+    return out
+
+
+@pytest.mark.parametrize("x_shape, kernel, strides, dilation_h, padding", [
+    ((1, 48, 48, 16), (3, 3), (2, 2), 1, "SAME"), ((2, 9, 12, 5), (3, 3), (2, 2), 1, "VALID"),
+    ((1, 10, 11, 7), (5, 5), (1, 2), 2, "SAME"), ((1, 6, 7, 3), (2, 4), (3, 2), 1, "SAME"),
+    ((1, 5, 8, 4), (3, 1), (1, 2), 1, "VALID"), ((1, 1, 1, 64), (3, 3), (2, 2), 1, "SAME")])
+def test_width_phases_are_the_depthwise_convolution(x_shape, kernel, strides, dilation_h,
+                                                     padding):
+    """A width-stride-2 depthwise convolution read by even and odd columns
+    (`WidthPhases`) against float64 taps over the zero-padded input, twice (the kept
+    buffer's border stays zero)."""
+    from tflite_viewer.interpreter.kernels.common import window_geometry
+    rng = np.random.default_rng(sum(x_shape))
+    x = rng.standard_normal(x_shape).astype(F32)
+    w = rng.standard_normal((1, *kernel, x_shape[3])).astype(F32)
+    b = rng.standard_normal(x_shape[3]).astype(F32)
+    dilations = (dilation_h, 1)
+    geometry = window_geometry(x_shape[1:3], kernel, strides, dilations, padding)
+    plan = float_conv.DepthwisePlan(x_shape, w.shape, strides, dilations, geometry)
+    assert plan.phases is not None
+    want = _depthwise64(x, w, strides, dilations, padding) + b
+    for _ in range(2):
+        got = plan(x, w, b, None, reference=False)
+        assert got.shape == want.shape and got.dtype == F32
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        x = rng.standard_normal(x_shape).astype(F32)
+        want = _depthwise64(x, w, strides, dilations, padding) + b
