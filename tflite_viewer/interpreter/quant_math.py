@@ -21,10 +21,11 @@ from typing import Literal
 
 import numpy as np
 
-try:  # the clip ufunc itself: np.clip's Python wrapper costs four times as much
-    from numpy._core.umath import clip as _clip_ufunc
+try:  # the clip ufunc itself: np.clip's Python wrapper costs four times as much (the
+    # float kernels' clamps take it too: kernels/common.py)
+    from numpy._core.umath import clip as clip_ufunc
 except ImportError:  # numpy < 2
-    from numpy.core.umath import clip as _clip_ufunc  # type: ignore[no-redef]
+    from numpy.core.umath import clip as clip_ufunc  # type: ignore[no-redef]
 
 Rounding = Literal["single", "double"]
 ROUNDINGS: tuple[str, ...] = ("single", "double")
@@ -36,7 +37,7 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 def clip_into(x: np.ndarray, lo, hi) -> np.ndarray:
     """``np.clip(x, lo, hi, out=x)`` through the clip ufunc (a quarter of np.clip's cost on
     the small arrays of the integer kernels); ``lo``/``hi`` must fit x's dtype."""
-    return _clip_ufunc(x, lo, hi, out=x)
+    return clip_ufunc(x, lo, hi, out=x)
 
 
 def check_rounding(rounding: str) -> Rounding:
@@ -482,5 +483,5 @@ class FloatRequantizer:
         np.floor(y, out=y)
         if self.zp_after:
             y += self.zp_after
-        _clip_ufunc(y, self.qmin, self.qmax, out=y)
+        clip_ufunc(y, self.qmin, self.qmax, out=y)
         return y.astype(self.dtype).reshape(shape)

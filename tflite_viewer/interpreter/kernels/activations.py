@@ -12,6 +12,7 @@ from ..integer import l2norm as int_l2norm, lut, softmax as int_softmax
 from ..kernel_sets import builtin
 from ..registration import check_types
 from .common import (FLOAT_WEIGHT, QUANTIZED, BuiltinOperator as Op, bind_arrays, bind_elementwise,
+                     clip_ufunc,
                      broadcast_shape, declare, define, option, rounding, same_shape, tensor_qparams)
 
 
@@ -21,7 +22,7 @@ def clip_float(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
     third of the time of np.maximum or of np.clip with Python numbers."""
     if x.dtype.kind != "f":
         return np.clip(x, lo, hi)
-    return np.clip(x, np.asarray(lo, x.dtype), np.asarray(hi, x.dtype))
+    return clip_ufunc(x, np.asarray(lo, x.dtype), np.asarray(hi, x.dtype))
 
 
 def _clip(lo, hi):

@@ -29,6 +29,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..float32 import ordered_matmul
 from ..integer.common import Window, padded_shape
 from ..integer.conv import PAD_KEEP_BYTES
+from .common import clip_ufunc
 
 #: bytes of one block of patches (and of the products of TRANSPOSE_CONV): measured (CPU
 #: time) on mrz_seg's 3x3 convolutions of 160 and 192 channels and nmp's 3x39 of 8, 1 MiB
@@ -92,11 +93,6 @@ class PadBuffer:
         return buf
 
 
-try:  # the clip ufunc np.clip calls, without its Python wrapper (7 us a call)
-    from numpy._core.umath import clip as _clip_ufunc
-except ImportError:  # pragma: no cover - numpy 1.x
-    from numpy.core.umath import clip as _clip_ufunc
-
 #: a bias tiled over a block of output rows is kept up to this size: added as a whole
 #: array it takes a pass at memory speed, where numpy's broadcast of a bias of C values
 #: along the rows runs its loop C values at a time (4x on 16 channels)
@@ -114,8 +110,8 @@ def clamp(out: np.ndarray, bias: np.ndarray | None, bounds: tuple | None) -> Non
         np.add(out, bias, out=out)
     if bounds is not None:
         high = bounds[1]
-        _clip_ufunc(out, bounds[0], np.asarray(np.inf, out.dtype) if high is None else high,
-                    out=out)
+        clip_ufunc(out, bounds[0], np.asarray(np.inf, out.dtype) if high is None else high,
+                   out=out)
 
 
 class TiledBias:
