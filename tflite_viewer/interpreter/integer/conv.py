@@ -190,15 +190,17 @@ class ConvPlan:
         if cached_fmat is fmat and cached_bias is bias:
             return tail
         tail = None
-        if not p.is_int16 and self.bound < 2.0 ** 31:
+        # every sum is at most max|x| * (the largest column sum of |filter|): this
+        # filter's own bound, which real filters keep well under max|f| * taps (the plan's)
+        weight = float(np.abs(fmat).sum(axis=0, dtype=np.float64).max(initial=0.0))
+        if not p.is_int16 and float(self.in_bound) * weight < 2.0 ** 31:
             folded = fmat.sum(axis=0, dtype=np.float64).astype(np.int64) * p.input_offset
             if bias is not None:
                 folded = folded + bias.astype(np.int64).reshape(-1)
             rounding = "double" if depthwise and p.is_uint8 else p.rounding  # see _requantize
             tail = qm.FloatRequantizer.build(
                 p.multiplier, p.shift, p.output_offset, p.act_min, p.act_max, p.input_dtype,
-                self.out_shape, rounding, float(self.raw_bound) * self.f_bound * self.taps,
-                folded)
+                self.out_shape, rounding, float(self.raw_bound) * weight, folded)
         self._tail = (fmat, bias, tail)
         return tail
 
