@@ -29,6 +29,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..float32 import ordered_matmul
 from ..integer.common import Window, padded_shape
 from ..integer.conv import PAD_KEEP_BYTES
+from ..integer.phases import WidthPhases, phases_apply
 from .common import clip_ufunc
 
 #: bytes of one block of patches (and of the products of TRANSPOSE_CONV): measured (CPU
@@ -223,75 +224,6 @@ class ConvPlan:
               bounds)
 
 
-#: a width-stride-2 depthwise convolution of at most this many channels reads its input
-#: split into even and odd columns (`WidthPhases`); with more, numpy's loop over the
-#: channels of the strided view is long enough (measured: 3x faster on 16 channels, 1.6x
-#: on 48, 0.9x on 96)
-PHASE_MAX_CHANNELS = 64
-
-
-class WidthPhases:
-    """The padded input of a width-stride-2 depthwise convolution as its even and odd
-    padded columns, [2, N, HP, ceil(WP / 2), C], written straight from the input (the
-    border stays zero; kept between calls up to `PAD_KEEP_BYTES`).  Output column w's tap
-    kx reads padded column 2w + kx: phase kx % 2, column w + kx // 2, so each phase's taps
-    are one strided view whose output rows are OW*C contiguous values, as at stride 1."""
-
-    def __init__(self, pad: PadBuffer, x_shape: tuple[int, ...], kernel: tuple[int, int],
-                 row_step: int, dh: int) -> None:
-        n, h, w, c = x_shape
-        win = pad.win
-        hp, wp = pad.shape[1:3] if pad.shape is not None else (h, w)
-        self.shape = (2, n, hp, (wp + 1) // 2, c)
-        self.rows = slice(win.pad_h, win.pad_h + h)
-        #: (phase, first input column, its column in the phase, count)
-        self.writes = []
-        for q in (0, 1):
-            first = (q - win.pad_w) % 2
-            count = (w - first + 1) // 2
-            if count > 0:
-                self.writes.append((q, first, (first + win.pad_w - q) // 2, count))
-        self.kernel, self.row_step, self.dh = kernel, row_step, dh
-        self.out = (n, win.out_h, win.out_w, c)
-        self.buffer: np.ndarray | None = None
-        self._filter: tuple = (None, None)
-
-    def _split(self, x: np.ndarray) -> np.ndarray:
-        buf = self.buffer
-        if buf is None or buf.dtype != x.dtype:
-            buf = np.zeros(self.shape, x.dtype)
-            self.buffer = buf if buf.nbytes <= PAD_KEEP_BYTES else None
-        for q, first, at, count in self.writes:
-            buf[q, :, self.rows, at:at + count] = x[:, :, first::2]
-        return buf
-
-    def _weights(self, w: np.ndarray) -> list[np.ndarray]:
-        """Per phase, its taps of ``w`` [1, KH, KW, C] tiled along the output row."""
-        source, laid = self._filter
-        if source is not w:
-            ow = self.out[2]
-            laid = [np.tile(w[0, :, q::2, None, :], (1, 1, ow, 1)).reshape(
-                self.kernel[0], -1, ow * w.shape[3]) for q in (0, 1)]
-            self._filter = (w, laid)
-        return laid
-
-    def __call__(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """The taps' sums [N, OH, OW, C] (numpy's order: each phase's taps in one einsum,
-        then the two added)."""
-        buf = self._split(x)
-        n, oh, ow, c = self.out
-        s_q, s_n, s_h, s_w, s_c = buf.strides
-        out = None
-        for q, laid in enumerate(self._weights(w)):
-            if not laid.shape[1]:
-                continue
-            view = np.ndarray((self.kernel[0], laid.shape[1], n, oh, ow * c), buf.dtype, buf,
-                              q * s_q, (s_h * self.dh, s_w, s_n, s_h * self.row_step, s_c))
-            part = np.einsum("yxbhr,yxr->bhr", view, laid)
-            out = part if out is None else np.add(out, part, out=out)
-        return out.reshape(self.out)
-
-
 class DepthwisePlan:
     """What a float DEPTHWISE_CONV_2D of one input shape computes with: the padding and,
     for BLAS sums, the view of every tap over the padded input (made once for a kept
@@ -307,10 +239,11 @@ class DepthwisePlan:
         self.bias_rows = TiledBias(self.pad.win.out_h * self.pad.win.out_w)
         self._view: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
         self._filter: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
-        self.phases = WidthPhases(self.pad, self.x_shape, self.kernel, strides[0],
-                                  dilations[0]) \
-            if (strides[1], dilations[1], self.mult) == (2, 1, 1) \
-            and x_shape[3] <= PHASE_MAX_CHANNELS else None
+        #: width stride 2, few channels: the input read by even and odd columns
+        self.phases = WidthPhases(self.x_shape, self.pad.win, self.pad.shape, self.kernel,
+                                  strides[0], dilations[0]) \
+            if phases_apply(self.x_shape, strides, dilations, self.mult) else None
+        self._laid: tuple = (None, None)  # (filter, its taps laid per phase)
 
     def _taps(self, xp: np.ndarray) -> np.ndarray:
         """[KH, KW, N, OH, OW*C] (width stride 1: each output row's values contiguous) or
@@ -353,7 +286,11 @@ class DepthwisePlan:
         win = self.pad.win
         shape = (x.shape[0], win.out_h, win.out_w, w.shape[3])
         if self.phases is not None and not reference and x.dtype == w.dtype == np.float32:
-            out = self.phases(x, w)
+            source, laid = self._laid
+            if source is not w:
+                laid = self.phases.lay(w[0])
+                self._laid = (w, laid)
+            out = self.phases.sums(self.phases.split(x, np.float32), laid)
             clamp(out.reshape(shape[0], -1, shape[3]), self.bias_rows(bias), bounds)
             return out
         xp = self.pad(x)
