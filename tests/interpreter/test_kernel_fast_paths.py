@@ -172,3 +172,20 @@ def test_quantized_depthwise_by_phases_is_the_tap_sum(x_shape, kernel, stride_h,
         want = int_conv.depthwise_conv_2d(x, w, b, params=p, plan=strided)
         assert got.dtype == want.dtype and np.array_equal(got, want)
         x = rng.integers(info.min, info.max + 1, x_shape).astype(dtype)
+
+
+@pytest.mark.parametrize("shape, padding", [((1, 96, 96, 16), "VALID"), ((2, 7, 9, 5), "VALID"),
+                                            ((1, 64, 64, 28), "SAME"), ((1, 5, 6, 3), "SAME")])
+def test_a_2x2_max_pool_by_rows_then_columns_is_the_tap_maximum(shape, padding):
+    """MAX_POOL_2D of 2x2 windows at stride 2 (rows compared whole, then columns) against
+    the maximum of the four taps of the padded input; odd sizes under SAME take the
+    general path."""
+    from tflite_viewer.interpreter.kernels.common import window_geometry
+    from tflite_viewer.interpreter.kernels.pooling import max_pool2d
+    x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(F32)
+    oh, ow, pt, pl = window_geometry(shape[1:3], (2, 2), (2, 2), (1, 1), padding)
+    xp = np.full((shape[0], 2 * oh + pt + 1, 2 * ow + pl + 1, shape[3]), -np.inf, F32)
+    xp[:, pt:pt + shape[1], pl:pl + shape[2]] = x
+    want = np.max([xp[:, i:i + 2 * oh:2, j:j + 2 * ow:2] for i in (0, 1) for j in (0, 1)],
+                  axis=0)
+    assert np.array_equal(max_pool2d(x, 2, 2, 2, 2, padding), want)

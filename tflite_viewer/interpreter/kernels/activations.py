@@ -29,6 +29,12 @@ def _clip(lo, hi):
     return lambda ctx, node: clip_float(ctx.value(node, 0), lo, hi)
 
 
+def _bound_clip(lo, hi):
+    """The float32 RELU family bound: its bounds as float32 arrays made once."""
+    low, high = np.asarray(lo, np.float32), np.asarray(hi, np.float32)
+    return bind_elementwise(lambda x: clip_ufunc(x, low, high), float_only=True)
+
+
 def _io(ctx, node):
     return ctx.input(node, 0), ctx.output(node, 0)
 
@@ -41,14 +47,14 @@ def _relu_int(kind: str):
         ctx.value(node, 0), kind=kind, params=p))
 
 
-define(Op.RELU, (1, 3), _clip(0, np.inf), same_shape,
+define(Op.RELU, (1, 3), _clip(0, np.inf), same_shape, bind=_bound_clip(0, np.inf),
        types="float+uint8+int8+int16", **_relu_int("RELU"))
 define(Op.RELU6, (1, 3), _clip(0, 6), same_shape, types="float+uint8+int8+int16",
-       **_relu_int("RELU6"))
+       bind=_bound_clip(0, 6), **_relu_int("RELU6"))
 define(Op.RELU_N1_TO_1, (1, 1), _clip(-1, 1), same_shape, types="float+uint8+int8",
-       **_relu_int("RELU_N1_TO_1"))
+       bind=_bound_clip(-1, 1), **_relu_int("RELU_N1_TO_1"))
 define(Op.RELU_0_TO_1, (1, 1), _clip(0, 1), same_shape, types="float+uint8+int8",
-       **_relu_int("RELU_0_TO_1"))
+       bind=_bound_clip(0, 1), **_relu_int("RELU_0_TO_1"))
 
 
 def where_nonnegative(x: np.ndarray, scaled: np.ndarray) -> np.ndarray:
