@@ -95,7 +95,7 @@ def clamp_activation(node: Node) -> str | None:
 _INFINITIES: dict[np.dtype, np.ndarray] = {}
 
 
-def _infinity(dtype: np.dtype) -> np.ndarray:
+def infinity(dtype: np.dtype) -> np.ndarray:
     """+inf as a 0-d array of ``dtype``: the open upper bound of a RELU's clip."""
     inf = _INFINITIES.get(dtype)
     if inf is None:
@@ -129,7 +129,7 @@ def apply_activation(x: np.ndarray, act: str | None) -> np.ndarray:
             lo, hi = ACTIVATION_RANGES[act]
             return np.clip(x, lo, hi if np.isfinite(hi) else None).astype(x.dtype)
         lo, hi = _float_bounds(act, x.dtype)
-        return clip_ufunc(x, lo, _infinity(x.dtype) if hi is None else hi,
+        return clip_ufunc(x, lo, infinity(x.dtype) if hi is None else hi,
                           out=x if x.flags.writeable else None)
     if act == "TANH":
         return np.tanh(x)
@@ -331,7 +331,7 @@ def bind_elementwise(fn, fused: bool = False, float_only: bool = False, out_bool
         if act is not None and dtype != np.float32:
             return None
         lo, hi = _float_bounds(act, dtype) if act is not None else (None, None)
-        top = _infinity(dtype) if act is not None and hi is None else hi
+        top = infinity(dtype) if act is not None and hi is None else hi
         a = ins[0]
         sa = a.shape
         if len(ins) == 1:

@@ -30,7 +30,7 @@ from ..float32 import ordered_matmul
 from ..integer.common import Window, padded_shape
 from ..integer.conv import PAD_KEEP_BYTES
 from ..integer.phases import WidthPhases, phases_apply
-from .common import clip_ufunc
+from .common import clip_ufunc, infinity
 
 #: bytes of one block of patches (and of the products of TRANSPOSE_CONV): measured (CPU
 #: time) on mrz_seg's 3x3 convolutions of 160 and 192 channels and nmp's 3x39 of 8, 1 MiB
@@ -111,8 +111,7 @@ def clamp(out: np.ndarray, bias: np.ndarray | None, bounds: tuple | None) -> Non
         np.add(out, bias, out=out)
     if bounds is not None:
         high = bounds[1]
-        clip_ufunc(out, bounds[0], np.asarray(np.inf, out.dtype) if high is None else high,
-                   out=out)
+        clip_ufunc(out, bounds[0], infinity(out.dtype) if high is None else high, out=out)
 
 
 class TiledBias:
@@ -191,10 +190,13 @@ class ConvPlan:
         O] (`filter_matrix`), plus ``bias``, clamped to ``bounds`` (low, high or None):
         [N, OH, OW, O].  ``product`` multiplies a block of patches by the filter matrix
         (None: BLAS)."""
-        dtype = np.result_type(x, w_matrix)
-        out = np.empty(self.out_shape, dtype)
-        flat = out.reshape(-1, self.out_shape[3])
         bias = self.bias_rows(bias)
+        if self.pointwise and len(self.blocks) == 1 and self.groups == 1 and product is None:
+            out = np.matmul(x.reshape(-1, self.k), w_matrix)  # (one block: the whole image)
+            clamp(out, bias, bounds)
+            return out.reshape(self.out_shape)
+        out = np.empty(self.out_shape, np.result_type(x, w_matrix))
+        flat = out.reshape(-1, self.out_shape[3])
         if self.whole or self.pointwise:
             rows = x.reshape(self.out_shape[0], -1) if self.whole else x.reshape(-1, self.k)
             for r0, r1, *_ in (((0, rows.shape[0]),) if self.whole else self.blocks):
