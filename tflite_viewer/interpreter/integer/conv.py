@@ -17,8 +17,8 @@ import numpy as np
 
 from .. import quant_math as qm
 from .common import (FLOAT32_EXACT, FLOAT64_EXACT, Options, Rounding, Window, activation_of,
-                     check_rounding, dtype_range, exact_matmul, fused_activation_range, im2col,
-                     int_matmul, pad_for_window, padded_shape, patches, qparams, window,
+                     c_einsum, check_rounding, dtype_range, exact_matmul, fused_activation_range,
+                     im2col, int_matmul, pad_for_window, padded_shape, patches, qparams, window,
                      wrap32)
 from .phases import WidthPhases, phases_apply
 
@@ -491,7 +491,7 @@ def depthwise_taps(xp: np.ndarray, ftaps: np.ndarray, win: Window, kh: int, kw: 
     if tiled is None:
         tiled = np.tile(ftaps, (1, win.out_w))
     view = _tap_view(xp, win, kh, kw, sh, sw, dh, dw)
-    acc = np.einsum("yxbhr,yxr->bhr", view, tiled.reshape(kh, kw, -1))
+    acc = c_einsum("yxbhr,yxr->bhr", view, tiled.reshape(kh, kw, -1))
     return acc.reshape(b, win.out_h, win.out_w, c)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import Window
+from .common import Window, c_einsum
 
 #: channels up to which a width-stride-2 depthwise convolution reads phases
 PHASE_MAX_CHANNELS = 64
@@ -79,6 +79,6 @@ class WidthPhases:
                 continue
             view = np.ndarray((self.kernel[0], taps.shape[1], n, oh, ow * c), buf.dtype,
                               buf, q * s_q, (s_h * self.dh, s_w, s_n, s_h * self.row_step, s_c))
-            part = np.einsum("yxbhr,yxr->bhr", view, taps)
+            part = c_einsum("yxbhr,yxr->bhr", view, taps)
             out = part if out is None else np.add(out, part, out=out)
         return out.reshape(self.out)

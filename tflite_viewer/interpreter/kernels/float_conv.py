@@ -27,7 +27,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..float32 import ordered_matmul
-from ..integer.common import Window, padded_shape
+from ..integer.common import Window, c_einsum, padded_shape
 from ..integer.conv import PAD_KEEP_BYTES
 from ..integer.phases import WidthPhases, phases_apply
 from .common import clip_ufunc, infinity
@@ -309,7 +309,7 @@ class DepthwisePlan:
                     out += tmp
         else:
             spec = "yxbhr,yxr->bhr" if sw == 1 else "yxbhwc,yxwc->bhwc"
-            out = np.einsum(spec, self._taps(xp), self._weights(w)).reshape(shape)
+            out = c_einsum(spec, self._taps(xp), self._weights(w)).reshape(shape)
         clamp(out.reshape(shape[0], -1, shape[3]), self.bias_rows(bias), bounds)
         return out
 
