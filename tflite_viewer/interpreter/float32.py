@@ -204,28 +204,32 @@ def logistic(x: np.ndarray) -> np.ndarray:
     between the cut-offs, ``expf(x)`` below -9 and 1 above 16.619047164916992188."""
     x = np.asarray(x)
     flat = x.reshape(-1)
-    # min(-x, 9), widened: the elements below the lower cut-off are replaced below, and
-    # exp of the rest cannot overflow; where -x is below -87 (a subnormal exp) x is above
-    # the upper cut-off and replaced too, so only the rounding midpoints need a look.
-    # (The argument negated and bounded in float64 is the float32 one widened: both steps
-    # are exact; `_expf` of the float32 argument takes the same exp of the same double.)
+    # (fmin/fmax: a NaN element must not hide the others)
+    low = bool(flat.size) and np.fmin.reduce(flat) < LOGISTIC_LOWER
+    # min(-x, 9), widened (only where an element is below the lower cut-off, whose result
+    # is replaced below): exp of the rest cannot overflow; where -x is below -87 (a
+    # subnormal exp) x is above the upper cut-off and replaced too, so only the rounding
+    # midpoints need a look.  (The argument negated and bounded in float64 is the float32
+    # one widened: both steps are exact; `_expf` of the float32 argument takes the same
+    # exp of the same double.)
     wide = np.negative(flat, dtype=F64)
-    np.minimum(wide, 9.0, out=wide)
+    if low:
+        np.minimum(wide, 9.0, out=wide)
     np.exp(wide, out=wide)
     out = wide.astype(F32)
     near = _near_midpoint(wide, _EXP_BAND, False)
     if near.size:
-        args = np.negative(flat[near])
-        np.minimum(args, _NINE, out=args)
-        out[near] = _fix(out[near], np.arange(near.size), "expf", args)
+        lib = _libm()
+        if lib is not None:  # C's expf of min(-x, 9) (Python's min keeps a NaN, as numpy's)
+            fn = lib["expf"]
+            out[near] = [fn(min(v, 9.0)) for v in np.negative(flat[near]).tolist()]
     np.add(_ONE, out, out=out)
     np.divide(_ONE, out, out=out)
-    if flat.size:  # (fmin/fmax: a NaN element must not hide the others)
-        if np.fmin.reduce(flat) < LOGISTIC_LOWER:
-            low = flat < LOGISTIC_LOWER
-            out[low] = _expf(flat[low])
-        if np.fmax.reduce(flat) > LOGISTIC_UPPER:
-            out[flat > LOGISTIC_UPPER] = _ONE
+    if low:
+        below = flat < LOGISTIC_LOWER
+        out[below] = _expf(flat[below])
+    if flat.size and np.fmax.reduce(flat) > LOGISTIC_UPPER:
+        out[flat > LOGISTIC_UPPER] = _ONE
     return out.reshape(x.shape)
 
 
