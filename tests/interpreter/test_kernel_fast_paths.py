@@ -3,7 +3,8 @@
 PRELU and LEAKY_RELU as kappa * max(kappa * x, kappa * alpha * x) (`ScaledSelect`)
 against np.where(x >= 0, x, x * alpha), bit for bit, over alphas below, at and above 1, of
 either sign, and inputs with every special value; a bias tiled over the rows of an output
-block (`float_conv.TiledBias`) against the per-channel broadcast.
+block (`float_conv.TiledBias`) against the per-channel broadcast; the bound SOFTMAX against
+`softmax` and the sums of a bound MEAN (`ordered_sum_plan`) against the sequential loop.
 """
 from __future__ import annotations
 
@@ -189,3 +190,37 @@ def test_a_2x2_max_pool_by_rows_then_columns_is_the_tap_maximum(shape, padding):
     want = np.max([xp[:, i:i + 2 * oh:2, j:j + 2 * ow:2] for i in (0, 1) for j in (0, 1)],
                   axis=0)
     assert np.array_equal(max_pool2d(x, 2, 2, 2, 2, padding), want)
+
+
+@pytest.mark.parametrize("shape", [(1, 10), (1, 1001), (3, 7), (2, 3, 5), (4, 1)])
+@pytest.mark.parametrize("beta", [1.0, 0.5, 2.5, -1.0])
+def test_a_bound_softmax_is_the_reference_softmax(shape, beta):
+    """The bound float32 SOFTMAX (`_softmax_plan`: layout and beta read once, beta 1
+    multiplying nothing) gives `softmax`'s bits, special values included."""
+    from tflite_viewer.interpreter.kernels.activations import _softmax_plan, softmax
+
+    x = _inputs(np.random.default_rng(len(shape) * 7 + int(beta * 4)), shape)
+    with np.errstate(all="ignore"):  # (the executor's, around every bound call)
+        np.testing.assert_array_equal(_bits(_softmax_plan(shape, beta)(x)),
+                                      _bits(softmax(x, beta)))
+
+
+@pytest.mark.parametrize("shape,axes,keep", [((1, 3, 3, 1280), (1, 2), False),
+                                             ((2, 5, 4, 3), (1, 2), True),
+                                             ((2, 5, 4, 3), (0, 3), False),
+                                             ((4, 6), (-1,), False), ((5,), (0,), True)])
+def test_an_ordered_sum_plan_is_the_ordered_sum(shape, axes, keep):
+    """`ordered_sum_plan` (what a bound MEAN runs) adds as `ordered_sum` always did: each
+    output's elements one by one in memory order from +0 (checked against that loop)."""
+    from tflite_viewer.interpreter.float32 import ordered_sum_plan
+
+    x = np.random.default_rng(11).standard_normal(shape).astype(F32) * F32(1e3)
+    got = ordered_sum_plan(shape, axes, keep)(x)
+    axes = tuple(sorted(a % x.ndim for a in axes))
+    kept = [a for a in range(x.ndim) if a not in axes]
+    rows = np.transpose(x, kept + list(axes)).reshape(-1, int(np.prod([shape[a] for a in axes])))
+    want = np.zeros(rows.shape[0], F32)
+    for j in range(rows.shape[1]):
+        want = (want + rows[:, j]).astype(F32)
+    np.testing.assert_array_equal(_bits(got.reshape(-1)), _bits(want))
+    assert got.shape == np.sum(x, axis=axes, keepdims=keep).shape

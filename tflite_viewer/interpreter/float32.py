@@ -37,6 +37,7 @@ import ctypes
 import ctypes.util
 import math
 from functools import lru_cache
+from typing import Callable
 
 import numpy as np
 
@@ -384,28 +385,45 @@ def ordered_sum(x: np.ndarray, axes: tuple[int, ...], keepdims: bool = False,
     """The float32 sum of ``x`` over ``axes``, each output adding its elements one at a
     time in memory order: as reference_ops::Mean and ReduceGeneric do (from +0, their
     zeroed accumulators) or, with ``from_first``, as the builtin kernels' optimized_ops
-    Reduce does (its first element, then the others).
+    Reduce does (its first element, then the others): `ordered_sum_plan` of x's shape."""
+    x = np.asarray(x, F32)
+    return ordered_sum_plan(x.shape, axes, keepdims, from_first)(x)
+
+
+def ordered_sum_plan(shape: tuple[int, ...], axes, keepdims: bool = False,
+                     from_first: bool = False) -> Callable[[np.ndarray], np.ndarray]:
+    """`ordered_sum` of float32 arrays of ``shape`` as a function of the array alone, the
+    axes and the way of adding worked out once (a bound MEAN's whole call is then two or
+    three numpy calls).
 
     The kept axes are moved first and the reduced ones last, flattened to [N, K], and
     `last_of_sums` adds each row in order (the reduced indices in C order are the
     elements' memory order)."""
-    x = np.asarray(x, F32)
-    axes = tuple(sorted(a % x.ndim for a in axes)) if x.ndim else ()
-    kept = [a for a in range(x.ndim) if a not in axes]
-    out_shape = tuple(1 if a in axes else d for a, d in enumerate(x.shape)) if keepdims \
-        else tuple(x.shape[a] for a in kept)
-    k = math.prod(x.shape[a] for a in axes)
-    n = math.prod(x.shape[a] for a in kept)
+    ndim = len(shape)
+    axes = tuple(sorted(a % ndim for a in axes)) if ndim else ()
+    kept = [a for a in range(ndim) if a not in axes]
+    out_shape = tuple(1 if a in axes else d for a, d in enumerate(shape)) if keepdims \
+        else tuple(shape[a] for a in kept)
+    k = math.prod(shape[a] for a in axes)
+    n = math.prod(shape[a] for a in kept)
     if k == 0 or n == 0:
-        return np.zeros(out_shape, F32)
-    if n >= 2 and n == math.prod(x.shape[axes[-1] + 1:]) \
+        return lambda x: np.zeros(out_shape, F32)
+    if n >= 2 and n == math.prod(shape[axes[-1] + 1:]) \
             and axes == tuple(range(axes[0], axes[-1] + 1)):
         # the reduced axes lead, one block, the kept ones after: x is [K, N] as it lies,
         # whose rows add.reduce adds in order (`last_of_sums` without its copy)
-        total = np.add.reduce(x.reshape(k, n), axis=0)
+        def total(x: np.ndarray) -> np.ndarray:
+            return np.add.reduce(x.reshape(k, n), axis=0)
     else:
-        rows = x if kept == list(range(len(kept))) else np.transpose(x, kept + list(axes))
-        total = last_of_sums(rows.reshape(n, k), axis=1)
-    if not from_first:
-        total += _ZERO
-    return total.reshape(out_shape)
+        order = None if kept == list(range(len(kept))) else kept + list(axes)
+
+        def total(x: np.ndarray) -> np.ndarray:
+            rows = x if order is None else np.transpose(x, order)
+            return last_of_sums(rows.reshape(n, k), axis=1)
+
+    def run(x: np.ndarray) -> np.ndarray:
+        out = total(x)
+        if not from_first:
+            out += _ZERO
+        return out.reshape(out_shape)
+    return run
