@@ -29,7 +29,7 @@ from tests.targets.oracles import (HARNESS_ERROR, default_path_error, litert_inv
                                    tflm_run_many)
 from tflite_viewer.model import load_model
 from tflite_viewer.targets import analyze
-from tflite_viewer.targets.facts import ModelFacts
+from tflite_viewer.delegation.facts import ModelFacts
 from tflite_viewer.targets.shape_values import ShapeValues
 from tflite_viewer.targets.tflm import SILENT
 from tflite_viewer.targets.value_shapes import VALUE_INPUTS

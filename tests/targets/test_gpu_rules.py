@@ -15,7 +15,7 @@ from tests.interpreter.singleop import T
 from tests.targets.cases import build, const, f32, q8
 from tflite_viewer.model import load_model
 from tflite_viewer.targets import gpu
-from tflite_viewer.targets.facts import ModelFacts
+from tflite_viewer.delegation.facts import ModelFacts
 from tflite_viewer.targets.gpu_checks import Signature, Spec, compatibility
 
 F = "FLOAT32"

@@ -12,7 +12,7 @@ from tests.targets import cases
 from tflite_viewer.edit.runtime_version import runtime_less, version_key
 from tflite_viewer.model import load_model
 from tflite_viewer.targets import analyze, litert as litert_target
-from tflite_viewer.targets.facts import ModelFacts
+from tflite_viewer.delegation.facts import ModelFacts
 
 MODELS = Path(__file__).resolve().parents[1] / "data" / "models"
 ALL = sorted(MODELS.glob("*.tflite")) + sorted(MODELS.parent.glob("signal/*.tflite")) + sorted(

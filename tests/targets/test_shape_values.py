@@ -25,7 +25,7 @@ from tests.targets.oracles import (litert_outputs, micro_inputs, tflm_run_isolat
                                    tflm_run_many)
 from tflite_viewer.model import load_model
 from tflite_viewer.targets import analyze
-from tflite_viewer.targets.facts import ModelFacts
+from tflite_viewer.delegation.facts import ModelFacts
 from tflite_viewer.targets.shape_values import ShapeValues
 from tflite_viewer.targets.tflm import SILENT
 

@@ -13,7 +13,7 @@ from benchmarks.bench_targets import with_tanh
 from benchmarks.synthetic_models import residual_model
 from tflite_viewer.model import load_model
 from tflite_viewer.targets import analyze
-from tflite_viewer.targets.facts import ModelFacts
+from tflite_viewer.delegation.facts import ModelFacts
 
 MODELS = Path(__file__).resolve().parents[1] / "data" / "models"
 CORPUS = sorted(MODELS.glob("*.tflite"))

@@ -17,7 +17,7 @@ from tests.targets.oracles import (litert_outputs, micro_inputs, outputs_close,
                                    tflm_run_isolated, tflm_run_many)
 from tflite_viewer.model import load_model
 from tflite_viewer.targets import tflm
-from tflite_viewer.targets.facts import ModelFacts
+from tflite_viewer.delegation.facts import ModelFacts
 from tflite_viewer.targets.tflm import SILENT, first_failure
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -18,7 +18,7 @@ from tests.targets import cases
 from tests.targets.oracles import xnnpack_partitions
 from tflite_viewer.model import load_model
 from tflite_viewer.targets import xnnpack
-from tflite_viewer.targets.facts import ModelFacts
+from tflite_viewer.delegation.facts import ModelFacts
 
 MODELS = Path(__file__).resolve().parents[1] / "data" / "models"
 # LiteRT cannot be the oracle for these: it crashes (heap corruption) on the first and

@@ -3,11 +3,12 @@ every tensor, cross-check against LiteRT.
 
     tflite-viewer run MODEL [--inputs IN.npz] [--seed N] [--signature KEY]
                             [--dump-all OUT.npz] [--compare-litert] [--rounding single|double]
-                            [--float-sums auto|reference|blas] [--kernels auto|reference|builtin]
+                            [--float-sums auto|reference|blas]
+                            [--kernels auto|reference|builtin|xnnpack]
                             [--tolerance REL] [--tolerance-units N]
                             [--compare-mode auto|end-to-end|isolated]
                             [--max-iterations N] [--timeout SECONDS] [--max-memory SIZE]
-                            [--json] [-o OUT.json]
+                            [--progress] [--json] [-o OUT.json]
 
 ``--rounding`` is passed to `Interpreter(model, rounding=...)`; without it the interpreter's
 default applies.  ``--float-sums`` is `Interpreter(model, float_sums=...)`: ``auto`` (the
@@ -15,8 +16,10 @@ default) takes BLAS products, and LiteRT's reference order for ``--compare-liter
 against its reference kernels (`tflite_viewer.interpreter.float_sums`).
 ``--kernels`` is `Interpreter(model, kernels=...)`: which of LiteRT's kernel sets the float
 ops whose two sets differ follow (`tflite_viewer.interpreter.kernel_sets`; ``auto``: the
-builtin kernels for an LLM export or blockwise weights, the reference kernels otherwise);
-the cross-check runs LiteRT with the same set.
+builtin kernels for an LLM export or blockwise weights, the reference kernels otherwise;
+``xnnpack``: what LiteRT runs by default, the ops its XNNPACK delegate takes as XNNPACK
+computes them); the cross-check runs LiteRT with the same set (for ``xnnpack``, its
+default interpreter, whose XNNPACK partitions keep their inner tensors to themselves).
 
 * ``--inputs IN.npz``: arrays keyed by input tensor name, signature input name (with
   ``--signature``) or ``s{subgraph}_t{tensor}``; inputs it does not give are seeded from
@@ -37,6 +40,10 @@ the cross-check runs LiteRT with the same set.
   own computation departs and the first whose end-to-end value leaves the tolerance
   (`tflite_viewer.interpreter.departures`); exit 1 when one is outside the tolerance
   (``--compare-mode`` says which error decides).
+* Progress: on a terminal (stderr a TTY) the run's progress is one line on stderr,
+  rewritten as it goes (``[ops done/ops of the plan] the op running, the time left``),
+  unless stdout carries a JSON document (``--json``, ``-o -``); ``--progress`` asks for
+  it anyway, as lines at every tenth when stderr is not a terminal (`ProgressPrinter`).
 * The top-k of an output is printed only for a classifier's output (labels for it in the
   model's metadata, or a SOFTMAX / LOG_SOFTMAX output, or a tensor named logits), and the
   line says which (`tflite_viewer.interpreter.outputs.classifier_reason`).
@@ -58,8 +65,9 @@ import numpy as np
 from ..interpreter.outputs import (classifier_reason, finite_stats, top_k, top_k_lines,
                                    value_summary)
 from ..model.errors import TFLiteViewerError
-from .common import (EXIT_CHECK_FAILED, CommandError, add_model_argument, add_seed_option,
-                     input_file, load_model_arg, one_line, subcommand_parser)
+from .common import (EXIT_CHECK_FAILED, CommandError, ProgressPrinter, add_model_argument,
+                     add_seed_option, input_file, load_model_arg, one_line,
+                     subcommand_parser)
 from .output import Output, add_json_option, add_output_option, write_file
 from . import run_generate
 
@@ -81,8 +89,9 @@ DESCRIPTION = ("Run a model in the interpreter on your inputs (an .npz) or on se
                "each step fed the argmax of the last; it prints the K generated ids and "
                "with --json what it fed every input. --bos puts a beginning-of-sequence id "
                "first, --logits writes the decode logits. With --compare-litert the same "
-               "loop runs on LiteRT's builtin kernels and the ids are compared (exit 1 when "
-               "they differ).")
+               "loop runs on LiteRT's builtin kernels (with --kernels xnnpack, on LiteRT's "
+               "default path: its XNNPACK delegate, as LiteRT-LM computes on a CPU) and the "
+               "ids are compared (exit 1 when they differ).")
 # shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
 EXAMPLES = [
     "tflite-viewer run mobilenet_v2_float.tflite",
@@ -117,13 +126,16 @@ def add_parser(subparsers) -> None:
                         "product: several times faster, a rounding or so off per "
                         "output, as LiteRT's default XNNPACK path is) or auto (the "
                         "default: blas, and reference for --compare-litert)")
-    p.add_argument("--kernels", choices=("auto", "reference", "builtin"), default="auto",
-                   help="which of LiteRT's kernel sets the float ops whose two sets differ "
+    p.add_argument("--kernels", choices=("auto", "reference", "builtin", "xnnpack"),
+                   default="auto",
+                   help="which of LiteRT's kernel sets the float ops whose sets differ "
                         "(LOGISTIC, TANH, SOFTMAX, MEAN, SUM, FULLY_CONNECTED) follow, to the "
                         "bit: reference (BUILTIN_REF), builtin (its optimized kernels, no "
-                        "delegate) or auto (builtin for an LLM export or blockwise weights, "
-                        "reference otherwise; the default); --compare-litert runs LiteRT "
-                        "with the same set")
+                        "delegate), xnnpack (LiteRT's default: the ops its XNNPACK delegate "
+                        "takes as XNNPACK computes them on an x86-64 AVX-512 CPU, the rest "
+                        "as builtin) or auto (builtin for an LLM export or blockwise "
+                        "weights, reference otherwise; the default); --compare-litert runs "
+                        "LiteRT with the same set")
     p.add_argument("--tolerance", type=float, default=None, metavar="REL",
                    help="largest relative error of a float tensor for --compare-litert "
                         "(default 1e-5)")
@@ -146,6 +158,11 @@ def add_parser(subparsers) -> None:
                    help="bytes the run may hold: its inputs, tensors and scratch together, "
                         "e.g. 512M or 8G (default: a quarter of physical memory, at most 4G, "
                         "within the address space ulimit -v leaves)")
+    p.add_argument("--progress", action="store_true",
+                   help="print the run's progress on stderr (ops done out of the plan, the "
+                        "op running, the time left) even when stderr is not a terminal or "
+                        "--json writes to stdout (default: on a terminal only, unless "
+                        "stdout carries JSON)")
     run_generate.add_options(p)
     add_json_option(p, "the run (inputs, outputs, top-k, cross-check; with --generate the "
                        "tokens, the loop and its calls)")
@@ -170,12 +187,33 @@ def _float_sums_said(taken: str, asked: str) -> str:
 def kernels_said(model, taken: str, asked: str) -> str:
     """``LiteRT's builtin kernels (auto: an LLM export ...)``: the kernel set a run follows,
     and why when ``auto`` chose it."""
-    from ..interpreter.kernel_sets import why_builtin
+    from ..interpreter.kernel_sets import XNNPACK, why_builtin
+    if taken == XNNPACK:
+        return "LiteRT's default path (XNNPACK's kernels where its delegate takes an op)"
     said = f"LiteRT's {taken} kernels"
     if asked == "auto":
         why = why_builtin(model)
         said += f" (auto: {why})" if why else " (auto)"
     return said
+
+
+def _xnnpack_said(interp, doc: dict) -> str:
+    """Under the xnnpack set: how many ops XNNPACK's partitions take, and those computed
+    here as LiteRT's builtin kernels (`xnnpack_kernels.unreproduced`); into ``doc`` too."""
+    from collections import Counter
+    from ..interpreter.xnnpack_kernels import unreproduced
+    taken = interp.xnnpack.partition_of
+    parts = len({p for ops in taken.values() for p in ops.values()})
+    count = sum(len(ops) for ops in taken.values())
+    left = unreproduced(interp)
+    doc["xnnpack"] = {"partitions": parts, "ops": count,
+                      "builtin_here": [{"subgraph": s, "op": k, "name": n} for s, k, n in left]}
+    names = Counter(n for _, _, n in left)
+    said = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in sorted(names.items()))
+    return (f"XNNPACK takes {count} op{'s' if count != 1 else ''} in {parts} "
+            f"partition{'s' if parts != 1 else ''}; "
+            + (f"computed here as LiteRT's builtin kernels (their bits may differ from "
+               f"XNNPACK's): {said}" if left else "every one computed as XNNPACK does"))
 
 
 def _budget():
@@ -308,6 +346,9 @@ def _main(args: argparse.Namespace) -> int:
 
     run_generate.check_usage(args)
     if args.generate is not None:
+        if args.progress:
+            raise CommandError("--progress goes with a single run, not --generate (its "
+                               "report lists every call)")
         return run_generate.main(args)
     out = Output(args, files={"--dump-all": args.dump_all})
     if args.tolerance is not None and not args.tolerance >= 0:
@@ -336,8 +377,16 @@ def _main(args: argparse.Namespace) -> int:
     arrays, generated = complete_inputs(model, given, args.seed, signature, max_bytes=max_bytes,
                                         reserved=run_reserve(interp.arena_bytes))
     specs = input_specs(model, signature)
+    printer = ProgressPrinter() if args.progress or (
+        sys.stderr.isatty() and not out.stdout_taken) else None
+    if printer is not None:
+        interp.set_progress(lambda p: printer(p.done, p.total, p.describe(printer.WIDTH)))
     t0 = time.perf_counter()
-    interp.invoke(arrays, signature=signature)  # by name: a signature has no order
+    try:
+        interp.invoke(arrays, signature=signature)  # by name: a signature has no order
+    finally:
+        if printer is not None:
+            printer.end()
     seconds = time.perf_counter() - t0
 
     sgi = specs[0].subgraph if specs else (
@@ -351,7 +400,10 @@ def _main(args: argparse.Namespace) -> int:
                  "inputs": [], "outputs": []}
     lines = [f"Model {args.model}: {where}, rounding {interp.rounding}, float sums "
              f"{_float_sums_said(interp.float_sums, args.float_sums)}, "
-             f"{kernels_said(model, interp.kernels, args.kernels)}", "Inputs:"]
+             f"{kernels_said(model, interp.kernels, args.kernels)}"]
+    if interp.xnnpack is not None:
+        lines.append(_xnnpack_said(interp, doc))
+    lines.append("Inputs:")
     for spec in specs:
         a = arrays[spec.name]
         dtype = model.subgraphs[spec.subgraph].tensors[spec.tensor].type_name

@@ -28,7 +28,7 @@ from ..edit.commands import (ReplaceTensorData, SetOption, SetQuantization, SetT
                              SplitFusedActivation)
 from ..edit.commands.activation import INTERNAL_ACTIVATION
 from ..edit.shape_commands import UpdateStoredShapes
-from .facts import ModelFacts, SubgraphFacts
+from ..delegation.facts import ModelFacts, SubgraphFacts
 from .verdict import RUNS, Fix, OpVerdict, TargetResult
 
 _RANK_LIMIT = {"xnnpack": 6, "gpu": 4}

@@ -23,10 +23,10 @@ refuse this delegate altogether; SPLIT and SPLIT_V are taken only where OpenCL i
 """
 from __future__ import annotations
 
-from .facts import ModelFacts, SubgraphFacts
+from ..delegation.facts import ModelFacts, SubgraphFacts
 from .gpu_checks import Signature, Spec, compatibility
-from .partition import Crossing
-from .partition import partition
+from ..delegation.partition import Crossing
+from ..delegation.partition import partition
 from .verdict import FALLS_BACK, RUNS, OpVerdict, Partition, TargetResult
 
 TITLE = "GPU delegate (LiteRT, default options)"

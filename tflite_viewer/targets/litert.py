@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from ..edit.runtime_version import runtime_for_op, runtime_less, version_key
 from ..interpreter.litert_builtins import LITERT_BUILTINS
-from .facts import ModelFacts
+from ..delegation.facts import ModelFacts
 from .verdict import REFUSED, RUNS, OpVerdict, TargetResult
 
 TITLE = "LiteRT CPU (builtin kernels)"

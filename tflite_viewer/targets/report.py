@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from ..model import Model
 from . import fixes, gpu, litert, tflm, xnnpack
-from .facts import ModelFacts
+from ..delegation.facts import ModelFacts
 from .verdict import RUNS, TargetResult
 
 TARGETS = ("litert", "xnnpack", "gpu", "tflm")

@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .facts import SubgraphFacts
+from ..delegation.facts import SubgraphFacts
 from .value_shapes import SHAPE_RULES, PartialShape, count, needs_values, slice_dims, strided_plan
 
 MAX_VALUES = 1024  # elements: shape arithmetic, not activations

@@ -18,7 +18,7 @@ The oracle: the ``tflite_micro`` Python interpreter (``Interpreter.from_file``, 
 from __future__ import annotations
 
 from ..model.errors import TFLiteViewerError
-from .facts import ModelFacts, SubgraphFacts
+from ..delegation.facts import ModelFacts, SubgraphFacts
 from .shape_values import ShapeValues
 from .tflm_kernels import CUSTOM_OPS, RULES
 from .value_shapes import VALUE_INPUTS, compare, needs_values

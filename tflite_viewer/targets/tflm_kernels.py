@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .facts import SubgraphFacts
+from ..delegation.facts import SubgraphFacts
 
 Rule = Callable[[SubgraphFacts, int], "str | None"]
 

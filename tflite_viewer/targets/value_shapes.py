@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .facts import SubgraphFacts
+    from ..delegation.facts import SubgraphFacts
     from .shape_values import ShapeValues
 
 PartialShape = tuple[int | None, ...] | None  # None: not even the rank is known

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .facts import SubgraphFacts
-from .xnnpack_types import Ctx, _normal
+from ..delegation.facts import SubgraphFacts
+from ..delegation.xnnpack_types import Ctx, _normal
 
 #: operators whose inputs other than these are parameters, not XNNPACK values
 _DEFINED_INPUTS = {

@@ -174,7 +174,8 @@ def _concat_check(ctx, node):
     if out.dtype == np.int16:
         for i in list(node.inputs) + list(node.outputs):
             t = ctx.tensors[i]
-            if i >= 0 and t.is_quantized_int and np.any(t.quantization.zero_point != 0):
+            if i >= 0 and t.is_quantized_int and t.quantization is not None \
+                    and np.any(t.quantization.zero_point != 0):
                 return (f"{node.name} v{node.version}: int16 tensor {t.index} ({t.name}) has "
                         f"zero point {int(t.quantization.zero_point[0])}; LiteRT's kernel "
                         "requires 0 (its Prepare fails on this model)")
@@ -423,12 +424,13 @@ def _pad_shape(ctx, node):
 
 def _pad_value(ctx, node):
     """PADV2's constant, else zero: for quantized tensors the output's zero point (what
-    LiteRT pads with, whatever the input's parameters)."""
+    LiteRT pads with, whatever the input's parameters: its per-tensor zero point, which
+    per-channel parameters leave at 0)."""
     if len(node.inputs) > 2 and node.inputs[2] >= 0:
         return ctx.value(node, 2).reshape(-1)[0]
     out = ctx.output(node, 0)
     q = out.quantization
-    if out.is_quantized_int and q is not None and q.zero_point.size:
+    if out.is_quantized_int and q is not None and q.zero_point.size == 1:
         return q.zero_point[0]
     return 0
 
@@ -499,8 +501,8 @@ define(Op.MIRROR_PAD, (1, 3), lambda ctx, node: mirror_pad(
 
 # -- TILE / BROADCAST_TO / FILL / *_LIKE -----------------------------------------------------
 def _check_alloc(ctx, node, shape, k=0):
-    ctx.interpreter._check_allocation(ctx, ctx.output(node, k), _prod(shape) *
-                                      (ctx.output(node, k).dtype.itemsize or 1), shape)
+    ctx.check_allocation(ctx.output(node, k),
+                         _prod(shape) * (ctx.output(node, k).dtype.itemsize or 1), shape)
 
 
 def _multipliers(rank: int, reps) -> list[int]:
