@@ -60,6 +60,37 @@ def test_average_pool_counts_only_valid_cells():
     assert pooling.max_pool2d(-x, 2, 2, 1, 1, "SAME").max() == -1  # padding never wins
 
 
+def _window_mean_from_zero(x: np.ndarray, y0: int, y1: int, x0: int, x1: int) -> np.ndarray:
+    """The reference kernel's float average of one window, per channel: ``total = 0.f``,
+    then each tap added in memory order, divided by the tap count, in float32."""
+    total = np.zeros(x.shape[3], F32)
+    for y in range(y0, y1):
+        for xx in range(x0, x1):
+            total = (total + x[0, y, xx]).astype(F32)
+    return (total / F32((y1 - y0) * (x1 - x0))).astype(F32)
+
+
+@pytest.mark.parametrize("shape", [(1, 7, 7, 9), (1, 3, 5, 2), (1, 1, 1, 3)])
+def test_average_pool_sums_from_zero_in_order(shape):
+    """A global pool (one window over the image, summed in one ordered reduction) and a
+    windowed one add each window's taps one by one from +0: a channel of -0 averages to
+    +0, and values of mixed magnitude give the sequential sum's bits."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(shape) * rng.choice([1e-4, 1.0, 1e4], shape)).astype(F32)
+    x[..., 0] = -0.0
+    h, w = shape[1:3]
+    whole = pooling.average_pool2d(x, h, w)
+    assert whole.shape == (1, 1, 1, shape[3])
+    np.testing.assert_array_equal(whole.reshape(-1).view(np.int32),
+                                  _window_mean_from_zero(x, 0, h, 0, w).view(np.int32))
+    assert np.signbit(whole[..., 0]).sum() == 0
+    if h > 1:
+        rows = pooling.average_pool2d(x, 2, w, 1, 1, "VALID")
+        for y in range(h - 1):
+            np.testing.assert_array_equal(rows[0, y, 0].view(np.int32),
+                                          _window_mean_from_zero(x, y, y + 2, 0, w).view(np.int32))
+
+
 def test_floor_mod_and_div_signs():
     a = np.array([7, -7, 7, -7], np.int32)
     b = np.array([3, 3, -3, -3], np.int32)
@@ -139,8 +170,7 @@ def test_python_custom_kernel_class():
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_float_activations_keep_the_literal_formulas_bits(dtype):
     """The fused activations (0-d bounds of the input's dtype, the clamp in place) and
-    LOGISTIC (one array, in place) give the bits of their literal formulas with Python
-    scalars, signed zeros, infinities and NaNs included (float32 LOGISTIC: the reference
+    LOGISTIC (one array, in place) give the bits of their literal C formulas, signed zeros, infinities and NaNs included (float32 LOGISTIC: the reference
     kernel's form, C's expf being the double exp rounded to float32 away from rounding
     midpoints, which these 185 values are not near)."""
     from tflite_viewer.interpreter.kernels.activations import logistic
@@ -154,7 +184,10 @@ def test_float_activations_keep_the_literal_formulas_bits(dtype):
     with np.errstate(all="ignore"):
         for act, lo, hi in (("RELU", 0.0, None), ("RELU6", 0.0, 6.0),
                             ("RELU_N1_TO_1", -1.0, 1.0)):
-            want = np.maximum(x, lo) if hi is None else np.minimum(np.maximum(x, lo), hi)
+            # C's std::min(std::max(x, lo), hi): std::max(a, b) is (a < b) ? b : a, so a
+            # -0 input stays -0 (np.maximum(-0.0, 0.0) gives +0), and NaN stays NaN
+            low = np.where(x < dtype(lo), dtype(lo), x)
+            want = low if hi is None else np.where(dtype(hi) < low, dtype(hi), low)
             got = common.apply_activation(x.copy(), act)
             assert got.dtype == want.dtype
             np.testing.assert_array_equal(bits(got), bits(want))

@@ -37,6 +37,7 @@ import ctypes
 import ctypes.util
 import math
 from functools import lru_cache
+from typing import Callable
 
 import numpy as np
 
@@ -93,7 +94,7 @@ def _near_midpoint(wide: np.ndarray, band, edges: bool = True) -> np.ndarray:
         near |= (magnitude >= _HUGE_BITS)
         np.subtract(magnitude, 1, out=magnitude)
         near |= magnitude.view(np.uint64) < _SUBNORMAL_BITS
-    return np.flatnonzero(near)
+    return near.nonzero()[0]  # (np.flatnonzero's wrappers cost more than the search)
 
 
 def _fix(out: np.ndarray, idx: np.ndarray, name: str, *args: np.ndarray) -> np.ndarray:
@@ -122,10 +123,19 @@ def expf(x: np.ndarray) -> np.ndarray:
     return _expf(flat).reshape(x.shape)
 
 
+#: float32's smallest normal value and its largest, as Python floats
+_TINY = float(np.finfo(F32).tiny)
+_HUGE = float(np.finfo(F32).max)
+
+
 def _expf(flat: np.ndarray, edges: bool = True) -> np.ndarray:
     """expf of a 1-D float32 array; ``edges=False`` when no result can be subnormal or
-    infinite (arguments within [-87, 88])."""
+    infinite (arguments within [-87, 88]).  Otherwise the edges are looked for element
+    by element only when the smallest and largest results say one may be there (exp is
+    never negative; a NaN or a zero makes the look too)."""
     wide = np.exp(flat, dtype=F64)  # (the float32 arguments widened exactly)
+    if edges and wide.size:
+        edges = not (np.minimum.reduce(wide) >= _TINY and np.maximum.reduce(wide) < _HUGE)
     return _fix(wide.astype(F32), _near_midpoint(wide, _EXP_BAND, edges), "expf", flat)
 
 
@@ -195,20 +205,32 @@ def logistic(x: np.ndarray) -> np.ndarray:
     between the cut-offs, ``expf(x)`` below -9 and 1 above 16.619047164916992188."""
     x = np.asarray(x)
     flat = x.reshape(-1)
-    # -x at most 9: the elements below the lower cut-off are replaced below, and exp of
-    # the rest cannot overflow; where -x is below -87 (a subnormal exp) x is above the
-    # upper cut-off and replaced too, so only the rounding midpoints need a look
-    arg = np.negative(flat)
-    np.minimum(arg, _NINE, out=arg)
-    out = _expf(arg, edges=False)
+    # (fmin/fmax: a NaN element must not hide the others)
+    low = bool(flat.size) and np.fmin.reduce(flat) < LOGISTIC_LOWER
+    # min(-x, 9), widened (only where an element is below the lower cut-off, whose result
+    # is replaced below): exp of the rest cannot overflow; where -x is below -87 (a
+    # subnormal exp) x is above the upper cut-off and replaced too, so only the rounding
+    # midpoints need a look.  (The argument negated and bounded in float64 is the float32
+    # one widened: both steps are exact; `_expf` of the float32 argument takes the same
+    # exp of the same double.)
+    wide = np.negative(flat, dtype=F64)
+    if low:
+        np.minimum(wide, 9.0, out=wide)
+    np.exp(wide, out=wide)
+    out = wide.astype(F32)
+    near = _near_midpoint(wide, _EXP_BAND, False)
+    if near.size:
+        lib = _libm()
+        if lib is not None:  # C's expf of min(-x, 9) (Python's min keeps a NaN, as numpy's)
+            fn = lib["expf"]
+            out[near] = [fn(min(v, 9.0)) for v in np.negative(flat[near]).tolist()]
     np.add(_ONE, out, out=out)
     np.divide(_ONE, out, out=out)
-    if flat.size:  # (fmin/fmax: a NaN element must not hide the others)
-        if np.fmin.reduce(flat) < LOGISTIC_LOWER:
-            low = flat < LOGISTIC_LOWER
-            out[low] = _expf(flat[low])
-        if np.fmax.reduce(flat) > LOGISTIC_UPPER:
-            out[flat > LOGISTIC_UPPER] = _ONE
+    if low:
+        below = flat < LOGISTIC_LOWER
+        out[below] = _expf(flat[below])
+    if flat.size and np.fmax.reduce(flat) > LOGISTIC_UPPER:
+        out[flat > LOGISTIC_UPPER] = _ONE
     return out.reshape(x.shape)
 
 
@@ -363,22 +385,45 @@ def ordered_sum(x: np.ndarray, axes: tuple[int, ...], keepdims: bool = False,
     """The float32 sum of ``x`` over ``axes``, each output adding its elements one at a
     time in memory order: as reference_ops::Mean and ReduceGeneric do (from +0, their
     zeroed accumulators) or, with ``from_first``, as the builtin kernels' optimized_ops
-    Reduce does (its first element, then the others).
+    Reduce does (its first element, then the others): `ordered_sum_plan` of x's shape."""
+    x = np.asarray(x, F32)
+    return ordered_sum_plan(x.shape, axes, keepdims, from_first)(x)
+
+
+def ordered_sum_plan(shape: tuple[int, ...], axes, keepdims: bool = False,
+                     from_first: bool = False) -> Callable[[np.ndarray], np.ndarray]:
+    """`ordered_sum` of float32 arrays of ``shape`` as a function of the array alone, the
+    axes and the way of adding worked out once (a bound MEAN's whole call is then two or
+    three numpy calls).
 
     The kept axes are moved first and the reduced ones last, flattened to [N, K], and
     `last_of_sums` adds each row in order (the reduced indices in C order are the
     elements' memory order)."""
-    x = np.asarray(x, F32)
-    axes = tuple(sorted(a % x.ndim for a in axes)) if x.ndim else ()
-    kept = [a for a in range(x.ndim) if a not in axes]
-    out_shape = tuple(1 if a in axes else d for a, d in enumerate(x.shape)) if keepdims \
-        else tuple(x.shape[a] for a in kept)
-    k = math.prod(x.shape[a] for a in axes)
-    n = math.prod(x.shape[a] for a in kept)
+    ndim = len(shape)
+    axes = tuple(sorted(a % ndim for a in axes)) if ndim else ()
+    kept = [a for a in range(ndim) if a not in axes]
+    out_shape = tuple(1 if a in axes else d for a, d in enumerate(shape)) if keepdims \
+        else tuple(shape[a] for a in kept)
+    k = math.prod(shape[a] for a in axes)
+    n = math.prod(shape[a] for a in kept)
     if k == 0 or n == 0:
-        return np.zeros(out_shape, F32)
-    rows = x if kept == list(range(len(kept))) else np.transpose(x, kept + list(axes))
-    total = last_of_sums(rows.reshape(n, k), axis=1)
-    if not from_first:
-        total += _ZERO
-    return total.reshape(out_shape)
+        return lambda x: np.zeros(out_shape, F32)
+    if n >= 2 and n == math.prod(shape[axes[-1] + 1:]) \
+            and axes == tuple(range(axes[0], axes[-1] + 1)):
+        # the reduced axes lead, one block, the kept ones after: x is [K, N] as it lies,
+        # whose rows add.reduce adds in order (`last_of_sums` without its copy)
+        def total(x: np.ndarray) -> np.ndarray:
+            return np.add.reduce(x.reshape(k, n), axis=0)
+    else:
+        order = None if kept == list(range(len(kept))) else kept + list(axes)
+
+        def total(x: np.ndarray) -> np.ndarray:
+            rows = x if order is None else np.transpose(x, order)
+            return last_of_sums(rows.reshape(n, k), axis=1)
+
+    def run(x: np.ndarray) -> np.ndarray:
+        out = total(x)
+        if not from_first:
+            out += _ZERO
+        return out.reshape(out_shape)
+    return run

@@ -21,10 +21,11 @@ from typing import Literal
 
 import numpy as np
 
-try:  # the clip ufunc itself: np.clip's Python wrapper costs four times as much
-    from numpy._core.umath import clip as _clip_ufunc
+try:  # the clip ufunc itself: np.clip's Python wrapper costs four times as much (the
+    # float kernels' clamps take it too: kernels/common.py)
+    from numpy._core.umath import clip as clip_ufunc
 except ImportError:  # numpy < 2
-    from numpy.core.umath import clip as _clip_ufunc  # type: ignore[no-redef]
+    from numpy.core.umath import clip as clip_ufunc  # type: ignore[no-redef]
 
 Rounding = Literal["single", "double"]
 ROUNDINGS: tuple[str, ...] = ("single", "double")
@@ -36,7 +37,7 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 def clip_into(x: np.ndarray, lo, hi) -> np.ndarray:
     """``np.clip(x, lo, hi, out=x)`` through the clip ufunc (a quarter of np.clip's cost on
     the small arrays of the integer kernels); ``lo``/``hi`` must fit x's dtype."""
-    return _clip_ufunc(x, lo, hi, out=x)
+    return clip_ufunc(x, lo, hi, out=x)
 
 
 def check_rounding(rounding: str) -> Rounding:
@@ -345,6 +346,22 @@ class Requantizer:
         return out.astype(self.dtype).reshape(self.shape)
 
 
+def _clamped_channels(m: np.ndarray, s: np.ndarray, b: np.ndarray, bound: int, zp: int,
+                      qmin: int, qmax: int, rounding: Rounding) -> np.ndarray | None:
+    """Per channel, the output every accumulator within +-``bound`` gives after the bias
+    ``b`` (int32 sums already checked not to wrap), where the requantized ends of that
+    range both reach the same clamp (a bias far outside what the sums can reach, as
+    efficientnet_lite0's dead channels carry, 2^30): qmin or qmax, NaN elsewhere; None
+    when no channel is held.  The requantization is monotonic in the accumulator (each
+    rounding step is), so both ends past a clamp hold every value between."""
+    ends = np.stack([b - bound, b + bound])
+    out = multiply_by_quantized_multiplier(ends, m, s, rounding) + zp
+    high, low = (out >= qmax).all(axis=0), (out <= qmin).all(axis=0)
+    if not (high.any() or low.any()):
+        return None
+    return np.where(high, float(qmax), np.where(low, float(qmin), np.nan))
+
+
 class FloatRequantizer:
     """`Requantizer`'s integers for float accumulators, computed in float64.
 
@@ -415,13 +432,17 @@ class FloatRequantizer:
         double = rounding == "double"
         if double and ((s > 0) & ((x << np.maximum(s, 0)) > INT32_MAX)).any():
             return None  # the left shift would wrap int32
+        fixed = _clamped_channels(m, s, b, bound, zp, int(qmin), int(qmax), rounding)
+        held = np.zeros(n, bool) if fixed is None else ~np.isnan(fixed)
+        # (held channels take no part in the sums below: y is their clamp's end)
+        m = np.where(held, 0, m)
         nudged = double & (s < 0)  # 2^(shift-1) in u's, where double rounding nudges
         exact = x * np.abs(m) + np.where(nudged, 1 << 30, 0) + (np.int64(1) << (30 - s))
-        if (exact > 1 << 53).any():
+        if (np.where(held, 0, exact) > 1 << 53).any():
             return None
         room = (1 << 53) - exact  # the zero point folds into the constant if it fits
         fold_zp = zp == 0 or (abs(zp) < 1 << 53 and bool(
-            (abs(zp) <= room >> (31 - s)).all()))
+            (held | (abs(zp) <= room >> (31 - s))).all()))
         t_mult = np.ldexp(m.astype(np.float64), s - 31)
         t_bias = np.ldexp((b * m).astype(np.float64), s - 31)
         t_half = np.where(nudged, np.ldexp(1.0, s - 1), 0.0)
@@ -429,16 +450,19 @@ class FloatRequantizer:
 
         def tile(values: np.ndarray):
             return np.tile(values, k) if n > 1 else np.float64(values[0])
-        const = 0.5 + zp if fold_zp else 0.5
+        zp_after = 0 if fold_zp else zp
+        const = np.full(n, 0.5 + zp if fold_zp else 0.5)
+        if held.any():  # y is the clamp's end itself (t_mult is 0 there)
+            t_bias[held], t_half[held], const[held] = 0.0, 0.0, fixed[held] - zp_after
         signed = bool(nudged.any()) and qmin < zp
         if signed:
             return cls(tile(t_mult), tile(t_bias) if bias is not None else None,
-                       tile(t_half), np.float64(const), 0 if fold_zp else zp, int(qmin),
-                       int(qmax), dtype, shape, rows)
+                       tile(t_half), tile(const), zp_after, int(qmin), int(qmax), dtype,
+                       shape, rows)
         # every partial sum below is a multiple of u under the bound checked: exact
         folded = t_bias + t_half + const
-        return cls(tile(t_mult), None, None, tile(folded), 0 if fold_zp else zp, int(qmin),
-                   int(qmax), dtype, shape, rows)
+        return cls(tile(t_mult), None, None, tile(folded), zp_after, int(qmin), int(qmax),
+                   dtype, shape, rows)
 
     def __call__(self, acc: np.ndarray) -> np.ndarray:
         """The tail of ``acc``: of the prepared shape, or a batch of such accumulators
@@ -459,5 +483,5 @@ class FloatRequantizer:
         np.floor(y, out=y)
         if self.zp_after:
             y += self.zp_after
-        _clip_ufunc(y, self.qmin, self.qmax, out=y)
+        clip_ufunc(y, self.qmin, self.qmax, out=y)
         return y.astype(self.dtype).reshape(shape)

@@ -11,6 +11,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
+try:  # einsum's C core: np.einsum's Python layers (a dispatcher and the optimize option
+    # it is not given) cost about a microsecond a call, a tenth of a small depthwise layer
+    from numpy._core.multiarray import c_einsum
+except ImportError:  # numpy < 2
+    from numpy.core.multiarray import c_einsum  # type: ignore[no-redef]
+
 from .. import quant_math as qm
 from ..padding import compute_out_size, compute_padding, window_geometry  # noqa: F401
 from ..quant_math import (Rounding, check_rounding, dtype_range, saturate_cast,  # noqa: F401

@@ -17,9 +17,10 @@ import numpy as np
 
 from .. import quant_math as qm
 from .common import (FLOAT32_EXACT, FLOAT64_EXACT, Options, Rounding, Window, activation_of,
-                     check_rounding, dtype_range, exact_matmul, fused_activation_range, im2col,
-                     int_matmul, pad_for_window, padded_shape, patches, qparams, window,
+                     c_einsum, check_rounding, dtype_range, exact_matmul, fused_activation_range,
+                     im2col, int_matmul, pad_for_window, padded_shape, patches, qparams, window,
                      wrap32)
+from .phases import WidthPhases, phases_apply
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,10 @@ class ConvPlan:
     #: depthwise: (pad value, the padded float input of the last call, its border filled)
     padded: tuple = (None, None)
     _tail: tuple = (None, None, None)  # (filter matrix, bias, FloatRequantizer | None)
+    #: depthwise of width stride 2 and few channels: its input read by even and odd
+    #: columns (`phases.WidthPhases`), and (ftaps, ftaps laid per phase)
+    phases: WidthPhases | None = None
+    laid: tuple = (None, None)
 
     @property
     def taps(self) -> int:
@@ -190,15 +195,17 @@ class ConvPlan:
         if cached_fmat is fmat and cached_bias is bias:
             return tail
         tail = None
-        if not p.is_int16 and self.bound < 2.0 ** 31:
+        # every sum is at most max|x| * (the largest column sum of |filter|): this
+        # filter's own bound, which real filters keep well under max|f| * taps (the plan's)
+        weight = float(np.abs(fmat).sum(axis=0, dtype=np.float64).max(initial=0.0))
+        if not p.is_int16 and float(self.in_bound) * weight < 2.0 ** 31:
             folded = fmat.sum(axis=0, dtype=np.float64).astype(np.int64) * p.input_offset
             if bias is not None:
                 folded = folded + bias.astype(np.int64).reshape(-1)
             rounding = "double" if depthwise and p.is_uint8 else p.rounding  # see _requantize
             tail = qm.FloatRequantizer.build(
                 p.multiplier, p.shift, p.output_offset, p.act_min, p.act_max, p.input_dtype,
-                self.out_shape, rounding, float(self.raw_bound) * self.f_bound * self.taps,
-                folded)
+                self.out_shape, rounding, float(self.raw_bound) * weight, folded)
         self._tail = (fmat, bias, tail)
         return tail
 
@@ -221,6 +228,10 @@ def plan_conv(input_shape, input_dtype, filter_shape, filter_dtype, options: Opt
                     depth)
     if depthwise:
         plan.ftype = depthwise_dtype(input_dtype, filter_dtype, p, kh * kw)
+        if in_ch > 1 and phases_apply(plan.input_shape, (sh, sw), (dh, dw), out_ch // in_ch):
+            plan.phases = WidthPhases(plan.input_shape, win,
+                                      padded_shape(plan.input_shape, win, kh, kw, sh, sw, dh, dw),
+                                      (kh, kw), sh, dh)
     return plan
 
 
@@ -394,6 +405,12 @@ def _depthwise_sums(x: np.ndarray, ftaps: np.ndarray, plan: ConvPlan, pad_value:
     plan's float type) times ftaps, as [B, OH, OW, C*M] floats (|x| <= ``x_bound``)."""
     win, kh, kw = plan.win, plan.kh, plan.kw
     sh, sw, dh, dw = plan.sh, plan.sw, plan.dh, plan.dw
+    if plan.phases is not None:  # (exact sums: the phases' order gives the same integers)
+        source, laid = plan.laid
+        if source is not ftaps:
+            laid = plan.phases.lay(ftaps.reshape(kh, kw, -1))
+            plan.laid = (ftaps, laid)
+        return plan.phases.sums(plan.phases.split(x, plan.ftype, pad_value), laid)
     xp = _padded_input(x, plan, pad_value)
     b, in_ch, out_ch = x.shape[0], x.shape[3], ftaps.shape[1]
     if in_ch == 1:
@@ -474,7 +491,7 @@ def depthwise_taps(xp: np.ndarray, ftaps: np.ndarray, win: Window, kh: int, kw: 
     if tiled is None:
         tiled = np.tile(ftaps, (1, win.out_w))
     view = _tap_view(xp, win, kh, kw, sh, sw, dh, dw)
-    acc = np.einsum("yxbhr,yxr->bhr", view, tiled.reshape(kh, kw, -1))
+    acc = c_einsum("yxbhr,yxr->bhr", view, tiled.reshape(kh, kw, -1))
     return acc.reshape(b, win.out_h, win.out_w, c)
 
 

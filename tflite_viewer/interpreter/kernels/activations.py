@@ -2,14 +2,17 @@
 TANH, GELU, ELU, SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import eigen_float
-from ..float32 import expf, logistic as float32_logistic, ordered_sum
+from ..float32 import expf, last_of_sums, logistic as float32_logistic
 from ..integer import l2norm as int_l2norm, lut, softmax as int_softmax
 from ..kernel_sets import builtin
 from ..registration import check_types
 from .common import (FLOAT_WEIGHT, QUANTIZED, BuiltinOperator as Op, bind_arrays, bind_elementwise,
+                     clip_ufunc,
                      broadcast_shape, declare, define, option, rounding, same_shape, tensor_qparams)
 
 
@@ -19,11 +22,17 @@ def clip_float(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
     third of the time of np.maximum or of np.clip with Python numbers."""
     if x.dtype.kind != "f":
         return np.clip(x, lo, hi)
-    return np.clip(x, np.asarray(lo, x.dtype), np.asarray(hi, x.dtype))
+    return clip_ufunc(x, np.asarray(lo, x.dtype), np.asarray(hi, x.dtype))
 
 
 def _clip(lo, hi):
     return lambda ctx, node: clip_float(ctx.value(node, 0), lo, hi)
+
+
+def _bound_clip(lo, hi):
+    """The float32 RELU family bound: its bounds as float32 arrays made once."""
+    low, high = np.asarray(lo, np.float32), np.asarray(hi, np.float32)
+    return bind_elementwise(lambda x: clip_ufunc(x, low, high), float_only=True)
 
 
 def _io(ctx, node):
@@ -38,14 +47,15 @@ def _relu_int(kind: str):
         ctx.value(node, 0), kind=kind, params=p))
 
 
-define(Op.RELU, (1, 3), _clip(0, np.inf), same_shape,
+define(Op.RELU, (1, 3), _clip(0, np.inf), same_shape, bind=_bound_clip(0, np.inf),
        types="float+uint8+int8+int16", **_relu_int("RELU"))
 define(Op.RELU6, (1, 3), _clip(0, 6), same_shape, types="float+uint8+int8+int16",
-       **_relu_int("RELU6"))
+       bind=_bound_clip(0, 6), **_relu_int("RELU6"))
 define(Op.RELU_N1_TO_1, (1, 1), _clip(-1, 1), same_shape, types="float+uint8+int8",
-       accepts=declare(scaled=("uint8", "int8")), **_relu_int("RELU_N1_TO_1"))
+       accepts=declare(scaled=("uint8", "int8")), bind=_bound_clip(-1, 1),
+       **_relu_int("RELU_N1_TO_1"))
 define(Op.RELU_0_TO_1, (1, 1), _clip(0, 1), same_shape, types="float+uint8+int8",
-       **_relu_int("RELU_0_TO_1"))
+       bind=_bound_clip(0, 1), **_relu_int("RELU_0_TO_1"))
 
 
 def where_nonnegative(x: np.ndarray, scaled: np.ndarray) -> np.ndarray:
@@ -66,8 +76,86 @@ def where_nonnegative(x: np.ndarray, scaled: np.ndarray) -> np.ndarray:
     return scaled
 
 
+#: an alpha repeated over the whole input (`ScaledSelect`) is kept up to this size
+_ALPHA_KEEP_BYTES = 1 << 21
+
+
+class ScaledSelect:
+    """``x if x >= 0 else x * alpha`` (PRELU, LEAKY_RELU) for inputs of one shape and one
+    alpha, bit for bit, in two to four whole-array passes where `where_nonnegative` takes
+    seven.
+
+    With kappa = 1 where alpha <= 1 and -1 where alpha > 1, the select is
+    ``kappa * max(kappa * x, (kappa * alpha) * x)``: for alpha <= 1 the larger of x and
+    alpha*x is x when x > 0 and alpha*x when x < 0, for alpha > 1 the smaller is, and
+    multiplying by -1 is exact (it commutes with rounding), as is taking the larger of two
+    floats.  numpy's maximum propagates a NaN x, whose product is that NaN.  Two values
+    tie only where x is +-0 (alpha*x then a zero of either sign; alpha = 1 ties x with
+    itself), and an input of +-0 is its own result: those elements are copied from x
+    when an alpha is negative (a positive alpha's zero product is x's zero itself).  An
+    alpha of 0 or not finite makes a product NaN where x is not (0 * inf): `usable` is
+    False and the caller selects by `where_nonnegative`."""
+
+    def __init__(self, alpha: np.ndarray, shape: tuple[int, ...], dtype: np.dtype) -> None:
+        a = np.asarray(alpha, dtype)
+        self.usable = bool(a.size) and bool(np.isfinite(a).all()) and not (a == 0).any()
+        if not self.usable:
+            return
+        self.shape = tuple(shape)
+        big = a.dtype.itemsize * math.prod(self.shape) > _ALPHA_KEEP_BYTES
+        kappa = np.where(a > 1, a.dtype.type(-1), a.dtype.type(1))
+        #: max (kappa 1 throughout), min (-1 throughout; an alpha of 1 takes either), or
+        #: both kappas kept
+        self.mode = "max" if (a <= 1).all() else "min" if (a >= 1).all() else "mixed"
+
+        def laid(v: np.ndarray) -> np.ndarray:  # a small array repeated to the shape
+            if v.size == 1:
+                return v.reshape(()).copy()
+            return v if big else np.ascontiguousarray(np.broadcast_to(v, self.shape))
+        self.alpha = laid(a if self.mode != "mixed" else kappa * a)
+        self.kappa = laid(kappa) if self.mode == "mixed" else None
+        self.zeros = bool((a < 0).any())
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        out = np.multiply(x, self.alpha)
+        if self.mode == "max":
+            np.maximum(x, out, out=out)
+        elif self.mode == "min":
+            np.minimum(x, out, out=out)
+        else:
+            np.maximum(np.multiply(x, self.kappa), out, out=out)
+            np.multiply(out, self.kappa, out=out)
+        if self.zeros:
+            zero = np.equal(x, 0).reshape(-1)
+            if zero.any():
+                at = zero.nonzero()[0]
+                out.reshape(-1)[at] = x.reshape(-1)[at]
+        return out
+
+
+def _select_scaled(x: np.ndarray, alpha) -> np.ndarray:
+    """``np.where(x >= 0, x, x * alpha)``'s bits for a float ``x`` and an alpha that
+    broadcasts to x's shape: `ScaledSelect` where it applies, else `where_nonnegative`."""
+    a = np.asarray(alpha, x.dtype) if x.dtype.kind == "f" else None
+    if a is not None and np.broadcast_shapes(x.shape, a.shape) == x.shape:
+        select = ScaledSelect(a, x.shape, x.dtype)
+        if select.usable:
+            return select(x)
+    return where_nonnegative(x, x * alpha)
+
+
 def leaky_relu(x: np.ndarray, alpha: float) -> np.ndarray:
-    return where_nonnegative(x, x * np.asarray(alpha, dtype=x.dtype))
+    return _select_scaled(x, np.asarray(alpha, dtype=x.dtype))
+
+
+def _bound_leaky(ctx, node):
+    """LEAKY_RELU of a float32 input: its `ScaledSelect` made once."""
+    x = ctx.input(node, 0)
+    if x.dtype != np.float32:
+        return None
+    select = ScaledSelect(np.asarray(float(option(node, "alpha", 0.2)), x.dtype), x.shape,
+                          x.dtype)
+    return select if select.usable else None
 
 
 def _prepare_leaky(ctx, node):
@@ -79,21 +167,34 @@ def _prepare_leaky(ctx, node):
 define(Op.LEAKY_RELU, (1, 2),
        lambda ctx, node: leaky_relu(ctx.value(node, 0), float(option(node, "alpha", 0.2))),
        same_shape, types="float+uint8+int8+int16", int_prepare=_prepare_leaky,
-       int_compute=lambda ctx, node, p: lut.leaky_relu(ctx.value(node, 0), params=p))
+       int_compute=lambda ctx, node, p: lut.leaky_relu(ctx.value(node, 0), params=p),
+       bind=bind_arrays(_bound_leaky))
 
 
 def prelu(x: np.ndarray, alpha: np.ndarray) -> np.ndarray:
-    """x where x >= 0, else x * alpha.  An alpha per channel (MediaPipe's) multiplies
-    rows of W*C values by itself tiled along the row: numpy's loop then runs over the
-    row, not over C values at a time (a third of the time on [1, 96, 96, 16])."""
-    a = np.asarray(alpha)
-    c = x.shape[-1] if x.ndim >= 2 else 0
-    if c and a.size == c and a.shape[-1] == c and a.ndim <= x.ndim and a.dtype == x.dtype \
-            and x.flags.c_contiguous:
-        rows = x.reshape(-1, x.shape[-2] * c)
-        return where_nonnegative(rows, rows * np.tile(a.reshape(-1), x.shape[-2])
-                                 ).reshape(x.shape)
-    return where_nonnegative(x, x * alpha)
+    """x where x >= 0, else x * alpha (`ScaledSelect`, or `where_nonnegative`).  An alpha
+    per channel (MediaPipe's) is repeated over the whole input for both: numpy's loop
+    then runs over whole rows, not over C values at a time."""
+    if np.broadcast_shapes(x.shape, np.shape(alpha)) != x.shape:
+        return where_nonnegative(x, x * alpha)  # (alpha's shape widens x's: np.where's)
+    return _select_scaled(x, alpha)
+
+
+def _bound_prelu(ctx, node):
+    """PRELU of a float32 input of the prepared shape: its `ScaledSelect` made once per
+    alpha array (a constant, or DEQUANTIZE's kept output of one)."""
+    x, a = ctx.input(node, 0), ctx.input(node, 1)
+    if x.dtype != np.float32 or a.dtype != np.float32 \
+            or np.broadcast_shapes(x.shape, a.shape) != tuple(x.shape):
+        return None
+    kept: list = [None, None]
+
+    def run(data: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+        if kept[0] is not alpha:
+            kept[:] = [alpha, ScaledSelect(alpha, data.shape, data.dtype)]
+        select = kept[1]
+        return select(data) if select.usable else where_nonnegative(data, data * alpha)
+    return run
 
 
 def _prepare_prelu(ctx, node):
@@ -113,6 +214,7 @@ def _prelu_check(ctx, node):
 
 define(Op.PRELU, (1, 1), lambda ctx, node: prelu(ctx.value(node, 0), ctx.value(node, 1)),
        broadcast_shape, types="float+uint8+int8+int16", check=_prelu_check,
+       bind=bind_arrays(_bound_prelu),
        accepts=declare(kinds={"float": {1: FLOAT_WEIGHT},
                               "int8": {1: "INT8: per-tensor"}, "int16": {1: "INT8: per-tensor"},
                               "uint8": {1: "UINT8: per-tensor"}}),
@@ -239,7 +341,10 @@ def softmax(x: np.ndarray, beta: float = 1.0) -> np.ndarray:
             * np.asarray(beta, dtype=x.dtype)
         if x.dtype == np.float32:
             e = expf(shifted)
-            return e / ordered_sum(e, (x.ndim - 1,), keepdims=True)
+            # each row's sum from +0 is its sum from the first element: no exponential is
+            # negative, so no row can add up to -0
+            sums = last_of_sums(e.reshape(-1, e.shape[-1]), axis=1)
+            return e / sums.reshape(e.shape[:-1] + (1,))
         e = np.exp(shifted)
         return e / np.add.reduce(e, axis=-1, keepdims=True)
 
@@ -267,8 +372,30 @@ def _prepare_softmax(ctx, node):
 
 def _bound_softmax(ctx, node):
     beta = float(option(node, "beta", 1.0))
-    fn = _softmax_fn(ctx, ctx.input(node, 0).dtype)
+    x = ctx.input(node, 0)
+    fn = _softmax_fn(ctx, x.dtype)
+    if fn is softmax and x.dtype == np.float32 and x.shape and math.prod(x.shape):
+        return _softmax_plan(tuple(x.shape), beta)
     return lambda x: fn(x, beta)
+
+
+def _softmax_plan(shape: tuple[int, ...], beta: float):
+    """`softmax` of float32 arrays of ``shape`` (not empty) as a function of the array,
+    its per-call work done once: its rows' layout and beta (1 multiplies nothing: x * 1
+    is x, NaN's bits too).  A bound call runs inside the executor's IEEE errstate, so it
+    needs no errstate of its own (a with-block's entry cost more than the exponentials of
+    a ten-class softmax)."""
+    rows, n = math.prod(shape[:-1]), shape[-1]
+    scale = None if beta == 1.0 else np.asarray(beta, np.float32)
+
+    def run(x: np.ndarray) -> np.ndarray:
+        shifted = x - np.maximum.reduce(x, axis=-1, keepdims=True)
+        if scale is not None:
+            shifted *= scale
+        e = expf(shifted).reshape(rows, n)
+        # (each row's sum from +0 is its sum from the first element: see `softmax`)
+        return (e / last_of_sums(e, axis=1).reshape(rows, 1)).reshape(shape)
+    return run
 
 
 def _float_softmax(ctx, node):

@@ -10,6 +10,7 @@ import numpy as np
 from ...schema.schema_generated import BuiltinOperator  # noqa: F401  (re-exported for kernels)
 from ..errors import KernelError  # noqa: F401  (re-exported for kernels)
 from ..integer.common import QParams, qparams
+from ..quant_math import clip_ufunc  # noqa: F401  (re-exported for kernels)
 from ..node import Node
 from ..padding import compute_out_size, compute_padding, window_geometry  # noqa: F401
 from ..accepts import (ANYTHING, DEFAULT, FLOAT_WEIGHT, Accepts,  # noqa: F401
@@ -93,6 +94,17 @@ def clamp_activation(node: Node) -> str | None:
     return act if act in ACTIVATION_RANGES else None
 
 
+_INFINITIES: dict[np.dtype, np.ndarray] = {}
+
+
+def infinity(dtype: np.dtype) -> np.ndarray:
+    """+inf as a 0-d array of ``dtype``: the open upper bound of a RELU's clip."""
+    inf = _INFINITIES.get(dtype)
+    if inf is None:
+        inf = _INFINITIES[dtype] = np.asarray(np.inf, dtype)
+    return inf
+
+
 #: (activation, float dtype) -> its (low, high or None) bounds as 0-d arrays of that dtype:
 #: the same values as the Python floats (the dtype's own), which cost a ufunc half as much
 _FLOAT_BOUNDS: dict[tuple[str, np.dtype], tuple[np.ndarray, np.ndarray | None]] = {}
@@ -119,8 +131,8 @@ def apply_activation(x: np.ndarray, act: str | None) -> np.ndarray:
             lo, hi = ACTIVATION_RANGES[act]
             return np.clip(x, lo, hi if np.isfinite(hi) else None).astype(x.dtype)
         lo, hi = _float_bounds(act, x.dtype)
-        x = np.maximum(x, lo, out=x if x.flags.writeable else None)
-        return x if hi is None else np.minimum(x, hi, out=x)
+        return clip_ufunc(x, lo, infinity(x.dtype) if hi is None else hi,
+                          out=x if x.flags.writeable else None)
     if act == "TANH":
         return np.tanh(x)
     if act == "SIGN_BIT":
@@ -330,6 +342,7 @@ def bind_elementwise(fn, fused: bool = False, float_only: bool = False, out_bool
         if act is not None and dtype != np.float32:
             return None
         lo, hi = _float_bounds(act, dtype) if act is not None else (None, None)
+        top = infinity(dtype) if act is not None and hi is None else hi
         a = ins[0]
         sa = a.shape
         if len(ins) == 1:
@@ -352,9 +365,7 @@ def bind_elementwise(fn, fused: bool = False, float_only: bool = False, out_bool
             if type(out) is not np.ndarray:
                 out = np.asarray(out)
             if lo is not None:
-                out = np.maximum(out, lo, out=out if out.flags.writeable else None)
-                if hi is not None:
-                    np.minimum(out, hi, out=out)
+                out = clip_ufunc(out, lo, top, out=out if out.flags.writeable else None)
             o.data = out
         return run2
     return bind

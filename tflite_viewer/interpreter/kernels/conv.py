@@ -234,9 +234,13 @@ def bind_float(ctx, node, invoke, make_filter=None):
         reference = interp.reference_float_sums
         if make_filter is None:
             o.data = plan(data, filt, bias, bounds, reference, ctx.checkpoint)
-        else:
-            o.data = plan(data, cache.get(filt, make_filter), bias, bounds,
-                          product_for(reference, data, filt), ctx.checkpoint)
+            return
+        # (the kept filter matrix looked up here: a call less per node and invoke)
+        matrix = cache.value if cache.src is filt and cache.value is not None \
+            else cache.get(filt, make_filter)
+        o.data = plan(data, matrix, bias, bounds,
+                      product_for(reference, data, filt) if reference else None,
+                      ctx.checkpoint)
     return bound
 
 

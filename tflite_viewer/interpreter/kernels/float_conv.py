@@ -32,8 +32,10 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..float32 import ordered_matmul
-from ..integer.common import Window, padded_shape
+from ..integer.common import Window, c_einsum, padded_shape
 from ..integer.conv import PAD_KEEP_BYTES
+from ..integer.phases import WidthPhases, phases_apply
+from .common import clip_ufunc, infinity
 
 #: bytes of one block of patches (and of the products of TRANSPOSE_CONV): measured (CPU
 #: time) on mrz_seg's 3x3 convolutions of 160 and 192 channels and nmp's 3x39 of 8, 1 MiB
@@ -99,18 +101,46 @@ class PadBuffer:
         return buf
 
 
+#: a bias tiled over a block of output rows is kept up to this size: added as a whole
+#: array it takes a pass at memory speed, where numpy's broadcast of a bias of C values
+#: along the rows runs its loop C values at a time (4x on 16 channels)
+BIAS_KEEP_BYTES = 1 << 14
+
+
 def clamp(out: np.ndarray, bias: np.ndarray | None, bounds: tuple | None) -> None:
     """The bias added and the activation's bounds (low, high or None) applied in place.
 
     One np.clip, a fifth of the time of np.maximum then np.minimum (whose NaN handling is
     slower), and C's std::min(std::max(x, low), high) to the bit: -0 stays -0, as in
-    LiteRT (np.maximum(-0.0, 0.0) gives +0), and NaN stays NaN."""
+    LiteRT (np.maximum(-0.0, 0.0) gives +0), and NaN stays NaN.  ``bias`` broadcasts
+    against ``out`` (a bias per channel, or one tiled over the rows: `TiledBias`)."""
     if bias is not None:
         np.add(out, bias, out=out)
     if bounds is not None:
         high = bounds[1]
-        np.clip(out, bounds[0], np.asarray(np.inf, out.dtype) if high is None else high,
-                out=out)
+        clip_ufunc(out, bounds[0], infinity(out.dtype) if high is None else high, out=out)
+
+
+class TiledBias:
+    """A per-channel bias repeated over ``rows`` rows of channels (the rows of an output
+    block), made once per bias array and kept while it takes at most `BIAS_KEEP_BYTES`
+    (a larger one is given back as it is).  Added to the block it gives the values of the
+    broadcast bias, one addition per element, at a whole array's speed."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+        self._kept: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
+
+    def __call__(self, bias: np.ndarray | None) -> np.ndarray | None:
+        if bias is None:
+            return None
+        source, tiled = self._kept
+        if source is not bias:
+            flat = bias.reshape(-1)
+            tiled = np.tile(flat, (self.rows, 1)) \
+                if flat.nbytes * self.rows <= BIAS_KEEP_BYTES else flat
+            self._kept = (bias, tiled)
+        return tiled
 
 
 class ConvPlan:
@@ -135,6 +165,7 @@ class ConvPlan:
         self.whole = (oh, ow, pt, pl, kh, kw, dilations) == (1, 1, 0, 0, h, wd, (1, 1))
         self.blocks = _blocks(n, oh, ow, self.k * 4)
         self.block_rows = max(r1 - r0 for r0, r1, *_ in self.blocks) if self.blocks else 0
+        self.bias_rows = TiledBias(n if self.whole else self.block_rows)
         self.pad = PadBuffer(x_shape, geometry, (kh, kw), strides, dilations)
         self._view: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
 
@@ -167,6 +198,11 @@ class ConvPlan:
         O] (`filter_matrix`), plus ``bias``, clamped to ``bounds`` (low, high or None):
         [N, OH, OW, O].  ``product`` multiplies a block of patches by the filter matrix
         (None: BLAS); ``checkpoint`` is called between blocks (module docstring)."""
+        bias = self.bias_rows(bias)
+        if self.pointwise and len(self.blocks) == 1 and self.groups == 1 and product is None:
+            out = np.matmul(x.reshape(-1, self.k), w_matrix)  # (one block: the whole image)
+            clamp(out, bias, bounds)
+            return out.reshape(self.out_shape)
         dtype = np.result_type(x, w_matrix)
         out = np.empty(self.out_shape, dtype)
         flat = out.reshape(-1, self.out_shape[3])
@@ -191,7 +227,8 @@ class ConvPlan:
 
     def _block(self, cols: np.ndarray, w_matrix: np.ndarray, out: np.ndarray,
                bias: np.ndarray | None, bounds: tuple | None, product: Product | None) -> None:
-        """One block of output rows: patches times the filter, bias, clamp, in place."""
+        """One block of output rows: patches times the filter, bias (per channel, or
+        tiled over at least the block's rows), clamp, in place."""
         if self.groups == 1:
             if product is None:
                 np.matmul(cols, w_matrix, out=out)
@@ -199,7 +236,8 @@ class ConvPlan:
                 out[...] = product(cols, w_matrix)
         else:
             _grouped(cols, w_matrix, out, self.groups, self.kernel, product)
-        clamp(out, bias, bounds)
+        clamp(out, None if bias is None else bias[:out.shape[0]] if bias.ndim == 2 else bias,
+              bounds)
 
 
 class DepthwisePlan:
@@ -214,8 +252,14 @@ class DepthwisePlan:
         self.kernel, self.strides, self.dilations = tuple(w_shape[1:3]), strides, dilations
         self.mult = w_shape[3] // x_shape[3]
         self.pad = PadBuffer(x_shape, geometry, self.kernel, strides, dilations)
+        self.bias_rows = TiledBias(self.pad.win.out_h * self.pad.win.out_w)
         self._view: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
         self._filter: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
+        #: width stride 2, few channels: the input read by even and odd columns
+        self.phases = WidthPhases(self.x_shape, self.pad.win, self.pad.shape, self.kernel,
+                                  strides[0], dilations[0]) \
+            if phases_apply(self.x_shape, strides, dilations, self.mult) else None
+        self._laid: tuple = (None, None)  # (filter, its taps laid per phase)
 
     def _taps(self, xp: np.ndarray) -> np.ndarray:
         """[KH, KW, N, OH, OW*C] (width stride 1: each output row's values contiguous) or
@@ -258,10 +302,18 @@ class DepthwisePlan:
         order)."""
         (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.strides, self.dilations
         win = self.pad.win
+        shape = (x.shape[0], win.out_h, win.out_w, w.shape[3])
+        if self.phases is not None and not reference and x.dtype == w.dtype == np.float32:
+            source, laid = self._laid
+            if source is not w:
+                laid = self.phases.lay(w[0])
+                self._laid = (w, laid)
+            out = self.phases.sums(self.phases.split(x, np.float32), laid)
+            clamp(out.reshape(shape[0], -1, shape[3]), self.bias_rows(bias), bounds)
+            return out
         xp = self.pad(x)
         if self.mult > 1:
             xp = np.repeat(xp, self.mult, axis=3)
-        shape = (x.shape[0], win.out_h, win.out_w, w.shape[3])
         if reference or xp.dtype != np.float32 or w.dtype != np.float32:
             out = np.zeros(shape, np.result_type(x, w))
             tmp = np.empty_like(out)
@@ -275,8 +327,8 @@ class DepthwisePlan:
                     out += tmp
         else:
             spec = "yxbhr,yxr->bhr" if sw == 1 else "yxbhwc,yxwc->bhwc"
-            out = np.einsum(spec, self._taps(xp), self._weights(w)).reshape(shape)
-        clamp(out, bias, bounds)
+            out = c_einsum(spec, self._taps(xp), self._weights(w)).reshape(shape)
+        clamp(out.reshape(shape[0], -1, shape[3]), self.bias_rows(bias), bounds)
         return out
 
 

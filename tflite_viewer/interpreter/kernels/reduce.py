@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .. import eigen_float
-from ..float32 import ordered_sum
+from ..float32 import ordered_sum, ordered_sum_plan
 from ..integer import reduce as int_reduce
 from ..kernel_sets import builtin
 from ..stored_values import Stored, stored_accepts
@@ -77,6 +77,12 @@ def _bound_reducer(fn):
         except ValueError:
             return None  # the unbound kernel reports it
         keep = bool(option(node, "keep_dims", False))
+        if fn_ is mean and dtype == np.float32:
+            shape = tuple(ctx.input(node, 0).shape)
+            plan, count = ordered_sum_plan(shape, axes, keep), math.prod(shape[a] for a in axes)
+            if count:  # (`mean` with its sums' plan made once: the bound call is its numpy)
+                divisor = np.float32(count)
+                return lambda x, _axes: plan(x) / divisor
         return lambda x, _axes: np.asarray(fn_(x, axis=axes, keepdims=keep)).astype(dtype,
                                                                                   copy=False)
     return bind_arrays(make)

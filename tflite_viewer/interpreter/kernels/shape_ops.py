@@ -10,8 +10,8 @@ import numpy as np
 from ..integer import concat_pad as int_concat_pad
 from ..stored_values import Stored, stored_accepts
 from ..tensor import UINT8
-from .common import (BuiltinOperator as Op, KernelError, as_int_list, define, quantization_mismatch,
-                     derived, option, same_shape)
+from .common import (BuiltinOperator as Op, KernelError, as_int_list, bind_arrays, define,
+                     derived, option, quantization_mismatch, same_shape)
 from .reduce import normalize_axes
 from .transpose import transpose
 
@@ -475,8 +475,30 @@ def _pad(ctx, node):
     return out
 
 
-define(Op.PAD, (1, 5), _pad, _pad_shape, types="any")
-define(Op.PADV2, (1, 5), _pad, _pad_shape, types="any", check=_padv2_check)
+def _bound_pad(ctx, node):
+    """PAD / PADV2 with constant paddings and value: the output's shape, the input's place
+    in it and the value read once (`bind_arrays`)."""
+    x, pads = ctx.input(node, 0), _const(ctx, node, 1)
+    if pads is None or any(_const(ctx, node, k) is None for k in range(2, len(node.inputs))):
+        return None
+    try:
+        pads, value = _paddings(pads, len(x.shape)), _pad_value(ctx, node)
+    except ValueError:
+        return None  # the unbound kernel reports it
+    shape = tuple(d + a + b for d, (a, b) in zip(x.shape, pads))
+    inside = tuple(slice(a, a + d) for d, (a, _) in zip(x.shape, pads))
+    dtype = x.dtype
+
+    def run(data: np.ndarray, *_constants) -> np.ndarray:
+        out = np.full(shape, value, dtype)
+        out[inside] = data
+        return out
+    return run
+
+
+define(Op.PAD, (1, 5), _pad, _pad_shape, types="any", bind=bind_arrays(_bound_pad))
+define(Op.PADV2, (1, 5), _pad, _pad_shape, types="any", check=_padv2_check,
+       bind=bind_arrays(_bound_pad))
 
 
 def mirror_pad(x: np.ndarray, paddings, mode: str) -> np.ndarray:
