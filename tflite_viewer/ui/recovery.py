@@ -102,8 +102,10 @@ def restore_into(window, recovery: Recovery) -> bool:
         window.errors.report("Cannot restore the edits", str(exc), parent=window)
         return False
     window.editing.show_restored(document)
-    lines = [f"Restored {len(document.commands)} edit"
-             f"{'s' if len(document.commands) != 1 else ''} to {recovery.name}."]
+    done, undone = document.history_index, len(document.commands) - document.history_index
+    lines = [f"Restored {done} unsaved edit{'s' if done != 1 else ''} to {recovery.name}"
+             + (f" and {undone} undone one{'s' if undone != 1 else ''} to redo"
+                if undone else "") + "."]
     if recovery.source_change:
         lines.append(f"Warning: {recovery.source_change}.")
     lines += [f"Lost: {text}" for text in recovery.lost]

@@ -76,6 +76,10 @@ class EditFlow(QObject):
         as an opened one, its history in the undo stack, at the restored position."""
         self.w.files.show_document(document)
         self._start_session(document).mirror_history()
+        # the model was read from the document's bytes: the panel names its file
+        self.w.model_panel.show_model(self.w.model, self.w.workspace.summary, path=self.w.path)
+        self._changes_stale = True
+        self._show_edit_docks_once()  # History shows the restored steps, Changes the edits
         self.w.files.update_title()
 
     def window_closed(self) -> None:
