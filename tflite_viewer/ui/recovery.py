@@ -101,6 +101,12 @@ def restore_into(window, recovery: Recovery) -> bool:
     except JournalError as exc:
         window.errors.report("Cannot restore the edits", str(exc), parent=window)
         return False
+    except Exception as exc:  # noqa: BLE001 - the model cannot be edited here: said, kept
+        log.exception("restoring %s", recovery.home)
+        window.errors.report("Cannot restore the edits",
+                             f"the edits to {recovery.name} cannot be restored: "
+                             f"{type(exc).__name__}: {exc}", parent=window)
+        return False
     window.editing.show_restored(document)
     done, undone = document.history_index, len(document.commands) - document.history_index
     lines = [f"Restored {done} unsaved edit{'s' if done != 1 else ''} to {recovery.name}"
