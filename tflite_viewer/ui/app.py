@@ -96,13 +96,17 @@ def run_app(launch: Launch) -> int:
     from ..samples import sample_model_path
     from .errors import install_excepthook, reporter
     from .main_window import MainWindow
+    from .recovery import offer_recoveries
 
     install_excepthook()
     window = MainWindow(errors=reporter())
     window.show()
-    if launch.select:
-        window.select_later(launch.select)
-    window.open_path(launch.model or sample_model_path(), subgraph=launch.subgraph)
+    app.processEvents()  # the window on screen behind the recovery question
+    # edits a crash left unsaved are offered first: a restored model is the one shown
+    if not offer_recoveries(window):
+        if launch.select:
+            window.select_later(launch.select)
+        window.open_path(launch.model or sample_model_path(), subgraph=launch.subgraph)
     code = int(app.exec())
     drain_workers()
     return code

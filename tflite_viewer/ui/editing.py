@@ -63,6 +63,7 @@ class EditSession(QObject):
         self._started: float | None = None
         self._resyncing = False
         self._unsubscribe = document.subscribe(self._notified)
+        self.journal_warned = False  # the window said its journal stopped (`Journal.error`)
 
     @property
     def model(self) -> Model:
@@ -119,9 +120,24 @@ class EditSession(QObject):
     def mark_saved(self) -> None:
         self.stack.setClean()
 
+    def mirror_history(self) -> None:
+        """A document restored with its history (`edit.recovery`): each of its commands
+        becomes an undo step, and the stack moves to the document's position, without
+        applying or undoing anything again."""
+        self._resyncing = True
+        try:
+            for command in self.document.commands:
+                self.stack.push(DocumentCommand(self, command))
+            self.stack.setIndex(self.document.history_index)
+        finally:
+            self._resyncing = False
+
     def close(self) -> None:
+        """The document is closed (its edits saved or given up): its journal goes too."""
         self._unsubscribe()
         self.stack.clear()
+        if self.document.journal is not None:
+            self.document.journal.close()
 
 
 # -- what a change did, in words ------------------------------------------------------------

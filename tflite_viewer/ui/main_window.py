@@ -525,6 +525,7 @@ class MainWindow(QMainWindow):
         if not self.files.maybe_save():
             event.ignore()
             return
+        self.editing.window_closed()  # saved or given up: its recovery journal goes
         if self.remember_layout:
             self.docks.save()
         self.settings.sync()

@@ -22,11 +22,12 @@ import logging
 from PySide6.QtCore import QObject, QPoint
 from PySide6.QtWidgets import QMainWindow, QMenu
 
-from ..edit import EditResult, ExposeTensor, ModelDocument, RemoveOperator
+from ..edit import EditResult, ExposeTensor, Journal, ModelDocument, RemoveOperator
 from ..model import Model
 from .editing import EditSession, change_notes, human_size
 from .focus import remember_focus, restore_focus
 from .panels import common as panel_common
+from .recovery import journal_folder
 from .state.selection import find_op
 from .workers import lay_out
 from .state.workspace import MODEL, SESSION_ENDED, SESSION_NOTICE
@@ -51,15 +52,41 @@ class EditFlow(QObject):
         """The edit session of the open model, made on first use (opening stays fast)."""
         ws = self.w.workspace
         if ws.edit_session is None and ws.model is not None:
-            session = EditSession(ModelDocument(ws.model), self)
-            session.changed.connect(self._document_changed)
-            session.failed.connect(self.edit_failed)
-            session.stack.cleanChanged.connect(self.w.files.clean_changed)  # a method: Qt disconnects it
-            self.w.undo_group.addStack(session.stack)
-            self.w.undo_group.setActiveStack(session.stack)
-            ws.edit_session, ws.document = session, session.document
-            ws.on_close(lambda: self._close_session(session))  # another model opened
+            self._start_session(ModelDocument(ws.model))
         return ws.edit_session
+
+    def _start_session(self, document: ModelDocument) -> EditSession:
+        """Edit ``document`` in the open workspace: its undo stack joins the window's, and
+        its command log is journaled beside the settings (`recovery`) unless it is already."""
+        ws = self.w.workspace
+        session = EditSession(document, self)
+        session.changed.connect(self._document_changed)
+        session.failed.connect(self.edit_failed)
+        session.stack.cleanChanged.connect(self.w.files.clean_changed)  # a method: Qt disconnects it
+        self.w.undo_group.addStack(session.stack)
+        self.w.undo_group.setActiveStack(session.stack)
+        ws.edit_session, ws.document = session, session.document
+        ws.on_close(lambda: self._close_session(session))  # another model opened
+        if document.journal is None:
+            Journal(document, journal_folder(self.w.settings))
+        return session
+
+    def show_restored(self, document: ModelDocument) -> None:
+        """Show a document restored from its journal (`recovery.restore_into`): its model
+        as an opened one, its history in the undo stack, at the restored position."""
+        self.w.files.show_document(document)
+        self._start_session(document).mirror_history()
+        # the model was read from the document's bytes: the panel names its file
+        self.w.model_panel.show_model(self.w.model, self.w.workspace.summary, path=self.w.path)
+        self._changes_stale = True
+        self._show_edit_docks_once()  # History shows the restored steps, Changes the edits
+        self.w.files.update_title()
+
+    def window_closed(self) -> None:
+        """The window closes with its edits saved or given up: nothing is left to recover."""
+        session = self.w.workspace.edit_session
+        if session is not None and session.document.journal is not None:
+            session.document.journal.close()
 
     @property
     def document(self) -> ModelDocument | None:
@@ -159,6 +186,15 @@ class EditFlow(QObject):
         self.w.model_replaced.emit(model)
         self.w.selectionChanged.emit(self.w.selection)
         self.w.edited.emit(result)
+        self._journal_stopped()
+
+    def _journal_stopped(self) -> None:
+        """Say once that the journal could not be written (the edit itself is made)."""
+        session = self.w.workspace.edit_session
+        journal = session.document.journal if session is not None else None
+        if journal is not None and journal.error is not None and not session.journal_warned:
+            session.journal_warned = True
+            self.w.notice.show_notice(f"{journal.error}. Save to keep the edits.", "warning")
 
     def _report_change(self, old: Model | None, model: Model, result: EditResult, seconds: float) -> None:
         size = self.w.workspace.edit_session.document.nbytes if self.w.workspace.edit_session else model.file_size

@@ -15,18 +15,21 @@ opened file unless the user confirms it.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QDialog, QFileDialog, QMainWindow, QMessageBox
 
+from ..edit import ModelDocument
 from ..model import EditError, ModelFormatError
 from .editing import human_size
 from .recent import add_recent, clear_recent, recent_files
 from ..model.litertlm import path_is_container
 from .render import render_scene
 from .section_picker import SectionPicker, container_sections
-from .workers import Opened, Task, open_model
+from .workers import Opened, Task, lay_out, open_model
+from .state.summary import summarize
 from .state.workspace import Workspace
 
 
@@ -189,6 +192,15 @@ class FileFlows(QObject):
         if not wait and self.w.isVisible():
             self.w.repaint()  # the canvas and the panels on screen first ...
         self.update_title()  # ... then the title: they change together
+
+    def show_document(self, document: ModelDocument) -> None:
+        """Show the model of a document made elsewhere (edits restored after a crash) as
+        an opened one: a new workspace, for the file the document was opened from."""
+        start = time.perf_counter()
+        model = document.model
+        scene = lay_out(model, 0, self.w.measure, expand=self.w.composites.expand)
+        self._opened(Opened(document.path, model, scene, summarize(model),
+                            time.perf_counter() - start), wait=True)
 
     # -- saving --------------------------------------------------------------------------------
     def clean_changed(self, _clean: bool) -> None:
