@@ -17,6 +17,7 @@ it was made for, which is gone.  "Colour by error" is the LiteRT error overlay
 """
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
@@ -64,6 +65,12 @@ class CrossCheckDock(QWidget):
         self.check: CrossCheck | None = None
         self.header = QLabel(NOT_RUN)
         self.header.setWordWrap(True)
+        #: where the run departs (`departures.Departures.lines`), each op a link that selects it
+        self.departures = QLabel("")
+        self.departures.setWordWrap(True)
+        self.departures.setTextFormat(Qt.TextFormat.RichText)
+        self.departures.linkActivated.connect(self._departure_clicked)
+        self.departures.hide()
         self.colour = QCheckBox("Colour by error")
         self.colour.toggled.connect(self.overlayToggled)
         self.table = QTableWidget(0, len(COLUMNS))
@@ -92,6 +99,7 @@ class CrossCheckDock(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(self.header)
+        layout.addWidget(self.departures)
         layout.addWidget(self.colour)
         layout.addWidget(split, 1)
         if hub is not None:
@@ -110,6 +118,8 @@ class CrossCheckDock(QWidget):
 
     def clear(self) -> None:
         self.check = None
+        self.departures.clear()
+        self.departures.hide()
         self.table.setRowCount(0)
         self._clear_detail()
 
@@ -130,6 +140,7 @@ class CrossCheckDock(QWidget):
         summary = rep.summary()
         self.header.setText(summary[:1].upper() + summary[1:]
                             + (f" \u2014 on {inputs}" if inputs else ""))
+        self._show_departures(rep.departures)
         self.table.setRowCount(len(rep.rows))
         first = rep.first_divergence
         for k, r in enumerate(rep.rows):
@@ -146,6 +157,28 @@ class CrossCheckDock(QWidget):
                     item.setBackground(DIVERGING)
                 self.table.setItem(k, c, item)
         self.table.resizeColumnsToContents()
+
+    def _show_departures(self, departures) -> None:
+        """The report's two departures, one line each; an op named is a link to it."""
+        if departures is None:
+            self.departures.clear()
+            self.departures.hide()
+            return
+        lines = []
+        for text, dep in zip(departures.lines(), (departures.isolated, departures.end_to_end)):
+            line = html.escape(text, quote=False)
+            if dep is not None:
+                head, _, tail = line.partition(": ")
+                line = (f"{head}: <a href=\"{dep.row.subgraph}:{dep.row.op}\">"
+                        f"{tail}</a>")
+            lines.append(line)
+        self.departures.setText("<br>".join(lines))
+        self.departures.setToolTip("Click an operator to select it")
+        self.departures.show()
+
+    def _departure_clicked(self, link: str) -> None:
+        subgraph, _, op = link.partition(":")
+        self.opActivated.emit(int(subgraph), int(op))
 
     def cell(self, row: int, column: str) -> str:
         return self.table.item(row, COLUMNS.index(column)).text()
