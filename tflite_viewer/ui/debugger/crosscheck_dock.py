@@ -234,7 +234,8 @@ def start_cross_check(controller) -> None:
         message=f"Running LiteRT and the interpreter on {described}\u2026", running=True,
         inputs=described))
     controller.hub.changed(TOPIC, ws)
-    task = Task(run_cross_check, ws.model, inputs, signature, controller.float_sums())
+    task = Task(run_cross_check, ws.model, inputs, signature, controller.float_sums(),
+                controller.kernels())
     run = _Run(controller, ws, ws.model, controller.window.panel(DOCK.id))
     task.signals.finished.connect(run.done)
     task.signals.failed.connect(run.failed)

@@ -52,15 +52,16 @@ class CrossCheck:
 
 
 def run_cross_check(model, inputs: dict, signature: str | None,
-                    float_sums: str = "auto") -> CrossCheck:
-    """Qt-free: our run (with the debugger's float sums) and LiteRT's on ``inputs``,
+                    float_sums: str = "auto", kernels: str = "auto") -> CrossCheck:
+    """Qt-free: our run (with the debugger's float sums and kernel set) and LiteRT's on
+    ``inputs``, LiteRT running the kernel set ours follows (`kernel_sets.RESOLVERS`),
     compared (runs on a pool thread)."""
     from ...edit.expose import expose_op_outputs
     from ...interpreter import Interpreter
     from ...interpreter.inputs import complete_inputs
 
     arrays, _ = complete_inputs(model, inputs or {}, 0, signature)
-    interp = Interpreter(model, float_sums=float_sums)
+    interp = Interpreter(model, float_sums=float_sums, kernels=kernels)
     interp.invoke(arrays, signature=signature)  # by input name
     # LiteRT crashing while keeping every tensor: compared on an exposed copy instead
     report = compare_with_litert(model, arrays, signature=signature, interpreter=interp,
