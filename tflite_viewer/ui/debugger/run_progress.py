@@ -34,11 +34,11 @@ def running_text(p: RunProgress) -> str:
 
 
 def cancelled_text(p: RunProgress | None) -> str:
-    """The status bar's message when Cancel ended a run (``p``: its last report)."""
+    """The status bar's message when Cancel ended a run (``p``: its last report); the
+    state label says the run ended."""
     if p is None:
-        return "Run cancelled: the run ended (F5 starts it again)"
-    return (f"Run cancelled after {p.elapsed:.1f} s in {p.path or 'its first op'}: "
-            "the run ended (F5 starts it again)")
+        return "Run cancelled"
+    return f"Run cancelled after {p.elapsed:.1f} s in {p.path or 'its first op'}"
 
 
 class RunProgressView(QWidget):
@@ -86,7 +86,7 @@ class ProgressControl:
         self.action.setStatusTip("Cancel the running command (it ends the run)")
         self.action.setEnabled(False)
         self.action.triggered.connect(self.cancel)
-        ctl.window.addAction(self.action)
+        ctl.menu.insertAction(ctl.restart_action, self.action)  # after Stop
         self.view.cancel.clicked.connect(self.cancel)
         ctl.worker.progressed.connect(self.progressed)
         ctl.hub.subscribe(self._workspace_changed, DEBUG, MODEL)

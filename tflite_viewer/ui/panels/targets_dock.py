@@ -72,7 +72,7 @@ class _Check(QObject):
 
 def _failure_item(failure: str) -> QTreeWidgetItem:
     """The row saying why the model as a whole does not run on the target
-    (`TargetResult.failure`), wrapped in its tooltip too."""
+    (`TargetResult.failure`; whole in its tooltip and in the summary over the table)."""
     item = QTreeWidgetItem([f"Does not run here: {failure}"])
     item.setFlags(Qt.ItemFlag.NoItemFlags)
     item.setForeground(0, QColor(TEXT_COLOURS["refused"]))
