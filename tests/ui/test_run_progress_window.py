@@ -106,3 +106,23 @@ def test_a_quick_step_shows_no_progress_and_esc_stays_the_canvas_s(qtbot, window
     window.select_op(0)
     qtbot.keyClick(window.view, Qt.Key.Key_Escape)
     assert window.selection is None  # the canvas's Esc: nothing selected
+
+
+def test_a_long_cross_check_shows_our_run_s_progress_and_cancel_ends_it(
+        qtbot, window, tmp_path):
+    data, x = _conv_model(384)
+    path = tmp_path / "slow_conv.tflite"
+    path.write_bytes(data)
+    assert window.open_path(path, wait=True)
+    dbg = window.debugger
+    dbg.set_inputs({dbg_input(window): x})
+    dbg.crosscheck_action.trigger()  # Auto sums: the reference order against LiteRT's REF
+    panel = dbg.crosscheck_panel
+    qtbot.waitUntil(lambda: panel.bar.isVisible() and panel.bar.value() > 0, timeout=TIMEOUT)
+    assert panel.header.text().startswith("Running the interpreter on the debugger's inputs")
+    assert "subgraph 0 op 0 (CONV_2D)" in panel.header.text() and " left" in panel.header.text()
+    qtbot.mouseClick(panel.cancel, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not panel.bar.isVisible(), timeout=TIMEOUT)
+    assert panel.header.text().startswith("Cross-check cancelled")
+    assert dbg.last_cross_check is None and panel.table.rowCount() == 0
+    assert window.reported == []  # a cancel is no error
