@@ -37,7 +37,7 @@ from . import menus
 from .canvas import DebugCanvas
 from .run_progress import ProgressControl
 from .state_label import StateLabel
-from .menus import FLOAT_SUMS, FLOAT_SUMS_SETTING, KERNELS, KERNELS_SETTING
+from .menus import FLOAT_SUMS, FLOAT_SUMS_SETTING, KERNELS_SETTING
 from .worker import DebugWorker, Request
 
 log = logging.getLogger(__name__)
@@ -227,38 +227,24 @@ class DebuggerController(QObject):
         return self.window.composites.expand
 
     def float_sums(self) -> str:
-        """How a run adds float32 CONV_2D / FULLY_CONNECTED products (Debug > Float Sums,
-        remembered): ``auto``, ``reference`` or ``blas`` (`interpreter.float_sums`)."""
+        """How a run adds float32 products (Debug > Float Sums, remembered): ``auto``,
+        ``reference`` or ``blas`` (`interpreter.float_sums`)."""
         value = str(self.window.settings.value(FLOAT_SUMS_SETTING, "auto"))
         return value if value in FLOAT_SUMS else "auto"
 
     def kernels(self) -> str:
-        """The LiteRT kernel set a run follows (Debug > Kernels, remembered): ``auto``,
-        ``reference``, ``builtin`` or ``xnnpack`` (`interpreter.kernel_sets`); ``auto``
-        where this CPU's XNNPACK computes otherwise than the set (it is not offered)."""
-        value = str(self.window.settings.value(KERNELS_SETTING, "auto"))
-        usable = self.kernels_actions.get(value)
-        return value if usable is not None and usable.isEnabled() else "auto"
+        """The LiteRT kernel set a run follows (Debug > Kernels, remembered;
+        `interpreter.kernel_sets`): ``auto`` for one not offered on this CPU."""
+        action = self.kernels_actions.get(str(self.window.settings.value(KERNELS_SETTING)))
+        return action.data() if action is not None and action.isEnabled() else "auto"
 
     def set_float_sums(self, mode: str) -> None:
-        """Remember ``mode``; a session computing otherwise ends (its values were added
-        the other way), and the next run starts with it."""
-        self._choose(FLOAT_SUMS_SETTING, FLOAT_SUMS, self.float_sums_actions, mode,
-                     self.float_sums(), "Float sums")
+        """Remember ``mode``; a session computing otherwise ends, the next run uses it."""
+        menus.choose(self, FLOAT_SUMS_SETTING, self.float_sums_actions, mode, "Float sums")
 
     def set_kernels(self, mode: str) -> None:
-        """Remember the kernel set ``mode``; a session following another ends, and the
-        next run starts with it."""
-        self._choose(KERNELS_SETTING, KERNELS, self.kernels_actions, mode, self.kernels(),
-                     "Kernels")
-
-    def _choose(self, setting: str, names: dict, actions: dict, mode: str, now: str,
-                what: str) -> None:
-        if mode not in names or mode == now or not actions[mode].isEnabled():
-            return
-        self.window.settings.setValue(setting, mode)
-        menus.check_choice(actions, mode)
-        self.end_session(f"{what} set to {names[mode]}: the next run uses them.")
+        """Remember the kernel set ``mode``; a session following another ends."""
+        menus.choose(self, KERNELS_SETTING, self.kernels_actions, mode, "Kernels")
 
     def set_inline_composites(self, on: bool) -> None:
         if self.ws.debug.active:

@@ -173,6 +173,7 @@ def _choice(ctl, sub: QMenu, names: dict[str, str], tips: dict[str, str],
     actions = {}
     for mode, text in names.items():
         action = QAction(text, ctl.window, checkable=True)
+        action.setData(mode)
         action.setStatusTip(tips[mode])
         action.setToolTip(tips[mode])
         action.triggered.connect(lambda _on, m=mode: choose(m))
@@ -180,6 +181,18 @@ def _choice(ctl, sub: QMenu, names: dict[str, str], tips: dict[str, str],
         sub.addAction(action)
         actions[mode] = action
     return actions
+
+
+def choose(ctl, setting: str, actions: dict[str, QAction], mode: str, what: str) -> None:
+    """Remember ``mode`` of a Debug menu choice (Kernels, Float Sums) and check it; a
+    session computing otherwise ends with a notice (its values were made the other way)."""
+    action = actions.get(mode)
+    if action is None or not action.isEnabled() or \
+            str(ctl.window.settings.value(setting, "auto")) == mode:
+        return
+    ctl.window.settings.setValue(setting, mode)
+    check_choice(actions, mode)
+    ctl.end_session(f"{what} set to {action.text()}: the next run uses them.")
 
 
 def check_choice(actions: dict[str, QAction], mode: str) -> None:
