@@ -10,6 +10,7 @@ that kernel set run apart (itself checked against LiteRT in tests/interpreter).
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from PySide6.QtCore import Qt
 
 from tests.interpreter.crosscheck.test_departures import logistic_then_hybrid
@@ -76,3 +77,14 @@ def test_xnnpack_is_not_offered_where_this_cpu_computes_otherwise(
     assert win.debugger.kernels_actions["auto"].isChecked()
     win.debugger.set_kernels("xnnpack")
     assert win.debugger.kernels() == "auto"
+
+
+@pytest.mark.skipif(kernel_sets.xnnpack_host_differs() is not None,
+                    reason="XNNPACK is not offered on this CPU (the test above covers that)")
+def test_xnnpack_runs_in_the_debugger_where_offered(qtbot, window, tmp_path):
+    model, x = _open(window, tmp_path)
+    window.debugger.kernels_actions["xnnpack"].trigger()
+    stop = press(qtbot, window, Qt.Key.Key_F5)
+    assert window.debugger.worker.session.interpreter.kernels == "xnnpack"
+    assert np.array_equal(next(iter(stop.outputs.values())), _expected(model, x, "xnnpack"))
+    assert "\u2014 XNNPACK kernels" in window.debugger.state_label.text()
