@@ -425,24 +425,25 @@ def test_the_state_says_when_float_sums_are_blas(qtbot, window):
     open_model(window, "sine_float.tflite")
     stop = press(qtbot, window, Qt.Key.Key_F10)
     assert stop.float_sums == "blas"
-    assert window.debugger.state_label.text().endswith("BLAS float sums")
+    assert window.debugger.state_label.text().endswith("REF kernels, BLAS float sums")
 
 
 def test_debug_float_sums_menu_is_remembered_and_restarts_the_run(qtbot, window, settings):
-    """Debug > Float Sums: Auto checked by default; choosing Reference Order on a model
+    """Debug > Float Sums: Auto checked by default; choosing REF-exact sums on a model
     Auto would run with BLAS ends the running session with a notice, and the next run adds
     in the reference order; the choice is in the settings a new window reads."""
     from tflite_viewer.ui.main_window import MainWindow
     ctl = window.debugger
     actions = ctl.float_sums_actions
-    assert [a.text() for a in actions.values()] == ["Auto", "Reference Order", "BLAS"]
+    assert [a.text() for a in actions.values()] == [
+        "Auto (BLAS; REF-exact in a cross-check)", "REF-exact float sums", "BLAS everywhere"]
     assert actions["auto"].isChecked()
     open_model(window, "sine_float.tflite")
     assert press(qtbot, window, Qt.Key.Key_F10).float_sums == "blas"
     actions["reference"].trigger()
     assert actions["reference"].isChecked() and not actions["auto"].isChecked()
     assert not window.workspace.debug.active  # the BLAS run ended
-    assert "Reference Order" in window.notice.text()
+    assert "REF-exact float sums" in window.notice.text()
     assert press(qtbot, window, Qt.Key.Key_F10).float_sums == "reference"
     assert not window.debugger.state_label.text().endswith("BLAS float sums")
     other = MainWindow(settings=settings)

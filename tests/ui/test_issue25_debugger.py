@@ -169,7 +169,7 @@ def test_item13_the_status_after_a_finished_run_and_after_stop(qtbot, window, fa
     _step(qtbot, window, Qt.Key.Key_F5)  # paused at the breakpoint again
     stop = _step(qtbot, window, Qt.Key.Key_F5, Qt.KeyboardModifier.ShiftModifier)  # Stop
     assert stop.state == "stopped"
-    assert dbg.state_label.text() == "Debug: stopped"  # not "stopped - 0 ops run"
+    assert dbg.state_label.text() == "Debug: stopped \u2014 REF kernels"  # no op count
 
 
 def test_item13_step_out_of_an_if_branch_that_ends_the_run_shows_the_calling_graph(

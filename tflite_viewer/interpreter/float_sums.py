@@ -22,10 +22,6 @@ from __future__ import annotations
 
 AUTO, REFERENCE, BLAS = "auto", "reference", "blas"
 MODES = (AUTO, REFERENCE, BLAS)
-#: read only by the window's Debug > Float Sums tip (ui/debugger/menus.py), which still
-#: describes the threshold ``auto`` had before issue 40 (reference sums below 256 MiB of
-#: float32 filters); it decides nothing now and goes when that tip is reworded
-BLAS_FROM_BYTES = 256 << 20
 
 
 def resolve(mode: str) -> str:
@@ -41,5 +37,5 @@ def reference_for_ref_check(asked: str) -> bool:
     return asked != BLAS
 
 
-__all__ = ["AUTO", "BLAS", "BLAS_FROM_BYTES", "MODES", "REFERENCE", "reference_for_ref_check",
+__all__ = ["AUTO", "BLAS", "MODES", "REFERENCE", "reference_for_ref_check",
            "resolve"]

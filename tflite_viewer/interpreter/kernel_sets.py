@@ -118,6 +118,32 @@ def delegated(mode: str, model: "Model") -> "Delegated | None":
     return delegated_ops(ModelFacts(model))
 
 
+#: the CPU features XNNPACK picks the microkernels this set reproduces for
+XNNPACK_CPU = ("AVX512F", "AVX512VNNI")
+
+
+def xnnpack_host_differs() -> str | None:
+    """Why LiteRT's XNNPACK on this machine computes otherwise than the ``xnnpack`` set
+    (None: this CPU takes the microkernels it reproduces, so a cross-check here is exact).
+    Read from the features numpy's dispatcher detected at import."""
+    import platform
+
+    machine = platform.machine().lower()
+    if machine not in ("x86_64", "amd64"):
+        return (f"this CPU ({machine}) runs XNNPACK's ARM kernels; the XNNPACK set "
+                "reproduces those of an x86-64 CPU with AVX-512 and AVX512-VNNI")
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:  # numpy 1.x
+        from numpy.core._multiarray_umath import __cpu_features__ as features
+    missing = [f for f in XNNPACK_CPU if not features.get(f)]
+    if missing:
+        return (f"this CPU lacks {' and '.join(missing)}: its XNNPACK takes other kernels "
+                "for LOGISTIC, RSQRT, SOFTMAX, MEAN and blockwise INT4 than the XNNPACK "
+                "set reproduces (an x86-64 CPU with AVX-512 and AVX512-VNNI)")
+    return None
+
+
 def xnnpack_partition(ctx, node) -> int | None:
     """The XNNPACK partition a node runs in under the ``xnnpack`` set (None: it runs on
     LiteRT's own kernels, or another set is followed)."""
@@ -127,4 +153,4 @@ def xnnpack_partition(ctx, node) -> int | None:
 
 __all__ = ["AUTO", "BUILTIN", "MODES", "REFERENCE", "RESOLVERS", "XNNPACK", "builtin",
            "delegated", "generative", "reference_lacks", "resolve", "why_builtin",
-           "xnnpack_partition"]
+           "xnnpack_host_differs", "xnnpack_partition"]

@@ -25,7 +25,9 @@ from PySide6.QtCore import QEvent, QObject, Qt, QThread, Signal
 from PySide6.QtWidgets import QMenu
 
 from ...interpreter import debugger as dbg
-from ...interpreter.session import ERROR, FINISHED, PAUSED, BreakpointInfo, DebugStop
+from ...interpreter import kernel_sets
+from ...interpreter.session import (ERROR, FINISHED, PAUSED, STOPPED, BreakpointInfo,
+                                    DebugStop)
 from ..state.crosscheck import crosscheck_state
 from ..state.identity import TensorRef
 from ..panels.tensor_panel import NOT_RUNNING
@@ -33,8 +35,9 @@ from ..state.workspace import (BREAKPOINTS, DEBUG, SESSION_NOTICE, SNAPSHOTS, WA
                          Workspace)
 from . import menus
 from .canvas import DebugCanvas
+from .run_progress import ProgressControl
 from .state_label import StateLabel
-from .menus import FLOAT_SUMS, FLOAT_SUMS_SETTING
+from .menus import FLOAT_SUMS, FLOAT_SUMS_SETTING, KERNELS_SETTING
 from .worker import DebugWorker, Request
 
 log = logging.getLogger(__name__)
@@ -75,6 +78,7 @@ class DebuggerController(QObject):
         self.state_label = StateLabel(self.hub)
         window.statusBar().addPermanentWidget(self.state_label)
         self.state_label.setText("")  # hidden until a session starts
+        self.progress = ProgressControl(self)
         self.canvas = DebugCanvas(self)
         self.hub.subscribe(self._workspace_changed, DEBUG, BREAKPOINTS)
         window.selectionChanged.connect(lambda _s: self._update_actions())
@@ -154,12 +158,13 @@ class DebuggerController(QObject):
             serial = next(_serials)
             d = ws.debug
             d.serial, d.active, d.busy = serial, True, False
+            d.kernels = kernel_sets.resolve(self.kernels(), ws.model)
             d.snapshots, d.pending, d.last_stop = {}, set(), None
             d.release = lambda: self._release(serial)
             self.request.emit(Request("open", {
                 "model": ws.model, "inputs": d.inputs, "signature": d.signature,
                 "generation": d.generation, "inline_composites": self.inline_composites(),
-                "float_sums": self.float_sums(),
+                "float_sums": self.float_sums(), "kernels": self.kernels(),
                 "breakpoints": [(e.id, e.make()) for e in ws.breakpoints]}, None, serial))
             for dock in (self.callstack_dock, self.breakpoints_dock, self.watch_dock,
                          self.outputs_dock, self.profile_dock):
@@ -222,19 +227,24 @@ class DebuggerController(QObject):
         return self.window.composites.expand
 
     def float_sums(self) -> str:
-        """How a run adds float32 CONV_2D / FULLY_CONNECTED products (Debug > Float Sums,
-        remembered): ``auto``, ``reference`` or ``blas`` (`interpreter.float_sums`)."""
+        """How a run adds float32 products (Debug > Float Sums, remembered): ``auto``,
+        ``reference`` or ``blas`` (`interpreter.float_sums`)."""
         value = str(self.window.settings.value(FLOAT_SUMS_SETTING, "auto"))
         return value if value in FLOAT_SUMS else "auto"
 
+    def kernels(self) -> str:
+        """The LiteRT kernel set a run follows (Debug > Kernels, remembered;
+        `interpreter.kernel_sets`): ``auto`` for one not offered on this CPU."""
+        action = self.kernels_actions.get(str(self.window.settings.value(KERNELS_SETTING)))
+        return action.data() if action is not None and action.isEnabled() else "auto"
+
     def set_float_sums(self, mode: str) -> None:
-        """Remember ``mode``; a session computing otherwise ends (its values were added
-        the other way), and the next run starts with it."""
-        if mode not in FLOAT_SUMS or mode == self.float_sums():
-            return
-        self.window.settings.setValue(FLOAT_SUMS_SETTING, mode)
-        menus.check_float_sums(self, mode)
-        self.end_session(f"Float sums set to {FLOAT_SUMS[mode]}: the next run uses them.")
+        """Remember ``mode``; a session computing otherwise ends, the next run uses it."""
+        menus.choose(self, FLOAT_SUMS_SETTING, self.float_sums_actions, mode, "Float sums")
+
+    def set_kernels(self, mode: str) -> None:
+        """Remember the kernel set ``mode``; a session following another ends."""
+        menus.choose(self, KERNELS_SETTING, self.kernels_actions, mode, "Kernels")
 
     def set_inline_composites(self, on: bool) -> None:
         if self.ws.debug.active:
@@ -462,7 +472,10 @@ class DebuggerController(QObject):
         self._refresh_inspector()
         if stop.state == FINISHED and stop.outputs is not None:
             self.outputs_dock.raise_()
-        if stop.message and stop.reason == "breakpoint":
+        cancelled = self.progress.take_cancelled()
+        if cancelled is not None and stop.state == STOPPED:
+            self.window.statusBar().showMessage(cancelled, 20000)
+        elif stop.message and stop.reason == "breakpoint":
             self.window.statusBar().showMessage(stop.message, 10000)
         else:  # a breakpoint's message from an earlier stop no longer holds
             self.window.statusBar().clearMessage()

@@ -17,22 +17,25 @@ it was made for, which is gone.  "Colour by error" is the LiteRT error overlay
 """
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import (QCheckBox, QLabel, QSplitter, QTableWidget, QTableWidgetItem,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QLabel, QProgressBar, QPushButton,
+                               QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
+from ...interpreter import RunCancelled
 from ...interpreter.crosscheck import litert_available
 from ..histogram_widget import HistogramWidget
 from ..panels.common import min_rows
-from ..state.crosscheck import (TOPIC, CrossCheck, CrossCheckState, crosscheck_state,
-                                run_cross_check)
+from ..state.crosscheck import (TOPIC, CrossCheck, CrossCheckRun, CrossCheckState,
+                                crosscheck_state, run_cross_check)
 from ..state.docks import BOTTOM, DockSpec
 from ..state.tensor_stats import histogram
 from ..state.workspace import MODEL
+from .run_progress import SHOW_AFTER, STEPS, WHERE_CHARS
 
 DOCK = DockSpec("crosscheck", "Cross-check", BOTTOM, part="crosscheck", overlay="error")
 #: the columns: where, then the measures read first (in view without scrolling), the tensor
@@ -64,8 +67,21 @@ class CrossCheckDock(QWidget):
         self.check: CrossCheck | None = None
         self.header = QLabel(NOT_RUN)
         self.header.setWordWrap(True)
+        #: where the run departs (`departures.Departures.lines`), each op a link that selects it
+        self.departures = QLabel("")
+        self.departures.setWordWrap(True)
+        self.departures.setTextFormat(Qt.TextFormat.RichText)
+        self.departures.linkActivated.connect(self._departure_clicked)
+        self.departures.hide()
         self.colour = QCheckBox("Colour by error")
         self.colour.toggled.connect(self.overlayToggled)
+        #: a running cross-check's progress (our run's ops, then LiteRT's) and Cancel
+        self.bar = QProgressBar()
+        self.bar.setFixedWidth(160)
+        self.bar.hide()
+        self.cancel = QPushButton("Cancel")
+        self.cancel.setToolTip("Cancel the cross-check (our run stops within its op)")
+        self.cancel.hide()
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
         self.table.verticalHeader().hide()
@@ -92,7 +108,13 @@ class CrossCheckDock(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(self.header)
-        layout.addWidget(self.colour)
+        layout.addWidget(self.departures)
+        row = QHBoxLayout()
+        row.addWidget(self.colour)
+        row.addStretch(1)
+        row.addWidget(self.bar)
+        row.addWidget(self.cancel)
+        layout.addLayout(row)
         layout.addWidget(split, 1)
         if hub is not None:
             hub.subscribe(self.render, MODEL, TOPIC)
@@ -110,6 +132,8 @@ class CrossCheckDock(QWidget):
 
     def clear(self) -> None:
         self.check = None
+        self.departures.clear()
+        self.departures.hide()
         self.table.setRowCount(0)
         self._clear_detail()
 
@@ -130,6 +154,7 @@ class CrossCheckDock(QWidget):
         summary = rep.summary()
         self.header.setText(summary[:1].upper() + summary[1:]
                             + (f" \u2014 on {inputs}" if inputs else ""))
+        self._show_departures(rep.departures)
         self.table.setRowCount(len(rep.rows))
         first = rep.first_divergence
         for k, r in enumerate(rep.rows):
@@ -146,6 +171,28 @@ class CrossCheckDock(QWidget):
                     item.setBackground(DIVERGING)
                 self.table.setItem(k, c, item)
         self.table.resizeColumnsToContents()
+
+    def _show_departures(self, departures) -> None:
+        """The report's two departures, one line each; an op named is a link to it."""
+        if departures is None:
+            self.departures.clear()
+            self.departures.hide()
+            return
+        lines = []
+        for text, dep in zip(departures.lines(), (departures.isolated, departures.end_to_end)):
+            line = html.escape(text, quote=False)
+            if dep is not None:
+                head, _, tail = line.partition(": ")
+                line = (f"{head}: <a href=\"{dep.row.subgraph}:{dep.row.op}\">"
+                        f"{tail}</a>")
+            lines.append(line)
+        self.departures.setText("<br>".join(lines))
+        self.departures.setToolTip("Click an operator to select it")
+        self.departures.show()
+
+    def _departure_clicked(self, link: str) -> None:
+        subgraph, _, op = link.partition(":")
+        self.opActivated.emit(int(subgraph), int(op))
 
     def cell(self, row: int, column: str) -> str:
         return self.table.item(row, COLUMNS.index(column)).text()
@@ -201,8 +248,10 @@ def start_cross_check(controller) -> None:
         message=f"Running LiteRT and the interpreter on {described}\u2026", running=True,
         inputs=described))
     controller.hub.changed(TOPIC, ws)
-    task = Task(run_cross_check, ws.model, inputs, signature, controller.float_sums())
-    run = _Run(controller, ws, ws.model, controller.window.panel(DOCK.id))
+    follow = CrossCheckRun()
+    task = Task(run_cross_check, ws.model, inputs, signature, controller.float_sums(),
+                controller.kernels(), follow)
+    run = _Run(controller, ws, ws.model, controller.window.panel(DOCK.id), follow)
     task.signals.finished.connect(run.done)
     task.signals.failed.connect(run.failed)
     controller.cross_task = task  # keep its signal object alive
@@ -214,13 +263,55 @@ class _Run(QObject):
     window is gone is dropped by Qt (a lambda holding the controller would run on deleted
     widgets)."""
 
-    def __init__(self, controller, ws, model, parent: QObject) -> None:
+    def __init__(self, controller, ws, model, parent: "CrossCheckDock",
+                 follow: CrossCheckRun) -> None:
         super().__init__(parent)
         self.controller, self.ws, self.model = controller, ws, model
         self.inputs = crosscheck_state(ws).inputs
+        self.panel, self.follow = parent, follow
+        parent.cancel.clicked.connect(self.cancel)
+        self.timer = QTimer(self)
+        self.timer.timeout.connect(self.show_progress)
+        self.timer.start(200)
+
+    def show_progress(self) -> None:
+        """The dock's bar and header while this check runs (its workspace open): our
+        run's ops once it has run `SHOW_AFTER` seconds, then LiteRT's run (no count)."""
+        panel, follow = self.panel, self.follow
+        if self.controller.hub.workspace is not self.ws:
+            panel.bar.hide()
+            panel.cancel.hide()
+            return
+        p = follow.progress()
+        if follow.phase == follow.LITERT:
+            panel.bar.setRange(0, 0)  # busy: LiteRT's process gives no count
+            panel.header.setText("Running LiteRT in its own process, then comparing every op "
+                                 f"on {self.inputs}\u2026")
+        elif p is not None and p.elapsed >= SHOW_AFTER and not p.finished:
+            panel.bar.setRange(0, STEPS)
+            panel.bar.setValue(round(p.fraction * STEPS))
+            panel.header.setText(f"Running the interpreter on {self.inputs}: "
+                                 f"{p.describe(WHERE_CHARS)}")
+        else:
+            return
+        panel.bar.show()
+        panel.cancel.show()
+        panel.cancel.setEnabled(not follow.cancelled)
+
+    def cancel(self) -> None:
+        self.follow.cancel()
+        self.panel.cancel.setEnabled(False)
+
+    def _end(self) -> None:
+        """The check returned: its progress goes, and so does this receiver."""
+        self.timer.stop()
+        self.panel.cancel.clicked.disconnect(self.cancel)
+        self.panel.bar.hide()
+        self.panel.cancel.hide()
+        self.deleteLater()
 
     def done(self, _serial: int, check: CrossCheck) -> None:
-        self.deleteLater()
+        self._end()
         if self.ws.model is not self.model:  # edited meanwhile: the result is of another model
             self.ws.set_part("crosscheck", CrossCheckState(
                 message="The model changed during the cross-check: run it again."))
@@ -229,7 +320,13 @@ class _Run(QObject):
         show_cross_check(self.controller, check, self.ws, self.inputs)
 
     def failed(self, _serial: int, exc: BaseException) -> None:
-        self.deleteLater()
+        self._end()
+        if isinstance(exc, RunCancelled) or self.follow.cancelled:
+            self.ws.set_part("crosscheck", CrossCheckState(
+                message="Cross-check cancelled: Debug \u203a Cross-check with LiteRT runs it "
+                        "again."))
+            self.controller.hub.changed(TOPIC, self.ws)
+            return
         self.ws.set_part("crosscheck", CrossCheckState(message=f"Cross-check failed: {exc}"))
         if self.controller.hub.changed(TOPIC, self.ws):
             w = self.controller.window

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QMenu, QToolBar
 
-from ...interpreter import float_sums
+from ...interpreter import float_sums, kernel_sets
 from ...interpreter.session import PAUSED
 from . import (breakpoints_dock, callstack_dock, crosscheck_dock, outputs_dock, profile_dock,
                watch_dock)
@@ -41,14 +41,28 @@ ACTIONS = (
 
 
 #: Debug > Float Sums: the setting's values (`interpreter.float_sums`) and their names
-FLOAT_SUMS = dict(zip(float_sums.MODES, ("Auto", "Reference Order", "BLAS")))
+FLOAT_SUMS = dict(zip(float_sums.MODES, ("Auto (BLAS; REF-exact in a cross-check)",
+                                         "REF-exact float sums", "BLAS everywhere")))
 FLOAT_SUMS_SETTING = "debug/float_sums"
 _FLOAT_SUMS_TIPS = {
-    "auto": "LiteRT's reference order, or BLAS on a model with "
-            f"{float_sums.BLAS_FROM_BYTES >> 20} MiB or more of float32 filters (an LLM)",
-    "reference": "Add every float32 product in LiteRT's reference kernels' order: their "
-                 "results to the bit",
-    "blas": "numpy's BLAS products: faster, a rounding or so from the reference per output"}
+    "auto": "numpy's BLAS products while debugging; a cross-check against LiteRT's reference "
+            "kernels adds in their order, so every op it compares is REF's bits",
+    "reference": "Add every float32 CONV_2D / FULLY_CONNECTED product one at a time in LiteRT's "
+                 "reference kernels' order: their results to the bit, several times slower",
+    "blas": "numpy's BLAS products, in a cross-check too: a float32 rounding or so from "
+            "LiteRT's reference kernels per output, as LiteRT's optimized paths are"}
+
+#: Debug > Kernels: the LiteRT kernel set the run follows (`interpreter.kernel_sets`)
+KERNELS = dict(zip(kernel_sets.MODES, ("Auto", "Reference", "Builtin", "XNNPACK")))
+KERNELS_SETTING = "debug/kernels"
+_KERNELS_TIPS = {
+    "auto": "LiteRT's reference kernels; its builtin ones for a model the reference kernels "
+            "compute wrong (blockwise weights) or an LLM export",
+    "reference": "LiteRT's reference kernels (BuiltinRefOpResolver): the specification",
+    "builtin": "LiteRT's builtin kernels without delegates (Eigen's LOGISTIC, TANH, SOFTMAX, "
+               "its sums and matrix products)",
+    "xnnpack": "LiteRT's default path: the ops XNNPACK's delegate takes computed as its "
+               "microkernels, the rest as the builtin kernels"}
 
 
 def build_docks(ctl) -> None:
@@ -125,33 +139,65 @@ def build_actions(ctl) -> None:
     ctl.set_tensor_action.setStatusTip("While paused: load a .npy or fill with a constant")
     ctl.set_tensor_action.triggered.connect(ctl.set_tensor_dialog)
     menu.addAction(ctl.set_tensor_action)
-    build_float_sums(ctl, menu)
+    build_choices(ctl, menu)
     ctl.crosscheck_action = QAction("Cross-check with &LiteRT", w)
     ctl.crosscheck_action.setStatusTip("Run LiteRT on the same inputs and compare every op")
     ctl.crosscheck_action.triggered.connect(ctl.cross_check)
     menu.addAction(ctl.crosscheck_action)
 
 
-def build_float_sums(ctl, menu: QMenu) -> None:
-    """Debug > Float Sums: Auto, Reference Order or BLAS, one checked (the remembered
-    setting); ``ctl.float_sums_actions`` by value."""
-    sub = menu.addMenu("&Float Sums")
+def build_choices(ctl, menu: QMenu) -> None:
+    """Debug > Kernels and Debug > Float Sums, one item of each checked (the remembered
+    setting); ``ctl.kernels_actions`` and ``ctl.float_sums_actions`` by value.  XNNPACK is
+    offered only on a CPU whose XNNPACK computes as the set reproduces
+    (`kernel_sets.xnnpack_host_differs`), else disabled, its tip saying why."""
+    ctl.kernels_actions = _choice(ctl, menu.addMenu("&Kernels"), KERNELS, _KERNELS_TIPS,
+                                  ctl.set_kernels)
+    why = kernel_sets.xnnpack_host_differs()
+    if why is not None:
+        xnnpack = ctl.kernels_actions[kernel_sets.XNNPACK]
+        xnnpack.setEnabled(False)
+        xnnpack.setToolTip(f"Not offered: {why}")
+        xnnpack.setStatusTip(f"Not offered: {why}")
+    check_choice(ctl.kernels_actions, ctl.kernels())
+    ctl.float_sums_actions = _choice(ctl, menu.addMenu("&Float Sums"), FLOAT_SUMS,
+                                     _FLOAT_SUMS_TIPS, ctl.set_float_sums)
+    check_choice(ctl.float_sums_actions, ctl.float_sums())
+
+
+def _choice(ctl, sub: QMenu, names: dict[str, str], tips: dict[str, str],
+            choose) -> dict[str, QAction]:
+    sub.setToolTipsVisible(True)
     group = QActionGroup(sub)
     group.setExclusive(True)
-    ctl.float_sums_actions = {}
-    for mode, text in FLOAT_SUMS.items():
+    actions = {}
+    for mode, text in names.items():
         action = QAction(text, ctl.window, checkable=True)
-        action.setStatusTip(_FLOAT_SUMS_TIPS[mode])
-        action.triggered.connect(lambda _on, m=mode: ctl.set_float_sums(m))
+        action.setData(mode)
+        action.setStatusTip(tips[mode])
+        action.setToolTip(tips[mode])
+        action.triggered.connect(lambda _on, m=mode: choose(m))
         group.addAction(action)
         sub.addAction(action)
-        ctl.float_sums_actions[mode] = action
-    check_float_sums(ctl, ctl.float_sums())
+        actions[mode] = action
+    return actions
 
 
-def check_float_sums(ctl, mode: str) -> None:
-    """Check ``mode``'s action in Debug > Float Sums."""
-    action = ctl.float_sums_actions.get(mode)
+def choose(ctl, setting: str, actions: dict[str, QAction], mode: str, what: str) -> None:
+    """Remember ``mode`` of a Debug menu choice (Kernels, Float Sums) and check it; a
+    session computing otherwise ends with a notice (its values were made the other way)."""
+    action = actions.get(mode)
+    if action is None or not action.isEnabled() or \
+            str(ctl.window.settings.value(setting, "auto")) == mode:
+        return
+    ctl.window.settings.setValue(setting, mode)
+    check_choice(actions, mode)
+    ctl.end_session(f"{what} set to {action.text()}: the next run uses them.")
+
+
+def check_choice(actions: dict[str, QAction], mode: str) -> None:
+    """Check ``mode``'s action of a Debug menu choice."""
+    action = actions.get(mode)
     if action is not None:
         action.setChecked(True)
 

@@ -16,27 +16,38 @@ from PySide6.QtWidgets import QLabel, QWidget
 from ...interpreter.session import STOPPED
 from ..state.workspace import DEBUG, MODEL
 
+#: the message of a run a stop request ended (`DebugSession.request_stop`: Cancel)
+CANCELLED = "stopped by the user"
 WIDTH_CHARS = 96  # room for "Debug: decode #3: paused at decode/op 51 STABLEHLO_COMPOSITE - 533 ops run"
 
 
+#: how the label names the session's kernel set (`interpreter.kernel_sets`)
+KERNEL_NAMES = {"reference": "REF kernels", "builtin": "builtin kernels",
+                "xnnpack": "XNNPACK kernels"}
+
+
 def state_text(ws) -> str:
-    """What the label says about ``ws``'s session ("" without one)."""
+    """What the label says about ``ws``'s session ("" without one), ending with the kernel
+    set it follows."""
     d = ws.debug
     if not d.active:
         return ""
+    kernels = KERNEL_NAMES.get(d.kernels, d.kernels)
     if d.busy:
-        return "Debug: running\u2026"
+        return f"Debug: running\u2026 \u2014 {kernels}"
     stop = d.last_stop
     if stop is None:
-        return "Debug: starting\u2026"
+        return f"Debug: starting\u2026 \u2014 {kernels}"
     names = [] if ws.model is None else [sg.display_name for sg in ws.model.subgraphs]
     if stop.state == STOPPED:  # the run was abandoned: its op count is gone with it
-        return "Debug: stopped"
+        if stop.message == CANCELLED:
+            return f"Debug: cancelled, the run ended (F5 runs it again) \u2014 {kernels}"
+        return f"Debug: stopped \u2014 {kernels}"
     ops = f"{stop.ops_run:,} op{'' if stop.ops_run == 1 else 's'} run"
-    # BLAS sums are the exception (a model with big float32 filters, `float_sums`): said,
-    # since its float outputs then differ from LiteRT's reference kernels in the last bits
-    sums = " \u2014 BLAS float sums" if stop.float_sums == "blas" else ""
-    return f"Debug: {stop.describe(names)} \u2014 {ops}{sums}"
+    # BLAS sums (Float Sums Auto or BLAS): said, since its float outputs then differ from
+    # LiteRT's reference kernels in the last bits
+    sums = ", BLAS float sums" if stop.float_sums == "blas" else ""
+    return f"Debug: {stop.describe(names)} \u2014 {ops} \u2014 {kernels}{sums}"
 
 
 class StateLabel(QLabel):

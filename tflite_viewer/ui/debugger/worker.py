@@ -4,7 +4,9 @@ The GUI thread sends commands through the queued `DebugWorker.execute` slot and 
 only immutable objects back (`DebugStop`, `TensorSnapshot`, `BreakpointInfo` tuples, a
 cross-check report), so the interpreter is never touched from two threads.  The one
 exception is `request_stop`, which sets a thread-safe flag the running command checks
-before every op.
+before every op and between the blocks of a long convolution.  While a command runs, the
+session's progress (`interpreter.progress.RunProgress`, every 0.1 s) goes out as
+``progressed``.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal, Slot
 
+from ...interpreter import Interpreter
 from ...interpreter.session import DebugSession
 
 log = logging.getLogger(__name__)
@@ -41,6 +44,7 @@ class DebugWorker(QObject):
     breakpoints = Signal(object, object)     # tuple[BreakpointInfo], serial
     result = Signal(str, object, object)     # command, value, serial
     failed = Signal(str, str, object)        # command, message, serial
+    progressed = Signal(object, object)      # interpreter.progress.RunProgress, serial
 
     def __init__(self) -> None:
         super().__init__()
@@ -95,17 +99,21 @@ class DebugWorker(QObject):
         self.session = None
         self.serial = serial
         try:
+            # the kernel set and float sums the window chose (Debug > Kernels, Float Sums)
+            interpreter = Interpreter(args["model"], kernels=args.get("kernels", "auto"),
+                                      float_sums=args.get("float_sums", "auto"))
             generation = args.get("generation")
             if generation is not None:  # prefill, then decode after decode
                 from ...interpreter.generation_session import GenerationSession
                 self.session = GenerationSession(args["model"], generation.plan,
                                                  generation.prompt, generation.steps,
-                                                 float_sums=args.get("float_sums", "auto"))
+                                                 interpreter=interpreter)
             else:
                 self.session = DebugSession(args["model"], args.get("inputs") or {},
                                             signature=args.get("signature"),
-                                            seed=args.get("seed", 0),
-                                            float_sums=args.get("float_sums", "auto"))
+                                            seed=args.get("seed", 0), interpreter=interpreter)
+            # every command's progress, as a signal the GUI thread receives queued
+            self.session.set_progress(lambda p, s=serial: self.progressed.emit(p, s))
             self.session.set_inline_composites(bool(args.get("inline_composites")))
             for bid, bp in args.get("breakpoints") or ():  # the workspace's, by its ids
                 self.session.add_breakpoint(bp, bid)

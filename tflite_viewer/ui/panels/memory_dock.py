@@ -16,7 +16,8 @@ from PySide6.QtGui import QBrush, QColor, QMouseEvent, QPainter, QPen
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QSplitter,
                                QToolTip, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from ..state.memory import SYNC_OPS, TARGETS, MemoryChart, MemoryState, make_plan
+from ..state.memory import (SYNC_OPS, TARGETS, MemoryChart, MemoryState, default_target,
+                            make_plan)
 from ..workers import Task
 from ..state.docks import BOTTOM, DockSpec
 from ..state.workspace import MODEL, NAVIGATION, SELECTION
@@ -198,6 +199,7 @@ class MemoryDock(QWidget):
         layout.addWidget(self.summary)
         layout.addWidget(split, 1)
         self._chart: MemoryChart | None = None
+        self._why_target: str | None = None  # why a decoder shows LiteRT's arenas
         self._tasks: dict[int, tuple] = {}  # serial -> (workspace, state, target, task)
         self.target.currentIndexChanged.connect(self._target_changed)
         self.overlay.toggled.connect(self._overlay_toggled)
@@ -260,8 +262,24 @@ class MemoryDock(QWidget):
         self.hub.changed(TOPIC, ws)
 
     # -- rendering --------------------------------------------------------------------------
+    def _pick_target(self, ws) -> None:
+        """Show the runtime picked for ``ws``'s model, or its default (`default_target`:
+        LiteRT for an LLM decoder)."""
+        state = ws.part("memory", MemoryState)
+        remembered = str(self.settings.value("memory/target", "tflm"))
+        default, why = default_target(ws.model, remembered)
+        key = state.target or default
+        self._why_target = why if key == "litert" else None
+        if key != self.target_key:
+            self.target.blockSignals(True)
+            self.target.setCurrentIndex(max(0, self.target.findData(key)))
+            self.target.blockSignals(False)
+            self._chart = None
+
     def render(self, ws) -> None:
         """Show the open workspace's plan (made first if the dock is seen)."""
+        if ws.model is not None:
+            self._pick_target(ws)
         if self.isVisible():
             self.ensure_plan(ws)
         plan = self.plan(ws) if ws.model is not None else None
@@ -305,6 +323,8 @@ class MemoryDock(QWidget):
                     f"{plan.head_bytes:,}; persistent {plan.tail_bytes:,}){where}")
         if plan.problems:
             text += f" \u2014 {len(plan.problems)} problem(s): {plan.problems[0]}"
+        if self._why_target:
+            text = f"{self._why_target} {text}"
         return text
 
     def _fill_peak(self, ws, plan, chart: MemoryChart) -> None:
@@ -334,7 +354,13 @@ class MemoryDock(QWidget):
 
     # -- user actions -----------------------------------------------------------------------
     def _target_changed(self, _index: int) -> None:
-        self.settings.setValue("memory/target", self.target_key)
+        ws = self.hub.workspace
+        if ws.model is not None:  # this model's runtime from now on
+            ws.part("memory", MemoryState).target = self.target_key
+            if default_target(ws.model, "")[1] is None:  # a decoder's pick is its own
+                self.settings.setValue("memory/target", self.target_key)
+        else:
+            self.settings.setValue("memory/target", self.target_key)
         self._chart = None
         self.render(self.hub.workspace)
         self.hub.changed(TOPIC, self.hub.workspace)

@@ -70,6 +70,16 @@ class _Check(QObject):
         self._done(None, str(exc) or type(exc).__name__)
 
 
+def _failure_item(failure: str) -> QTreeWidgetItem:
+    """The row saying why the model as a whole does not run on the target
+    (`TargetResult.failure`; whole in its tooltip and in the summary over the table)."""
+    item = QTreeWidgetItem([f"Does not run here: {failure}"])
+    item.setFlags(Qt.ItemFlag.NoItemFlags)
+    item.setForeground(0, QColor(TEXT_COLOURS["refused"]))
+    item.setToolTip(0, failure)
+    return item
+
+
 class TargetsDock(QWidget):
     """``opActivated(subgraph, op)``: a row was clicked; ``editRequested(command)``: a
     change was applied; ``targetChanged(key)``: the picker moved ('' for Off)."""
@@ -240,19 +250,22 @@ class TargetsDock(QWidget):
                                     "has every one: tflite-viewer targets MODEL --json)"])
             more.setFlags(Qt.ItemFlag.NoItemFlags)
             items.append(more)
-        if not rows:
+        if not rows and not result.failure:
             what = "Every operator runs here"
             if result.partitions:
                 what += f" ({len(result.partitions)} partition(s): tick Every operator)"
             empty = QTreeWidgetItem([what])
             empty.setFlags(Qt.ItemFlag.NoItemFlags)
             items.append(empty)
+        if result.failure:  # the model as a whole does not run there: said first
+            items.insert(0, _failure_item(result.failure))
         self.table.addTopLevelItems(items)
         if rows:
             for column, width in ((0, 180), (1, 75), (2, 60)):
                 self.table.setColumnWidth(column, width)
-        else:
-            items[0].setFirstColumnSpanned(True)
+        for item in items:
+            if item.data(0, ROW_ROLE) is None:
+                item.setFirstColumnSpanned(True)
         self._show_fixes()
 
     def rows(self) -> list[OpRow]:

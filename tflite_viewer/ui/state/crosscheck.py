@@ -51,20 +51,71 @@ class CrossCheck:
     range_errors: dict[int, float] = field(default_factory=dict)
 
 
+class CrossCheckRun:
+    """A running cross-check as the window sees it, shared with the pool thread running
+    it: which phase it is in (our run, then LiteRT's and the comparison), our run's
+    progress (`Interpreter.progress`, safe from any thread), and Cancel."""
+
+    OURS, LITERT = "ours", "litert"
+
+    def __init__(self) -> None:
+        self.phase = self.OURS
+        self.interpreter = None  # set by the pool thread once made
+        self.cancelled = False
+        self.last = None  # our run's last `RunProgress` (one reference: read from any thread)
+
+    def follow(self, interp) -> None:
+        """Follow ``interp``'s run (its reports, every 0.1 s) and let Cancel reach it."""
+        interp.set_progress(self._report)
+        self.interpreter = interp
+        if self.cancelled:  # a Cancel before the interpreter was made
+            interp.request_stop()
+
+    def _report(self, p) -> None:
+        self.last = p
+
+    def cancel(self) -> None:
+        """Stop our run within its op (`Interpreter.request_stop`); in LiteRT's phase, the
+        result is dropped when it comes (LiteRT's process ends its run on its own)."""
+        self.cancelled = True
+        interp = self.interpreter
+        if interp is not None:
+            interp.request_stop()
+
+    def progress(self):
+        """Our run's last `RunProgress` (None before it began)."""
+        return self.last
+
+    def check(self) -> None:
+        """Raise `RunCancelled` if Cancel was asked."""
+        if self.cancelled:
+            from ...interpreter import RunCancelled
+            raise RunCancelled("the cross-check was cancelled")
+
+
 def run_cross_check(model, inputs: dict, signature: str | None,
-                    float_sums: str = "auto") -> CrossCheck:
-    """Qt-free: our run (with the debugger's float sums) and LiteRT's on ``inputs``,
-    compared (runs on a pool thread)."""
+                    float_sums: str = "auto", kernels: str = "auto",
+                    run: CrossCheckRun | None = None) -> CrossCheck:
+    """Qt-free: our run (with the debugger's float sums and kernel set) and LiteRT's on
+    ``inputs``, LiteRT running the kernel set ours follows (`kernel_sets.RESOLVERS`),
+    compared (runs on a pool thread).  ``run`` follows it and can cancel it
+    (`RunCancelled`)."""
     from ...edit.expose import expose_op_outputs
     from ...interpreter import Interpreter
     from ...interpreter.inputs import complete_inputs
 
+    run = run or CrossCheckRun()
     arrays, _ = complete_inputs(model, inputs or {}, 0, signature)
-    interp = Interpreter(model, float_sums=float_sums)
+    interp = Interpreter(model, float_sums=float_sums, kernels=kernels)
+    run.follow(interp)
+    run.check()
     interp.invoke(arrays, signature=signature)  # by input name
+    run.phase = run.LITERT
+    run.check()
     # LiteRT crashing while keeping every tensor: compared on an exposed copy instead
     report = compare_with_litert(model, arrays, signature=signature, interpreter=interp,
                                  expose=expose_op_outputs)
+    run.check()
     sg = interp.subgraphs[report.subgraph]
     ours = {r.tensor: np.array(sg.tensors[r.tensor].data) for r in report.rows
             if sg.tensors[r.tensor].data is not None}

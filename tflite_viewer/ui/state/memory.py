@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...memory import MemoryPlan, plan_litert, plan_tflm
+from ...memory.decoder import llm_decoder
 
 TARGETS = {"tflm": "TFLite Micro", "litert": "LiteRT"}
 #: plans of models up to this many operators are made on the GUI thread (milliseconds)
@@ -26,6 +27,8 @@ class MemoryState:
     errors: dict[str, str] = field(default_factory=dict)
     running: set[str] = field(default_factory=set)
     charts: dict[tuple[str, int | None], "MemoryChart"] = field(default_factory=dict)
+    #: the runtime picked for this model (None: not yet, `default_target` decides)
+    target: str | None = None
 
     def chart(self, target: str, arena_index: int | None = None) -> "MemoryChart | None":
         """The chart of ``target``'s plan (one arena of it for LiteRT), made once."""
@@ -36,6 +39,16 @@ class MemoryState:
         if key not in self.charts:
             self.charts[key] = build_chart(plan, arena_index)
         return self.charts[key]
+
+
+def default_target(model, remembered: str) -> tuple[str, str | None]:
+    """The runtime the dock shows ``model`` for, before one is picked for it, and why:
+    LiteRT's arenas for an LLM decoder (TFLite Micro runs no such model, `llm_decoder`),
+    else the runtime last picked (``remembered``)."""
+    why = llm_decoder(model)
+    if why is not None:
+        return "litert", f"This is {why}, not a TFLite Micro model: LiteRT's arenas."
+    return (remembered if remembered in TARGETS else "tflm"), None
 
 
 def make_plan(model, target: str) -> MemoryPlan:

@@ -97,8 +97,11 @@ def op_rows(result: TargetResult, every: bool = False) -> list[OpRow]:
 
 
 def summary_line(result: TargetResult) -> str:
-    """The dock's line over its table: the target's counts and its notes."""
+    """The dock's line over its table: the target's counts, why the model as a whole does
+    not run there (`TargetResult.failure`), and its notes."""
     line = target_overlay.legend(result)
+    if result.failure:
+        line += f" \u2014 does not run here: {result.failure}"
     if result.crossing:
         line += f", {result.crossing} tensor(s) cross to the CPU"
     if result.notes:

@@ -69,6 +69,9 @@ class DebugState:
     #: a generation loop to run instead (`GenerationSetup`: prefill, then decode steps)
     generation: Any = None
     specs: tuple = ()                               # the session's InputSpecs
+    #: the LiteRT kernel set the session follows (`interpreter.kernel_sets`, ``auto``
+    #: resolved for its model: reference, builtin or xnnpack)
+    kernels: str = ""
     outputs: Any = None         # RunOutputs of the last finished run
     profile: dict = field(default_factory=dict)     # (subgraph, op) -> seconds, last stop
     #: called once when the session ends or the workspace goes (closes the worker's session)
