@@ -178,10 +178,6 @@ class ModelDocument:
         return self._history[self._index - 1].command.description if self.can_undo else ""
 
     @property
-    def redo_text(self) -> str:
-        return self._history[self._index].command.description if self.can_redo else ""
-
-    @property
     def history(self) -> list[str]:
         """Descriptions of every command, applied ones first (see `history_index`)."""
         return [r.command.description for r in self._history]

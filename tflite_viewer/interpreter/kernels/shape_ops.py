@@ -381,13 +381,6 @@ def _ss_index(ctx, node, value, rank):
         bool(option(node, "offset", False)))
 
 
-def _check_shrink(shape, idx):
-    dims = [i for i in idx if i is not None and i is not Ellipsis]
-    for d, i in zip(shape, dims):
-        if isinstance(i, int) and not -d <= i < d:
-            raise ValueError(f"shrink index {i} out of range for dimension of size {d}")
-
-
 def _strided_slice(ctx, node):
     x = ctx.value(node, 0)
     # numpy keeps the trailing dimensions an index leaves out, as TFLite does
