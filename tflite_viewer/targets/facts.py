@@ -53,7 +53,7 @@ class Quant:
         return self.scale[0] if len(self.scale) == 1 and len(self.zero_point) == 1 else 0.0
 
 
-class SubgraphFacts:
+class TargetSubgraphFacts:
     """One subgraph's operators and tensors as lists indexed like the file."""
 
     def __init__(self, model: Model, index: int, share_verdicts: bool = True) -> None:
@@ -424,18 +424,18 @@ class SubgraphFacts:
         return out
 
 
-class ModelFacts:
+class TargetFacts:
     """Every subgraph's facts, built on first use."""
 
     def __init__(self, model: Model, share_verdicts: bool = True) -> None:
         self.model = model
         self.share_verdicts = share_verdicts
-        self._subgraphs: dict[int, SubgraphFacts] = {}
+        self._subgraphs: dict[int, TargetSubgraphFacts] = {}
 
     def __len__(self) -> int:
         return len(self.model.subgraphs)
 
-    def __getitem__(self, s: int) -> SubgraphFacts:
+    def __getitem__(self, s: int) -> TargetSubgraphFacts:
         if s not in self._subgraphs:
-            self._subgraphs[s] = SubgraphFacts(self.model, s, self.share_verdicts)
+            self._subgraphs[s] = TargetSubgraphFacts(self.model, s, self.share_verdicts)
         return self._subgraphs[s]

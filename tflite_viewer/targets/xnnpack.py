@@ -21,7 +21,7 @@ and output tensors (tests/targets/test_xnnpack_litert.py).
 """
 from __future__ import annotations
 
-from .facts import ModelFacts, SubgraphFacts
+from .facts import TargetFacts, TargetSubgraphFacts
 from .partition import Crossing
 from .partition import partition
 from .verdict import FALLS_BACK, REFUSED, RUNS, OpVerdict, Partition, TargetResult
@@ -36,7 +36,7 @@ _GEMMS = ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D")
 DEFAULT_PATH_FAILS = "LiteRT's default CPU path fails on this model"
 
 
-def _unpackable(f: SubgraphFacts, k: int, quasi: set[int]) -> bool:
+def _unpackable(f: TargetSubgraphFacts, k: int, quasi: set[int]) -> bool:
     """A DEQUANTIZE or DENSIFY the delegate unpacks from static data beforehand."""
     ins, outs = f.inputs[k], f.outputs[k]
     if len(ins) != 1 or len(outs) != 1 or ins[0] < 0:
@@ -59,7 +59,7 @@ _UNPACKERS = frozenset({"DEQUANTIZE", "DENSIFY"})
 _CONTEXTUAL = frozenset(("CUSTOM", "STABLEHLO_COMPOSITE") + _VARIABLES)
 
 
-def claims(f: SubgraphFacts, flags: Flags, var_handles: dict | None = None
+def claims(f: TargetSubgraphFacts, flags: Flags, var_handles: dict | None = None
            ) -> tuple[set[int], dict[int, str], dict[int, int], Ctx]:
     """The operators the delegate takes in one subgraph, the reason for each it does not,
     the unpacking DEQUANTIZE/DENSIFY operators it takes (op -> first reader), and the
@@ -71,7 +71,7 @@ def claims(f: SubgraphFacts, flags: Flags, var_handles: dict | None = None
     unpack: dict[int, int] = {}  # unpacking op -> (kept while no refused reader reads it)
     claimed: set[int] = set()
     reasons: dict[int, str] = {}
-    accepted: set[tuple] = set()  # op keys the checks passed (see SubgraphFacts.op_key)
+    accepted: set[tuple] = set()  # op keys the checks passed (see TargetSubgraphFacts.op_key)
     builtin, keys = f.builtin, f.op_keys
     for k in range(f.op_count):
         b = builtin[k]
@@ -116,7 +116,7 @@ def claims(f: SubgraphFacts, flags: Flags, var_handles: dict | None = None
     return claimed, reasons, unpack, c
 
 
-def analyze(facts: ModelFacts, flags: Flags | None = None) -> TargetResult:
+def analyze(facts: TargetFacts, flags: Flags | None = None) -> TargetResult:
     flags = flags or Flags()
     ops: list[OpVerdict] = []
     parts: list[Partition] = []
@@ -175,7 +175,7 @@ def analyze(facts: ModelFacts, flags: Flags | None = None) -> TargetResult:
                         failure=failure)
 
 
-def _broken(f: SubgraphFacts, s: int, k: int, t: int, why: str, p: int) -> str:
+def _broken(f: TargetSubgraphFacts, s: int, k: int, t: int, why: str, p: int) -> str:
     name = f.names[t] if len(f.names[t]) <= 60 else "..." + f.names[t][-57:]
     return (f"XNNPACK takes {f.op_name(k)} (subgraph {s}, operator {k}) into partition {p} "
             f"but cannot define its tensor {t} {name!r} ({f.type(t)}{list(f.shapes[t])}): "

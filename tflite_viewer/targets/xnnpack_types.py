@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .facts import SubgraphFacts
+from .facts import TargetSubgraphFacts
 
 MAX_DIMS = 6  # XNN_MAX_TENSOR_DIMS
 
@@ -59,7 +59,7 @@ class Ctx:
     tensors unpacked from static data before the checks run (outputs of DEQUANTIZE and
     DENSIFY of constants) and the float16 tensors whose DEQUANTIZE is skipped."""
 
-    f: SubgraphFacts
+    f: TargetSubgraphFacts
     flags: Flags
     quasi_static: set[int] = field(default_factory=set)
     f16_for_f32: dict[int, int] = field(default_factory=dict)
