@@ -79,7 +79,7 @@ def time_compare(a: Path, b: Path) -> float:
     app.processEvents()
     w.grab()
     dt = time.perf_counter() - start
-    assert w.workspace.comparison.diff is not None, w.workspace.comparison.status
+    assert w.compare.state.diff is not None, w.compare.state.status
     _close(w)
     return dt
 

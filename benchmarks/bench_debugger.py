@@ -17,6 +17,14 @@
 
 * Responsiveness: the longest gap between ticks of a 5 ms timer on the GUI thread while
   Continue runs a model on the worker thread (target: never blocked over 50 ms).
+* Stepping without a window (`DebugSession`, what the worker runs): Continue from ready
+  to the end, and the run stepped op by op (Step Over until finished), each against
+  `Interpreter.invoke` on the same inputs, the three alternating, best of ``--rounds``
+  (at least 5) in CPU time of the thread (with ``--blas-threads 1`` all the work is
+  there, and a loaded machine does not inflate it); the difference per op run is what
+  the session adds (target: under 1 ms per op).  Also invoke with a progress callback
+  (`Interpreter.set_progress`, reports every 0.1 s) against invoke without: the cost of
+  reporting progress.
 
 Runs offscreen; prints figures, asserts nothing.
 """
@@ -172,6 +180,45 @@ def responsiveness(path: Path) -> tuple[float, float]:
     return max(gaps) if gaps else seconds, seconds
 
 
+def session_overhead(path: Path, rounds: int) -> dict[str, float]:
+    """Best-of-``rounds`` CPU seconds (this thread's) of invoke, of the session's Continue
+    from ready, of the run stepped op by op, and of invoke with a progress callback,
+    alternating; and the ops a run runs."""
+    from tflite_viewer.interpreter.session import DebugSession
+    s = DebugSession(path)
+    interp = Interpreter(path)
+    inputs = dict(s.inputs)
+    reported = Interpreter(path)
+    reported.set_progress(lambda p: None)
+
+    def invoke():
+        interp.invoke(inputs)
+
+    def progress():
+        reported.invoke(inputs)
+
+    def continue_():
+        s.stop()
+        assert s.continue_().state == "finished"
+
+    def stepped():
+        s.stop()
+        while s.step_over().state == "paused":
+            pass
+
+    best = {name: float("inf") for name in ("invoke", "continue", "stepped", "progress")}
+    for fn in (invoke, progress, continue_, stepped):  # warm: caches, bound plans
+        fn()
+    for _ in range(rounds):
+        for name, fn in (("invoke", invoke), ("continue", continue_), ("stepped", stepped),
+                         ("progress", progress)):
+            t0 = time.thread_time()
+            fn()
+            best[name] = min(best[name], time.thread_time() - t0)
+    best["ops"] = s.ops_run
+    return best
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=40)
@@ -201,6 +248,15 @@ def main(argv=None) -> int:
         budget = 1.3 * head + 0.1
         print(f"  {name}: window {win * 1e3:.1f} ms, invoke {head * 1e3:.1f} ms "
               f"(ratio {win / head:.2f}; budget 1.3x + 100 ms = {budget * 1e3:.0f} ms)")
+    print("The session without a window against invoke (CPU time, best of rounds, "
+          "alternating):")
+    for name in ("palm_detection_lite", "ssd_mobilenet_v1", "control_flow"):
+        b = session_overhead(CORPUS / f"{name}.tflite", max(args.rounds, 5))
+        ops, head = b["ops"], b["invoke"]
+        print(f"  {name} ({ops:,} ops): invoke {head * 1e3:.1f} ms; Continue "
+              f"{b['continue'] * 1e3:.1f} ms (+{(b['continue'] - head) / ops * 1e3:.3f} ms/op); "
+              f"stepped {b['stepped'] * 1e3:.1f} ms (+{(b['stepped'] - head) / ops * 1e3:.3f} "
+              f"ms/op); invoke with progress {b['progress'] / head:.3f}x")
     print("Event loop while F5 runs on the worker thread (5 ms timer, longest gap):")
     for name in ("ssd_mobilenet_v1", "palm_detection_lite"):
         gap, run = responsiveness(CORPUS / f"{name}.tflite")

@@ -6,7 +6,7 @@ takes to convert it to JSON; the last table runs that adapter on the same files.
 Stages, each timed separately:
 
     parse   load_model (mmap + verify + checks)
-    layout  graph.build + labels + graph.layout (ui.scene_data.build_scene_data)
+    layout  graph.build + labels + graph.layout (ui.state.scene_data.build_scene_data)
     scene   GraphScene.set_data (the batch items)
     paint   first paint of an 1200x800 view, fitted and at 100 %
 
@@ -54,7 +54,7 @@ from tflite_viewer.ui import style  # noqa: E402
 from tflite_viewer.ui.app import make_app  # noqa: E402
 from tflite_viewer.ui.graph_scene import GraphScene  # noqa: E402
 from tflite_viewer.ui.graph_view import GraphView  # noqa: E402
-from tflite_viewer.ui.scene_data import build_scene_data  # noqa: E402
+from tflite_viewer.ui.state.scene_data import build_scene_data  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "models"
 

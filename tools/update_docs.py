@@ -158,9 +158,11 @@ ops that run here, are in [Debugging and running models](debugging.md#what-runs)
 
 
 def ops_page() -> str:
-    from tflite_viewer.cli.ops import markdown
-    from tflite_viewer.interpreter.coverage import coverage
-    return OPS_INTRO + markdown(coverage())
+    from tflite_viewer.cli.ops import forms_markdown, markdown, refusals_markdown
+    from tflite_viewer.interpreter.coverage import coverage, forms_coverage
+    return (OPS_INTRO + markdown(coverage())
+            + "\n## Weights by type and quantization form\n\n" + forms_markdown(forms_coverage())
+            + "\n## Refusals checked against LiteRT\n\n" + refusals_markdown())
 
 
 PAGES = {CLI_PAGE: cli_page, OPS_PAGE: ops_page}

@@ -85,9 +85,9 @@ def litert_loop(data, prompt, steps, kv, prefill="prefill_8", decode="decode", c
     return tokens, np.array(logits)
 
 
-def _ours(data, prompt=PROMPT, steps=STEPS):
+def _ours(data, prompt=PROMPT, steps=STEPS, **options):
     model = load_model(data)
-    interp = Interpreter(model)
+    interp = Interpreter(model, **options)
     rows = []
 
     def run(signature, inputs):

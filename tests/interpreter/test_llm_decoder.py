@@ -116,7 +116,7 @@ def test_composite_boxes_name_what_they_compute(form):
     """Per signature: an RMS norm before and after each layer's attention and a final one,
     one attention per layer (prefill keeps only what its KV cache outputs need: the last
     layer's attention and the final norm are pruned)."""
-    from tflite_viewer.ui.scene_data import build_scene_data
+    from tflite_viewer.ui.state.scene_data import build_scene_data
     m = load_model(path(form))
     expect = {"decode": {"odml.rms_norm": 2 * LAYERS + 1,
                          "odml.scaled_dot_product_attention": LAYERS},
@@ -134,7 +134,7 @@ def test_composite_boxes_name_what_they_compute(form):
             assert options == ("epsilon=1e-05" if title == "odml.rms_norm"
                                else f"scale={1 / np.sqrt(HEAD_DIM):g}")
         # Find (Ctrl+F) answers to a composite's name as well as to its op code
-        from tflite_viewer.ui.search import find
+        from tflite_viewer.ui.state.search import find
         norms = {lab.op_index for lab in data.labels if lab.title == "odml.rms_norm"}
         assert {hit.index for hit in find(m, k, "rms_norm")} == norms
         assert len(find(m, k, "STABLEHLO_COMPOSITE")) == sum(counts.values())

@@ -66,6 +66,15 @@ COMPARED_ELSEWHERE: dict[tuple[str, str], str] = {
         "weights matrix (UINT4 values: test_type_paths_litert.py, 4-bit round trips)",
     ("EMBEDDING_LOOKUP", "copy"): "row copies of INT4/INT2 tables (no scale or one): "
         "test_llm_kernels_litert.py",
+    ("*", "FLOAT INT32"): "float and INT32 tensors in every form (accepts.BASIC: their "
+        "parameters define no value and no float or plain-integer path reads them): "
+        "test_refusal_audit.py's acceptance comparisons, the simple ops' tensors in every "
+        "form against LiteRT",
+    ("DENSIFY", "*"): "DENSIFY of FLOAT32, FLOAT16 and INT8 in every form (the parameters "
+        "pass through): test_refusal_audit.py's densify family against LiteRT",
+    ("moves", "*"): "kernels that move stored values (accepts.MOVES: they copy the same "
+        "bytes whatever the parameters): test_refusal_audit.py compares the data-movement "
+        "ops of its activations family in every type and form with LiteRT",
 }
 
 
@@ -193,9 +202,13 @@ def _covered(name: str, pos: int, tname: str, form: str) -> bool:
     return False
 
 
-def _covered_elsewhere(name: str, pos: int, tname: str, form: str) -> bool:
+def _covered_elsewhere(name: str, pos: int, tname: str, form: str, kernel=None) -> bool:
     """COMPARED_ELSEWHERE's entries as a rule."""
+    if kernel is not None and not kernel.reads_scales and tname not in SUB_BYTE:
+        return True
     if op_metadata.input_roles(name).get(pos) == "b" and form == "per-channel:0":
+        return True
+    if tname in ("FLOAT32", "FLOAT16", "INT32") or name == "DENSIFY":
         return True
     return name == "EMBEDDING_LOOKUP" and tname in SUB_BYTE and form in ("none", "per-tensor")
 
@@ -234,13 +247,14 @@ def _check_case(name, custom, reg, pos, tname, form):
         refusal = f"kernel check or init: {exc}"
     except Exception as exc:  # noqa: BLE001 - anything else is a defect
         return f"{name} input {pos} {tname} {form}: {type(exc).__name__}: {exc}"[:300]
-    if refusal is not None and "is not implemented here (" in refusal:
+    if refusal is not None and ("is not implemented here (" in refusal
+                                or "computes this form without meaning (" in refusal):
         named = f"input {pos} (tensor {swept} " in refusal and name in refusal and \
             (f"[{form.split(':')[0]}" in refusal or f"{tname} is not implemented" in refusal)
         return None if named else (f"{name} input {pos} {tname} {form}: the refusal does "
                                    f"not name the op, the tensor and the form: {refusal}")
     if _is_plain(tname, form) or _covered(name, pos, tname, form) or \
-            _covered_elsewhere(name, pos, tname, form):
+            _covered_elsewhere(name, pos, tname, form, reg.kernel):
         return None
     return (f"{name} input {pos} {tname} {form}: declared, and no LiteRT comparison covers "
             f"it ({'refused by the kernel: ' + refusal if refusal else 'loads'})")

@@ -112,7 +112,7 @@ def test_composite_name_and_attributes_decode_to_what_was_encoded(composite_file
 
 
 def test_composite_box_title_and_options_on_the_canvas(composite_file):
-    from tflite_viewer.ui.scene_data import build_scene_data
+    from tflite_viewer.ui.state.scene_data import build_scene_data
     data = build_scene_data(load_model(composite_file), 0)
     row = next(r for r, lab in enumerate(data.labels) if lab.kind == "op")
     lab = data.labels[row]
@@ -133,7 +133,7 @@ def test_composite_without_attributes_or_with_undecodable_ones():
 def test_parameters_count_each_shared_buffer_once(tmp_path):
     """Two subgraphs whose FULLY_CONNECTED ops share the weight and bias buffers: 20
     parameters (4x4 + 4) by hand, not 40; 80 bytes of weights."""
-    from tflite_viewer.ui.summary import summarize
+    from tflite_viewer.ui.state.summary import summarize
     path = tmp_path / "two.tflite"
     path.write_bytes(two_signature_model())
     m = load_model(path)

@@ -24,7 +24,7 @@ def _run(qtbot, dock, samples=2, fallback=True):
 
 
 def test_dock_end_to_end(window, qtbot, tmp_path):
-    dock = window.quant_panel
+    dock = window.panel("quantization")
     with qtbot.waitSignal(dock.findingsChanged, timeout=20_000):
         assert window.open_path(SMALL_INT8, wait=True)
     assert dock.findings == [] and dock.findings_tree.topLevelItemCount() == 1  # its empty state
@@ -47,8 +47,8 @@ def test_dock_end_to_end(window, qtbot, tmp_path):
             else:
                 assert got[key] == pytest.approx(want[key], rel=1e-12, abs=1e-15)
     # shown text equals the rows; sorting by SQNR puts the worst first
-    col = [k for k, _ in __import__("tflite_viewer.ui.panels.quant_dock",
-                                    fromlist=["COLUMNS"]).COLUMNS].index("sqnr_db")
+    from tflite_viewer.ui.panels.quant_table import COLUMN_KEYS
+    col = COLUMN_KEYS.index("sqnr_db")
     from PySide6.QtCore import Qt
     dock.table.sortByColumn(col, Qt.SortOrder.AscendingOrder)
     first = dock.row_at(dock.proxy.index(0, 0))
@@ -60,20 +60,23 @@ def test_dock_end_to_end(window, qtbot, tmp_path):
     f, q = api.tensor(first["tensor"]).sample_values
     assert int(dock.overlay_hist.histograms[1].counts.sum()) == f.size == int(dock.overlay_hist.histograms[0].counts.sum())
     assert int(dock.error_hist.histogram.counts.sum()) == f.size
-    # the overlay colours every measured op, worst (lowest SQNR) reddest
-    dock.overlay_metric.setCurrentIndex(dock.overlay_metric.findData("sqnr_db"))
-    ov = window.quant_overlay
+    # the overlay colours every measured op, worst (lowest SQNR) reddest; its legend sits
+    # in the strip under the canvas
+    from tflite_viewer.ui.state.overlays import QUALITY, ramp
+    dock.choose_metric("sqnr_db")
+    ov, strip = window.overlays, window.canvas.strip
+    assert window.overlay_selector.currentData() == "quant"
     assert ov.item is not None and ov.item.scene() is window.graph_scene
-    assert ov.legend.isVisible() and "sqnr_db" in ov.legend.metric_name
-    assert not ov.legend.grab().isNull() and not window.view.grab().isNull()  # both paint
-    worst_op = max(ov.fractions, key=ov.fractions.get)
-    assert worst_op == api.ranked()[0].op and ov.fractions[worst_op] == 1.0
-    assert set(ov.fractions) == {r["op"] for r in expect if r["op"] is not None
-                                 and r["sqnr_db"] is not None and math.isfinite(r["sqnr_db"])}
-    dock.overlay_metric.setCurrentIndex(dock.overlay_metric.findData("fallback_gain_db"))
-    assert max(ov.fractions, key=ov.fractions.get) == api.fallback[0].op
-    dock.overlay_metric.setCurrentIndex(0)
-    assert ov.item is None and not ov.legend.isVisible()
+    assert strip.isVisible() and "sqnr_db" in strip.legend.title
+    assert not strip.grab().isNull() and not window.view.grab().isNull()  # both paint
+    reddest = [k for k, c in ov.marks.colours.items() if c == ramp(1.0, QUALITY)]
+    assert reddest == [api.ranked()[0].op]
+    assert set(ov.marks.colours) == {r["op"] for r in expect if r["op"] is not None
+                                     and r["sqnr_db"] is not None and math.isfinite(r["sqnr_db"])}
+    dock.choose_metric("fallback_gain_db")
+    assert api.fallback[0].op in [k for k, c in ov.marks.colours.items() if c == ramp(1.0, QUALITY)]
+    window.overlay_choice.choose("")  # Colour by: None
+    assert ov.item is None and not strip.isVisible()
     # CSV export
     out = tmp_path / "q.csv"
     dock.export_csv(out)
@@ -89,7 +92,7 @@ def test_dock_findings_also_in_problems(window, qtbot, tmp_path):
     bad = edited(SMALL_INT8, SetQuantization(0, 13, q.scale, np.full(8, 3), 0))
     path = tmp_path / "bad.tflite"
     path.write_bytes(bytes(bad.data))
-    dock = window.quant_panel
+    dock = window.panel("quantization")
     with qtbot.waitSignal(dock.findingsChanged, timeout=20_000,
                           check_params_cb=lambda fs: bool(fs)):
         assert window.open_path(path, wait=True)
@@ -104,8 +107,8 @@ def test_dock_findings_also_in_problems(window, qtbot, tmp_path):
 
 def test_cancel_and_failure(window, qtbot, tmp_path):
     assert window.open_path(SMALL_INT8, wait=True)
-    window.quant_dock.show()  # View > Quantization (hidden in the default layout)
-    dock = window.quant_panel
+    window.dock("quantization").show()  # View > Quantization (hidden in the default layout)
+    dock = window.panel("quantization")
     dock.compare(SMALL_FLOAT, samples=50, fallback=True)
     assert dock.running and dock.cancel_button.isVisible()
     dock.cancel()
@@ -127,7 +130,7 @@ def test_dock_settings_are_remembered(tmp_path, qtbot):
     settings = QSettings(str(tmp_path / "q.ini"), QSettings.Format.IniFormat)
     dock = QuantDock(settings)
     qtbot.addWidget(dock)
-    dock.overlay_metric.setCurrentIndex(dock.overlay_metric.findData("cosine"))
+    dock.choose_metric("cosine")
     dock.samples.setValue(7)
     dock.fallback.setChecked(False)
     from tflite_viewer.model import load_model

@@ -15,7 +15,7 @@ from .helpers import SMALL_FLOAT, SMALL_INT8  # noqa: E402
 
 
 def test_row_click_shows_float_vs_dequantized_in_the_inspector(window, qtbot):
-    dock = window.quant_panel
+    dock = window.panel("quantization")
     assert window.open_path(SMALL_INT8, wait=True)
     with qtbot.waitSignal(dock.reportReady, timeout=60_000, check_params_cb=lambda r: r is not None):
         dock.compare(SMALL_FLOAT, samples=1, fallback=False)

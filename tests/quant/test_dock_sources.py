@@ -53,7 +53,7 @@ def test_inputs_of_the_debugger_session(window, qtbot):
     """Without a session the option is disabled and says why; with one, the analysis runs
     on exactly the session's inputs: the dock's numbers equal the API's with them."""
     assert window.open_path(SMALL_INT8, wait=True)
-    dock, dbg = window.quant_panel, window.debugger
+    dock, dbg = window.panel("quantization"), window.debugger
     item, tip = _debugger_item(dock)
     assert not item.isEnabled() and tip == NO_SESSION
     assert not dock.source.choose(DEBUGGER) and dock.source.kind != DEBUGGER
@@ -92,7 +92,7 @@ def test_folder_of_jpeg_images(window, qtbot, tmp_path):
         Image.fromarray(rng.integers(0, 256, (48, 40, 3), dtype=np.uint8)).save(
             tmp_path / f"{k}.jpg", quality=92)
     assert window.open_path(SMALL_INT8, wait=True)
-    dock = window.quant_panel
+    dock = window.panel("quantization")
     assert dock.source.choose(IMAGES, tmp_path)
     assert tmp_path.name in dock.source.combo.currentText()
     report = _run(qtbot, dock, samples=5, fallback=False)
@@ -109,7 +109,7 @@ def test_loop_bodies_in_the_dock_and_on_the_canvas(window, qtbot):
     and selects the tensor there; the overlay colours the ops of the subgraph shown."""
     q, f = MODELS / "lstm_dynamic.tflite", MODELS / "lstm_float.tflite"
     assert window.open_path(q, wait=True)
-    dock = window.quant_panel
+    dock = window.panel("quantization")
     report = _run(qtbot, dock, f, samples=1, fallback=True)
     _same_rows(dock, analyze(q, f, samples=1, per_layer_fallback=True))
     assert {r["subgraph"] for r in dock.table_model.rows if r["sqnr_db"] is not None} == {0, 2, 4}
@@ -119,17 +119,17 @@ def test_loop_bodies_in_the_dock_and_on_the_canvas(window, qtbot):
     assert window.subgraph == 2 and window.selection == ("tensor", 19)
     assert dock.overlay_hist.histograms is not None
     assert int(dock.overlay_hist.histograms[1].counts.sum()) == 20 * 64  # every iteration
-    dock.overlay_metric.setCurrentIndex(dock.overlay_metric.findData("sqnr_db"))
-    ov = window.quant_overlay
-    assert ov.item is not None and ov.legend.isVisible()
+    dock.choose_metric("sqnr_db")
+    ov = window.overlays
+    assert ov.item is not None and window.canvas.strip.isVisible()
     body = {r["op"] for r in report_rows(report) if r["subgraph"] == 2 and r["op"] is not None
             and r["sqnr_db"] is not None and math.isfinite(r["sqnr_db"])}
-    assert set(ov.fractions) == body
+    assert set(ov.marks.colours) == body
     window.show_subgraph(0, wait=True)
     main = {r["op"] for r in report_rows(report) if r["subgraph"] == 0 and r["op"] is not None
             and r["sqnr_db"] is not None and math.isfinite(r["sqnr_db"])}
-    assert set(ov.fractions) == main
-    dock.overlay_metric.setCurrentIndex(0)
+    assert set(ov.marks.colours) == main
+    window.overlay_choice.choose("")
 
 
 def test_a_finding_in_a_loop_body_selects_there(window, qtbot, tmp_path):
@@ -142,7 +142,7 @@ def test_a_finding_in_a_loop_body_selects_there(window, qtbot, tmp_path):
     bad = edited(path, SetQuantization(2, 16, q.scale, np.full(q.scale.size, 3), 0))
     out = tmp_path / "bad_body.tflite"
     out.write_bytes(bytes(np.asarray(bad.data, np.uint8)))
-    dock = window.quant_panel
+    dock = window.panel("quantization")
     with qtbot.waitSignal(dock.findingsChanged, timeout=20_000, check_params_cb=bool):
         assert window.open_path(out, wait=True)
     item = dock.findings_tree.topLevelItem(0)

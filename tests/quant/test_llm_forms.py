@@ -47,10 +47,14 @@ LITERT_RTOL = 1e-5
 #: in float64 on the values themselves, differ there by design; its own metrics, in the
 #: validator's row, still equal)
 OVERFLOW = 1e30
-HR_REFUSED = ("refused at load today: a zero scale on a constant (the embedding's all-zero "
-              "row); worktree refusals makes it a finding instead")
 #: forms this interpreter refuses (LiteRT computes them "wrong": tools/sweep_quant_forms.py)
 REFUSED = {"dynamic_wi2b32_afp32", "dynamic_wi2b64_afp32", "dynamic_wi2b128_afp32"}
+#: forms whose validator values are not the ones this interpreter computes, and why: the
+#: validator runs LiteRT's builtin kernels without a delegate, whose 4-bit FULLY_CONNECTED
+#: computes INT4 weights of -8 without meaning; ours (kernels=auto) takes the reference
+#: kernel there, which LiteRT's reference kernels and its XNNPACK path agree with
+#: (tests/interpreter/test_quantizer_recipes.py)
+VALIDATOR_DEPARTS = {"dynamic_wi4c_hr_afp32"}
 #: what CI runs (the LiteRT backend reads each run's tensors in a child process: 10 s a case)
 SAMPLE = {("tiny_llama_q4_block32", "litert"), ("weight_only_wi8_afp32", "interpreter"),
           ("static_wi8_ai16", "interpreter"), ("dynamic_wi4c_hr_afp32", "interpreter"),
@@ -63,8 +67,6 @@ def _params():
     for case in CASES:
         for backend in ("litert", "interpreter"):
             marks = [] if (case, backend) in SAMPLE else [pytest.mark.slow]
-            if backend == "interpreter" and "_hr_" in case:
-                marks.append(pytest.mark.xfail(strict=True, reason=HR_REFUSED))
             out.append(pytest.param(case, backend, marks=marks, id=f"{case}-{backend}"))
     return out
 
@@ -169,7 +171,10 @@ def test_every_tensor_equals_the_validator(case, backend, llm_pair):
             compared += 1
             bad += _differences(name, row, *ours[name], rtol, skip)
         extra = [n for n in ours if f_names[n] == 1 and n not in theirs[sig]]
-        assert not bad and not extra, (sig, bad[:6], extra[:6])
+        if backend == "interpreter" and case in VALIDATOR_DEPARTS:
+            assert bad and not extra, (sig, "the validator's builtin 4-bit values agree")
+        else:
+            assert not bad and not extra, (sig, bad[:6], extra[:6])
     assert compared >= 5
 
 

@@ -39,7 +39,7 @@ def test_narrow_range_and_type_codes():
 def test_the_three_old_tables_now_read_this_one():
     from tflite_viewer.edit.commands import tensors
     assert tensors.INTEGER_RANGES is INTEGER_RANGES and not hasattr(tensors, "_QRANGE")
-    from tflite_viewer.ui import tensor_stats
+    from tflite_viewer.ui.state import tensor_stats
     for name, rng in INTEGER_RANGES.items():
         assert tensor_stats.quantized_range(name) == rng
     from tflite_viewer.ui.panels import tensor_panel

@@ -12,7 +12,7 @@ Micro and XNNPACK, checked against the runtime it names.
   its default delegate must fail to prepare the model, and the operator alone, while
   LiteRT without the delegate runs it.  A model with no such verdict must prepare there.
 
-Operators with the same signature (`TargetSubgraphFacts.op_keys`) and the same reason are checked
+Operators with the same signature (`SubgraphFacts.op_keys`) and the same reason are checked
 once for all (the kernel sees the same thing); each verdict is counted.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from tests.targets.oracles import (HARNESS_ERROR, default_path_error, litert_inv
                                    tflm_run_many)
 from tflite_viewer.model import load_model
 from tflite_viewer.targets import analyze
-from tflite_viewer.targets.facts import TargetFacts
+from tflite_viewer.delegation.facts import ModelFacts
 from tflite_viewer.targets.shape_values import ShapeValues
 from tflite_viewer.targets.tflm import SILENT
 from tflite_viewer.targets.value_shapes import VALUE_INPUTS
@@ -62,7 +62,7 @@ def _litert_ok(model: bytes) -> bool:
 
 
 # -- TFLM ---------------------------------------------------------------------------------------
-def _groups(facts: TargetFacts, ops) -> dict[tuple, list]:
+def _groups(facts: ModelFacts, ops) -> dict[tuple, list]:
     out: dict[tuple, list] = {}
     for o in ops:
         silent = o.reason.startswith(SILENT)
@@ -72,7 +72,7 @@ def _groups(facts: TargetFacts, ops) -> dict[tuple, list]:
     return out
 
 
-def _silent_values(facts: TargetFacts, s: int, k: int) -> dict[int, np.ndarray]:
+def _silent_values(facts: ModelFacts, s: int, k: int) -> dict[int, np.ndarray]:
     """The computed value inputs of a value-shaped operator, as the verdict saw them (an
     element only a run knows as 1), to give the operator alone."""
     f = facts[s]
@@ -97,7 +97,7 @@ class _Plan:
     """One model's TFLM verdicts to check: groups of equal verdicts, the silent ones'
     outputs, and the operators given alone (keyed ``model#group``)."""
 
-    facts: TargetFacts
+    facts: ModelFacts
     groups: dict[tuple, list]
     silent: list
     outs: list[tuple[int, int]]
@@ -105,7 +105,7 @@ class _Plan:
 
 
 def _plan_tflm(name: str, model: bytes) -> _Plan | None:
-    facts = TargetFacts(load_model(model))
+    facts = ModelFacts(load_model(model))
     refused = [o for o in analyze(facts.model, ["tflm"]).results["tflm"].ops
                if o.verdict == "refused"]
     if not refused:
@@ -210,7 +210,7 @@ def audit_xnnpack(models: dict[str, bytes]) -> list[Checked]:
 
 
 def _audit_xnnpack(name: str, model: bytes) -> list[Checked]:
-    facts = TargetFacts(load_model(model))
+    facts = ModelFacts(load_model(model))
     result = analyze(facts.model, ["xnnpack"]).results["xnnpack"]
     refused = [o for o in result.ops if o.verdict == "refused"]
     error = default_path_error(model)

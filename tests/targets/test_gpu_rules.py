@@ -15,7 +15,7 @@ from tests.interpreter.singleop import T
 from tests.targets.cases import build, const, f32, q8
 from tflite_viewer.model import load_model
 from tflite_viewer.targets import gpu
-from tflite_viewer.targets.facts import TargetFacts
+from tflite_viewer.delegation.facts import ModelFacts
 from tflite_viewer.targets.gpu_checks import Signature, Spec, compatibility
 
 F = "FLOAT32"
@@ -28,7 +28,7 @@ def sig(op, ins, outs=((F, (1, 4, 4, 8)),), **opts):
 
 
 def verdicts(data: bytes) -> list:
-    return gpu.analyze(TargetFacts(load_model(data))).ops
+    return gpu.analyze(ModelFacts(load_model(data))).ops
 
 
 # -- gpu_compatibility.cc ---------------------------------------------------------------------
@@ -196,7 +196,7 @@ def test_only_the_largest_partition_is_kept():
     tensors = [((1, 4), f)] * 5
     ops = [Op("ADD", [0, 0], [1], "AddOptions", {}), Op("L2_NORMALIZATION", [1], [2]),
            Op("ADD", [2, 2], [3], "AddOptions", {}), Op("ADD", [3, 3], [4], "AddOptions", {})]
-    result = gpu.analyze(TargetFacts(load_model(graph_model(tensors, ops, [0], [4]))))
+    result = gpu.analyze(ModelFacts(load_model(graph_model(tensors, ops, [0], [4]))))
     assert [p.ops for p in result.partitions] == [[2, 3]]
     assert result.ops[0].verdict == "falls back" and "largest" in result.ops[0].reason
     assert result.ops[1].verdict == "falls back" and "no L2_NORMALIZATION" in \
@@ -212,7 +212,7 @@ def test_float16_weights_are_read_directly():
     ops = [Op("DEQUANTIZE", [1], [2], version=3),
            Op("CONV_2D", [0, 2, 3], [4], "Conv2DOptions",
               {"padding": "SAME", "stride_w": 1, "stride_h": 1})]
-    result = gpu.analyze(TargetFacts(load_model(graph_model(tensors, ops, [0], [4]))))
+    result = gpu.analyze(ModelFacts(load_model(graph_model(tensors, ops, [0], [4]))))
     assert [v.verdict for v in result.ops] == ["runs", "runs"]
     assert result.partitions[0].inputs == [0, 1, 3]  # the float16 constant, not its output
 
@@ -221,7 +221,7 @@ def test_the_corpus_is_analysed_without_error():
     from pathlib import Path
 
     for p in sorted((Path(__file__).resolve().parents[1] / "data" / "models").glob("*.tflite")):
-        result = gpu.analyze(TargetFacts(load_model(p)))
+        result = gpu.analyze(ModelFacts(load_model(p)))
         # the delegate keeps one partition per subgraph at most
         assert len({q.subgraph for q in result.partitions}) == len(result.partitions)
         assert all(v.reason for v in result.ops if v.verdict != "runs"), p.name

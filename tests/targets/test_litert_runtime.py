@@ -12,7 +12,7 @@ from tests.targets import cases
 from tflite_viewer.edit.runtime_version import runtime_less, version_key
 from tflite_viewer.model import load_model
 from tflite_viewer.targets import analyze, litert as litert_target
-from tflite_viewer.targets.facts import TargetFacts
+from tflite_viewer.delegation.facts import ModelFacts
 
 MODELS = Path(__file__).resolve().parents[1] / "data" / "models"
 ALL = sorted(MODELS.glob("*.tflite")) + sorted(MODELS.parent.glob("signal/*.tflite")) + sorted(
@@ -39,7 +39,7 @@ def resolver_accepts(model: bytes) -> tuple[bool, str]:
 def test_corpus_resolver_agrees(path):
     data = path.read_bytes()
     accepted, why = resolver_accepts(data)
-    result = litert_target.analyze(TargetFacts(load_model(data)))
+    result = litert_target.analyze(ModelFacts(load_model(data)))
     refused = [o for o in result.ops if o.verdict == "refused"]
     assert accepted == (not refused), (why, refused[:1])
 
@@ -47,7 +47,7 @@ def test_corpus_resolver_agrees(path):
 def test_single_op_cases_resolve():
     """LiteRT built every case (that is how cases.py computes their shapes)."""
     for name, data in cases.all_cases().items():
-        result = litert_target.analyze(TargetFacts(load_model(data)))
+        result = litert_target.analyze(ModelFacts(load_model(data)))
         assert all(o.verdict == "runs" for o in result.ops), name
 
 
@@ -64,7 +64,7 @@ def test_a_version_past_the_resolver_is_refused_as_litert_refuses_it(op, version
     data = single_op_model(op, opts[1], [np.float32], opts[0], {}, version=version)
     accepted, why = resolver_accepts(data)
     assert not accepted and "Didn't find op" in why
-    v = litert_target.analyze(TargetFacts(load_model(data))).ops[0]
+    v = litert_target.analyze(ModelFacts(load_model(data))).ops[0]
     assert v.verdict == "refused" and f"version {version}" in v.reason
 
 
@@ -75,7 +75,7 @@ def test_unresolved_custom_op_is_refused():
 
     data = single_op_model("CUSTOM", [Input((1, 4))], [np.float32], custom_code="MyOp")
     assert not resolver_accepts(data)[0]
-    v = litert_target.analyze(TargetFacts(load_model(data))).ops[0]
+    v = litert_target.analyze(ModelFacts(load_model(data))).ops[0]
     assert v.verdict == "refused" and "MyOp" in v.reason
 
 
@@ -101,7 +101,7 @@ def test_the_converted_models_are_stamped():
 def test_required_runtime_equals_the_converters_stamp(path):
     """The converter (TF's) wrote min_runtime_version with the same table: ours agrees."""
     model = load_model(path)
-    assert litert_target.required_runtime(TargetFacts(model)) == stamped(model)
+    assert litert_target.required_runtime(ModelFacts(model)) == stamped(model)
 
 
 @pytest.mark.parametrize("path", CONVERTED, ids=lambda p: p.stem)

@@ -1,4 +1,4 @@
-"""LiteRT's partitioner: the heap walk of `targets.partition` gives exactly the subsets of a
+"""LiteRT's partitioner: the heap walk of `delegation.partition` gives exactly the subsets of a
 line-by-line transcription of ``PartitionGraphIntoIndependentNodeSubsets``'s nested sweeps
 (written here, slow and plain), on random graphs with random claims and side effects; and
 on real graphs it matches LiteRT itself (test_xnnpack_litert.py)."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tflite_viewer.targets.partition import NodeSubset, partition
+from tflite_viewer.delegation.partition import NodeSubset, partition
 
 NOT_READY, ALWAYS = -1, -2
 

@@ -25,7 +25,7 @@ from tests.targets.oracles import (litert_outputs, micro_inputs, tflm_run_isolat
                                    tflm_run_many)
 from tflite_viewer.model import load_model
 from tflite_viewer.targets import analyze
-from tflite_viewer.targets.facts import TargetFacts
+from tflite_viewer.delegation.facts import ModelFacts
 from tflite_viewer.targets.shape_values import ShapeValues
 from tflite_viewer.targets.tflm import SILENT
 
@@ -155,7 +155,7 @@ def test_output_shapes_from_computed_values_equal_litert(case):
     li.set_tensor(li.get_input_details()[0]["index"], np.ones(case[1], F32))
     li.invoke()
     shape = tuple(int(d) for d in li.get_output_details()[0]["shape"])  # (empty: no data)
-    sv = ShapeValues(TargetFacts(load_model(model))[0])
+    sv = ShapeValues(ModelFacts(load_model(model))[0])
     assert sv.shape(out) == shape
 
 
@@ -192,7 +192,7 @@ def _value_model() -> tuple[bytes, list[int]]:
 def test_values_of_shape_arithmetic_equal_litert():
     model, outs = _value_model()
     ref = litert_outputs(model, [np.ones((3, 5, 7), F32)])
-    sv = ShapeValues(TargetFacts(load_model(model))[0])
+    sv = ShapeValues(ModelFacts(load_model(model))[0])
     for t, r in zip(outs, ref):
         v = sv.value(t)
         assert v is not None and v.full, t
@@ -202,7 +202,7 @@ def test_values_of_shape_arithmetic_equal_litert():
 def test_values_known_in_part_keep_the_rest():
     """SHAPE of an input whose batch a WHILE body does not fix: PACK keeps the known
     constant beside the unknown element."""
-    sv = ShapeValues(TargetFacts(load_model(LSTM))[2])
+    sv = ShapeValues(ModelFacts(load_model(LSTM))[2])
     assert sv.value(39).flat() == [None, -1, -1]   # CONCATENATION(RESHAPE(counter), [-1, -1])
     assert sv.shape(40) == (None, 1, 16)           # SLICE(x [20, 1, 16], 0, size)
 

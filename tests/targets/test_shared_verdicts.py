@@ -1,5 +1,5 @@
 """The targets check each distinct operator key once and give every operator with that key
-the same verdict (`TargetSubgraphFacts.op_key`); the report must be the one that running every
+the same verdict (`SubgraphFacts.op_key`); the report must be the one that running every
 operator through its target's rules gives (``share_verdicts=False``), and the JSON the
 report writes itself must be the text ``json.dumps`` writes of its dict."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from benchmarks.bench_targets import with_tanh
 from benchmarks.synthetic_models import residual_model
 from tflite_viewer.model import load_model
 from tflite_viewer.targets import analyze
-from tflite_viewer.targets.facts import TargetFacts
+from tflite_viewer.delegation.facts import ModelFacts
 
 MODELS = Path(__file__).resolve().parents[1] / "data" / "models"
 CORPUS = sorted(MODELS.glob("*.tflite"))
@@ -54,7 +54,7 @@ def test_option_differences_split_keys(tmp_path):
     refused = [o for o in xnn if o.verdict != "runs"]
     # every third ADD carries TANH: XNNPACK's ADD takes no fused TANH
     assert len(refused) == len(xnn) // 3 and all("TANH" in o.reason for o in refused)
-    f = TargetFacts(model)[0]
+    f = ModelFacts(model)[0]
     adds = [k for k in range(f.op_count) if f.builtin[k] == "ADD"]
     tanh = {k for k in adds if f.options(k)["fused_activation_function"] == "TANH"}
     assert {f.op_key(k) for k in tanh}.isdisjoint(f.op_key(k) for k in adds if k not in tanh)
@@ -83,7 +83,7 @@ def test_numpy_keys_group_operators_as_tuple_keys(path, tmp_path):
     """`_numbered_keys` (numpy rows) groups the operators exactly as the keys written out
     as tuples do, on corpus models and on operators differing by one option."""
     for model in (load_model(path), load_model(_residual_tanh(tmp_path))):
-        facts = TargetFacts(model)
+        facts = ModelFacts(model)
         for s in range(len(facts)):
             f = facts[s]
             if not f.op_count:

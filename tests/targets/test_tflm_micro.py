@@ -17,7 +17,7 @@ from tests.targets.oracles import (litert_outputs, micro_inputs, outputs_close,
                                    tflm_run_isolated, tflm_run_many)
 from tflite_viewer.model import load_model
 from tflite_viewer.targets import tflm
-from tflite_viewer.targets.facts import TargetFacts
+from tflite_viewer.delegation.facts import ModelFacts
 from tflite_viewer.targets.tflm import SILENT, first_failure
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -31,7 +31,7 @@ INVOKE_HANGS = {"lstm_float"}
 
 
 def verdict(model: bytes):
-    result = tflm.analyze(TargetFacts(load_model(model)))
+    result = tflm.analyze(ModelFacts(load_model(model)))
     return result, [o for o in result.ops if o.verdict == "refused"]
 
 

@@ -18,7 +18,7 @@ from tests.targets import cases
 from tests.targets.oracles import xnnpack_partitions
 from tflite_viewer.model import load_model
 from tflite_viewer.targets import xnnpack
-from tflite_viewer.targets.facts import TargetFacts
+from tflite_viewer.delegation.facts import ModelFacts
 
 MODELS = Path(__file__).resolve().parents[1] / "data" / "models"
 # LiteRT cannot be the oracle for these: it crashes (heap corruption) on the first and
@@ -28,7 +28,7 @@ CORPUS = sorted(p for p in MODELS.glob("*.tflite") if p.name not in NOT_IN_LITER
 
 
 def ours(model: bytes) -> list[tuple[list[int], list[int]]]:
-    result = xnnpack.analyze(TargetFacts(load_model(model)))
+    result = xnnpack.analyze(ModelFacts(load_model(model)))
     return [(p.inputs, p.outputs) for p in result.partitions if p.subgraph == 0]
 
 
@@ -66,7 +66,7 @@ def test_single_op_cases_cover_both_verdicts(single_ops):
 def test_refused_single_ops_say_why(single_ops):
     """Every operator the delegate leaves has a reason naming the rule."""
     for name, data in single_ops.items():
-        result = xnnpack.analyze(TargetFacts(load_model(data)))
+        result = xnnpack.analyze(ModelFacts(load_model(data)))
         for v in result.ops:
             assert (v.verdict == "runs") == bool(result.partitions), name
             if v.verdict != "runs":
@@ -106,7 +106,7 @@ def test_every_subgraph_partitions_equal_litert(stem):
     """Subgraphs past the first (loop bodies, conditions, signatures): LiteRT offers each to
     the delegate too; made primary one at a time, LiteRT's DELEGATE nodes are ours."""
     data = (MODELS / f"{stem}.tflite").read_bytes()
-    result = xnnpack.analyze(TargetFacts(load_model(data)))
+    result = xnnpack.analyze(ModelFacts(load_model(data)))
     n = len(load_model(data).subgraphs)
     assert n > 1
     for k in range(1, n):
@@ -180,7 +180,7 @@ def test_multi_op_graphs_agree(name):
 
 def test_contract_lists_partition_ops_in_creation_order():
     data = GRAPHS["alternating"]()
-    result = xnnpack.analyze(TargetFacts(load_model(data)))
+    result = xnnpack.analyze(ModelFacts(load_model(data)))
     assert [p.ops for p in result.partitions] == [[0], [3, 4], [7]]
     for p in result.partitions:
         for k in p.ops:

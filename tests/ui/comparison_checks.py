@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from tflite_viewer.ui.panels.tensor_comparison import LARGEST_FIRST
-from tflite_viewer.ui.tensor_stats import format_number
+from tflite_viewer.ui.state.tensor_stats import format_number
 
 
 def check_comparison(comparison, a: np.ndarray, b: np.ndarray) -> None:

@@ -28,9 +28,10 @@ def take(out: Path, size: tuple[int, int] = (1600, 1000)) -> Path:
     make_app()
     settings = QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, "tflite-viewer",
                          "screenshot")
-    window = MainWindow(settings=settings, errors=ErrorReporter(interactive=False))
-    window.resize(*size)
+    window = MainWindow(settings=settings, errors=ErrorReporter(interactive=False),
+                        remember_layout=False)
     window.show()
+    window.resize(*size)
     QApplication.processEvents()
     if not window.open_path(MODEL, wait=True):
         raise SystemExit(f"cannot open {MODEL}")

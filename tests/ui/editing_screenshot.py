@@ -28,22 +28,27 @@ def take(out: Path, size: tuple[int, int] = (1600, 1000)) -> Path:
 
     make_app()
     settings = QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, "tflite-viewer", "screenshot")
-    window = MainWindow(settings=settings, errors=ErrorReporter(interactive=False))
+    window = MainWindow(settings=settings, errors=ErrorReporter(interactive=False),
+                        remember_layout=False)
     window.ask_before_discarding = False  # the edits are never saved
-    window.resize(*size)
     window.show()
+    window.resize(*size)
     QApplication.processEvents()
     if not window.open_path(MODEL, wait=True):
         raise SystemExit(f"cannot open {MODEL}")
-    # History and Changes one above the other under Model (by default they share a tab)
-    window.removeDockWidget(window.changes_dock)
-    window.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, window.changes_dock)
+    # History and Changes one above the other at the left (by default they are tabs at the
+    # right), Properties over Tensor at the right: the docks moved as a user moves them
+    for dock in (window.history_dock, window.changes_dock):
+        window.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
+        dock.show()
     window.splitDockWidget(window.history_dock, window.changes_dock, Qt.Orientation.Vertical)
-    window.history_dock.show()
-    window.changes_dock.show()
-    window.resizeDocks([window.model_dock, window.history_dock, window.changes_dock], [330, 230, 330],
+    window.removeDockWidget(window.tensor_dock)  # out of the tabs: under Properties (splitting
+    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, window.tensor_dock)  # a tab
+    window.tensor_dock.show()  # group with it would tab it again)
+    window.resizeDocks([window.history_dock, window.properties_dock], [360, 440],
+                       Qt.Orientation.Horizontal)
+    window.resizeDocks([window.history_dock, window.changes_dock], [380, 560],
                        Qt.Orientation.Vertical)
-    window.resizeDocks([window.model_dock], [470], Qt.Orientation.Horizontal)
     window.resizeDocks([window.properties_dock, window.tensor_dock], [470, 500], Qt.Orientation.Vertical)
 
     # two edits made through the panels' editors ...

@@ -94,7 +94,7 @@ ZPS = np.array([[0, 1], [-2, 3], [4, -4]])
 
 def test_block_view_by_hand_with_and_without_zero_points():
     from tflite_viewer.model import load_model
-    from tflite_viewer.ui.block_stats import block_view
+    from tflite_viewer.ui.state.block_stats import block_view
     for with_zp in (False, True):
         data, q = _blockwise_model(with_zp)
         view = block_view(load_model(data).subgraphs[0].tensors[0])

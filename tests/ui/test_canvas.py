@@ -10,7 +10,7 @@ from benchmarks.synthetic_graphs import residual_dag
 from tflite_viewer.ui import style
 from tflite_viewer.ui.graph_scene import GraphScene
 from tflite_viewer.ui.graph_view import GraphView
-from tflite_viewer.ui.scene_data import build_scene_data
+from tflite_viewer.ui.state.scene_data import build_scene_data
 
 from .conftest import model_path
 
@@ -83,7 +83,7 @@ def test_find_by_type_index_and_name_with_next_previous(window, qtbot):
     matches = window.find_bar.matches
     expected = [op.index for op in sg.operators if op.name == "DEPTHWISE_CONV_2D"]
     assert [m.index for m in matches if m.kind == "op"] == expected
-    found_nodes, _ = window._match_rows(matches)
+    found_nodes, _ = window.finder.rows(matches)
     assert set(found_nodes) >= {window.graph_scene.data.op_node[k] for k in expected}
     window.find_bar.next()
     assert window.selection == ("op", expected[0])
@@ -93,15 +93,15 @@ def test_find_by_type_index_and_name_with_next_previous(window, qtbot):
     assert window.selection == ("op", expected[0])
     window.find_bar.previous()
     assert window.selection == (matches[-1].kind, matches[-1].index), "previous wraps around"
-    assert window.find("#7")[0].index == 7
+    assert window.finder.find("#7")[0].index == 7
     window.find_bar.next()
     assert window.selection == ("op", 7)
-    assert [(m.kind, m.index) for m in window.find("t:3")] == [("tensor", 3)]
-    both = window.find("12")
+    assert [(m.kind, m.index) for m in window.finder.find("t:3")] == [("tensor", 3)]
+    both = window.finder.find("12")
     assert {(m.kind, m.index) for m in both} == {("op", 12), ("tensor", 12)}
     name = sg.tensors[40].name
-    assert ("tensor", 40) in {(m.kind, m.index) for m in window.find(name)}
-    assert window.find("no_such_thing_anywhere") == []
+    assert ("tensor", 40) in {(m.kind, m.index) for m in window.finder.find(name)}
+    assert window.finder.find("no_such_thing_anywhere") == []
     assert window.find_bar.status.text() == "no matches"
 
 

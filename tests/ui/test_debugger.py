@@ -185,9 +185,13 @@ def test_cross_check_table_equals_numpy_on_the_two_dumps(qtbot, window):
     panel.table.selectRow(7)
     assert window.selection == ("op", report.rows[7].op)
     assert "ours" in panel.detail.text() and "LiteRT" in panel.detail.text()
-    panel.colour.setChecked(True)
-    overlay = window.graph_scene.debug_overlay(65)
-    assert overlay._heat is not None and np.isfinite(overlay._heat).sum() == 65
+    panel.colour.setChecked(True)  # Colour by: LiteRT error
+    from tflite_viewer.ui.state.crosscheck import op_errors
+    from tflite_viewer.ui.state.overlays import HEAT, ramp
+    errors = op_errors(window.debugger.last_cross_check, 65)
+    assert window.overlay_choice.key == "error" and np.isfinite(errors).sum() == 65
+    assert window.overlays.marks.colours == {k: ramp(v, HEAT) for k, v in enumerate(errors)
+                                             if v > 0}
 
 
 def test_image_input_through_the_dialog_matches_a_hand_computation(qtbot, window, tmp_path,

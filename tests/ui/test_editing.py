@@ -76,9 +76,9 @@ def test_dilation_edit_through_the_properties_editor(window, private_copy):
     stack.redo()
     assert doc.to_bytes() == after
     assert window.model.subgraphs[0].operators[DW].builtin_options["dilation_w_factor"] == 2
-    window.undo_action.trigger()  # the Edit menu's action (Ctrl+Z)
+    window.actions.undo.trigger()  # the Edit menu's action (Ctrl+Z)
     assert doc.to_bytes() == before
-    window.redo_action.trigger()
+    window.actions.redo.trigger()
     assert doc.to_bytes() == after and doc.history_index == 1
 
 
@@ -217,8 +217,8 @@ def test_expose_tensor_and_remove_operator(window, private_copy):
     assert 17 in window.graph_scene.data.tensor_nodes  # an output box on the canvas now
     assert window.selection == ("tensor", 17)
     window.select_op(SOFTMAX)
-    window.remove_op_action.setEnabled(True)
-    window.remove_op_action.trigger()
+    window.actions.remove_op.setEnabled(True)
+    window.actions.remove_op.trigger()
     ops = window.model.subgraphs[0].operators
     assert len(ops) == 12 and all(o.name != "SOFTMAX" for o in ops)
     assert window.selection is None  # the selected operator is gone
@@ -315,7 +315,7 @@ def test_save_as_writes_a_model_litert_loads(window, private_copy, tmp_path, mon
     window.apply_edit(SetOption(0, DW, "dilation_w_factor", 2))
     out = tmp_path / "fixed.tflite"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(out), "")))
-    assert window.save_as()
+    assert window.files.save_as()
     assert src.read_bytes() == original
     saved = load_model(out)
     assert saved.subgraphs[0].operators[DW].builtin_options["dilation_w_factor"] == 2
@@ -331,7 +331,7 @@ def test_save_as_writes_a_model_litert_loads(window, private_copy, tmp_path, mon
     window.apply_edit(SetOption(0, DW, "dilation_h_factor", 2))
     calls = []
     answer(monkeypatch, No, calls)
-    assert window.save() and not calls
+    assert window.files.save() and not calls
     assert load_model(out).subgraphs[0].operators[DW].builtin_options["dilation_h_factor"] == 2
     assert src.read_bytes() == original
 
@@ -343,13 +343,13 @@ def test_save_never_overwrites_the_original_without_confirmation(window, private
     window.apply_edit(SetOption(0, DW, "dilation_w_factor", 2))
     calls = []
     answer(monkeypatch, No, calls)
-    assert not window.save()
+    assert not window.files.save()
     assert calls == ["Replace the opened model?"]
     assert src.read_bytes() == original
     assert window.isWindowModified()
     assert "Not saved" in window.statusBar().currentMessage()
     answer(monkeypatch, Yes)
-    assert window.save()
+    assert window.files.save()
     assert src.read_bytes() == window.document.to_bytes() != original
     assert load_model(src).subgraphs[0].operators[DW].builtin_options["dilation_w_factor"] == 2
     assert not window.isWindowModified()
@@ -410,20 +410,20 @@ def test_model_replaced_signal_and_layout_reuse(window, private_copy):
     window.apply_edit(SetOption(0, DW, "dilation_w_factor", 2))
     assert replaced == [window.model]
     assert window.graph_scene.data.layout is layout  # options only: the boxes stay
-    window.expose_tensor(17)
+    window.editing.expose_tensor(17)
     assert window.graph_scene.data.layout is not layout  # a new output box: laid out again
     assert len(replaced) == 2
 
 
 def test_edit_menu_and_shortcuts(window, private_copy):
     opened(window, private_copy())
-    assert window.undo_action.shortcut().toString() == "Ctrl+Z"
-    assert window.redo_action.shortcuts()[0].toString() == "Ctrl+Shift+Z"
-    assert window.save_action.shortcut().toString() == "Ctrl+S"
-    assert window.save_as_action.shortcut().toString() == "Ctrl+Shift+S"
-    assert not window.undo_action.isEnabled()
+    assert window.actions.undo.shortcut().toString() == "Ctrl+Z"
+    assert window.actions.redo.shortcuts()[0].toString() == "Ctrl+Shift+Z"
+    assert window.actions.save.shortcut().toString() == "Ctrl+S"
+    assert window.actions.save_as.shortcut().toString() == "Ctrl+Shift+S"
+    assert not window.actions.undo.isEnabled()
     window.apply_edit(SetOption(0, DW, "dilation_w_factor", 2))
-    assert window.undo_action.isEnabled()
+    assert window.actions.undo.isEnabled()
 
 
 def test_editing_screenshot_script(tmp_path):
@@ -466,12 +466,12 @@ def test_canvas_context_menu_actions(window, private_copy, monkeypatch):
         [a.text() for a in menu.actions() if a.text()]))
     opened(window, private_copy())
     data = window.graph_scene.data
-    window._canvas_menu("node", data.op_node[SOFTMAX], QPoint())
+    window.editing.canvas_menu("node", data.op_node[SOFTMAX], QPoint())
     assert window.selection == ("op", SOFTMAX)
     # the editor's action, then the debugger's for the same operator
     assert menus[-1] == ["Remove operator #12 SOFTMAX", "Toggle &Breakpoint", "&Run to Selected Operator"]
     edge = data.tensor_edges[17][0]
-    window._canvas_menu("edge", edge, QPoint())
+    window.editing.canvas_menu("edge", edge, QPoint())
     assert window.selection == ("tensor", 17)
     assert menus[-1] == ["Expose as subgraph output", "&Watch Selected Tensor"]
     window.properties_panel._context_menu(QPoint(5, 5))

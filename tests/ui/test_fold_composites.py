@@ -42,13 +42,13 @@ def test_fold_composites_is_a_remembered_view_option(qtbot, window, settings, tm
     from tflite_viewer.ui.errors import ErrorReporter
     from tflite_viewer.ui.main_window import MainWindow
     model = _open(window, tmp_path)
-    assert window.fold_action.isChecked() and window.fold_composites
+    assert window.actions.fold.isChecked() and window.composites.folded
     folded = window.graph_scene.data
     norms = [lab for lab in folded.labels if lab.title == "odml.rms_norm"]
     assert len(norms) == len(_composites(model, 0)) == 2
     assert norms[0].options == "epsilon=1e-06" and not any(lab.origin for lab in folded.labels)
-    window.fold_action.trigger()  # View > Fold Composites off
-    assert not window.fold_action.isChecked() and settings.value("view/fold_composites") in (
+    window.actions.fold.trigger()  # View > Fold Composites off
+    assert not window.actions.fold.isChecked() and settings.value("view/fold_composites") in (
         False, "false")
     data = window.graph_scene.data
     assert data.expanded and data.inline is not None
@@ -62,10 +62,10 @@ def test_fold_composites_is_a_remembered_view_option(qtbot, window, settings, tm
     # a new window with the same settings starts expanded
     other = MainWindow(settings=settings, errors=ErrorReporter(interactive=False))
     qtbot.addWidget(other)
-    assert not other.fold_action.isChecked() and other.expand_composites
+    assert not other.actions.fold.isChecked() and other.composites.expand
     other.close()
-    window.fold_action.trigger()  # and back: one box per composite again
-    assert window.fold_composites and not window.graph_scene.data.expanded
+    window.actions.fold.trigger()  # and back: one box per composite again
+    assert window.composites.folded and not window.graph_scene.data.expanded
 
 
 def test_double_clicks_open_the_decomposition(qtbot, window, tmp_path):
@@ -78,7 +78,7 @@ def test_double_clicks_open_the_decomposition(qtbot, window, tmp_path):
                           pos=_center_of(window, row))
     assert window.subgraph == body
     window.show_subgraph(0, wait=True)
-    window.set_fold_composites(False)
+    window.composites.set_folded(False)
     data = window.graph_scene.data
     row = next(r for r, lab in enumerate(data.labels) if lab.origin == (body, 2))
     qtbot.mouseClick(window.view.viewport(), Qt.MouseButton.LeftButton,
@@ -116,7 +116,7 @@ def test_folded_step_over_runs_a_composite_whole_and_step_into_enters_it(qtbot, 
 def test_expanded_breakpoint_on_an_inlined_op_and_step_over_walks_them(qtbot, window,
                                                                        tmp_path):
     model = _open(window, tmp_path)
-    window.set_fold_composites(False)
+    window.composites.set_folded(False)
     norm = _composites(model, 0)[0]
     body = norm.builtin_options_2["decomposition_subgraph_index"]
     data = window.graph_scene.data

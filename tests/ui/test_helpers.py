@@ -8,9 +8,9 @@ import pytest
 
 from benchmarks.synthetic_graphs import residual_dag
 from tflite_viewer.model import load_model
-from tflite_viewer.ui import tensor_stats as ts
-from tflite_viewer.ui.scene_data import TextMeasure, build_scene_data, constants_text
-from tflite_viewer.ui.search import find
+from tflite_viewer.ui.state import tensor_stats as ts
+from tflite_viewer.ui.state.scene_data import TextMeasure, build_scene_data, constants_text
+from tflite_viewer.ui.state.search import find
 
 from .conftest import CORPUS, model_path
 
@@ -162,7 +162,7 @@ def test_many_void_qt_calls_do_not_free_none(qtbot):
 
 @pytest.mark.parametrize("path", CORPUS, ids=[p.name for p in CORPUS])
 def test_columnar_op_histogram_matches_the_reader(path):
-    from tflite_viewer.ui.summary import summarize
+    from tflite_viewer.ui.state.summary import summarize
 
     model = load_model(path)
     s = summarize(model)

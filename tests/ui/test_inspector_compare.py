@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 from tflite_viewer.interpreter import Interpreter
 from tflite_viewer.interpreter.inputs import complete_inputs, positional
 from tflite_viewer.ui.panels.tensor_comparison import STAT_ROWS
-from tflite_viewer.ui.tensor_stats import format_number
+from tflite_viewer.ui.state.tensor_stats import format_number
 
 from .comparison_checks import check_comparison
 from .conftest import model_path
@@ -23,9 +23,11 @@ from .conftest import model_path
 TIMEOUT = 10000
 
 
-def reference_run(window, name: str) -> Interpreter:
-    """Our interpreter on the seeded inputs the debugger and the cross-check use."""
-    interp = Interpreter(model_path(name))
+def reference_run(window, name: str, float_sums: str = "auto") -> Interpreter:
+    """Our interpreter on the seeded inputs the debugger and the cross-check use: its float
+    sums as the debugger adds them (``auto``) or as the cross-check against REF does
+    (``reference``)."""
+    interp = Interpreter(model_path(name), float_sums=float_sums)
     arrays, _ = complete_inputs(window.model, {}, 0)
     interp.invoke(positional(window.model, arrays))
     return interp
@@ -41,7 +43,7 @@ def test_cross_check_row_shows_ours_and_litert_in_the_inspector(qtbot, window):
     with qtbot.waitSignal(dbg.crossCheckDone, timeout=120000):
         dbg.crosscheck_action.trigger()
     report = dbg.last_cross_check.report
-    ours = reference_run(window, name)
+    ours = reference_run(window, name, float_sums="reference")
     # the row with the largest difference (float: accumulation order differs a little)
     row = max(range(len(report.rows)), key=lambda k: report.rows[k].max_abs or 0.0)
     r = report.rows[row]

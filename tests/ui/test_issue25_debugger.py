@@ -146,12 +146,13 @@ def test_item12_profile_sorts_where_its_arrow_is_and_colour_by_time_has_a_legend
     assert ops == sorted(ops)
     # colour by time: the canvas says what the colours mean, up to the slowest op's time
     panel.heat.setChecked(True)
-    legend = dbg.canvas.legend
-    assert legend.isVisible() and "op time" in legend.metric_name
+    strip = window.canvas.strip  # the legend, in its strip under the canvas
+    assert strip.isVisible() and "Op time" in strip.legend.title
     slowest = max(dbg.last_stop.op_times.values())
-    assert legend.high_text == f"{slowest * 1e3:.3g} ms" and legend.low_text == "0 ms"
+    assert strip.legend.high == f"{slowest * 1e3:.3g} ms" and strip.legend.low == "0 ms"
+    assert window.overlay_selector.currentData() == "time" and len(window.overlays.marks.colours)
     panel.heat.setChecked(False)
-    assert not legend.isVisible()
+    assert not strip.isVisible() and window.overlays.item is None
 
 
 def test_item13_the_status_after_a_finished_run_and_after_stop(qtbot, window, failing_excepthook):

@@ -12,7 +12,8 @@ from PySide6.QtWidgets import QApplication, QTabBar
 from tflite_viewer.edit import SetOption
 from tflite_viewer.interpreter.shape_inference import infer_shapes
 from tflite_viewer.model import load_model
-from tflite_viewer.ui.window_layout import MODEL_MIN_WIDTH
+from tflite_viewer.ui.state.problems import shape_findings
+from tflite_viewer.ui.dock_host import SIDE_MIN_WIDTH as MODEL_MIN_WIDTH
 
 from .conftest import model_path
 from .dynamic_model import dynamic_slice_model
@@ -42,10 +43,10 @@ def test_item10_at_1024x700_the_canvas_gets_the_room_and_tabs_keep_their_titles(
     QApplication.processEvents()
     bars = [b for b in window.findChildren(QTabBar) if b.parent() is window and b.count() > 1]
     assert bars
-    for bar in bars:
-        assert bar.elideMode() == Qt.TextElideMode.ElideNone and bar.usesScrollButtons()
+    for bar in bars:  # issue 41, item 8: no scroll arrows hiding tabs
+        assert not bar.usesScrollButtons()
         titles = {bar.tabText(i) for i in range(bar.count())}
-        assert "Call Stack" in titles or "Problems" in titles
+        assert "Call Stack" in titles or "Model" in titles
     assert window.view.height() >= 250  # the bottom docks leave the canvas its share
     # a model with findings unfolds Problems
     assert window.open_path(model_path("person_detect.tflite"), wait=True)
@@ -76,18 +77,23 @@ def test_tables_show_at_least_8_rows(qtbot, window, failing_excepthook):
     window.resize(1440, 900)
     assert window.open_path(model_path("person_detect.tflite"), wait=True)
     dbg = window.debugger
-    with qtbot.waitSignal(window.quant_panel.findingsChanged, timeout=20_000):
-        window.quant_dock.show()
-        window.quant_dock.raise_()
-    quant = window.quant_panel
+    with qtbot.waitSignal(window.panel("quantization").findingsChanged, timeout=20_000):
+        window.dock("quantization").show()
+        window.dock("quantization").raise_()
+    quant = window.panel("quantization")
     QApplication.processEvents()
     assert quant.findings and quant.findings_tree.isVisibleTo(quant)
     assert _rows_shown(quant.findings_tree) >= 8
     assert quant.progress.minimumWidth() >= 200  # its text on one line
     for view in (dbg.watch_panel.tree, dbg.breakpoints_panel.tree, dbg.callstack_panel.tree,
                  dbg.profile_panel.ops, quant.table):
+        # five rows at the least (issue 41: at 1024x700 the canvas keeps its room) ...
         row = max(view.fontMetrics().height() + 6, 18)
-        assert view.minimumHeight() >= 8 * row, view
+        assert view.minimumHeight() >= 5 * row, view
+    # ... eight and more at 1440x900, where a dock brought forward has two fifths
+    quant.lists.setCurrentIndex(quant.tensors_tab)
+    QApplication.processEvents()
+    assert _rows_shown(quant.table) >= 8
     assert window.open_path(model_path("sine_float.tflite"), wait=True)
     with qtbot.waitSignal(dbg.crossCheckDone, timeout=120_000):
         dbg.crosscheck_action.trigger()
@@ -110,12 +116,12 @@ def test_the_layout_is_remembered_and_reset(qtbot, settings, failing_excepthook)
         return w
     first = make()
     first.model_dock.hide()
-    first.quant_dock.show()
+    first.dock("quantization").show()
     first.close()
     second = make()  # the docks as they were left
-    assert second.model_dock.isHidden() and not second.quant_dock.isHidden()
+    assert second.model_dock.isHidden() and not second.dock("quantization").isHidden()
     second.reset_layout()
-    assert not second.model_dock.isHidden() and second.quant_dock.isHidden()
+    assert not second.model_dock.isHidden() and second.dock("quantization").isHidden()
     assert second.problems_dock.isHidden()  # nothing to list
     second.close()
     third = make()
@@ -123,7 +129,7 @@ def test_the_layout_is_remembered_and_reset(qtbot, settings, failing_excepthook)
     shot = MainWindow(settings=settings, errors=ErrorReporter(interactive=False),
                       remember_layout=False)
     qtbot.addWidget(shot)
-    assert shot.quant_dock.isHidden() and not shot.model_dock.isHidden()
+    assert shot.dock("quantization").isHidden() and not shot.model_dock.isHidden()
     assert isinstance(settings, QSettings)
 
 
@@ -172,7 +178,7 @@ def test_item11_property_names_and_comparison_titles_are_whole(qtbot, window):
 
 
 def test_item11_an_edit_that_lengthens_a_box_text_lays_it_out_again(qtbot, window, private_copy):
-    from tflite_viewer.ui.scene_data import _label_size
+    from tflite_viewer.ui.state.scene_data import _label_size
     assert window.open_path(private_copy("mobilenet_v2_float.tflite"), wait=True)
     sd = window.graph_scene.data
     row = sd.op_node[0]
@@ -207,7 +213,7 @@ def test_item14_a_dynamic_model_has_no_stale_shapes_and_shows_the_shapes_of_the_
     assert [m.tensor for m in infer_shapes(load_model(dynamic_slice_model(False))).mismatches] \
         == [4, 5]
     assert window.open_path(path, wait=True)
-    assert window.shape_findings() == [] and not window.update_shapes_action.isEnabled()
+    assert shape_findings(window.workspace) == [] and not window.actions.update_shapes.isEnabled()
     assert not window.problems_panel.shapes_bar.isVisibleTo(window.problems_panel)
     sd = window.graph_scene.data
     assert all("\u2260" not in text for _x, _y, text, _t in sd.edge_labels)
@@ -252,7 +258,7 @@ def test_item14_an_edge_label_never_says_the_same_shape_twice():
     """A stale batch (small_cnn_dilated stores 1 where SPACE_TO_BATCH_ND computes 4, as
     LiteRT does) in a dimension the signature leaves open: the label shows the numbers,
     not "?x18x18x8 float32 != stored ?x18x18x8"."""
-    from tflite_viewer.ui.scene_data import TextMeasure, build_scene_data
+    from tflite_viewer.ui.state.scene_data import TextMeasure, build_scene_data
     model = load_model(model_path("small_cnn_dilated_float.tflite"))
     check = infer_shapes(model)
     assert {m.tensor: m.inferred for m in check.mismatches} == {14: (4, 18, 18, 8), 15: (4, 16, 16, 8)}

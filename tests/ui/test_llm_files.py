@@ -49,7 +49,7 @@ def test_container_opens_the_picked_section_and_reloads_it(window, qtbot):
     assert window.model.origin.section == 4
     assert window.model.subgraphs[0].operators[0].name == "FULLY_CONNECTED"
     assert "[section 4]" in window.windowTitle()
-    assert window.open_section_action.isEnabled()
+    assert window.actions.open_section.isEnabled()
     assert window.save_target is None  # Save never writes a .tflite over the container
     assert window.reload(wait=True)
     assert window.model.origin.section == 4
@@ -80,5 +80,5 @@ def test_file_open_of_a_container_asks_which_model(window, qtbot, monkeypatch):
         picker.buttons.button(QDialogButtonBox.StandardButton.Open).click()
     QTimer.singleShot(200, answer)
     with qtbot.waitSignal(window.modelOpened, timeout=60_000):
-        assert window._open_asking_section(CONTAINER)
+        assert window.files._open_asking_section(CONTAINER)
     assert window.model.origin.section == 4

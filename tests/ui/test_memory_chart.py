@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.conftest import MODELS_DIR
 from tflite_viewer.memory import plan_litert, plan_tflm
 from tflite_viewer.model import load_model
-from tflite_viewer.ui.memory_chart import build_chart
+from tflite_viewer.ui.state.memory import build_chart
 
 
 def test_boxes_are_the_planned_buffers_and_a_click_finds_them():

@@ -8,7 +8,7 @@ from PySide6.QtCore import QPoint, Qt
 
 from tflite_viewer import cli
 from tflite_viewer.edit import RenameTensor
-from tflite_viewer.ui.memory_overlay import colour
+from tflite_viewer.ui.state.overlays import LIVE_BYTES, ramp
 
 from .conftest import model_path
 from .test_screenshot_render import _has_color, _pixels
@@ -20,9 +20,9 @@ def _open_memory(qtbot, window, path=PERSON):
     assert window.open_path(path, wait=True)
     qtbot.keyClick(window, Qt.Key.Key_M,
                    Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
-    qtbot.waitUntil(lambda: window.memory_dock.isVisible() and
-                    window.memory_panel._chart is not None, timeout=20_000)
-    return window.memory_panel
+    qtbot.waitUntil(lambda: window.dock("memory").isVisible() and
+                    window.panel("memory")._chart is not None, timeout=20_000)
+    return window.panel("memory")
 
 
 def _box_center(panel, box: int) -> QPoint:
@@ -56,14 +56,19 @@ def test_a_click_on_a_box_selects_its_tensor_and_the_canvas_selection_is_outline
 
 def test_the_overlay_colours_operators_by_live_memory(qtbot, window):
     panel = _open_memory(qtbot, window)
-    overlay = window.memory_overlay
+    overlay = window.overlays
+    panel.overlay.setChecked(True)  # the dock's checkbox: the toolbar's Colour by Memory
+    assert window.overlay_selector.currentData() == "memory"
     assert overlay.item is not None and overlay.item.scene() is window.graph_scene
-    assert max(overlay.heat, key=overlay.heat.get) == 2 and overlay.heat[2] == 1.0
+    # op 2 is the one at the peak: the whole arena live, the ramp's red
+    assert overlay.marks.colours[2] == ramp(1.0, LIVE_BYTES)
+    assert "TFLite Micro arena live at each operator" in window.canvas.strip.text()
     panel.overlay.setChecked(False)
-    assert overlay.item is None and not overlay.legend.isVisible()
+    assert overlay.item is None and not window.canvas.strip.isVisible()
     panel.overlay.setChecked(True)
-    window.memory_dock.hide()  # shown with the dock only
-    assert overlay.item is None
+    window.dock("memory").close()  # its ×: the colours go with the dock
+    qtbot.waitUntil(lambda: overlay.item is None, timeout=2000)
+    assert window.overlay_selector.currentData() == ""
 
 
 def test_another_model_and_an_edit_never_show_an_old_plan(qtbot, window):
@@ -88,7 +93,7 @@ def test_screenshot_with_memory_draws_the_chart_and_the_overlay(tmp_path):
     out = tmp_path / "memory.png"
     assert cli.main([str(PERSON), "--screenshot", str(out), "--memory"]) == 0
     px = _pixels(out)
-    assert _has_color(px, colour(0.75).name(), tolerance=3, at_least=20)  # the legend's ramp
+    assert _has_color(px, "#" + ramp(0.75, LIVE_BYTES)[3:], tolerance=3, at_least=20)  # the ramp
     assert _has_color(px, "#cf222e", tolerance=2, at_least=20)  # the peak line, its label
 
 
@@ -98,7 +103,7 @@ def test_the_summary_wraps_so_the_window_fits_a_laptop_screen(qtbot, window):
     than the screen (seen on the 2.6 GB decoder).  Every dock, and the window, must fit."""
     panel = _open_memory(qtbot, window)
     line = panel.fontMetrics().horizontalAdvance(panel.summary.text())
-    assert window.memory_dock.minimumSizeHint().width() < line  # the summary wraps
+    assert window.dock("memory").minimumSizeHint().width() < line  # the summary wraps
     from PySide6.QtWidgets import QDockWidget
     for dock in window.findChildren(QDockWidget):
         assert dock.minimumSizeHint().width() <= 600, dock.objectName()
@@ -112,7 +117,7 @@ def test_the_height_label_of_a_big_arena_is_whole(qtbot):
 
     from tflite_viewer.memory import plan_tflm
     from tflite_viewer.model import load_model
-    from tflite_viewer.ui.memory_chart import build_chart
+    from tflite_viewer.ui.state.memory import build_chart
     from tflite_viewer.ui.panels.memory_dock import MemoryChartWidget, _bytes
 
     big = dataclasses.replace(build_chart(plan_tflm(load_model(PERSON))), height=1_419_513_824)

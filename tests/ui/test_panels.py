@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tflite_viewer.ui import tensor_stats as ts
+from tflite_viewer.ui.state import tensor_stats as ts
 from tflite_viewer.ui.panels.common import format_value
 
 from .conftest import CORPUS, model_path

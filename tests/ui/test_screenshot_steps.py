@@ -4,8 +4,7 @@ the canvas's colours are in the picture, and bad arguments are one line and exit
 from __future__ import annotations
 
 from tflite_viewer import cli
-from tflite_viewer.ui.debug_overlay import heat_color
-from tflite_viewer.ui.quant_overlay import colour
+from tflite_viewer.ui.state.overlays import HEAT, QUALITY, ramp
 
 from .conftest import model_path
 from .test_screenshot_render import _has_color, _pixels
@@ -21,7 +20,7 @@ def test_compare_float_draws_the_overlay_and_its_legend(tmp_path):
     # the legend's ramp, green to red: its middle colours are drawn nowhere else (without
     # --overlay none of them is in the picture)
     for t in (3 / 31, 10 / 31, 21 / 31, 28 / 31):
-        assert _has_color(px, colour(t).name(), tolerance=2, at_least=40), t
+        assert _has_color(px, "#" + ramp(t, QUALITY)[3:], tolerance=2, at_least=40), t
 
 
 def test_cross_check_colours_the_canvas_by_error(tmp_path):
@@ -29,10 +28,11 @@ def test_cross_check_colours_the_canvas_by_error(tmp_path):
     assert cli.main([str(model_path("sine_float.tflite")), "--screenshot", str(out),
                      "--cross-check"]) == 0
     # the legend's ramp of the error colours, painted over white
-    amber = heat_color(0.5)
-    alpha = amber.alphaF()
-    blended = "#{:02x}{:02x}{:02x}".format(*(round(c * alpha + 255 * (1 - alpha))
-                                             for c in (amber.red(), amber.green(), amber.blue())))
+    amber = ramp(0.5, HEAT)  # "#aarrggbb"
+    alpha = int(amber[1:3], 16) / 255
+    rgb = [int(amber[i:i + 2], 16) for i in (3, 5, 7)]
+    blended = "#{:02x}{:02x}{:02x}".format(*(round(c * alpha + 0xf6 * (1 - alpha))
+                                             for c in rgb))  # over the legend strip's grey
     assert _has_color(_pixels(out), blended, tolerance=4, at_least=20)
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
+from tflite_viewer.ui.state.problems import shape_findings
 from PySide6.QtCore import QMimeData, QPointF, Qt, QTimer, QUrl
 from PySide6.QtGui import QDropEvent
 
@@ -29,7 +31,7 @@ def test_every_corpus_model_opens_and_draws_every_subgraph(window, path):
         # SPACE_TO_BATCH outputs: tests/interpreter/test_shape_inference.py), then the
         # quantization spec findings the reader did not make
         listed = window.problems_panel.findings
-        n_model, n_shapes = len(model.findings), len(window.shape_findings())
+        n_model, n_shapes = len(model.findings), len(shape_findings(window.workspace))
         assert listed[:n_model] == list(model.findings)
         assert all(f.where.startswith("quantization spec") for f in listed[n_model + n_shapes:])
         assert window.problems_panel.count() == len(listed)
@@ -100,8 +102,8 @@ def test_recent_files_and_reload(window, settings, qtbot):
     window.open_path(a, wait=True)
     window.open_path(b, wait=True)
     assert [p.rsplit("/", 1)[-1] for p in recent_files(settings)][:2] == [b.name, a.name]
-    window._fill_recent()
-    texts = [act.text() for act in window.recent_menu.actions()]
+    window.files.fill_recent()
+    texts = [act.text() for act in window.actions.recent_menu.actions()]
     assert str(b.resolve()) in texts
     window.select_op(1)
     with qtbot.waitSignal(window.modelOpened, timeout=60_000):  # a wait, not a timing

@@ -8,8 +8,8 @@ import sys
 from tflite_viewer.edit import ModelDocument, RemoveOperator
 from tflite_viewer.model import load_model
 from tflite_viewer.model.op_metadata import first_call
-from tflite_viewer.ui import navigation as nav
-from tflite_viewer.ui.selection import Selection, parse_spec
+from tflite_viewer.ui.state import navigation as nav
+from tflite_viewer.ui.state.selection import Selection, parse_spec
 
 from .conftest import model_path
 
@@ -18,8 +18,8 @@ SOFTMAX = 12  # the last operator of small_cnn_dilated_float
 
 
 def test_state_modules_import_without_qt():
-    code = ("import sys; import tflite_viewer.ui.selection, tflite_viewer.ui.navigation, "
-            "tflite_viewer.ui.search; print(any(m.startswith('PySide6') for m in sys.modules))")
+    code = ("import sys; import tflite_viewer.ui.state.selection, tflite_viewer.ui.state.navigation, "
+            "tflite_viewer.ui.state.search; print(any(m.startswith('PySide6') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -73,7 +73,7 @@ def test_trail_follows_if_branches_without_nesting_them():
 
 
 def test_find_matches_whole_op_names_by_default_with_contains_and_regex_options():
-    from tflite_viewer.ui.search import CONTAINS, REGEX, find
+    from tflite_viewer.ui.state.search import CONTAINS, REGEX, find
 
     model = load_model(model_path("mobilenet_v2_float.tflite"))
     sg = model.subgraphs[0]

@@ -21,7 +21,8 @@ from tflite_viewer.model import load_model
 from tflite_viewer.ui.debugger import breakpoints_dock, callstack_dock, outputs_dock, \
     profile_dock, watch_dock
 from tflite_viewer.ui.debugger.crosscheck_dock import NO_ROW, NOT_RUN
-from tflite_viewer.ui.targets_state import targets_state
+from tflite_viewer.ui.state.quant import quant_state
+from tflite_viewer.ui.state.targets import targets_state
 
 from .conftest import model_path
 from .workspace_checks import failing_excepthook  # noqa: F401 - a fixture
@@ -65,17 +66,17 @@ def use_everything(qtbot, window) -> dict:
     with qtbot.waitSignal(dbg.crossCheckDone, timeout=120_000):
         dbg.crosscheck_action.trigger()
     dbg.crosscheck_panel.table.selectRow(2)  # its detail pane and the inspector's Compare tab
-    window.quant_dock.show()
-    quant = window.quant_panel
+    window.dock("quantization").show()
+    quant = window.panel("quantization")
     with qtbot.waitSignal(quant.reportReady, timeout=60_000,
                           check_params_cb=lambda r: r is not None):
         quant.compare(A_FLOAT, samples=2, fallback=False)
-    quant.overlay_metric.setCurrentIndex(quant.overlay_metric.findData("sqnr_db"))
+    quant.choose_metric("sqnr_db")
     quant._row_clicked(quant.proxy.index(0, 0))
-    window.targets_dock.show()  # XNNPACK's verdicts on the canvas and in Problems
-    window.targets_panel.set_target("xnnpack")
-    qtbot.waitUntil(lambda: window.targets_panel.result is not None, timeout=20_000)
-    window.targets_panel.every.setChecked(True)
+    window.dock("targets").show()  # XNNPACK's verdicts on the canvas and in Problems
+    window.panel("targets").set_target("xnnpack")
+    qtbot.waitUntil(lambda: window.panel("targets").result is not None, timeout=20_000)
+    window.panel("targets").every.setChecked(True)
     window.find_bar.open_bar()
     window.find_bar.edit.setText("conv2d")
     # every part holds A's state now (so the checks below are not vacuous)
@@ -84,8 +85,10 @@ def use_everything(qtbot, window) -> dict:
     assert naming([dbg.crosscheck_panel.detail.text()], names)
     assert naming([quant.detail.toolTip()], names)
     assert dbg.outputs_panel.texts and dbg.profile_panel.ops.rowCount()
-    assert window.graph_scene._debug_overlay is not None and window.quant_overlay.item is not None
-    assert window.targets_overlay.item is not None and window.targets_panel.rows()
+    # one overlay at a time: the last chosen (XNNPACK's verdicts) is the one on the canvas
+    assert window.graph_scene._debug_overlay is not None
+    assert window.overlay_choice.key == "targets:xnnpack" and window.overlays.item is not None
+    assert window.panel("targets").rows()
     return {"watched": watched, "names": names}
 
 
@@ -103,12 +106,13 @@ def assert_empty_docks(window, another_model: bool = True) -> None:
     cc = dbg.crosscheck_panel
     assert cc.table.rowCount() == 0 and cc.detail.text() == NO_ROW and cc.check is None
     assert cc.diff_histogram.histogram is None
-    quant = window.quant_panel
+    quant = window.panel("quantization")
     assert quant.report is None and quant.table_model.rowCount() == 0
     assert quant.overlay_hist.histograms is None and quant.error_hist.histogram is None
     assert not quant.running and not quant.progress.isVisibleTo(quant)
-    assert window.quant_overlay.item is None and not window.quant_overlay.legend.isVisibleTo(window)
-    assert not dbg.canvas.legend.isVisibleTo(window)
+    # an overlay of the old model's numbers shows nothing of them
+    if window.overlay_choice.key in ("quant", "time", "error"):
+        assert not window.overlays.marks.colours
     overlay = window.graph_scene._debug_overlay
     assert overlay is None or (overlay.current is None and not overlay.executed.any())
     assert not window.tensor_panel.tabs.isTabVisible(window.tensor_panel.compare_tab)
@@ -122,15 +126,15 @@ def assert_targets_follow(window) -> None:
     or none yet, never the one of the model before."""
     report = targets_state(window.workspace).report
     assert report is None or report.facts.model is window.model
-    result = window.targets_panel.result
+    result = window.panel("targets").result
     assert result is None or result is report.results["xnnpack"]
-    shown = {(r.subgraph, r.index, r.op) for r in window.targets_panel.rows()}
+    shown = {(r.subgraph, r.index, r.op) for r in window.panel("targets").rows()}
+    marks = window.overlays.marks.colours if window.overlay_choice.target else {}
     if result is None:
-        assert not shown and window.targets_overlay.item is None
+        assert not shown and not marks
     else:
         assert shown == {(o.subgraph, o.index, o.op) for o in result.ops}
-        assert set(window.targets_overlay.marks) <= set(range(len(
-            window.model.subgraphs[window.subgraph].operators)))
+        assert set(marks) <= set(range(len(window.model.subgraphs[window.subgraph].operators)))
 
 
 def test_opening_b_after_using_everything_on_a_leaves_nothing_of_a(qtbot, window,
@@ -139,8 +143,8 @@ def test_opening_b_after_using_everything_on_a_leaves_nothing_of_a(qtbot, window
     used = use_everything(qtbot, window)
     dbg = window.debugger
     assert window.open_path(B, wait=True)
-    qtbot.waitUntil(lambda: window.quant_panel.findings is not None
-                    and window.workspace.quant.findings is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: window.panel("quantization").findings is not None
+                    and quant_state(window.workspace).findings is not None, timeout=20_000)
     qtbot.wait(200)  # late results of A's work (snapshots, progress) would arrive now
     assert window.reported == []
     assert_empty_docks(window)
@@ -153,7 +157,7 @@ def test_opening_b_after_using_everything_on_a_leaves_nothing_of_a(qtbot, window
     assert window.model_panel.rows()[0].value == "sine_float.tflite"
     assert window.problems_panel.findings == list(b.findings)
     assert window.history_view.stack() is None or window.history_view.stack().count() == 0
-    assert window.find_bar.edit.text() == "conv2d" and window._find_matches == []
+    assert window.find_bar.edit.text() == "conv2d" and window.workspace.find_matches == []
     left = naming(window_texts(window), used["names"] - tensor_names(b))
     assert left == [], f"texts still naming A's tensors: {left[:10]}"
     # B runs: a new session of B, nothing of A's
@@ -162,9 +166,9 @@ def test_opening_b_after_using_everything_on_a_leaves_nothing_of_a(qtbot, window
     stop = wait_stop(qtbot, dbg, before)
     assert stop.position == ((0, 0),) and len(stop.executed[0]) == len(b.subgraphs[0].operators)
     # the picked target's verdicts on B, made for B
-    qtbot.waitUntil(lambda: window.targets_panel.result is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: window.panel("targets").result is not None, timeout=20_000)
     assert_targets_follow(window)
-    assert window.targets_overlay.item is not None
+    assert window.overlays.item is not None
 
 
 def test_an_edit_after_using_everything_keeps_only_what_follows_the_model(

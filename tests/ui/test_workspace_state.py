@@ -3,6 +3,9 @@ drops, and the stable identities of watches and breakpoints through real edits (
 project's edit commands) and reloads of another file."""
 from __future__ import annotations
 
+import threading
+from pathlib import Path
+
 import subprocess
 import sys
 
@@ -11,9 +14,11 @@ import pytest
 from tflite_viewer.edit import ModelDocument, RemoveOperator, RenameTensor
 from tflite_viewer.interpreter import NonFiniteBreakpoint, OpBreakpoint
 from tflite_viewer.model import load_model
-from tflite_viewer.ui.identity import (BreakpointList, OpRef, TensorRef, WatchList,
+from tflite_viewer.ui.state.identity import (BreakpointList, OpRef, TensorRef, WatchList,
                                        resolve_op, resolve_tensor)
-from tflite_viewer.ui.workspace import (DEBUG, MODEL, QUANT, REPLACED, RunOutputs, Hub,
+from tflite_viewer.ui.state.crosscheck import crosscheck_state
+from tflite_viewer.ui.state.quant import TOPIC as QUANT_TOPIC, quant_state
+from tflite_viewer.ui.state.workspace import (DEBUG, MODEL, REPLACED, RunOutputs, Hub,
                                         Workspace)
 
 from .conftest import model_path
@@ -22,7 +27,7 @@ MNV2 = model_path("mobilenet_v2_float.tflite")
 
 
 def test_the_workspace_modules_import_no_qt():
-    code = ("import sys, tflite_viewer.ui.workspace, tflite_viewer.ui.identity; "
+    code = ("import sys, tflite_viewer.ui.state.workspace, tflite_viewer.ui.state.identity; "
             "print(sorted(m for m in sys.modules if m.startswith('PySide6')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -32,7 +37,7 @@ def test_replacing_closes_the_old_workspace_and_every_view_renders_the_new_one()
     hub = Hub()
     seen = []
     hub.subscribe(lambda ws: seen.append(("debug view", ws)), DEBUG)
-    hub.subscribe(lambda ws: seen.append(("quant view", ws)), QUANT, MODEL)
+    hub.subscribe(lambda ws: seen.append(("quant view", ws)), QUANT_TOPIC, MODEL)
     old = hub.workspace
     closed = []
     old.on_close(lambda: closed.append(old))
@@ -44,7 +49,7 @@ def test_replacing_closes_the_old_workspace_and_every_view_renders_the_new_one()
     # REPLACED reaches every view; a topic only those that asked for it
     assert seen == [("debug view", new), ("quant view", new)]
     seen.clear()
-    assert hub.changed(QUANT, new) and seen == [("quant view", new)]
+    assert hub.changed(QUANT_TOPIC, new) and seen == [("quant view", new)]
     seen.clear()
     assert not hub.changed(DEBUG, old) and seen == []  # the late news of a closed workspace
 
@@ -80,14 +85,22 @@ def test_an_edit_drops_what_was_computed_on_the_old_model_and_keeps_the_pins():
     plan["arena"] = 123
     ws.debug.active, ws.debug.inputs = True, {"x": 1}
     ws.debug.outputs, ws.debug.profile = RunOutputs(0, ()), {(0, 1): 0.5}
-    ws.crosscheck.result, ws.quant.report = object(), object()
+    crosscheck_state(ws).result = object()
+    q = quant_state(ws)
+    q.report, q.float_path, q.cancel = object(), Path("float.tflite"), threading.Event()
+    cancel = q.cancel
     ws.watches.pin(TensorRef.of(doc.model, 0, 76))
     ws.breakpoints.add(OpBreakpoint(20, 0), doc.model)
     result = doc.apply(RenameTensor(0, 76, "residual"))
     notes = ws.replace_model(doc.model, result.scope)
     assert ws.model is doc.model and ws.version == 1
     assert not ws.debug.active and ws.debug.inputs == {} and ws.debug.outputs is None
-    assert ws.debug.profile == {} and ws.crosscheck.result is None and ws.quant.report is None
+    assert ws.debug.profile == {} and crosscheck_state(ws).result is None
+    assert "run the cross-check again" in crosscheck_state(ws).message
+    # the quantization analysis goes (a comparison under way is cancelled), the float
+    # model chosen stays: the parts say what follows them (`after_edit`)
+    assert quant_state(ws).report is None and cancel.is_set()
+    assert quant_state(ws).float_path == Path("float.tflite")
     assert ws.part("memory", dict) == {}  # made again for the new model
     assert ws.watches.pins == [TensorRef(0, 76, "residual")]
     assert [(e.op.index, e.op.opcode) for e in ws.breakpoints] == [(20, "ADD")]

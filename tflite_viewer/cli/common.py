@@ -15,14 +15,16 @@ about the same file:
 * ``m.tflite: not a valid TFLite model: subgraphs[0].operators[3].inputs[1]: ...``
 
 Use `load_model_arg` for a model argument, `input_file` / `input_folder` for other inputs
-(``--inputs IN.npz``, ``--images DIR``) and `output_file` before writing anything.
+(``--inputs IN.npz``, ``--images DIR``) and `output_file` before writing anything.  Long
+work reports its progress on stderr through one `ProgressPrinter`.
 """
 from __future__ import annotations
 
 import os
 import stat
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:  # the model package (and numpy) load only when a model is read
     from ..model import Model
@@ -149,3 +151,45 @@ def add_subgraph_option(parser) -> None:
 def add_seed_option(parser, what: str = "the generated inputs") -> None:
     parser.add_argument("--seed", type=int, default=0, metavar="N",
                         help=f"seed of {what} (default 0)")
+
+
+# ------------------------------------------------------------------------------------------
+# progress on stderr: quant, quantize, run
+# ------------------------------------------------------------------------------------------
+class ProgressPrinter:
+    """Progress as every long command writes it, ``[done/total] message``: on a terminal
+    one line rewritten in place and ended when ``done`` reaches ``total`` (or at `end`);
+    elsewhere (a log, a pipe) a line at the start, each time ``done`` passes another tenth
+    of ``total``, and at the end.  Call it as ``printer(done, total, message)``.
+    ``stream`` is stderr by default, looked up at each call."""
+
+    #: the message's width on a terminal (the line is rewritten over itself)
+    WIDTH = 70
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream
+        self._last = -1
+        self._open = False  # a terminal line is being rewritten
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        stream = self.stream if self.stream is not None else sys.stderr
+        if stream.isatty():
+            stream.write(f"\r[{done}/{total}] {message[:self.WIDTH]:{self.WIDTH}}")
+            self._open = done < total
+            if not self._open:
+                stream.write("\n")
+        else:
+            step = max(total // 10, 1)
+            if done <= 0 or done >= total or done < self._last \
+                    or done // step > self._last // step:
+                stream.write(f"[{done}/{total}] {message}\n")
+        self._last = done
+        stream.flush()
+
+    def end(self) -> None:
+        """End a terminal line left open (the work stopped before its total)."""
+        if self._open:
+            stream = self.stream if self.stream is not None else sys.stderr
+            stream.write("\n")
+            stream.flush()
+            self._open = False

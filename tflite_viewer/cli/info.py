@@ -19,7 +19,8 @@ from .output import Output, add_json_option, add_output_option
 DESCRIPTION = ("Summarize a model: every subgraph's operators (op, version, inputs, outputs, "
                "called subgraphs) and tensors (type, shape, quantization, buffer), the "
                "signatures, the metadata, associated files and what the reader found wrong "
-               "with the model (the problems LiteRT would refuse it for).")
+               "with the model (errors: what LiteRT would refuse it for; warnings: what it "
+               "loads but that is suspicious, such as a zero or NaN quantization scale).")
 # shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
 EXAMPLES = [
     "tflite-viewer info mobilenet_v2_float.tflite",

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..interpreter.coverage import (RUNS_WHERE_LITERT_IS_WRONG, FormCoverage, OpCoverage,
-                                    coverage, forms_coverage, forms_summary, summary)
+from ..interpreter.coverage import (REFUSAL_GAPS, RUNS_WHERE_LITERT_IS_WRONG, FormCoverage,
+                                    OpCoverage, coverage, forms_coverage, forms_summary,
+                                    summary)
 from .common import subcommand_parser
 from .output import Output, add_json_option, add_output_option
 
@@ -68,12 +69,20 @@ def _forms_table(rows: list[FormCoverage]) -> list[tuple[str, str, str, str, str
     for (op, act, wtype), rs in groups.items():
         here = [r.form for r in rs if r.here == "runs"]
         lit = [r.form for r in rs if r.litert == "runs"]
-        wrong = [r.form for r in rs if r.litert == "wrong"]
+        wrong = [r.form + _what_litert_computes(r) for r in rs if r.litert == "wrong"]
         note = RUNS_WHERE_LITERT_IS_WRONG.get((op, wtype), "") if any(
             r.litert == "wrong" and r.here == "runs" for r in rs) else ""
         out.append((op, act, wtype, ", ".join(here) or "-", ", ".join(lit) or "-",
                     (", ".join(wrong) or "-") + (f" ({note})" if note else "")))
     return out
+
+
+def _what_litert_computes(r: FormCoverage) -> str:
+    """`` (zeros)`` or `` (the bias alone)`` when the sweep found LiteRT's meaningless
+    result to be that simple (as for INT2 blockwise FULLY_CONNECTED weights)."""
+    note = r.litert_note
+    return " (zeros)" if note.startswith("its output is all zeros") else \
+        " (the bias alone)" if note.startswith("its output is the bias alone") else ""
 
 
 def forms_markdown(rows: list[FormCoverage]) -> str:
@@ -103,6 +112,20 @@ def _forms_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def refusals_markdown() -> str:
+    """The refusal audit's rule and the refusals it found false that are still made."""
+    lines = ["Every (op, tensor type, quantization form) the interpreter refuses is checked "
+             "against LiteRT 2.3.0's builtin kernels on a one-op model built for the purpose "
+             "(`tests/interpreter/test_refusal_audit.py`: the simple ops' tensors in every "
+             "type and form, the weighted ops' weights, the conv and pool configurations, "
+             "DENSIFY, zero scales). A refusal is false when LiteRT runs the model with "
+             "meaning: finite outputs that agree with the op computed in float on the real "
+             "values. Each one is a failing test, unless it is listed here with why it is "
+             "still refused:", ""]
+    lines += [f"- `{pattern}`: {why}" for pattern, why in REFUSAL_GAPS.items()]
+    return "\n".join(lines) + "\n"
+
+
 def markdown(rows: list[OpCoverage]) -> str:
     lines = [f"**{headline(summary(rows))}** (`tflite-viewer ops`).", "",
              "| code | op | here | versions here | LiteRT versions | LiteRT types | note |",
@@ -129,7 +152,8 @@ def main(args: argparse.Namespace) -> int:
         forms = forms_coverage()
         out.json({"summary": figures, "ops": [r.as_dict() for r in rows],
                   "weight_forms": {"summary": forms_summary(forms),
-                                   "combinations": [r.as_dict() for r in forms]}})
+                                   "combinations": [r.as_dict() for r in forms]},
+                  "refusal_gaps": [{"cases": k, "reason": v} for k, v in REFUSAL_GAPS.items()]})
     if args.markdown:
         out.text(markdown(rows))
         return 0

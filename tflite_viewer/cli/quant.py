@@ -16,9 +16,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import (EXIT_CHECK_FAILED, EXIT_OK, CommandError, add_model_argument,
-                     add_seed_option, input_file, input_folder, load_model_arg,
-                     subcommand_parser)
+from .common import (EXIT_CHECK_FAILED, EXIT_OK, CommandError, ProgressPrinter,
+                     add_model_argument, add_seed_option, input_file, input_folder,
+                     load_model_arg, subcommand_parser)
 from ..quant.explorer import VALIDATOR_METRICS
 from .output import Output, add_json_option, add_output_option, write_file
 
@@ -76,16 +76,6 @@ def add_parser(subparsers) -> None:
                    metavar="METRIC",
                    help="the validator metric of the node data (default mse; repeat it "
                         "for several, each written to OUT_<metric>.json)")
-
-
-def _progress(done: int, total: int, message: str) -> None:
-    if sys.stderr.isatty():
-        sys.stderr.write(f"\r[{done}/{total}] {message[:70]:70}")
-        if done >= total:
-            sys.stderr.write("\n")
-    elif done == 0 or done >= total or done % max(total // 10, 1) == 0:
-        sys.stderr.write(f"[{done}/{total}] {message}\n")
-    sys.stderr.flush()
 
 
 def _explorer_files(args: argparse.Namespace) -> dict[str, str]:
@@ -161,7 +151,7 @@ def _analyze(args: argparse.Namespace, model, float_model, validator: bool):
     try:
         return analyze(model, float_model, samples=args.samples, seed=args.seed,
                        inputs=args.inputs, images=args.images,
-                       per_layer_fallback=args.per_layer_fallback, progress=_progress,
+                       per_layer_fallback=args.per_layer_fallback, progress=ProgressPrinter(),
                        **kwargs)
     except UnsupportedOpError as exc:
         why = str(exc).splitlines()[0] + " (" + "; ".join(

@@ -19,10 +19,9 @@ import sys
 import warnings
 from pathlib import Path
 
-from .common import (CommandError, add_model_argument, add_seed_option, input_file,
-                     input_folder, load_model_arg, subcommand_parser)
+from .common import (CommandError, ProgressPrinter, add_model_argument, add_seed_option,
+                     input_file, input_folder, load_model_arg, subcommand_parser)
 from .output import Output, add_json_option, write_file
-from .quant import _progress
 
 DEFAULT_RECIPE = "dynamic_wi8_afp32"  # litert quantize's default
 DESCRIPTION = (
@@ -205,11 +204,7 @@ def _run(path: str, recipe, samples) -> bytes:
     """The quantizer's run, its own chatter (progress bars, warnings, log lines) kept off
     stderr, where the progress goes as `quant` writes it."""
     from ..quant import requantize
-    real = sys.stderr
-
-    def progress(done: int, total: int, message: str) -> None:
-        with contextlib.redirect_stderr(real):
-            _progress(done, total, message)
+    progress = ProgressPrinter(sys.stderr)  # the real stderr, while the quantizer's is muted
 
     logging.disable(logging.WARNING)
     try:

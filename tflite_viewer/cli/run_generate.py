@@ -9,8 +9,9 @@ its time) and ends with the ids; ``--json`` gives ``{"tokens": [...], "prompt", 
 "calls", ...}``, the plan with ``feeds``: what the loop put in every input of every
 signature.  ``--logits OUT.npy`` writes the decode steps' logits, float32 [K, vocab].
 ``--compare-litert`` runs the same loop with LiteRT's builtin kernels in a child process
+(with ``--kernels xnnpack``, LiteRT's default interpreter: its XNNPACK delegate applied)
 and compares the ids (exit 1 when they differ) and the logits (reported); our float sums
-are then added in the builtin kernels' order unless ``--float-sums blas`` was asked.
+are then added in the kernel set's order unless ``--float-sums blas`` was asked.
 """
 from __future__ import annotations
 
@@ -80,13 +81,13 @@ def _prompt(args: argparse.Namespace) -> list[int]:
     return prompt
 
 
-def _lines(args, plan, prompt, result, rounding: str, ops: int, seconds: float
-           ) -> list[str]:
+def _lines(args, plan, prompt, result, rounding: str, ops: int, seconds: float,
+           kernels: str) -> list[str]:
     """The text report: the loop, each call, the ids."""
     steps = args.generate
     bos = f" (BOS {args.bos} first)" if args.bos is not None else ""
     lines = [f"Model {args.model}: {steps} token{'s' if steps != 1 else ''} generated, "
-             f"rounding {rounding}",
+             f"rounding {rounding}, {kernels}",
              f"Loop: {plan.describe()}",
              f"Prompt: {' '.join(map(str, prompt))}{bos}"]
     width = max(len(c.label) for c in result.calls)
@@ -99,12 +100,16 @@ def _lines(args, plan, prompt, result, rounding: str, ops: int, seconds: float
     return lines
 
 
-def _compare(args, model, plan, prompt, result, logits, doc, lines) -> str | None:
-    """--compare-litert: LiteRT's ids and logits beside ours; the failure, if any."""
+def _compare(args, model, plan, prompt, result, logits, doc, lines,
+             kernels: str) -> str | None:
+    """--compare-litert: LiteRT's ids and logits beside ours (LiteRT with its default
+    delegate when ``kernels`` is the interpreter's xnnpack set); the failure, if any."""
     from ..interpreter.budget import DEFAULT_TIMEOUT
-    from ..interpreter.generation_litert import litert_generate
+    from ..interpreter.generation_litert import RESOLVER, litert_generate
+    from ..interpreter.kernel_sets import RESOLVERS, XNNPACK
+    resolver = RESOLVERS[XNNPACK] if kernels == XNNPACK else RESOLVER
     ref = litert_generate(model, plan, prompt, args.generate,
-                          timeout=args.timeout or DEFAULT_TIMEOUT)
+                          timeout=args.timeout or DEFAULT_TIMEOUT, resolver=resolver)
     same = ref.tokens == result.tokens
     first = next((i for i, (a, b) in enumerate(zip(result.tokens, ref.tokens)) if a != b),
                  None)
@@ -137,7 +142,7 @@ def _exact_sums_for_comparison(interp) -> None:
 def main(args: argparse.Namespace) -> int:
     from ..interpreter.budget import (DEFAULT_MAX_ALLOCATION_BYTES, DEFAULT_MAX_ITERATIONS,
                                       DEFAULT_TIMEOUT)
-    from .run import new_interpreter  # (run imports this module)
+    from .run import kernels_said, new_interpreter  # (run imports this module)
     from ..interpreter.generation import (find_plan, generate, interpreter_runner, last_row,
                                           parse_settings)
 
@@ -169,9 +174,10 @@ def main(args: argparse.Namespace) -> int:
     result = generate(model, run, prompt, args.generate, plan)
     seconds = time.perf_counter() - t0
     logits = np.stack(rows)
-    doc = {"model": str(args.model), "rounding": interp.rounding, "bos": args.bos,
-           **result.to_dict(), "ops": ops, "milliseconds": seconds * 1000}
-    lines = _lines(args, plan, prompt, result, interp.rounding, ops, seconds)
+    doc = {"model": str(args.model), "rounding": interp.rounding, "kernels": interp.kernels,
+           "bos": args.bos, **result.to_dict(), "ops": ops, "milliseconds": seconds * 1000}
+    lines = _lines(args, plan, prompt, result, interp.rounding, ops, seconds,
+                   kernels_said(model, interp.kernels, getattr(args, "kernels", "auto")))
     if args.logits:
         buffer = io.BytesIO()
         np.save(buffer, logits)
@@ -180,7 +186,8 @@ def main(args: argparse.Namespace) -> int:
         doc["logits"] = {"file": args.logits, "shape": list(logits.shape)}
     failed = None
     if args.compare_litert:
-        failed = _compare(args, model, plan, prompt, result, logits, doc, lines)
+        failed = _compare(args, model, plan, prompt, result, logits, doc, lines,
+                          interp.kernels)
     out.text("\n".join(lines))
     out.json(doc)
     if failed:

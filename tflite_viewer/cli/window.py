@@ -207,7 +207,7 @@ def _check_model(args: argparse.Namespace) -> None:
     except KeyError as exc:
         raise CommandError(f"{name}: {exc.args[0]}") from None
     if args.select is not None:
-        from ..ui.selection import parse_spec  # Qt-free
+        from ..ui.state.selection import parse_spec  # Qt-free
         parse_spec(model, index, args.select)
     if args.run_to is not None:
         n = len(model.subgraphs[index].operators)
@@ -217,7 +217,7 @@ def _check_model(args: argparse.Namespace) -> None:
     if args.generate is not None:
         _check_generation(args, model)
     for name in args.watch or ():
-        from ..ui.selection import find_tensor  # Qt-free
+        from ..ui.state.selection import find_tensor  # Qt-free
         find_tensor(model, index, name)  # a ValueError naming the subgraph's tensors
 
 
@@ -252,4 +252,5 @@ def main(args: argparse.Namespace) -> int:
     from ..interpreter.heap import keep_freed_memory
     keep_freed_memory()  # a debug run's tensors reuse freed memory (`heap`)
     from ..ui.app import run_app  # the only place the window (and PySide6) is imported
-    return int(run_app(args) or EXIT_OK)
+    from ..ui.state.launch import Launch
+    return int(run_app(Launch.from_args(args)) or EXIT_OK)

@@ -16,10 +16,11 @@ from .debugger import (Breakpoint, ConditionBreakpoint, Frame, NonFiniteBreakpoi
 from .budget import DEFAULT_MAX_ALLOCATION_BYTES, DEFAULT_MAX_ITERATIONS, DEFAULT_TIMEOUT
 from .errors import (AllocationError, BudgetError, ExecutionError, IterationBudgetError,
                      ModelFormatError, RunCancelled, TimeBudgetError, UnsupportedOpError)
-from .interpreter import Interpreter, SignatureRunner
+from .interpreter import Interpreter
 from .node import Node
 from .op_resolver import BuiltinOpResolver, OpResolver
 from .registration import Kernel, Registration, register
+from .signature_runner import SignatureRunner
 from .subgraph import Subgraph
 from .tensor import AllocationType, Tensor
 

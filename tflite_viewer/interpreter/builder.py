@@ -101,7 +101,7 @@ def build_nodes(interp: "Interpreter") -> None:
         node.user_data = kernel_hook(sg, node, "init")
 
 def bind_plan(sg: Subgraph) -> None:
-    """The prepared execution plan `Executor._execute` walks: per node of the plan, the
+    """The prepared execution plan `Executor.execute` walks: per node of the plan, the
     node, its kernel's invoke bound once and its index; and the per-node op time and call
     counters (`Interpreter.op_times` / `op_calls`).  A node that calls subgraphs is bound
     to its kernel's ``invoke_direct`` (a plain call for runs nothing pauses), or to None

@@ -57,6 +57,47 @@ TYPE_GAPS: dict[str, str] = {
 }
 
 
+#: Refusals the refusal audit (tests/interpreter/test_refusal_audit.py) finds false (LiteRT
+#: 2.3.0's builtin kernels compute the case with meaning) and that are still refused, with
+#: why: a pattern over the audit's case keys ("FAMILY OP LABEL", fnmatch) -> the reason.
+_SIGN = ("per-channel or blockwise activations: LiteRT's kernel takes one scale (the first "
+         "channel's, or none) for the whole tensor, which gives the op's value only because "
+         "input and output carry the same parameters and the op commutes with a positive "
+         "scale per value; activations are implemented per tensor here (no quantizer writes "
+         "per-channel activations)")
+_ORDER = ("per-channel or blockwise activations of an op that compares, reduces or copies "
+          "stored values: LiteRT reads no per-channel scale, which keeps the meaning only "
+          "when every tensor of the op carries the same parameters (the audit's models); "
+          "activations are implemented per tensor here")
+REFUSAL_GAPS: dict[str, str] = {
+    "activations ABS INT* per-channel:*": _SIGN,
+    "activations NEG INT* per-channel:*": _SIGN,
+    "activations NEG INT* blockwise": _SIGN,
+    **{f"activations {op} * per-channel:*": _ORDER for op in (
+        "MAXIMUM", "MINIMUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "ARG_MAX", "ARG_MIN",
+        "CONCATENATION", "FLOOR_MOD", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL")},
+    "activations ARG_MAX * blockwise": _ORDER,
+    "activations GREATER_EQUAL INT16 blockwise": _ORDER,
+    "activations PRELU INT16 per-tensor":
+        "PRELU with an INT16 alpha: LiteRT's int16 kernel reads the alpha through an int8 "
+        "pointer (see the PRELU note); near the real result only for small alphas",
+    "activations ADD INT16 none":
+        "an INT16 ADD without quantization parameters: LiteRT adds the plain integers; the "
+        "int16 kernel here computes from the scales and fails at prepare",
+    "scales PRELU INT16 zero input scale":
+        "PRELU with an INT16 alpha is refused (LiteRT's int16 kernel reads the alpha as INT8: "
+        "see the PRELU note); with a zero input scale every input is 0 and the alpha never "
+        "counts, so LiteRT is right there by accident",
+}
+
+
+def refusal_gap(family: str, op: str, label: str) -> str | None:
+    """The `REFUSAL_GAPS` pattern naming an audit case, or None."""
+    from fnmatch import fnmatchcase
+    key = f"{family} {op} {label}"
+    return next((p for p in REFUSAL_GAPS if fnmatchcase(key, p)), None)
+
+
 @dataclass(frozen=True)
 class OpCoverage:
     """One builtin code: its versions and types here and in LiteRT's builtin resolver."""
@@ -168,7 +209,8 @@ def summary(rows: list[OpCoverage]) -> dict:
 class FormCoverage:
     """One (op, activations, weight type, quantization form) of the sweep
     (tools/sweep_quant_forms.py): what LiteRT's builtin kernels do with it ("runs",
-    "wrong": runs without meaning, "refuses") and this interpreter ("runs", "refused")."""
+    "wrong": runs without meaning, "refuses"; ``litert_note`` says what it computes or
+    why it refuses) and this interpreter ("runs", "refused"; ``note`` the refusal)."""
 
     op: str
     activations: str
@@ -176,12 +218,13 @@ class FormCoverage:
     form: str
     litert: str
     here: str
+    litert_note: str
     note: str
 
     def as_dict(self) -> dict:
         return {"op": self.op, "activations": self.activations,
                 "weight_type": self.weight_type, "form": self.form, "litert": self.litert,
-                "here": self.here, "note": self.note}
+                "here": self.here, "litert_note": self.litert_note, "note": self.note}
 
 
 #: why a combination LiteRT computes without meaning runs here (every other one is refused)
@@ -197,8 +240,8 @@ RUNS_WHERE_LITERT_IS_WRONG: dict[tuple[str, str], str] = {
 def forms_coverage() -> list[FormCoverage]:
     """Every combination of the generated sweep (litert_forms.py), in sweep order."""
     from .litert_forms import LITERT_FORMS
-    return [FormCoverage(op, act, wtype, form, lit, here, note)
-            for (op, act, wtype, form), (lit, here, note) in LITERT_FORMS.items()]
+    return [FormCoverage(op, act, wtype, form, lit, here, lnote, note)
+            for (op, act, wtype, form), (lit, here, lnote, note) in LITERT_FORMS.items()]
 
 
 def forms_summary(rows: list[FormCoverage]) -> dict:

@@ -9,6 +9,9 @@ inputs and compare every operator output.
 LiteRT runs with ``experimental_preserve_all_tensors=True`` (every intermediate tensor stays
 readable) and, by default, its reference kernels (``BUILTIN_REF``), falling back to its
 optimized kernels without delegates when the reference kernels cannot run the model.
+Against the interpreter's ``xnnpack`` kernel set it runs with its default XNNPACK delegate
+(``BUILTIN``): the tensors a partition keeps to itself are then never written by LiteRT
+and are left out of the comparison.
 When LiteRT crashes keeping every tensor, the comparison can run on an *exposed copy*: the
 model with every operator output made a model output, made in memory by the editor, which
 LiteRT runs without that option (the caller passes the editor's function in: the
@@ -59,8 +62,9 @@ RESOLVERS = ("BUILTIN_REF", "BUILTIN", "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
 #: what a failed BUILTIN_REF run falls back to: LiteRT's optimized kernels, without the
 #: default (XNNPACK) delegate, which would hide the intermediate tensors it fuses
 FALLBACK_RESOLVER = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"
-#: the kernel sets whose float sums the interpreter reproduces in their order
-EXACT_ORDER_RESOLVERS = ("BUILTIN_REF", "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
+#: the kernel sets whose float sums the interpreter reproduces in their order (BUILTIN:
+#: LiteRT's default, XNNPACK's products under the interpreter's ``xnnpack`` set)
+EXACT_ORDER_RESOLVERS = ("BUILTIN_REF", "BUILTIN_WITHOUT_DEFAULT_DELEGATES", "BUILTIN")
 
 
 class LiteRTUnavailableError(TFLiteViewerError):
@@ -585,6 +589,24 @@ def _reference_sums(interpreter, resolver: str):
             interpreter.reference_float_sums = False
 
 
+def _hide_partition_internals(runs: list[LiteRTRun], model: Model) -> None:
+    """With its default delegate (BUILTIN), LiteRT never writes the tensors an XNNPACK
+    partition keeps to itself (XNNPACK holds them in its own buffers): what it hands out
+    for them is not a value, so they are dropped from its runs and compared nowhere
+    (`delegation.xnnpack.Delegated.internal`)."""
+    if not runs or runs[0].resolver != "BUILTIN":
+        return
+    from ..delegation.facts import ModelFacts
+    from ..delegation.xnnpack import delegated_ops
+    internal = delegated_ops(ModelFacts(model)).internal
+    for run in runs:
+        for t in internal.get(run.subgraph, ()):
+            run.tensors.pop(t, None)
+        for g, tensors in run.inner.items():
+            for t in internal.get(g, ()):
+                tensors.pop(t, None)
+
+
 def compare_steps(interpreter, model: Model, steps: "list[Mapping[str, np.ndarray]]",
                   runs: list[LiteRTRun], *, first_ran: bool = False,
                   signature: str | None = None, tolerance: float = DEFAULT_TOLERANCE,
@@ -597,6 +619,7 @@ def compare_steps(interpreter, model: Model, steps: "list[Mapping[str, np.ndarra
     reference kernels an ``auto`` interpreter adds its float sums in their order
     (`_reference_sums`), its first run made again if it was made with BLAS sums."""
     reports = []
+    _hide_partition_internals(runs, model)
     with _reference_sums(interpreter, runs[0].resolver) as switched:
         if switched and first_ran:  # that run added in BLAS's order: made again
             interpreter.reset_variables()

@@ -1,32 +1,35 @@
-"""What the debugger API talks in: positions, stops, breakpoints and hook events.
+"""What the debugger API talks in, and the debugger that pauses and resumes runs.
 
 A position is the call stack of ``(subgraph, op)`` pairs, outermost first; ``op`` is the
 index of the operator about to run (equal to the subgraph's op count when all its ops ran
 and it is about to return).  Op breakpoints fire before their op runs; conditional
 breakpoints (non-finite values, values out of a range, saturated quantized values, any
 predicate) are checked after an op runs and pause before the next one.
+
+`Debugger` is the stepping API's engine: given the interpreter's `RunState` and its
+`Executor`, it pulls on the executor's pausable walk (`Executor.walk`) until a stop
+condition holds: the next op (step), the end of a subgraph (step out), an op (run to), a
+breakpoint, a stop request, or the end of the run.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Generator
 
 import numpy as np
 
+from .run_state import Frame, Position, RunState
+
 if TYPE_CHECKING:
+    from .executor import Executor
     from .interpreter import Interpreter
     from .node import Node
     from .subgraph import Subgraph
 
-Position = tuple[tuple[int, int], ...]
-
-
-@dataclass
-class Frame:
-    """One level of the call stack: a subgraph and the op about to run in it."""
-
-    subgraph: int
-    op: int
+__all__ = ["Breakpoint", "ConditionBreakpoint", "Debugger", "Frame", "NonFiniteBreakpoint",
+           "OpBreakpoint", "OpEvent", "OpTypeBreakpoint", "Position", "RangeBreakpoint",
+           "SaturationBreakpoint", "Stop"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,7 @@ class OpEvent:
 class Stop:
     """Why `run`/`step`/`run_to` returned, and where execution is now."""
 
-    reason: str  # "finished", "step", "breakpoint", "run_to"
+    reason: str  # "finished", "step", "breakpoint", "run_to", "interrupted"
     position: Position
     breakpoint: "Breakpoint | None" = None
     op: tuple[int, int] | None = None  # (subgraph, op) the stop is about
@@ -174,3 +177,175 @@ class ConditionBreakpoint(Breakpoint):
         if self.predicate is not None and self.predicate(interp, ctx, node):
             return f"condition true after subgraph {ctx.index} op {node.index} ({node.name})"
         return None
+
+
+class Debugger:
+    """Pauses and resumes the runs of one interpreter (see the module docstring).
+
+    ``outputs`` gives the entry's named outputs for a finished stop; breakpoint
+    conditions receive the executor's ``interpreter``.
+    """
+
+    def __init__(self, state: RunState, executor: "Executor",
+                 outputs: Callable[[], dict[str, np.ndarray | None]]) -> None:
+        self.state = state
+        self.executor = executor
+        self.outputs = outputs
+        self.breakpoints: list[Breakpoint] = []
+        self._gen: Generator | None = None
+        #: after-breakpoints that fired during the op just run: (breakpoint, message, op)
+        self._pending: list[tuple[Breakpoint, str, tuple[int, int]]] = []
+
+    def abort(self) -> None:
+        """Abandon the run in progress (its generator closed): back to ``ready``."""
+        if self._gen is not None:
+            self._gen.close()
+        self._gen = None
+        state = self.state
+        state.stack.clear()
+        state.active.clear()
+        self._pending.clear()
+        state.status = "ready"
+        state.paused_since = None
+
+    def start(self, entry: "Subgraph") -> Stop:
+        """A run of ``entry`` (its inputs set), paused before its first op."""
+        self._gen = self.executor.walk(entry)
+        self.state.status = "paused"
+        with np.errstate(all="ignore"):
+            self._advance()  # to the first op boundary
+        if self.state.status == "finished":
+            return self._finished_stop()
+        return Stop("step", self.state.position)
+
+    def resume(self, mode: str, target: tuple[int, Any] | None = None) -> Stop:
+        """Go on until the stop ``mode`` asks for: ``continue`` (a breakpoint or the end),
+        ``step``, ``step_into``, ``step_out`` or ``run_to`` (``target``: (subgraph, op
+        index or op type name))."""
+        state = self.state
+        state.begin_command()
+        with np.errstate(all="ignore"):  # float kernels follow IEEE (inf, nan), silently
+            stop = self._resume_loop(mode, target)
+        if state.status == "finished":
+            state.progress.finish()
+        return stop
+
+    # -- the driver ----------------------------------------------------------------------
+    def _advance(self) -> bool:
+        """Run to the next op boundary; False when the run finished."""
+        state = self.state
+        if state.paused_since is not None:
+            state.paused_total += time.perf_counter() - state.paused_since
+            state.paused_since = None
+        try:
+            next(self._gen)
+        except StopIteration:
+            self._gen = None
+            state.status = "finished"
+            return False
+        except BaseException:
+            self._failed()
+            raise
+        state.paused_since = time.perf_counter()
+        return True
+
+    def _failed(self) -> None:
+        """The run raised: it cannot go on."""
+        self._gen = None
+        self.state.status = "ready"
+        self.state.active.clear()
+
+    def _interrupted(self) -> Stop:
+        """A stop request seen at a pause point of a stepped run: pause there."""
+        self.state.budget.stop_requested = False
+        return Stop("interrupted", self.state.position, message="stopped on request")
+
+    def _finished_stop(self) -> Stop:
+        return Stop("finished", self.state.position, outputs=self.outputs())
+
+    def _drain(self) -> Stop:
+        """Continue with nothing that can stop the run but a stop request: the executor's
+        walk without per-op checks."""
+        state = self.state
+        if state.paused_since is not None:
+            state.paused_total += time.perf_counter() - state.paused_since
+            state.paused_since = None
+        budget = state.budget
+        try:
+            for _ in self._gen:
+                if budget.stop_requested:
+                    state.paused_since = time.perf_counter()
+                    return self._interrupted()
+        except BaseException:
+            self._failed()
+            raise
+        self._gen = None
+        state.status = "finished"
+        return self._finished_stop()
+
+    def _resume_loop(self, mode: str, target: tuple[int, Any] | None) -> Stop:
+        state = self.state
+        depth0 = len(state.stack)
+        befores = [b for b in self.breakpoints if b.enabled and b.when == "before"]
+        collect = any(b.enabled and b.when == "after" for b in self.breakpoints)
+        self.executor.after_check = self._collect if collect else None
+        self._pending.clear()
+        if mode == "continue" and not befores and not collect:
+            return self._drain()
+        budget = state.budget
+        while True:
+            if budget.stop_requested:
+                return self._interrupted()
+            if not self._advance():
+                if self._pending:  # the last op of the run tripped a breakpoint
+                    return self._pending_stop(outputs=self.outputs())
+                return self._finished_stop()
+            if budget.stop_requested:
+                return self._interrupted()
+            if self._pending:
+                return self._pending_stop()
+            depth = len(state.stack)
+            if mode == "step_into" or (mode == "step" and depth <= depth0) or \
+                    (mode == "step_out" and depth < depth0):
+                return Stop("step", state.position)
+            stop = self._before_op(mode, target, befores)
+            if stop is not None:
+                return stop
+
+    def _pending_stop(self, outputs: dict[str, np.ndarray | None] | None = None) -> Stop:
+        """The stop of the after-breakpoint the last op tripped."""
+        bp, msg, where = self._pending[0]
+        self._pending.clear()
+        bp.hits += 1
+        return Stop("breakpoint", self.state.position, bp, where, msg, outputs=outputs)
+
+    def _before_op(self, mode: str, target: tuple[int, Any] | None,
+                   befores: list[Breakpoint]) -> Stop | None:
+        """The stop before the op about to run (a run-to target, a before-breakpoint),
+        or None."""
+        state = self.state
+        frame = state.stack[-1]
+        sg = state.subgraphs[frame.subgraph]
+        if frame.op >= len(sg.nodes):
+            return None
+        node = sg.nodes[frame.op]
+        if mode == "run_to":
+            tsg, top = target
+            if (isinstance(top, str) and node.name == top) or \
+                    (frame.subgraph == tsg and frame.op == top):
+                return Stop("run_to", state.position, None, (frame.subgraph, frame.op))
+        for bp in befores:
+            if bp.applies(frame.subgraph, node):
+                bp.hits += 1
+                return Stop("breakpoint", state.position, bp, (frame.subgraph, frame.op),
+                            bp.check(self.executor.interpreter, sg, node) or "")
+        return None
+
+    def _collect(self, sg: "Subgraph", node: "Node") -> None:
+        """After an op: the first enabled after-breakpoint whose condition holds."""
+        for bp in self.breakpoints:
+            if bp.enabled and bp.when == "after" and bp.applies(sg.index, node):
+                msg = bp.check(self.executor.interpreter, sg, node)
+                if msg:
+                    self._pending.append((bp, msg, node.key))
+                    break

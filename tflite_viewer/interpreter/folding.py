@@ -11,7 +11,7 @@ interpreter's per-op overhead, which is why they dominate small models.
 A node is *foldable* when its op is one of the pure builtins of `FOLDABLE` (run by this
 package's own kernel, not a user's), its outputs are small static activations, and its
 inputs are constants, outputs of foldable nodes, or (for SHAPE and RANK, which read only the
-shape) tensors of static shape.  After a run of `Executor._execute` in which no node was
+shape) tensors of static shape.  After a run of `Executor.execute` in which no node was
 prepared again, the foldable nodes' output values are recorded (as read-only copies) and the
 plan binds each run of consecutive foldable nodes to one step replaying them (`fold`).  The
 nodes still count as run (op calls; the step's time goes to the first), and their output
@@ -20,7 +20,7 @@ tensors hold the same values as if their kernels had run.
 Every re-preparation of a node of the subgraph (a resized input, a new dynamic shape) bumps
 ``Subgraph.fold_epoch``; a replay bound under another epoch runs the kernels instead, and
 the next run rebinds the plain plan (`builder.unspecialize_plan`) and records again.  Stepping, breakpoints and
-hooks never see replays: they run every kernel (`Executor._run_subgraph`,
+hooks never see replays: they run every kernel (`Executor.walk`,
 `_execute_watched`).
 """
 from __future__ import annotations

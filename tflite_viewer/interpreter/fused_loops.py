@@ -261,14 +261,14 @@ def _match(cond: "Subgraph", body: "Subgraph") -> KerasLstmLoop | None:
 
 
 def _float_product(body: "Subgraph") -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """The float FULLY_CONNECTED kernel's product as the interpreter has it now (read at
-    each call: `Interpreter.reference_float_sums` may change between runs)."""
-    from .kernels.matmul import _product as fc_product
-    interp = body.interpreter
+    """The float FULLY_CONNECTED kernel's product as the run computes it now (read at
+    each call: `RunState.reference_float_sums` may change between runs)."""
+    from .kernels.matmul import fully_connected_product
+    run = body.run
 
     def product(rows: np.ndarray, w_t: np.ndarray) -> np.ndarray:
-        return fc_product(rows, w_t, interp.reference_float_sums)
-    product.mode = lambda: interp.reference_float_sums  # type: ignore[attr-defined]
+        return fully_connected_product(rows, w_t, run.reference_float_sums)
+    product.mode = lambda: run.reference_float_sums  # type: ignore[attr-defined]
     return product
 
 

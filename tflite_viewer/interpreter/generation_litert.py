@@ -6,8 +6,10 @@ the same plan (`generation_plan`: the prefill chunks, the names, the mask input)
 child transcribes that loop on its own (it imports nothing of tflite_viewer, only numpy
 and LiteRT; it builds the causal mask itself), so a mistake in our loop cannot hide in
 both.  The kernels are
-BUILTIN_WITHOUT_DEFAULT_DELEGATES: LiteRT's builtin (optimized) kernels, no XNNPACK
-delegate; its reference kernels lack the blockwise INT4 FULLY_CONNECTED path.
+BUILTIN_WITHOUT_DEFAULT_DELEGATES by default: LiteRT's builtin (optimized) kernels, no
+XNNPACK delegate; its reference kernels lack the blockwise INT4 FULLY_CONNECTED path.
+Against the interpreter's ``xnnpack`` kernel set the loop runs on BUILTIN, LiteRT's
+default interpreter with its XNNPACK delegate, as LiteRT-LM computes on a CPU.
 """
 from __future__ import annotations
 

@@ -1,42 +1,51 @@
-"""The Interpreter: the model's runtime state and its public API.
+"""The Interpreter: the model's runtime and its public API.
 
 Shaped like LiteRT's: `builder` turns operators into nodes bound to kernel registrations
 (interpreter_builder), each runtime `Subgraph` prepares and allocates its tensors, and the
-`executor` runs the execution plans (Subgraph::Invoke), op by op and pausable for the
-debugger.  This module holds what ties them together: allocation and the memory limit,
-inputs and outputs, variables, hooks and breakpoints, signatures.
+`executor` runs the execution plans (Subgraph::Invoke), op by op and pausable by the
+`debugger`.  The interpreter owns one `RunState` (run_state.py), the state all of them
+work on, and gives it to the executor and the debugger (composition: each is an object of
+its own).  This module holds what ties them together: allocation and the memory limit,
+inputs and outputs, variables, hooks and breakpoints, signatures, and the stepping API.
 """
 from __future__ import annotations
 
 import os
-from collections import defaultdict
-from typing import Any, Callable, Generator, Mapping, Sequence
+from operator import attrgetter
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from ..model import Model, load_model
-from ..model.dtypes import type_name
 from . import debugger as dbg
 from . import float_sums as float_sums_mode
 from . import kernel_sets
-from .builder import build_nodes, kernel_hook
-from .debugger import Breakpoint, Frame, OpEvent
+from .builder import build_nodes
+from .debugger import Breakpoint, Debugger, OpEvent, Position, Stop
 from .executor import Executor
 from .inputs import InputError
 from .budget import (DEFAULT_MAX_ALLOCATION_BYTES, DEFAULT_MAX_ITERATIONS, DEFAULT_TIMEOUT,
-                     HOW_TO_RAISE_MEMORY, Budget, check_bytes)
-from .errors import AllocationError
+                     Budget, check_bytes)
 from .node import Node
 from .op_resolver import BuiltinOpResolver, OpResolver
+from .progress import DEFAULT_INTERVAL, RunProgress
 from .quant_math import check_rounding
+from .run_state import RunState
+from .signature_runner import SignatureRunner
 from .subgraph import Subgraph
 from .tensor import AllocationType, Tensor
 from .weights import DEFAULT_WEIGHT_CACHE_BYTES, WeightCache
 
-_NO_BYTES = (bytes, bytearray, memoryview)
+
+def _in_run_state(name: str) -> property:
+    """An interpreter attribute kept in its `RunState`, under the name it always had (read
+    through a C getter: kernels read some of them at every call)."""
+    def set_value(self: "Interpreter", value: Any) -> None:
+        setattr(self.run_state, name, value)
+    return property(attrgetter(f"run_state.{name}"), set_value)
 
 
-class Interpreter(Executor):
+class Interpreter:
     """Runs a model with numpy kernels and lets a debugger drive it op by op.
 
     ``Interpreter(model)`` resolves every operator (raising one `UnsupportedOpError` that
@@ -85,10 +94,13 @@ class Interpreter(Executor):
     bit, or by BLAS; ``auto`` takes BLAS, and the reference order in a cross-check
     against LiteRT's reference kernels.
 
-    ``kernels`` (``auto``, ``reference`` or ``builtin``; `kernel_sets`) says which of
-    LiteRT's kernel sets the float ops whose two sets differ (LOGISTIC, TANH, SOFTMAX,
-    MEAN, SUM, FULLY_CONNECTED) compute as; ``auto`` takes the builtin set for an LLM
-    export or a model with blockwise weights, the reference set otherwise.
+    ``kernels`` (``auto``, ``reference``, ``builtin`` or ``xnnpack``; `kernel_sets`) says
+    which of LiteRT's kernel sets the float ops whose sets differ (LOGISTIC, TANH, SOFTMAX,
+    MEAN, SUM, FULLY_CONNECTED) compute as; ``xnnpack`` computes the operators LiteRT's
+    default XNNPACK delegate takes as XNNPACK does; ``auto`` takes the builtin set for an
+    LLM export or a model with blockwise weights, the reference set otherwise (and, within
+    the builtin set, the reference kernel for a FULLY_CONNECTED whose INT4 weights hold -8,
+    which LiteRT's builtin 4-bit path computes without meaning).
     """
 
     def __init__(self, model: Model | str | os.PathLike | bytes, *, rounding: str = "double",
@@ -107,61 +119,28 @@ class Interpreter(Executor):
         #: invokes, within ``weight_cache_bytes`` (`weights`)
         self.weight_cache = WeightCache(weight_cache_bytes)
         self.rounding = rounding
-        self.max_allocation_bytes = int(max_allocation_bytes)
-        #: the iteration and time budgets and the stop request (`request_stop`)
-        self.budget = Budget(max_iterations, timeout)
-        #: (subgraph, op) of each WHILE -> the iteration it is in (for budget messages)
-        self.loop_iterations: dict[tuple[int, int], int] = {}
-        self.op_resolver = op_resolver if op_resolver is not None else BuiltinOpResolver()
-        model.prime_views()  # what building reads of every tensor and op, read at once
-        self.subgraphs: list[Subgraph] = [Subgraph(self, sg) for sg in model.subgraphs]
-        # resource variables (VAR_HANDLE ids -> values) and CALL_ONCE bookkeeping
-        self.resource_ids: dict[tuple[str, str], int] = {}
-        self.resources: dict[int, np.ndarray | None] = {}
-        self.called_once: set[int] = set()
-        #: run WHILE loops recognised as a Keras LSTM step as one compiled loop in invoke()
-        #: (`fused_loops`); False runs every loop op by op
-        self.fuse_loops = True
-        #: replay the values of shape arithmetic (ops on constants and static shapes) in
-        #: invoke() once a run has computed them (`folding`); False runs every kernel
-        self.fold_shape_ops = True
-        #: let kernels bind their invoke to the prepared node (`Kernel.bind`) for invoke()
-        #: once a run has gone through; False calls every kernel's invoke
-        self.bind_kernels = True
-        #: float32 CONV_2D and FULLY_CONNECTED sum their products in LiteRT's reference
-        #: order, one rounding per step (`float32.ordered_matmul`: its results to the bit);
-        #: False takes numpy's BLAS product instead, several times faster, its sums
-        #: blocked and fused, a float32 rounding or so from the reference per output.
-        #: ``float_sums`` decides it (`float_sums`: only ``reference`` sets it; a
-        #: cross-check against REF sets it for its comparison unless ``blas`` was asked)
-        self.reference_float_sums = (
+        #: everything the runs read and change (`run_state`): the executor and the
+        #: debugger work on it; the attributes below that name it are kept there
+        self.run_state = RunState(
+            Budget(max_iterations, timeout), max_allocation_bytes,
             float_sums_mode.resolve(float_sums) == float_sums_mode.REFERENCE)
+        self.executor = Executor(self.run_state, self)
+        self.debugger = Debugger(self.run_state, self.executor, self.outputs)
         #: the ``float_sums`` asked for (``auto``, ``reference`` or ``blas``)
         self.float_sums_asked = float_sums
         #: ``reference`` or ``builtin``: the LiteRT kernel set the float kernels follow
         #: where the two differ (`kernel_sets`)
         self.kernels = kernel_sets.resolve(kernels, model)
-        #: op times and calls: kept per op by stepped and watched runs (a stop reads them
-        #: after every step), in the subgraphs' counters by the prepared plan (`_execute`)
-        self._op_times: dict[tuple[int, int], float] = defaultdict(float)
-        self._op_calls: dict[tuple[int, int], int] = defaultdict(int)
-        self._op_stats_in_plan = False
-        # debugger state
-        self.breakpoints: list[Breakpoint] = []
-        self._before_hooks: list[Callable[["Interpreter", OpEvent], Any]] = []
-        self._after_hooks: list[Callable[["Interpreter", OpEvent], Any]] = []
-        self._stack: list[Frame] = []
-        self._gen: Generator | None = None
-        self._state = "ready"  # ready | paused | finished
-        self._pending: list[tuple[Breakpoint, str, tuple[int, int]]] = []
-        self._paused_since: float | None = None
-        self._paused_total = 0.0
-        self._active: set[int] = set()
-        self._preparing: set[int] = set()
-        self._collect_after = False
-        self._direct = False  # inside invoke(): subgraph calls run without pause points
-        self._entry = 0
-        self._signature: str | None = None
+        #: under the ``xnnpack`` set, the operators its partitions take (`kernel_sets`);
+        #: their loops then run op by op (a fused loop computes as the builtin kernels)
+        self.xnnpack = kernel_sets.delegated(self.kernels, model)
+        self.fuse_loops = self.xnnpack is None
+        #: the ``kernels`` asked for: under ``auto`` a node the builtin set computes without
+        #: meaning takes the reference kernel (`blockwise.builtin_dense4bit`)
+        self.kernels_asked = kernels
+        self.op_resolver = op_resolver if op_resolver is not None else BuiltinOpResolver()
+        model.prime_views()  # what building reads of every tensor and op, read at once
+        self.run_state.subgraphs = [Subgraph(self, sg) for sg in model.subgraphs]
         #: (signature, entry subgraph) -> (input tensors, (output name, tensor) pairs): what
         #: every run checks and returns, looked up once (`_entry_io`)
         self._io: dict[tuple[str | None, int], tuple[tuple[Tensor, ...],
@@ -171,8 +150,21 @@ class Interpreter(Executor):
         if allocate:
             self.allocate_tensors()
 
+    # kept in the run state (`RunState` says what each is), under the names they always had
+    subgraphs = _in_run_state("subgraphs")  # the runtime subgraphs: tensors, nodes, execution plans
+    budget = _in_run_state("budget")  # iterations, time and the stop request (`request_stop`)
+    max_allocation_bytes = _in_run_state("max_allocation_bytes")
+    loop_iterations = _in_run_state("loop_iterations")
+    resources = _in_run_state("resources")
+    resource_ids = _in_run_state("resource_ids")
+    called_once = _in_run_state("called_once")
+    fuse_loops = _in_run_state("fuse_loops")
+    fold_shape_ops = _in_run_state("fold_shape_ops")
+    bind_kernels = _in_run_state("bind_kernels")
+    reference_float_sums = _in_run_state("reference_float_sums")
+
     def __repr__(self) -> str:
-        return f"<Interpreter {self.model!r} {self._state}>"
+        return f"<Interpreter {self.model!r} {self.state}>"
 
     @property
     def float_sums(self) -> str:
@@ -188,19 +180,6 @@ class Interpreter(Executor):
         build_nodes(self)
         self._nodes_built = True
 
-    def _kernel_hook(self, sg: Subgraph, node: Node, hook: str) -> Any:
-        """A kernel's load-time hook (check, init); a failure names the op."""
-        return kernel_hook(sg, node, hook)
-
-    def request_stop(self) -> None:
-        """Interrupt the current run from any thread (a window's Stop button).
-
-        `invoke()` raises `RunCancelled` at the next op boundary or WHILE iteration; a
-        stepped run (`run`, `step`, `run_to` ...) pauses there instead, returning a Stop
-        with reason ``"interrupted"`` from which it can be resumed.  A request made while
-        nothing runs is forgotten when the next run starts."""
-        self.budget.request_stop()
-
     def allocate_tensors(self) -> None:
         """Resolve ops (first time), prepare the entry subgraphs, check the memory limit."""
         if not self._nodes_built:
@@ -212,31 +191,9 @@ class Interpreter(Executor):
             for i in sorted(entries):
                 if 0 <= i < len(self.subgraphs):
                     self.subgraphs[i].prepare()
-        self._check_total()
+        self.run_state.check_total()
         self._allocated = True
-        self._abort()
-
-    def _check_allocation(self, sg: Subgraph, tensor: Tensor, nbytes: int,
-                          shape: Sequence[int]) -> None:
-        if nbytes > self.max_allocation_bytes:
-            raise AllocationError(
-                f"subgraph {sg.index} tensor {tensor.index} ({tensor.name!r}) would need "
-                f"{nbytes:,} bytes for {type_name(tensor.type)}{list(shape)}, more than the "
-                f"allocation limit of {self.max_allocation_bytes:,} bytes "
-                f"({HOW_TO_RAISE_MEMORY})")
-
-    def _check_total(self) -> None:
-        total = sum(sg.arena_bytes for sg in self.subgraphs)
-        if total > self.max_allocation_bytes:
-            biggest = max((t for sg in self.subgraphs for t in sg.tensors
-                           if t.allocation_type is not AllocationType.MMAP_RO),
-                          key=lambda t: t.nbytes)
-            raise AllocationError(
-                f"the model's tensors would need {total:,} bytes, more than the allocation "
-                f"limit of {self.max_allocation_bytes:,} bytes "
-                f"({HOW_TO_RAISE_MEMORY}); the largest is tensor "
-                f"{biggest.index} ({biggest.name!r}, {biggest.type_name}{list(biggest.shape)}, "
-                f"{biggest.nbytes:,} bytes)")
+        self.debugger.abort()
 
     @property
     def arena_bytes(self) -> int:
@@ -244,28 +201,160 @@ class Interpreter(Executor):
         return sum(sg.arena_bytes for sg in self.subgraphs)
 
     # ======================================================================================
+    # running (the executor) and stepping (the debugger)
+    # ======================================================================================
+    @property
+    def state(self) -> str:
+        """"ready" (nothing run yet), "paused" (mid-run) or "finished"."""
+        return self.run_state.status
+
+    @property
+    def position(self) -> Position:
+        """The call stack, outermost first: ((subgraph, op about to run), ...)."""
+        return self.run_state.position
+
+    @property
+    def current_op(self) -> tuple[int, int] | None:
+        """(subgraph, op) about to run, or None when no op is next."""
+        return self.run_state.current_op
+
+    def current_node(self) -> Node | None:
+        cur = self.current_op
+        return None if cur is None else self.subgraphs[cur[0]].nodes[cur[1]]
+
+    def call_path(self) -> str:
+        """Where the run is, outermost first, with the iteration of each enclosing WHILE:
+        ``subgraph 0 op 0 (WHILE, iteration 1,204) > subgraph 4 op 2 (ADD)``."""
+        return self.run_state.call_path()
+
+    def invoke(self, inputs: Mapping[str, Any] | Sequence[Any] | None = None, *,
+               signature: str | None = None) -> dict[str, np.ndarray | None]:
+        """Run the whole entry subgraph from the start, ignoring breakpoints; returns the
+        named outputs (TFLite's Invoke).  Nothing can pause such a run: it takes the
+        executor's direct loop (`Executor.invoke`)."""
+        self.executor.invoke(self._begin(inputs, signature))
+        return self.outputs()
+
+    def start(self, inputs: Mapping[str, Any] | Sequence[Any] | None = None, *,
+              signature: str | None = None, subgraph: int | None = None) -> Stop:
+        """Begin a new run (paused before its first op), optionally of a signature or
+        subgraph and with inputs."""
+        return self.debugger.start(self._begin(inputs, signature, subgraph))
+
+    def run(self, inputs: Mapping[str, Any] | Sequence[Any] | None = None, *,
+            signature: str | None = None) -> Stop:
+        """Run (or continue) until a breakpoint or the end; a finished run starts anew."""
+        return self._ensure_running(inputs, signature) or self.debugger.resume("continue")
+
+    def step(self) -> Stop:
+        """Run one op of the current subgraph (a WHILE/IF/CALL_ONCE runs whole)."""
+        return self._ensure_running() or self.debugger.resume("step")
+
+    def step_into(self) -> Stop:
+        """Like step, but enter the subgraph a control-flow op calls."""
+        return self._ensure_running() or self.debugger.resume("step_into")
+
+    def step_out(self) -> Stop:
+        """Run until the current subgraph has returned and its calling op has finished."""
+        return self._ensure_running() or self.debugger.resume("step_out")
+
+    def run_to(self, op: int | str | tuple[int, int], subgraph: int | None = None) -> Stop:
+        """Run until just before an op: an index (of `subgraph`, default the entry), a
+        (subgraph, op) pair, or an op type name; stops earlier at breakpoints."""
+        if isinstance(op, tuple):
+            subgraph, op = op
+        target = (self.run_state.entry if subgraph is None else subgraph, op)
+        return self._ensure_running() or self.debugger.resume("run_to", target)
+
+    def reset(self) -> None:
+        """Abandon the current run: back to the start, computed values forgotten (inputs,
+        constants and variables are kept)."""
+        self.debugger.abort()
+        entry = self.run_state.entry
+        for sg in self.subgraphs:
+            sg.clear_activations(keep_inputs=sg.index == entry)
+
+    def request_stop(self) -> None:
+        """Interrupt the current run from any thread (a window's Stop button).
+
+        Seen at the next op boundary or WHILE iteration, or inside a long kernel at its
+        next checkpoint (`Subgraph.checkpoint`: float CONV_2D, DEPTHWISE_CONV_2D and
+        TRANSPOSE_CONV between their blocks).  `invoke()` raises `RunCancelled` there; a
+        stepped run (`run`, `step`, `run_to` ...) pauses instead, returning a Stop with
+        reason ``"interrupted"`` from which it can be resumed (before the op it was
+        inside, which then runs anew).  A request made while nothing runs is forgotten
+        when the next run starts."""
+        self.budget.request_stop()
+
+    def set_progress(self, callback: Callable[[RunProgress], Any] | None,
+                     interval: float = DEFAULT_INTERVAL) -> None:
+        """Report the progress of every run to ``callback`` (None: no more), at most every
+        ``interval`` seconds and once at the end, from the thread that runs it
+        (`progress.RunProgress`: ops done out of the entry's plan, the op running now,
+        the time left)."""
+        self.run_state.progress.watch(callback, interval)
+
+    def progress(self) -> RunProgress:
+        """The progress of the current or last run now; callable from any thread."""
+        return self.run_state.progress.snapshot()
+
+    def _begin(self, inputs, signature: str | None, subgraph: int | None = None) -> Subgraph:
+        """What every run starts with: a clean state, the entry subgraph, its inputs."""
+        if not self._allocated:
+            self.allocate_tensors()
+        self.debugger.abort()
+        state = self.run_state
+        state.budget.stop_requested = False  # a request made while nothing ran
+        if signature is not None:
+            sig = self.model.signature(signature)
+            state.signature, state.entry = sig.key, sig.subgraph_index
+        elif subgraph is not None:
+            state.signature, state.entry = None, int(subgraph)
+        if inputs is not None:
+            self.set_inputs(inputs)
+        entry = self.entry
+        for t in self._entry_io()[0]:
+            if t.data is None:
+                raise ValueError(f"input {t.name!r} (tensor {t.index}) has no value: "
+                                 "set_input() it")
+        entry.clear_activations(keep_inputs=True)
+        state.clear_op_stats()
+        state.paused_total = 0.0
+        return entry
+
+    def _ensure_running(self, inputs=None, signature=None) -> Stop | None:
+        """Start a run if none is in progress (or new inputs/signature were given)."""
+        sig_changed = signature is not None and signature != self.run_state.signature
+        if self.state != "paused" or inputs is not None or sig_changed:
+            stop = self.start(inputs, signature=signature)
+            if stop.finished:
+                return stop
+        return None
+
+    # ======================================================================================
     # inputs, outputs, tensors
     # ======================================================================================
     @property
     def entry(self) -> Subgraph:
         """The subgraph a run starts in (subgraph 0, or the selected signature's)."""
-        return self.subgraphs[self._entry]
+        state = self.run_state
+        return state.subgraphs[state.entry]
 
     @property
     def signature(self) -> str | None:
-        return self._signature
+        return self.run_state.signature
 
     def _signature_def(self, key: str | None):
         return self.model.signature(key) if key is not None else None
 
     def input_names(self) -> list[str]:
-        sig = self._signature_def(self._signature)
+        sig = self._signature_def(self.run_state.signature)
         if sig is not None:
             return [m.name for m in sig.inputs]
         return [self.entry.tensors[i].name for i in self.entry.inputs]
 
     def output_names(self) -> list[str]:
-        sig = self._signature_def(self._signature)
+        sig = self._signature_def(self.run_state.signature)
         if sig is not None:
             return [m.name for m in sig.outputs]
         return [self.entry.tensors[i].name for i in self.entry.outputs]
@@ -276,9 +365,10 @@ class Interpreter(Executor):
         prefill and decode signatures do not keep it), and a mix-up between inputs of one
         type computes wrong numbers without any error.  Signatures take inputs by name,
         as LiteRT's SignatureRunner does."""
-        if self._signature is not None:
+        signature = self.run_state.signature
+        if signature is not None:
             raise InputError(
-                f"signature {self._signature!r} takes its inputs by name, not {what}: pass "
+                f"signature {signature!r} takes its inputs by name, not {what}: pass "
                 f"a dict keyed by {', '.join(repr(n) for n in self.input_names())}")
 
     def _input_tensor(self, key: int | str) -> Tensor:
@@ -289,7 +379,7 @@ class Interpreter(Executor):
                 raise IndexError(f"input {key} out of range: the subgraph has "
                                  f"{len(sg.inputs)} inputs")
             return sg.tensors[sg.inputs[int(key)]]
-        sig = self._signature_def(self._signature)
+        sig = self._signature_def(self.run_state.signature)
         if sig is not None:
             for m in sig.inputs:
                 if m.name == key:
@@ -298,7 +388,7 @@ class Interpreter(Executor):
             if sg.tensors[i].name == key:
                 return sg.tensors[i]
         for other in self.model.signature_defs:  # a signature name of the entry subgraph
-            if other.subgraph_index == self._entry:
+            if other.subgraph_index == self.run_state.entry:
                 for m in other.inputs:
                     if m.name == key:
                         return sg.tensors[m.tensor_index]
@@ -318,13 +408,13 @@ class Interpreter(Executor):
         return out
 
     def _entry_inputs(self) -> list[int]:
-        sig = self._signature_def(self._signature)
+        sig = self._signature_def(self.run_state.signature)
         if sig is not None:
             return [m.tensor_index for m in sig.inputs]
         return list(self.entry.inputs)
 
     def _entry_outputs(self) -> list[int]:
-        sig = self._signature_def(self._signature)
+        sig = self._signature_def(self.run_state.signature)
         if sig is not None:
             return [m.tensor_index for m in sig.outputs]
         return list(self.entry.outputs)
@@ -341,13 +431,13 @@ class Interpreter(Executor):
                              f"signature is {list(sig)} (only -1 dimensions may change)")
         if any(d < 0 for d in shape):
             raise InputError(f"negative dimension in {list(shape)}")
-        self._abort()
-        self._check_allocation(self.entry, t, int(np.prod(shape, dtype=np.int64)) *
+        self.debugger.abort()
+        self.run_state.check_allocation(self.entry, t, int(np.prod(shape, dtype=np.int64)) *
                                (t.dtype.itemsize if t.dtype else 1), shape)
         t.shape = shape
         t.data = None
         self.entry.prepare()
-        self._check_total()
+        self.run_state.check_total()
 
     def set_input(self, key: int | str, value: Any) -> None:
         """Set an input of the entry subgraph: by signature input name, tensor name or
@@ -366,7 +456,7 @@ class Interpreter(Executor):
                 arr = arr.real  # what astype keeps, without its ComplexWarning
             arr = arr.astype(t.dtype)
         if t.shape != arr.shape:
-            if self._state == "paused":
+            if self.state == "paused":
                 raise ValueError(f"input {t.name!r} has shape {list(t.shape or ())}; cannot "
                                  f"resize to {list(arr.shape)} in the middle of a run")
             self.resize_input(key, arr.shape)
@@ -411,7 +501,7 @@ class Interpreter(Executor):
     def _entry_io(self) -> tuple[tuple[Tensor, ...], tuple[tuple[str, Tensor], ...]]:
         """The entry's input tensors and its (output name, tensor) pairs, for the current
         signature or subgraph (computed once per pair: the model does not change)."""
-        key = (self._signature, self._entry)
+        key = (self.run_state.signature, self.run_state.entry)
         io = self._io.get(key)
         if io is None:
             tensors = self.entry.tensors
@@ -439,8 +529,7 @@ class Interpreter(Executor):
         (so CALL_ONCE initializers run again)."""
         for sg in self.subgraphs:
             sg.reset_variables()
-        self.resources.clear()
-        self.called_once.clear()
+        self.run_state.reset_resources()
 
     # ======================================================================================
     # hooks and breakpoints
@@ -448,13 +537,19 @@ class Interpreter(Executor):
     def add_hook(self, when: str, fn: Callable[["Interpreter", OpEvent], Any]) -> Callable:
         """Call ``fn(interpreter, event)`` before or after every op (``when`` = "before" |
         "after"); returns fn, for `remove_hook`."""
-        {"before": self._before_hooks, "after": self._after_hooks}[when].append(fn)
+        state = self.run_state
+        {"before": state.before_hooks, "after": state.after_hooks}[when].append(fn)
         return fn
 
     def remove_hook(self, fn: Callable) -> None:
-        for hooks in (self._before_hooks, self._after_hooks):
+        for hooks in (self.run_state.before_hooks, self.run_state.after_hooks):
             if fn in hooks:
                 hooks.remove(fn)
+
+    @property
+    def breakpoints(self) -> list[Breakpoint]:
+        """The breakpoints, in the order they are checked (the debugger's list)."""
+        return self.debugger.breakpoints
 
     def add_breakpoint(self, bp: Breakpoint | int | str) -> Breakpoint:
         """Add a breakpoint: a Breakpoint, an op index of subgraph 0, or an op type name."""
@@ -477,7 +572,7 @@ class Interpreter(Executor):
     def signature_keys(self) -> list[str]:
         return [s.key for s in self.model.signature_defs]
 
-    def signature_runner(self, key: str | None = None) -> "SignatureRunner":
+    def signature_runner(self, key: str | None = None) -> SignatureRunner:
         if key is None:
             keys = self.signature_keys()
             if len(keys) != 1:
@@ -490,47 +585,15 @@ class Interpreter(Executor):
     def op_times(self) -> dict[tuple[int, int], float]:
         """Seconds spent in each (subgraph, op) during the current or last run (an op that
         calls subgraphs includes them), for the ops that ran."""
-        if not self._op_stats_in_plan:
-            return self._op_times
-        return {(sg.index, i): t for sg in self.subgraphs
-                for i, (t, n) in enumerate(zip(sg.op_seconds, sg.op_counts)) if n}
+        return self.run_state.op_times()
 
     @property
     def op_calls(self) -> dict[tuple[int, int], int]:
         """How many times each (subgraph, op) ran during the current or last run."""
-        if not self._op_stats_in_plan:
-            return self._op_calls
-        return {(sg.index, i): n for sg in self.subgraphs
-                for i, n in enumerate(sg.op_counts) if n}
+        return self.run_state.op_calls()
 
     def op_time_total(self) -> float:
         return float(sum(self.op_times.values()))
-
-
-class SignatureRunner:
-    """Runs one signature by its input and output names (as LiteRT's SignatureRunner)."""
-
-    def __init__(self, interpreter: Interpreter, key: str) -> None:
-        self.interpreter = interpreter
-        self.key = key
-        self.signature_def = interpreter.model.signature(key)
-
-    @property
-    def input_names(self) -> list[str]:
-        return [m.name for m in self.signature_def.inputs]
-
-    @property
-    def output_names(self) -> list[str]:
-        return [m.name for m in self.signature_def.outputs]
-
-    def __call__(self, **inputs: Any) -> dict[str, np.ndarray | None]:
-        missing = set(self.input_names) - set(inputs)
-        extra = set(inputs) - set(self.input_names)
-        if missing or extra:
-            raise KeyError(f"signature {self.key!r} takes inputs {self.input_names}"
-                           f"{'; missing ' + str(sorted(missing)) if missing else ''}"
-                           f"{'; unknown ' + str(sorted(extra)) if extra else ''}")
-        return self.interpreter.invoke(inputs, signature=self.key)
 
 
 def _tensor_key(key: str, subgraph: int) -> int | None:

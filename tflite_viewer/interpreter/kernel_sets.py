@@ -1,4 +1,4 @@
-"""Which of LiteRT's two kernel sets the interpreter computes as, float op by float op.
+"""Which of LiteRT's kernel sets the interpreter computes as, float op by float op.
 
 LiteRT ships every builtin op twice: its **reference** kernels (``BuiltinRefOpResolver``,
 ``OpResolverType.BUILTIN_REF``: plain loops, the specification) and its **builtin**
@@ -23,6 +23,14 @@ SIN, COS, GELU, RSQRT, EXP, POW and BATCH_MATMUL are one kernel in both sets (C'
 ``sinf``/``cosf``, Eigen's GELU expression, a sequential dot product), and every integer
 kernel of this interpreter follows the reference set whichever is chosen.
 
+A third set, ``xnnpack``, is what LiteRT runs by default (``OpResolverType.BUILTIN``, its
+XNNPACK delegate applied) and what LiteRT-LM runs on a phone's CPU: the operators the
+delegate takes (`tflite_viewer.delegation.xnnpack`: its checks and LiteRT's partitions)
+compute as XNNPACK's microkernels do (`xnnpack_float`, `xnnpack_gemm`,
+`xnnpack_kernels`), every other operator as the builtin set.  Its results depend on the
+CPU XNNPACK picks its microkernels for; this reproduces those of an x86-64 CPU with
+AVX-512 and AVX512-VNNI (docs/debugging.md says which ops an AVX2 CPU computes otherwise).
+
 ``auto`` (the default) takes the builtin set for a model the reference set cannot be the
 oracle of: one LiteRT's reference kernels compute wrong (`reference_lacks`: blockwise
 weights, where the reference FULLY_CONNECTED returns the bias) or an LLM export (prefill and
@@ -35,12 +43,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..delegation.xnnpack import Delegated
     from ..model import Model
 
-AUTO, REFERENCE, BUILTIN = "auto", "reference", "builtin"
-MODES = (AUTO, REFERENCE, BUILTIN)
-#: the LiteRT op resolver type of each kernel set (the cross-check's oracle)
-RESOLVERS = {REFERENCE: "BUILTIN_REF", BUILTIN: "BUILTIN_WITHOUT_DEFAULT_DELEGATES"}
+AUTO, REFERENCE, BUILTIN, XNNPACK = "auto", "reference", "builtin", "xnnpack"
+MODES = (AUTO, REFERENCE, BUILTIN, XNNPACK)
+#: the LiteRT op resolver type of each kernel set (the cross-check's oracle): BUILTIN is
+#: LiteRT's default, with the XNNPACK delegate applied
+RESOLVERS = {REFERENCE: "BUILTIN_REF", BUILTIN: "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
+             XNNPACK: "BUILTIN"}
 
 
 def reference_lacks(model: "Model") -> str | None:
@@ -79,7 +90,8 @@ def why_builtin(model: "Model") -> str | None:
 
 
 def resolve(mode: str, model: "Model") -> str:
-    """``reference`` or ``builtin``: the mode itself, or what ``auto`` takes for ``model``."""
+    """``reference``, ``builtin`` or ``xnnpack``: the mode itself, or what ``auto`` takes
+    for ``model`` (never ``xnnpack``: it is asked for)."""
     if mode not in MODES:
         raise ValueError(f"kernels must be one of {', '.join(MODES)}, not {mode!r}")
     if mode != AUTO:
@@ -89,9 +101,30 @@ def resolve(mode: str, model: "Model") -> str:
 
 def builtin(ctx) -> bool:
     """Whether the node's interpreter computes as LiteRT's builtin kernels (``ctx`` is the
-    runtime subgraph a kernel gets)."""
-    return ctx.interpreter.kernels == BUILTIN
+    runtime subgraph a kernel gets): under the builtin set, and under the xnnpack set for
+    the operators XNNPACK leaves to them (those it takes go through `xnnpack_partition`
+    first)."""
+    return ctx.interpreter.kernels in (BUILTIN, XNNPACK)
 
 
-__all__ = ["AUTO", "BUILTIN", "MODES", "REFERENCE", "RESOLVERS", "builtin", "generative",
-           "reference_lacks", "resolve", "why_builtin"]
+def delegated(mode: str, model: "Model") -> "Delegated | None":
+    """The operators XNNPACK takes under the ``xnnpack`` set (None under another set):
+    LiteRT 2.3.0's delegate checks and partitions, read from the file
+    (`delegation.xnnpack.delegated_ops`)."""
+    if mode != XNNPACK:
+        return None
+    from ..delegation.facts import ModelFacts
+    from ..delegation.xnnpack import delegated_ops
+    return delegated_ops(ModelFacts(model))
+
+
+def xnnpack_partition(ctx, node) -> int | None:
+    """The XNNPACK partition a node runs in under the ``xnnpack`` set (None: it runs on
+    LiteRT's own kernels, or another set is followed)."""
+    taken = ctx.interpreter.xnnpack
+    return None if taken is None else taken.partition(node.subgraph, node.index)
+
+
+__all__ = ["AUTO", "BUILTIN", "MODES", "REFERENCE", "RESOLVERS", "XNNPACK", "builtin",
+           "delegated", "generative", "reference_lacks", "resolve", "why_builtin",
+           "xnnpack_partition"]

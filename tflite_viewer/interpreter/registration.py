@@ -18,7 +18,7 @@ declares per input the tensor types and quantization forms (per-tensor, per-chan
 axis, blockwise, ...) the kernel implements; the builder refuses the rest (accepts.py).
 A kernel whose ``invoke`` runs other subgraphs
 (WHILE, IF, CALL_ONCE) sets ``calls_subgraphs = True`` and writes ``invoke`` as a generator
-that ``yield from``s `Interpreter.call_subgraph`, so the debugger can step into them.
+that ``yield from``s its context's `call_subgraph`, so the debugger can step into them.
 """
 from __future__ import annotations
 
@@ -45,6 +45,16 @@ class Kernel:
     #: the tensor types and quantization forms it implements per input and output
     #: (accepts.py); anything else is refused when the interpreter is built
     accepts: Accepts = DEFAULT
+
+    @property
+    def reads_scales(self) -> bool:
+        """Whether the kernel computes with its quantized tensors' scales: all but the
+        data-movement kernels (``types = "any"``), which copy stored values whatever their
+        parameters.  A data-movement kernel that does read them (QUANTIZE, DEQUANTIZE,
+        EMBEDDING_LOOKUP, a comparison) says so with a class attribute.  Scales that are
+        zero, negative or not finite are refused only where they are read
+        (`accepts.check_scales`)."""
+        return self.types != "any"
 
     def init(self, ctx: "Subgraph", node: "Node") -> Any:
         """Called once per node at load; returns the node's user_data."""

@@ -12,9 +12,17 @@ interpreter does not keep:
 * which operators ran and which tensors hold values, per subgraph (numpy masks, cheap to
   copy at every stop even at 20,000 operators);
 * a counter of operators run, per-op times, and the last error;
-* a cancel flag that `request_stop` sets from any thread.  It is checked before every
-  operator (also inside WHILE bodies) by a breakpoint of its own, so a long Continue
-  returns between two ops.
+* Cancel: `request_stop`, callable from any thread, is the interpreter's stop request.
+  It is seen before every operator (also inside WHILE bodies) and inside long float
+  convolutions between their blocks, so a command returns within the op it is in (a
+  float CONV_2D of seconds stops within a block, milliseconds).  The session then ends
+  the run: state ``stopped``, reason ``"stopped"``, message "stopped by the user", the
+  computed values forgotten, as Stop (Shift+F5) does; the next command starts anew;
+* progress: `set_progress` reports to a callback, from the thread running the command,
+  at most every ``interval`` seconds and once at the end, what a progress bar shows
+  (`progress.RunProgress`: ops done out of the entry's plan, the op running now, the
+  time left); `progress` answers the same from any thread.  A window's worker forwards
+  the callback's objects as a signal.
 
 >>> s = DebugSession(model)            # seeded inputs
 >>> s.step_over().position             # ((0, 0),): paused before the first op
@@ -25,10 +33,9 @@ interpreter does not keep:
 from __future__ import annotations
 
 import itertools
-import threading
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -38,6 +45,7 @@ from .budget import run_reserve
 from .errors import ExecutionError
 from .inputs import complete_inputs, input_specs
 from .interpreter import Interpreter
+from .progress import DEFAULT_INTERVAL, RunProgress
 from .tensor import AllocationType
 
 #: states a session can be in
@@ -150,20 +158,6 @@ class DebugStop:
                        ERROR: "error"}.get(self.state, self.state)
 
 
-class _CancelBreakpoint(dbg.Breakpoint):
-    """Fires before any op once `DebugSession.request_stop` was called (any thread)."""
-
-    def __init__(self, event: threading.Event) -> None:
-        super().__init__()
-        self._event = event
-
-    def applies(self, subgraph, node) -> bool:
-        return self._event.is_set()
-
-    def check(self, interp, ctx, node) -> str | None:
-        return "stopped by the user"
-
-
 def breakpoint_kind(bp: dbg.Breakpoint) -> str:
     """``op``, ``op type``, ``non-finite``, ``range``, ``saturation`` or ``condition``."""
     return {dbg.OpBreakpoint: "op", dbg.OpTypeBreakpoint: "op type",
@@ -223,8 +217,6 @@ class DebugSession:
         self._serial = itertools.count(1)
         self._ids = itertools.count(1)
         self._breakpoints: dict[int, dbg.Breakpoint] = {}
-        self._cancel = threading.Event()
-        self._cancel_bp = _CancelBreakpoint(self._cancel)
         #: Step Over enters a STABLEHLO_COMPOSITE, as the canvas draws composites expanded
         #: (View > Fold Composites off): its ops are the next ones on screen
         self.inline_composites = False
@@ -294,26 +286,28 @@ class DebugSession:
             self.state = FINISHED
             return self._record(self._make_stop(FINISHED, "finished", stop.position,
                                                 "finished", outputs=stop.outputs))
+        if stop.reason == "interrupted":  # `request_stop`: the run ends, as Stop ends it
+            return self._stopped_by_user()
         bp = stop.breakpoint
-        if bp is self._cancel_bp:
-            self._cancel.clear()
-            self.interpreter.reset()
-            self.state = STOPPED
-            return self._record(self._make_stop(STOPPED, "stopped", (), "stopped by the user"))
         self.state = PAUSED
         message = stop.message or ""
         return self._record(self._make_stop(PAUSED, stop.reason, stop.position, message, bp,
                                             outputs=stop.outputs))
+
+    def _stopped_by_user(self) -> DebugStop:
+        self.interpreter.reset()
+        self.state = STOPPED
+        return self._record(self._make_stop(STOPPED, "stopped", (), "stopped by the user"))
 
     def _record(self, stop: DebugStop) -> DebugStop:
         self.last = stop
         return stop
 
     def _run(self, fn, *args) -> DebugStop:
-        """Call an interpreter stepping method with the cancel breakpoint armed."""
+        """Call an interpreter stepping method; a failure is the ERROR state, a stop
+        request (the run paused, "interrupted") the STOPPED one.  A request that came
+        after the command's end is forgotten."""
         interp = self.interpreter
-        interp.breakpoints[:] = [b for b in interp.breakpoints if b is not self._cancel_bp]
-        interp.breakpoints.insert(0, self._cancel_bp)
         try:
             return self._from(fn(*args))
         except Exception as exc:  # noqa: BLE001 - a kernel failure is a state, not a crash
@@ -322,8 +316,7 @@ class DebugSession:
             self.error = self._where(exc, position)
             return self._record(self._make_stop(ERROR, "error", position, self.error))
         finally:
-            interp.breakpoints.remove(self._cancel_bp)
-            self._cancel.clear()
+            interp.budget.stop_requested = False
 
     def _where(self, exc: Exception, position) -> str:
         """The failure's message, naming the subgraph, op index and op when it does not
@@ -344,7 +337,6 @@ class DebugSession:
     def start(self) -> DebugStop:
         """A new run from the first op, paused before it."""
         self.ops_run = 0
-        self._cancel.clear()
         self._reset_masks()
         interp = self.interpreter
         try:  # by input name: a signature's order need not be its subgraph's
@@ -383,8 +375,7 @@ class DebugSession:
         if node is None or cur is None:
             return None
         for bp in self.interpreter.breakpoints:
-            if bp.enabled and bp.when == "before" and bp is not self._cancel_bp \
-                    and bp.applies(cur[0], node):
+            if bp.enabled and bp.when == "before" and bp.applies(cur[0], node):
                 return bp
         return None
 
@@ -440,15 +431,26 @@ class DebugSession:
     def stop(self) -> DebugStop:
         """End the run (Shift+F5): back to ready, computed values forgotten."""
         self.interpreter.reset()
-        self._cancel.clear()
         self.state = STOPPED
         self.ops_run = 0
         self._reset_masks()
         return self._record(self._make_stop(STOPPED, "stopped", (), "stopped"))
 
     def request_stop(self) -> None:
-        """Ask a running command to return before its next op (thread-safe)."""
-        self._cancel.set()
+        """Cancel the running command (thread-safe): it returns within the op it is in
+        (see the module docstring) with the run ended, state ``stopped``."""
+        self.interpreter.request_stop()
+
+    def set_progress(self, callback: Callable[[RunProgress], Any] | None,
+                     interval: float = DEFAULT_INTERVAL) -> None:
+        """Report every command's progress to ``callback`` (None: no more), from the
+        thread running it, at most every ``interval`` seconds and once when the run
+        finishes (`Interpreter.set_progress`)."""
+        self.interpreter.set_progress(callback, interval)
+
+    def progress(self) -> RunProgress:
+        """The running (or last) command's progress now; callable from any thread."""
+        return self.interpreter.progress()
 
     # -- breakpoints -------------------------------------------------------------------------
     def add_breakpoint(self, bp: dbg.Breakpoint, bid: int | None = None) -> int:

@@ -2,7 +2,10 @@
 
 A `Subgraph` is what kernels receive as ``ctx`` (TFLite's TfLiteContext): they read
 tensors through it, declare output shapes in prepare (`resize`, `set_dynamic`) and hand
-results over in invoke (`set_output`).
+results over in invoke (`set_output`).  Control-flow kernels call other subgraphs through
+it (`call_subgraph`, `run_subgraph`) and keep their state in the run state it holds
+(``ctx.run``: `run_state.RunState`, e.g. the resource variables); long kernels let a stop
+request and the progress in between their blocks (`checkpoint`).
 
 Shapes are propagated by each kernel's prepare.  A node is prepared only once all its input
 shapes are known; otherwise its outputs are dynamic.  Before a node runs, the executor
@@ -12,20 +15,22 @@ applied node by node.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from time import perf_counter
+from typing import TYPE_CHECKING, Any, Generator, Sequence
 
 import numpy as np
 
 from . import validation
 from .errors import call_kernel
-from .debugger import Frame
 from .node import Node
+from .run_state import Frame
 from .tensor import AllocationType, Tensor
 from .weights import make_tensor
 
 if TYPE_CHECKING:
     from ..model import Subgraph as ModelSubgraph
     from .interpreter import Interpreter
+    from .run_state import RunState
 
 
 def _nbytes(shape: Sequence[int], dtype: np.dtype | None) -> int:
@@ -49,6 +54,9 @@ class Subgraph:
 
     def __init__(self, interpreter: "Interpreter", model_subgraph: "ModelSubgraph") -> None:
         self.interpreter = interpreter
+        #: the state of the interpreter's runs, shared by its subgraphs (`RunState`)
+        self.run: "RunState" = interpreter.run_state
+        self._executor = interpreter.executor
         self.model_subgraph = model_subgraph
         self.index: int = model_subgraph.index
         self.name: str = model_subgraph.display_name
@@ -66,7 +74,7 @@ class Subgraph:
         #: seconds and calls per node index in the current run (Interpreter.op_times)
         self.op_seconds: list[float] = []
         self.op_counts: list[int] = []
-        #: the call-stack frame of this subgraph in runs nothing pauses (`Executor._execute`)
+        #: the call-stack frame of this subgraph in runs nothing pauses (`Executor.execute`)
         self.direct_frame = Frame(self.index, 0)
         #: bumped by every (re)preparation of a node: folded replays recorded under
         #: another epoch are stale (`folding`)
@@ -117,6 +125,36 @@ class Subgraph:
             return None
         return t.data
 
+    # -- kernel context: calling subgraphs, stop requests, progress ----------------------
+    def call_subgraph(self, index: int, inputs: Sequence[np.ndarray]) -> Generator:
+        """Run subgraph ``index`` on ``inputs``: a generator control-flow kernels ``yield
+        from`` (so the debugger can pause inside it), whose value is the list of the
+        subgraph's output arrays (`Executor.call_subgraph`)."""
+        return self._executor.call_subgraph(index, inputs)
+
+    def run_subgraph(self, index: int, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """`call_subgraph` as a plain call, for the ``invoke_direct`` of control-flow
+        kernels in runs nothing pauses."""
+        return self._executor.run_subgraph(index, inputs)
+
+    def checkpoint(self, fraction: float | None = None) -> None:
+        """Called by a long kernel between its blocks: a stop request ends the op here
+        (`RunCancelled`; a stepped run pauses before the op and runs it anew on resume),
+        so does a run past its time budget (`TimeBudgetError`), and the progress is
+        reported when due, with ``fraction`` (0..1) of the op done.  A clock read while
+        nothing is due; outside a run it only sees a stop request."""
+        run = self.run
+        if fraction is not None and run.progress.callback is not None:
+            run.progress.report_within(fraction)
+        now = perf_counter()
+        if now > run.due or run.budget.stop_requested:
+            run.boundary(now, stop=True)
+
+    def check_allocation(self, tensor: Tensor, nbytes: int, shape: Sequence[int]) -> None:
+        """Refuse a tensor of ``nbytes`` over the allocation limit (`AllocationError`),
+        before allocating it."""
+        self.run.check_allocation(self, tensor, nbytes, shape)
+
     # -- kernel context: shapes and outputs ----------------------------------------------
     def resize(self, tensor: Tensor, shape: Sequence[int]) -> None:
         """Give a tensor its prepared (static) shape, refusing sizes beyond the limit."""
@@ -124,7 +162,7 @@ class Subgraph:
         if any(d < 0 for d in shape):
             raise ValueError(f"tensor {tensor.index} ({tensor.name!r}): negative dimension "
                              f"in shape {list(shape)}")
-        self.interpreter._check_allocation(self, tensor, _nbytes(shape, tensor.dtype), shape)
+        self.run.check_allocation(self, tensor, _nbytes(shape, tensor.dtype), shape)
         tensor.shape = shape
         if tensor.allocation_type is AllocationType.DYNAMIC:
             tensor.allocation_type = AllocationType.ARENA_RW
@@ -148,7 +186,7 @@ class Subgraph:
             tensor.data = arr  # the common case: a static tensor of the prepared shape
             return
         if tensor.allocation_type is AllocationType.DYNAMIC or shape is None:
-            self.interpreter._check_allocation(self, tensor, arr.nbytes, arr.shape)
+            self.run.check_allocation(self, tensor, arr.nbytes, arr.shape)
             tensor.shape = tuple(arr.shape)
         elif arr.shape != tensor.shape:
             if arr.size == int(np.prod(tensor.shape, dtype=np.int64)) and tensor.is_variable:
@@ -175,7 +213,7 @@ class Subgraph:
                     arr = arr.real
                 arr = arr.astype(dtype)
             if t._shape != arr.shape:
-                self.interpreter._check_allocation(self, t, arr.nbytes, arr.shape)
+                self.run.check_allocation(self, t, arr.nbytes, arr.shape)
                 t.shape = tuple(arr.shape)
             t.data = arr
 
@@ -222,7 +260,7 @@ class Subgraph:
         for t in self.tensors:
             if t.is_variable:
                 if t.shape is not None:  # checked before allocating: the shape is untrusted
-                    self.interpreter._check_allocation(self, t, t.nbytes, t.shape)
+                    self.run.check_allocation(self, t, t.nbytes, t.shape)
                 t.reset_variable()
         for node in self.nodes:
             reset = getattr(node.kernel, "reset", None)  # a user's kernel may lack it

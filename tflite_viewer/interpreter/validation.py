@@ -2,9 +2,9 @@
 
 The reader (`tflite_viewer.model.checks`) already refuses tensor indices out of range.
 What it cannot know is what each *kernel* expects: how many inputs and outputs a node
-has, which of them may be omitted (index -1), that a quantized tensor needs a finite
-positive scale.  LiteRT checks these in each kernel's Prepare (``TF_LITE_ENSURE_EQ(context,
-NumInputs(node), 2)``) and crashes on some that it forgets; here they are checked in one
+has, which of them may be omitted (index -1), that zero points fit their type.  LiteRT
+checks these in each kernel's Prepare (``TF_LITE_ENSURE_EQ(context, NumInputs(node), 2)``)
+and crashes on some that it forgets; here they are checked in one
 place when the interpreter is built, so a kernel never receives a node it cannot handle
 and a malformed model gets a `ModelFormatError` naming where:
 ``subgraphs[0].operators[3].inputs: ADD takes 2 inputs, the operator has 0``.
@@ -21,7 +21,6 @@ import numpy as np
 
 from ..model.errors import ModelFormatError
 from .budget import check_bytes
-from .tensor import QUANTIZED_INT_TYPES
 
 if TYPE_CHECKING:
     from .node import Node
@@ -147,9 +146,12 @@ def check_node(sg: "Subgraph", node: "Node") -> None:
 
 
 def check_tensors(sg: "Subgraph") -> None:
-    """Raise ModelFormatError for quantization parameters a kernel would divide by or index
-    past, and variables whose stored initial value does not fit their shape (negative
-    dimensions are refused when the runtime Tensor is made)."""
+    """Raise ModelFormatError for quantization parameters a kernel would index past (zero
+    points that are not one per scale or do not fit their type), and variables whose
+    stored initial value does not fit their shape (negative dimensions are refused when
+    the runtime Tensor is made).  Scales that are zero, negative or not finite are no
+    load error: LiteRT loads them, and `accepts.check_scales` refuses them only at the
+    kernels that would use them."""
     limit = sg.interpreter.max_allocation_bytes
     for t in sg.tensors:
         where = f"subgraphs[{sg.index}].tensors[{t.index}]"
@@ -181,14 +183,6 @@ def check_tensors(sg: "Subgraph") -> None:
                 raise ModelFormatError(f"{where}.quantization", f"zero point "
                                        f"{int(q.zero_point[outside][0])} does not fit "
                                        f"{t.type_name} ({info.min}..{info.max})")
-        if t.type in QUANTIZED_INT_TYPES:
-            with np.errstate(invalid="ignore"):
-                bad = ~(np.isfinite(q.scale) & (q.scale > 0))
-            if bad.any():
-                value = float(q.scale.reshape(-1)[np.flatnonzero(bad)[0]])
-                raise ModelFormatError(f"{where}.quantization", f"scale {value:g} of quantized "
-                                       f"tensor {t.name!r}: a quantized tensor needs finite "
-                                       "positive scales")
 
 
 def check_calls(sg: "Subgraph", node: "Node", subgraphs: list["Subgraph"]) -> None:

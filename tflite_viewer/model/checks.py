@@ -217,9 +217,29 @@ def _check_quantization(model: Model, index: FileIndex, tensors, shape, shape_ow
         t = model.subgraphs[int(tensors.parent[row])].tensors[int(tensors.index[row])]
         if t.quantization is None:
             continue
-        for problem in t.quantization.problems(t.shape):
+        for problem in t.quantization.load_problems(t.shape):
             findings.append(Finding("error", f"{t.where}.quantization", problem,
                                     t.subgraph.index, t.index))
+        for flaw in t.quantization.scale_flaws():
+            findings.append(_scale_finding(t, flaw))
+
+
+def _scale_finding(t, flaw) -> Finding:
+    """A warning for scales LiteRT loads but that are not finite and positive, naming the
+    operators that read the tensor: the interpreter refuses them only at a kernel that
+    would use them for more than a product (interpreter/accepts.py, `check_scales`)."""
+    readers = [op for op in t.subgraph.operators if t.index in op.inputs]
+    named = ", ".join(f"{op.name} op {op.index}" for op in readers[:3])
+    if len(readers) > 3:
+        named += f" and {len(readers) - 3} more"
+    meaning = {"zero": "0", "non-finite": "NaN or infinity",
+               "negative": "values of the opposite sign"}[flaw.kind]
+    read = f"read by {named}" if readers else "read by no operator"
+    return Finding("warning", f"{t.where}.quantization",
+                   f"{flaw}: LiteRT loads it, its values dequantize to {meaning}; {read}. "
+                   "The interpreter takes it where a kernel only multiplies by the scale and "
+                   "refuses it where one divides or requantizes by it",
+                   t.subgraph.index, t.index, readers[0].index if readers else None)
 
 
 def _check_codes(model: Model, findings: list[Finding]) -> None:

@@ -102,7 +102,16 @@ class Quantization:
         return self.scale.size > 0
 
     def problems(self, shape: tuple[int, ...]) -> list[str]:
-        """Why a runtime would refuse these parameters for a tensor of ``shape``."""
+        """What is wrong with these parameters for a tensor of ``shape``: what LiteRT
+        refuses at load (`load_problems`), then the scales it loads but that have no
+        ordinary meaning (`scale_flaws`)."""
+        return self.load_problems(shape) + [str(f) for f in self.scale_flaws()]
+
+    def load_problems(self, shape: tuple[int, ...]) -> list[str]:
+        """Why LiteRT 2.3.0 refuses these parameters for a tensor of ``shape`` when it loads
+        the model (InterpreterBuilder::ParseQuantization, measured on the wheel): zero
+        points that are not one per scale, a quantized_dimension outside the shape, a
+        scale count that is neither 1 nor the size of that dimension."""
         out = []
         if self.zero_point.size and self.zero_point.size != self.scale.size:
             out.append(f"{self.scale.size} scales but {self.zero_point.size} zero points")
@@ -115,13 +124,28 @@ class Quantization:
         elif self.quantized_dimension != 0 and not 0 <= self.quantized_dimension < max(len(shape), 1):
             out.append(f"quantized_dimension must be in range [0, {max(len(shape), 1)}). "
                        f"Was {self.quantized_dimension}.")
-        if self.scale.size:
-            finite = np.isfinite(self.scale)
-            if not finite.all():
-                out.append(f"non-finite scale {_first(self.scale[~finite])}")
-            elif (self.scale <= 0).any():
-                out.append(f"scale {_first(self.scale[self.scale <= 0])} is not positive")
         return out
+
+    def scale_flaws(self) -> list["ScaleFlaw"]:
+        """The scales that are not finite and positive, by kind (non-finite, negative,
+        zero; worst first).  LiteRT loads them: a kernel that multiplies stored values by
+        the scale (a weight, a table, DEQUANTIZE) computes zeros from a zero scale, and
+        the interpreter refuses them only at the kernels that would use them otherwise
+        (interpreter/accepts.py, `check_scales`)."""
+        scale = np.asarray(self.scale, dtype=np.float64).reshape(-1)
+        if not scale.size:
+            return []
+        with np.errstate(invalid="ignore"):
+            finite = np.isfinite(scale)
+            masks = (("non-finite", ~finite), ("negative", finite & (scale < 0)),
+                     ("zero", scale == 0))
+        flaws = []
+        for kind, mask in masks:
+            hits = np.flatnonzero(mask)
+            if hits.size:
+                flaws.append(ScaleFlaw(kind, int(hits[0]), float(scale[hits[0]]),
+                                       int(hits.size), int(scale.size)))
+        return flaws
 
     def effective_dimension(self, shape: tuple[int, ...]) -> int | None:
         """The axis the per-channel scales apply to.
@@ -167,9 +191,26 @@ class Quantization:
             return ((q - zp.reshape(bshape)) * scale.reshape(bshape)).astype(np.float32)
 
 
-def _first(values: np.ndarray) -> str:
-    """The first of some bad values, as text (``nan``, ``-inf``, ``0``)."""
-    return f"{float(values.reshape(-1)[0]):g}"
+class ScaleFlaw(NamedTuple):
+    """Scales of one kind that are not finite and positive: ``kind`` ("non-finite",
+    "negative" or "zero"), the first such scale (its ``index`` and ``value``), how many
+    (``count``) of the ``total`` scales."""
+
+    kind: str
+    index: int
+    value: float
+    count: int
+    total: int
+
+    def __str__(self) -> str:
+        what = {"non-finite": "a non-finite scale", "negative": "a negative scale",
+                "zero": "a zero scale"}[self.kind]
+        value = "" if self.kind == "zero" else f"{self.value:g}"
+        if self.total == 1:
+            return f"{what} ({value})" if value else what
+        first = "channel" if self.count == 1 else "first: channel"
+        return (f"{what} on {self.count} of {self.total} channels ({first} {self.index}"
+                f"{', ' + value if value else ''})")
 
 
 def form_of(q: Quantization | None) -> str:

@@ -49,6 +49,10 @@ WORTH_BYTES = 16 << 20
 WORTH_SIDE_BYTES = 1 << 20
 
 
+#: seconds a stopped worker is given to end on SIGTERM before it is killed
+STOP_SECONDS = 2.0
+
+
 def worth_a_side_job(constant_bytes: int) -> bool:
     """Whether checks over ``constant_bytes`` bytes of weights are worth `start_side`."""
     return constant_bytes >= WORTH_SIDE_BYTES
@@ -121,6 +125,10 @@ class _Pool:
             for proc in self._workers:
                 if proc.exitcode is None:
                     proc.terminate()
+            for proc in self._workers:  # a worker that ignores SIGTERM is killed
+                proc.join(STOP_SECONDS)
+                if proc.exitcode is None:
+                    proc.kill()
 
 
 # -- sharing jobs ------------------------------------------------------------------------

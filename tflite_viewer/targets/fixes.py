@@ -28,13 +28,13 @@ from ..edit.commands import (ReplaceTensorData, SetOption, SetQuantization, SetT
                              SplitFusedActivation)
 from ..edit.commands.activation import INTERNAL_ACTIVATION
 from ..edit.shape_commands import UpdateStoredShapes
-from .facts import TargetFacts, TargetSubgraphFacts
+from ..delegation.facts import ModelFacts, SubgraphFacts
 from .verdict import RUNS, Fix, OpVerdict, TargetResult
 
 _RANK_LIMIT = {"xnnpack": 6, "gpu": 4}
 
 
-def _activation_fixes(f: TargetSubgraphFacts, v: OpVerdict, target: str) -> list[Fix]:
+def _activation_fixes(f: SubgraphFacts, v: OpVerdict, target: str) -> list[Fix]:
     act = (f.options(v.index) or {}).get("fused_activation_function")
     if "fused activation" not in v.reason or act in (None, "NONE"):
         return []
@@ -54,7 +54,7 @@ def _activation_fixes(f: TargetSubgraphFacts, v: OpVerdict, target: str) -> list
     return [split, clear]
 
 
-def _rank_fix(f: TargetSubgraphFacts, v: OpVerdict, limit: int) -> list[Fix]:
+def _rank_fix(f: SubgraphFacts, v: OpVerdict, limit: int) -> list[Fix]:
     ts = [t for t in f.inputs[v.index] + f.outputs[v.index] if t >= 0 and f.rank(t) > limit]
     if not ts or "rank" not in v.reason:
         return []
@@ -69,7 +69,7 @@ def _rank_fix(f: TargetSubgraphFacts, v: OpVerdict, limit: int) -> list[Fix]:
                 f"split the computation along one of them (at most {limit}-D here)")]
 
 
-def _computed_input_fix(f: TargetSubgraphFacts, v: OpVerdict) -> list[Fix]:
+def _computed_input_fix(f: SubgraphFacts, v: OpVerdict) -> list[Fix]:
     if "computed at run time" not in v.reason:
         return []
     try:
@@ -113,7 +113,7 @@ _GIVE = re.compile(r"tensor (\d+) is stored as \[[^\]]*\] but the values that se
                    r"give \[([^\]]*)\]")
 
 
-def _value_shape_fix(f: TargetSubgraphFacts, v: OpVerdict) -> list[Fix]:
+def _value_shape_fix(f: SubgraphFacts, v: OpVerdict) -> list[Fix]:
     """TFLM computes into a stored shape that the file's values contradict: store the
     shape they give, or, where a run's values decide part of it, restructure."""
     m = _GIVE.search(v.reason)
@@ -132,7 +132,7 @@ def _value_shape_fix(f: TargetSubgraphFacts, v: OpVerdict) -> list[Fix]:
 _DEFINE = re.compile(r"cannot define tensor (\d+) \(")
 
 
-def _zero_scale_fix(f: TargetSubgraphFacts, v: OpVerdict) -> list[Fix]:
+def _zero_scale_fix(f: SubgraphFacts, v: OpVerdict) -> list[Fix]:
     """XNNPACK cannot define weights with a scale of 0 in some block or channel.  Those
     blocks dequantize to 0 in LiteRT's kernels, so setting their weights to 0 and their
     scale to a positive one changes no value and lets the delegate build its partition.
@@ -184,7 +184,7 @@ def _positive(scales: np.ndarray) -> float:
     return float(good.min()) if good.size else 1.0
 
 
-def stored_shape_fixes(facts: TargetFacts) -> list[Fix]:
+def stored_shape_fixes(facts: ModelFacts) -> list[Fix]:
     """TFLM computes into the stored shapes: write the shapes the operators compute."""
     from .tflm import shape_mismatches
 
@@ -197,7 +197,7 @@ def stored_shape_fixes(facts: TargetFacts) -> list[Fix]:
                 [UpdateStoredShapes(shapes)])]
 
 
-def dynamic_input_fixes(facts: TargetFacts, target: str) -> list[Fix]:
+def dynamic_input_fixes(facts: ModelFacts, target: str) -> list[Fix]:
     """Model inputs with an unknown dimension, for targets that need static shapes."""
     out = []
     for s in range(len(facts)):
@@ -212,7 +212,7 @@ def dynamic_input_fixes(facts: TargetFacts, target: str) -> list[Fix]:
     return out
 
 
-def attach(facts: TargetFacts, result: TargetResult) -> None:
+def attach(facts: ModelFacts, result: TargetResult) -> None:
     """Add the rewrites that apply to every operator that does not run."""
     for v in result.ops:
         if v.verdict == RUNS:

@@ -23,10 +23,10 @@ refuse this delegate altogether; SPLIT and SPLIT_V are taken only where OpenCL i
 """
 from __future__ import annotations
 
-from .facts import TargetFacts, TargetSubgraphFacts
+from ..delegation.facts import ModelFacts, SubgraphFacts
 from .gpu_checks import Signature, Spec, compatibility
-from .partition import Crossing
-from .partition import partition
+from ..delegation.partition import Crossing
+from ..delegation.partition import partition
 from .verdict import FALLS_BACK, RUNS, OpVerdict, Partition, TargetResult
 
 TITLE = "GPU delegate (LiteRT, default options)"
@@ -67,7 +67,7 @@ _CONTEXTUAL = _COMPARISONS + ("CAST", "CUSTOM")  # decided by their neighbours t
 class _Graph:
     """The subgraph with the float16-constant DEQUANTIZEs folded into their readers."""
 
-    def __init__(self, f: TargetSubgraphFacts) -> None:
+    def __init__(self, f: SubgraphFacts) -> None:
         self.f = f
         self.fp16_map: dict[int, int] = {}  # DEQUANTIZE output -> its float16 constant
         self.fp16_nodes: set[int] = set()
@@ -165,11 +165,11 @@ def _allowed_tensors(g: _Graph, k: int, allow_quant: bool = True) -> str | None:
     return None
 
 
-def _subgraph(f: TargetSubgraphFacts, s: int, ops: list[OpVerdict], parts: list[Partition]) -> int:
+def _subgraph(f: SubgraphFacts, s: int, ops: list[OpVerdict], parts: list[Partition]) -> int:
     g = _Graph(f)
     reasons: dict[int, str] = {}
     supported: list[bool] = []
-    accepted: set[tuple] = set()  # op keys the checks passed (see TargetSubgraphFacts.op_key)
+    accepted: set[tuple] = set()  # op keys the checks passed (see SubgraphFacts.op_key)
     builtin, keys, tensor_key = f.builtin, f.op_keys, f.tensor_key
     for k in range(f.op_count):
         ins = f.inputs[k]
@@ -242,7 +242,7 @@ def _subgraph(f: TargetSubgraphFacts, s: int, ops: list[OpVerdict], parts: list[
     return crossing
 
 
-def analyze(facts: TargetFacts) -> TargetResult:
+def analyze(facts: ModelFacts) -> TargetResult:
     ops: list[OpVerdict] = []
     parts: list[Partition] = []
     crossing = 0

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from ..edit.runtime_version import runtime_for_op, runtime_less, version_key
 from ..interpreter.litert_builtins import LITERT_BUILTINS
-from .facts import TargetFacts
+from ..delegation.facts import ModelFacts
 from .verdict import REFUSED, RUNS, OpVerdict, TargetResult
 
 TITLE = "LiteRT CPU (builtin kernels)"
@@ -64,7 +64,7 @@ def op_verdict(name: str, builtin: str, version: int, runtime: str | None) -> tu
     return RUNS, f"v{version}" + (f", since runtime {need}" if need else "")
 
 
-def required_runtime(facts: TargetFacts) -> str | None:
+def required_runtime(facts: ModelFacts) -> str | None:
     """The largest runtime version over every operator (the converter's rule)."""
     best: str | None = None
     pairs = {pair for f in (facts[s] for s in range(len(facts)))
@@ -76,7 +76,7 @@ def required_runtime(facts: TargetFacts) -> str | None:
     return best
 
 
-def analyze(facts: TargetFacts, runtime: str | None = None) -> TargetResult:
+def analyze(facts: ModelFacts, runtime: str | None = None) -> TargetResult:
     title = TITLE + (f" at runtime {runtime}" if runtime else ", ai-edge-litert 2.3.0")
     ops = []
     for s in range(len(facts)):
@@ -94,7 +94,7 @@ def analyze(facts: TargetFacts, runtime: str | None = None) -> TargetResult:
     return TargetResult("litert", title, ops, source=SOURCE, notes=notes)
 
 
-def _stamped_runtime(facts: TargetFacts) -> str | None:
+def _stamped_runtime(facts: ModelFacts) -> str | None:
     for m in facts.model.metadata:
         if m.name == "min_runtime_version":
             try:

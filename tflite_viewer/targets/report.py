@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from ..model import Model
 from . import fixes, gpu, litert, tflm, xnnpack
-from .facts import TargetFacts
+from ..delegation.facts import ModelFacts
 from .verdict import RUNS, TargetResult
 
 TARGETS = ("litert", "xnnpack", "gpu", "tflm")
@@ -17,7 +17,7 @@ _SHORT = {"runs": "runs", "falls back": "CPU", "refused": "NO"}
 class Report:
     results: dict[str, TargetResult]
     runtime: str | None = None
-    facts: TargetFacts | None = field(default=None, repr=False)
+    facts: ModelFacts | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict:
         """The ``targets --json`` document (the contract in docs/targets.md)."""
@@ -129,14 +129,14 @@ def analyze(model: Model, targets: tuple[str, ...] | list[str] | None = None,
     """Every requested target's verdict on every operator of ``model``.
 
     ``share_verdicts=False`` runs every operator through its target's rules, instead of
-    once per distinct `TargetSubgraphFacts.op_key`: the reference the tests compare with."""
+    once per distinct `SubgraphFacts.op_key`: the reference the tests compare with."""
     chosen = list(targets or TARGETS)
     unknown = [t for t in chosen if t not in TARGETS]
     if unknown:
         raise ValueError(f"unknown target {unknown[0]!r} (one of {', '.join(TARGETS)})")
     if runtime is not None:
         runtime = litert.check_runtime(runtime)
-    facts = TargetFacts(model, share_verdicts)
+    facts = ModelFacts(model, share_verdicts)
     results: dict[str, TargetResult] = {}
     for name in chosen:
         if name == "litert":

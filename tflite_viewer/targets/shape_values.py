@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .facts import TargetSubgraphFacts
+from ..delegation.facts import SubgraphFacts
 from .value_shapes import SHAPE_RULES, PartialShape, count, needs_values, slice_dims, strided_plan
 
 MAX_VALUES = 1024  # elements: shape arithmetic, not activations
@@ -74,7 +74,7 @@ class ShapeValues:
     shapes downstream of one that does not (its stored shapes were guessed from the same
     placeholders).  Values are computed when asked for, and kept."""
 
-    def __init__(self, f: TargetSubgraphFacts, inferred: dict[int, tuple[int, ...]] | None = None
+    def __init__(self, f: SubgraphFacts, inferred: dict[int, tuple[int, ...]] | None = None
                  ) -> None:
         self.f = f
         self.inferred = inferred or {}

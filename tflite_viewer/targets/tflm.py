@@ -18,7 +18,7 @@ The oracle: the ``tflite_micro`` Python interpreter (``Interpreter.from_file``, 
 from __future__ import annotations
 
 from ..model.errors import TFLiteViewerError
-from .facts import TargetFacts, TargetSubgraphFacts
+from ..delegation.facts import ModelFacts, SubgraphFacts
 from .shape_values import ShapeValues
 from .tflm_kernels import CUSTOM_OPS, RULES
 from .value_shapes import VALUE_INPUTS, compare, needs_values
@@ -80,7 +80,7 @@ def value_shaped(sv: ShapeValues, k: int) -> tuple[str, str] | None:
                      f"shape {list(f.shapes[unknown[0]])}, right only if a run gives that")
 
 
-def op_reason(f: TargetSubgraphFacts, k: int) -> str | None:
+def op_reason(f: SubgraphFacts, k: int) -> str | None:
     """Why TFLM's kernel refuses operator ``k`` (None: it prepares and runs it)."""
     b = f.builtin[k]
     if b == "CUSTOM":
@@ -97,7 +97,7 @@ def op_reason(f: TargetSubgraphFacts, k: int) -> str | None:
         return f"malformed operator ({type(exc).__name__})"
 
 
-def _dynamic_output(f: TargetSubgraphFacts, k: int) -> str | None:
+def _dynamic_output(f: SubgraphFacts, k: int) -> str | None:
     """``CheckDynamicTensors`` after each Prepare: an output with a dimension of 0 (or
     less) is a dynamic tensor, except the legacy scalar shape [0]; inputs are not looked
     at."""
@@ -120,7 +120,7 @@ def stage(reason: str) -> int:
     return 2 if reason.startswith("Eval:") else 1
 
 
-def shape_inference(facts: TargetFacts):
+def shape_inference(facts: ModelFacts):
     """The interpreter's shape propagation at the stored input shapes
     (`interpreter.shape_inference.ShapeInference`), or None for a model without a dynamic
     dimension, whose stored shapes no converter guessed.  Computed once per model."""
@@ -138,7 +138,7 @@ def shape_inference(facts: TargetFacts):
     return facts._shape_inference  # type: ignore[attr-defined]
 
 
-def shape_mismatches(facts: TargetFacts) -> list:
+def shape_mismatches(facts: ModelFacts) -> list:
     """Operator outputs whose shape stored in the file is not what the operator computes
     (`interpreter.shape_inference.ShapeMismatch`), at the stored input shapes.
 
@@ -150,7 +150,7 @@ def shape_mismatches(facts: TargetFacts) -> list:
     return [] if found is None else found.mismatches
 
 
-def stored_shape_errors(facts: TargetFacts) -> dict[tuple[int, int], str]:
+def stored_shape_errors(facts: ModelFacts) -> dict[tuple[int, int], str]:
     """Why TFLM computes something else at each operator with a wrong stored shape."""
     out: dict[tuple[int, int], str] = {}
     for m in shape_mismatches(facts):
@@ -169,7 +169,7 @@ def first_failure(ops: list[OpVerdict]) -> OpVerdict | None:
 class _Values:
     """Each subgraph's `ShapeValues`, made when an operator first needs one."""
 
-    def __init__(self, facts: TargetFacts) -> None:
+    def __init__(self, facts: ModelFacts) -> None:
         self.facts = facts
         self._made: dict[int, ShapeValues] = {}
 
@@ -186,14 +186,14 @@ class _Values:
             return None  # a malformed operator: op_reason says so where it matters
 
 
-def analyze(facts: TargetFacts) -> TargetResult:
+def analyze(facts: ModelFacts) -> TargetResult:
     ops = []
     dynamic: list[str] = []
     wrong_shapes = stored_shape_errors(facts)
     values = _Values(facts)
     for s in range(len(facts)):
         f = facts[s]
-        accepted: set[tuple] = set()  # op keys that passed (see TargetSubgraphFacts.op_key)
+        accepted: set[tuple] = set()  # op keys that passed (see SubgraphFacts.op_key)
         builtin, keys, names = f.builtin, f.op_keys, f.op_names
         for k in range(f.op_count):
             # (an operator whose shape comes from computed values is judged on its own:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .facts import TargetSubgraphFacts
+from ..delegation.facts import SubgraphFacts
 
-Rule = Callable[[TargetSubgraphFacts, int], "str | None"]
+Rule = Callable[[SubgraphFacts, int], "str | None"]
 
 F, I8, I16, I32, I64, U8, B = ("FLOAT32", "INT8", "INT16", "INT32", "INT64", "UINT8", "BOOL")
 U32 = "UINT32"
@@ -29,14 +29,14 @@ CUSTOM_OPS = frozenset({
     "SignalStacker", "SignalWindow", "TFLM_DECODE", "TFLite_Detection_PostProcess"})
 
 
-def _t(f: TargetSubgraphFacts, k: int, role: str) -> int | None:
+def _t(f: SubgraphFacts, k: int, role: str) -> int | None:
     side, n = role[:-1], int(role[-1])
     ts = f.inputs[k] if side == "in" else f.outputs[k]
     return ts[n] if n < len(ts) and ts[n] >= 0 else None
 
 
 def types(role: str, allowed: tuple[str, ...], phase: str = "Eval") -> Rule:
-    def rule(f: TargetSubgraphFacts, k: int) -> str | None:
+    def rule(f: SubgraphFacts, k: int) -> str | None:
         t = _t(f, k, role)
         if t is None:
             return f"{role} is missing"
@@ -48,7 +48,7 @@ def types(role: str, allowed: tuple[str, ...], phase: str = "Eval") -> Rule:
 
 
 def same(a: str, b: str) -> Rule:
-    def rule(f: TargetSubgraphFacts, k: int) -> str | None:
+    def rule(f: SubgraphFacts, k: int) -> str | None:
         ta, tb = _t(f, k, a), _t(f, k, b)
         if ta is not None and tb is not None and f.type(ta) != f.type(tb):
             return f"Prepare: {a} is {f.type(ta)} but {b} is {f.type(tb)}"
@@ -57,7 +57,7 @@ def same(a: str, b: str) -> Rule:
 
 
 def const(role: str, what: str) -> Rule:
-    def rule(f: TargetSubgraphFacts, k: int) -> str | None:
+    def rule(f: SubgraphFacts, k: int) -> str | None:
         t = _t(f, k, role)
         if t is not None and not f.static[t]:
             return f"Prepare: the {what} must be a constant in TFLM"
@@ -67,7 +67,7 @@ def const(role: str, what: str) -> Rule:
 
 def zero_points(roles: tuple[str, ...], value: int, when: tuple[str, ...]) -> Rule:
     """Quantized kernels that need a given zero point (int16 paths: 0)."""
-    def rule(f: TargetSubgraphFacts, k: int) -> str | None:
+    def rule(f: SubgraphFacts, k: int) -> str | None:
         x = _t(f, k, "in0")
         if x is None or f.type(x) not in when:
             return None
@@ -82,7 +82,7 @@ def zero_points(roles: tuple[str, ...], value: int, when: tuple[str, ...]) -> Ru
 
 
 def all_of(*rules: Rule) -> Rule:
-    def rule(f: TargetSubgraphFacts, k: int) -> str | None:
+    def rule(f: SubgraphFacts, k: int) -> str | None:
         for r in rules:
             why = r(f, k)
             if why:
@@ -93,7 +93,7 @@ def all_of(*rules: Rule) -> Rule:
 
 def _weights(accepted: dict[str, tuple[str, ...]]) -> Rule:
     """Convolutions and FULLY_CONNECTED: input/weights pairs (no hybrid models)."""
-    def rule(f: TargetSubgraphFacts, k: int) -> str | None:
+    def rule(f: SubgraphFacts, k: int) -> str | None:
         x, w = _t(f, k, "in0"), _t(f, k, "in1")
         if x is None or w is None:
             return "an input is missing"
@@ -109,7 +109,7 @@ def _weights(accepted: dict[str, tuple[str, ...]]) -> Rule:
 I4 = "INT4"
 
 
-def _quantize(f: TargetSubgraphFacts, k: int) -> str | None:
+def _quantize(f: SubgraphFacts, k: int) -> str | None:
     x, y = _t(f, k, "in0"), _t(f, k, "out0")
     tx, ty = f.type(x), f.type(y)
     q = f.quant(y)
@@ -124,7 +124,7 @@ def _quantize(f: TargetSubgraphFacts, k: int) -> str | None:
     return None
 
 
-def _dequantize(f: TargetSubgraphFacts, k: int) -> str | None:
+def _dequantize(f: SubgraphFacts, k: int) -> str | None:
     """DequantizePrepare keeps the per-tensor params only: a per-channel input is
     dequantized with channel 0's scale and zero point everywhere."""
     x = _t(f, k, "in0")
@@ -135,7 +135,7 @@ def _dequantize(f: TargetSubgraphFacts, k: int) -> str | None:
     return None
 
 
-def _softmax(f: TargetSubgraphFacts, k: int) -> str | None:
+def _softmax(f: SubgraphFacts, k: int) -> str | None:
     x, y = _t(f, k, "in0"), _t(f, k, "out0")
     tx, ty = f.type(x), f.type(y)
     if tx == F:
@@ -162,7 +162,7 @@ def _softmax(f: TargetSubgraphFacts, k: int) -> str | None:
     return f"Prepare: {tx} softmax"
 
 
-def _logistic(f: TargetSubgraphFacts, k: int) -> str | None:
+def _logistic(f: SubgraphFacts, k: int) -> str | None:
     x, y = _t(f, k, "in0"), _t(f, k, "out0")
     if f.type(x) == I8:
         q = f.quant(y)
@@ -172,14 +172,14 @@ def _logistic(f: TargetSubgraphFacts, k: int) -> str | None:
 
 
 def _max_rank(n: int) -> Rule:
-    def rule(f: TargetSubgraphFacts, k: int) -> str | None:
+    def rule(f: SubgraphFacts, k: int) -> str | None:
         x = _t(f, k, "in0")
         return (f"Prepare: rank {f.rank(x)} above TFLM's {n}" if x is not None and f.rank(x) > n
                 else None)
     return rule
 
 
-def _reshape(f: TargetSubgraphFacts, k: int) -> str | None:
+def _reshape(f: SubgraphFacts, k: int) -> str | None:
     """ReshapeOutput: the output keeps its stored shape; element counts must agree."""
     x, y = _t(f, k, "in0"), _t(f, k, "out0")
     if x is None or y is None:
@@ -199,7 +199,7 @@ def _reshape(f: TargetSubgraphFacts, k: int) -> str | None:
     return None
 
 
-def _pad(f: TargetSubgraphFacts, k: int) -> str | None:
+def _pad(f: SubgraphFacts, k: int) -> str | None:
     """PadPrepare: rank <= 5, constant INT32 paddings that give the stored output shape."""
     x, p, y = _t(f, k, "in0"), _t(f, k, "in1"), _t(f, k, "out0")
     if f.rank(x) > 5:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .facts import TargetSubgraphFacts
+    from ..delegation.facts import SubgraphFacts
     from .shape_values import ShapeValues
 
 PartialShape = tuple[int | None, ...] | None  # None: not even the rank is known
@@ -41,7 +41,7 @@ def compare(computed: PartialShape, stored: tuple[int, ...]) -> bool | None:
     return True if all(d is not None for d in computed) else None
 
 
-def needs_values(f: "TargetSubgraphFacts", k: int) -> bool:
+def needs_values(f: "SubgraphFacts", k: int) -> bool:
     """Operator ``k``'s output shape comes from values not stored in the file."""
     ins = f.inputs[k]
     return any(i < len(ins) and ins[i] >= 0 and not f.static[ins[i]]

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .facts import TargetSubgraphFacts
-from .xnnpack_types import Ctx, _normal
+from ..delegation.facts import SubgraphFacts
+from ..delegation.xnnpack_types import Ctx, _normal
 
 #: operators whose inputs other than these are parameters, not XNNPACK values
 _DEFINED_INPUTS = {
@@ -37,7 +37,7 @@ _ZERO_POINTS = {"INT8": (-128, 127), "INT4": (-8, 7), "INT2": (-2, 1)}
 _FLOATS = frozenset({"FLOAT32", "FLOAT16", "RESOURCE"})
 
 
-def _defined(f: TargetSubgraphFacts, k: int) -> list[int]:
+def _defined(f: SubgraphFacts, k: int) -> list[int]:
     """The tensors of operator ``k`` the delegate defines as XNNPACK values."""
     ins = f.inputs[k]
     b = f.builtin[k]

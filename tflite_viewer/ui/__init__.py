@@ -1,8 +1,8 @@
 """The window (PySide6).  The only package of tflite-viewer that imports Qt.
 
-`app.run_app(args)` is what `tflite-viewer [MODEL]` runs; `render.render_to_file` draws a
-subgraph headless (the `render` subcommand).  `scene_data` (with `edge_routes`), `tensor_stats`
-and `search` are Qt-free helpers the widgets are built on.
+`app.run_app(launch)` is what `tflite-viewer [MODEL]` runs; `render.render_to_file` draws a
+subgraph headless (the `render` subcommand).  `state` is the window's Qt-free state (the
+workspace, the overlays' models, what the canvas draws), which tests drive without Qt.
 
 The window runs numpy's matrix products on one BLAS thread, as LiteRT's reference kernels
 run and as the interpreter's benchmarks measure (``--blas-threads 1``).  With OpenBLAS's

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLabel, QScrollAr
                                QToolButton, QWidget)
 
 from ..model import Model
-from .navigation import Call, Crumb
+from .state.navigation import Call, Crumb
 
 __all__ = ["Crumb", "NavigationBar", "subgraph_label"]
 
@@ -95,6 +95,7 @@ class NavigationBar(QWidget):
         while self._crumbs.count():
             item = self._crumbs.takeAt(0)
             if item.widget():
+                item.widget().hide()  # at once: deleted later, it would be drawn under the new
                 item.widget().deleteLater()
         self._crumbs.addStretch(1)  # crumbs go before it: left-aligned
         if len(trail) < 2:
@@ -105,9 +106,10 @@ class NavigationBar(QWidget):
             self._add(QLabel("also:"))
         for call, label in siblings:
             button = QToolButton()
-            button.setText(label)
+            button.setText(call.role)  # "else": short, the trail before it stays whole
             button.setAutoRaise(True)
-            button.setToolTip(f"Show the {call.role} subgraph of the same operator instead")
+            button.setToolTip(f"{label}: show the {call.role} subgraph of the same operator "
+                              "instead")
             button.setStyleSheet("color: #0969da;")
             button.clicked.connect(lambda _=False, c=call: self.callChosen.emit(c))
             self._add(button)

@@ -5,9 +5,9 @@ computed edges, breakpoints, a per-op heat value) and paints only what intersect
 exposed rectangle, selected with vectorized masks: a step costs a mask copy and one
 ``update()``, never a rebuild of the scene's batch items, at 20,000 operators as at 20.
 
-Drawn, bottom to top: a per-op heat colour (time or cross-check error), a tint on executed
-operators, computed edges in a stronger colour, breakpoint dots, and the operator about to
-run (a thick frame and an arrow at its left).
+Drawn, bottom to top: a tint on executed operators, computed edges in a stronger colour,
+breakpoint dots, and the operator about to run (a thick frame and an arrow at its left).
+The colours by op time or by the error against LiteRT are overlays (`state.overlays`).
 """
 from __future__ import annotations
 
@@ -17,25 +17,14 @@ from PySide6.QtGui import QBrush, QColor, QPainter, QPainterPath, QPen, QPolygon
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem, QWidget
 
 from . import style
-from .scene_data import SceneData
+from .state.scene_data import SceneData
 
 EXECUTED_TINT = QColor(31, 136, 61, 46)
 COMPUTED_EDGE = QColor("#1f883d")
 CURRENT = QColor("#d4760a")
 BREAKPOINT = QColor("#cf222e")
-BREAKPOINT_OFF = QColor("#cf222e")
 #: how far around an op box the overlay draws (frame, arrow, breakpoint dot, at any zoom)
 MARGIN = 60.0
-HEAT_STOPS = (QColor(255, 255, 255, 0), QColor(255, 200, 0, 120), QColor(230, 50, 20, 170))
-
-
-def heat_color(value: float) -> QColor:
-    """0 -> transparent, 0.5 -> amber, 1 -> red (linear in between)."""
-    v = min(max(float(value), 0.0), 1.0)
-    a, b, t = (HEAT_STOPS[0], HEAT_STOPS[1], v * 2) if v < 0.5 else \
-        (HEAT_STOPS[1], HEAT_STOPS[2], v * 2 - 1)
-    mix = [round(x + (y - x) * t) for x, y in zip(a.getRgb(), b.getRgb())]
-    return QColor(*mix)
 
 
 def _lod(painter: QPainter, option: QStyleOptionGraphicsItem) -> float:
@@ -61,7 +50,6 @@ class DebugOverlayItem(QGraphicsItem):
         self._executed = np.zeros(len(self._op_rows), bool)
         self._computed_edges = np.zeros(len(data.edge_points), bool)
         self._breakpoints: dict[int, bool] = {}
-        self._heat: np.ndarray | None = None
         self._current: int | None = None
         m = 40.0
         self._bounds = QRectF(-m, -m, max(data.width, 1.0) + 2 * m, max(data.height, 1.0) + 2 * m)
@@ -127,17 +115,6 @@ class DebugOverlayItem(QGraphicsItem):
         self._breakpoints = ops
         self.update()
 
-    def set_heat(self, values: np.ndarray | None) -> None:
-        """A value in [0, 1] per op (NaN: none), or None to turn the heat colours off
-        (repainted only when they changed)."""
-        heat = None if values is None else np.asarray(values, np.float64)
-        same = (heat is None and self._heat is None) or (
-            heat is not None and self._heat is not None and heat.shape == self._heat.shape
-            and np.array_equal(heat, self._heat, equal_nan=True))
-        self._heat = heat
-        if not same:
-            self.update()
-
     @property
     def current(self) -> int | None:
         return self._current
@@ -183,11 +160,6 @@ class DebugOverlayItem(QGraphicsItem):
         lod = _lod(painter, option)
         rects = self._data.rects
         painter.setPen(Qt.PenStyle.NoPen)
-        if self._heat is not None and len(self._heat) == len(self._op_rows):
-            for op in self._visible_ops(np.isfinite(self._heat) & (self._heat > 0), r).tolist():
-                painter.setBrush(heat_color(self._heat[op]))
-                x, y, w, h = rects[self._op_rows[op]].tolist()
-                painter.drawRoundedRect(QRectF(x - 4, y - 4, w + 8, h + 8), 8, 8)
         done = self._visible_ops(self._executed, r)
         if done.size:
             painter.setBrush(QBrush(EXECUTED_TINT))

@@ -10,7 +10,7 @@ from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (QApplication, QComboBox, QHBoxLayout, QLabel, QLineEdit,
                                QToolButton, QWidget)
 
-from .search import CONTAINS, REGEX, WORD, Match
+from .state.search import CONTAINS, REGEX, WORD, Match
 
 MODE_LABELS = {WORD: "Whole name", CONTAINS: "Contains", REGEX: "Regex"}
 

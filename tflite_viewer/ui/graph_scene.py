@@ -19,7 +19,7 @@ from PySide6.QtGui import QBrush, QColor, QFontMetricsF, QPainter, QPainterPath,
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene, QStyleOptionGraphicsItem, QWidget
 
 from . import style
-from .scene_data import LINE_H, PAD_X, PAD_Y, TITLE_H, SceneData, TextMeasure
+from .state.scene_data import LINE_H, PAD_X, PAD_Y, TITLE_H, SceneData, TextMeasure
 
 NODE_CHUNK = 256
 EDGE_CHUNK = 384
@@ -163,7 +163,7 @@ def _flat_points(lines) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _arrow_heads(xs: np.ndarray, ys: np.ndarray, start: np.ndarray, drawn: np.ndarray) -> list:
-    """Per edge the tip and two base corners of its arrow head (see `arrow_head`)."""
+    """Per edge the tip and two base corners of its arrow head (a small triangle pointing along its last segment)."""
     out = np.zeros((len(drawn), 6))
     e = np.flatnonzero(drawn)
     if len(e):
@@ -291,19 +291,6 @@ def edge_path(points: Iterable[tuple[float, float]]) -> QPainterPath:
     for x, y in it:
         path.lineTo(x, y)
     return path
-
-
-def arrow_head(path: QPainterPath, points: list[tuple[float, float]]) -> None:
-    """A small filled triangle at the end of a polyline, pointing along its last segment."""
-    (x0, y0), (x1, y1) = points[-2], points[-1]
-    dx, dy = x1 - x0, y1 - y0
-    n = max((dx * dx + dy * dy) ** 0.5, 1e-6)
-    ux, uy = dx / n, dy / n
-    bx, by = x1 - ux * ARROW * 1.6, y1 - uy * ARROW * 1.6
-    path.moveTo(x1, y1)
-    path.lineTo(bx - uy * ARROW, by + ux * ARROW)
-    path.lineTo(bx + uy * ARROW, by - ux * ARROW)
-    path.closeSubpath()
 
 
 class EdgeBatchItem(QGraphicsItem):
@@ -494,6 +481,18 @@ class GraphScene(QGraphicsScene):
                 if edges:
                     return int(edges[0])
         return None
+
+    def first_box(self) -> QRectF | None:
+        """Where the graph starts: its first input's box (else its topmost box, the
+        leftmost of them)."""
+        data = self.data
+        if data is None or not len(data.rects):
+            return None
+        inputs = [k for k, lab in enumerate(data.labels) if lab.kind == "input"]
+        r = data.rects
+        rows = inputs or range(len(r))
+        first = min(rows, key=lambda k: (round(float(r[k][1])), float(r[k][0])))
+        return self.node_rect(first)
 
     def node_rect(self, row: int) -> QRectF:
         x, y, w, h = self.data.rects[row].tolist()

@@ -47,6 +47,13 @@ class GraphView(QGraphicsView):
         self.horizontalScrollBar().valueChanged.connect(self.viewChanged)
         self.verticalScrollBar().valueChanged.connect(self.viewChanged)
 
+    def reserve(self, right: int, bottom: int) -> None:
+        """Keep a margin of the canvas free of the graph at its right and bottom (the
+        overview map sits there)."""
+        m = self.viewportMargins()
+        if (m.right(), m.bottom()) != (right, bottom):
+            self.setViewportMargins(0, 0, right, bottom)
+
     @property
     def graph_scene(self) -> GraphScene:
         return self.scene()  # type: ignore[return-value]
@@ -86,13 +93,28 @@ class GraphView(QGraphicsView):
             self.set_zoom(1.0)
         if self.zoom() < min_zoom:
             self.set_zoom(min_zoom)
-            if focus is None:
-                half = self.viewport().height() / 2 / self.zoom()
-                focus = QPointF(rect.center().x(), min(rect.top() + half, rect.center().y()))
-            self.centerOn(focus)
+            self.centerOn(focus if focus is not None else self.start_point())
         else:
             self.centerOn(rect.center())
         self.viewChanged.emit()
+
+    def start_point(self) -> QPointF:
+        """Where a graph larger than the view is read from: its top-left corner, unless
+        the graph's input (its first input box; else its topmost box) would then be out
+        of view, in which case around the input, from the top."""
+        rect = self.sceneRect()
+        zoom = max(self.zoom(), 1e-9)
+        half_w = self.viewport().width() / 2 / zoom
+        half_h = self.viewport().height() / 2 / zoom
+        x, y = rect.left() + half_w, rect.top() + half_h
+        first = self.graph_scene.first_box()
+        if first is not None:
+            if abs(first.center().x() - x) > half_w - first.width() / 2 - 8 / zoom:
+                x = first.center().x()
+            if first.bottom() > rect.top() + 2 * half_h - 8 / zoom:
+                y = first.top() - 24 / zoom + half_h
+        return QPointF(min(x, rect.center().x()) if rect.width() < 2 * half_w else x,
+                       min(y, rect.center().y()) if rect.height() < 2 * half_h else y)
 
     def fit_width(self) -> None:
         """Fit the graph's width and show its top: how a deep, narrow graph is best read."""

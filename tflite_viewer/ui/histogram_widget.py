@@ -13,7 +13,7 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QMouseEvent, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
-from .tensor_stats import Histogram, format_number
+from .state.tensor_stats import Histogram, format_number
 
 BAR = QColor("#3b78d8")
 ZERO = QColor("#d4493b")

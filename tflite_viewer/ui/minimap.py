@@ -1,8 +1,10 @@
-"""An overview of the whole graph in a corner of the canvas, with the visible part framed.
+"""An overview of the whole graph beside the canvas, with the visible part framed.
 
 The overview is rendered once per scene into an image (the scene's far-zoom path: flat
 rectangles and thin lines, so it is cheap even for 20,000 boxes); after that, following
-the view only repaints the frame.  Click or drag in it to move the view.
+the view only repaints the frame.  Click or drag in it to move the view.  It is shown
+only while part of the graph is out of view, and then in a margin the canvas keeps for it
+(at the right of a tall graph, under a wide one): it never covers a node.
 """
 from __future__ import annotations
 
@@ -14,10 +16,11 @@ from . import style
 from .graph_view import GraphView
 
 MAX_W, MAX_H, MIN_W = 180, 260, 36
+GAP = 6  # between the overview and the canvas's edge
 
 
 class Minimap(QWidget):
-    """Overlays the bottom-right corner of a `GraphView`'s viewport."""
+    """Sits in a margin of a `GraphView`, outside its viewport (see the module docstring)."""
 
     def __init__(self, view: GraphView) -> None:
         super().__init__(view)
@@ -56,31 +59,41 @@ class Minimap(QWidget):
         self._follow()
 
     def _caps(self) -> tuple[int, int]:
-        """The largest size: at most a quarter of the canvas's width and two fifths of its
-        height (a small window's canvas is the graph's, not the overview's)."""
-        vp = self._view.viewport()
+        """The largest size: at most a fifth of the canvas's width and two fifths of its
+        height (a small window's canvas is the graph's, not the overview's); of the whole
+        view, so that the margin it takes does not change it."""
+        view = self._view
         step = 20  # in steps, so that dragging the window's edge rebuilds it seldom
-        return (max(MIN_W, min(MAX_W, int(vp.width() * 0.25) // step * step)),
-                max(60, min(MAX_H, int(vp.height() * 0.4) // step * step)))
+        return (max(MIN_W, min(MAX_W, int(view.width() * 0.2) // step * step)),
+                max(60, min(MAX_H, int(view.height() * 0.4) // step * step)))
 
     def _follow(self) -> None:
         view = self._view
         if self._image is None or not self._enabled:
+            view.reserve(0, 0)
             self.hide()
             return
         if self._caps() != getattr(self, "_built_for", None):
             self.rebuild()  # the canvas changed size: so does its overview
             return
-        vp = view.viewport()
-        visible = view.mapToScene(vp.rect()).boundingRect()
+        visible = view.mapToScene(view.viewport().rect()).boundingRect()
         scene_rect = view.sceneRect()
         # Only worth showing when part of the graph is out of view.
         large = visible.width() < scene_rect.width() * 0.98 or visible.height() < scene_rect.height() * 0.98
-        self.setVisible(large)
-        if large:
-            self.move(vp.x() + vp.width() - self.width() - 12, vp.y() + vp.height() - self.height() - 12)
-            self.raise_()
-            self.update()
+        if not large:
+            view.reserve(0, 0)
+            self.hide()
+            return
+        tall = scene_rect.height() >= scene_rect.width()
+        view.reserve(self.width() + 2 * GAP if tall else 0, 0 if tall else self.height() + 2 * GAP)
+        vp = view.viewport().geometry()
+        if tall:  # in the column at the right of the canvas, at its bottom
+            self.move(vp.right() + 1 + GAP, vp.bottom() + 1 - self.height())
+        else:  # in the row under the canvas, at its right
+            self.move(vp.right() + 1 - self.width(), vp.bottom() + 1 + GAP)
+        self.show()
+        self.raise_()
+        self.update()
 
     def _to_scene(self, p: QPointF) -> QPointF:
         r = self._view.sceneRect()

@@ -92,7 +92,7 @@ def render_to_file(model_path: str | Path, out: str | Path, subgraph: int | str 
     from ..model import load_model
     from . import style
     from .graph_scene import GraphScene
-    from .scene_data import build_scene_data
+    from .state.scene_data import build_scene_data
 
     model = load_model(model_path)
     index = model.subgraph_index(subgraph)

@@ -28,12 +28,34 @@ from .debugger.screenshot import wait_until
 WAIT_MS = 600_000
 
 
+def prepare(window, launch) -> None:
+    """Everything ``launch`` (a `state.launch.Launch`) asks for before the picture, in
+    the order a user would do it."""
+    if launch.generate:
+        generation(window, launch.generate, launch.prompt or "1")
+    if launch.run_to is not None:
+        from .debugger.screenshot import pause_before
+        pause_before(window, launch.run_to, launch.inputs, call=launch.decode_step)
+    if launch.watch:
+        watch(window, launch.watch)
+    if launch.cross_check:
+        cross_check(window)
+    if launch.compare_float:
+        compare_float(window, launch.compare_float, launch.overlay)
+    if launch.memory:
+        memory(window, select_peak=not launch.select)
+    if launch.target:
+        show_target(window, launch.target)
+    if launch.compare_with:
+        compare_with(window, launch.compare_with)
+
+
 def generation(window, steps: int, prompt: str) -> None:
     """Make the debugger's run a generation loop: ``prompt`` (token ids), then ``steps``
     decode steps, the pieces found from litert-torch's names (a GenerationError says
     what is missing)."""
     from ..interpreter.generation import Generation, find_plan, parse_prompt
-    from .workspace import GenerationSetup
+    from .state.workspace import GenerationSetup
     ids = parse_prompt(prompt)
     plan = find_plan(window.model, len(ids))
     Generation(window.model, plan, ids, steps)
@@ -43,7 +65,7 @@ def generation(window, steps: int, prompt: str) -> None:
 def watch(window, names, timeout_ms: int = 60_000) -> None:
     """Pin tensors of the shown subgraph (indices or names) in the Watch dock, shown beside
     the Call Stack, and wait for their values."""
-    from .selection import find_tensor
+    from .state.selection import find_tensor
     dbg = window.debugger
     sg = window.subgraph
     keys = [(sg, find_tensor(window.model, sg, name)) for name in names]
@@ -64,15 +86,17 @@ def watch(window, names, timeout_ms: int = 60_000) -> None:
 def cross_check(window, timeout_ms: int = WAIT_MS) -> None:
     """Run the cross-check on the session's inputs (seeded, or --inputs), bring its dock
     forward coloured by error, and select the row with the largest error."""
+    from .state.crosscheck import crosscheck_state
     dbg = window.debugger
     ws = window.workspace
     dbg.crosscheck_action.trigger()
-    if not wait_until(lambda: not ws.crosscheck.running, (dbg.crossCheckDone,), timeout_ms,
-                      poll_ms=100):  # a failure is announced to the hub, not by a signal
+    if not wait_until(lambda: not crosscheck_state(ws).running, (dbg.crossCheckDone,),
+                      timeout_ms, poll_ms=100):  # a failure is told to the hub, not by a signal
         raise ValueError(f"--cross-check: no result within {timeout_ms / 1000:g} s")
-    check = ws.crosscheck.result
+    state = crosscheck_state(ws)
+    check = state.result
     if check is None:
-        raise ValueError(f"--cross-check: {ws.crosscheck.message}")
+        raise ValueError(f"--cross-check: {state.message}")
     panel = dbg.crosscheck_panel
     dbg.crosscheck_dock.show()
     dbg.crosscheck_dock.raise_()
@@ -89,18 +113,18 @@ def compare_float(window, float_path: str | Path, overlay: str | None = None,
     bring it forward, colour the canvas by ``overlay`` and select the worst tensor."""
     if overlay is not None and overlay not in qreport.OVERLAY_METRICS:
         raise ValueError(f"--overlay {overlay}: one of {', '.join(qreport.OVERLAY_METRICS)}")
-    dock, panel = window.quant_dock, window.quant_panel
+    from .state.quant import quant_state
+    panel = window.panel("quantization")
     ws = window.workspace
-    dock.show()
-    dock.raise_()
+    window.docks.bring_forward("quantization")
     panel.compare(float_path)
-    if not wait_until(lambda: not ws.quant.running, (panel.reportReady, panel.failed),
+    if not wait_until(lambda: not quant_state(ws).running, (panel.reportReady, panel.failed),
                       timeout_ms):
         raise ValueError(f"--compare-float: no result within {timeout_ms / 1000:g} s")
-    if ws.quant.report is None:
-        raise ValueError(f"--compare-float {Path(float_path).name}: {ws.quant.status}")
+    if quant_state(ws).report is None:
+        raise ValueError(f"--compare-float {Path(float_path).name}: {quant_state(ws).status}")
     if overlay is not None:
-        panel.overlay_metric.setCurrentIndex(panel.overlay_metric.findData(overlay))
+        panel.choose_metric(overlay)
     if panel.proxy.rowCount():
         panel.table.selectRow(0)  # the report's order: the worst first
 
@@ -109,14 +133,13 @@ def show_target(window, target: str, timeout_ms: int = WAIT_MS) -> None:
     """Pick ``target`` in the Targets dock, bring it forward with the canvas coloured by
     its verdicts (a delegate's list with every operator and its partition), and select the
     first operator that does not run there."""
-    from .targets_state import targets_state
-    panel, dock = window.targets_panel, window.targets_dock
+    from .state.targets import targets_state
+    panel = window.panel("targets")
     try:
-        panel.set_target(target)
+        panel.set_target(target)  # its colours on the canvas, as a pick in the dock
     except ValueError as exc:
         raise ValueError(f"--target: {exc}") from None
-    dock.show()
-    dock.raise_()
+    window.docks.bring_forward("targets")
     state = targets_state(window.workspace)
     if not wait_until(lambda: panel.result is not None or bool(state.error),
                       (panel.reportShown,), timeout_ms, poll_ms=50):
@@ -129,16 +152,17 @@ def show_target(window, target: str, timeout_ms: int = WAIT_MS) -> None:
     if rows:
         panel.select_row(rows[0].subgraph, rows[0].index)
         panel.opActivated.emit(rows[0].subgraph, rows[0].index)  # as a click on the row
+
+
 def memory(window, select_peak: bool = True, timeout_ms: int = WAIT_MS) -> None:
     """Bring the Memory dock forward (TFLite Micro's arena, the canvas coloured by live
     memory) and select the largest tensor live at the peak."""
-    from .memory_chart import MemoryState
-    dock, panel = window.memory_dock, window.memory_panel
+    from .state.memory import MemoryState
+    panel = window.panel("memory")
     ws = window.workspace
     panel.target.setCurrentIndex(panel.target.findData("tflm"))
-    panel.overlay.setChecked(True)
-    dock.show()
-    dock.raise_()
+    window.docks.bring_forward("memory")
+    panel.overlay.setChecked(True)  # the canvas coloured by live memory
     state = ws.part("memory", MemoryState)
     if not wait_until(lambda: "tflm" not in state.running, (), timeout_ms, poll_ms=100):
         raise ValueError(f"--memory: no plan within {timeout_ms / 1000:g} s")
@@ -157,13 +181,11 @@ def memory(window, select_peak: bool = True, timeout_ms: int = WAIT_MS) -> None:
 def compare_with(window, other: str | Path, timeout_ms: int = WAIT_MS) -> None:
     """File > Compare With ``other``: both canvases, the Differences dock in front."""
     ctl = window.compare
-    ws = window.workspace
     ctl.compare_with(other)
-    if not wait_until(lambda: not ws.comparison.running, (ctl.computed,), timeout_ms,
-                      poll_ms=100):
+    if not wait_until(lambda: not ctl.state.running, (ctl.computed,), timeout_ms, poll_ms=100):
         raise ValueError(f"--compare-with: no result within {timeout_ms / 1000:g} s")
-    if ws.comparison.diff is None:
-        raise ValueError(f"--compare-with {Path(other).name}: {ws.comparison.status}")
+    if ctl.state.diff is None:
+        raise ValueError(f"--compare-with {Path(other).name}: {ctl.state.status}")
     window.view.fit_width()
     ctl.pane.view.fit_width()
 

@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from PySide6.QtGui import QColor, QFont, QFontMetricsF
 
-from .scene_data import TextMeasure
+from .state.scene_data import TextMeasure
 
 # category -> (box fill at readable zoom, strong colour: stripe, far-zoom fill, minimap)
 CATEGORY_COLORS: dict[str, tuple[str, str]] = {

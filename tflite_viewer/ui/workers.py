@@ -21,8 +21,8 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from ..model import Model, load_model
 from .graph_scene import plan_scene
-from .scene_data import SceneData, TextMeasure, build_scene_data
-from .summary import ModelSummary, summarize
+from .state.scene_data import SceneData, TextMeasure, build_scene_data
+from .state.summary import ModelSummary, summarize
 
 log = logging.getLogger(__name__)
 _serial = itertools.count(1)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import KernelError
-from ..kernel_sets import builtin
+from ..kernel_sets import AUTO, builtin
 from ..weights import rows_reader
 from .common import qparams
 from .hybrid import activate, asymmetric_quantize
@@ -174,6 +174,8 @@ class BlockwiseDense:
 #: the weights' offset in LiteRT's packed 4-bit layout (fully_connected_common.h's
 #: zero_point_4bit): values are stored as w + 7 and the input's sum times -7 corrects them
 _ZERO_POINT_4BIT = -7
+#: the INT4 value w + 7 does not fit in the unsigned nibble of that layout
+_UNPACKABLE = -8
 
 
 def dense4bit_applies(n: int, k: int, m: int) -> bool:
@@ -220,7 +222,7 @@ class Dense4Bit:
         qf = q.astype(work)
         for n0, n1 in self._chunks():
             values = self.rows(n0, n1)
-            if np.any(values == -8):
+            if np.any(values == _UNPACKABLE):
                 raise KernelError(
                     f"{self.what}: INT4 weights holding -8; LiteRT's builtin 4-bit kernel "
                     "computes them without meaning (it packs w + 7 into an unsigned "
@@ -234,13 +236,21 @@ class Dense4Bit:
         step = max(1, _CHUNK // max(self.k, 1))
         return [(n0, min(self.n, n0 + step)) for n0 in range(0, self.n, step)]
 
+    def holds_unpackable(self) -> bool:
+        """Whether a weight is -8, which the packed layout cannot hold (read once, a chunk
+        of rows at a time)."""
+        return any(np.any(self.rows(n0, n1) == _UNPACKABLE) for n0, n1 in self._chunks())
+
 
 def builtin_dense4bit(ctx: "Subgraph", node: "Node", values: np.ndarray,
                       bias: np.ndarray | None) -> Dense4Bit | None:
     """The node's `Dense4Bit` when the interpreter follows LiteRT's builtin kernels and
     they take the 4-bit path for this FULLY_CONNECTED (constant INT4 weights with affine
     scales, `dense4bit_applies` on the current input), kept in the node's cache for the
-    same weights and bias; else None (the hybrid kernel computes it)."""
+    same weights and bias; else None (the hybrid kernel computes it).  Under ``kernels=auto``
+    weights holding -8 also take the hybrid kernel: LiteRT's builtin 4-bit path computes them
+    without meaning, and its reference kernels and its default XNNPACK path agree on the
+    hybrid kernel's values (an explicit ``kernels=builtin`` refuses them instead)."""
     w, x = ctx.input(node, 1), ctx.input(node, 0)
     if not builtin(ctx) or w.type_name != "INT4" or not w.is_constant or w.shape is None \
             or len(w.shape) != 2 or x is None or x.data is None:
@@ -255,5 +265,7 @@ def builtin_dense4bit(ctx: "Subgraph", node: "Node", values: np.ndarray,
         kept = (values, bias, Dense4Bit(reader, n, k, qparams(w.quantization).scale, bias,
                                         node.builtin_data,
                                         f"FULLY_CONNECTED weights {w.index} {w.name!r}"))
+        if ctx.interpreter.kernels_asked == AUTO and kept[2].holds_unpackable():
+            kept = (values, bias, None)
         cache["dense4bit"] = kept
     return kept[2]

@@ -17,6 +17,8 @@ from ..accepts import (ANYTHING, DEFAULT, FLOAT_WEIGHT, Accepts,  # noqa: F401
                        accepts as declare)
 from ..registration import Kernel, node_kind, register  # noqa: F401
 from ..subgraph import Subgraph  # noqa: F401
+from ..xnnpack_float import flush
+from ..xnnpack_kernels import path as xnnpack_path
 
 #: Node kinds of kernels with integer cores (see registration.node_kind).
 INT_KINDS = ("uint8", "int8", "int16")
@@ -152,8 +154,8 @@ def check_output_allocation(ctx, node, shape, k: int = 0) -> None:
     """Refuse (`AllocationError`) output ``k`` of ``shape`` before a kernel whose output
     size comes from a tensor's values (TILE, FILL, RANGE, ...) makes it over the limit."""
     out = ctx.output(node, k)
-    ctx.interpreter._check_allocation(ctx, out, math.prod(int(d) for d in shape) *
-                                      (out.dtype.itemsize or 1), shape)
+    ctx.check_allocation(out, math.prod(int(d) for d in shape) * (out.dtype.itemsize or 1),
+                         shape)
 
 
 def as_int_list(a: np.ndarray | None) -> list[int]:
@@ -275,17 +277,25 @@ def define(op: int, versions: tuple[int, int], compute, shape=None, types: str =
                     cache["int"] = True
                 else:
                     cache["int"] = False
+            # the xnnpack kernel set's path for a node of an XNNPACK partition
+            qcache(node)["xnn"] = xnnpack_path(ctx, node)
 
         def bind(self, ctx, node):
-            if bind is None or (int_compute is not None and node.user_data.get("int")):
+            if bind is None or (int_compute is not None and node.user_data.get("int")) \
+                    or node.user_data.get("xnn") is not None:
                 return None
             return bind(ctx, node, self.invoke)
 
         def invoke(self, ctx, node):
+            xnn = node.user_data.get("xnn")
             if int_compute is not None and node.user_data.get("int"):
                 result = int_compute(ctx, node, node.user_data["q"])
-            else:
+            elif xnn is None:
                 result = compute(ctx, node)
+            elif xnn == "flush":  # XNNPACK's FTZ on an IEEE result (`xnnpack_kernels`)
+                result = flush(compute(ctx, node))
+            else:
+                result = xnn(ctx, node)
             outputs = node.outputs
             if len(outputs) == 1 and not isinstance(result, (tuple, list)):
                 if outputs[0] >= 0:
@@ -296,6 +306,7 @@ def define(op: int, versions: tuple[int, int], compute, shape=None, types: str =
                     ctx.set_output(ctx.tensors[o], r)
 
     _Defined.types = types
+    _Defined.reads_scales = types != "any" or int_compute is not None
     _Defined.accepts = accepts
     _Defined.check_fn = check  # (the op coverage report reads its input_types, if any)
     _Defined.__name__ = _Defined.__qualname__ = name or f"Kernel_{op}"

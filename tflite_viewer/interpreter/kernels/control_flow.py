@@ -8,8 +8,10 @@ hooks always see the body op by op.
 WHILE runs within the interpreter's budgets (`tflite_viewer.interpreter.budget`): an
 iteration count, a deadline and a stop request are checked before every iteration.
 
-Control-flow kernels are generators: they ``yield from`` `Interpreter.call_subgraph`, so
-the debugger can pause inside the subgraphs they run.  Arrays pass between caller and
+Control-flow kernels are generators: they ``yield from`` their context's `call_subgraph`
+(``ctx.call_subgraph``), so the debugger can pause inside the subgraphs they run.  What
+they keep between ops lives in the run state (``ctx.run``: the subgraphs being prepared,
+the CALL_ONCE subgraphs that ran, the resource variables).  Arrays pass between caller and
 callee without copies (no kernel writes into an array it did not create).
 """
 from __future__ import annotations
@@ -34,21 +36,21 @@ class SubgraphKernel(Kernel):
 def prepare_callee(ctx, index: int, shapes) -> list | None:
     """Prepare subgraph ``index`` for inputs of ``shapes``; its output shapes (None where
     unknown)."""
-    interp = ctx.interpreter
-    if not 0 <= index < len(interp.subgraphs):
-        raise ValueError(f"subgraph index {index} out of range (0..{len(interp.subgraphs) - 1})")
-    sg = interp.subgraphs[index]
+    run = ctx.run
+    if not 0 <= index < len(run.subgraphs):
+        raise ValueError(f"subgraph index {index} out of range (0..{len(run.subgraphs) - 1})")
+    sg = run.subgraphs[index]
     if len(shapes) != len(sg.inputs):
         raise ValueError(f"subgraph {index} takes {len(sg.inputs)} inputs, given {len(shapes)}")
-    if index in interp._preparing:
+    if index in run.preparing:
         return None
-    interp._preparing.add(index)
+    run.preparing.add(index)
     try:
         for i, s in zip(sg.inputs, shapes):
             sg.tensors[i].shape = s
         sg.prepare()
     finally:
-        interp._preparing.discard(index)
+        run.preparing.discard(index)
     return [sg.tensors[o].shape for o in sg.outputs]
 
 
@@ -82,13 +84,13 @@ def prepare_branches(ctx, node, branches: list[int], first_input: int) -> None:
 def run_branch(ctx, node, index: int, first_input: int):
     """Call subgraph ``index`` on the node's inputs from ``first_input`` on (a generator:
     the debugger steps into it); its results become the node's outputs."""
-    outs = yield from ctx.interpreter.call_subgraph(index, _branch_inputs(ctx, node, first_input))
+    outs = yield from ctx.call_subgraph(index, _branch_inputs(ctx, node, first_input))
     _finish_branch(ctx, node, outs)
 
 
 def run_branch_direct(ctx, node, index: int, first_input: int) -> None:
-    """`run_branch` for runs nothing pauses: a plain call (`Interpreter.run_subgraph`)."""
-    outs = ctx.interpreter.run_subgraph(index, _branch_inputs(ctx, node, first_input))
+    """`run_branch` for runs nothing pauses: a plain call (``ctx.run_subgraph``)."""
+    outs = ctx.run_subgraph(index, _branch_inputs(ctx, node, first_input))
     _finish_branch(ctx, node, outs)
 
 
@@ -125,14 +127,14 @@ class While(SubgraphKernel):
                 ctx.set_dynamic(ctx.tensors[o])
         from ..fused_loops import match_keras_lstm  # it imports kernels: not at load time
 
-        interp = ctx.interpreter
-        node.user_data = match_keras_lstm(interp.subgraphs[cond], interp.subgraphs[body])
+        subgraphs = ctx.run.subgraphs
+        node.user_data = match_keras_lstm(subgraphs[cond], subgraphs[body])
 
     def invoke(self, ctx, node):
         """The loop, pausable: the debugger can stop inside cond and body."""
         values = self._fused(ctx, node)
         if values is None:
-            call = ctx.interpreter.call_subgraph
+            call = ctx.call_subgraph
             cond, body, values, where = _loop_start(ctx, node)
             for count in itertools.count(1):
                 _iteration(ctx, node, count, where)
@@ -143,10 +145,10 @@ class While(SubgraphKernel):
 
     def invoke_direct(self, ctx, node):
         """`invoke` for runs nothing pauses: cond and body are plain calls
-        (`Interpreter.run_subgraph`), the same iterations and budget checks."""
+        (``ctx.run_subgraph``), the same iterations and budget checks."""
         values = self._fused(ctx, node)
         if values is None:
-            run = ctx.interpreter.run_subgraph
+            run = ctx.run_subgraph
             cond, body, values, where = _loop_start(ctx, node)
             count = 1
             while _iteration(ctx, node, count, where) and _true(run(cond, values)[0]):
@@ -159,13 +161,12 @@ class While(SubgraphKernel):
         """A recognised Keras LSTM loop in a run nothing watches op by op, run as one
         compiled step: the WHILE's output values (None: run the loop op by op)."""
         fused = node.user_data
-        interp = ctx.interpreter
-        if fused is None or not interp._direct or not interp.fuse_loops \
-                or interp._before_hooks or interp._after_hooks:
+        run = ctx.run
+        if fused is None or not run.direct or not run.fuse_loops or run.watched:
             return None
         values = [ctx.value(node, k) for k in range(len(node.inputs))]
-        budget, where = interp.budget, _where(ctx, node)
-        return fused.run(values, lambda count: budget.iteration(where, count, True))
+        key, where = (ctx.index, node.index), _where(ctx, node)
+        return fused.run(values, lambda count: run.iteration(key, where, count))
 
 
 def _where(ctx, node) -> str:
@@ -179,11 +180,10 @@ def _loop_start(ctx, node) -> tuple[int, int, list, str]:
 
 
 def _iteration(ctx, node, count: int, where: str) -> bool:
-    """Before iteration ``count``: the position for messages and the budgets (a run that
-    nothing pauses also sees the stop request here).  True: the loop may go on."""
-    interp = ctx.interpreter
-    interp.loop_iterations[(ctx.index, node.index)] = count
-    interp.budget.iteration(where, count, interp._direct, interp.call_path)
+    """Before iteration ``count``: the position for messages, the budgets (a run that
+    nothing pauses also sees the stop request here) and the progress
+    (`RunState.iteration`).  True: the loop may go on."""
+    ctx.run.iteration((ctx.index, node.index), where, count)
     return True
 
 
@@ -214,7 +214,7 @@ class If(SubgraphKernel):
         yield from run_branch(ctx, node, self._branch(ctx, node), first_input=1)
 
     def invoke_direct(self, ctx, node):
-        """`invoke` for runs nothing pauses (`Interpreter.run_subgraph`)."""
+        """`invoke` for runs nothing pauses (``ctx.run_subgraph``)."""
         run_branch_direct(ctx, node, self._branch(ctx, node), first_input=1)
 
     @staticmethod
@@ -233,19 +233,17 @@ class CallOnce(SubgraphKernel):
 
     def invoke(self, ctx, node):
         index = int(option(node, "init_subgraph_index"))
-        interp = ctx.interpreter
-        if index in interp.called_once:
+        if index in ctx.run.called_once:
             return
-        yield from interp.call_subgraph(index, [])
-        interp.called_once.add(index)
+        yield from ctx.call_subgraph(index, [])
+        ctx.run.called_once.add(index)
 
     def invoke_direct(self, ctx, node):
-        """`invoke` for runs nothing pauses (`Interpreter.run_subgraph`)."""
+        """`invoke` for runs nothing pauses (``ctx.run_subgraph``)."""
         index = int(option(node, "init_subgraph_index"))
-        interp = ctx.interpreter
-        if index not in interp.called_once:
-            interp.run_subgraph(index, [])
-            interp.called_once.add(index)
+        if index not in ctx.run.called_once:
+            ctx.run_subgraph(index, [])
+            ctx.run.called_once.add(index)
 
 
 @register(Op.VAR_HANDLE, versions=(1, 1))
@@ -258,9 +256,9 @@ class VarHandle(Kernel):
         ctx.resize(ctx.output(node, 0), ctx.output(node, 0).shape or ())
 
     def invoke(self, ctx, node):
-        interp = ctx.interpreter
+        ids = ctx.run.resource_ids
         key = (str(option(node, "container", "")), str(option(node, "shared_name", "")))
-        rid = interp.resource_ids.setdefault(key, len(interp.resource_ids))
+        rid = ids.setdefault(key, len(ids))
         out = ctx.output(node, 0)
         ctx.set_output(out, np.full(out.shape, rid, dtype=np.int32))
 
@@ -275,7 +273,7 @@ class ReadVariable(Kernel):
 
     def invoke(self, ctx, node):
         rid = _resource_id(ctx, node)
-        value = ctx.interpreter.resources.get(rid)
+        value = ctx.run.resources.get(rid)
         if value is None:
             raise ValueError(f"resource variable {rid} is read before it is assigned")
         ctx.set_output(ctx.output(node, 0), value)
@@ -291,4 +289,4 @@ class AssignVariable(Kernel):
     def invoke(self, ctx, node):
         value = np.array(ctx.value(node, 1), copy=True)
         value.setflags(write=False)
-        ctx.interpreter.resources[_resource_id(ctx, node)] = value
+        ctx.run.resources[_resource_id(ctx, node)] = value

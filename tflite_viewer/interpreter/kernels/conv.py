@@ -33,14 +33,15 @@ def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
            strides: tuple[int, int] = (1, 1), dilations: tuple[int, int] = (1, 1),
            padding: str = "SAME", act: str | None = None,
            w_matrix: np.ndarray | None = None, plan: ConvPlan | None = None,
-           reference_sums: bool = True) -> np.ndarray:
+           reference_sums: bool = True, checkpoint=None) -> np.ndarray:
     """NHWC convolution with an [O, KH, KW, I] filter; grouped when C is a multiple of I.
 
     ``w_matrix`` is the filter as [KH*KW*I, O] (`filter_matrix`) and ``plan`` the
     `float_conv.ConvPlan` of x's shape (caches kept by the kernel): im2col in bounded
     blocks, each multiplied into its output rows.  float32 sums follow
     reference_ops::Conv's order unless ``reference_sums`` is False
-    (`Interpreter.reference_float_sums`), which takes BLAS's.
+    (`Interpreter.reference_float_sums`), which takes BLAS's.  ``checkpoint`` is the
+    kernel's ``ctx.checkpoint``, called between blocks (a stop request ends it there).
     """
     _, _, _, c = x.shape
     _ratio(c, w.shape[3], f"input depth {c} is not a multiple of the filter depth {w.shape[3]}")
@@ -52,7 +53,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
     dtype = np.result_type(x, w)
     clamps = act in ACTIVATION_RANGES and dtype.kind == "f"
     out = plan(x, w_matrix, b, _float_bounds(act, dtype) if clamps else None,
-               product_for(reference_sums, x, w))
+               product_for(reference_sums, x, w), checkpoint)
     return out if clamps else apply_activation(out, act)
 
 
@@ -73,7 +74,7 @@ def depthwise_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
                      strides: tuple[int, int] = (1, 1), dilations: tuple[int, int] = (1, 1),
                      padding: str = "SAME", act: str | None = None,
                      reference_sums: bool = True,
-                     plan: DepthwisePlan | None = None) -> np.ndarray:
+                     plan: DepthwisePlan | None = None, checkpoint=None) -> np.ndarray:
     """NHWC depthwise convolution with a [1, KH, KW, C*M] filter (M = depth multiplier).
 
     The taps are added one at a time in the reference kernel's order; float32 sums take
@@ -87,17 +88,19 @@ def depthwise_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
         plan = DepthwisePlan(x.shape, w.shape, strides, dilations, geometry)
     dtype = np.result_type(x, w)
     clamps = act in ACTIVATION_RANGES and dtype.kind == "f"
-    out = plan(x, w, b, _float_bounds(act, dtype) if clamps else None, reference_sums)
+    out = plan(x, w, b, _float_bounds(act, dtype) if clamps else None, reference_sums,
+               checkpoint)
     return out if clamps else apply_activation(out, act)
 
 
 def transpose_conv2d(x: np.ndarray, w: np.ndarray, output_shape: tuple[int, ...],
                      b: np.ndarray | None = None, strides: tuple[int, int] = (1, 1),
                      padding: str = "SAME", act: str | None = None,
-                     w_matrix: np.ndarray | None = None) -> np.ndarray:
+                     w_matrix: np.ndarray | None = None, checkpoint=None) -> np.ndarray:
     """TFLite TRANSPOSE_CONV: scatter each input pixel times an [O, KH, KW, I] filter into
     the output (col2im), the padding computed as for the forward convolution.
-    ``w_matrix`` is `float_conv.transpose_filter` of ``w`` (a cache)."""
+    ``w_matrix`` is `float_conv.transpose_filter` of ``w`` (a cache); ``checkpoint`` is
+    called between blocks."""
     n, h, wd, ci = x.shape
     o, kh, kw, wi = w.shape
     if wi != ci:
@@ -108,7 +111,8 @@ def transpose_conv2d(x: np.ndarray, w: np.ndarray, output_shape: tuple[int, ...]
     pads = transpose_conv_padding(padding, (oh, ow), (kh, kw), strides)
     if w_matrix is None:
         w_matrix = transpose_filter(w)
-    out = float_transpose_conv(x, w_matrix, (kh, kw), strides, pads, (on, oh, ow, oc))
+    out = float_transpose_conv(x, w_matrix, (kh, kw), strides, pads, (on, oh, ow, oc),
+                               checkpoint)
     if b is not None:
         out += b
     return apply_activation(out, act)
@@ -229,10 +233,10 @@ def bind_float(ctx, node, invoke, make_filter=None):
             return
         reference = interp.reference_float_sums
         if make_filter is None:
-            o.data = plan(data, filt, bias, bounds, reference)
+            o.data = plan(data, filt, bias, bounds, reference, ctx.checkpoint)
         else:
             o.data = plan(data, cache.get(filt, make_filter), bias, bounds,
-                          product_for(reference, data, filt))
+                          product_for(reference, data, filt), ctx.checkpoint)
     return bound
 
 
@@ -283,14 +287,15 @@ def filter_accepts(pos: int, axis: int, bias: int, hybrid: str = "INT8 INT4",
     ``bias``), per node kind as LiteRT's kernels take them (measured:
     tools/sweep_quant_forms.py): float filters for float nodes; ``hybrid`` types for a
     float input; ``int8`` types for int8 ones; int8 filters for int16x8; uint8 filters
-    per tensor for uint8.  An integer filter always carries a scale."""
+    per tensor for uint8.  An integer filter always carries a scale; the filter's and the
+    bias's scales only multiply (a zero one is an all-zero channel, `Accepts.multiplied`)."""
     per = f"per-tensor per-channel:{axis}"
     return declare({bias: BIAS_SLOT}, kinds={
         "float": {pos: FLOAT_WEIGHT},
         "hybrid": {pos: f"{hybrid}: {per}"},
         "int8": {pos: f"{int8}: {per}"},
         "int16": {pos: f"INT8: {per}"},
-        "uint8": {pos: "UINT8: per-tensor"}})
+        "uint8": {pos: "UINT8: per-tensor"}}, multiplied=(pos, bias))
 
 
 def check_image(op: str, x, first: int = 1, count: int = 2) -> None:
@@ -381,7 +386,8 @@ class Conv2D(_ConvKernel):
         strides, dilations, padding, act, plan = node.user_data.args
         out = conv2d(x, w, None if b is None else b.data, strides, dilations, padding, act,
                      w_matrix=node.user_data.get(w, filter_matrix), plan=plan,
-                     reference_sums=ctx.interpreter.reference_float_sums)
+                     reference_sums=ctx.interpreter.reference_float_sums,
+                     checkpoint=ctx.checkpoint)
         ctx.set_output(ctx.output(node, 0), out)
 
 
@@ -457,7 +463,8 @@ class DepthwiseConv2D(_ConvKernel):
         strides, dilations, padding, act, plan = cache.args
         out = depthwise_conv2d(ctx.value(node, 0), ctx.value(node, 1),
                                None if b is None else b.data, strides, dilations, padding, act,
-                               reference_sums=ctx.interpreter.reference_float_sums, plan=plan)
+                               reference_sums=ctx.interpreter.reference_float_sums, plan=plan,
+                               checkpoint=ctx.checkpoint)
         ctx.set_output(ctx.output(node, 0), out)
 
 
@@ -539,5 +546,6 @@ class TransposeConv(Kernel):
             cache["float_src"], cache["float_matrix"] = w, transpose_filter(w)
         out = transpose_conv2d(ctx.value(node, 2), w, out_shape, None if b is None else b.data,
                                _strides(node), option(node, "padding", "SAME"),
-                               clamp_activation(node), w_matrix=cache["float_matrix"])
+                               clamp_activation(node), w_matrix=cache["float_matrix"],
+                               checkpoint=ctx.checkpoint)
         ctx.set_output(ctx.output(node, 0), out)

@@ -200,10 +200,11 @@ class EmbeddingLookup(Kernel):
     (see the module docstring), bit-exact with LiteRT's builtin kernel."""
 
     types = "any"
+    reads_scales = True
     accepts = declare({0: "INT32: none per-tensor",
                        1: "* INT4 INT2: none per-tensor | UINT8 INT8 INT4 INT2: per-channel:0 "
                           "| INT4 INT2: blockwise | FLOAT32: custom"},
-                      outputs="* INT4 INT2: none per-tensor")
+                      outputs="* INT4 INT2: none per-tensor", multiplied=(1,))
 
     def check(self, ctx, node):
         return _plan(ctx, node)[1]

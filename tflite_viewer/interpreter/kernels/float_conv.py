@@ -18,6 +18,11 @@ Each output's sum involves only its own patch, so with ``reference`` products
 (`float32.ordered_matmul`) blocking the rows changes no value: every output is LiteRT's
 reference kernel's bits.  BLAS rounds as its kernels for a block's shape do, a float32
 rounding or so from the reference either way.
+
+Between two blocks (and between two taps of a reference-order depthwise convolution) the
+plans call ``checkpoint(fraction done)``, the kernel's `Subgraph.checkpoint`: a stop
+request or a run past its time budget ends a convolution of seconds there, within a
+block, and the progress moves within the op.
 """
 from __future__ import annotations
 
@@ -37,6 +42,8 @@ from ..integer.conv import PAD_KEEP_BYTES
 BLOCK_BYTES = 1 << 20
 
 Product = Callable[[np.ndarray, np.ndarray], np.ndarray]
+#: ``ctx.checkpoint`` (`Subgraph.checkpoint`): called between blocks with the share done
+Checkpoint = Callable[[float], None]
 
 
 def product_for(reference: bool, *arrays: np.ndarray) -> Product | None:
@@ -154,22 +161,28 @@ class ConvPlan:
         return view
 
     def __call__(self, x: np.ndarray, w_matrix: np.ndarray, bias: np.ndarray | None = None,
-                 bounds: tuple | None = None, product: Product | None = None) -> np.ndarray:
+                 bounds: tuple | None = None, product: Product | None = None,
+                 checkpoint: Checkpoint | None = None) -> np.ndarray:
         """The convolution of ``x`` (of the planned shape) by ``w_matrix`` [KH*KW*C/groups,
         O] (`filter_matrix`), plus ``bias``, clamped to ``bounds`` (low, high or None):
         [N, OH, OW, O].  ``product`` multiplies a block of patches by the filter matrix
-        (None: BLAS)."""
+        (None: BLAS); ``checkpoint`` is called between blocks (module docstring)."""
         dtype = np.result_type(x, w_matrix)
         out = np.empty(self.out_shape, dtype)
         flat = out.reshape(-1, self.out_shape[3])
+        total = flat.shape[0]
         if self.whole or self.pointwise:
             rows = x.reshape(self.out_shape[0], -1) if self.whole else x.reshape(-1, self.k)
             for r0, r1, *_ in (((0, rows.shape[0]),) if self.whole else self.blocks):
+                if r0 and checkpoint is not None:
+                    checkpoint(r0 / total)
                 self._block(rows[r0:r1], w_matrix, flat[r0:r1], bias, bounds, product)
             return out
         patches = self._patches(x)
         buffer = np.empty((self.block_rows, self.k), x.dtype)
         for r0, r1, b, y0, y1, x0, x1 in self.blocks:
+            if r0 and checkpoint is not None:
+                checkpoint(r0 / total)
             cols = buffer[:r1 - r0]
             part = patches[b, y0:y1, x0:x1]
             np.copyto(cols.reshape(part.shape), part)
@@ -237,10 +250,12 @@ class DepthwisePlan:
         return laid
 
     def __call__(self, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None,
-                 bounds: tuple | None = None, reference: bool = True) -> np.ndarray:
+                 bounds: tuple | None = None, reference: bool = True,
+                 checkpoint: Checkpoint | None = None) -> np.ndarray:
         """[N, OH, OW, C*M]: the taps of ``w`` [1, KH, KW, C*M] over ``x``, plus ``bias``,
         clamped to ``bounds``; tap after tap in the reference order when ``reference`` or
-        not float32, else in one einsum (numpy's order)."""
+        not float32 (``checkpoint`` called between taps), else in one einsum (numpy's
+        order)."""
         (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.strides, self.dilations
         win = self.pad.win
         xp = self.pad(x)
@@ -252,6 +267,8 @@ class DepthwisePlan:
             tmp = np.empty_like(out)
             for i in range(kh):
                 for j in range(kw):
+                    if (i or j) and checkpoint is not None:
+                        checkpoint((i * kw + j) / (kh * kw))
                     tap = xp[:, i * dh:i * dh + (win.out_h - 1) * sh + 1:sh,
                              j * dw:j * dw + (win.out_w - 1) * sw + 1:sw, :]
                     np.multiply(tap, w[0, i, j], out=tmp)
@@ -285,11 +302,13 @@ def transpose_filter(w: np.ndarray) -> np.ndarray:
 
 def transpose_conv(x: np.ndarray, w_matrix: np.ndarray, kernel: tuple[int, int],
                    strides: tuple[int, int], pads: tuple[int, int],
-                   out_shape: tuple[int, int, int, int]) -> np.ndarray:
+                   out_shape: tuple[int, int, int, int],
+                   checkpoint: Checkpoint | None = None) -> np.ndarray:
     """TRANSPOSE_CONV (col2im): each input pixel times every filter tap, added into the
     output at stride less the leading pads; contributions outside the output dropped.
     The products of a block of input rows (about `BLOCK_BYTES`) are made by one BLAS
-    product with ``w_matrix`` (`transpose_filter`) and added tap by tap."""
+    product with ``w_matrix`` (`transpose_filter`) and added tap by tap; ``checkpoint``
+    is called between blocks."""
     n, h, wd, ci = x.shape
     kh, kw = kernel
     (sh, sw), (pt, pl) = strides, pads
@@ -300,6 +319,8 @@ def transpose_conv(x: np.ndarray, w_matrix: np.ndarray, kernel: tuple[int, int],
     rows_per = max(1, BLOCK_BYTES // max(1, wd * kh * kw * o * 4))
     for b in range(n):
         for y0 in range(0, h, rows_per):
+            if (b or y0) and checkpoint is not None:
+                checkpoint((b * h + y0) / (n * h))
             y1 = min(h, y0 + rows_per)
             prods = (x[b, y0:y1].reshape(-1, ci) @ w_matrix).reshape(y1 - y0, wd, kh, kw, o)
             for i in range(kh):

@@ -5,9 +5,9 @@ import math
 
 import numpy as np
 
-from .. import eigen_gemm
+from .. import eigen_gemm, xnnpack_gemm
 from ..float32 import last_of_sums, ordered_matmul
-from ..kernel_sets import builtin
+from ..kernel_sets import builtin, xnnpack_partition
 from ..integer import batch_matmul as int_batch_matmul, blockwise as int_blockwise
 from ..integer import conv as int_conv
 from ..integer import fully_connected as int_fully_connected, hybrid as int_hybrid
@@ -17,15 +17,17 @@ from .common import (ACTIVATION_RANGES, FLOAT_WEIGHT, BuiltinOperator as Op, INT
                      KernelError, _float_bounds, activation, apply_activation, declare, kind,
                      option, register, rounding, tensor_qparams)
 from .float_conv import clamp
+from .xnnpack_matmul import bmm_path, fc_path, fully_connected as xnnpack_fully_connected
 
 
-def _product(rows: np.ndarray, wt: np.ndarray, reference_sums: bool = True,
-             builtin_sums: bool = False) -> np.ndarray:
-    """rows [M, K] times wt [K, O]: float32 sums in reference_ops::FullyConnected's depth
-    order (`float32.ordered_matmul`, LiteRT's reference to the bit), or with
-    ``builtin_sums`` (`kernel_sets`: the builtin kernels) in the order of their Eigen
-    product (`eigen_gemm.product`), unless ``reference_sums`` is False
-    (`Interpreter.reference_float_sums`); numpy's product for other types."""
+def fully_connected_product(rows: np.ndarray, wt: np.ndarray, reference_sums: bool = True,
+                            builtin_sums: bool = False) -> np.ndarray:
+    """FULLY_CONNECTED's product, rows [M, K] times wt [K, O]: float32 sums in
+    reference_ops::FullyConnected's depth order (`float32.ordered_matmul`, LiteRT's
+    reference to the bit), or with ``builtin_sums`` (`kernel_sets`: the builtin kernels)
+    in the order of their Eigen product (`eigen_gemm.product`), unless ``reference_sums``
+    is False (`Interpreter.reference_float_sums`); numpy's product for other types.  The
+    fused Keras LSTM loop (`fused_loops`) multiplies with it too, to the kernel's bits."""
     if reference_sums and rows.dtype == np.float32 and wt.dtype == np.float32:
         return eigen_gemm.product(rows, wt.T) if builtin_sums else ordered_matmul(rows, wt)
     return rows @ wt
@@ -41,7 +43,7 @@ def fully_connected(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
         raise ValueError(f"input of {x.size} elements is not a multiple of the weights' "
                          f"input size {k}")
     rows = x if x.ndim == 2 and x.shape[1] == k else x.reshape(-1, k)
-    out = _product(rows, w.T if w_t is None else w_t, reference_sums, builtin_sums)
+    out = fully_connected_product(rows, w.T if w_t is None else w_t, reference_sums, builtin_sums)
     if b is not None:
         out += b
     out = apply_activation(out, act)
@@ -80,15 +82,17 @@ class FullyConnected(Kernel):
     accepts = declare({2: "*: none per-tensor per-channel:0"}, kinds={
         "float": {1: FLOAT_WEIGHT},
         "hybrid": {1: "INT8 INT4 INT2: per-tensor per-channel:0 | INT4: blockwise"},
-        "int8": {1: "INT8 INT4: per-tensor per-channel:0 | INT2: per-channel:0"},
+        "int8": {1: "INT8 INT4 INT2: per-tensor per-channel:0"},
         "int16": {1: "INT8 INT4: per-tensor per-channel:0"},
-        "uint8": {1: "UINT8: per-tensor"}})
+        "uint8": {1: "UINT8: per-tensor"}}, multiplied=(1, 2))
 
     def check(self, ctx, node):
         fmt = node.builtin_data.get("weights_format", "DEFAULT")
         if fmt not in ("DEFAULT", 0):
             return f"FULLY_CONNECTED v{node.version} with weights_format {fmt}: not implemented"
         if _blockwise(ctx.input(node, 1)):
+            if xnnpack_partition(ctx, node) is not None:
+                return None  # XNNPACK's checks took it (delegation.xnnpack_weights)
             return int_blockwise.blockwise_problem(ctx, node)
         return super().check(ctx, node)
 
@@ -106,7 +110,9 @@ class FullyConnected(Kernel):
         cache["kind"] = k = kind(ctx, node)
         if _blockwise(w):
             cache["kind"], cache["bound"] = "blockwise", None  # (checked at load)
+            cache["xnn"] = fc_path(ctx, node, "blockwise")
             return
+        cache["xnn"] = fc_path(ctx, node, k)  # the xnnpack kernel set's product, if taken
         if k != "hybrid" and cache["act"] not in (None, *ACTIVATION_RANGES):
             # fully_connected.cc's Prepare: only the hybrid path applies TANH or SIGN_BIT
             raise ValueError(f"fused activation {cache['act']} on a {k} FULLY_CONNECTED: "
@@ -141,7 +147,7 @@ class FullyConnected(Kernel):
         row, clamped in place, stored as the output's value (the checks of `set_output`
         hold by construction); any other input goes through `invoke`."""
         bound = node.user_data.get("bound")
-        if bound is None:
+        if bound is None or node.user_data.get("xnn") is not None:
             return None
         xt, k_in, wt, brow, act, keep, o = bound
         if keep or xt.shape is None or o.shape is None or o.is_dynamic or o.dtype != wt.dtype \
@@ -158,20 +164,25 @@ class FullyConnected(Kernel):
             x = xt.data
             if x is None or x.shape != x_shape or x.dtype != dtype:
                 return invoke(ctx, node)
-            out = _product(x, wt, interp.reference_float_sums, builtin_sums)
+            out = fully_connected_product(x, wt, interp.reference_float_sums, builtin_sums)
             clamp(out, brow, bounds)
             o.data = out
         return run
 
     def invoke(self, ctx, node):
         cache = node.user_data
+        if cache.get("xnn") is not None:  # an XNNPACK partition's product (xnnpack_matmul)
+            out = xnnpack_fully_connected(ctx, node, cache["xnn"])
+            if out is not None:
+                ctx.set_output(ctx.output(node, 0), out)
+                return
         bound = cache.get("bound")
         if bound is not None:  # float, constant weights: the product, bound at prepare
             xt, k_in, wt, brow, act, keep, o = bound
             x = xt.data
             if x is not None and x.dtype == wt.dtype and x.size % k_in == 0:
                 rows = x if x.ndim == 2 and x.shape[1] == k_in else x.reshape(-1, k_in)
-                out = _product(rows, wt, ctx.interpreter.reference_float_sums, builtin(ctx))
+                out = fully_connected_product(rows, wt, ctx.interpreter.reference_float_sums, builtin(ctx))
                 if brow is not None:
                     out += brow
                 if act is not None:
@@ -320,7 +331,7 @@ class BatchMatmul(Kernel):
     accepts = declare(kinds={"float": {1: "FLOAT32: none per-tensor per-channel:* custom"},
                              "hybrid": {1: "INT8: per-tensor per-channel:-1"},
                              "int8": {1: "INT8: per-tensor"},
-                             "int16": {1: "INT16: per-tensor"}})
+                             "int16": {1: "INT16: per-tensor"}}, multiplied=(1,))
 
     def init(self, ctx, node):
         return {"kind": "float", "params": None, "rhs": None, "row_sums": None}
@@ -330,6 +341,7 @@ class BatchMatmul(Kernel):
         ctx.resize(out, _bmm_shape(ctx, node))
         cache = node.user_data
         cache["kind"] = k = kind(ctx, node)
+        cache["xnn"] = bmm_path(ctx, node, k)  # XNNPACK's f32 GEMM, if taken
         if k in INT_KINDS:
             lhs, rhs = ctx.input(node, 0), ctx.input(node, 1)
             cache["params"] = int_batch_matmul.prepare_batch_matmul(
@@ -346,6 +358,9 @@ class BatchMatmul(Kernel):
         elif k == "hybrid":
             out = int_batch_matmul.hybrid_batch_matmul(a, b, tensor_qparams(ctx.input(node, 1)),
                                                        node.builtin_data)
+        elif cache.get("xnn") and ctx.interpreter.reference_float_sums:
+            out = xnnpack_gemm.batch_matmul(a, b, bool(option(node, "adj_x", False)),
+                                            bool(option(node, "adj_y", False)))
         else:
             out = batch_matmul(a, b, bool(option(node, "adj_x", False)),
                                bool(option(node, "adj_y", False)),

@@ -27,12 +27,13 @@ def _pad_shape(ctx, node):
 
 def _pad_value(ctx, node):
     """PADV2's constant, else zero: for quantized tensors the output's zero point (what
-    LiteRT pads with, whatever the input's parameters)."""
+    LiteRT pads with, whatever the input's parameters: its per-tensor zero point, which
+    per-channel parameters leave at 0)."""
     if len(node.inputs) > 2 and node.inputs[2] >= 0:
         return ctx.value(node, 2).reshape(-1)[0]
     out = ctx.output(node, 0)
     q = out.quantization
-    if out.is_quantized_int and q is not None and q.zero_point.size:
+    if out.is_quantized_int and q is not None and q.zero_point.size == 1:
         return q.zero_point[0]
     return 0
 

@@ -45,6 +45,7 @@ class Quantize(Kernel):
     integer types (multiplier of double(s_in) / double(s_out))."""
 
     types = "any"
+    reads_scales = True
     accepts = declare(outputs="* INT4 UINT4: none per-tensor per-channel:*")
 
     def check(self, ctx, node):
@@ -112,8 +113,10 @@ class _ConstantCached(Kernel):
 
 @register(Op.DEQUANTIZE, versions=(1, 8))
 class Dequantize(_ConstantCached):
+    reads_scales = True
     accepts = declare({0: "FLOAT16: none per-tensor blockwise custom | INT16: per-tensor "
-                          "| INT8 UINT8 INT4 UINT4 INT2: per-tensor per-channel:*"})
+                          "| INT8 UINT8 INT4 UINT4 INT2: per-tensor per-channel:*"},
+                      multiplied=(0,))
 
     def check(self, ctx, node):
         x = ctx.input(node, 0)
@@ -138,8 +141,16 @@ class Dequantize(_ConstantCached):
                                   values)
 
 
+#: DENSIFY's types and forms, as densify.cc takes them: FLOAT32, FLOAT16 and INT8 (its Eval
+#: refuses every other type), in any quantization form, which it never reads: it copies
+#: the stored values (a per-channel INT8 weight stays per-channel, read by the consumer)
+_DENSIFY = "FLOAT32 FLOAT16 INT8: none per-tensor per-channel:* blockwise custom multi-axis"
+
+
 @register(Op.DENSIFY, versions=(1, 1))
 class Densify(_ConstantCached):
+    accepts = declare({0: _DENSIFY}, outputs=_DENSIFY)
+
     def check(self, ctx, node):
         x = ctx.input(node, 0)
         if x.sparsity is None or not x.is_constant:

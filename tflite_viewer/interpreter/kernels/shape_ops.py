@@ -174,7 +174,8 @@ def _concat_check(ctx, node):
     if out.dtype == np.int16:
         for i in list(node.inputs) + list(node.outputs):
             t = ctx.tensors[i]
-            if i >= 0 and t.is_quantized_int and np.any(t.quantization.zero_point != 0):
+            if i >= 0 and t.is_quantized_int and t.quantization is not None \
+                    and np.any(t.quantization.zero_point != 0):
                 return (f"{node.name} v{node.version}: int16 tensor {t.index} ({t.name}) has "
                         f"zero point {int(t.quantization.zero_point[0])}; LiteRT's kernel "
                         "requires 0 (its Prepare fails on this model)")

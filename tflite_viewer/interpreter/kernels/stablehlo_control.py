@@ -1,6 +1,6 @@
 """StableHLO control flow: STABLEHLO_COMPOSITE runs its decomposition subgraph and
 STABLEHLO_CASE one of its branch subgraphs (an index out of range picks the last branch, as
-LiteRT does).  Both are generators over `Interpreter.call_subgraph`, so the debugger steps
+LiteRT does).  Both are generators over ``ctx.call_subgraph``, so the debugger steps
 into them as into CALL_ONCE, IF and WHILE."""
 from __future__ import annotations
 

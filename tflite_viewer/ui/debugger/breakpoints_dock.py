@@ -11,8 +11,10 @@ from PySide6.QtWidgets import (QHBoxLayout, QPushButton, QTreeWidget, QTreeWidge
                                QVBoxLayout, QWidget)
 
 from ..panels.common import min_rows
-from ..workspace import BREAKPOINTS, MODEL
+from ..state.docks import BOTTOM, DockSpec
+from ..state.workspace import BREAKPOINTS, MODEL
 
+DOCK = DockSpec("breakpoints", "Breakpoints", BOTTOM, part="breakpoints")
 EMPTY = "No breakpoints: select an operator and press F9, or Add\u2026 a condition"
 
 
@@ -33,7 +35,7 @@ class BreakpointsDock(QWidget):
         self.tree.setColumnWidth(0, 340)
         self.tree.itemChanged.connect(self._changed)
         self.tree.itemDoubleClicked.connect(self._double_clicked)
-        min_rows(self.tree, 8)
+        min_rows(self.tree)
         add = QPushButton("Add\u2026")
         add.setToolTip("A conditional breakpoint: NaN/Inf, a range, saturation, an op type")
         add.clicked.connect(self.addRequested)

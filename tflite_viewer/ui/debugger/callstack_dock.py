@@ -11,8 +11,10 @@ from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from ...interpreter.session import PAUSED
 from ..panels.common import min_rows
-from ..workspace import DEBUG, MODEL
+from ..state.docks import BOTTOM, DockSpec
+from ..state.workspace import DEBUG, MODEL
 
+DOCK = DockSpec("callstack", "Call Stack", BOTTOM, part="debug")
 EMPTY = "No paused run: F10 steps to the first operator, F5 runs to a breakpoint"
 
 
@@ -28,7 +30,7 @@ class CallStackDock(QWidget):
         self.tree.setRootIsDecorated(False)
         self.tree.setColumnWidth(0, 240)
         self.tree.itemClicked.connect(self._clicked)
-        min_rows(self.tree, 8)
+        min_rows(self.tree)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(self.tree)

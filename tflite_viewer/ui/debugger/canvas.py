@@ -2,10 +2,10 @@
 
 Executed operators, computed edges and the operator about to run come from the session's
 last stop (``ws.debug``), the breakpoint dots from ``ws.breakpoints`` (shown with or without
-a session), and the heat colours from the last stop's op times or the cross-check's errors
-(``ws.crosscheck``), with a legend saying what the colours measure.  All are drawn by one
-`debug_overlay.DebugOverlayItem` on the shown subgraph's scene; a stop of another model can
-never reach it, because the workspace that held it is gone.
+a session).  All are drawn by one `debug_overlay.DebugOverlayItem` on the shown subgraph's
+scene; a stop of another model can never reach it, because the workspace that held it is
+gone.  Colouring the operators by op time or by the cross-check's errors is an overlay of
+the canvas (`state.overlays.TimeOverlay`, `ErrorOverlay`), one at a time with the others.
 """
 from __future__ import annotations
 
@@ -13,14 +13,7 @@ import numpy as np
 from PySide6.QtCore import QRectF
 
 from ...interpreter.session import PAUSED
-from ..canvas_legend import CanvasLegend
-from ..debug_overlay import heat_color
-from ..workspace import BREAKPOINTS, CROSSCHECK, DEBUG, MODEL, NAVIGATION
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms"
-
+from ..state.workspace import BREAKPOINTS, DEBUG, MODEL, NAVIGATION
 
 class DebugCanvas:
     """Paints `DebugOverlayItem` from the workspace (see the module docstring)."""
@@ -28,9 +21,8 @@ class DebugCanvas:
     def __init__(self, controller) -> None:
         self.controller = controller
         self.window = controller.window
-        self.legend = CanvasLegend(self.window.view, heat_color, slot=1)
         controller.hub.subscribe(lambda _ws: self.paint(), MODEL, NAVIGATION, DEBUG,
-                                 BREAKPOINTS, CROSSCHECK)
+                                 BREAKPOINTS)
 
     def _frame_op(self, stop, subgraph: int) -> int | None:
         """The op about to run in ``subgraph`` if the paused run has a frame there; with
@@ -52,13 +44,12 @@ class DebugCanvas:
         return None
 
     def paint(self) -> None:
-        """Mark the shown subgraph: executed ops, computed edges, breakpoints, current op,
-        heat; no marks at all when there is nothing to show."""
+        """Mark the shown subgraph: executed ops, computed edges, breakpoints, current op;
+        no marks at all when there is nothing to show."""
         w, ctl = self.window, self.controller
         ws = ctl.hub.workspace
         scene = w.graph_scene
         if ws.model is None or scene.data is None or scene.data.subgraph != ws.subgraph:
-            self.legend.hide()
             return
         sg = ws.subgraph
         n_ops = len(ws.model.subgraphs[sg].operators)
@@ -70,12 +61,8 @@ class DebugCanvas:
             theirs = by_subgraph.setdefault(s, ws.breakpoints.op_marks(s))
             if op in theirs:
                 marks[n_ops + k] = theirs[op]
-        heat = self._heat(ws, sg, n_ops)
-        if heat is not None and slots:
-            heat = np.concatenate([heat, self._slot_heat(ws, slots, heat)])
-        if not (ws.debug.active or marks or heat is not None):
+        if not (ws.debug.active or marks):
             scene.drop_debug_overlay()
-            self.legend.hide()
             return
         overlay = scene.debug_overlay(n_ops)
         if overlay is None:
@@ -92,7 +79,6 @@ class DebugCanvas:
         else:
             overlay.set_state()
         overlay.set_breakpoints(marks)
-        overlay.set_heat(heat)
 
     @staticmethod
     def _computed_edges(stop, sg: int, data) -> np.ndarray:
@@ -105,45 +91,6 @@ class DebugCanvas:
         for e, (s, k) in data.inline.edge_origin.items():
             out[e] = bool(stop.computed[s][k])
         return out
-
-    def _slot_heat(self, ws, slots, heat: np.ndarray) -> np.ndarray:
-        """Heat of the inlined operators: their op times, on the scale of the shown ones
-        (the cross-check's errors are the shown subgraph's alone: none)."""
-        values = np.full(len(slots), np.nan)
-        if self.controller.heat == "time" and ws.debug.active:
-            times = ws.debug.profile
-            top = max(times.values(), default=0.0)
-            for k, key in enumerate(slots):
-                if key in times and top > 0:
-                    values[k] = times[key] / top
-        return values
-
-    def _heat(self, ws, sg: int, n_ops: int) -> np.ndarray | None:
-        heat = self.controller.heat
-        if heat == "time":
-            return self._time_heat(ws, sg, n_ops)
-        if heat == "error":
-            check = ws.crosscheck.result
-            if check is not None and sg == check.report.subgraph:
-                from .crosscheck_dock import op_errors
-                self.legend.set_range("cross-check: error / range of LiteRT's (log)",
-                                      "1e-7 or less", "0.1 or more")
-                return op_errors(check, n_ops)
-        self.legend.hide()
-        return None
-
-    def _time_heat(self, ws, sg: int, n_ops: int) -> np.ndarray | None:
-        times = ws.debug.profile if ws.debug.active else {}
-        values = np.full(n_ops, np.nan)
-        for (s, op), sec in times.items():
-            if s == sg and 0 <= op < n_ops:
-                values[op] = sec
-        top = np.nanmax(values) if np.isfinite(values).any() else 0.0
-        if not top > 0:
-            self.legend.hide()
-            return None
-        self.legend.set_range("op time of the last stop (red: slowest)", "0 ms", _ms(top))
-        return values / top
 
     def scroll_to_current(self) -> None:
         """Bring the operator about to run into view (after a step)."""

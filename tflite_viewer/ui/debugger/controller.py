@@ -5,7 +5,7 @@ label and docks (built by `menus`).  The run itself happens in a `DebugWorker` o
 QThread; this side only sends commands and receives immutable stops and snapshots, so the
 event loop never waits for a kernel.
 
-Everything about the run belongs to the open workspace (`ui.workspace`): its inputs, the
+Everything about the run belongs to the open workspace (`ui.state.workspace`): its inputs, the
 session's generation, the last stop, snapshots, outputs and profile (``ws.debug``), the
 breakpoints (``ws.breakpoints``, kept while no session runs and copied into each new one)
 and the watch list (``ws.watches``).  The controller writes them and tells the hub; the
@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QEvent, QObject, Qt, QThread, Signal
-from PySide6.QtWidgets import QDockWidget, QMenu
+from PySide6.QtWidgets import QMenu
 
 from ...interpreter import debugger as dbg
 from ...interpreter.session import ERROR, FINISHED, PAUSED, BreakpointInfo, DebugStop
-from ..identity import TensorRef
+from ..state.crosscheck import crosscheck_state
+from ..state.identity import TensorRef
 from ..panels.tensor_panel import NOT_RUNNING
-from ..workspace import (BREAKPOINTS, DEBUG, SESSION_NOTICE, SNAPSHOTS, WATCHES, RunOutputs,
+from ..state.workspace import (BREAKPOINTS, DEBUG, SESSION_NOTICE, SNAPSHOTS, WATCHES, RunOutputs,
                          Workspace)
 from . import menus
 from .canvas import DebugCanvas
@@ -38,12 +39,6 @@ from .worker import DebugWorker, Request
 
 log = logging.getLogger(__name__)
 _serials = itertools.count(1)  # session generations, unique for the process
-
-
-def in_view(dock: QDockWidget) -> bool:
-    """Whether ``dock`` can be seen: a dock behind another one's tab stays "visible" to
-    Qt (isVisible) but has nothing of it on screen."""
-    return dock.isVisible() and not dock.visibleRegion().isEmpty()
 
 
 class DebuggerController(QObject):
@@ -61,8 +56,6 @@ class DebuggerController(QObject):
         super().__init__(window)
         self.window = window
         self.hub = window.hub
-        self.heat: str | None = None  # what colours the ops: "time", "error" or nothing
-        self.crosscheck_dock = None  # made by the first cross-check
         self.thread = QThread(self)
         self.thread.setObjectName("tflite-viewer debugger")
         self.worker = DebugWorker()
@@ -77,8 +70,8 @@ class DebuggerController(QObject):
         self.worker.opened.connect(self._opened)
         self.worker.result.connect(self._result)
         self.thread.start()
-        menus.build_docks(self)
         menus.build_actions(self)
+        menus.build_docks(self)
         self.state_label = StateLabel(self.hub)
         window.statusBar().addPermanentWidget(self.state_label)
         self.state_label.setText("")  # hidden until a session starts
@@ -106,10 +99,6 @@ class DebuggerController(QObject):
         return self.ws.debug.busy
 
     @property
-    def serial(self) -> int:
-        return self.ws.debug.serial
-
-    @property
     def last_stop(self) -> DebugStop | None:
         return self.ws.debug.last_stop
 
@@ -118,20 +107,8 @@ class DebuggerController(QObject):
         return self.ws.debug.snapshots
 
     @property
-    def inputs(self) -> dict[str, np.ndarray]:
-        return self.ws.debug.inputs
-
-    @property
-    def signature(self) -> str | None:
-        return self.ws.debug.signature
-
-    @property
-    def specs(self) -> tuple:
-        return self.ws.debug.specs
-
-    @property
     def last_cross_check(self):
-        return self.ws.crosscheck.result
+        return crosscheck_state(self.ws).result
 
     @property
     def breakpoint_infos(self) -> tuple[BreakpointInfo, ...]:
@@ -140,9 +117,6 @@ class DebuggerController(QObject):
 
     # ==========================================================================================
     # construction (`menus`)
-    def _dock(self, title: str, widget, name: str) -> QDockWidget:
-        return menus.make_dock(self, title, widget, name)
-
     def add_menu_actions(self, menu: QMenu) -> None:
         """The canvas's context menu: see `menus.add_menu_actions`."""
         menus.add_menu_actions(self, menu)
@@ -234,9 +208,18 @@ class DebuggerController(QObject):
             return dict(call.inputs), call.signature
         return dict(self.ws.debug.inputs), self.ws.debug.signature
 
+    def describe_inputs(self) -> str:
+        """`run_inputs` in words, for the results computed on them."""
+        if self.current_call() is not None:
+            return "the inputs of the generation call paused in"
+        chosen = sorted(self.ws.debug.inputs)
+        if not chosen:
+            return "seeded inputs (Debug \u203a Inputs\u2026 chooses others)"
+        return f"the debugger's inputs ({', '.join(chosen)}; the rest seeded)"
+
     def inline_composites(self) -> bool:
         """Whether the canvas draws composites expanded (Step Over then enters them)."""
-        return not bool(getattr(self.window, "fold_composites", True))
+        return self.window.composites.expand
 
     def float_sums(self) -> str:
         """How a run adds float32 CONV_2D / FULLY_CONNECTED products (Debug > Float Sums,
@@ -396,7 +379,7 @@ class DebuggerController(QObject):
         if self.window.model is None:
             return
         dialog = InputsDialog(self.window.model, self.window.path, self.window.settings,
-                              self.window, self.signature, self.ws.debug.generation)
+                              self.window, self.ws.debug.signature, self.ws.debug.generation)
         accepted = dialog.exec()
         self.window.view.setFocus(Qt.FocusReason.OtherFocusReason)  # the canvas, not a dock
         if accepted and dialog.generation is not None:
@@ -589,31 +572,8 @@ class DebuggerController(QObject):
         if panel.tensor is not None:
             panel.refresh_values()
 
-    def _show_tensor(self, subgraph: int, tensor: int) -> None:
-        if subgraph != self.window.subgraph:
-            self.window.show_subgraph(subgraph, wait=True)
-        self.window.select_tensor(tensor)
-
-    def show_op(self, subgraph: int, op: int) -> None:
-        """Show ``subgraph`` and select ``op`` (a call-stack frame, a profile row ...)."""
-        w = self.window
-        if w.model is None or not 0 <= subgraph < len(w.model.subgraphs):
-            return
-        if subgraph != w.subgraph:
-            w.show_subgraph(subgraph, wait=True)
-        if 0 <= op < len(w.model.subgraphs[subgraph].operators):
-            w.select_op(op)
-
     def _update_actions(self) -> None:
         menus.update_actions(self)
-
-    def _set_heat(self, on: bool) -> None:
-        self.heat = "time" if on else (None if self.heat == "time" else self.heat)
-        self.canvas.paint()
-
-    def _set_error_colours(self, on: bool) -> None:
-        self.heat = "error" if on else (None if self.heat == "error" else self.heat)
-        self.canvas.paint()
 
     # -- for tests and --screenshot ------------------------------------------------------------
     @property

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QLineEdit, QSpinBo
 
 from ...interpreter.generation import (Generation, GenerationError, GenerationPlan,
                                        find_plan, parse_prompt)
-from ..workspace import GenerationSetup
+from ..state.workspace import GenerationSetup
 
 DEFAULT_STEPS = 8
 

@@ -1,34 +1,42 @@
 """The debugger's menu, toolbar and docks, built once for a `DebuggerController`.
 
 Construction only: what the actions and docks do when used lives in the controller
-(`controller.py`, the session and what comes back from it).  The functions take the
-controller and set its attributes (``step_over_action``, ``watch_dock`` ...), the names
-tests and the window use.
+(`controller.py`, the session and what comes back from it).  The docks are hosted by the
+window from the `DockSpec` each module declares (`MainWindow.add_dock`), their toggles in
+the Debug menu.  The functions take the controller and set its attributes
+(``step_over_action``, ``watch_dock`` ...), the names tests use.
 """
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QMenu, QToolBar
+from PySide6.QtWidgets import QMenu, QToolBar
 
 from ...interpreter import float_sums
 from ...interpreter.session import PAUSED
+from . import (breakpoints_dock, callstack_dock, crosscheck_dock, outputs_dock, profile_dock,
+               watch_dock)
 from .breakpoints_dock import BreakpointsDock
 from .callstack_dock import CallStackDock
+from .crosscheck_dock import CrossCheckDock
 from .outputs_dock import OutputsDock
 from .profile_dock import ProfileDock
 from .watch_dock import WatchDock
 
-#: (attribute, text, shortcut, tip)
+#: (attribute, text, the toolbar's shorter text, shortcut, tip): the toolbar shares its row
+#: with the canvas's at 1024 px
 ACTIONS = (
-    ("continue_action", "Start / &Continue", "F5", "Run until a breakpoint or the end"),
-    ("step_over_action", "Step &Over", "F10", "Run one operator (a WHILE/IF/CALL_ONCE runs whole)"),
-    ("step_into_action", "Step &Into", "F11", "Run one operator, entering called subgraphs"),
-    ("step_out_action", "Step O&ut", "Shift+F11", "Run until the current subgraph returns"),
-    ("run_to_action", "&Run to Selected Operator", "Ctrl+F10", "Run until the selected operator"),
-    ("toggle_action", "Toggle &Breakpoint", "F9", "Break before the selected operator"),
-    ("stop_action", "&Stop", "Shift+F5", "Stop the run (between two operators)"),
-    ("restart_action", "R&estart", "Ctrl+Shift+F5", "Start the run again from the first operator"),
+    ("continue_action", "Start / &Continue", "Continue", "F5", "Run until a breakpoint or the end"),
+    ("step_over_action", "Step &Over", "Over", "F10",
+     "Run one operator (a WHILE/IF/CALL_ONCE runs whole)"),
+    ("step_into_action", "Step &Into", "Into", "F11", "Run one operator, entering called subgraphs"),
+    ("step_out_action", "Step O&ut", "Out", "Shift+F11", "Run until the current subgraph returns"),
+    ("run_to_action", "&Run to Selected Operator", "Run To", "Ctrl+F10",
+     "Run until the selected operator"),
+    ("toggle_action", "Toggle &Breakpoint", "Breakpoint", "F9", "Break before the selected operator"),
+    ("stop_action", "&Stop", "Stop", "Shift+F5", "Stop the run (between two operators)"),
+    ("restart_action", "R&estart", "Restart", "Ctrl+Shift+F5",
+     "Start the run again from the first operator"),
 )
 
 
@@ -43,62 +51,43 @@ _FLOAT_SUMS_TIPS = {
     "blas": "numpy's BLAS products: faster, a rounding or so from the reference per output"}
 
 
-def make_dock(ctl, title: str, widget, name: str) -> QDockWidget:
-    """A hidden dock in the bottom area (shown when a session starts)."""
-    dock = QDockWidget(title, ctl.window)
-    dock.setObjectName(name)
-    dock.setWidget(widget)
-    ctl.window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
-    dock.hide()
-    return dock
-
-
 def build_docks(ctl) -> None:
-    """Breakpoints, Call Stack, Watch, Outputs and Profile, tabbed with Problems; each is
-    a view of the open workspace (it subscribes to ``ctl.hub``)."""
-    hub = ctl.hub
-    ctl.breakpoints_panel = BreakpointsDock(hub)
+    """Call Stack, Breakpoints, Watch, Outputs, Profile and Cross-check, hosted by the
+    window in the bottom area (tabbed, hidden until a session starts or the cross-check
+    runs), their toggles in the Debug menu; each is a view of the open workspace (it
+    subscribes to ``ctl.hub``)."""
+    hub, w = ctl.hub, ctl.window
     ctl.callstack_panel = CallStackDock(hub)
+    ctl.breakpoints_panel = BreakpointsDock(hub)
     ctl.watch_panel = WatchDock(hub)
     ctl.outputs_panel = OutputsDock(hub)
     ctl.profile_panel = ProfileDock(hub)
-    ctl.breakpoints_dock = make_dock(ctl, "Breakpoints", ctl.breakpoints_panel, "breakpoints")
-    ctl.callstack_dock = make_dock(ctl, "Call Stack", ctl.callstack_panel, "callstack")
-    ctl.watch_dock = make_dock(ctl, "Watch", ctl.watch_panel, "watch")
-    ctl.outputs_dock = make_dock(ctl, "Outputs", ctl.outputs_panel, "outputs")
-    ctl.profile_dock = make_dock(ctl, "Profile", ctl.profile_panel, "profile")
-    w = ctl.window
-    problems = getattr(w, "problems_dock", None)
-    if problems is not None:  # share the bottom area with Problems, as tabs
-        w.tabifyDockWidget(problems, ctl.callstack_dock)
-    w.tabifyDockWidget(ctl.callstack_dock, ctl.breakpoints_dock)
-    w.tabifyDockWidget(ctl.breakpoints_dock, ctl.watch_dock)
-    w.tabifyDockWidget(ctl.watch_dock, ctl.outputs_dock)
-    w.tabifyDockWidget(ctl.outputs_dock, ctl.profile_dock)
+    ctl.crosscheck_panel = CrossCheckDock(hub)
+    ctl.menu.addSeparator()
+    add = lambda spec, panel: w.add_dock(spec, panel, ctl.menu)  # noqa: E731
+    ctl.callstack_dock = add(callstack_dock.DOCK, ctl.callstack_panel)
+    ctl.breakpoints_dock = add(breakpoints_dock.DOCK, ctl.breakpoints_panel)
+    ctl.watch_dock = add(watch_dock.DOCK, ctl.watch_panel)
+    ctl.outputs_dock = add(outputs_dock.DOCK, ctl.outputs_panel)
+    ctl.profile_dock = add(profile_dock.DOCK, ctl.profile_panel)
+    ctl.crosscheck_dock = add(crosscheck_dock.DOCK, ctl.crosscheck_panel)
     ctl.docks = (ctl.callstack_dock, ctl.breakpoints_dock, ctl.watch_dock,
                  ctl.outputs_dock, ctl.profile_dock)
     ctl.breakpoints_panel.enableRequested.connect(ctl.enable_breakpoint)
     ctl.breakpoints_panel.removeRequested.connect(ctl.remove_breakpoint)
     ctl.breakpoints_panel.addRequested.connect(ctl.condition_dialog)
-    ctl.breakpoints_panel.activated.connect(ctl.show_op)
-    ctl.callstack_panel.frameActivated.connect(ctl.show_op)
-    ctl.watch_panel.tensorActivated.connect(ctl._show_tensor)
+    ctl.breakpoints_panel.activated.connect(w.show_op)
+    ctl.callstack_panel.frameActivated.connect(w.show_op)
+    ctl.watch_panel.tensorActivated.connect(w.show_tensor)
     ctl.watch_panel.unpinRequested.connect(ctl.unwatch)
-    ctl.profile_panel.opActivated.connect(ctl.show_op)
-    ctl.profile_panel.heatToggled.connect(ctl._set_heat)
     ctl.profile_dock.visibilityChanged.connect(ctl.profile_panel.dock_shown)
 
 
 def build_actions(ctl) -> None:
     """The Debug menu (before Help) and toolbar, with the IDE shortcuts of `ACTIONS`."""
     w = ctl.window
-    bar = w.menuBar()
     menu = QMenu("&Debug", w)
-    help_action = next((a for a in bar.actions() if a.text().replace("&", "") == "Help"), None)
-    if help_action is not None:
-        bar.insertMenu(help_action, menu)
-    else:
-        bar.addMenu(menu)
+    w.menuBar().insertMenu(w.actions.help.menuAction(), menu)
     ctl.menu = menu
     ctl.toolbar = QToolBar("Debug", w)
     ctl.toolbar.setObjectName("debug-toolbar")
@@ -107,8 +96,9 @@ def build_actions(ctl) -> None:
              "step_into_action": ctl.step_into, "step_out_action": ctl.step_out,
              "run_to_action": ctl.run_to_selected, "toggle_action": ctl.toggle_breakpoint,
              "stop_action": ctl.stop, "restart_action": ctl.restart}
-    for attr, text, shortcut, tip in ACTIONS:
+    for attr, text, short, shortcut, tip in ACTIONS:
         action = QAction(text, w)
+        action.setIconText(short)
         action.setShortcut(QKeySequence(shortcut))
         action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         action.setStatusTip(tip)
@@ -140,11 +130,6 @@ def build_actions(ctl) -> None:
     ctl.crosscheck_action.setStatusTip("Run LiteRT on the same inputs and compare every op")
     ctl.crosscheck_action.triggered.connect(ctl.cross_check)
     menu.addAction(ctl.crosscheck_action)
-    menu.addSeparator()
-    for dock in ctl.docks:
-        toggle = dock.toggleViewAction()
-        toggle.triggered.connect(lambda on, d=dock: on and d.raise_())  # in front of its tabs
-        menu.addAction(toggle)
 
 
 def build_float_sums(ctl, menu: QMenu) -> None:

@@ -14,8 +14,10 @@ from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from ...interpreter.outputs import label_colours, segmentation, top_k, value_summary
-from ..workspace import DEBUG, MODEL
+from ..state.docks import BOTTOM, DockSpec
+from ..state.workspace import DEBUG, MODEL
 
+DOCK = DockSpec("outputs", "Outputs", BOTTOM, part="debug")
 EMPTY = "No finished run: the outputs of a run show here when it ends (F5)"
 PICTURE = 256  # pixels of the longer side
 #: the colours of the first classes of a segmentation map (class index -> RGB)

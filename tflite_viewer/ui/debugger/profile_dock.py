@@ -3,7 +3,8 @@
 A view of the open workspace's ``ws.debug.profile`` (the op times of the last stop).  Both
 tables open sorted by time, slowest first, with the header's arrow on that column; a
 column the user sorts by stays the sort column at the next stop.  "Colour the canvas by
-time" tints each op by its share of the slowest one (the canvas shows the legend).
+time" tints each op by its share of the slowest one: the Op time overlay
+(`state.overlays.TimeOverlay`), as the toolbar's selector chooses it.
 """
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ from PySide6.QtWidgets import (QCheckBox, QLabel, QSplitter, QTableWidget, QTabl
                                QVBoxLayout, QWidget)
 
 from ..panels.common import min_rows
-from ..workspace import DEBUG, MODEL
+from ..state.docks import BOTTOM, DockSpec
+from ..state.workspace import DEBUG, MODEL
+
+DOCK = DockSpec("profile", "Profile", BOTTOM, part="debug", overlay="time")
 
 OPS_COLUMNS = ["subgraph", "op", "type", "ms", "%"]
 TYPE_COLUMNS = ["type", "ops", "ms", "%"]
@@ -41,7 +45,7 @@ def _table(headers: list[str], sort_column: int) -> QTableWidget:
     t.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
     t.setSortingEnabled(True)
     t.sortItems(sort_column, Qt.SortOrder.DescendingOrder)  # the arrow where the order is
-    min_rows(t, 8)
+    min_rows(t)
     return t
 
 
@@ -49,7 +53,7 @@ class ProfileDock(QWidget):
     """Fed with the stop's ``op_times`` ({(subgraph, op): seconds}) and op names."""
 
     opActivated = Signal(int, int)
-    heatToggled = Signal(bool)
+    overlayToggled = Signal(bool)
 
     def __init__(self, hub=None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -57,7 +61,7 @@ class ProfileDock(QWidget):
         self.types = _table(TYPE_COLUMNS, TYPE_COLUMNS.index("ms"))
         self.ops.cellDoubleClicked.connect(self._activated)
         self.heat = QCheckBox("Colour the canvas by time")
-        self.heat.toggled.connect(self.heatToggled)
+        self.heat.toggled.connect(self.overlayToggled)
         self.empty = QLabel(EMPTY)
         self.empty.setWordWrap(True)  # (a dock's minimum width is its longest line's)
         self.empty.setStyleSheet("color: #57606a;")
@@ -75,6 +79,12 @@ class ProfileDock(QWidget):
         self._stale = False
         if hub is not None:
             hub.subscribe(self.render, MODEL, DEBUG)
+
+    def show_overlay(self, on: bool) -> None:
+        """Whether the canvas shows the op times (the toolbar may have chosen)."""
+        self.heat.blockSignals(True)
+        self.heat.setChecked(on)
+        self.heat.blockSignals(False)
 
     def render(self, ws, force: bool = False) -> None:
         """The workspace's op times; while the dock is out of sight (behind another tab)

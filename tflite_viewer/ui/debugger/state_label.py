@@ -14,7 +14,7 @@ from PySide6.QtGui import QPainter, QPalette
 from PySide6.QtWidgets import QLabel, QWidget
 
 from ...interpreter.session import STOPPED
-from ..workspace import DEBUG, MODEL
+from ..state.workspace import DEBUG, MODEL
 
 WIDTH_CHARS = 96  # room for "Debug: decode #3: paused at decode/op 51 STABLEHLO_COMPOSITE - 533 ops run"
 

@@ -13,8 +13,10 @@ from PySide6.QtWidgets import QMenu, QTreeWidget, QTreeWidgetItem, QVBoxLayout, 
 
 from ...interpreter.session import summarize
 from ..panels.common import min_rows
-from ..workspace import DEBUG, MODEL, SNAPSHOTS, WATCHES
+from ..state.docks import BOTTOM, DockSpec
+from ..state.workspace import DEBUG, MODEL, SNAPSHOTS, WATCHES
 
+DOCK = DockSpec("watch", "Watch", BOTTOM, part="watches")
 COLUMNS = ("tensor", "shape", "min", "max", "mean", "std", "NaN/Inf", "saturated")
 EMPTY = "Nothing watched: select a tensor and use Debug \u203a Watch Selected Tensor"
 
@@ -39,7 +41,7 @@ class WatchDock(QWidget):
         self.tree.itemDoubleClicked.connect(self._activated)
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._menu)
-        min_rows(self.tree, 8)
+        min_rows(self.tree)
         QShortcut(QKeySequence.StandardKey.Delete, self.tree, self._unpin_current,
                   context=Qt.ShortcutContext.WidgetShortcut)
         layout = QVBoxLayout(self)

@@ -53,6 +53,9 @@ class ElidedLabel(QLabel):
 
     def paintEvent(self, _event) -> None:  # noqa: N802 - Qt API
         painter = QPainter(self)
+        # the whole label first: a longer text before (a tensor's name) left the marks of
+        # its underscores under a shorter one ("No tensor selected" after another model)
+        painter.fillRect(self.rect(), self.palette().color(QPalette.ColorRole.Window))
         rect = self.contentsRect().adjusted(self.margin(), 0, -self.margin(), 0)
         text = self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideMiddle, rect.width())
         painter.setPen(self.palette().color(QPalette.ColorRole.WindowText))
@@ -60,10 +63,12 @@ class ElidedLabel(QLabel):
         painter.drawText(rect, int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft), text)
 
 
-def min_rows(view: QAbstractItemView, rows: int = 8) -> None:
+def min_rows(view: QAbstractItemView, rows: int = 5) -> None:
     """Keep room for ``rows`` rows and the header in a table or tree: a dock sharing its
-    area can shrink it no further (a table showing one row at a time is no table).  A
-    table's rows are made compact (the font's height and a little), as a tree's are."""
+    area can shrink it no further (a table showing one row at a time is no table; at
+    1440x900 a bottom dock brought forward shows eight or more, and at 1024x700 five leave
+    the canvas its room).  A table's rows are made compact (the font's height and a
+    little), as a tree's are."""
     row = max(view.fontMetrics().height() + 6, 18)
     vertical = getattr(view, "verticalHeader", None)
     if vertical is not None:  # a table: its rows are as high as its vertical header says
@@ -129,7 +134,7 @@ class LinkTree(QTreeWidget):
         self.itemActivated.connect(self._clicked)
         self._rows: list[Row] = []
         self._editors: list[QWidget] = []
-        self._fit: tuple[int, int | None] | None = None  # (lo, hi) of the last fit_key_column
+        self._fit: tuple[int, int | None, float] | None = None  # the last fit_key_column
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
@@ -204,13 +209,13 @@ class LinkTree(QTreeWidget):
         self._rows.append(Row(section, key, text, link))
         return item
 
-    def fit_key_column(self, lo: int = 110, hi: int | None = 190) -> None:
-        """Size the key column to its contents, within reason (``hi`` None: at most 55 %
-        of the tree's width, so "fused_activation_function" is not cut while the value
-        keeps its room); kept when the tree is resized."""
-        self._fit = (lo, hi)
+    def fit_key_column(self, lo: int = 110, hi: int | None = 190, share: float = 0.55) -> None:
+        """Size the key column to its contents, within reason (``hi`` None: at most
+        ``share`` of the tree's width, so "fused_activation_function" is not cut while the
+        value keeps its room); kept when the tree is resized."""
+        self._fit = (lo, hi, share)
         if hi is None:
-            hi = max(lo, int(self.viewport().width() * 0.55))
+            hi = max(lo, int(self.viewport().width() * share))
         self.resizeColumnToContents(0)
         self.setColumnWidth(0, min(max(self.columnWidth(0), lo), hi))
 

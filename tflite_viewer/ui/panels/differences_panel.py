@@ -1,9 +1,11 @@
 """The Differences dock: every difference between the open model (A) and the one it is
 compared with (B), a summary over them, and a click that goes to the item.
 
-A view of the open workspace's comparison (``ws.comparison``, `ui.comparison`): it keeps
-no rows of its own beyond what it shows, and renders again when the hub says the
-comparison changed, the model was edited or another model was opened.
+A view of the open workspace's comparison (`state.diff.diff_state`): it keeps no rows of
+its own beyond what it shows, and renders again when the hub says the comparison changed,
+the model was edited or another model was opened.  Run Both runs the two models on the
+window's choice of samples (the Quantization dock's, `state.samples`), which the dock
+names before and after it runs.
 """
 from __future__ import annotations
 
@@ -12,8 +14,11 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
                                QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from .. import comparison as cmp
+from ..state import diff as cmp
+from ..state.docks import BOTTOM, DockSpec
+from ..state.samples import SampleChoice
 
+DOCK = DockSpec("differences", "Differences", BOTTOM, part="diff", overlay="diff")
 COLOURS = {"+": QColor("#1a7f37"), "-": QColor("#cf222e"), "~": QColor("#9a6700")}
 COLUMNS = ("", "where", "field", "change", "detail")
 
@@ -26,9 +31,11 @@ class DifferencesPanel(QWidget):
     compareRequested = Signal()
     numbersRequested = Signal()
 
-    def __init__(self, hub=None, parent: QWidget | None = None) -> None:
+    def __init__(self, hub=None, samples: SampleChoice | None = None,
+                 parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._rows: list[cmp.Row] = []
+        self.samples = samples if samples is not None else SampleChoice()
         self.summary = QLabel("Compare the open model with another: File \u203a Compare With\u2026")
         self.summary.setWordWrap(True)
         self.filter = QLineEdit()
@@ -38,8 +45,7 @@ class DifferencesPanel(QWidget):
         self.compare_button = QPushButton("Compare With\u2026")
         self.compare_button.clicked.connect(self.compareRequested)
         self.numbers_button = QPushButton("Run Both")
-        self.numbers_button.setToolTip("Run both models on the same seeded inputs and compare "
-                                       "every matched tensor; name the first op where they part")
+        self._numbers_tip()
         self.numbers_button.clicked.connect(self.numbersRequested)
         self.numbers_button.setEnabled(False)
         self.table = QTableWidget(0, len(COLUMNS))
@@ -66,12 +72,20 @@ class DifferencesPanel(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.table, 1)
         if hub is not None:
-            from ..workspace import MODEL
+            from ..state.workspace import MODEL
             hub.subscribe(self.render, MODEL, cmp.TOPIC)
 
     # -- rendering -----------------------------------------------------------------------
+    def _numbers_tip(self) -> str:
+        """Run Both's inputs, on its tooltip (and returned for the summary)."""
+        on = self.samples.describe()
+        self.numbers_button.setToolTip(
+            f"Run both models on {on}, the samples the Quantization dock analyses (chosen "
+            "there), and compare every matched tensor; name the first op where they part")
+        return on
+
     def render(self, ws) -> None:
-        state = ws.comparison
+        state = cmp.diff_state(ws)
         diff = state.diff
         self.numbers_button.setEnabled(diff is not None and not state.running)
         if not state.active:
@@ -87,6 +101,8 @@ class DifferencesPanel(QWidget):
         text = f"A: {diff.a_label}\nB: {diff.b_label}\n{cmp.summary(diff)}"
         if state.status:
             text += f"\n{state.status}"
+        elif state.numeric is None:
+            text += f"\nRun Both runs them on {self._numbers_tip()}."
         self.summary.setText(text)
         self._set_rows(cmp.rows(diff))
 

@@ -3,9 +3,11 @@ open model, drawn as a lifetime chart (every tensor and scratch buffer a box fro
 to its last step, at its offset in the arena), the peak marked, the tensors live there
 listed largest first.  Clicking a box or a row selects that tensor on the canvas.
 
-A view of the open workspace (`ui.workspace`): the plans live in
+A view of the open workspace (`ui.state.workspace`): the plans live in
 ``ws.part("memory", MemoryState)``, made when the dock is shown (on a pool thread for large
 models) and dropped with the model, so another model or an edit never shows a stale plan.
+Its overlay (`state.overlays.MemoryOverlay`) colours the operators by the bytes live at
+their step; the checkbox here turns it on or off, as the toolbar's selector does.
 """
 from __future__ import annotations
 
@@ -14,11 +16,14 @@ from PySide6.QtGui import QBrush, QColor, QMouseEvent, QPainter, QPen
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QSplitter,
                                QToolTip, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
 
-from ..memory_chart import SYNC_OPS, TARGETS, MemoryChart, MemoryState, make_plan
+from ..state.memory import SYNC_OPS, TARGETS, MemoryChart, MemoryState, make_plan
 from ..workers import Task
-from ..workspace import MODEL, NAVIGATION, SELECTION
+from ..state.docks import BOTTOM, DockSpec
+from ..state.workspace import MODEL, NAVIGATION, SELECTION
 
 TOPIC = "memory/plan"
+DOCK = DockSpec("memory", "Memory", BOTTOM, part="memory", overlay="memory",
+                shortcut="Ctrl+Shift+M")
 PALETTE = [QColor(c) for c in ("#54aeff", "#4ac26b", "#d4a72c", "#fb8f44", "#c297ff",
                                "#ff8182", "#6cb6ff", "#2da44e", "#bf8700", "#e16f24")]
 SCRATCH = QColor("#8c959f")
@@ -166,7 +171,6 @@ class MemoryDock(QWidget):
                                "pointers (the head RecordingMicroAllocator prints).  LiteRT: "
                                "ArenaPlanner, builtin kernels without delegates.")
         self.overlay = QCheckBox("Colour operators by live memory")
-        self.overlay.setChecked(str(settings.value("memory/overlay", "true")) == "true")
         self.summary = QLabel("")
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         # wrapped: on one line a 1.4 GB arena's summary held the window over 1,600 px wide
@@ -336,9 +340,14 @@ class MemoryDock(QWidget):
         self.hub.changed(TOPIC, self.hub.workspace)
 
     def _overlay_toggled(self, on: bool) -> None:
-        self.settings.setValue("memory/overlay", "true" if on else "false")
         self.render(self.hub.workspace)
         self.overlayToggled.emit(on)
+
+    def show_overlay(self, on: bool) -> None:
+        """Whether the canvas shows this dock's colours (the toolbar may have chosen)."""
+        self.overlay.blockSignals(True)
+        self.overlay.setChecked(on)
+        self.overlay.blockSignals(False)
 
     def _box_clicked(self, i: int) -> None:
         c = self._chart

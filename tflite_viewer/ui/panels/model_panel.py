@@ -24,7 +24,7 @@ from ...edit import (RemoveMetadata, RenameSignature, RenameSignatureTensor, Set
                      SetMetadata)
 from ...model import Model
 from .. import editors as ed
-from ..summary import ModelSummary, summarize
+from ..state.summary import ModelSummary, summarize
 from . import common
 from .common import LinkTree, Row, format_value, panel_layout, split_panes
 from .tensor_quantization import WARNING
@@ -93,6 +93,9 @@ class ModelPanel(QWidget):
                                   | QAbstractItemView.EditTrigger.EditKeyPressed)
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._context_menu)
+        # cut in the middle where cut: "DEPTHWI…D/v1" and "…D/v2" stay two op kinds
+        # (cut at the end both read "DEPTHWISE_C…" in a narrow dock)
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.editable = False
         self.editors: dict[str, QWidget] = {}
         self.tree.itemSelectionChanged.connect(self._preview_selected)
@@ -113,6 +116,22 @@ class ModelPanel(QWidget):
 
     def rows(self) -> list[Row]:
         return self.tree.rows()
+
+    def shown_op_kinds(self) -> list[str]:
+        """The op kinds of the Operators section as the tree draws them (cut to the key
+        column's width as Qt cuts them)."""
+        tree = self.tree
+        section = next((tree.topLevelItem(i) for i in range(tree.topLevelItemCount())
+                        if tree.topLevelItem(i).text(0).startswith("Operators")), None)
+        if section is None:
+            return []
+        metrics = tree.fontMetrics()
+        out = []
+        for k in range(section.childCount()):
+            item = section.child(k)
+            width = tree.visualRect(tree.indexFromItem(item, 0)).width() - 8
+            out.append(metrics.elidedText(item.text(0), tree.textElideMode(), width))
+        return out
 
     # -- edits -------------------------------------------------------------------------------
     def set_description(self, text: str) -> None:

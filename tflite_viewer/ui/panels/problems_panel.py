@@ -1,9 +1,12 @@
-"""Every `Finding` of the model, each linked to the tensor or operator it is about.
+"""Every problem of the model, each linked to the tensor or operator it is about, and
+apart from them, as information, the verdicts of the target shown on the canvas.
 
 A model LiteRT refuses (person_detect's out-of-range quantized_dimension) still opens
 here; this list is where the user learns why the runtime would refuse it.  After an edit
 the window adds what shape propagation found (stored shapes that are stale, operators
 whose prepare fails) and the "Update stored shapes" button writes the computed shapes.
+What a target does not run is no problem of the model: those rows sit under their
+target's name (`state.problems.TargetNotes`), only while that target colours the canvas.
 """
 from __future__ import annotations
 
@@ -12,10 +15,11 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QHBoxLayout, QHeaderView, QLabel, QPushButton, QTreeWidget, QTreeWidgetItem,
                                QVBoxLayout, QWidget)
 
-from ...model import Finding, Model
+from ...model import Finding
+from ..state.problems import TargetNotes
 
 FINDING_ROLE = Qt.ItemDataRole.UserRole + 2
-COLORS = {"error": QColor("#cf222e"), "warning": QColor("#9a6700")}
+COLORS = {"error": QColor("#cf222e"), "warning": QColor("#9a6700"), "info": QColor("#0969da")}
 
 
 class ProblemsPanel(QWidget):
@@ -51,33 +55,46 @@ class ProblemsPanel(QWidget):
         layout.addWidget(self.shapes_bar)
         layout.addWidget(self.tree)
         self.findings: list[Finding] = []
+        self.notes: TargetNotes | None = None
 
-    def show_model(self, model: Model | None, extra: list[Finding] = (), stale_shapes: int = 0) -> None:
-        """The model's findings and ``extra`` ones; ``stale_shapes`` stored shapes that the
-        operators compute differently offer the update button."""
+    def show_findings(self, problems: list[Finding], stale_shapes: int = 0,
+                      notes: TargetNotes | None = None) -> None:
+        """The model's ``problems``, then a target's ``notes`` grouped under its name;
+        ``stale_shapes`` stored shapes that the operators compute differently offer the
+        update button."""
         self.tree.clear()
-        self.findings = []
+        self.findings = list(problems)
         self.shapes_bar.setVisible(stale_shapes > 0)
         self.shapes_note.setText(f"{stale_shapes} stored tensor shape{'s' if stale_shapes != 1 else ''} "
                                  "differ from what the operators compute")
-        self.add_findings((list(model.findings) if model is not None else []) + list(extra))
+        for f in problems:
+            self.tree.addTopLevelItem(self._item(f))
+        self.notes = notes
+        self.tree.setRootIsDecorated(notes is not None)
+        if notes is not None:
+            group = QTreeWidgetItem(self.tree, [notes.title])
+            group.setFirstColumnSpanned(True)
+            group.setForeground(0, COLORS["info"])
+            group.addChildren([self._item(f) for f in notes.findings])
+            group.setExpanded(len(notes.findings) <= 50)
 
-    def add_findings(self, findings) -> None:
-        """List more findings (the quantization spec checks add theirs)."""
-        findings = list(findings)
-        self.findings += findings
-        for f in findings:
-            obj = ""
-            if f.operator is not None:
-                obj = f"op #{f.operator}"
-            elif f.tensor is not None:
-                obj = f"tensor {f.tensor}"
-            if f.subgraph is not None and obj:
-                obj = f"subgraph {f.subgraph}, {obj}"
-            item = QTreeWidgetItem(self.tree, [f.severity, f.where, obj, f.message])
-            item.setForeground(0, COLORS.get(f.severity, QColor("#1f2328")))
-            item.setToolTip(3, f.message)
-            item.setData(0, FINDING_ROLE, f)
+    def _item(self, f: Finding) -> QTreeWidgetItem:
+        obj = ""
+        if f.operator is not None:
+            obj = f"op #{f.operator}"
+        elif f.tensor is not None:
+            obj = f"tensor {f.tensor}"
+        if f.subgraph is not None and obj:
+            obj = f"subgraph {f.subgraph}, {obj}"
+        item = QTreeWidgetItem([f.severity, f.where, obj, f.message])
+        item.setForeground(0, COLORS.get(f.severity, QColor("#1f2328")))
+        item.setToolTip(3, f.message)
+        item.setData(0, FINDING_ROLE, f)
+        return item
+
+    def problem_count(self) -> int:
+        """The model's problems listed (a target's notes are not counted)."""
+        return len(self.findings)
 
     def count(self) -> int:
         return self.tree.topLevelItemCount()

@@ -23,7 +23,7 @@ from ...model import Operator
 from ...model.op_metadata import input_roles
 from .. import editors as ed
 from ..editing import parse_value
-from ..navigation import Call
+from ..state.navigation import Call
 from . import common
 from .common import LinkTree, Row, format_value
 
@@ -129,7 +129,8 @@ class PropertiesPanel(QWidget):
         """Show ``op``; ``context`` says why when it is shown for a selected tensor."""
         scroll = self.tree.scroll_position() if keep_scroll else 0
         self._show_operator(op, context)
-        self.tree.fit_key_column(150, None)  # option names whole ("fused_activation_function")
+        # option names whole ("fused_activation_function") in a dock a fifth of 1024 px wide
+        self.tree.fit_key_column(150, None, share=0.75)
         if keep_scroll:
             self.tree.restore_scroll(scroll)
 

@@ -1,14 +1,16 @@
 """The Quantization dock: spec findings, "Compare with float model...", the per-tensor
 table, and float vs dequantized for the selected row.
 
-The samples come from the source chosen in `quant_source.SampleSource` (seeded, a folder
-of images, an .npz, or the inputs of the debugger session).  Rows, findings and the
-signals that select on the canvas carry the subgraph: loop bodies are analysed too.
+The samples come from the window's one choice of inputs (`state.samples.SampleChoice`,
+edited here by `quant_source.SampleSource`: seeded, a folder of images, an .npz, or the
+inputs of the debugger session), which Run Both uses too; the status line says which
+inputs the numbers come from.  Rows, findings and the signals that select on the canvas
+carry the subgraph: loop bodies are analysed too.
 
-A view of the open workspace's ``ws.quant``: the spec findings, the comparison's report, its
-status line and progress belong to the model they were computed on (`quant_runs` writes
-them there); another model shows its own, or the dock's empty state, never a caption or a
-table left from the last one.  The analysis (`tflite_viewer.quant.analyze`) runs in a
+A view of the open workspace's quantization part (`state.quant.quant_state`): the spec
+findings, the comparison's report, its status line and progress belong to the model they
+were computed on (`quant_runs` writes them there); another model shows its own, or the
+dock's empty state, never a caption or a table left from the last one.  The analysis (`tflite_viewer.quant.analyze`) runs in a
 worker with a progress bar and Cancel; the table is a sortable model over
 `quant.report.rows`; clicking a row asks the window to select the tensor and shows, beside
 the table, the float and dequantized histograms overlaid and the histogram of their
@@ -28,17 +30,23 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, Q
 
 from ...model import Model
 from ...quant import report as qreport
-from .. import tensor_stats as ts
+from ..state import tensor_stats as ts
 from ..histogram_widget import HistogramWidget
-from ..workspace import MODEL, QUANT, Hub, Workspace
+from ..state.docks import BOTTOM, DockSpec
+from ..state.quant import TOPIC, quant_state
+from ..state.samples import DEBUGGER, SampleChoice
+from ..state.workspace import MODEL, Hub, Workspace
 from .common import ElidedLabel, min_rows, panel_layout, split_panes
-from .quant_runs import Comparison, SpecCheck
-from .quant_source import DEBUGGER, SampleSource
-from .quant_table import COLUMNS, SEVERITY_COLOURS, SORT_ROLE, QuantTableModel, _text  # noqa: F401
+from .quant_runs import FloatComparison, SpecCheck
+from .quant_source import SampleSource
+from .quant_table import COLUMN_KEYS, SEVERITY_COLOURS, SORT_ROLE, QuantTableModel
 from .tensor_comparison import OverlayHistogram
 
 NO_MODEL = "Open a quantized model to check it against the quantization spec."
 NO_ROW = "Select a compared tensor: float and dequantized values, and their difference"
+
+DOCK = DockSpec("quantization", "Quantization", BOTTOM, part="quant", overlay="quant",
+                shortcut="Ctrl+Shift+Q")
 
 
 class _Progress(QObject):
@@ -48,18 +56,21 @@ class _Progress(QObject):
 class QuantDock(QWidget):
     """See the module docstring.  ``tensorActivated`` / ``opActivated`` (subgraph, index)
     ask the window to select; ``reportReady`` carries the report shown (None: none);
-    ``findingsChanged`` the spec findings of the model shown."""
+    ``findingsChanged`` the spec findings of the model shown; ``metricChosen`` the metric
+    the canvas is to be coloured by; ``valuesCompared`` a row's values for the Tensor
+    panel's Compare tab."""
 
     tensorActivated = Signal(int, int)
     opActivated = Signal(int, int)
     reportReady = Signal(object)
     findingsChanged = Signal(list)
     failed = Signal(str)
-    #: subgraph, tensor, dequantized, float (first sample): a row for the tensor inspector
-    comparisonRequested = Signal(int, int, object, object, str)
+    metricChosen = Signal(str)
+    #: subgraph, tensor, dequantized, float (first sample), labels, caption
+    valuesCompared = Signal(int, int, object, object, object, str)
 
     def __init__(self, settings: QSettings | None = None, parent: QWidget | None = None,
-                 hub: Hub | None = None) -> None:
+                 hub: Hub | None = None, samples: SampleChoice | None = None) -> None:
         super().__init__(parent)
         self.settings = settings or QSettings()
         self.hub = hub or Hub()  # a dock on its own (tests) keeps its own workspace
@@ -67,24 +78,26 @@ class QuantDock(QWidget):
         self._shown_report: Any = None
         self._shown_findings: Any = None
         self._spec_for: tuple[int, int] | None = None  # (id, version) of the workspace checked
+        self.source = SampleSource(self.settings, samples)
+        bar = self._controls()
+        self.lists = self._lists()
+        right = self._detail()
+        layout = panel_layout(self)
+        layout.addLayout(bar)
+        layout.addWidget(split_panes(Qt.Orientation.Horizontal, (self.lists, 3), (right, 2)), 1)
+        self.hub.subscribe(self.render, MODEL, TOPIC)
+        self.render(self.hub.workspace)
 
-        self.findings_tree = QTreeWidget()
-        self.findings_tree.setHeaderLabels(["Severity", "Rule", "Object", "Message"])
-        self.findings_tree.setRootIsDecorated(False)
-        self.findings_tree.setWordWrap(True)
-        header = self.findings_tree.header()
-        for c in range(3):
-            header.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)  # the message wraps
-        self.findings_tree.itemClicked.connect(self._finding_clicked)
-        min_rows(self.findings_tree, 8)
+    def _controls(self) -> QVBoxLayout:
+        """Two short rows of controls (the dock must not widen the window: it shares the
+        bottom area), then the status line with the progress bar beside it."""
         self.compare_button = QPushButton("Compare with float model\u2026")
         self.compare_button.clicked.connect(self.compare_dialog)
         self.samples = QSpinBox()
         self.samples.setRange(1, 1000)
-        self.samples.setValue(int(self.settings.value("quant/samples", 10)))
+        self.samples.setValue(self.source.choice.count)
         self.samples.setPrefix("samples: ")
-        self.source = SampleSource(self.settings)
+        self.samples.valueChanged.connect(self.source.set_count)
         self.source.changed.connect(self._source_changed)
         self.fallback = QCheckBox("Per-layer fallback")
         self.fallback.setChecked(self.settings.value("quant/fallback", "true") in (True, "true"))
@@ -98,22 +111,20 @@ class QuantDock(QWidget):
         self.export_button.clicked.connect(self.export_dialog)
         self.export_button.setEnabled(False)
         self.overlay_metric = QComboBox()
-        self.overlay_metric.addItem("Overlay: off", None)
         for m in qreport.OVERLAY_METRICS:
-            self.overlay_metric.addItem(f"Overlay: {m}", m)
-        self.overlay_metric.setCurrentIndex(max(self.overlay_metric.findData(
-            self.settings.value("quant/overlay", None)), 0))
-        self.overlay_metric.currentIndexChanged.connect(
-            lambda _i: self.settings.setValue("quant/overlay", self.overlay_metric.currentData() or ""))
+            self.overlay_metric.addItem(f"Colour by {m}", m)
+        self.overlay_metric.setToolTip("The metric the canvas is coloured by (the toolbar's "
+                                       "Colour by \u203a Quantization)")
+        saved = self.settings.value("quant/overlay", None) or qreport.OVERLAY_METRICS[0]
+        self.overlay_metric.setCurrentIndex(max(self.overlay_metric.findData(saved), 0))
+        self.overlay_metric.activated.connect(lambda _i: self._metric_chosen())
         # the combos may shrink (their lists show all): the dock must not widen the window
         for combo in (self.overlay_metric, self.source.combo):
             combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-            combo.setMinimumContentsLength(20)
+            combo.setMinimumContentsLength(16)
         # one line, cut in the middle (the tooltip has all of it): a wrapped status line
         # needs more height as the dock narrows, which made the window grow
         self.status = ElidedLabel(NO_MODEL)
-        # two short rows of controls (the dock must not widen the window: it shares the
-        # bottom area), then the status line with the progress bar beside it
         bar = QVBoxLayout()
         for widgets in ((self.compare_button, self.samples, self.fallback),
                         (self.source, self.overlay_metric, self.export_button)):
@@ -128,6 +139,21 @@ class QuantDock(QWidget):
         status_row.addWidget(self.cancel_button)  # beside its progress, not widening a row
         bar.addLayout(status_row)
         self._source_changed(self.source.kind)
+        return bar
+
+    def _lists(self) -> QTabWidget:
+        """The findings and the tensors as two tabs: each keeps the dock's whole height
+        (one above the other, person_detect's findings got two and a half rows)."""
+        self.findings_tree = QTreeWidget()
+        self.findings_tree.setHeaderLabels(["Severity", "Rule", "Object", "Message"])
+        self.findings_tree.setRootIsDecorated(False)
+        self.findings_tree.setWordWrap(True)
+        header = self.findings_tree.header()
+        for c in range(3):
+            header.setSectionResizeMode(c, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)  # the message wraps
+        self.findings_tree.itemClicked.connect(self._finding_clicked)
+        min_rows(self.findings_tree)
         self.table_model = QuantTableModel(self)
         self.proxy = QSortFilterProxyModel(self)
         self.proxy.setSourceModel(self.table_model)
@@ -140,30 +166,45 @@ class QuantDock(QWidget):
         self.table.verticalHeader().hide()
         self.table.clicked.connect(self._row_clicked)
         self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._row_clicked(cur))
-        min_rows(self.table, 8)
+        min_rows(self.table)
+        lists = QTabWidget()
+        lists.setDocumentMode(True)
+        self.findings_tab = lists.addTab(self.findings_tree, "Spec findings")
+        self.tensors_tab = lists.addTab(self.table, "Tensors")
+        return lists
+
+    def _detail(self) -> QWidget:
+        """The selected row: float and dequantized histograms overlaid, their difference."""
         self.overlay_hist = OverlayHistogram()
         self.overlay_hist.message = "Select a compared tensor"
         self.error_hist = HistogramWidget()
         self.error_hist.setMinimumHeight(60)
         self.detail = QLabel(NO_ROW)
         self.detail.setWordWrap(True)
-        # the findings and the tensors as two tabs: each keeps the dock's whole height (one
-        # above the other, person_detect's findings got two and a half rows)
-        left = self.lists = QTabWidget()
-        left.setDocumentMode(True)
-        self.findings_tab = left.addTab(self.findings_tree, "Spec findings")
-        self.tensors_tab = left.addTab(self.table, "Tensors")
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 0)
         rl.addWidget(self.detail)
         rl.addWidget(self.overlay_hist, 1)
         rl.addWidget(self.error_hist, 1)
-        layout = panel_layout(self)
-        layout.addLayout(bar)
-        layout.addWidget(split_panes(Qt.Orientation.Horizontal, (left, 3), (right, 2)), 1)
-        self.hub.subscribe(self.render, MODEL, QUANT)
-        self.render(self.hub.workspace)
+        return right
+
+    @property
+    def metric(self) -> str:
+        """The metric the canvas's quantization colours show."""
+        return self.overlay_metric.currentData()
+
+    def choose_metric(self, metric: str) -> None:
+        """Colour the canvas by ``metric`` (as picked in the combo)."""
+        index = self.overlay_metric.findData(metric)
+        if index < 0:
+            raise ValueError(f"no metric {metric!r} (one of {', '.join(qreport.OVERLAY_METRICS)})")
+        self.overlay_metric.setCurrentIndex(index)
+        self._metric_chosen()
+
+    def _metric_chosen(self) -> None:
+        self.settings.setValue("quant/overlay", self.metric)
+        self.metricChosen.emit(self.metric)
 
     # -- the workspace's state, under the names the dock always had ---------------------
     @property
@@ -184,15 +225,15 @@ class QuantDock(QWidget):
 
     @property
     def findings(self) -> list:
-        return list(self.ws.quant.findings or [])
+        return list(quant_state(self.ws).findings or [])
 
     @property
     def report(self):
-        return self.ws.quant.report
+        return quant_state(self.ws).report
 
     @property
     def running(self) -> bool:
-        return self.ws.quant.running
+        return quant_state(self.ws).running
 
     def set_model(self, model: Model | None, path: Path | None = None) -> None:
         """A dock on its own: show ``model`` in a workspace of its own (in the window, the
@@ -201,12 +242,12 @@ class QuantDock(QWidget):
 
     # -- rendering ----------------------------------------------------------------------
     def render(self, ws: Workspace) -> None:
-        """Show ``ws.quant``: findings, the report's table, status and progress; start the
+        """Show ``ws``'s analysis: findings, the report's table, status and progress; start the
         spec check of a model not checked yet."""
-        q = ws.quant
+        q = quant_state(ws)
         if ws.model is not None and q.findings is None and self._spec_for != (id(ws), ws.version):
             self._spec_for = (id(ws), ws.version)
-            SpecCheck(self.hub, ws, lambda w: self.findingsChanged.emit(list(w.quant.findings)), self)
+            SpecCheck(self.hub, ws, lambda w: self.findingsChanged.emit(list(quant_state(w).findings)), self)
         if q.findings is not self._shown_findings:
             self._shown_findings = q.findings
             self._show_findings(q.findings or [])
@@ -239,8 +280,11 @@ class QuantDock(QWidget):
         if report is None:
             return
         self.table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # the report's order: worst first
+        # the subgraph column only where loop bodies were compared too
+        self.table.setColumnHidden(COLUMN_KEYS.index("subgraph"),
+                                   all(r.get("subgraph", 0) == 0 for r in self.table_model.rows))
         self.table.resizeColumnsToContents()
-        self.table.setColumnWidth([k for k, _ in COLUMNS].index("name"), 220)
+        self.table.setColumnWidth(COLUMN_KEYS.index("name"), 220)
 
     def _show_findings(self, findings: list) -> None:
         self.findings_tree.clear()
@@ -254,7 +298,7 @@ class QuantDock(QWidget):
             item.setData(0, Qt.ItemDataRole.UserRole, f)
         if not findings:  # the empty state, across the columns
             item = QTreeWidgetItem(self.findings_tree, [
-                "No spec findings" if self.ws.quant.findings is not None
+                "No spec findings" if quant_state(self.ws).findings is not None
                 else "Checking the quantization spec\u2026"])
             item.setFlags(Qt.ItemFlag.NoItemFlags)
             item.setFirstColumnSpanned(True)
@@ -292,33 +336,35 @@ class QuantDock(QWidget):
         if ws.model is None:
             return
         self.cancel()
+        q = quant_state(ws)
+        if samples is not None:
+            self.samples.setValue(samples)  # as typed in the dock: the choice Run Both shares
         try:
             source = self.source.analysis_kwargs()
         except ValueError as exc:
             self.source.refresh()
-            ws.quant.status = f"The comparison cannot start: {exc}"
-            self.hub.changed(QUANT, ws)
-            self.failed.emit(ws.quant.status)
+            q.status = f"The comparison cannot start: {exc}"
+            self.hub.changed(TOPIC, ws)
+            self.failed.emit(q.status)
             return
-        samples = self.samples.value() if samples is None else samples
         fallback = self.fallback.isChecked() if fallback is None else fallback
-        self.settings.setValue("quant/samples", samples)
         self.settings.setValue("quant/fallback", bool(fallback))
-        Comparison(self.hub, ws, float_path,
-                   dict(samples=samples, per_layer_fallback=fallback, **source),
-                   self._on_progress, self.failed.emit, self)
-        ws.quant.status = f"Comparing with {Path(float_path).name} on {self.source.describe()}\u2026"
-        self.hub.changed(QUANT, ws)
+        choice = self.source.choice
+        FloatComparison(self.hub, ws, float_path,
+                        dict(samples=choice.samples, per_layer_fallback=fallback, **source),
+                        choice.source_text(), self._on_progress, self.failed.emit, self)
+        q.status = f"Comparing with {Path(float_path).name} on {choice.describe()}\u2026"
+        self.hub.changed(TOPIC, ws)
 
     def cancel(self) -> None:
-        q = self.ws.quant
+        q = quant_state(self.ws)
         if q.run is None:
             return
         if q.cancel is not None:
             q.cancel.set()
         q.run, q.cancel, q.running, q.progress = None, None, False, None
         q.status = "Cancelled."
-        self.hub.changed(QUANT, self.ws)
+        self.hub.changed(TOPIC, self.ws)
 
     def _on_progress(self, done: int, total: int, message: str) -> None:
         self.progress.setRange(0, max(total, 1))
@@ -356,8 +402,11 @@ class QuantDock(QWidget):
                             f"by {t.paired_by}; {which}")
         self.detail.setToolTip(t.name)
         deq, flt = t.sample_values[1], t.sample_values[0]
-        self.comparisonRequested.emit(int(row.get("subgraph", 0)), int(row["tensor"]), deq, flt,
-                                      f"Dequantized vs float: {which} of the comparison")
+        inputs = quant_state(self.ws).inputs
+        self.valuesCompared.emit(int(row.get("subgraph", 0)), int(row["tensor"]), deq, flt,
+                                 ("dequantized", "float"),
+                                 f"Dequantized vs float: {which} of the comparison"
+                                 + (f" ({inputs})" if inputs else ""))
 
     def export_dialog(self) -> None:
         if self.report is None:

@@ -1,8 +1,9 @@
 """The Quantization dock's work on pool threads: the spec check of a model and the float
 comparison, each for the workspace it was started for.
 
-A run writes its result into ``ws.quant`` of that workspace (never into whatever is open
-when it ends) and tells the hub, which drops the news if another model was opened since.
+A run writes its result into the quantization part of that workspace
+(`state.quant.quant_state`, never into whatever is open when it ends) and tells the hub,
+which drops the news if another model was opened since.
 Each run has its own receiver, a child of the dock: results delivered after the dock is
 gone are dropped by Qt.  A comparison's cancel flag is set when its workspace closes.
 """
@@ -18,30 +19,8 @@ from ...model import load_model
 from ...quant import analysis
 from ...quant.spec import check_spec
 from ..workers import Task
-from ..workspace import QUANT, Workspace
-
-
-def report_summary(report) -> str:
-    """The status line of a finished comparison."""
-    from .quant_table import _text
-    out = report.outputs
-    summary = (f"{len(report.compared())} tensors compared on {report.samples} "
-               f"sample{'s' if report.samples != 1 else ''}")
-    subgraphs = {t.subgraph for t in report.compared()}
-    if len(subgraphs) > 1:
-        summary += f" in {len(subgraphs)} subgraphs"
-    if out:
-        summary += (f"; model outputs SQNR {_text(out['sqnr_db'])} dB, "
-                    f"cosine {_text(out['cosine'])}")
-    if report.unpaired_quantized or report.unpaired_float:
-        summary += (f"; unpaired: {len(report.unpaired_quantized)} quantized, "
-                    f"{len(report.unpaired_float)} float")
-    return summary
-
-
-def findings_status(findings: list) -> str:
-    return (f"{len(findings)} spec finding(s). Compare with the float original to measure "
-            "the error of every tensor.")
+from ..state.quant import TOPIC, findings_status, quant_state, report_summary
+from ..state.workspace import Workspace
 
 
 class SpecCheck(QObject):
@@ -61,22 +40,24 @@ class SpecCheck(QObject):
         ws = self.ws
         if ws.model is not self.model:  # edited since: that model is checked anew
             return
-        ws.quant.findings = list(findings)
-        if not ws.quant.running and ws.quant.report is None:
-            ws.quant.status = findings_status(ws.quant.findings)
-        if self.hub.changed(QUANT, ws):
+        q = quant_state(ws)
+        q.findings = list(findings)
+        if not q.running and q.report is None:
+            q.status = findings_status(q.findings)
+        if self.hub.changed(TOPIC, ws):
             self.done(ws)
 
     def _failed(self, serial: int, _exc: BaseException) -> None:
         self._finished(serial, [])
 
 
-class Comparison(QObject):
-    """One float comparison of ``ws``'s model (see the module docstring)."""
+class FloatComparison(QObject):
+    """One float comparison of ``ws``'s model on the samples ``kwargs`` name, described by
+    ``inputs`` (see the module docstring)."""
 
     progressed = Signal(int, int, str)  # emitted on the pool thread, delivered here
 
-    def __init__(self, hub, ws: Workspace, float_path: str | Path, kwargs: dict,
+    def __init__(self, hub, ws: Workspace, float_path: str | Path, kwargs: dict, inputs: str,
                  on_progress: Callable[[int, int, str], None],
                  on_failed: Callable[[str], None], parent: QObject) -> None:
         super().__init__(parent)
@@ -84,9 +65,9 @@ class Comparison(QObject):
         self.on_progress, self.on_failed = on_progress, on_failed
         self.cancel = threading.Event()
         ws.on_close(self.cancel.set)
-        q = ws.quant
+        q = quant_state(ws)
         q.run, q.cancel, q.running, q.progress = self, self.cancel, True, None
-        q.report, q.float_path = None, Path(float_path)
+        q.report, q.float_path, q.inputs = None, Path(float_path), inputs
         self.progressed.connect(self._progressed)
         cancel, progress, model = self.cancel, self.progressed, ws.model
 
@@ -102,11 +83,11 @@ class Comparison(QObject):
     @property
     def current(self) -> bool:
         """Whether this is still its workspace's comparison (not cancelled or replaced)."""
-        return self.ws.quant.run is self and self.ws.model is self.model
+        return quant_state(self.ws).run is self and self.ws.model is self.model
 
     def _progressed(self, done: int, total: int, message: str) -> None:
         if self.current:
-            self.ws.quant.progress = (done, total, message)
+            quant_state(self.ws).progress = (done, total, message)
             if self.ws is self.hub.workspace:
                 self.on_progress(done, total, message)
 
@@ -114,22 +95,22 @@ class Comparison(QObject):
         self.deleteLater()
         if not self.current:
             return
-        q = self.ws.quant
+        q = quant_state(self.ws)
         q.run, q.cancel, q.running, q.progress = None, None, False, None
         q.report = report
-        q.status = report_summary(report)
-        self.hub.changed(QUANT, self.ws)
+        q.status = report_summary(report, q.inputs)
+        self.hub.changed(TOPIC, self.ws)
 
     def _failed(self, _serial: int, exc: BaseException) -> None:
         self.deleteLater()
         if not self.current:
             return
-        q = self.ws.quant
+        q = quant_state(self.ws)
         q.run, q.cancel, q.running, q.progress = None, None, False, None
         if isinstance(exc, analysis.Cancelled):
             q.status = "Cancelled."
-            self.hub.changed(QUANT, self.ws)
+            self.hub.changed(TOPIC, self.ws)
             return
         q.status = f"The comparison failed: {exc}"
-        if self.hub.changed(QUANT, self.ws):
+        if self.hub.changed(TOPIC, self.ws):
             self.on_failed(q.status)

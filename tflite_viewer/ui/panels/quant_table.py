@@ -8,28 +8,20 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, Qt
 from PySide6.QtGui import QColor
 
-from .. import tensor_stats as ts
+from ..state.quant import number_text
 
-COLUMNS = (("subgraph", "Subgraph"), ("tensor", "Tensor"), ("op", "Op"), ("opcode", "Type"),
-           ("name", "Name"),
-           ("sqnr_db", "SQNR dB"), ("cosine", "Cosine"), ("rmse_scale", "RMSE/scale"),
+#: the table's columns: where the tensor is, then the metrics read first (in a dock a
+#: few hundred pixels wide SQNR and cosine are in view without scrolling), the name last
+COLUMNS = (("subgraph", "Subgraph"), ("tensor", "Tensor"), ("op", "Op"), ("sqnr_db", "SQNR dB"),
+           ("cosine", "Cosine"), ("opcode", "Type"), ("fallback_gain_db", "Fallback gain dB"),
+           ("layer_sqnr_db", "Layer SQNR dB"), ("rmse_scale", "RMSE/scale"),
            ("max_abs_error", "Max abs err"), ("mean_error", "Mean err"),
            ("mean_squared_error", "MSE"), ("stddev", "Std dev"),
            ("median_diff_ratio", "Median diff ratio"), ("at_min_fraction", "At min"),
-           ("at_max_fraction", "At max"), ("unused_fraction", "Unused range"),
-           ("layer_sqnr_db", "Layer SQNR dB"), ("fallback_gain_db", "Fallback gain dB"))
+           ("at_max_fraction", "At max"), ("unused_fraction", "Unused range"), ("name", "Name"))
+COLUMN_KEYS = [k for k, _ in COLUMNS]
 SORT_ROLE = Qt.ItemDataRole.UserRole + 11
 SEVERITY_COLOURS = {"error": QColor("#cf222e"), "warning": QColor("#9a6700")}
-
-
-def _text(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return "inf" if v > 0 else "-inf" if v < 0 else "nan"
-        return ts.format_number(v, 5)
-    return str(v)
 
 
 class QuantTableModel(QAbstractTableModel):
@@ -61,7 +53,7 @@ class QuantTableModel(QAbstractTableModel):
         key = COLUMNS[index.column()][0]
         v = self.rows[index.row()].get(key)
         if role == Qt.ItemDataRole.DisplayRole:
-            return _text(v)
+            return number_text(v)
         if role == SORT_ROLE:
             if v is None:
                 return -math.inf if isinstance(self.rows[0].get(key, 0.0), (int, float)) else ""

@@ -2,10 +2,11 @@
 delegate, TFLite Micro) and see which operators do not run there and why, the partitions
 a delegate takes, and what to change, with the changes the editor can make as one click.
 
-A view of the open workspace (`ui.targets_state`): the report is computed in a worker for
+A view of the open workspace (`ui.state.targets`): the report is computed in a worker for
 the workspace it was asked for and dropped if another model is open by then; an edit
 drops it with the old model and the dock computes the new model's.  Picking a target also
-colours the canvas (`ui.targets_overlay`) and lists the reasons in Problems.
+colours the canvas with its verdicts (`state.overlays.TargetsOverlay`, as the toolbar's
+"Targets: X" does) and lists them in Problems, as information under the target's name.
 """
 from __future__ import annotations
 
@@ -17,17 +18,20 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QHeaderView, Q
 from ...targets import analyze
 from ...targets import overlay as target_overlay
 from ...targets.litert import known_runtimes
-from ..targets_state import (CHOICES, REPORT, OpRow, empty_text, fixes_for, needs_report,
+from ..state.targets import (CHOICES, REPORT, OpRow, empty_text, fixes_for, needs_report,
                              op_rows, result_of, summary_line, targets_state)
 from ..workers import Task
-from ..workspace import MODEL, Hub, Workspace
-from .common import ElidedLabel, min_rows, panel_layout, split_panes
+from ..state.docks import BOTTOM, DockSpec
+from ..state.workspace import MODEL, Hub, Workspace
+from .common import min_rows, panel_layout, split_panes
 
 ROW_ROLE = Qt.ItemDataRole.UserRole + 3
 FIX_ROLE = Qt.ItemDataRole.UserRole + 4
 #: rows listed at most (a 20,000-operator model with "every operator" on)
 MAX_ROWS = 5000
 RUNTIME_OWN = "the model's own"
+DOCK = DockSpec("targets", "Targets", BOTTOM, part="targets", overlay="targets",
+                shortcut="Ctrl+Shift+T", menu_text="&Targets")
 #: the verdict column's text (the overlay's amber is too light for text)
 TEXT_COLOURS = {"runs": "#1a7f37", "falls back": "#9a6700", "refused": "#cf222e"}
 
@@ -100,7 +104,8 @@ class TargetsDock(QWidget):
         bar.addWidget(self.runtime)
         bar.addWidget(self.every)
         bar.addStretch(1)
-        self.summary = ElidedLabel("")
+        self.summary = QLabel("")
+        self.summary.setWordWrap(True)  # whole: the counts and the notes after them
         self.table = QTreeWidget()
         self.table.setColumnCount(4)
         self.table.setHeaderLabels(["Operator", "Verdict", "Partition", "Reason"])

@@ -12,8 +12,8 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (QHeaderView, QLabel, QPushButton, QSplitter, QTableView,
                                QVBoxLayout, QHBoxLayout, QWidget)
 
-from .. import tensor_stats as ts
-from ..block_stats import BlockView
+from ..state import tensor_stats as ts
+from ..state.block_stats import BlockView
 from ..histogram_widget import HistogramWidget
 
 LOW, HIGH = QColor("#f7fbff"), QColor("#2b6cb0")  # the grid's shading, smallest to largest

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QSiz
                                QSplitter, QTableView, QTableWidget, QTableWidgetItem,
                                QTabWidget, QVBoxLayout, QWidget)
 
-from .. import tensor_stats as ts
+from ..state import tensor_stats as ts
 from ..histogram_widget import HistogramWidget
 
 #: a (the values checked) orange, b (the reference: LiteRT's, float) blue, as the

@@ -10,7 +10,7 @@ import numpy as np
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QVBoxLayout, QWidget
 
 from ...model import Tensor
-from .. import tensor_stats as ts
+from ..state import tensor_stats as ts
 from ..histogram_widget import HistogramWidget
 
 Values = Callable[[str], "np.ndarray | None"]  # source ("Stored values" / "Real values") -> array

@@ -24,11 +24,11 @@ from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QMenu, QMessageBox, QPu
 from ...edit import ExposeTensor, RenameTensor, ReplaceTensorData, SetTensorShape
 from ...model import Tensor
 from .. import editors as ed
-from .. import tensor_stats as ts
-from ..selection import producers_consumers
+from ..state import tensor_stats as ts
+from ..state.selection import producers_consumers
 from . import common
 from .common import ElidedLabel, LinkTree, Row, format_value
-from ..block_stats import block_view
+from ..state.block_stats import block_view
 from .tensor_blocks import BlocksPane
 from .tensor_comparison import TensorComparison
 from .tensor_histogram import HistogramPane
@@ -115,6 +115,10 @@ class TensorPanel(QWidget):
         self.row_axis, self.col_axis = vp.row_axis, vp.col_axis
 
         self.tabs = QTabWidget()
+        # compact tabs, all in sight in a dock a fifth of 1024 px wide (no scroll arrows)
+        self.tabs.setDocumentMode(True)
+        self.tabs.tabBar().setUsesScrollButtons(False)
+        self.tabs.tabBar().setElideMode(Qt.TextElideMode.ElideRight)
         self.tabs.addTab(overview, "Overview")
         self.tabs.addTab(self.channels_view, "Channels")
         self.tabs.addTab(self.values_pane, "Values")

@@ -18,8 +18,8 @@ from ...edit import SetQuantization
 from ...model import Tensor
 from ...quant.ranges import INTEGER_RANGES, QUANTIZABLE_TYPES
 from .. import editors as ed
-from .. import tensor_stats as ts
-from ..block_stats import block_view
+from ..state import tensor_stats as ts
+from ..state.block_stats import block_view
 from .common import LinkTree, format_value
 
 WARNING = QColor("#cf222e")
