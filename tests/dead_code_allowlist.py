@@ -49,6 +49,7 @@ _.key_type  # a hash table's declared key type, beside its value type (kernels/h
 _.R_CELL  # region 0 of the LSTM step program's table, named for its docstring
 
 # -- reached by name or kept for their lifetime ---------------------------------------------
+_.ModelSubgraph  # interpreter/subgraph.py: imported for a quoted annotation only
 _.after_reload  # ui/state/diff.py: workspace.py asks each part getattr(part, "after_reload")
 _.cross_task  # ui/debugger/crosscheck_dock.py: holds the task so its Qt signal object lives
 
@@ -65,28 +66,14 @@ _.batched_calls  # quant/cone.py: tests/quant/test_fallback_cone.py
 _.forked  # quant/parallel.py: tests/quant/test_side_work.py
 _.our_outputs  # interpreter/comparison.py: tests/interpreter/crosscheck/test_crosscheck.py
 _.litert_outputs
-
-# -- in files other branches are changing now ------------------------------------------------
-# busy branch: recheck after merge (interpreter/subgraph.py: a quoted annotation)
-_.ModelSubgraph
-# busy branch: recheck after merge (interpreter/interpreter.py)
-_.get_output  # tests only
-_.op_time_total  # tests only
-# busy branch: recheck after merge (interpreter/crosscheck.py)
-_.MODE_TEXT  # no reader
-_.attempts  # no reader
-# busy branch: recheck after merge (interpreter/session.py)
-_.RUNNING  # no reader
-_.breakpoint_id  # tests only
-# busy branch: recheck after merge (interpreter/validation.py: tests only)
-_.min_inputs
+_.get_output  # interpreter/interpreter.py: tf.lite.Interpreter's name, used by the tests
+_.breakpoint_id  # interpreter/session.py: a Stop's breakpoint, checked by the debugger tests
+_.min_inputs  # interpreter/validation.py: an op's arity, checked by its tests
 _.max_inputs
 _.min_outputs
 _.max_outputs
-# busy branch: recheck after merge (model/checks.py)
-_.shape_owner  # an unused unpacked value
-# busy branch: recheck after merge (model/quantization.py)
-_.form_of  # no caller
+
+# -- in files other branches are changing now ------------------------------------------------
 # busy branch: recheck after merge (ui/: no caller anywhere)
 _.last_command
 _._current_found
