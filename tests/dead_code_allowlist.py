@@ -64,7 +64,7 @@ _.removed_ops  # match/model.py: tests/diff/test_matching.py
 _.unavailable  # interpreter/shape_inference.py: tests/interpreter/test_shape_inference.py
 _.batched_calls  # quant/cone.py: tests/quant/test_fallback_cone.py
 _.forked  # quant/parallel.py: tests/quant/test_side_work.py
-_.our_outputs  # interpreter/comparison.py: tests/interpreter/crosscheck/test_crosscheck.py
+_.our_outputs  # interpreter/crosscheck_report.py: tests/interpreter/crosscheck/test_crosscheck.py
 _.litert_outputs
 _.get_output  # interpreter/interpreter.py: tf.lite.Interpreter's name, used by the tests
 _.breakpoint_id  # interpreter/session.py: a Stop's breakpoint, checked by the debugger tests

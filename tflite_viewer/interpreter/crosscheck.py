@@ -28,7 +28,7 @@ child process imports it.
 
 LiteRT exposes the tensors of the subgraph it ran, not those of the WHILE/IF bodies it
 called, so the comparison covers every operator output of the entry subgraph: end to end
-and op-isolated, with the metrics and tolerances described in `.comparison`.
+and op-isolated, with the metrics and tolerances described in `.crosscheck_report`.
 """
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ import numpy as np
 
 from ..model import Model
 from ..model.errors import TFLiteViewerError
-# the comparison itself lives in .comparison; these names stay importable from here
-from .comparison import (DEFAULT_TOLERANCE, DEFAULT_UNITS, KERNELS, MODES,  # noqa: F401
+# the comparison itself lives in .crosscheck_report; these names stay importable from here
+from .crosscheck_report import (DEFAULT_TOLERANCE, DEFAULT_UNITS, KERNELS, MODES,  # noqa: F401
                          OPTIMIZED_UNITS, CrossCheckReport, Error, LiteRTRun, TensorRow,
                          compare_runs, compare_tensor, composite_bodies, isolated_run,
                          real_values, resolve_mode, similarity)

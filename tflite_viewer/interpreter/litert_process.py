@@ -26,7 +26,7 @@ import numpy as np
 
 from ..model import Model, load_model
 from ..model.errors import TFLiteViewerError
-from .comparison import LiteRTRun
+from .crosscheck_report import LiteRTRun
 
 
 class LiteRTError(TFLiteViewerError):
