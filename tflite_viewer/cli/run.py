@@ -58,7 +58,6 @@ import dataclasses
 import sys
 import time
 import warnings
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -70,9 +69,7 @@ from .common import (EXIT_CHECK_FAILED, CommandError, ProgressPrinter, add_model
                      subcommand_parser)
 from .output import Output, add_json_option, add_output_option, write_file
 from . import run_generate
-
-if TYPE_CHECKING:
-    from ..interpreter import Interpreter
+from .run_interpreter import float_sums_said, kernels_said, new_interpreter, xnnpack_said
 
 DESCRIPTION = ("Run a model in the interpreter on your inputs (an .npz) or on seeded inputs "
                "valid for it, and print its outputs: statistics, first values, and for a "
@@ -169,53 +166,6 @@ def add_parser(subparsers) -> None:
     add_output_option(p, what="the run as JSON")
 
 
-def new_interpreter(model, args, budgets: dict) -> "Interpreter":
-    """The interpreter `run` computes with: ``--rounding``, ``--float-sums`` and
-    ``--kernels`` applied (without ``--rounding`` the interpreter's default)."""
-    from ..interpreter import Interpreter
-    if args.rounding is not None:
-        budgets = {**budgets, "rounding": args.rounding}
-    return Interpreter(model, float_sums=args.float_sums,
-                       kernels=getattr(args, "kernels", "auto"), **budgets)
-
-
-def _float_sums_said(taken: str, asked: str) -> str:
-    """The float sums a run took, and that ``auto`` chose them."""
-    return f"{taken} (auto)" if asked == "auto" else taken
-
-
-def kernels_said(model, taken: str, asked: str) -> str:
-    """``LiteRT's builtin kernels (auto: an LLM export ...)``: the kernel set a run follows,
-    and why when ``auto`` chose it."""
-    from ..interpreter.kernel_sets import XNNPACK, why_builtin
-    if taken == XNNPACK:
-        return "LiteRT's default path (XNNPACK's kernels where its delegate takes an op)"
-    said = f"LiteRT's {taken} kernels"
-    if asked == "auto":
-        why = why_builtin(model)
-        said += f" (auto: {why})" if why else " (auto)"
-    return said
-
-
-def _xnnpack_said(interp, doc: dict) -> str:
-    """Under the xnnpack set: how many ops XNNPACK's partitions take, and those computed
-    here as LiteRT's builtin kernels (`xnnpack_kernels.unreproduced`); into ``doc`` too."""
-    from collections import Counter
-    from ..interpreter.xnnpack_kernels import unreproduced
-    taken = interp.xnnpack.partition_of
-    parts = len({p for ops in taken.values() for p in ops.values()})
-    count = sum(len(ops) for ops in taken.values())
-    left = unreproduced(interp)
-    doc["xnnpack"] = {"partitions": parts, "ops": count,
-                      "builtin_here": [{"subgraph": s, "op": k, "name": n} for s, k, n in left]}
-    names = Counter(n for _, _, n in left)
-    said = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in sorted(names.items()))
-    return (f"XNNPACK takes {count} op{'s' if count != 1 else ''} in {parts} "
-            f"partition{'s' if parts != 1 else ''}; "
-            + (f"computed here as LiteRT's builtin kernels (their bits may differ from "
-               f"XNNPACK's): {said}" if left else "every one computed as XNNPACK does"))
-
-
 def _budget():
     from ..interpreter import budget
     return budget
@@ -274,8 +224,8 @@ def _load_inputs(path: str, max_bytes: int | None = None) -> dict[str, np.ndarra
             _check_npz_sizes(path, max_bytes)
         except TFLiteViewerError:
             raise
-        except Exception as exc:  # noqa: BLE001 - np.load says what is wrong below
-            del exc
+        except Exception:  # noqa: BLE001 - np.load says what is wrong below
+            pass
     try:
         data = np.load(path, allow_pickle=False)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is one message
@@ -385,10 +335,10 @@ def _main(args: argparse.Namespace) -> int:
                  "float_sums_asked": args.float_sums, "kernels": interp.kernels,
                  "inputs": [], "outputs": []}
     lines = [f"Model {args.model}: {where}, rounding {interp.rounding}, float sums "
-             f"{_float_sums_said(interp.float_sums, args.float_sums)}, "
+             f"{float_sums_said(interp.float_sums, args.float_sums)}, "
              f"{kernels_said(model, interp.kernels, args.kernels)}"]
     if interp.xnnpack is not None:
-        lines.append(_xnnpack_said(interp, doc))
+        lines.append(xnnpack_said(interp, doc))
     lines.append("Inputs:")
     for spec in specs:
         a = arrays[spec.name]
