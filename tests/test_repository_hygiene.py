@@ -1,4 +1,4 @@
-"""Two rules of docs/ARCHITECTURE.md that no linter checks, kept true by the suite:
+"""Rules of docs/ARCHITECTURE.md that no linter checks, kept true by the suite:
 
 * small modules: no hand-written module of the package is longer than ``MAX_LINES``
   (generated code and the documented exceptions below aside), so a file that grows past
@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "tflite_viewer"
-MAX_LINES = 650
+MAX_LINES = 600
 README_MAX_LINES = 200
 GENERATED_MARK = "# GENERATED FILE - DO NOT EDIT."
 
