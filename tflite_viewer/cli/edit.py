@@ -41,7 +41,7 @@ EXAMPLES = [
 class _Ordered(argparse.Action):
     """Collect every edit flag into one list, in command-line order."""
 
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(self, parser, namespace, values, _option_string=None):
         edits = getattr(namespace, "edits", None) or []
         edits.append((self.dest, values))
         namespace.edits = edits

@@ -70,7 +70,6 @@ class Output:
         for value in self.files.values():
             if value is not None:
                 output_file(value)
-        self._printed_json = False
 
     @property
     def wants_json(self) -> bool:

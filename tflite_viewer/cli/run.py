@@ -58,7 +58,6 @@ import dataclasses
 import sys
 import time
 import warnings
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -70,9 +69,7 @@ from .common import (EXIT_CHECK_FAILED, CommandError, ProgressPrinter, add_model
                      subcommand_parser)
 from .output import Output, add_json_option, add_output_option, write_file
 from . import run_generate
-
-if TYPE_CHECKING:
-    from ..interpreter import Interpreter
+from .run_interpreter import float_sums_said, kernels_said, new_interpreter, xnnpack_said
 
 DESCRIPTION = ("Run a model in the interpreter on your inputs (an .npz) or on seeded inputs "
                "valid for it, and print its outputs: statistics, first values, and for a "
@@ -169,53 +166,6 @@ def add_parser(subparsers) -> None:
     add_output_option(p, what="the run as JSON")
 
 
-def new_interpreter(model, args, budgets: dict) -> "Interpreter":
-    """The interpreter `run` computes with: ``--rounding``, ``--float-sums`` and
-    ``--kernels`` applied (without ``--rounding`` the interpreter's default)."""
-    from ..interpreter import Interpreter
-    if args.rounding is not None:
-        budgets = {**budgets, "rounding": args.rounding}
-    return Interpreter(model, float_sums=args.float_sums,
-                       kernels=getattr(args, "kernels", "auto"), **budgets)
-
-
-def _float_sums_said(taken: str, asked: str) -> str:
-    """The float sums a run took, and that ``auto`` chose them."""
-    return f"{taken} (auto)" if asked == "auto" else taken
-
-
-def kernels_said(model, taken: str, asked: str) -> str:
-    """``LiteRT's builtin kernels (auto: an LLM export ...)``: the kernel set a run follows,
-    and why when ``auto`` chose it."""
-    from ..interpreter.kernel_sets import XNNPACK, why_builtin
-    if taken == XNNPACK:
-        return "LiteRT's default path (XNNPACK's kernels where its delegate takes an op)"
-    said = f"LiteRT's {taken} kernels"
-    if asked == "auto":
-        why = why_builtin(model)
-        said += f" (auto: {why})" if why else " (auto)"
-    return said
-
-
-def _xnnpack_said(interp, doc: dict) -> str:
-    """Under the xnnpack set: how many ops XNNPACK's partitions take, and those computed
-    here as LiteRT's builtin kernels (`xnnpack_kernels.unreproduced`); into ``doc`` too."""
-    from collections import Counter
-    from ..interpreter.xnnpack_kernels import unreproduced
-    taken = interp.xnnpack.partition_of
-    parts = len({p for ops in taken.values() for p in ops.values()})
-    count = sum(len(ops) for ops in taken.values())
-    left = unreproduced(interp)
-    doc["xnnpack"] = {"partitions": parts, "ops": count,
-                      "builtin_here": [{"subgraph": s, "op": k, "name": n} for s, k, n in left]}
-    names = Counter(n for _, _, n in left)
-    said = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in sorted(names.items()))
-    return (f"XNNPACK takes {count} op{'s' if count != 1 else ''} in {parts} "
-            f"partition{'s' if parts != 1 else ''}; "
-            + (f"computed here as LiteRT's builtin kernels (their bits may differ from "
-               f"XNNPACK's): {said}" if left else "every one computed as XNNPACK does"))
-
-
 def _budget():
     from ..interpreter import budget
     return budget
@@ -274,8 +224,8 @@ def _load_inputs(path: str, max_bytes: int | None = None) -> dict[str, np.ndarra
             _check_npz_sizes(path, max_bytes)
         except TFLiteViewerError:
             raise
-        except Exception as exc:  # noqa: BLE001 - np.load says what is wrong below
-            del exc
+        except Exception:  # noqa: BLE001 - np.load says what is wrong below
+            pass
     try:
         data = np.load(path, allow_pickle=False)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is one message
@@ -342,6 +292,8 @@ def _stats(a: np.ndarray | None) -> dict:
 
 
 def _main(args: argparse.Namespace) -> int:
+    from ..interpreter.budget import (DEFAULT_MAX_ITERATIONS, DEFAULT_TIMEOUT,
+                                      default_max_allocation_bytes, run_reserve)
     from ..interpreter.inputs import complete_inputs, input_specs
 
     run_generate.check_usage(args)
@@ -351,16 +303,11 @@ def _main(args: argparse.Namespace) -> int:
                                "report lists every call)")
         return run_generate.main(args)
     out = Output(args, files={"--dump-all": args.dump_all})
-    if args.tolerance is not None and not args.tolerance >= 0:
-        raise CommandError(f"--tolerance must be a relative error >= 0, not {args.tolerance}")
-    if args.tolerance_units is not None and args.tolerance_units < 0:
-        raise CommandError(f"--tolerance-units must be >= 0, not {args.tolerance_units}")
+    _check_tolerances(args)
     model = load_model_arg(args.model)
     signature = args.signature
     if signature is not None:
         model.signature(signature)  # KeyError naming the signature keys
-    from ..interpreter.budget import (DEFAULT_MAX_ITERATIONS, DEFAULT_TIMEOUT,
-                                      default_max_allocation_bytes, run_reserve)
     max_bytes = args.max_memory or default_max_allocation_bytes()  # (under ulimit -v now)
     given = _load_inputs(args.inputs, max_bytes) if args.inputs else {}
     if args.compare_litert:
@@ -377,32 +324,21 @@ def _main(args: argparse.Namespace) -> int:
     arrays, generated = complete_inputs(model, given, args.seed, signature, max_bytes=max_bytes,
                                         reserved=run_reserve(interp.arena_bytes))
     specs = input_specs(model, signature)
-    printer = ProgressPrinter() if args.progress or (
-        sys.stderr.isatty() and not out.stdout_taken) else None
-    if printer is not None:
-        interp.set_progress(lambda p: printer(p.done, p.total, p.describe(printer.WIDTH)))
-    t0 = time.perf_counter()
-    try:
-        interp.invoke(arrays, signature=signature)  # by name: a signature has no order
-    finally:
-        if printer is not None:
-            printer.end()
-    seconds = time.perf_counter() - t0
+    seconds = _invoke(interp, arrays, signature, args.progress or (
+        sys.stderr.isatty() and not out.stdout_taken))
 
     sgi = specs[0].subgraph if specs else (
         model.signature(signature).subgraph_index if signature else 0)
-    sg = interp.subgraphs[sgi]
-    msg = model.subgraphs[sgi]
     where = f"signature {signature!r} (subgraph {sgi})" if signature else f"subgraph {sgi}"
     doc: dict = {"model": str(args.model), "subgraph": sgi, "signature": signature,
                  "rounding": interp.rounding, "float_sums": interp.float_sums,
                  "float_sums_asked": args.float_sums, "kernels": interp.kernels,
                  "inputs": [], "outputs": []}
     lines = [f"Model {args.model}: {where}, rounding {interp.rounding}, float sums "
-             f"{_float_sums_said(interp.float_sums, args.float_sums)}, "
+             f"{float_sums_said(interp.float_sums, args.float_sums)}, "
              f"{kernels_said(model, interp.kernels, args.kernels)}"]
     if interp.xnnpack is not None:
-        lines.append(_xnnpack_said(interp, doc))
+        lines.append(xnnpack_said(interp, doc))
     lines.append("Inputs:")
     for spec in specs:
         a = arrays[spec.name]
@@ -413,6 +349,57 @@ def _main(args: argparse.Namespace) -> int:
         doc["inputs"].append({"name": spec.name, "tensor": spec.tensor, "dtype": dtype,
                               "shape": list(a.shape), "seeded": spec.name in generated,
                               **_stats(a)})
+    _describe_outputs(model, interp, sgi, signature, lines, doc)
+    n_ops = sum(interp.op_calls.values())
+    lines.append(f"Ran {n_ops:,} op{'s' if n_ops != 1 else ''} in {seconds * 1000:.1f} ms")
+    doc.update(ops=n_ops, milliseconds=seconds * 1000)
+    if args.dump_all:
+        _dump_all(interp, args.dump_all, lines, doc)
+
+    report = None
+    if args.compare_litert:
+        out.text("\n".join(lines))
+        lines = []
+        sys.stdout.flush()
+        report = _cross_check(args, model, interp, arrays, signature)
+        lines.append("\n" + report.format_table())
+        doc["crosscheck"] = _cross_check_doc(report)
+    if lines:
+        out.text("\n".join(lines))
+    out.json(doc)
+    if report is not None and not report.ok:
+        sys.stdout.flush()
+        sys.stderr.write(f"tflite-viewer run: cross-check failed: {report.divergence_text()}\n")
+        return EXIT_CHECK_FAILED
+    return 0
+
+
+def _check_tolerances(args: argparse.Namespace) -> None:
+    if args.tolerance is not None and not args.tolerance >= 0:
+        raise CommandError(f"--tolerance must be a relative error >= 0, not {args.tolerance}")
+    if args.tolerance_units is not None and args.tolerance_units < 0:
+        raise CommandError(f"--tolerance-units must be >= 0, not {args.tolerance_units}")
+
+
+def _invoke(interp, arrays: dict, signature: str | None, progress: bool) -> float:
+    """Run once (with a progress line on stderr when ``progress``); the seconds it took."""
+    printer = ProgressPrinter() if progress else None
+    if printer is not None:
+        interp.set_progress(lambda p: printer(p.done, p.total, p.describe(printer.WIDTH)))
+    t0 = time.perf_counter()
+    try:
+        interp.invoke(arrays, signature=signature)  # by name: a signature has no order
+    finally:
+        if printer is not None:
+            printer.end()
+    return time.perf_counter() - t0
+
+
+def _describe_outputs(model, interp, sgi: int, signature: str | None, lines: list[str],
+                      doc: dict) -> None:
+    """Each output's summary (and top-k, for a classifier's) into the text and the JSON."""
+    sg = interp.subgraphs[sgi]
+    msg = model.subgraphs[sgi]
     if signature is not None:
         pairs = [(m.name, m.tensor_index) for m in model.signature(signature).outputs]
     else:
@@ -433,59 +420,52 @@ def _main(args: argparse.Namespace) -> int:
             "top_k_reason": reason,
             "top_k": [{"index": i, "label": label, "score": score} for i, label, score in
                       (top_k(model, sgi, ti, a, producers.get(ti), name=name) if reason else [])]})
-    n_ops = sum(interp.op_calls.values())
-    lines.append(f"Ran {n_ops:,} op{'s' if n_ops != 1 else ''} in {seconds * 1000:.1f} ms")
-    doc.update(ops=n_ops, milliseconds=seconds * 1000)
 
-    if args.dump_all:
-        import io
-        dumped = dump_arrays(interp)
-        buffer = io.BytesIO()
-        np.savez(buffer, **dumped)
-        write_file(args.dump_all, buffer.getvalue())
-        lines.append(f"Wrote {len(dumped)} tensors to {args.dump_all}")
-        doc["dumped"] = {"file": args.dump_all, "tensors": len(dumped)}
 
-    report = None
-    if args.compare_litert:
-        from ..edit.expose import expose_op_outputs
-        from ..interpreter.crosscheck import (DEFAULT_TOLERANCE, STATEFUL_INVOCATIONS,
-                                              compare_steps, is_stateful, run_litert_steps)
-        out.text("\n".join(lines))
-        lines = []
-        sys.stdout.flush()
-        # a stateful model is compared over several invocations (the same inputs each time:
-        # the state carried between them is what differs); when LiteRT crashes keeping every
-        # tensor, on a copy with every op output exposed, made by the editor (passed in: the
-        # interpreter does not import the editor)
-        steps = [arrays] * (STATEFUL_INVOCATIONS if is_stateful(model) else 1)
-        from ..interpreter.kernel_sets import RESOLVERS
-        # LiteRT's kernel set our interpreter follows (the reference kernels, or the builtin
-        # ones for an LLM export), the reference kernels falling back to the builtin ones
-        runs = run_litert_steps(args.model, steps, signature, RESOLVERS[interp.kernels],
-                                expose=expose_op_outputs)
-        report = compare_steps(interp, model, steps, runs, first_ran=True, signature=signature,
-                               tolerance=DEFAULT_TOLERANCE if args.tolerance is None
-                               else args.tolerance,
-                               units=args.tolerance_units, model_name=str(args.model),
-                               mode=getattr(args, "compare_mode", "auto"))
-        lines.append("\n" + report.format_table())
-        doc["crosscheck"] = {
-            "kernels": report.kernels, "resolver": report.resolver, "mode": report.mode,
-            "litert_mode": report.litert_mode, "invocations": report.invocations,
-            "invocation": report.invocation,
-            "tolerance": report.tolerance, "units": report.units, "ok": report.ok,
-            "fallback_reason": report.fallback_reason, "summary": report.summary(),
-            "first_divergence": None if report.ok else report.divergence_text(),
-            "departures": None if report.departures is None else report.departures.to_dict(),
-            "rows": [dataclasses.asdict(r) for r in report.rows],
-            "inner_rows": {str(op): [dataclasses.asdict(r) for r in rows]
-                           for op, rows in report.inner_rows.items()}}
-    if lines:
-        out.text("\n".join(lines))
-    out.json(doc)
-    if report is not None and not report.ok:
-        sys.stdout.flush()
-        sys.stderr.write(f"tflite-viewer run: cross-check failed: {report.divergence_text()}\n")
-        return EXIT_CHECK_FAILED
-    return 0
+def _dump_all(interp, path: str, lines: list[str], doc: dict) -> None:
+    """--dump-all: every tensor's value into one .npz."""
+    import io
+    dumped = dump_arrays(interp)
+    buffer = io.BytesIO()
+    np.savez(buffer, **dumped)
+    write_file(path, buffer.getvalue())
+    lines.append(f"Wrote {len(dumped)} tensors to {path}")
+    doc["dumped"] = {"file": path, "tensors": len(dumped)}
+
+
+def _cross_check(args: argparse.Namespace, model, interp, arrays: dict, signature: str | None):
+    """--compare-litert: LiteRT run on the same inputs, compared op by op with our run."""
+    from ..edit.expose import expose_op_outputs
+    from ..interpreter.crosscheck import (DEFAULT_TOLERANCE, STATEFUL_INVOCATIONS,
+                                          compare_steps, is_stateful, run_litert_steps)
+    from ..interpreter.kernel_sets import RESOLVERS
+
+    # a stateful model is compared over several invocations (the same inputs each time:
+    # the state carried between them is what differs); when LiteRT crashes keeping every
+    # tensor, on a copy with every op output exposed, made by the editor (passed in: the
+    # interpreter does not import the editor)
+    steps = [arrays] * (STATEFUL_INVOCATIONS if is_stateful(model) else 1)
+    # LiteRT's kernel set our interpreter follows (the reference kernels, or the builtin
+    # ones for an LLM export), the reference kernels falling back to the builtin ones
+    runs = run_litert_steps(args.model, steps, signature, RESOLVERS[interp.kernels],
+                            expose=expose_op_outputs)
+    return compare_steps(interp, model, steps, runs, first_ran=True, signature=signature,
+                         tolerance=DEFAULT_TOLERANCE if args.tolerance is None
+                         else args.tolerance,
+                         units=args.tolerance_units, model_name=str(args.model),
+                         mode=getattr(args, "compare_mode", "auto"))
+
+
+def _cross_check_doc(report) -> dict:
+    """The cross-check report as the JSON's "crosscheck"."""
+    return {
+        "kernels": report.kernels, "resolver": report.resolver, "mode": report.mode,
+        "litert_mode": report.litert_mode, "invocations": report.invocations,
+        "invocation": report.invocation,
+        "tolerance": report.tolerance, "units": report.units, "ok": report.ok,
+        "fallback_reason": report.fallback_reason, "summary": report.summary(),
+        "first_divergence": None if report.ok else report.divergence_text(),
+        "departures": None if report.departures is None else report.departures.to_dict(),
+        "rows": [dataclasses.asdict(r) for r in report.rows],
+        "inner_rows": {str(op): [dataclasses.asdict(r) for r in rows]
+                       for op, rows in report.inner_rows.items()}}

@@ -24,6 +24,7 @@ import numpy as np
 
 from .common import EXIT_CHECK_FAILED, CommandError, load_model_arg
 from .output import Output, write_file
+from .run_interpreter import kernels_said, new_interpreter
 
 #: the prompt when none is given: one id, 1 (the beginning-of-sequence id of Llama's
 #: tokenizer and of many others)
@@ -142,7 +143,6 @@ def _exact_sums_for_comparison(interp) -> None:
 def main(args: argparse.Namespace) -> int:
     from ..interpreter.budget import (DEFAULT_MAX_ALLOCATION_BYTES, DEFAULT_MAX_ITERATIONS,
                                       DEFAULT_TIMEOUT)
-    from .run import kernels_said, new_interpreter  # (run imports this module)
     from ..interpreter.generation import (find_plan, generate, interpreter_runner, last_row,
                                           parse_settings)
 

@@ -44,10 +44,6 @@ class Quant:
     details: str  # "NONE", "CustomQuantization", "BlockwiseQuantization", ...
 
     @property
-    def per_tensor(self) -> bool:
-        return len(self.scale) == 1
-
-    @property
     def legacy_zero_point(self) -> int:
         """TfLiteTensor.params.zero_point: set only for one scale and one zero point."""
         return self.zero_point[0] if len(self.scale) == 1 and len(self.zero_point) == 1 else 0
@@ -348,8 +344,8 @@ class SubgraphFacts:
         if not rows.size:
             return out
         tensor_of = tensors.index[qp.parent].tolist()
-        scale, s_owner, s_len = index.vector(qp, "scale")
-        zp, z_owner, z_len = index.vector(qp, "zero_point")
+        scale, _, s_len = index.vector(qp, "scale")
+        zp, _, z_len = index.vector(qp, "zero_point")
         s_start = (np.cumsum(s_len) - s_len).tolist()
         z_start = (np.cumsum(z_len) - z_len).tolist()
         s_len, z_len = s_len.tolist(), z_len.tolist()
@@ -443,7 +439,3 @@ class ModelFacts:
         if s not in self._subgraphs:
             self._subgraphs[s] = SubgraphFacts(self.model, s, self.share_verdicts)
         return self._subgraphs[s]
-
-    @cached_property
-    def metadata_names(self) -> frozenset[str]:
-        return frozenset(m.name for m in self.model.metadata)

@@ -40,7 +40,6 @@ class Flags:
     qs8: bool = True
     qu8: bool = True
     dynamic_fully_connected: bool = False
-    force_fp16: bool = False
     disable_dynamically_quantized_ops: bool = False
 
 
@@ -223,16 +222,6 @@ class Ctx:
                 raise Refuse(f"{self.desc(t)}: XNNPACK takes only per-tensor quantization here")
             return
         raise self._unsupported(t, "FLOAT32, FLOAT16, INT2/INT4/INT8 or per-tensor UINT8")
-
-    def float32_or_qint32(self, t: int) -> None:
-        ty = self.f.type(t)
-        if ty == "FLOAT32":
-            return
-        if ty == "INT32" and (self.flags.qs8 or self.flags.qu8):
-            if not self._per_tensor(t):
-                raise Refuse(f"{self.desc(t)}: not per-tensor quantized")
-            return
-        raise self._unsupported(t, "FLOAT32 or quantized INT32")
 
     def float_or_qcint32(self, t: int) -> None:
         """CheckTensorFloat32OrFloat16OrQCInt32Type (biases)."""

@@ -11,7 +11,8 @@ from .commands import (EditCommand, ExposeTensor, RemoveCustomOption, RemoveMeta
                        ReorderOperators, ReplaceTensorData, Scope, SetCustomOption,
                        SetDescription, SetMetadata, SetOfflineMemoryPlan, SetOpVersion,
                        SetOption, SetQuantization, SetTensorShape, SplitFusedActivation)
-from .document import EditResult, ModelDocument, VersionRaise
+from .document import EditResult, ModelDocument
+from .followups import VersionRaise
 from .journal import Journal, default_folder
 from .journal_format import JournalError
 from .recovery import Recovery, pending_recoveries

@@ -1,9 +1,9 @@
 """ModelDocument: an open model, its edits, and their undo history.
 
 Every change goes the same way (docs/ARCHITECTURE.md, "Three data flows"): the command
-mutates the object tree -> op versions that became too low are raised and ``min_runtime_version`` follows ->
-the tree is checked -> written -> re-read with `load_model` -> listeners get the new
-`Model`.  So what the UI shows is always a model that was just serialized and read back:
+mutates the object tree -> op versions that became too low are raised and
+``min_runtime_version`` follows (`followups`) -> the tree is checked -> written -> re-read
+with `load_model` -> listeners get the new `Model`.  So what the UI shows is always a model that was just serialized and read back:
 what you see is what you export.  If any step fails, everything done so far is reverted
 and an `EditError` says why; the document does not change.
 
@@ -46,42 +46,26 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..model.errors import EditError, ModelFormatError
 from ..model.loader import load_model
-from ..model.metadata import MIN_RUNTIME_VERSION
 from ..model.model import Model
 from .commands import EditCommand, Scope
 from .coldiff import changes as column_changes
 from .durable import replace_file
+from .followups import FollowUps, VersionRaise, affected_ops
 from .op_version import op_required_version
-from .runtime_version import (encode_min_runtime, min_runtime_version, runtime_less)
 from .tree import ModelTree, text, unpack
 from .patch import FieldTarget, Locator, Patch, plan
 from .pieces import Pieces, SourceFile
 from .sidefiles import copy_side_files
-from .splice import VectorShrink, plan_splice
+from .splice import plan_splice
 from .validate import check_tree, new_errors
 from .writer import serialize
 
 if TYPE_CHECKING:
     from .journal import Journal
-
-
-@dataclass(frozen=True)
-class VersionRaise:
-    """An operator code whose version an edit raised (as the converter would)."""
-
-    opcode_index: int
-    op: str
-    old: int
-    new: int
-
-    def __str__(self) -> str:
-        return f"{self.op} (operator_codes[{self.opcode_index}]) version {self.old} -> {self.new}"
 
 
 @dataclass
@@ -111,8 +95,7 @@ class _Record:
     """One history entry: the command and what the document changed automatically after it."""
 
     command: EditCommand
-    raised: list[tuple[Any, int, int]] = field(default_factory=list)  # (OperatorCodeT, old, new)
-    runtime: tuple[Any, Any, Any] | None = None  # (BufferT, old data, new data)
+    auto: FollowUps = field(default_factory=FollowUps)  # versions and min_runtime_version
     result: EditResult | None = None
     patches: list[Patch] | None = None  # the bytes it overwrote (None: not patched)
     splice: list | None = None  # its `splice` edits (None: not spliced)
@@ -178,10 +161,6 @@ class ModelDocument:
         return self._history[self._index - 1].command.description if self.can_undo else ""
 
     @property
-    def redo_text(self) -> str:
-        return self._history[self._index].command.description if self.can_redo else ""
-
-    @property
     def history(self) -> list[str]:
         """Descriptions of every command, applied ones first (see `history_index`)."""
         return [r.command.description for r in self._history]
@@ -228,7 +207,7 @@ class ModelDocument:
         if not self.can_undo:
             raise EditError("nothing to undo")
         record = self._history[self._index - 1]
-        self._revert_auto(record)
+        record.auto.revert()
         record.command.revert(self._tree)
         try:
             if record.before is not None:
@@ -237,7 +216,7 @@ class ModelDocument:
                 self._set_bytes(self._rebuild(self._index - 1), self._index - 1)
         except Exception:
             record.command.apply(self._tree)
-            self._reapply_auto(record)
+            record.auto.reapply()
             raise
         self._index -= 1
         self._journal_change()
@@ -251,8 +230,7 @@ class ModelDocument:
         if not self.can_redo:
             raise EditError("nothing to redo")
         record = self._history[self._index]
-        record.raised, record.runtime, record.patches = [], None, None
-        record.splice, record.before = None, None
+        record.auto, record.patches, record.splice, record.before = FollowUps(), None, None, None
         result = self._execute(record, "redo")
         self._index += 1
         self._journal_change()
@@ -268,13 +246,13 @@ class ModelDocument:
         tree = self._tree
         command = record.command
         scope = command.scope(tree)
-        affected = self._affected(scope) if command.changes_op_signatures else []
+        affected = affected_ops(tree, self.model, scope) if command.changes_op_signatures else []
         before = {op: op_required_version(tree.model, sg, op) for sg, op in affected}
         versions = [int(c.version) for c in tree.model.operatorCodes or []]
         command.apply(tree)  # raises EditError with the tree untouched
         try:
-            self._raise_versions(record, scope, affected, before)
-            self._update_runtime(record, versions)
+            record.auto.raise_versions(tree, scope, affected, before)
+            record.auto.update_runtime(tree, versions)
             check_tree(tree)
             previous = self.model
             patches = self._plan(record)
@@ -288,7 +266,7 @@ class ModelDocument:
             else:
                 self._publish(check_against=previous)
         except Exception as exc:
-            self._revert_auto(record)
+            record.auto.revert()
             command.revert(tree)
             if isinstance(exc, EditError):
                 raise
@@ -298,12 +276,9 @@ class ModelDocument:
             raise
         result = EditResult(
             kind, command.description if kind == "apply" else f"Redo: {command.description}",
-            scope, list(command.warnings),
-            [VersionRaise(self._code_index(c), self._code_name(c), old, new)
-             for c, old, new in record.raised],
+            scope, list(command.warnings), record.auto.version_raises(tree),
             self.model.min_runtime_version,
-            None if record.runtime is None else (
-                _runtime_text(record.runtime[1]), self.model.min_runtime_version or ""))
+            record.auto.runtime_change(self.model.min_runtime_version))
         record.result = result
         return result
 
@@ -376,16 +351,10 @@ class ModelDocument:
         targets = record.command.targets(self._tree)
         if targets is None:
             return None
-        targets = list(targets)
-        for code, _old, new in record.raised:
-            targets.append(FieldTarget((("operator_codes", self._code_index(code)),),
-                                       "tflite.OperatorCode", "version", new))
-        if record.runtime is not None:
-            buf, _old, new = record.runtime
-            k = next((i for i, b in enumerate(self._tree.model.buffers or []) if b is buf), -1)
-            if k < 0:
-                return None
-            targets.append(FieldTarget((("buffers", k),), "tflite.Buffer", "data", new))
+        auto = record.auto.field_targets(self._tree)
+        if auto is None:
+            return None
+        targets = list(targets) + auto
         if self._locator is None or self._locator.model is not self.model:
             self._locator = Locator(self.model)
         if any(not isinstance(t, FieldTarget) for t in targets):
@@ -400,17 +369,10 @@ class ModelDocument:
         targets = record.command.targets(self._tree)
         if targets is None:
             return None
-        targets = list(targets)
-        for code, _old, new in record.raised:
-            targets.append(FieldTarget((("operator_codes", self._code_index(code)),),
-                                       "tflite.OperatorCode", "version", new, owner=code))
-        if record.runtime is not None:
-            buf, _old, new = record.runtime
-            k = next((i for i, b in enumerate(self._tree.model.buffers or []) if b is buf), -1)
-            if k < 0:
-                return None
-            targets.append(FieldTarget((("buffers", k),), "tflite.Buffer", "data", new))
-        return plan_splice(self.model, self._tree, targets, len(self._current()),
+        auto = record.auto.field_targets(self._tree, owners=True)
+        if auto is None:
+            return None
+        return plan_splice(self.model, self._tree, list(targets) + auto, len(self._current()),
                            appendix=self._tree.appendix is not None)
 
     def _worth_splicing(self) -> bool:
@@ -433,134 +395,17 @@ class ModelDocument:
         else:
             tree = self._tree
             for r in reversed(patched):
-                self._revert_auto(r)
+                r.auto.revert()
                 r.command.revert(tree)
             try:
                 base = Pieces.of_bytes(serialize(tree, self.layout))
             finally:
                 for r in patched:
                     r.command.apply(tree)
-                    self._reapply_auto(r)
+                    r.auto.reapply()
         for r in patched:
             base = base.replace(r.edits())
         return base
-
-    # -- automatic follow-ups ------------------------------------------------------------------
-    def _affected(self, scope: Scope) -> list[tuple[Any, Any]]:
-        """(subgraph, operator) pairs whose version may change with this scope."""
-        subs = self._tree.model.subgraphs or []
-        if scope.subgraph is None or not 0 <= scope.subgraph < len(subs):
-            return []
-        sg = subs[scope.subgraph]
-        ops = sg.operators or []
-        out = [ops[k] for k in scope.operators if 0 <= k < len(ops)]
-        found = self._model_ops_touching(scope.subgraph, scope.tensors, len(ops)) \
-            if scope.tensors else None
-        if found is not None:  # the model's columns: no Python loop over 20,000 operators
-            out += [ops[k] for k in found]
-        elif scope.tensors:
-            for op in ops:
-                idx = set()
-                if op.inputs is not None:
-                    idx.update(int(i) for i in op.inputs)
-                if op.outputs is not None:
-                    idx.update(int(i) for i in op.outputs)
-                if idx & scope.tensors:
-                    out.append(op)
-        seen: dict[int, Any] = {}
-        for op in out:
-            seen.setdefault(id(op), op)
-        return [(sg, op) for op in seen.values()]
-
-    def _model_ops_touching(self, s: int, tensors: set[int], n_ops: int) -> list[int] | None:
-        """Operators of subgraph ``s`` reading or writing ``tensors``, from the current
-        model's verifier columns; None if the tree's subgraph is not at the model's state."""
-        index = self.model.index
-        ops = index.table("tflite.Operator")
-        mine = ops.parent == s if ops.parent is not None else np.zeros(len(ops), bool)
-        if int(np.count_nonzero(mine)) != n_ops:
-            return None
-        wanted = np.fromiter(tensors, dtype=np.int64, count=len(tensors))
-        rows: list[np.ndarray] = []
-        for field in ("inputs", "outputs"):
-            values, owner, _ = index.vector(ops, field)
-            rows.append(owner[np.isin(values, wanted)])
-        hit = np.unique(np.concatenate(rows))
-        hit = hit[mine[hit]]
-        return sorted(int(k) for k in ops.index[hit])
-
-    def _raise_versions(self, record: _Record, scope: Scope, affected, before) -> None:
-        """Raise operator-code versions the edit made too low (never lower one)."""
-        tree = self._tree
-        if not affected:
-            return
-        subs = tree.model.subgraphs or []
-        if scope.structural:
-            present = set()
-            if scope.subgraph is not None and 0 <= scope.subgraph < len(subs):
-                present = {id(op) for op in subs[scope.subgraph].operators or []}
-            after = [(sg, op) for sg, op in affected if id(op) in present]
-        else:
-            after = list(affected)
-        # No command adds a tensor to an operator, so the operators touching the scope's
-        # tensors after the edit are among those that touched them before (in `affected`).
-        for sg, op in after:
-            need = op_required_version(tree.model, sg, op)
-            if need is None:
-                continue
-            was = before.get(op)
-            code = tree.model.operatorCodes[op.opcodeIndex]
-            if need > code.version and (was is None or need > was):
-                record.raised.append((code, int(code.version), need))
-                code.version = need
-
-    def _update_runtime(self, record: _Record, versions: list[int]) -> None:
-        """Follow op-version changes in ``min_runtime_version`` (never lowering it)."""
-        m = self._tree.model
-        now = [int(c.version) for c in m.operatorCodes or []]
-        if now == versions:
-            return
-        entry = next((e for e in m.metadata or [] if text(e.name) == MIN_RUNTIME_VERSION), None)
-        if entry is None or not 0 < entry.buffer < len(m.buffers or []):
-            return
-        buf = m.buffers[entry.buffer]
-        old = _runtime_text(buf.data)
-        used = {int(op.opcodeIndex) for sg in m.subgraphs or [] for op in sg.operators or []}
-        pairs = []
-        for k in sorted(used):
-            if k < len(m.operatorCodes):
-                code = m.operatorCodes[k]
-                pairs.append((_code_name_of(code), int(code.version)))
-        needed = min_runtime_version(pairs)
-        if not needed or not runtime_less(old, needed):
-            return
-        size = max(16, len(buf.data) if buf.data is not None else 0)
-        new = np.frombuffer(encode_min_runtime(needed, size), dtype=np.uint8).copy()
-        record.runtime = (buf, buf.data, new)
-        buf.data = new
-
-    def _revert_auto(self, record: _Record) -> None:
-        if record.runtime is not None:
-            buf, old, _new = record.runtime
-            buf.data = old
-        for code, old, _new in reversed(record.raised):
-            code.version = old
-
-    def _reapply_auto(self, record: _Record) -> None:
-        for code, _old, new in record.raised:
-            code.version = new
-        if record.runtime is not None:
-            buf, _old, new = record.runtime
-            buf.data = new
-
-    def _code_index(self, code) -> int:
-        for k, c in enumerate(self._tree.model.operatorCodes or []):
-            if c is code:
-                return k
-        return -1
-
-    def _code_name(self, code) -> str:
-        return _code_name_of(code)
 
     # -- output ------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
@@ -632,16 +477,4 @@ def _annotate(line: str, model) -> str:
     owners += [f"tensor {text(t.name)!r}" for sg in model.subgraphs or []
                for t in sg.tensors or [] if t.buffer == k][:3]
     return f"{line} ({', '.join(owners)})" if owners else line
-
-
-def _runtime_text(data) -> str:
-    if data is None:
-        return ""
-    return bytes(np.asarray(data, dtype=np.uint8)).split(b"\0", 1)[0].decode("ascii", "replace")
-
-
-def _code_name_of(code) -> str:
-    from ..model.opcodes import BUILTIN_NAMES
-    c = max(int(code.builtinCode), int(code.deprecatedBuiltinCode))
-    return BUILTIN_NAMES.get(c, str(c))
 

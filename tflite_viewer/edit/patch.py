@@ -298,26 +298,3 @@ def _checked(patches: list[Patch]) -> list[Patch] | None:
                 continue
             return None
     return patches
-
-
-def apply_patches(base, patches: list[Patch], reverse: bool = False) -> bytes:
-    """``base`` (bytes-like) with every patch's new (or, reversed, old) bytes: one copy."""
-    if not patches and isinstance(base, bytes):
-        return base
-    view = memoryview(base).cast("B")  # slices of a memoryview are not copies
-    if not patches:
-        return bytes(view)
-    merged: dict[int, bytes] = {}
-    for p in patches:
-        merged[p.pos] = p.old if reverse else p.new
-    parts = []
-    at = 0
-    for pos in sorted(merged):
-        chunk = merged[pos]
-        if pos < at:
-            raise ValueError("overlapping patches")
-        parts.append(view[at:pos])
-        parts.append(chunk)
-        at = pos + len(chunk)
-    parts.append(view[at:])
-    return b"".join(parts)

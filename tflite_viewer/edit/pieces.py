@@ -33,8 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Union
 
-import numpy as np
-
 #: inserted blocks that move large file ranges are multiples of this (a common page size
 #: multiple: 4 KiB and 16 KiB pages both divide it)
 INSERT_GRANULE = 1 << 14
@@ -114,11 +112,6 @@ class Pieces:
 
     def __len__(self) -> int:
         return self._starts[-1]
-
-    @property
-    def in_memory(self) -> int:
-        """Bytes held in memory by the parts (file ranges excluded)."""
-        return sum(_length(p) for p in self.parts if not isinstance(p, FileRange))
 
     # -- reading -------------------------------------------------------------------------
     def _slices(self, start: int, stop: int) -> list[Part]:
@@ -308,10 +301,3 @@ def _compose(pieces: Pieces):
         n = _length(p) if not isinstance(p, FileRange) else len(p)
         buf[vpos:vpos + n] = src
     return buf
-
-
-def as_array(buffer) -> np.ndarray:
-    """A read-only uint8 array over a materialized buffer."""
-    arr = np.frombuffer(buffer, dtype=np.uint8)
-    arr.flags.writeable = False
-    return arr

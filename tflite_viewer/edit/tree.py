@@ -124,7 +124,7 @@ def relocate_zip(raw: np.ndarray, old_start: int, new_start: int) -> bytes | np.
     eocd = blob.rfind(b"PK\x05\x06")
     if eocd < 0 or len(blob) - eocd < 22:
         return raw
-    (_, _, _, _, count, cd_size, cd_off, _) = struct.unpack_from("<4s4H2LH", blob, eocd)
+    (_, _, _, _, count, _, cd_off, _) = struct.unpack_from("<4s4H2LH", blob, eocd)
     if cd_off == 0xFFFFFFFF or count == 0xFFFF:
         return _rebuild_zip(raw, new_start)
     pos = cd_off - old_start
@@ -221,13 +221,6 @@ def union_member(enum: str, tag: int) -> str | None:
     """``"Conv2DOptions"`` for tag 1 of ``tflite.BuiltinOptions``."""
     member = LAYOUT["enums"][T + enum]["union_types"].get(int(tag))
     return member.split(".")[-1] if member else None
-
-
-def union_tag(enum: str, member: str) -> int:
-    for tag, name in LAYOUT["enums"][T + enum]["union_types"].items():
-        if name.split(".")[-1] == member:
-            return int(tag)
-    raise KeyError(member)
 
 
 def enum_values(enum: str) -> dict[int, str]:

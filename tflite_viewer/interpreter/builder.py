@@ -77,14 +77,14 @@ def build_nodes(interp: "Interpreter") -> None:
                     sg.tensors[i].consumers.append(node)
     for sg in interp.subgraphs:  # arity, omitted inputs, tensors: before any kernel
         validation.check_subgraph(sg, interp.subgraphs, order=not problems)
-    if True:  # type checks of resolved ops, reported with the missing ones
-        for sg, node in pending:
-            # the declared types and quantization forms first (accepts.py), then the
-            # kernel's own check: neither decodes a weight
-            why = check_accepts(sg, node) or kernel_hook(sg, node, "check")
-            if why:
-                problems.setdefault((node.name, node.version, why), []).append(
-                    f"subgraph {sg.index} op {node.index}")
+    # type checks of resolved ops, reported with the missing ones: the declared types and
+    # quantization forms first (accepts.py), then the kernel's own check; neither decodes
+    # a weight
+    for sg, node in pending:
+        why = check_accepts(sg, node) or kernel_hook(sg, node, "check")
+        if why:
+            problems.setdefault((node.name, node.version, why), []).append(
+                f"subgraph {sg.index} op {node.index}")
     if problems:
         lines = []
         for (name, version, why), wheres in problems.items():

@@ -19,7 +19,8 @@ interpreter does not import the editor).  A stateful model (resource variables) 
 invoked several times in a row on both sides and compared at every call.
 LiteRT runs in a **child process**: some models make it abort or crash (a reference kernel
 aborting in ``allocate_tensors``, a segmentation fault), and that must not take the caller
-(a CLI run, the window) down with it.  A crash becomes a `LiteRTCrashError`.
+(a CLI run, the window) down with it.  A crash becomes a `LiteRTCrashError`
+(`litert_process` runs the child).
 
 Nothing here imports LiteRT: `litert_available` looks for the ``ai_edge_litert`` package
 without importing it (it is only in the ``litert`` and ``test`` extras), and only the
@@ -27,35 +28,30 @@ child process imports it.
 
 LiteRT exposes the tensors of the subgraph it ran, not those of the WHILE/IF bodies it
 called, so the comparison covers every operator output of the entry subgraph: end to end
-and op-isolated, with the metrics and tolerances described in `.comparison`.
+and op-isolated, with the metrics and tolerances described in `.crosscheck_report`.
 """
 from __future__ import annotations
 
 import contextlib
 import importlib.util
-import json
 import os
-import re
-import signal as _signal
-import subprocess
-import sys
-import tempfile
-import time
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..model import Model, load_model
+from ..model import Model
 from ..model.errors import TFLiteViewerError
-# the comparison itself lives in .comparison; these names stay importable from here
-from .comparison import (DEFAULT_TOLERANCE, DEFAULT_UNITS, KERNELS, MODES,  # noqa: F401
+# the comparison itself lives in .crosscheck_report; these names stay importable from here
+from .crosscheck_report import (DEFAULT_TOLERANCE, DEFAULT_UNITS, KERNELS, MODES,  # noqa: F401
                          OPTIMIZED_UNITS, CrossCheckReport, Error, LiteRTRun, TensorRow,
                          compare_runs, compare_tensor, composite_bodies, isolated_run,
                          real_values, resolve_mode, similarity)
 from .inputs import complete_inputs, input_specs
 from .kernel_sets import RESOLVERS as RESOLVERS_BY_KERNELS, why_builtin
 from .kernel_sets import reference_lacks  # noqa: F401  (importable from here too)
+from .litert_process import (EXPOSED, LITERT_MODES, PRESERVE, LiteRTCrashError, LiteRTError,
+                             deleted_afterwards, model_file, refuse_side_files, run_child,
+                             write_temp)
 
 DEFAULT_TIMEOUT = 600.0
 RESOLVERS = ("BUILTIN_REF", "BUILTIN", "BUILTIN_WITHOUT_DEFAULT_DELEGATES")
@@ -71,23 +67,6 @@ class LiteRTUnavailableError(TFLiteViewerError):
     """ai-edge-litert is not installed."""
 
 
-class LiteRTError(TFLiteViewerError):
-    """LiteRT could not run the model (it raised an error); ``reason`` says why, briefly."""
-
-    def __init__(self, message: str, reason: str | None = None) -> None:
-        super().__init__(message)
-        self.reason = reason or message
-
-
-class LiteRTCrashError(LiteRTError):
-    """The LiteRT child process died on a signal (abort, segmentation fault)."""
-
-    def __init__(self, message: str, signal_number: int | None = None,
-                 reason: str | None = None) -> None:
-        super().__init__(message, reason)
-        self.signal = signal_number
-
-
 def litert_available() -> bool:
     """Whether ai-edge-litert (LiteRT's Python package) is installed; does not import it."""
     try:
@@ -101,266 +80,6 @@ def require_litert() -> None:
         raise LiteRTUnavailableError(
             "LiteRT is not installed: the cross-check needs the ai-edge-litert package "
             "(pip install 'tflite-viewer[litert]')")
-
-
-# ------------------------------------------------------------------------------------------
-# running LiteRT in a child process
-# ------------------------------------------------------------------------------------------
-# The child's program. It imports nothing of tflite_viewer, only numpy and LiteRT.
-_WORKER = r"""
-import json, sys, traceback
-import numpy as np
-cfg = json.loads(sys.argv[1])
-try:
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
-    data = np.load(cfg["inputs"], allow_pickle=True)
-    li = Interpreter(model_path=cfg["model"],
-                     experimental_op_resolver_type=getattr(OpResolverType, cfg["resolver"]),
-                     experimental_preserve_all_tensors=cfg["preserve"])
-    runner = li.get_signature_runner(cfg["signature"]) if cfg["signature"] is not None else None
-    # tensors LiteRT hands out as objects (RESOURCE and VARIANT handles, strings) are never
-    # read: get_tensor on a resource variable's handle is a segmentation fault
-    details = {d["index"]: d for d in li.get_tensor_details(cfg["subgraph"])}
-    readable = [i for i in range(cfg["num_tensors"])
-                if i in details and details[i]["dtype"] is not np.object_
-                and np.dtype(details[i]["dtype"]) != np.dtype(object)]
-    result, names = {}, []
-    for step in range(cfg["steps"]):
-        arrays = [data["s%d_i%d" % (step, k)] for k in range(len(cfg["names"]))]
-        if runner is not None:
-            outs = runner(**dict(zip(cfg["names"], arrays)))
-        else:
-            inputs = {d["index"]: d for d in li.get_input_details()}
-            if step == 0:
-                for idx, arr in zip(cfg["tensors"], arrays):
-                    if tuple(inputs[idx]["shape"]) != tuple(arr.shape):
-                        li.resize_tensor_input(idx, arr.shape, strict=False)
-                li.allocate_tensors()
-            for idx, arr in zip(cfg["tensors"], arrays):
-                li.set_tensor(idx, arr)
-            li.invoke()
-            outs = {d["name"]: li.get_tensor(d["index"]) for d in li.get_output_details()}
-        # keeping every tensor: all of them; an exposed copy: its outputs and inputs (every
-        # other tensor's memory may have been reused by then)
-        if cfg["preserve"]:
-            wanted = readable
-        else:
-            wanted = sorted({d["index"] for d in li.get_output_details()}
-                            | set(cfg["tensors"])) if runner is None else sorted(
-                {int(i) for i in cfg["exposed"]} | set(cfg["tensors"]))
-        for i in wanted:
-            if i not in readable:
-                continue
-            try:
-                a = li.get_tensor(i, cfg["subgraph"])
-            except Exception:
-                continue
-            if a is None or getattr(a, "dtype", None) is None or a.dtype == object:
-                continue
-            result["s%d_t%d" % (step, i)] = np.array(a, copy=True)
-        # the composites' decompositions it called once each: their tensors too
-        for g in (cfg["inner"] if cfg["preserve"] else []):
-            for d in li.get_tensor_details(g):
-                if d["dtype"] is np.object_ or np.dtype(d["dtype"]) == np.dtype(object):
-                    continue
-                try:
-                    a = li.get_tensor(d["index"], g)
-                except Exception:
-                    continue
-                if a is not None and getattr(a, "dtype", None) is not None and a.dtype != object:
-                    result["s%d_g%d_t%d" % (step, g, d["index"])] = np.array(a, copy=True)
-        names = []
-        for k, (name, a) in enumerate(outs.items()):
-            a = np.asarray(a)
-            if a.dtype != object:
-                result["s%d_o%d" % (step, k)] = a
-                names.append(name)
-    with open(cfg["out"], "wb") as f:
-        np.savez(f, **result)
-    with open(cfg["out"] + ".json", "w") as f:
-        json.dump({"outputs": names}, f)
-except BaseException as exc:
-    msg = (str(exc) or type(exc).__name__).strip().splitlines()
-    sys.stderr.write("\nLITERT-ERROR: " + " ".join(m.strip() for m in msg if m.strip()) + "\n")
-    sys.stderr.flush()
-    sys.exit(3)
-"""
-
-
-_RUN_TOGETHER = re.compile(
-    r"\.(?=[A-Za-z_])(?!(?:tflite|cc|h|py|so|npz|npy|json|txt|bin|pb)\b)")
-_NUMBER = re.compile(r"\d+")
-
-
-def tidy_litert_message(text: str, limit: int = 600) -> str:
-    """LiteRT's error reporter runs its messages together ("... Was 3.Tensor 33 has ...")
-    and repeats one per tensor: split them into sentences, fold repeats that differ only
-    in their numbers ("Tensor 33 has ... (also 36, 40, ...: 14 in all)"), and cut only
-    between sentences."""
-    pieces: list[str] = []
-    for part in _RUN_TOGETHER.split(" ".join(text.split())):
-        part = part.strip()
-        if not part:
-            continue
-        pieces.append(part)
-    groups: dict[str, list[str]] = {}
-    for p in pieces:
-        p = p if p.endswith((".", "!", "?", ":")) else p + "."
-        groups.setdefault(_NUMBER.sub("#", p), []).append(p)
-    out = []
-    for sentences in groups.values():
-        first = sentences[0]
-        if len(sentences) > 1:
-            firsts = _NUMBER.findall(first)
-            others = []
-            for other in sentences[1:]:
-                nums = _NUMBER.findall(other)
-                diff = [b for a, b in zip(firsts, nums) if a != b]
-                if diff and diff[0] not in others:
-                    others.append(diff[0])
-            if others:
-                shown = ", ".join(others[:8]) + (", ..." if len(others) > 8 else "")
-                first = first.rstrip(".") + f" (also {shown}: {len(sentences)} in all)."
-            else:
-                first += f" [{len(sentences)} times]"
-        out.append(first)
-    message = ""
-    for k, sentence in enumerate(out):
-        candidate = (message + " " + sentence).strip()
-        if len(candidate) > limit and message:
-            return message + f" (and {len(out) - k} more message{'s' if len(out) - k > 1 else ''})"
-        message = candidate
-    return message
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return _signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
-
-
-#: how LiteRT keeps the intermediate tensors for the comparison: every tensor, or an
-#: exposed copy of the model (every operator output made a model output)
-PRESERVE, EXPOSED = "preserve", "exposed"
-LITERT_MODES = ("auto", PRESERVE, EXPOSED)
-MODE_TEXT = {PRESERVE: "every tensor kept (experimental_preserve_all_tensors)",
-             EXPOSED: "an exposed copy (every op output made a model output, in memory)"}
-
-
-def _run_child(model_path: str, steps: list[list[np.ndarray]], names: list[str],
-               tensors: list[int], signature: str | None, subgraph: int, num_tensors: int,
-               resolver: str, timeout: float, preserve: bool = True,
-               exposed: list[int] | None = None,
-               inner: list[int] | None = None) -> list[LiteRTRun]:
-    """One LiteRT child process invoking the model once per entry of ``steps`` (the
-    state of resource variables carries from one invocation to the next); a `LiteRTRun`
-    per invocation."""
-    label = resolver if preserve else f"{resolver}, exposed copy"
-    with tempfile.TemporaryDirectory(prefix="tflite-viewer-litert-") as tmp:
-        in_path = os.path.join(tmp, "inputs.npz")
-        out_path = os.path.join(tmp, "tensors.npz")
-        with open(in_path, "wb") as f:
-            np.savez(f, **{f"s{j}_i{k}": a for j, arrays in enumerate(steps)
-                           for k, a in enumerate(arrays)})
-        cfg = {"model": model_path, "inputs": in_path, "out": out_path, "resolver": resolver,
-               "signature": signature, "names": names, "tensors": tensors,
-               "subgraph": subgraph, "num_tensors": num_tensors, "preserve": preserve,
-               "steps": len(steps), "exposed": exposed or [], "inner": inner or []}
-        env = dict(os.environ)
-        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        t0 = time.perf_counter()
-        try:
-            proc = subprocess.run([sys.executable, "-c", _WORKER, json.dumps(cfg)],
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, timeout=timeout, env=env)
-        except subprocess.TimeoutExpired as exc:
-            raise LiteRTError(f"LiteRT ({label}) did not finish within {timeout:g} s: "
-                              "cannot cross-check") from exc
-        seconds = time.perf_counter() - t0
-        if proc.returncode < 0:
-            sig = -proc.returncode
-            raise LiteRTCrashError(f"LiteRT crashed on this model (signal {sig}): cannot "
-                                   "cross-check", sig,
-                                   f"LiteRT {label} crashed ({_signal_name(sig)})")
-        if proc.returncode != 0:
-            err = proc.stderr.decode("utf-8", "replace")
-            marker = err.rfind("LITERT-ERROR: ")
-            if marker >= 0:
-                why = err[marker + len("LITERT-ERROR: "):].strip()
-            else:
-                lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
-                why = lines[-1] if lines else f"exit status {proc.returncode}"
-            why = tidy_litert_message(why)
-            raise LiteRTError(f"LiteRT ({label}) cannot run this model: {why}",
-                              f"LiteRT {label} failed: {why}")
-        with np.load(out_path, allow_pickle=False) as data:
-            found = {k: np.array(data[k]) for k in data.files}
-        with open(out_path + ".json") as f:
-            out_names = json.load(f)["outputs"]
-    runs = []
-    for j in range(len(steps)):
-        head = f"s{j}_"
-        tensors_out = {int(k[len(head) + 1:]): v for k, v in found.items()
-                       if k.startswith(head + "t")}
-        inner_out: dict[int, dict[int, np.ndarray]] = {}
-        for k, v in found.items():
-            if k.startswith(head + "g"):
-                g, t = k[len(head) + 1:].split("_t")
-                inner_out.setdefault(int(g), {})[int(t)] = v
-        outputs = {name: found[f"{head}o{k}"] for k, name in enumerate(out_names)
-                   if f"{head}o{k}" in found}
-        run = LiteRTRun(resolver, subgraph, tensors_out, outputs, seconds / len(steps),
-                        inner=inner_out)
-        run.mode = PRESERVE if preserve else EXPOSED
-        runs.append(run)
-    return runs
-
-
-@contextlib.contextmanager
-def _deleted_afterwards():
-    """A list for the temporary model files of one call, deleted however the call ends (a
-    LiteRT crash must not leave copies of the model behind)."""
-    tmp: list[str] = []
-    try:
-        yield tmp
-    finally:
-        for p in tmp:
-            with contextlib.suppress(OSError):
-                os.unlink(p)
-
-
-def _model_file(model: Model | str | os.PathLike | bytes, tmp: list) -> tuple[Model, str]:
-    """The model and a file path LiteRT can open (a temporary file for bytes)."""
-    if isinstance(model, Model):
-        if model.path is not None:
-            return model, str(model.path)
-        data = bytes(np.asarray(model.data, dtype=np.uint8))
-        return model, _write_temp(data, tmp)
-    if isinstance(model, (bytes, bytearray, memoryview)):
-        data = bytes(model)
-        return load_model(data), _write_temp(data, tmp)
-    return load_model(model), str(Path(model))
-
-
-def _refuse_side_files(m: Model) -> None:
-    """LiteRT's Interpreter, the cross-check's reference, does not read external buffers
-    (it reports "Input tensor N lacks data"): say so in the user's terms."""
-    n = sum(int((sg.external_buffer_ids != 0).sum()) for sg in m.subgraphs)
-    if n:
-        names = ", ".join(g.name for g in m.external_buffer_groups) or "its side files"
-        raise LiteRTError(f"LiteRT's Interpreter does not read external buffers: {n} "
-                          f"tensor(s) of this model keep their data in {names}; the "
-                          "cross-check needs a model with its weights inline",
-                          "LiteRT's Interpreter does not read side files")
-
-
-def _write_temp(data: bytes, tmp: list) -> str:
-    fd, path = tempfile.mkstemp(suffix=".tflite", prefix="tflite-viewer-")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    tmp.append(path)
-    return path
 
 
 def run_litert(model: Model | str | os.PathLike | bytes, inputs: Mapping[str, Any],
@@ -408,9 +127,9 @@ def run_litert_steps(model: Model | str | os.PathLike | bytes,
         raise ValueError("mode 'exposed' needs the function that exposes every op output")
     if not steps:
         raise ValueError("run_litert_steps: no invocation to run")
-    with _deleted_afterwards() as tmp:
-        m, path = _model_file(model, tmp)
-        _refuse_side_files(m)
+    with deleted_afterwards() as tmp:
+        m, path = model_file(model, tmp)
+        refuse_side_files(m)
         specs = input_specs(m, signature)
         arrays = []
         for inputs in steps:
@@ -426,15 +145,15 @@ def run_litert_steps(model: Model | str | os.PathLike | bytes,
 
         def attempt(kernels: str, keep: str) -> list[LiteRTRun]:
             if keep == PRESERVE:
-                return _run_child(path, arrays, [s.name for s in specs],
+                return run_child(path, arrays, [s.name for s in specs],
                                   [s.tensor for s in specs], signature, subgraph,
                                   num_tensors, kernels, timeout, inner=inner)
             if not exposed_path:
                 data = bytes(np.asarray(m.data, dtype=np.uint8))
-                exposed_path.append(_write_temp(expose(data, subgraph), tmp))
+                exposed_path.append(write_temp(expose(data, subgraph), tmp))
             op_outputs = sorted({o for op in m.subgraphs[subgraph].operators
                                  for o in op.outputs if o >= 0})
-            return _run_child(exposed_path[0], arrays, [s.name for s in specs],
+            return run_child(exposed_path[0], arrays, [s.name for s in specs],
                               [s.tensor for s in specs], signature, subgraph, num_tensors,
                               kernels, timeout, preserve=False, exposed=op_outputs)
 
@@ -486,11 +205,9 @@ def _failures(last: LiteRTError) -> list[LiteRTError]:
 
 def _first_crash(last: LiteRTError) -> LiteRTError:
     """What a call that found no way to run LiteRT raises: its first crash (a crash says
-    more than a later refusal), else its last error; ``attempts`` lists why each failed."""
+    more than a later refusal), else its last error."""
     failures = _failures(last)
-    chosen = next((e for e in failures if isinstance(e, LiteRTCrashError)), failures[-1])
-    chosen.attempts = [e.reason for e in failures]  # type: ignore[attr-defined]
-    return chosen
+    return next((e for e in failures if isinstance(e, LiteRTCrashError)), failures[-1])
 
 
 def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
@@ -533,8 +250,8 @@ def compare_with_litert(model_path: Model | str | os.PathLike | bytes,
         raise ValueError(f"invocations must be 1 or more, not {invocations}")
     if interpreter is not None and invocations > 1:
         raise ValueError("several invocations need a fresh interpreter, not one that ran")
-    with _deleted_afterwards() as tmp:
-        model, path = _model_file(model_path, tmp)
+    with deleted_afterwards() as tmp:
+        model, path = model_file(model_path, tmp)
         steps = [complete_inputs(model, inputs or {}, seed + k, signature)[0]
                  for k in range(invocations)]
         if interpreter is not None and hook is not None:

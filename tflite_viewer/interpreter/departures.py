@@ -29,7 +29,7 @@ import numpy as np
 from .registration import node_kind
 
 if TYPE_CHECKING:
-    from .comparison import CrossCheckReport, LiteRTRun, TensorRow
+    from .crosscheck_report import CrossCheckReport, LiteRTRun, TensorRow
 
 
 def float_ulps(ours: np.ndarray, ref: np.ndarray) -> int | None:

@@ -24,9 +24,9 @@ from typing import Sequence
 import numpy as np
 
 from ..model import Model
-from .crosscheck import (LiteRTCrashError, LiteRTError, _deleted_afterwards, _model_file,
-                         _refuse_side_files, _write_temp, require_litert,
-                         tidy_litert_message)
+from .crosscheck import require_litert
+from .litert_process import (LiteRTCrashError, LiteRTError, deleted_afterwards, model_file,
+                             refuse_side_files, tidy_litert_message, write_temp)
 from .generation import GenerationPlan
 
 RESOLVER = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"
@@ -113,12 +113,12 @@ def litert_generate(model: Model | str | os.PathLike, plan: GenerationPlan,
     `LiteRTCrashError` when it crashes)."""
     require_litert()
     with tempfile.TemporaryDirectory(prefix="tflite-viewer-generate-") as tmp, \
-            _deleted_afterwards() as temporary:
+            deleted_afterwards() as temporary:
         if isinstance(model, Model) and getattr(model, "origin", None) is not None:
-            m, path = model, _write_temp(bytes(np.asarray(model.data, np.uint8)), temporary)
+            m, path = model, write_temp(bytes(np.asarray(model.data, np.uint8)), temporary)
         else:  # a section of a container is written out: LiteRT opens .tflite files
-            m, path = _model_file(model, temporary)
-        _refuse_side_files(m)  # LiteRT's Interpreter reads no external buffers
+            m, path = model_file(model, temporary)
+        refuse_side_files(m)  # LiteRT's Interpreter reads no external buffers
         out = os.path.join(tmp, "logits.npy")
         cfg = {"model": str(path), "resolver": resolver, "prompt": [int(t) for t in prompt],
                "steps": int(steps), "out": out, "chunks": plan.chunks(len(prompt)),

@@ -24,8 +24,6 @@ from ..model import Model
 from .budget import DEFAULT_MAX_ALLOCATION_BYTES
 from .inputs import InputError, InputSpec, check_input, check_input_bytes, fill, seeded_inputs
 
-SOURCES = ("random uniform", "random normal", "zeros", "constant", "file", "image", "audio")
-
 
 @dataclass(frozen=True)
 class ImageLayout:

@@ -592,9 +592,6 @@ class Interpreter:
         """How many times each (subgraph, op) ran during the current or last run."""
         return self.run_state.op_calls()
 
-    def op_time_total(self) -> float:
-        return float(sum(self.op_times.values()))
-
 
 def _tensor_key(key: str, subgraph: int) -> int | None:
     """The tensor index of an ``s{subgraph}_t{tensor}`` key of ``subgraph``, else None."""

@@ -14,13 +14,6 @@ class OpResolver:
         self._builtins: dict[int, list[Registration]] = {}
         self._customs: dict[str, list[Registration]] = {}
 
-    def add_builtin(self, code: int, registration: Registration | Kernel,
-                    versions: tuple[int, int] = (1, 1)) -> None:
-        reg = _as_registration(registration, versions)
-        reg.builtin_code = int(code)
-        regs = self._builtins.setdefault(int(code), [])
-        regs.insert(0, reg)  # the latest added wins, as a user override should
-
     def add_custom(self, name: str, registration: Registration | Kernel | Callable,
                    versions: tuple[int, int] = (1, 1 << 30)) -> None:
         """Register a Python kernel for a custom op (a Kernel, a Registration, or a bare
@@ -51,10 +44,6 @@ class OpResolver:
 
     def builtin_codes(self) -> list[int]:
         return sorted(self._builtins)
-
-    def custom_names(self) -> list[str]:
-        return sorted(self._customs)
-
 
 class BuiltinOpResolver(OpResolver):
     """Every kernel of `tflite_viewer.interpreter.kernels`."""

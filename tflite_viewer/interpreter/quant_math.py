@@ -29,8 +29,6 @@ except ImportError:  # numpy < 2
 
 Rounding = Literal["single", "double"]
 ROUNDINGS: tuple[str, ...] = ("single", "double")
-#: The rounding of the ai-edge-litert 2.3.0 wheel (see the module docstring).
-DEFAULT_ROUNDING: Rounding = "double"
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 

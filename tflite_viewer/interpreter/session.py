@@ -49,8 +49,7 @@ from .progress import DEFAULT_INTERVAL, RunProgress
 from .tensor import AllocationType
 
 #: states a session can be in
-READY, PAUSED, RUNNING, FINISHED, ERROR, STOPPED = (
-    "ready", "paused", "running", "finished", "error", "stopped")
+READY, PAUSED, FINISHED, ERROR, STOPPED = "ready", "paused", "finished", "error", "stopped"
 
 
 def _frozen(a: np.ndarray | None) -> np.ndarray | None:

@@ -51,7 +51,7 @@ class Tensor:
                  "sparsity", "allocation_type", "data", "is_variable", "model_tensor",
                  "_initial", "consumers")
 
-    def __init__(self, index: int, model_tensor: "ModelTensor") -> None:
+    def __init__(self, index: int, model_tensor: ModelTensor) -> None:
         self.index = index
         self.model_tensor = model_tensor
         self.name: str = model_tensor.name

@@ -35,8 +35,6 @@ from .tensor import Tensor
 
 #: bytes of derived weights an interpreter keeps between invokes (see the module docstring)
 DEFAULT_WEIGHT_CACHE_BYTES = 64 << 20
-#: values a block-of-rows read unpacks or converts at once
-ROWS_BLOCK_VALUES = 1 << 22
 
 
 class WeightCache:
@@ -152,12 +150,6 @@ def make_tensor(index: int, model_tensor, cache: WeightCache) -> Tensor:
 def packed_rows(tensor: Tensor) -> bool:
     """Whether a kernel can read ``tensor``'s rows from its packed bytes (`rows`)."""
     return isinstance(tensor, PackedConstant) and tensor.row_aligned()
-
-
-def row_blocks(rows: int, row_values: int) -> range:
-    """Starts of the blocks of rows a block-of-rows read takes (`ROWS_BLOCK_VALUES`)."""
-    step = max(1, ROWS_BLOCK_VALUES // max(1, row_values))
-    return range(0, rows, step)
 
 
 def rows_reader(tensor: Tensor, values: np.ndarray | None = None

@@ -87,10 +87,6 @@ class ModelMatch:
         part = self.parts.get(key[0])
         return part.o_evidence.get(key[1]) if part else None
 
-    def tensor_evidence(self, key: Key) -> Evidence | None:
-        part = self.parts.get(key[0])
-        return part.t_evidence.get(key[1]) if part else None
-
     # -- listings ------------------------------------------------------------------------
     def op_pairs(self) -> Iterator[tuple[Key, Key, Evidence]]:
         for sa, part in self.parts.items():
@@ -132,27 +128,6 @@ class ModelMatch:
         for sa in self.unmatched_subgraphs_a():
             out += [((sa, k), "in a subgraph only A has")
                     for k in range(len(self.a.subgraphs[sa].operators))]
-        return out
-
-    def added_tensors(self) -> list[Key]:
-        """B's tensors with neither a match nor an alias."""
-        out = []
-        for sa, part in self.parts.items():
-            sb = self.subgraphs[sa]
-            out += [(sb, t) for t in range(part.b.n_tensors)
-                    if t not in part.t_ba and t not in part.alias_b]
-        for sb in self.unmatched_subgraphs_b():
-            out += [(sb, t) for t in range(len(self.b.subgraphs[sb].tensors))]
-        return out
-
-    def removed_tensors(self) -> list[Key]:
-        """A's tensors with neither a match nor an alias."""
-        out = []
-        for sa, part in self.parts.items():
-            out += [(sa, t) for t in range(part.a.n_tensors)
-                    if t not in part.t_ab and t not in part.alias_a]
-        for sa in self.unmatched_subgraphs_a():
-            out += [(sa, t) for t in range(len(self.a.subgraphs[sa].tensors))]
         return out
 
     def unmatched_subgraphs_a(self) -> list[int]:

@@ -9,7 +9,7 @@
 Qt-free and independent of the interpreter and the editor: it reads a `Model` and
 returns plain data (`MemoryPlan`) that the command line prints and the window draws.
 """
-from .facts import ModelFacts, read_facts
+from .facts import MemoryFacts, read_facts
 from .greedy import plan_greedy
 from .litert import plan_litert
 from .offline import METADATA_NAME, encode_offline, read_offline
@@ -17,6 +17,6 @@ from .offline_search import OfflinePlan, best_offline_plan
 from .plan import Arena, MemoryPlan, OfflineCheck, PlannedBuffer, timeline
 from .tflm import plan_tflm
 
-__all__ = ["Arena", "METADATA_NAME", "MemoryPlan", "ModelFacts", "OfflineCheck", "OfflinePlan",
+__all__ = ["Arena", "METADATA_NAME", "MemoryFacts", "MemoryPlan", "OfflineCheck", "OfflinePlan",
            "PlannedBuffer", "best_offline_plan", "encode_offline", "plan_greedy",
            "plan_litert", "plan_tflm", "read_facts", "read_offline", "timeline"]

@@ -20,7 +20,7 @@ IF, WHILE, CALL_ONCE = BUILTIN_CODES["IF"], BUILTIN_CODES["WHILE"], BUILTIN_CODE
 
 
 @dataclass
-class SubgraphFacts:
+class MemorySubgraphFacts:
     """One subgraph: its tensors' descriptions and its operators in execution order."""
 
     index: int
@@ -48,11 +48,11 @@ class SubgraphFacts:
     def n_tensors(self) -> int:
         return len(self.types)
 
-    def reordered(self, order: list[int]) -> "SubgraphFacts":
+    def reordered(self, order: list[int]) -> "MemorySubgraphFacts":
         """The same subgraph with its operators executed in ``order`` (file indices)."""
         pos = {k: i for i, k in enumerate(self.original)}
         take = [pos[k] for k in order]
-        return SubgraphFacts(
+        return MemorySubgraphFacts(
             self.index, self.names, self.types, self.shapes, self.is_variable, self.has_data,
             self.has_any_data, self.inputs, self.outputs,
             [self.op_codes[i] for i in take], [self.op_custom[i] for i in take],
@@ -63,17 +63,17 @@ class SubgraphFacts:
 
 
 @dataclass
-class ModelFacts:
+class MemoryFacts:
     """Every subgraph of a model, plus the model itself for the few ops read in detail."""
 
     model: Model
-    subgraphs: list[SubgraphFacts]
+    subgraphs: list[MemorySubgraphFacts]
     offset_buffers: bool  # some buffer lives after the flatbuffer (> 2 GB layout)
 
-    def with_order(self, subgraph: int, order: list[int]) -> "ModelFacts":
+    def with_order(self, subgraph: int, order: list[int]) -> "MemoryFacts":
         subs = list(self.subgraphs)
         subs[subgraph] = subs[subgraph].reordered(order)
-        return ModelFacts(self.model, subs, self.offset_buffers)
+        return MemoryFacts(self.model, subs, self.offset_buffers)
 
     @cached_property
     def total_tensors(self) -> int:
@@ -95,7 +95,7 @@ def _called(op) -> list[int]:
     return [int(opts[k]) for k in keys if opts.get(k) is not None]
 
 
-def read_facts(model: Model) -> ModelFacts:
+def read_facts(model: Model) -> MemoryFacts:
     """The planners' view of ``model`` (columns, so large models read in milliseconds)."""
     index = model.index
     buffers = index.table("tflite.Buffer")
@@ -120,7 +120,7 @@ def read_facts(model: Model) -> ModelFacts:
         outs, out_off = cols.outputs.tolist(), cols.output_offsets.tolist()
         n = len(opcode)
         op_codes = [codes[c] if 0 <= c < len(codes) else -1 for c in opcode]
-        facts = SubgraphFacts(
+        facts = MemorySubgraphFacts(
             sg.index, tcols.name, tcols.type.tolist(), tcols.shape,
             tcols.is_variable.tolist(), has.tolist(), has_any.tolist(), sg.inputs, sg.outputs,
             op_codes, [customs[c] if 0 <= c < len(customs) else None for c in opcode],
@@ -132,10 +132,10 @@ def read_facts(model: Model) -> ModelFacts:
                 facts.calls[k] = _called(sg.operators[k])
         _intermediates(sg, facts)
         subs.append(facts)
-    return ModelFacts(model, subs, offset_buffers)
+    return MemoryFacts(model, subs, offset_buffers)
 
 
-def _intermediates(sg, facts: SubgraphFacts) -> None:
+def _intermediates(sg, facts: MemorySubgraphFacts) -> None:
     """Operators' intermediates (LSTM's), which TFLM requires to be empty."""
     index = sg.model.index
     ops = index.table("tflite.Operator")

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from ..model import Model
 from ..model.opcodes import BUILTIN_CODES, builtin_name
-from .facts import ModelFacts, SubgraphFacts, read_facts
+from .facts import MemoryFacts, MemorySubgraphFacts, read_facts
 from .plan import Arena, MemoryPlan, PlannedBuffer, peak_step, profile
 from .sizes import litert_bytes
 from .libstdcxx import std_sort, unordered_set_order
@@ -98,7 +98,7 @@ class _Tensor:
         self.bytes = nbytes
 
 
-def _kinds(sg: SubgraphFacts) -> list[_Tensor]:
+def _kinds(sg: MemorySubgraphFacts) -> list[_Tensor]:
     out = []
     for t in range(sg.n_tensors):
         nbytes = litert_bytes(sg.types[t], sg.shapes[t])
@@ -148,9 +148,9 @@ def _kinds(sg: SubgraphFacts) -> list[_Tensor]:
     return out
 
 
-def plan_litert(model: Model | ModelFacts, preserve_all_tensors: bool = False) -> MemoryPlan:
+def plan_litert(model: Model | MemoryFacts, preserve_all_tensors: bool = False) -> MemoryPlan:
     """LiteRT's arenas for every subgraph of ``model`` (builtin kernels, no delegate)."""
-    facts = model if isinstance(model, ModelFacts) else read_facts(model)
+    facts = model if isinstance(model, MemoryFacts) else read_facts(model)
     arenas, notes = [], []
     persistent = 0
     temporaries = set()
@@ -167,7 +167,7 @@ def plan_litert(model: Model | ModelFacts, preserve_all_tensors: bool = False) -
                       arenas, [], notes)
 
 
-def _plan_subgraph(sg: SubgraphFacts, preserve: bool) -> tuple[Arena, int]:
+def _plan_subgraph(sg: MemorySubgraphFacts, preserve: bool) -> tuple[Arena, int]:
     n = sg.n_ops
     info = _kinds(sg)
     alloc = [NOT_ASSIGNED] * sg.n_tensors
@@ -241,7 +241,7 @@ def _plan_subgraph(sg: SubgraphFacts, preserve: bool) -> tuple[Arena, int]:
     return arena, persistent_size
 
 
-def _in_place(sg: SubgraphFacts, info: list[_Tensor], refcounts_: list[int],
+def _in_place(sg: MemorySubgraphFacts, info: list[_Tensor], refcounts_: list[int],
               preserve: bool) -> dict[int, int]:
     """``IdentifyInPlaceTensors``: output -> the input whose memory it reuses."""
     shared: dict[int, int] = {}
@@ -291,7 +291,7 @@ def _can_share(x: _Tensor, y: _Tensor, xi: int, yi: int, changed: bool, refcount
     return not preserve
 
 
-def _chunks(sg: SubgraphFacts, info: list[_Tensor]) -> list[tuple[int, int]]:
+def _chunks(sg: MemorySubgraphFacts, info: list[_Tensor]) -> list[tuple[int, int]]:
     """Node ranges planned together: preparation stops after a node with a dynamic output."""
     out, start = [], 0
     for k in range(sg.n_ops):

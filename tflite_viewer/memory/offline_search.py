@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..model import Model
-from .facts import ModelFacts, read_facts
+from .facts import MemoryFacts, read_facts
 from .greedy import ONLINE, plan_greedy
 from .plan import PlannedBuffer
 from .tflm import plan_tflm
@@ -44,7 +44,7 @@ class OfflinePlan:
         return self.head_before - self.head_after
 
 
-def flat_offsets(facts: ModelFacts, buffers: list[PlannedBuffer],
+def flat_offsets(facts: MemoryFacts, buffers: list[PlannedBuffer],
                  offsets: list[int] | None = None) -> list[int]:
     """One offset per tensor of every subgraph (the metadata's layout), -1 elsewhere."""
     starts, total = [], 0
@@ -57,9 +57,9 @@ def flat_offsets(facts: ModelFacts, buffers: list[PlannedBuffer],
     return out
 
 
-def best_offline_plan(model: Model | ModelFacts, pointer_bytes: int = 4) -> OfflinePlan | None:
+def best_offline_plan(model: Model | MemoryFacts, pointer_bytes: int = 4) -> OfflinePlan | None:
     """The smallest plan found, or None when none beats TFLM's own."""
-    facts = model if isinstance(model, ModelFacts) else read_facts(model)
+    facts = model if isinstance(model, MemoryFacts) else read_facts(model)
     base = plan_tflm(facts, pointer_bytes, offline=False)
     tensors = [b for b in base.buffers if b.tensor >= 0]
     if not tensors:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ..model import Model
 from ..model.opcodes import BUILTIN_CODES, CUSTOM
 from ..schema.schema_generated import TensorType as TT
-from .facts import ModelFacts, SubgraphFacts, read_facts
+from .facts import MemoryFacts, MemorySubgraphFacts, read_facts
 from .sizes import align_up, tflm_bytes
 from .tflm import ALIGNMENT, plan_tflm
 
@@ -46,7 +46,7 @@ class Reorder:
         return sum(1 for i, k in enumerate(self.order) if i != k)
 
 
-def dependencies(sg: SubgraphFacts) -> list[set[int]]:
+def dependencies(sg: MemorySubgraphFacts) -> list[set[int]]:
     """For each operator (file order), the operators that must run before it."""
     n = sg.n_ops
     producer: dict[int, int] = {}
@@ -77,7 +77,7 @@ def dependencies(sg: SubgraphFacts) -> list[set[int]]:
     return preds
 
 
-def _has_effects(sg: SubgraphFacts, k: int) -> bool:
+def _has_effects(sg: MemorySubgraphFacts, k: int) -> bool:
     if sg.op_codes[k] in _STATEFUL:
         return True
     for t in (*sg.op_inputs[k], *sg.op_outputs[k]):
@@ -86,7 +86,7 @@ def _has_effects(sg: SubgraphFacts, k: int) -> bool:
     return False
 
 
-def check_order(sg: SubgraphFacts, order: list[int]) -> str | None:
+def check_order(sg: MemorySubgraphFacts, order: list[int]) -> str | None:
     """Why ``order`` (file indices) is not a valid execution order, or None."""
     n = sg.n_ops
     if sorted(order) != list(range(n)):
@@ -100,7 +100,7 @@ def check_order(sg: SubgraphFacts, order: list[int]) -> str | None:
     return None
 
 
-def _sizes(sg: SubgraphFacts) -> list[int]:
+def _sizes(sg: MemorySubgraphFacts) -> list[int]:
     out = []
     for t in range(sg.n_tensors):
         b = tflm_bytes(sg.types[t], sg.shapes[t]) or 0
@@ -109,7 +109,7 @@ def _sizes(sg: SubgraphFacts) -> list[int]:
     return out
 
 
-def memory_greedy(sg: SubgraphFacts, preds: list[set[int]]) -> list[int]:
+def memory_greedy(sg: MemorySubgraphFacts, preds: list[set[int]]) -> list[int]:
     """Run next the ready operator whose step needs least memory (ties: frees most, then
     the file's order)."""
     n = sg.n_ops
@@ -148,7 +148,7 @@ def memory_greedy(sg: SubgraphFacts, preds: list[set[int]]) -> list[int]:
     return order
 
 
-def depth_first(sg: SubgraphFacts, preds: list[set[int]]) -> list[int]:
+def depth_first(sg: MemorySubgraphFacts, preds: list[set[int]]) -> list[int]:
     """Finish a branch before starting another: among ready operators, the one whose
     inputs were produced most recently (ties: the file's order)."""
     n = sg.n_ops
@@ -170,11 +170,11 @@ def depth_first(sg: SubgraphFacts, preds: list[set[int]]) -> list[int]:
     return order
 
 
-def best_order(model: Model | ModelFacts, subgraph: int | None = None, pointer_bytes: int = 4,
+def best_order(model: Model | MemoryFacts, subgraph: int | None = None, pointer_bytes: int = 4,
                max_evaluations: int | None = None) -> Reorder | None:
     """The smallest-head operator order found for ``subgraph`` (default: the one holding
     TFLM's peak), or None when no order found beats the file's."""
-    facts = model if isinstance(model, ModelFacts) else read_facts(model)
+    facts = model if isinstance(model, MemoryFacts) else read_facts(model)
     base = plan_tflm(facts, pointer_bytes)
     if subgraph is None:
         peak = base.peak_op

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..model import Model
 from ..model.opcodes import BUILTIN_CODES
-from .facts import ModelFacts, read_facts
+from .facts import MemoryFacts, read_facts
 from .greedy import ONLINE, overlaps, plan_greedy
 from .offline import check_offline, header, read_offline
 from .plan import Arena, MemoryPlan, OfflineCheck, PlannedBuffer, peak_step, profile
@@ -30,7 +30,7 @@ RESHAPE = BUILTIN_CODES["RESHAPE"]
 VAR_HANDLE = BUILTIN_CODES["VAR_HANDLE"]
 
 
-def plan_tflm(model: Model | ModelFacts, pointer_bytes: int = 4,
+def plan_tflm(model: Model | MemoryFacts, pointer_bytes: int = 4,
               orders: dict[int, list[int]] | None = None,
               offline: bool | list[int] = True) -> MemoryPlan:
     """TFLM's plan of ``model``.
@@ -41,7 +41,7 @@ def plan_tflm(model: Model | ModelFacts, pointer_bytes: int = 4,
     ``offline``: use the model's OfflineMemoryAllocation when it has one (as TFLM does);
     False ignores it; a list of offsets plans as if the model carried that one.
     """
-    facts = model if isinstance(model, ModelFacts) else read_facts(model)
+    facts = model if isinstance(model, MemoryFacts) else read_facts(model)
     for s, order in (orders or {}).items():
         facts = facts.with_order(s, order)
     problems: list[str] = []
@@ -131,7 +131,7 @@ def plan_tflm(model: Model | ModelFacts, pointer_bytes: int = 4,
                       notes, check)
 
 
-def _add_scratch(requests, life: Lifetimes, facts: ModelFacts, columns: tuple) -> list[str]:
+def _add_scratch(requests, life: Lifetimes, facts: MemoryFacts, columns: tuple) -> list[str]:
     """Append the scratch buffers to the planner's columns (sizes, firsts, lasts, fixed
     offsets, descriptions); the problem with those TFLM never sizes, if any."""
     sizes, firsts, lasts, fixed, meta = columns
@@ -150,7 +150,7 @@ def _add_scratch(requests, life: Lifetimes, facts: ModelFacts, columns: tuple) -
     return [_unplanned(unplanned, life, facts)] if unplanned else []
 
 
-def _unplanned(where: list[str], life: Lifetimes, facts: ModelFacts) -> str:
+def _unplanned(where: list[str], life: Lifetimes, facts: MemoryFacts) -> str:
     """One problem for every scratch buffer in the subgraphs TFLM never reaches."""
     unreached = [sg.index for sg in facts.subgraphs if all(s != sg.index for s, _ in life.steps)]
     shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
@@ -170,7 +170,7 @@ def _list(ids: list[int]) -> str:
     return ", ".join(map(str, ids[:8])) + (f", ... ({len(ids)} in all)" if len(ids) > 8 else "")
 
 
-def _arena(buffers: list[PlannedBuffer], life: Lifetimes, facts: ModelFacts, size: int) -> Arena:
+def _arena(buffers: list[PlannedBuffer], life: Lifetimes, facts: MemoryFacts, size: int) -> Arena:
     steps = [(s, facts.subgraphs[s].original[k] if k >= 0 else -1) for s, k in life.steps]
     base = min([0] + [b.first for b in buffers])
     live, top = profile(buffers, len(steps) - base, base)
@@ -207,7 +207,7 @@ def _prepared_shapes(sg, problems: list[str]) -> list[tuple[int, ...]]:
     return shapes
 
 
-def _check_intermediates(facts: ModelFacts, shapes, problems: list[str]) -> None:
+def _check_intermediates(facts: MemoryFacts, shapes, problems: list[str]) -> None:
     for sg in facts.subgraphs:
         for k, ids in sg.op_intermediates.items():
             for t in ids:
@@ -231,7 +231,7 @@ def _check_overlaps(check: OfflineCheck, buffers: list[PlannedBuffer]) -> None:
         check.warnings.append(f"... {len(pairs) - 10} more overlapping pairs")
 
 
-def _tail(facts: ModelFacts, variables: int, pointer_bytes: int) -> dict[str, int]:
+def _tail(facts: MemoryFacts, variables: int, pointer_bytes: int) -> dict[str, int]:
     """Persistent bytes computed from the model, as TFLM requests them (RecordingMicroAllocator
     prints them per category): variable buffers, the ``TfLiteEvalTensor`` array (data and
     dims pointers and a type) and the ``NodeAndRegistration`` array of each subgraph.  The

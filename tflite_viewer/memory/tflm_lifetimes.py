@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .facts import ModelFacts
+from .facts import MemoryFacts
 
 UNMARKED = -1
 
@@ -46,7 +46,7 @@ class Lifetimes:
     problems: list[str] = field(default_factory=list)
 
 
-def mark_lifetimes(facts: ModelFacts, scratch: list[ScratchRequest]) -> Lifetimes:
+def mark_lifetimes(facts: MemoryFacts, scratch: list[ScratchRequest]) -> Lifetimes:
     subs = facts.subgraphs
     first = [[UNMARKED] * sg.n_tensors for sg in subs]
     last = [[UNMARKED] * sg.n_tensors for sg in subs]

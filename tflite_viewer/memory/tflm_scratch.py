@@ -13,38 +13,38 @@ from collections.abc import Callable
 
 from ..model.opcodes import BUILTIN_CODES
 from ..schema.schema_generated import TensorType as TT
-from .facts import ModelFacts, SubgraphFacts
+from .facts import MemoryFacts, MemorySubgraphFacts
 from .sizes import element_count
 from .tflm_lifetimes import ScratchRequest
 
 _INT_BYTES = 4  # sizeof(int) / sizeof(int32_t) on every TFLM target
 
-Rule = Callable[[SubgraphFacts, int, "Context"], list[tuple[int, str]]]
+Rule = Callable[[MemorySubgraphFacts, int, "Context"], list[tuple[int, str]]]
 
 
 class Context:
     """What a rule may read beyond the subgraph: options, and the target's pointer size."""
 
-    def __init__(self, facts: ModelFacts, pointer_bytes: int) -> None:
+    def __init__(self, facts: MemoryFacts, pointer_bytes: int) -> None:
         self.facts = facts
         self.pointer_bytes = pointer_bytes
 
-    def operator(self, sg: SubgraphFacts, k: int):
+    def operator(self, sg: MemorySubgraphFacts, k: int):
         return self.facts.model.subgraphs[sg.index].operators[sg.original[k]]
 
 
-def _tensor(sg: SubgraphFacts, k: int, slot: int, outputs: bool = False) -> int | None:
+def _tensor(sg: MemorySubgraphFacts, k: int, slot: int, outputs: bool = False) -> int | None:
     ids = sg.op_outputs[k] if outputs else sg.op_inputs[k]
     if slot < len(ids) and 0 <= ids[slot] < sg.n_tensors:
         return ids[slot]
     return None
 
 
-def _shape(sg: SubgraphFacts, t: int | None) -> tuple[int, ...]:
+def _shape(sg: MemorySubgraphFacts, t: int | None) -> tuple[int, ...]:
     return sg.shapes[t] if t is not None else ()
 
 
-def _type(sg: SubgraphFacts, t: int | None) -> int | None:
+def _type(sg: MemorySubgraphFacts, t: int | None) -> int | None:
     return sg.types[t] if t is not None else None
 
 
@@ -159,7 +159,7 @@ RULES: dict[int | str, Rule] = {
 }
 
 
-def scratch_requests(facts: ModelFacts, pointer_bytes: int = 4) -> list[ScratchRequest]:
+def scratch_requests(facts: MemoryFacts, pointer_bytes: int = 4) -> list[ScratchRequest]:
     """Every scratch buffer request, in the order TFLM's Prepare makes them."""
     ctx = Context(facts, pointer_bytes)
     out: list[ScratchRequest] = []

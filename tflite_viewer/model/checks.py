@@ -188,10 +188,10 @@ def _check_tensors(model: Model, index: FileIndex, tensors, n_buffers: int,
             findings.append(Finding("error", f"{t.where}.buffer", f"buffer {t.buffer} holds "
                                     f"{t.buffer_nbytes} bytes but shape {list(t.shape)} of "
                                     f"{info.name} needs {exact}", t.subgraph.index, t.index))
-    _check_quantization(model, index, tensors, shape, owner, rank, findings)
+    _check_quantization(model, index, tensors, shape, rank, findings)
 
 
-def _check_quantization(model: Model, index: FileIndex, tensors, shape, shape_owner, rank,
+def _check_quantization(model: Model, index: FileIndex, tensors, shape, rank,
                         findings: list[Finding]) -> None:
     qp = index.table(T + "QuantizationParameters")
     if not len(qp):

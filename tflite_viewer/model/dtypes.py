@@ -25,11 +25,6 @@ class TypeInfo:
     bits: int  # bits per element in the file (4 for INT4, 0 when not applicable)
     values: np.dtype | None  # dtype of `Tensor.data()` (after unpacking / decoding)
 
-    @property
-    def is_quantizable_int(self) -> bool:
-        return self.name in ("INT8", "UINT8", "INT16", "INT32", "INT64", "INT4", "UINT4", "INT2")
-
-
 def _info(code: int, storage, bits: int, values=None) -> TypeInfo:
     st = np.dtype(storage) if storage is not None else None
     return TypeInfo(code, _TYPE_NAMES.get(code, str(code)), st, bits,

@@ -40,7 +40,6 @@ from .verify import verify_buffer
 
 MAGIC = b"LITERTLM"
 HEADER_START = 32
-BLOCK_SIZE = 16 * 1024
 MAJOR_VERSION = 1
 WEIGHTS_GROUP = "tflite_weights"  # the group name LiteRT-LM maps to a TFLiteWeights section
 SECTION_TYPES = {v: k for k, v in vars(L.AnySectionDataType).items() if not k.startswith("_")}

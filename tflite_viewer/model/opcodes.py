@@ -7,7 +7,6 @@ from . import op_metadata
 BUILTIN_NAMES: dict[int, str] = LAYOUT["enums"]["tflite.BuiltinOperator"]["values"]
 BUILTIN_CODES: dict[str, int] = {name: code for code, name in BUILTIN_NAMES.items()}
 CUSTOM = BUILTIN_CODES["CUSTOM"]
-PLACEHOLDER_FOR_GREATER_OP_CODES = BUILTIN_CODES["PLACEHOLDER_FOR_GREATER_OP_CODES"]
 
 def builtin_name(code: int) -> str:
     """The schema's name of a builtin code; codes newer than our schema show as numbers."""

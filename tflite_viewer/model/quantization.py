@@ -213,11 +213,6 @@ class ScaleFlaw(NamedTuple):
                 f"{', ' + value if value else ''})")
 
 
-def form_of(q: Quantization | None) -> str:
-    """`Quantization.form` of a tensor's quantization, ``"none"`` when it has none."""
-    return "none" if q is None else q.form
-
-
 def dequantize_blockwise(values: np.ndarray, scales: np.ndarray,
                          zero_points: np.ndarray | None, block_size: int,
                          where: str = "quantization") -> np.ndarray:

@@ -5,9 +5,9 @@ and activation range use, float-vs-quantized metrics, per-layer float fallback g
 which runs the interpreter, loads on first use.
 """
 from .ranges import INTEGER_RANGES, QUANTIZABLE_TYPES, dequantize, integer_range, quantize
-from .spec import Finding, check_spec
+from .spec import SpecFinding, check_spec
 
-__all__ = ["INTEGER_RANGES", "QUANTIZABLE_TYPES", "Finding", "QuantReport", "analyze",
+__all__ = ["INTEGER_RANGES", "QUANTIZABLE_TYPES", "QuantReport", "SpecFinding", "analyze",
            "check_spec", "dequantize", "integer_range", "quantize"]
 
 

@@ -45,7 +45,7 @@ from .plan import Run, make_samples, pair_problem, plan
 from .results import FLOAT_SUMS, QuantReport, TensorReport, finite, tensor_reports
 from .rotations import find_rotations, rotated_weights
 from .runner import ModelRunner
-from .spec import Finding, check_spec
+from .spec import SpecFinding, check_spec
 from .weights import WeightReport, analyze_weights
 
 Progress = Callable[[int, int, str], None]
@@ -116,7 +116,7 @@ def analyze(model: Model | str | os.PathLike | bytes,
     rotations = pairing.rotations if pairing is not None else find_rotations(qm)
     rotated = rotated_weights(rotations, qm)
 
-    def checks_of_the_files() -> tuple[list[Finding], list[WeightReport]]:
+    def checks_of_the_files() -> tuple[list[SpecFinding], list[WeightReport]]:
         return check_spec(qm), analyze_weights(qm, fm, pairing, rotated, validator_metrics)
 
     runs: list[Run] = []
@@ -131,7 +131,7 @@ def analyze(model: Model | str | os.PathLike | bytes,
         # the samples' children run, or after the samples
         side = start_side(checks_of_the_files, workers) \
             if worth_a_side_job(_constant_bytes(qm, fm)) else None
-        file_level: list[tuple[list[Finding], list[WeightReport]]] = []
+        file_level: list[tuple[list[SpecFinding], list[WeightReport]]] = []
         try:
             runs = plan(qm, fm, pairing, backend, count=samples, seed=seed, npz=inputs,
                         images=images, given=given, signature=signature,

@@ -49,11 +49,6 @@ def integer_range(kind: Any, narrow: bool = False) -> tuple[int, int] | None:
     return lo, hi
 
 
-def is_signed(kind: Any) -> bool:
-    rng = integer_range(kind)
-    return rng is not None and rng[0] < 0
-
-
 def channel_axis(quantization, shape: tuple[int, ...]) -> int | None:
     """The axis per-channel parameters apply to (None for per-tensor parameters)."""
     if quantization is None or quantization.scale.size <= 1:
@@ -98,19 +93,6 @@ def quantize(values: np.ndarray, quantization, kind: Any) -> np.ndarray:
     q += zp
     dtype = np.dtype(_name(kind).lower()) if _name(kind) in _NUMPY_NAMES.values() else np.int64
     return np.clip(q, lo, hi, out=q).astype(dtype)
-
-
-def representable_range(quantization, kind: Any, shape: tuple[int, ...] | None = None
-                        ) -> tuple[np.ndarray, np.ndarray] | None:
-    """The real values the integer range can represent, per channel (arrays of the
-    scale's size): ((qmin - zp) * scale, (qmax - zp) * scale)."""
-    rng = integer_range(kind)
-    if rng is None or quantization is None or not quantization.scale.size:
-        return None
-    scale = quantization.scale.astype(np.float64)
-    zp = (quantization.zero_point.astype(np.float64) if quantization.zero_point.size
-          == scale.size else np.zeros(scale.size))
-    return (rng[0] - zp) * scale, (rng[1] - zp) * scale
 
 
 def channel_values(values: np.ndarray, axis: int | None) -> np.ndarray:

@@ -18,7 +18,7 @@ from .fallback import FallbackGain
 from .forms import widened_tensors
 from .metrics import badness
 from .pairing import Pairing, is_real
-from .spec import Finding
+from .spec import SpecFinding
 from .weights import WeightReport
 
 #: How the analysis's interpreters add float32 CONV_2D and FULLY_CONNECTED products
@@ -83,7 +83,7 @@ class QuantReport:
     model: str
     float_model: str | None
     samples: int
-    findings: list[Finding]
+    findings: list[SpecFinding]
     weights: list[WeightReport]
     tensors: list[TensorReport]
     unpaired_quantized: list[dict[str, Any]] = field(default_factory=list)
@@ -106,7 +106,7 @@ class QuantReport:
     not_run: str | None = None
 
     @property
-    def errors(self) -> list[Finding]:
+    def errors(self) -> list[SpecFinding]:
         return [f for f in self.findings if f.severity == "error"]
 
     def compared(self) -> list[TensorReport]:

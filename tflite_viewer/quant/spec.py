@@ -1,6 +1,6 @@
 """The TFLite 8-bit quantization spec, checked from the file alone (nothing is run).
 
-Rules (each `Finding` names its rule, the op or tensor, and the values):
+Rules (each `SpecFinding` names its rule, the op or tensor, and the values):
 
 * ``scale-positive``: every scale finite and > 0.
 * ``zero-point-range``: every zero point inside its tensor type's integer range.
@@ -55,7 +55,7 @@ BLOCKWISE_TYPES = ("INT4", "INT2")
 
 
 @dataclass
-class Finding:
+class SpecFinding:
     """One departure from the spec."""
 
     rule: str
@@ -87,7 +87,7 @@ def _short(values: list, n: int = 4) -> str:
 class _Checker:
     def __init__(self, model: Model) -> None:
         self.model = model
-        self.findings: list[Finding] = []
+        self.findings: list[SpecFinding] = []
         self._seen: set[tuple[str, int, int]] = set()
 
     def add(self, rule: str, severity: str, message: str, sg: int, op: int | None = None,
@@ -96,7 +96,7 @@ class _Checker:
         if key in self._seen:
             return
         self._seen.add(key)
-        self.findings.append(Finding(rule, severity, message, sg, op, tensor, values))
+        self.findings.append(SpecFinding(rule, severity, message, sg, op, tensor, values))
 
     # -- per tensor ----------------------------------------------------------------------
     def tensor_rules(self, sg, t) -> None:
@@ -305,7 +305,7 @@ def _count_value(model: Model, data: np.ndarray | None, value: int) -> int:
     return sum(int(np.count_nonzero(part == value)) for part in model.scanned(data))
 
 
-def check_spec(model: Model) -> list[Finding]:
+def check_spec(model: Model) -> list[SpecFinding]:
     """Every departure of ``model`` from the TFLite quantization spec (see the module
     docstring), errors and warnings, in subgraph and op order."""
     c = _Checker(model)

@@ -19,8 +19,7 @@ from ..delegation.facts import SubgraphFacts
 
 Rule = Callable[[SubgraphFacts, int], "str | None"]
 
-F, H, I8, I16, I32, I64, U8, B = ("FLOAT32", "FLOAT16", "INT8", "INT16", "INT32", "INT64",
-                                  "UINT8", "BOOL")
+F, I8, I16, I32, I64, U8, B = ("FLOAT32", "INT8", "INT16", "INT32", "INT64", "UINT8", "BOOL")
 U32 = "UINT32"
 
 CUSTOM_OPS = frozenset({

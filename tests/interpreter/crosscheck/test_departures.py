@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import MODELS_DIR
 from tflite_viewer.interpreter import Interpreter
-from tflite_viewer.interpreter.comparison import CrossCheckReport, Error, TensorRow
+from tflite_viewer.interpreter.crosscheck_report import CrossCheckReport, Error, TensorRow
 from tflite_viewer.interpreter.crosscheck import compare_with_litert
 from tflite_viewer.interpreter.departures import float_ulps
 

@@ -25,7 +25,7 @@ import pytest
 from tests.conftest import MODELS_DIR
 from tests.interpreter.singleop import Op, graph_model
 from tflite_viewer.edit.expose import expose_op_outputs
-from tflite_viewer.interpreter import crosscheck
+from tflite_viewer.interpreter import litert_process
 from tflite_viewer.interpreter.crosscheck import (LiteRTCrashError, compare_with_litert,
                                                   is_stateful)
 from tflite_viewer.model import load_model
@@ -115,7 +115,8 @@ _CRASH_WHEN_KEEPING = ('import json, os, signal, sys\n'
 def test_a_crash_keeping_every_tensor_falls_back_to_the_exposed_copy(monkeypatch):
     """LiteRT dying with experimental_preserve_all_tensors (made to, here: the child kills
     itself then) sends the comparison to the exposed copy, which it reports."""
-    monkeypatch.setattr(crosscheck, "_WORKER", _CRASH_WHEN_KEEPING + crosscheck._WORKER)
+    monkeypatch.setattr(litert_process, "_WORKER",
+                        _CRASH_WHEN_KEEPING + litert_process._WORKER)
     report = compare_with_litert(streaming_model(), invocations=3, expose=expose_op_outputs)
     assert report.ok and report.litert_mode == "exposed"
     assert report.resolver == "BUILTIN_REF"  # the reference kernels, on the copy

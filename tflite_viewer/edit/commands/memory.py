@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ...memory import encode_offline, plan_tflm
-from ...memory.facts import SubgraphFacts
+from ...memory.facts import MemorySubgraphFacts
 from ...memory.offline import METADATA_NAME
 from ...memory.offline_search import best_offline_plan
 from ...memory.reorder import best_order, check_order
@@ -22,7 +22,7 @@ from .base import EditCommand, Scope, lookup_subgraph
 from .header import SetMetadata
 
 
-def _tree_facts(tree: ModelTree, s: int) -> SubgraphFacts:
+def _tree_facts(tree: ModelTree, s: int) -> MemorySubgraphFacts:
     """The planners' view of subgraph ``s`` of the object tree (what `check_order` needs)."""
     sg = lookup_subgraph(tree, s)
     codes = tree.model.operatorCodes or []
@@ -41,7 +41,7 @@ def _tree_facts(tree: ModelTree, s: int) -> SubgraphFacts:
         return 0 < t.buffer < len(bufs) and bufs[t.buffer].data is not None and len(
             bufs[t.buffer].data) > 0
 
-    return SubgraphFacts(
+    return MemorySubgraphFacts(
         s, [text(t.name) for t in tensors], [int(t.type) for t in tensors],
         [tuple(ints(t.shape)) for t in tensors], [bool(t.isVariable) for t in tensors],
         [has_data(t) for t in tensors], [has_data(t) for t in tensors],

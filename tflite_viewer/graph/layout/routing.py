@@ -19,7 +19,7 @@ from .result import Layout, LayoutArrays
 
 
 @dataclass
-class Frame:
+class VerticalGeometry:
     """Vertical geometry: per layer top/bottom; per real node its box."""
 
     layer_top: np.ndarray
@@ -36,7 +36,7 @@ def frame(
     widths: np.ndarray,
     heights: np.ndarray,
     layer_gap: float,
-) -> Frame:
+) -> VerticalGeometry:
     """Layer y = cumulative max heights + layer_gap; boxes centred vertically in their layer."""
     layer_h = np.zeros(n_layers)
     if len(rank):
@@ -46,13 +46,13 @@ def frame(
     bottom = top + layer_h
     box_y = top[rank] + (layer_h[rank] - heights) / 2 if len(rank) else np.zeros(0)
     height = float(bottom[-1]) if n_layers else 0.0
-    return Frame(top, bottom, cx - widths / 2, box_y, height)
+    return VerticalGeometry(top, bottom, cx - widths / 2, box_y, height)
 
 
 def _chain_points(
     h: Hierarchy,
     cx: np.ndarray,
-    fr: Frame,
+    fr: VerticalGeometry,
     heights: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Flat polyline points of every layering edge, drawn from its upper to its lower end.
@@ -100,7 +100,7 @@ def assemble(
     h: Hierarchy,
     edge_ids: np.ndarray,
     cx_all: np.ndarray,
-    fr: Frame,
+    fr: VerticalGeometry,
     crossings: int,
     pad: float,
 ) -> Layout:
@@ -110,7 +110,7 @@ def assemble(
     shift = -left if math.isfinite(left) else 0.0
     box_x = fr.box_x + shift
     cx_all = cx_all + shift
-    fr = Frame(fr.layer_top, fr.layer_bottom, box_x, fr.box_y, fr.height)
+    fr = VerticalGeometry(fr.layer_top, fr.layer_bottom, box_x, fr.box_y, fr.height)
     px, py, start = _chain_points(h, cx_all, fr, g.heights)
 
     max_right = float((box_x + g.widths).max()) if g.n else 0.0

@@ -15,6 +15,3 @@ from . import (batch_matmul, compare, concat_pad, conv, elementwise,  # noqa: F4
                fixedpoint, fixedpoint16, fully_connected, hybrid, hybrid_lstm, l2norm, lstm,
                lut, pooling, quantize, reduce, resize, softmax, svdf, transpose_conv)
 from .common import QParams, qparams  # noqa: F401
-
-#: The rounding of the ai-edge-litert 2.3.0 wheel's MultiplyByQuantizedMultiplier.
-LITERT_ROUNDING = "double"

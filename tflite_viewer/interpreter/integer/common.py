@@ -128,11 +128,6 @@ def f32(x: Any) -> np.float32:
     return np.float32(x)
 
 
-def f64(x: Any) -> float:
-    """A float32 widened to double, as ``static_cast<double>(tensor->params.scale)``."""
-    return float(np.float64(np.float32(x)))
-
-
 def fused_activation_range(activation: str | None, output: QParams, dtype) -> tuple[int, int]:
     """CalculateActivationRangeQuantized.
 
@@ -298,8 +293,3 @@ def exact_matmul(cols: np.ndarray, mat: np.ndarray, col_bound: float,
     for k0 in range(0, k, chunk):
         out += c32[:, k0:k0 + chunk] @ m32[k0:k0 + chunk]
     return out
-
-
-def broadcast_last(values: np.ndarray, ndim: int) -> np.ndarray:
-    """Per-channel vectors indexed on the last axis of an ``ndim`` array."""
-    return np.asarray(values).reshape((1,) * (ndim - 1) + (-1,))

@@ -138,16 +138,6 @@ def _table(fn_name: str, integer_bits: int) -> np.ndarray:
     return table
 
 
-def logistic_lut(a, integer_bits: int) -> np.ndarray:
-    """`logistic` by table lookup (bit-identical, computed once per integer_bits)."""
-    return _table("logistic", integer_bits)[np.asarray(a, np.int64) + 32768].astype(np.int64)
-
-
-def tanh_lut(a, integer_bits: int) -> np.ndarray:
-    """`tanh` by table lookup (bit-identical, computed once per integer_bits)."""
-    return _table("tanh", integer_bits)[np.asarray(a, np.int64) + 32768].astype(np.int64)
-
-
 def activation_table(fn_name: str, integer_bits: int) -> np.ndarray:
     """The read-only int16 table of ``logistic`` or ``tanh`` (``fn_name``) on
     FixedPoint<int16, integer_bits> over every int16 input, indexed by q + 32768."""

@@ -51,7 +51,7 @@ with zero weights) and uint8 weights (read as int8); see `unsupported_reason`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -144,26 +144,58 @@ def unsupported_reason(inputs: Sequence[Any | None], options: Mapping[str, Any],
     def get(k: int):
         return inputs[k] if k < len(inputs) else None
 
-    def shape(t) -> tuple[int, ...]:
-        return tuple(int(d) for d in (t.shape or ()))
-
     if len(inputs) not in (20, 24):
         return f"{label}: needs 20 or 24 inputs (got {len(inputs)})"
     x = get(INPUT)
     if x is None or x.type != _FLOAT32:
         return f"{label}: the hybrid kernel needs a FLOAT32 input"
-    if len(shape(x)) != 3:
-        return f"{label}: the input must have rank 3 (got shape {list(shape(x))})"
-    n_input = shape(x)[2]
+    if len(_shape(x)) != 3:
+        return f"{label}: the input must have rank 3 (got shape {list(_shape(x))})"
+    n_input = _shape(x)[2]
     if get(INPUT_WEIGHTS["o"]) is None or get(RECURRENT_WEIGHTS["o"]) is None:
         return f"{label}: input-to-output and recurrent-to-output weights are required"
-    n_cell = shape(get(INPUT_WEIGHTS["o"]))[0] if shape(get(INPUT_WEIGHTS["o"])) else -1
-    ro = shape(get(RECURRENT_WEIGHTS["o"]))
+    n_cell = _shape(get(INPUT_WEIGHTS["o"]))[0] if _shape(get(INPUT_WEIGHTS["o"])) else -1
+    ro = _shape(get(RECURRENT_WEIGHTS["o"]))
     n_output = ro[1] if len(ro) == 2 else -1
     cifg = get(INPUT_WEIGHTS["i"]) is None
     if cifg != (get(RECURRENT_WEIGHTS["i"]) is None):
         return (f"{label}: input-to-input and recurrent-to-input weights must be both "
                 "present or both absent")
+    batch = _shape(x)[1] if options.get("time_major", False) else _shape(x)[0]
+    layer_norm = len(inputs) == 24 and get(LAYER_NORM["f"]) is not None
+    return (_weights_problem(get, label, cifg, n_cell, n_input, n_output)
+            or _peephole_problem(get, label, cifg, n_cell)
+            or _float_per_gate_problem(get, GATE_BIAS, cifg, n_cell,
+                                       f"{label}: a CIFG LSTM must not have an input gate bias",
+                                       f"{label}: the {{gate}} gate bias must be FLOAT32 of "
+                                       f"shape [{n_cell}]")
+            or _projection_problem(get, label, n_cell, n_output)
+            or (_float_per_gate_problem(
+                get, LAYER_NORM, cifg, n_cell,
+                f"{label}: a CIFG LSTM must not have input layer-norm coefficients",
+                f"{label}: {{gate}} layer-norm coefficients must be FLOAT32 of shape "
+                f"[{n_cell}]") if layer_norm else None)
+            or _state_problem(get, label, batch, n_cell, n_output)
+            or _options_problem(options, label))
+
+
+def _shape(t) -> tuple[int, ...]:
+    return tuple(int(d) for d in (t.shape or ()))
+
+
+def _float_per_gate_problem(get: Callable[[int], Any], positions: Mapping[str, int], cifg: bool,
+                            n_cell: int, cifg_extra: str, missing: str) -> str | None:
+    """`gate_tensors_problem` for per-gate FLOAT32 vectors of ``n_cell`` (biases, layer
+    norm coefficients) at ``positions``."""
+    return gate_tensors_problem({g: get(k) for g, k in positions.items()}, cifg,
+                                lambda t: t.type == _FLOAT32 and _shape(t) == (n_cell,),
+                                cifg_extra, missing)
+
+
+def _weights_problem(get: Callable[[int], Any], label: str, cifg: bool, n_cell: int,
+                     n_input: int, n_output: int) -> str | None:
+    """The input and recurrent weights of every gate: present, per-tensor INT8, of shape
+    [n_cell, n_input] and [n_cell, n_output]."""
     for gate in ("i", "f", "c", "o"):
         if gate == "i" and cifg:
             continue
@@ -175,14 +207,20 @@ def unsupported_reason(inputs: Sequence[Any | None], options: Mapping[str, Any],
             if t.type != _INT8:
                 return (f"{label} with FLOAT32 input: {what}-to-{gate} weights are {t.type_name}; "
                         "the hybrid kernel takes INT8 weights")
-            if what == "recurrent" and len(shape(t)) == 1:
+            if what == "recurrent" and len(_shape(t)) == 1:
                 return f"{label} with diagonal (1-D) recurrent weights: not implemented"
-            if shape(t) != (n_cell, cols):
-                return (f"{label}: {what}-to-{gate} weights have shape {list(shape(t))}, "
+            if _shape(t) != (n_cell, cols):
+                return (f"{label}: {what}-to-{gate} weights have shape {list(_shape(t))}, "
                         f"expected {[n_cell, cols]}")
             if _scale_count(t) > 1:
                 return (f"{label} with per-channel quantized {what}-to-{gate} weights: LiteRT's "
                         "hybrid LSTM reads one scale per tensor (params.scale, 0 when per-channel)")
+    return None
+
+
+def _peephole_problem(get: Callable[[int], Any], label: str, cifg: bool,
+                      n_cell: int) -> str | None:
+    """Peephole weights: all present or all absent, each per-tensor INT8 [n_cell]."""
     peep = {g: get(k) for g, k in PEEPHOLE_WEIGHTS.items()}
     some = any(t is not None for t in peep.values())
     if some and (peep["f"] is None or peep["o"] is None or (not cifg and peep["i"] is None)):
@@ -190,18 +228,16 @@ def unsupported_reason(inputs: Sequence[Any | None], options: Mapping[str, Any],
     for g, t in peep.items():
         if t is None or (g == "i" and cifg):
             continue
-        if t.type != _INT8 or shape(t) != (n_cell,) or _scale_count(t) > 1:
+        if t.type != _INT8 or _shape(t) != (n_cell,) or _scale_count(t) > 1:
             return (f"{label}: cell-to-{g} (peephole) weights must be per-tensor INT8 of shape "
-                    f"[{n_cell}] (got {t.type_name} {list(shape(t))})")
-    def float_cells(t) -> bool:
-        return t.type == _FLOAT32 and shape(t) == (n_cell,)
+                    f"[{n_cell}] (got {t.type_name} {list(_shape(t))})")
+    return None
 
-    problem = gate_tensors_problem({g: get(k) for g, k in GATE_BIAS.items()}, cifg, float_cells,
-                                   f"{label}: a CIFG LSTM must not have an input gate bias",
-                                   f"{label}: the {{gate}} gate bias must be FLOAT32 of shape "
-                                   f"[{n_cell}]")
-    if problem:
-        return problem
+
+def _projection_problem(get: Callable[[int], Any], label: str, n_cell: int,
+                        n_output: int) -> str | None:
+    """The projection (per-tensor INT8 [n_output, n_cell], FLOAT32 bias), or, without
+    one, as many outputs as cells."""
     proj, proj_bias = get(PROJECTION_WEIGHTS), get(PROJECTION_BIAS)
     if proj is None:
         if proj_bias is not None:
@@ -209,30 +245,32 @@ def unsupported_reason(inputs: Sequence[Any | None], options: Mapping[str, Any],
         if n_output != n_cell:
             return (f"{label}: without projection the output size ({n_output}) must equal "
                     f"the cell size ({n_cell})")
-    else:
-        if proj.type != _INT8 or shape(proj) != (n_output, n_cell) or _scale_count(proj) > 1:
-            return (f"{label}: projection weights must be per-tensor INT8 of shape "
-                    f"{[n_output, n_cell]} (got {proj.type_name} {list(shape(proj))})")
-        if proj_bias is not None and (proj_bias.type != _FLOAT32
-                                      or shape(proj_bias) != (n_output,)):
-            return f"{label}: the projection bias must be FLOAT32 of shape [{n_output}]"
-    if len(inputs) == 24 and get(LAYER_NORM["f"]) is not None:
-        problem = gate_tensors_problem(
-            {g: get(k) for g, k in LAYER_NORM.items()}, cifg, float_cells,
-            f"{label}: a CIFG LSTM must not have input layer-norm coefficients",
-            f"{label}: {{gate}} layer-norm coefficients must be FLOAT32 of shape [{n_cell}]")
-        if problem:
-            return problem
-    batch = shape(x)[1] if options.get("time_major", False) else shape(x)[0]
+        return None
+    if proj.type != _INT8 or _shape(proj) != (n_output, n_cell) or _scale_count(proj) > 1:
+        return (f"{label}: projection weights must be per-tensor INT8 of shape "
+                f"{[n_output, n_cell]} (got {proj.type_name} {list(_shape(proj))})")
+    if proj_bias is not None and (proj_bias.type != _FLOAT32
+                                  or _shape(proj_bias) != (n_output,)):
+        return f"{label}: the projection bias must be FLOAT32 of shape [{n_output}]"
+    return None
+
+
+def _state_problem(get: Callable[[int], Any], label: str, batch: int, n_cell: int,
+                   n_output: int) -> str | None:
+    """The output and cell states: FLOAT32 variable tensors of batch x size elements."""
     for k, n, what in ((OUTPUT_STATE, n_output, "output"), (CELL_STATE, n_cell, "cell")):
         t = get(k)
         if t is None or not t.is_variable:
             return f"{label}: the {what} state must be a variable tensor"
         if t.type != _FLOAT32:
             return f"{label}: the {what} state must be FLOAT32 (got {t.type_name})"
-        if int(np.prod(shape(t), dtype=np.int64)) != batch * n:
-            return (f"{label}: the {what} state has shape {list(shape(t))}, expected "
+        if int(np.prod(_shape(t), dtype=np.int64)) != batch * n:
+            return (f"{label}: the {what} state has shape {list(_shape(t))}, expected "
                     f"{batch} x {n} elements")
+    return None
+
+
+def _options_problem(options: Mapping[str, Any], label: str) -> str | None:
     act = options.get("fused_activation_function") or "NONE"
     if str(act) not in ACTIVATIONS:
         return f"{label}: activation {act} is not supported"

@@ -104,12 +104,6 @@ def arg_max(input: np.ndarray, axis: int, output_dtype=np.int64) -> np.ndarray:
     return np.asarray(np.argmax(input, axis=a)).astype(output_dtype)
 
 
-def arg_min(input: np.ndarray, axis: int, output_dtype=np.int64) -> np.ndarray:
-    """ARG_MIN: index of the first minimum along ``axis``."""
-    a = resolve_axes(axis, input.ndim)[0]
-    return np.asarray(np.argmin(input, axis=a)).astype(output_dtype)
-
-
 def reduce_prod(x: np.ndarray, axes, keep_dims: bool, input_q, output_q,
                 rounding: Rounding = "double") -> np.ndarray:
     """QuantizedReduceProd (int8, int16): the product of (q - zp) over the reduced axes in

@@ -3,6 +3,7 @@
 Output sizes and padding come from ../padding.py (re-exported here for the kernels)."""
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -159,6 +160,14 @@ def option(node: Node, key: str, default: Any = None) -> Any:
     """The node's builtin option ``key`` (its builtin_data), or ``default`` when unset."""
     v = node.builtin_data.get(key)
     return default if v is None else v
+
+
+def check_output_allocation(ctx, node, shape, k: int = 0) -> None:
+    """Refuse (`AllocationError`) output ``k`` of ``shape`` before a kernel whose output
+    size comes from a tensor's values (TILE, FILL, RANGE, ...) makes it over the limit."""
+    out = ctx.output(node, k)
+    ctx.check_allocation(out, math.prod(int(d) for d in shape) * (out.dtype.itemsize or 1),
+                         shape)
 
 
 def as_int_list(a: np.ndarray | None) -> list[int]:

@@ -98,6 +98,37 @@ def prepare_lstm(input_q, weights: dict, biases: dict, output_state_q, cell_stat
     peephole = peephole or {}
     layer_norm = layer_norm or {}
     iq, hq, cq = qparams(input_q), qparams(output_state_q), qparams(cell_state_q)
+    names, cell_scale = _gates(weights, cq, peephole, layer_norm)
+    inter = _intermediate_scales(layer_norm, gate_qs)
+    n_cell = weights["f"][0].shape[0]
+    n_input = weights["f"][0].shape[1]
+    n_output = weights["f"][2].shape[1]
+    if projection is None and n_output != n_cell:
+        raise ValueError(f"{n_output} outputs for {n_cell} cells without projection")
+    if peephole and n_output > n_cell:
+        raise ValueError(f"peephole with {n_output} outputs > {n_cell} cells: LiteRT reads "
+                         "past the peephole weights")
+    p = LstmParams(names=names, n_input=n_input, n_cell=n_cell, n_output=n_output,
+                   cell_scale=cell_scale, rounding=rounding)
+    _gate_products(p, weights, biases, iq, hq, inter, bool(layer_norm))
+    _peephole_and_layer_norm(p, peephole, layer_norm, biases, inter)
+    if cell_clip > 0:
+        v = _f32(_f32(cell_clip) / _f32(cq.s))
+        p.cell_clip = int(np.trunc(min(max(v, _f32(-32768.0)), _f32(32767.0))))
+    hid = qparams(hidden_q)
+    hidden_scale = float(np.float32(2.0 ** -15 / float(np.float64(np.float32(hid.s)))
+                                    * 2.0 ** -15))
+    p.hidden_scale = _qmul(hidden_scale, rounding)
+    p.hidden_zp = hid.zp
+    if projection is not None:
+        _projection(p, projection, hid, hq, proj_clip,
+                    output_q if output_q is not None else output_state_q)
+    return p
+
+
+def _gates(weights: dict, cq, peephole: dict, layer_norm: dict) -> tuple[list[str], int]:
+    """The gates present in column order, and the cell state's power-of-two scale, after
+    the checks LiteRT's Prepare makes on them."""
     ok, cell_scale = checked_log2(cq.s)
     if not ok:
         raise ValueError(f"cell state scale {cq.s} is not a power of two")
@@ -114,28 +145,28 @@ def prepare_lstm(input_q, weights: dict, biases: dict, output_state_q, cell_stat
         raise ValueError(f"peephole weights for {sorted(peephole)}: need i (unless CIFG), f, o")
     if set(layer_norm) not in (set(), set(names)):
         raise ValueError(f"layer norm coefficients for {sorted(layer_norm)}: need every gate")
-    use_ln = bool(layer_norm)
-    inter = [_f32(2.0 ** -12)] * 4
-    if use_ln:
-        if gate_qs is None:
-            raise ValueError("layer normalization needs the gate intermediates' quantization")
-        inter = [_f32(qparams(q).s) for q in gate_qs]
-    slot = {g: k for k, g in enumerate(GATE_ORDER)}
-    n_cell = weights["f"][0].shape[0]
-    n_input = weights["f"][0].shape[1]
-    n_output = weights["f"][2].shape[1]
-    if projection is None and n_output != n_cell:
-        raise ValueError(f"{n_output} outputs for {n_cell} cells without projection")
-    if peephole and n_output > n_cell:
-        raise ValueError(f"peephole with {n_output} outputs > {n_cell} cells: LiteRT reads "
-                         "past the peephole weights")
-    p = LstmParams(names=names, n_input=n_input, n_cell=n_cell, n_output=n_output,
-                   cell_scale=cell_scale, rounding=rounding)
+    return names, cell_scale
 
+
+def _intermediate_scales(layer_norm: dict, gate_qs) -> dict[str, np.float32]:
+    """Each gate's intermediate scale: 2^-12 without layer normalization, else the scale
+    of its intermediate tensor."""
+    if not layer_norm:
+        return {g: _f32(2.0 ** -12) for g in GATE_ORDER}
+    if gate_qs is None:
+        raise ValueError("layer normalization needs the gate intermediates' quantization")
+    return {g: _f32(qparams(q).s) for g, q in zip(GATE_ORDER, gate_qs)}
+
+
+def _gate_products(p: LstmParams, weights: dict, biases: dict, iq, hq, inter: dict,
+                   use_ln: bool) -> None:
+    """The input and recurrent sides of every gate, fused into one matrix each with their
+    zero-point corrections folded into the biases, and their rescales."""
+    rounding, n_cell = p.rounding, p.n_cell
     wx, bx, mx, ex, wh, bh, mh, eh = [], [], [], [], [], [], [], []
-    for g in names:
+    for g in p.names:
         w_x, wq_x, w_h, wq_h = weights[g]
-        s = inter[slot[g]]
+        s = inter[g]
         m, e = _qmul(_effective(qparams(wq_x).s, iq.s, s), rounding)
         mx.append(np.full(n_cell, m, np.int64))
         ex.append(np.full(n_cell, e, np.int64))
@@ -172,42 +203,40 @@ def prepare_lstm(input_q, weights: dict, biases: dict, output_state_q, cell_stat
     p.scale_h = (np.concatenate(mh), np.concatenate(eh))
     p.req_h = FixedMultiplier(*p.scale_h, rounding)
 
+
+def _peephole_and_layer_norm(p: LstmParams, peephole: dict, layer_norm: dict, biases: dict,
+                             inter: dict) -> None:
+    """The peephole weights with their rescales, and each gate's layer-norm coefficients,
+    bias, rescale and variance guard."""
     for g, (w, q) in peephole.items():
-        real = float(_f32(2.0 ** cell_scale * float(_f32(qparams(q).s)) / float(inter[slot[g]])))
-        p.peephole[g] = (np.asarray(w).astype(np.int64).reshape(-1), _qmul(real, rounding))
+        real = float(_f32(2.0 ** p.cell_scale * float(_f32(qparams(q).s)) / float(inter[g])))
+        p.peephole[g] = (np.asarray(w).astype(np.int64).reshape(-1), _qmul(real, p.rounding))
     for g, (w, q) in layer_norm.items():
         s = _f32(qparams(q).s)
         guard = max(1, int(np.trunc(_f32(_f32(10000.0) * s))))
         bias = biases.get(g)
-        b = np.zeros(n_cell, np.int64) if bias is None else np.asarray(bias).astype(np.int64)
+        b = np.zeros(p.n_cell, np.int64) if bias is None else np.asarray(bias).astype(np.int64)
         p.layer_norm[g] = (np.asarray(w).astype(np.int64).reshape(-1), b,
-                           _qmul(float(s), rounding), guard)
+                           _qmul(float(s), p.rounding), guard)
 
-    if cell_clip > 0:
-        v = _f32(_f32(cell_clip) / _f32(cq.s))
-        p.cell_clip = int(np.trunc(min(max(v, _f32(-32768.0)), _f32(32767.0))))
-    hid = qparams(hidden_q)
-    hidden_scale = float(np.float32(2.0 ** -15 / float(np.float64(np.float32(hid.s)))
-                                    * 2.0 ** -15))
-    p.hidden_scale = _qmul(hidden_scale, rounding)
-    p.hidden_zp = hid.zp
 
-    if projection is not None:
-        w_p, wq_p, b_p = projection
-        w_p = np.asarray(w_p).astype(np.int64)
-        b = np.zeros(n_output, np.int64) if b_p is None else np.asarray(b_p).astype(np.int64)
-        bias_p = wrap32(b + wrap32(w_p.sum(axis=1) * hid.zp))
-        p.w_p = np.ascontiguousarray(np.concatenate([w_p.T, bias_p[None, :]], axis=0)
-                                     .astype(np.float64))
-        p.wrap_p = bool(np.abs(bias_p).max(initial=0) + 128 * np.abs(w_p).sum(axis=1).max(
-            initial=0) > _INT32_LIMIT)
-        p.proj_scale = _qmul(_effective(qparams(wq_p).s, hid.s, hq.s), rounding)
-        p.output_state_zp = hq.zp
-        if proj_clip > 0:
-            oq = qparams(output_q if output_q is not None else output_state_q)
-            v = _f32(_f32(proj_clip) / _f32(oq.s))
-            p.proj_clip = int(np.trunc(min(max(v, _f32(-128.0)), _f32(127.0))))
-    return p
+def _projection(p: LstmParams, projection, hid, hq, proj_clip: float, clip_q) -> None:
+    """The projection matrix with its zero-point corrected bias, its rescale, and the
+    clip (quantized with ``clip_q``, the output's quantization)."""
+    w_p, wq_p, b_p = projection
+    w_p = np.asarray(w_p).astype(np.int64)
+    b = np.zeros(p.n_output, np.int64) if b_p is None else np.asarray(b_p).astype(np.int64)
+    bias_p = wrap32(b + wrap32(w_p.sum(axis=1) * hid.zp))
+    p.w_p = np.ascontiguousarray(np.concatenate([w_p.T, bias_p[None, :]], axis=0)
+                                 .astype(np.float64))
+    p.wrap_p = bool(np.abs(bias_p).max(initial=0) + 128 * np.abs(w_p).sum(axis=1).max(
+        initial=0) > _INT32_LIMIT)
+    p.proj_scale = _qmul(_effective(qparams(wq_p).s, hid.s, hq.s), p.rounding)
+    p.output_state_zp = hq.zp
+    if proj_clip > 0:
+        oq = qparams(clip_q)
+        v = _f32(_f32(proj_clip) / _f32(oq.s))
+        p.proj_clip = int(np.trunc(min(max(v, _f32(-128.0)), _f32(127.0))))
 
 
 #: input positions: input and recurrent weights, peepholes, biases, layer norm (per gate)

@@ -137,7 +137,6 @@ class CrossCheckReport:
     units: int
     fallback_reason: str | None = None
     rounding: str = ""
-    litert_seconds: float = 0.0
     our_outputs: dict[str, np.ndarray | None] = field(default_factory=dict)
     litert_outputs: dict[str, np.ndarray] = field(default_factory=dict)
     mode: str = "end-to-end"  # which error decides `ok`: "end-to-end" or "isolated"
@@ -533,7 +532,7 @@ def compare_runs(interpreter, litert: LiteRTRun, *, tolerance: float = DEFAULT_T
                                     litert.inner[body], litert, tolerance, units, mode, set())
     report = CrossCheckReport(model_name, sgi, interpreter.signature, litert.resolver, rows,
                               float(tolerance), int(units), litert.fallback_reason,
-                              interpreter.rounding, litert.seconds, interpreter.outputs(),
+                              interpreter.rounding, interpreter.outputs(),
                               litert.outputs, mode, litert.tensors)
     report.inner_rows = inner
     from .departures import find_departures  # (it reads this module's rows)
