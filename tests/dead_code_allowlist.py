@@ -38,7 +38,6 @@ _.op_evidence  # docs/diff.md
 _.quantizer_available  # docs/quantization.md
 _.recipe_names  # docs/quantization.md
 _.PairedCall  # docs/quantization.md
-_.source_changed  # docs/editing.md
 
 # -- fields of the flatbuffer schema the model mirrors (read by tests/edit/helpers.py) --------
 _.has_rank
