@@ -23,6 +23,8 @@ from tests.fuzz.harness import run_case
 from tests.fuzz.mutations import MUTATIONS, damage_bytes, mutate
 
 CASES_PER_KIND = 40
+#: cases per mutation kind in CI's sample (the slow tier runs `CASES_PER_KIND`)
+SAMPLE_CASES_PER_KIND = 12
 #: how far the process's peak resident memory may rise over what it was when the fuzz
 #: tests began (the interpreter runs with a 64 MiB allocation limit per tensor)
 RSS_RISE_BOUND = 768 << 20
@@ -54,12 +56,32 @@ steps_of = st.lists(st.tuples(st.sampled_from(sorted(MUTATIONS)), st.integers(0,
                     max_size=2)
 
 
+def _campaign(cases: int):
+    """The fuzz campaign of ``cases`` Hypothesis examples per mutation kind."""
+    return given(model=st.sampled_from(FUZZ_MODELS), seed=st.integers(0, 2**32 - 1),
+                 more=steps_of,
+                 damage=st.none() | st.none() | st.none() | st.integers(0, 2**32 - 1)), \
+        settings(max_examples=cases, derandomize=True, deadline=None, database=None,
+                 suppress_health_check=[HealthCheck.too_slow,
+                                        HealthCheck.function_scoped_fixture])
+
+
+_given_sample, _settings_sample = _campaign(SAMPLE_CASES_PER_KIND)
+_given_whole, _settings_whole = _campaign(CASES_PER_KIND)
+
+
 @pytest.mark.parametrize("kind", sorted(MUTATIONS))
-@settings(max_examples=CASES_PER_KIND, derandomize=True, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(model=st.sampled_from(FUZZ_MODELS), seed=st.integers(0, 2**32 - 1), more=steps_of,
-       damage=st.none() | st.none() | st.none() | st.integers(0, 2**32 - 1))
+@_settings_sample
+@_given_sample
 def test_mutated_models_succeed_or_raise_documented_errors(kind, model, seed, more, damage):
+    _check(model, [(kind, seed), *more], damage)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(MUTATIONS))
+@_settings_whole
+@_given_whole
+def test_mutated_models_whole_campaign(kind, model, seed, more, damage):
     _check(model, [(kind, seed), *more], damage)
 
 

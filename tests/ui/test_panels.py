@@ -15,7 +15,19 @@ def _section(rows, name):
     return [r for r in rows if r.section == name or r.section.startswith(name + " (")]
 
 
-@pytest.mark.parametrize("path", CORPUS, ids=[p.name for p in CORPUS])
+#: corpus models of many operators whose kinds the rest of the corpus also has: their
+#: check is the slow tier's (each takes 4-12 s of selecting every operator)
+_LONG_PANELS = {"palm_detection_lite.tflite", "mobilenet_v2_fp16.tflite",
+                "ssd_mobilenet_v1.tflite", "mobilenet_v2_dynamic.tflite",
+                "mobilenet_v2_float.tflite", "hand_landmark_lite.tflite",
+                "face_detection_short_range.tflite",
+                "yamnet_audio_classifier_with_metadata.tflite",
+                "mobilenet_v1_0.25_224_quant.tflite"}
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow)
+                                  if p.name in _LONG_PANELS else p for p in CORPUS],
+                         ids=[p.name for p in CORPUS])
 def test_properties_of_every_operator_match_the_reader(window, path):
     window.open_path(path, wait=True)
     model = window.model
