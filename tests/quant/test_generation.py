@@ -281,7 +281,8 @@ def test_progress_and_cancel():
     (dict(prompt=PROMPT, steps=40), "KV cache holds 32 positions"),
     (dict(prompt="5,x", steps=2), "token ids separated by commas"),
     (dict(prompt=PROMPT, steps=0), "at least one token"),
-    (dict(prompt=PROMPT, steps=2, bos=-1), "non-negative int32"),
+    (dict(prompt=PROMPT, steps=2, bos=-1), "BOS id -1 is not a token id"),
+    (dict(prompt=PROMPT, steps=2, loop={"decode": "nope"}), "no signature .nope."),
 ])
 def test_bad_loops_are_refused(args, message):
     with pytest.raises(GenerationError, match=message):

@@ -50,7 +50,7 @@ from .results import FLOAT_SUMS, finite
 OpKey = tuple[int, int]  # (subgraph, operator) of the quantized model
 
 __all__ = ["GenerationAnalysis", "GenerationStep", "OpError", "PrefillCall",
-           "analyze_generation", "softmax_kl"]
+           "analyze_generation", "format_text", "softmax_kl"]
 
 
 @dataclass(frozen=True)
@@ -235,14 +235,13 @@ class _OpColumns:
 # ------------------------------------------------------------------------------------------
 # the loop
 # ------------------------------------------------------------------------------------------
-def _plans(qm: Model, fm: Model, prompt: list[int],
-           plan: GenerationPlan | None) -> tuple[GenerationPlan, GenerationPlan]:
-    """Each model's loop (one ``plan`` given serves both); they must call the same
-    signatures with the same lengths."""
-    pq = plan or find_plan(qm, len(prompt))
-    pf = plan or find_plan(fm, len(prompt))
-    q_calls = [(k, n, s, c) for k, n, s, c in pq.chunks(len(prompt))] + [(pq.decode,)]
-    f_calls = [(k, n, s, c) for k, n, s, c in pf.chunks(len(prompt))] + [(pf.decode,)]
+def _plans(qm: Model, fm: Model, prompt: list[int], loop: Mapping[str, Any]
+           ) -> tuple[GenerationPlan, GenerationPlan]:
+    """Each model's loop (``loop``: `find_plan` keywords for both); they must call the
+    same signatures with the same lengths."""
+    pq, pf = find_plan(qm, len(prompt), **loop), find_plan(fm, len(prompt), **loop)
+    q_calls = [*pq.chunks(len(prompt)), (pq.decode,)]
+    f_calls = [*pf.chunks(len(prompt)), (pf.decode,)]
     if q_calls != f_calls:
         raise GenerationError(f"the two models' loops differ: the quantized model's calls "
                               f"{q_calls}, the float model's {f_calls}")
@@ -252,25 +251,33 @@ def _plans(qm: Model, fm: Model, prompt: list[int],
     return pq, pf
 
 
+def _prompt(prompt: Sequence[int] | str, bos: int | None) -> list[int]:
+    ids = parse_prompt(prompt)
+    if bos is None:
+        return ids
+    if not 0 <= int(bos) <= np.iinfo(np.int32).max:
+        raise GenerationError(f"BOS id {bos} is not a token id (a non-negative int32)")
+    return [int(bos), *ids]
+
+
 def analyze_generation(model: Model | str | os.PathLike | bytes,
                        float_model: Model | str | os.PathLike | bytes,
                        prompt: Sequence[int] | str, steps: int, *,
                        teacher_forcing: bool = False, bos: int | None = None,
-                       plan: GenerationPlan | None = None, float_sums: str = FLOAT_SUMS,
+                       loop: Mapping[str, Any] | None = None, float_sums: str = FLOAT_SUMS,
                        progress: Progress | None = None,
                        cancel: Callable[[], bool] | None = None) -> GenerationAnalysis:
     """Both models generate ``steps`` tokens after ``prompt`` (``bos`` first when given),
-    each call measured (see the module docstring).  ``plan`` sets the loop of both
-    models (default: each read from its signatures, `find_plan`); ``float_sums`` is the
+    each call measured (see the module docstring).  Each model's loop is read from its
+    signatures (`find_plan`), ``loop`` setting pieces by hand for both (`find_plan`'s
+    keywords, as `parse_settings` gives them); ``float_sums`` is the
     interpreter's for both (`results.FLOAT_SUMS`).  ``progress(done, total, message)`` is
     called before each call; ``cancel()`` returning True stops it with `Cancelled`.
     A loop that cannot run is a `GenerationError` naming why."""
     t0 = time.perf_counter()
     qm, fm = _load(model), _load(float_model)
-    ids = parse_prompt(prompt)
-    if bos is not None:
-        ids = parse_prompt([bos, *ids])
-    pq, pf = _plans(qm, fm, ids, plan)
+    ids = _prompt(prompt, bos)
+    pq, pf = _plans(qm, fm, ids, loop or {})
     gq, gf = Generation(qm, pq, ids, steps), Generation(fm, pf, ids, steps)
     logits_q, logits_f = _Logits(qm, pq), _Logits(fm, pf)
     calls: dict[str, tuple[PairedCall, _OpColumns]] = {}
@@ -319,3 +326,41 @@ def _quantized_inputs(cq: Call, cf: Call, pq: GenerationPlan, pf: GenerationPlan
     own = inputs[pq.tokens]
     inputs[pq.tokens] = np.asarray(cf.inputs[pf.tokens]).astype(own.dtype).reshape(own.shape)
     return inputs
+
+
+# ------------------------------------------------------------------------------------------
+# the text report
+# ------------------------------------------------------------------------------------------
+def _ops_text(ops: Sequence[OpError], count: int) -> str:
+    return ", ".join(f"{o.subgraph}/{o.op} {o.opcode} {o.sqnr_db:.1f}" for o in ops[:count])
+
+
+def format_text(ga: GenerationAnalysis, worst: int = 3) -> str:
+    """The readable report: the loop, each prefill call's worst ops, one row per step
+    (tokens, top-1, logits SQNR and KL, the ``worst`` worst ops), the first divergence."""
+    fed = "both fed the float model's tokens (teacher forcing)" if ga.teacher_forcing \
+        else "each model fed its own tokens"
+    lines = [f"Generation: {ga.model} against {ga.float_model}, {len(ga.steps)} steps, {fed}",
+             f"Loop: {ga.plan.describe()}",
+             f"Prompt: {' '.join(map(str, ga.prompt))}"]
+    for p in ga.prefill:
+        lines.append(f"{p.label} ({p.signature}, {p.fed}): worst ops {_ops_text(p.worst_ops, worst)}")
+    lines.append(f"{'step':>4} {'pos':>4} {'fed':>9} {'float':>6} {'quant':>6} {'top-1':>5} "
+                 f"{'logits SQNR dB':>14} {'KL':>9}  worst ops (subgraph/op opcode SQNR dB)")
+    for s in ga.steps:
+        given = str(s.fed) if s.fed == s.quantized_fed else f"{s.fed}/{s.quantized_fed}"
+        lines.append(f"{s.step:>4} {s.position:>4} {given:>9} {s.float_token:>6} "
+                     f"{s.quantized_token:>6} {'same' if s.top1_agrees else 'DIFF':>5} "
+                     f"{s.logits_sqnr_db:>14.2f} {s.kl:>9.3g}  {_ops_text(s.worst_ops, worst)}")
+    first = ga.first_divergence
+    if first is None:
+        lines.append(f"First divergence: none, the top-1 agrees at all {len(ga.steps)} steps")
+    else:
+        s = ga.steps[first]
+        lines.append(f"First divergence: step {first} (position {s.position}): float "
+                     f"{s.float_token}, quantized {s.quantized_token}")
+    lines += [f"Float tokens:     {' '.join(map(str, ga.float_tokens))}",
+              f"Quantized tokens: {' '.join(map(str, ga.quantized_tokens))}",
+              f"Ran {len(ga.prefill) + len(ga.steps)} calls of both models in "
+              f"{ga.seconds:.2f} s"]
+    return "\n".join(lines)
