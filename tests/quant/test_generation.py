@@ -275,6 +275,23 @@ def test_progress_and_cancel():
                            cancel=lambda: len(seen) > 5,
                            progress=lambda d, t, m: seen.append(d))
     assert len(seen) == 6
+    calls = []   # cancelled inside a call: polled before the loop's first call, then
+    # before every op; the 13th poll (before the prefill's 12th op) stops the run there
+
+    def cancel():
+        calls.append(1)
+        return len(calls) > 2 + 10
+    with pytest.raises(Cancelled):
+        analyze_generation(TINY_Q8, lp.TINY_FLOAT, PROMPT, 8, cancel=cancel)
+    assert len(calls) == 13
+
+
+def test_time_budget_per_call():
+    from tflite_viewer.interpreter.errors import TimeBudgetError
+    with pytest.raises(TimeBudgetError, match="time budget of 1e-06 s"):
+        analyze_generation(TINY_Q8, lp.TINY_FLOAT, PROMPT, 2, timeout=1e-6)
+    with pytest.raises(ValueError, match="timeout must be > 0"):
+        analyze_generation(TINY_Q8, lp.TINY_FLOAT, PROMPT, 2, timeout=0)
 
 
 @pytest.mark.parametrize("args, message", [

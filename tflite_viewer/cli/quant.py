@@ -100,6 +100,7 @@ def add_parser(subparsers) -> None:
 
 
 def _add_generation_options(p: argparse.ArgumentParser) -> None:
+    from ..interpreter.budget import DEFAULT_TIMEOUT
     g = p.add_argument_group("across a generation (an LLM with prefill and decode signatures)")
     g.add_argument("--generate", type=int, metavar="K",
                    help="both models generate K tokens (prefill on the prompt, then K decode "
@@ -119,6 +120,9 @@ def _add_generation_options(p: argparse.ArgumentParser) -> None:
                         "run --generate takes it: prefill=KEY, decode=KEY, tokens=NAME, "
                         "position=NAME, logits=NAME, kv=NAME,... (globs allowed), "
                         "mask=NAME, context=N")
+    g.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help=f"with --generate: seconds each call of a model may take (default "
+                        f"{DEFAULT_TIMEOUT:g}; a large model's prefill can take minutes)")
 
 
 def _progress(done: int, total: int, message: str) -> None:
@@ -146,7 +150,7 @@ def _explorer_files(args: argparse.Namespace) -> dict[str, str]:
 
 def _check_generation_args(args: argparse.Namespace) -> None:
     if args.generate is None:
-        for option in ("prompt", "teacher_forcing", "bos", "loop"):
+        for option in ("prompt", "teacher_forcing", "bos", "loop", "timeout"):
             if getattr(args, option) not in (None, False):
                 raise CommandError(f"--{option.replace('_', '-')} goes with --generate K")
         return
@@ -239,6 +243,7 @@ def _analyze(args: argparse.Namespace, model, float_model, validator: bool):
 
 def _generation(args: argparse.Namespace, out: Output, model, float_model) -> int:
     """--generate: both models' generation loops, each call measured."""
+    from ..interpreter.budget import DEFAULT_TIMEOUT
     from ..interpreter.generation import parse_settings
     from ..quant.generation import analyze_generation, format_text
     from .run_generate import DEFAULT_PROMPT
@@ -246,7 +251,9 @@ def _generation(args: argparse.Namespace, out: Output, model, float_model) -> in
                             args.prompt if args.prompt is not None else DEFAULT_PROMPT,
                             args.generate, teacher_forcing=args.teacher_forcing,
                             bos=args.bos, loop=parse_settings(args.loop or ()),
-                            float_sums=args.float_sums, progress=_progress)
+                            float_sums=args.float_sums, progress=_progress,
+                            timeout=args.timeout if args.timeout is not None else
+                            DEFAULT_TIMEOUT)
     ga.model, ga.float_model = args.model, args.float_model
     out.text(format_text(ga))
     if out.wants_json:

@@ -36,6 +36,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..interpreter.budget import DEFAULT_TIMEOUT
+from ..interpreter.errors import RunCancelled
 from ..interpreter.generation import (Call, Generation, GenerationError, GenerationPlan,
                                       find_plan, last_row, parse_prompt)
 from ..interpreter.generation_plan import signature_io
@@ -265,16 +267,21 @@ def analyze_generation(model: Model | str | os.PathLike | bytes,
                        prompt: Sequence[int] | str, steps: int, *,
                        teacher_forcing: bool = False, bos: int | None = None,
                        loop: Mapping[str, Any] | None = None, float_sums: str = FLOAT_SUMS,
+                       timeout: float | None = DEFAULT_TIMEOUT,
                        progress: Progress | None = None,
                        cancel: Callable[[], bool] | None = None) -> GenerationAnalysis:
     """Both models generate ``steps`` tokens after ``prompt`` (``bos`` first when given),
     each call measured (see the module docstring).  Each model's loop is read from its
     signatures (`find_plan`), ``loop`` setting pieces by hand for both (`find_plan`'s
     keywords, as `parse_settings` gives them); ``float_sums`` is the
-    interpreter's for both (`results.FLOAT_SUMS`).  ``progress(done, total, message)`` is
-    called before each call; ``cancel()`` returning True stops it with `Cancelled`.
-    A loop that cannot run is a `GenerationError` naming why."""
+    interpreter's for both (`results.FLOAT_SUMS`); ``timeout`` the seconds each call of
+    a model may take (None: no limit; a large model's prefill takes minutes).
+    ``progress(done, total, message)`` is called before each call; ``cancel()``
+    returning True stops it with `Cancelled` (checked before every op, so a long call
+    stops too).  A loop that cannot run is a `GenerationError` naming why."""
     t0 = time.perf_counter()
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"timeout must be > 0 seconds or None, not {timeout}")
     qm, fm = _load(model), _load(float_model)
     ids = _prompt(prompt, bos)
     pq, pf = _plans(qm, fm, ids, loop or {})
@@ -292,9 +299,13 @@ def analyze_generation(model: Model | str | os.PathLike | bytes,
             progress(cf.number, cf.total, f"{cf.label}: {cf.fed()}")
         if cf.signature not in calls:
             pc = PairedCall(qm, fm, cf.signature, float_sums=float_sums)
+            _budget(pc, timeout, cancel)
             calls[cf.signature] = (pc, _OpColumns(pc))
         pc, columns = calls[cf.signature]
-        got = pc.measure(_quantized_inputs(cq, cf, pq, pf, teacher_forcing), cf.inputs)
+        try:
+            got = pc.measure(_quantized_inputs(cq, cf, pq, pf, teacher_forcing), cf.inputs)
+        except RunCancelled:
+            raise Cancelled("generation analysis cancelled") from None
         values, worst = columns.worst(got.rows)
         gq.record(got.quantized)
         gf.record(got.float)
@@ -314,6 +325,21 @@ def analyze_generation(model: Model | str | os.PathLike | bytes,
         _label(qm, model), _label(fm, float_model), ids, teacher_forcing, pq, out_steps,
         prefill, list(columns.ops), list(columns.opcodes), np.array(matrix, np.float64),
         time.perf_counter() - t0)
+
+
+def _budget(pc: PairedCall, timeout: float | None,
+            cancel: Callable[[], bool] | None) -> None:
+    """Both interpreters of ``pc``: ``timeout`` per call, and stopped at the next op once
+    ``cancel()`` says so."""
+    def stop_if_cancelled(interpreter, _event) -> None:
+        if cancel():
+            interpreter.request_stop()
+
+    for runner in (pc.run.qrun, pc.run.frun):
+        interpreter = runner.interpreter
+        interpreter.budget.timeout = timeout
+        if cancel is not None:
+            interpreter.add_hook("before", stop_if_cancelled)
 
 
 def _quantized_inputs(cq: Call, cf: Call, pq: GenerationPlan, pf: GenerationPlan,
