@@ -286,6 +286,32 @@ def test_progress_and_cancel():
     assert len(calls) == 13
 
 
+def test_op_progress_counts_each_model_s_ops_per_call():
+    """Within a call: the quantized model's ops of the called signature in order, then
+    the float model's, out of both counts (read here from the files' subgraphs)."""
+    qm, fm = load_model(TINY_Q8), load_model(lp.TINY_FLOAT)
+    ticks: list[tuple[int, int, str]] = []
+    calls: list[int] = []
+    analyze_generation(TINY_Q8, lp.TINY_FLOAT, PROMPT, 2,
+                       progress=lambda d, t, m: calls.append(len(ticks)),
+                       op_progress=lambda d, t, m: ticks.append((d, t, m)))
+    plan = find_plan(fm, len(PROMPT))
+    per_call = []
+    for (start, end), sig in zip(zip(calls, calls[1:]), [plan.chunks(3)[0][0], plan.decode,
+                                                         plan.decode]):
+        nq = len(qm.subgraphs[qm.signature(sig).subgraph_index].operators)
+        nf = len(fm.subgraphs[fm.signature(sig).subgraph_index].operators)
+        call = ticks[start:end]
+        assert [d for d, _, _ in call] == list(range(1, nq + nf + 1))
+        assert {t for _, t, _ in call} == {nq + nf}
+        assert [m.split(":")[0] for _, _, m in call] == \
+            ["quantized model"] * nq + ["float model"] * nf
+        per_call.append(len(call))
+    assert len(per_call) == 3 and calls[-1] == len(ticks)
+    sg = qm.subgraphs[qm.signature(plan.decode).subgraph_index]
+    assert ticks[-per_call[-1]][2] == f"quantized model: op 0 {sg.operators[0].opcode.name}"
+
+
 def test_time_budget_per_call():
     from tflite_viewer.interpreter.errors import TimeBudgetError
     with pytest.raises(TimeBudgetError, match="time budget of 1e-06 s"):

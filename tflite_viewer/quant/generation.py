@@ -269,6 +269,7 @@ def analyze_generation(model: Model | str | os.PathLike | bytes,
                        loop: Mapping[str, Any] | None = None, float_sums: str = FLOAT_SUMS,
                        timeout: float | None = DEFAULT_TIMEOUT,
                        progress: Progress | None = None,
+                       op_progress: Progress | None = None,
                        cancel: Callable[[], bool] | None = None) -> GenerationAnalysis:
     """Both models generate ``steps`` tokens after ``prompt`` (``bos`` first when given),
     each call measured (see the module docstring).  Each model's loop is read from its
@@ -276,9 +277,15 @@ def analyze_generation(model: Model | str | os.PathLike | bytes,
     keywords, as `parse_settings` gives them); ``float_sums`` is the
     interpreter's for both (`results.FLOAT_SUMS`); ``timeout`` the seconds each call of
     a model may take (None: no limit; a large model's prefill takes minutes).
-    ``progress(done, total, message)`` is called before each call; ``cancel()``
+    ``progress(done, total, message)`` is called before each call (prefill chunks and
+    decode steps: ``total`` calls, then once more with ``done == total``);
+    ``op_progress(done, total, message)`` after each op of the called signature within
+    a call (the quantized model's ops, then the float model's: ``total`` is both counts,
+    reset at every call), since one call of a large model can take minutes; ``cancel()``
     returning True stops it with `Cancelled` (checked before every op, so a long call
-    stops too).  A loop that cannot run is a `GenerationError` naming why."""
+    stops too).  A window runs this in a worker thread and drives its progress bars and
+    Cancel button through these three.  A loop that cannot run is a `GenerationError`
+    naming why."""
     t0 = time.perf_counter()
     if timeout is not None and not timeout > 0:
         raise ValueError(f"timeout must be > 0 seconds or None, not {timeout}")
@@ -299,7 +306,7 @@ def analyze_generation(model: Model | str | os.PathLike | bytes,
             progress(cf.number, cf.total, f"{cf.label}: {cf.fed()}")
         if cf.signature not in calls:
             pc = PairedCall(qm, fm, cf.signature, float_sums=float_sums)
-            _budget(pc, timeout, cancel)
+            _hooks(pc, timeout, cancel, op_progress)
             calls[cf.signature] = (pc, _OpColumns(pc))
         pc, columns = calls[cf.signature]
         try:
@@ -327,19 +334,38 @@ def analyze_generation(model: Model | str | os.PathLike | bytes,
         time.perf_counter() - t0)
 
 
-def _budget(pc: PairedCall, timeout: float | None,
-            cancel: Callable[[], bool] | None) -> None:
-    """Both interpreters of ``pc``: ``timeout`` per call, and stopped at the next op once
-    ``cancel()`` says so."""
+def _hooks(pc: PairedCall, timeout: float | None, cancel: Callable[[], bool] | None,
+           op_progress: Progress | None) -> None:
+    """Both interpreters of ``pc``: ``timeout`` per call, stopped at the next op once
+    ``cancel()`` says so, and each op of the entry subgraph reported to ``op_progress``
+    (TFLite runs a subgraph's ops in index order, so op i done is i + 1 of its model)."""
     def stop_if_cancelled(interpreter, _event) -> None:
         if cancel():
             interpreter.request_stop()
 
-    for runner in (pc.run.qrun, pc.run.frun):
+    runners = [("quantized", pc.run.qrun), ("float", pc.run.frun)]
+    counts = [len(r.model.subgraphs[r.entry.subgraph].operators) for _, r in runners]
+    offset = 0
+    for (side, runner), count in zip(runners, counts):
         interpreter = runner.interpreter
         interpreter.budget.timeout = timeout
         if cancel is not None:
             interpreter.add_hook("before", stop_if_cancelled)
+        if op_progress is not None:
+            interpreter.add_hook("after", _op_reporter(
+                op_progress, side, runner.entry.subgraph, offset, sum(counts)))
+        offset += count
+
+
+def _op_reporter(op_progress: Progress, side: str, subgraph: int, offset: int, total: int
+                 ) -> Callable[[Any, Any], None]:
+    """An after-hook telling ``op_progress`` each op of ``subgraph`` done (ops of the
+    subgraphs it calls, a composite's decomposition, are part of their op)."""
+    def report(_interpreter, event) -> None:
+        if event.subgraph == subgraph:
+            op_progress(offset + event.op + 1, total,
+                        f"{side} model: op {event.op} {event.name}")
+    return report
 
 
 def _quantized_inputs(cq: Call, cf: Call, pq: GenerationPlan, pf: GenerationPlan,
