@@ -325,6 +325,7 @@ def test_time_budget_per_call():
     (dict(prompt="5,x", steps=2), "token ids separated by commas"),
     (dict(prompt=PROMPT, steps=0), "at least one token"),
     (dict(prompt=PROMPT, steps=2, bos=-1), "BOS id -1 is not a token id"),
+    (dict(prompt=[5, 255, 256], steps=2), "token id 256 is outside the model's vocabulary"),
     (dict(prompt=PROMPT, steps=2, loop={"decode": "nope"}), "no signature .nope."),
 ])
 def test_bad_loops_are_refused(args, message):

@@ -193,6 +193,17 @@ class _Logits:
                                   f"(it gives {', '.join(outputs) or 'nothing'})")
         self.name = plan.logits
         self.quantization = outputs[plan.logits].quantization
+        shape = outputs[plan.logits].shape
+        self.vocabulary = int(shape[-1]) if shape is not None and len(shape) else None
+
+    def check_ids(self, ids: Sequence[int]) -> None:
+        """A GenerationError for an id the model has no token for (its logits' width
+        is its vocabulary), before any call, rather than a lookup op failing mid-run."""
+        bad = [i for i in ids if self.vocabulary and i >= self.vocabulary]
+        if bad:
+            raise GenerationError(f"token id {bad[0]} is outside the model's vocabulary "
+                                  f"(ids 0..{self.vocabulary - 1}: its {self.name!r} "
+                                  f"output is {self.vocabulary} wide)")
 
     def __call__(self, outputs: Mapping[str, np.ndarray]) -> np.ndarray:
         row = last_row(outputs[self.name])
@@ -294,6 +305,8 @@ def analyze_generation(model: Model | str | os.PathLike | bytes,
     pq, pf = _plans(qm, fm, ids, loop or {})
     gq, gf = Generation(qm, pq, ids, steps), Generation(fm, pf, ids, steps)
     logits_q, logits_f = _Logits(qm, pq), _Logits(fm, pf)
+    logits_q.check_ids(ids)
+    logits_f.check_ids(ids)
     calls: dict[str, tuple[PairedCall, _OpColumns]] = {}
     out_steps: list[GenerationStep] = []
     prefill: list[PrefillCall] = []
