@@ -109,23 +109,32 @@ def test_a_convolution_reports_its_share_done():
 
 
 def test_cancel_stops_a_long_convolution_within_half_a_second():
-    """A float CONV_2D of seconds, cancelled from another thread after 0.2 s: the session
-    returns within 0.5 s of the request, its run ended (STOPPED, nothing computed), and
-    it can start again."""
+    """A float CONV_2D of seconds, cancelled from another thread once the convolution is
+    under way (its first report from inside the op): the session returns within 0.5 s of
+    the request, its run ended (STOPPED, nothing computed), and it can start again.  The
+    request waits for the op, not for a clock, so a fast or a busy machine tests the same."""
     data, x = _conv_model(256)
-    s = DebugSession(data)
+    s = DebugSession(data, float_sums="reference")  # seconds, in blocks
     s.set_inputs({s.specs[0].name: x})
-    asked = []
-    timer = threading.Timer(0.2, lambda: (asked.append(time.perf_counter()), s.request_stop()))
-    timer.start()
+    inside, asked = threading.Event(), []
+    s.set_progress(lambda p: inside.set() if 0.0 < p.fraction < 1.0 else None, EVERY_BOUNDARY)
+
+    def cancel_inside() -> None:
+        if inside.wait(60):
+            asked.append(time.perf_counter())
+            s.request_stop()
+    canceller = threading.Thread(target=cancel_inside)
+    canceller.start()
     stop = s.continue_()
     returned = time.perf_counter()
-    timer.join()
+    inside.set()
+    canceller.join()
     assert stop.state == STOPPED and stop.reason == "stopped"
     assert stop.message == "stopped by the user" and s.state == STOPPED
     assert returned - asked[0] < 0.5
     out = s.interpreter.entry.outputs[0]
     assert not s.snapshot(0, out).computed and stop.ops_run == 0
+    s.set_progress(None)
     assert s.step_over().state == PAUSED  # usable again: paused before the convolution
 
 

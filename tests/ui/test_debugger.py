@@ -134,11 +134,12 @@ def test_an_edit_ends_the_session(qtbot, window):
 def test_stop_returns_control_during_a_long_run(qtbot, window, monkeypatch):
     import functools
 
-    from tflite_viewer.interpreter import session
+    from tflite_viewer.ui.debugger import worker
     # 50 million iterations: far past the default iteration budget (100,000), which a fast
-    # machine reaches before the Stop below; this test is about Stop, so lift the budget
-    monkeypatch.setattr(session, "Interpreter",
-                        functools.partial(session.Interpreter, max_iterations=10**9))
+    # machine reaches before the Stop below; this test is about Stop, so lift the budget of
+    # the interpreter the debugger's worker builds
+    monkeypatch.setattr(worker, "Interpreter",
+                        functools.partial(worker.Interpreter, max_iterations=10**9))
     open_model(window, "control_flow.tflite")
     dbg = window.debugger
     dbg.set_inputs({"serving_default_x:0": np.linspace(-1, 1, 4).astype(F32),

@@ -408,7 +408,7 @@ def ordered_sum_plan(shape: tuple[int, ...], axes, keepdims: bool = False,
     n = math.prod(shape[a] for a in kept)
     if k == 0 or n == 0:
         return lambda x: np.zeros(out_shape, F32)
-    if n >= 2 and n == math.prod(shape[axes[-1] + 1:]) \
+    if axes and n >= 2 and n == math.prod(shape[axes[-1] + 1:]) \
             and axes == tuple(range(axes[0], axes[-1] + 1)):
         # the reduced axes lead, one block, the kept ones after: x is [K, N] as it lies,
         # whose rows add.reduce adds in order (`last_of_sums` without its copy)

@@ -335,6 +335,8 @@ def softmax(x: np.ndarray, beta: float = 1.0) -> np.ndarray:
     after another from 0, each divided by their sum."""
     if not x.size:
         return x.copy()
+    if not x.ndim:  # a scalar is one row of one value
+        return softmax(x.reshape(1), beta).reshape(())
     # x.max is this ufunc reduction behind a Python wrapper
     with np.errstate(invalid="ignore", over="ignore"):
         shifted = (x - np.maximum.reduce(x, axis=-1, keepdims=True)) \
