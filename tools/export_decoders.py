@@ -133,6 +133,13 @@ def build_model(family: str, mask_cache_size: int):
         model = phi2.Phi2(config, mask_cache_size)
     else:
         raise ValueError(family)
+    return scale_weights(model)
+
+
+def scale_weights(model):
+    """``model`` with its weights drawn as `WEIGHTS` says (after torch's initialisation),
+    in eval mode (benchmarks/export_bench_decoder.py draws its big decoder so too)."""
+    import torch
     with torch.no_grad():  # see WEIGHTS
         model.tok_embedding.weight.mul_(EMBEDDING_SCALE)  # the LM head's too, when tied
         for module_name, module in model.named_modules():

@@ -57,14 +57,15 @@ def signature_inputs(model: Model, count: int, seed: int = 0) -> dict[str, list[
             for s in model.signature_defs}
 
 
-def quantize(name: str) -> bytes:
-    """tiny_llama_f32 quantized with recipe ``name`` (calibrated when it needs it)."""
+def quantize(name: str, float_path: Path = TINY_FLOAT) -> bytes:
+    """tiny_llama_f32 (or ``float_path``) quantized with recipe ``name`` (calibrated when
+    it needs it)."""
     from litert_quantizer import quantizer
-    qt = quantizer.Quantizer(str(TINY_FLOAT))
+    qt = quantizer.Quantizer(str(float_path))
     qt.load_quantization_recipe(recipe(name))
     calibration = None
     if qt.need_calibration:
-        calibration = qt.calibrate(signature_inputs(load_model(TINY_FLOAT), 3, seed=100))
+        calibration = qt.calibrate(signature_inputs(load_model(float_path), 3, seed=100))
     return bytes(qt.quantize(calibration, enable_progress_bar=False,
                              enable_progress_report=False).quantized_model)
 

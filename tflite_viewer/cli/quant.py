@@ -1,7 +1,8 @@
 """`tflite-viewer quant MODEL [--float FLOAT_MODEL] [--signature KEY]
 [--inputs IN.npz | --images DIR] [--samples N] [--per-layer-fallback] [--csv OUT.csv]
 [--json] [-o OUT.json] [--model-explorer OUT.json [--model-explorer-metric M ...]]
-[--fail-below-sqnr DB]`
+[--fail-below-sqnr DB]`, and across a generation: `tflite-viewer quant MODEL --float
+FLOAT_MODEL --generate K [--prompt IDS] [--teacher-forcing] [--bos ID] [--loop FIELD=VALUE ...] [--json]`
 
 Prints the spec findings, the weight report (every form: per tensor, per channel,
 blockwise, float16/bfloat16) and each signature's per-tensor table (worst first).  Exit 1
@@ -10,6 +11,11 @@ compared tensor's average SQNR is below DB, so CI can gate on it; 2 for bad inpu
 with nothing quantized in it, a float model that does not match).  A model this
 interpreter cannot run has its files analysed alone (a line on stderr says why).
 Progress goes to stderr.
+
+With --generate, both models run an LLM's generation loop (prefill, then K decode steps,
+each model its own KV cache; with --teacher-forcing both fed the float model's tokens) and
+each step's tokens, logits SQNR and KL, top-1 and ops worst first are printed, then the
+first divergence (`quant.generation`).
 """
 from __future__ import annotations
 
@@ -30,13 +36,26 @@ DESCRIPTION = ("Analyse a quantized model: spec checks from the file alone (scal
                "channel or block) and, with --per-layer-fallback, how much computing each "
                "quantized op in float would gain. No TensorFlow needed: any pair of .tflite "
                "files.\n\n"
+               "With --generate K, both models generate K tokens after --prompt (an LLM's "
+               "prefill and decode signatures, each model its own KV cache) and each step "
+               "shows both tokens, the logits' SQNR and KL, whether the top-1 agrees and "
+               "the ops worst first, then the first divergence.\n\n"
                "Exit 1 when a spec rule is violated or a tensor is below --fail-below-sqnr, "
                "so CI can gate on it.")
 # shown in docs/cli.md, and run by tests/test_docs.py in a folder holding the corpus models
 EXAMPLES = [
     "tflite-viewer quant small_cnn_dilated_int8.tflite --float small_cnn_dilated_float.tflite --samples 4 --per-layer-fallback --csv tensors.csv",
     "tflite-viewer quant llm/tiny_llama_q4_block32.tflite --float llm/tiny_llama_f32.tflite --signature decode --samples 2 --model-explorer decode_mse.json",
+    "tflite-viewer quant llm/tiny_llama_q4_block32.tflite --float llm/tiny_llama_f32.tflite --generate 8 --prompt 5,17,42 --teacher-forcing",
 ]
+#: the samples of the per-tensor analysis when --samples is not given
+SAMPLES = 10
+#: options of the per-tensor analysis, which --generate does not take
+_NOT_WITH_GENERATE = {"signature": "--signature", "inputs": "--inputs", "images": "--images",
+                      "samples": "--samples", "per_layer_fallback": "--per-layer-fallback",
+                      "csv": "--csv", "fail_below_sqnr": "--fail-below-sqnr",
+                      "model_explorer": "--model-explorer",
+                      "model_explorer_metric": "--model-explorer-metric"}
 
 
 def add_parser(subparsers) -> None:
@@ -53,8 +72,9 @@ def add_parser(subparsers) -> None:
     src.add_argument("--images", metavar="DIR",
                      help="a folder of images (JPEG, PNG, ... or .npy), resized to the input and "
                           "normalized by its metadata (else onto its range)")
-    p.add_argument("--samples", type=int, default=10, metavar="N",
-                   help="number of samples (seeded when no --inputs or --images; default 10)")
+    p.add_argument("--samples", type=int, default=None, metavar="N",
+                   help=f"number of samples (seeded when no --inputs or --images; default "
+                        f"{SAMPLES})")
     add_seed_option(p, "the seeded samples")
     p.add_argument("--per-layer-fallback", action="store_true",
                    help="measure the gain of computing each quantized op in float (needs --float)")
@@ -76,6 +96,33 @@ def add_parser(subparsers) -> None:
                    metavar="METRIC",
                    help="the validator metric of the node data (default mse; repeat it "
                         "for several, each written to OUT_<metric>.json)")
+    _add_generation_options(p)
+
+
+def _add_generation_options(p: argparse.ArgumentParser) -> None:
+    from ..interpreter.budget import DEFAULT_TIMEOUT
+    g = p.add_argument_group("across a generation (an LLM with prefill and decode signatures)")
+    g.add_argument("--generate", type=int, metavar="K",
+                   help="both models generate K tokens (prefill on the prompt, then K decode "
+                        "steps, each model its own KV cache; needs --float): each step's "
+                        "tokens, logits SQNR and KL, top-1 and ops worst first, and the "
+                        "first divergence")
+    g.add_argument("--prompt", metavar="IDS",
+                   help="with --generate: the prompt's token ids, e.g. 1,2,3 (default 1)")
+    g.add_argument("--teacher-forcing", action="store_true",
+                   help="with --generate: feed both models the float model's tokens, so "
+                        "that steps stay comparable after the first divergence")
+    g.add_argument("--bos", type=int, metavar="ID",
+                   help="with --generate: put this id (the tokenizer's beginning of "
+                        "sequence) before the prompt, as LiteRT-LM does")
+    g.add_argument("--loop", metavar="FIELD=VALUE", action="append", default=None,
+                   help="with --generate: set a piece of both models' loop by hand, as "
+                        "run --generate takes it: prefill=KEY, decode=KEY, tokens=NAME, "
+                        "position=NAME, logits=NAME, kv=NAME,... (globs allowed), "
+                        "mask=NAME, context=N")
+    g.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help=f"with --generate: seconds each call of a model may take (default "
+                        f"{DEFAULT_TIMEOUT:g}; a large model's prefill can take minutes)")
 
 
 def _explorer_files(args: argparse.Namespace) -> dict[str, str]:
@@ -91,8 +138,25 @@ def _explorer_files(args: argparse.Namespace) -> dict[str, str]:
     return {m: str(out.with_name(f"{out.stem}_{m}{out.suffix or '.json'}")) for m in metrics}
 
 
+def _check_generation_args(args: argparse.Namespace) -> None:
+    if args.generate is None:
+        for option in ("prompt", "teacher_forcing", "bos", "loop", "timeout"):
+            if getattr(args, option) not in (None, False):
+                raise CommandError(f"--{option.replace('_', '-')} goes with --generate K")
+        return
+    if args.generate < 1:
+        raise CommandError(f"--generate {args.generate}: generate at least one token")
+    if not args.float_model:
+        raise CommandError("--generate needs --float FLOAT_MODEL (the reference)")
+    for attr, option in _NOT_WITH_GENERATE.items():
+        if getattr(args, attr) not in (None, False):
+            raise CommandError(f"{option} does not go with --generate (it analyses one "
+                               "call's samples; the generation makes every input itself)")
+
+
 def _check_args(args: argparse.Namespace) -> None:
-    if args.samples < 1:
+    _check_generation_args(args)
+    if args.samples is not None and args.samples < 1:
         raise CommandError(f"--samples must be at least 1, not {args.samples}")
     for flag, value in (("--per-layer-fallback", args.per_layer_fallback),
                         ("--fail-below-sqnr", args.fail_below_sqnr is not None),
@@ -122,6 +186,8 @@ def main(args: argparse.Namespace) -> int:
                            "quantization parameters, no weight is stored in a narrower "
                            "type); give the quantized model, and its float original with "
                            "--float")
+    if args.generate is not None:
+        return _generation(args, out, model, float_model)
     if args.signature is not None:
         model.signature(args.signature)  # a KeyError naming the signatures
     report = _analyze(args, model, float_model, bool(explorer))
@@ -149,7 +215,8 @@ def _analyze(args: argparse.Namespace, model, float_model, validator: bool):
     kwargs = dict(signature=args.signature, all_entries=args.signature is None,
                   validator_metrics=validator, float_sums=args.float_sums)
     try:
-        return analyze(model, float_model, samples=args.samples, seed=args.seed,
+        return analyze(model, float_model, seed=args.seed,
+                       samples=args.samples if args.samples is not None else SAMPLES,
                        inputs=args.inputs, images=args.images,
                        per_layer_fallback=args.per_layer_fallback, progress=ProgressPrinter(),
                        **kwargs)
@@ -162,6 +229,27 @@ def _analyze(args: argparse.Namespace, model, float_model, validator: bool):
     report = analyze(model, float_model, run_models=False, **kwargs)
     report.not_run = why
     return report
+
+
+def _generation(args: argparse.Namespace, out: Output, model, float_model) -> int:
+    """--generate: both models' generation loops, each call measured."""
+    from ..interpreter.budget import DEFAULT_TIMEOUT
+    from ..interpreter.generation import parse_settings
+    from ..quant.generation import analyze_generation, format_text
+    from .run_generate import DEFAULT_PROMPT
+    ga = analyze_generation(model, float_model,
+                            args.prompt if args.prompt is not None else DEFAULT_PROMPT,
+                            args.generate, teacher_forcing=args.teacher_forcing,
+                            bos=args.bos, loop=parse_settings(args.loop or ()),
+                            float_sums=args.float_sums, progress=_progress,
+                            timeout=args.timeout if args.timeout is not None else
+                            DEFAULT_TIMEOUT)
+    ga.model, ga.float_model = args.model, args.float_model
+    out.text(format_text(ga))
+    if out.wants_json:
+        out.json({"model": args.model, "float_model": args.float_model,
+                  "generation": ga.to_dict()})
+    return EXIT_OK
 
 
 def _verdict(args: argparse.Namespace, report) -> int:
