@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 from ..state.generation import heat_colour
 from ..state.quant import number_text
 
-MARGIN_LEFT, MARGIN = 44, 6
+MARGIN_LEFT, MARGIN = 52, 6
 LINE = QColor("#0969da")
 GRID = QColor("#d0d7de")
 CHOSEN = QColor("#1f2328")
@@ -96,7 +96,7 @@ class LogitsChart(_Chart):
         p.setPen(QColor("#656d76"))
         for v in (lo, hi):
             p.drawText(QRectF(0, y(v) - 8, MARGIN_LEFT - 4, 16),
-                       Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, number_text(v))
+                       Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, f"{v:.1f}")
         p.drawText(QRectF(MARGIN_LEFT, 0, r.width(), 14), Qt.AlignmentFlag.AlignLeft,
                    "logits SQNR (dB) by decode step")
         p.drawText(QRectF(MARGIN_LEFT, r.bottom() + 2, r.width(), 14),

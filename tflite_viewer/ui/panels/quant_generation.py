@@ -229,10 +229,10 @@ class GenerationView(QWidget):
             self.progress.setValue(done)
             self.progress.setFormat(f"%p%  {message}" if total else "")
             self.progress.setToolTip(message)
-        if g.status:
-            self.status.setText(g.status)
-        elif q.float_path is None:
+        if q.float_path is None and not g.running:
             self.status.setText(NO_FLOAT)
+        elif g.status:
+            self.status.setText(g.status)
         else:
             self.status.setText(f"Generate from a prompt with this model and "
                                 f"{q.float_path.name}, both measured at every step")
@@ -249,7 +249,7 @@ class GenerationView(QWidget):
             for c, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 if c < 6:
-                    item.setTextAlignment(int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter))
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if c == 3 and text != "yes":
                     item.setForeground(Qt.GlobalColor.red)
                 self.table.setItem(r, c, item)
@@ -321,6 +321,9 @@ class GenerationView(QWidget):
         g.prompt = self.prompt.text() if prompt is None else prompt
         g.steps = self.steps.value() if steps is None else steps
         g.teacher_forcing = self.teacher.isChecked() if teacher_forcing is None else teacher_forcing
+        self.prompt.setText(g.prompt)  # what runs is what the view says
+        self.steps.setValue(g.steps)
+        self.teacher.setChecked(g.teacher_forcing)
         GenerationRun(self.hub, ws, q.float_path, g.prompt, g.steps, g.teacher_forcing,
                       self.failed.emit, self)
         self.hub.changed(TOPIC, ws)
