@@ -51,7 +51,10 @@ def test_generation_view_shows_litert_s_tokens_and_selects_ops(qtbot, window):
     assert view.run_button.isEnabled()
     progress = []
     view.progress.valueChanged.connect(progress.append)
-    view.start(" ".join(map(str, PROMPT)), STEPS)
+    from PySide6.QtCore import Qt
+    view.prompt.setText(" ".join(map(str, PROMPT)))  # as typed, then Generate clicked
+    view.steps.setValue(STEPS)
+    qtbot.mouseClick(view.run_button, Qt.MouseButton.LeftButton)
     assert view.cancel_button.isVisibleTo(view)
     g = generation_state(window.workspace)
     qtbot.waitUntil(lambda: g.analysis is not None, timeout=120_000)
@@ -85,7 +88,7 @@ def test_generation_view_shows_litert_s_tokens_and_selects_ops(qtbot, window):
     r = view.heat.plot_rect()
     rows, cols = view.heat.matrix.shape
     column = cols - 1
-    from PySide6.QtCore import QPoint, Qt
+    from PySide6.QtCore import QPoint
     point = QPoint(int(r.left() + (column + 0.5) * r.width() / cols),
                    int(r.top() + 1.5 * r.height() / rows))
     qtbot.mouseClick(view.heat, Qt.MouseButton.LeftButton, pos=point)

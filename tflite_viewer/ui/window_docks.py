@@ -49,6 +49,7 @@ def open_requantized(w: QMainWindow, path: str, float_path: str) -> None:
         forget()
         w.compare.compare_with(float_path)
         w.panel("quantization").compare(float_path)
+        w.docks.bring_forward("quantization")  # the new analysis first
 
     def forget(*_args) -> None:
         w.modelOpened.disconnect(opened)

@@ -34,7 +34,7 @@ class _Chart(QWidget):
         super().__init__(parent)
         self.empty = empty
         self.step = 0
-        self.setMinimumHeight(70)
+        self.setMinimumHeight(45)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setMouseTracking(True)
 

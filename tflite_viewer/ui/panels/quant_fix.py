@@ -49,16 +49,19 @@ class RequantizeDialog(QDialog):
                             else OVERRIDE_TEXT.rstrip("\u2026"))
         form = QFormLayout(self)
         what = "kept in float" if action == rq.KEEP_FLOAT else "quantized with the recipe below"
-        form.addRow(QLabel(f"The float model is quantized again with LiteRT's quantizer: "
-                           f"{ops} selected op{'s' if ops != 1 else ''} {what}, the others "
-                           f"with the base recipe."))
+        note = QLabel(f"The float model is quantized again with LiteRT's quantizer: {ops} "
+                      f"selected op{'s' if ops != 1 else ''} {what}, the others with the "
+                      f"base recipe. The result opens beside the float model, analysed "
+                      f"against it. Ops of a type the quantizer does not quantize stay float.")
+        note.setWordWrap(True)
+        form.addRow(note)
         self.base = self._combo(names, base)
         form.addRow("Base recipe", self.base)
         self.recipe = self._combo(names, str(settings.value("quant/override_recipe",
                                                             "dynamic_wi8_afp32")))
         if action == rq.OVERRIDE:
             form.addRow("Selected ops with", self.recipe)
-        self.output = QLineEdit(str(output))
+        self.output = QLineEdit(str(Path(output).absolute()))
         form.addRow("Write the model to", self._with_browse(self.output, "Quantized model",
                                                             "TFLite models (*.tflite)"))
         self.recipe_path = QLineEdit()

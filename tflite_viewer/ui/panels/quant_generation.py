@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, QSize, Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel,
                                QLineEdit, QListWidget, QListWidgetItem, QProgressBar,
                                QPushButton, QSlider, QSpinBox, QTableWidget, QTableWidgetItem,
@@ -36,6 +36,8 @@ NO_FLOAT = ("Choose the float model first (Compare with float model\u2026): the 
             "generation runs both")
 #: the least time between two progress updates from the worker (an op reports each)
 PROGRESS_EVERY = 0.1
+#: the view's least height: what the Tensors tab beside it needs (5 rows and a header)
+MIN_HEIGHT = 150
 
 
 class GenerationRun(QObject):
@@ -153,11 +155,11 @@ class GenerationView(QWidget):
         self.teacher.setToolTip("Feed both models the float model's tokens, so the steps "
                                 "stay comparable after the first divergence")
         self.run_button = QPushButton("Generate")
-        self.run_button.clicked.connect(self.start)
+        self.run_button.clicked.connect(lambda: self.start())  # not its `checked`
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.clicked.connect(self.cancel)
         self.progress = QProgressBar()
-        self.progress.setMinimumWidth(200)
+        self.progress.setMaximumWidth(120)
         self.status = ElidedLabel(NO_FLOAT)
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.slider.valueChanged.connect(self.choose_step)
@@ -167,14 +169,12 @@ class GenerationView(QWidget):
         for w, stretch in ((self.prompt, 1), (self.steps, 0), (self.teacher, 0),
                            (self.run_button, 0)):
             top.addWidget(w, stretch)
-        bottom.addWidget(self.status, 1)
-        bottom.addWidget(self.progress)
-        bottom.addWidget(self.cancel_button)
-        step_row = QHBoxLayout()
-        step_row.addWidget(self.step_label)
-        step_row.addWidget(self.slider, 1)
+        # one row for the status and the step (the dock is short at 1024x700)
+        for w, stretch in ((self.status, 3), (self.progress, 0), (self.cancel_button, 0),
+                           (self.step_label, 0), (self.slider, 2)):
+            bottom.addWidget(w, stretch)
         box = QVBoxLayout()
-        for row in (top, bottom, step_row):
+        for row in (top, bottom):
             box.addLayout(row)
         return box
 
@@ -187,7 +187,7 @@ class GenerationView(QWidget):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.currentCellChanged.connect(lambda row, *_: row >= 0 and self.choose_step(row))
-        min_rows(self.table)
+        min_rows(self.table, 3)
         self.chart = LogitsChart()
         self.chart.stepClicked.connect(self.choose_step)
         self.heat = HeatMap()
@@ -204,6 +204,12 @@ class GenerationView(QWidget):
         self.worst.itemClicked.connect(self._worst_clicked)
         return split_panes(Qt.Orientation.Horizontal, (self.table, 3), (pictures, 3),
                            (self.worst, 2))
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt API
+        """No taller than the Tensors tab asks: a tab of the dock must not take the
+        canvas's room at 1024x700 (its panes shrink instead)."""
+        hint = super().minimumSizeHint()
+        return QSize(hint.width(), min(hint.height(), MIN_HEIGHT))
 
     # -- rendering -------------------------------------------------------------------------
     @property
@@ -227,10 +233,11 @@ class GenerationView(QWidget):
             done, total, message = g.progress or (0, 0, "")
             self.progress.setRange(0, total)
             self.progress.setValue(done)
-            self.progress.setFormat(f"%p%  {message}" if total else "")
             self.progress.setToolTip(message)
         if q.float_path is None and not g.running:
             self.status.setText(NO_FLOAT)
+        elif g.running and g.progress:
+            self.status.setText(f"{g.status} {g.progress[2]}")
         elif g.status:
             self.status.setText(g.status)
         else:
@@ -254,7 +261,7 @@ class GenerationView(QWidget):
                     item.setForeground(Qt.GlobalColor.red)
                 self.table.setItem(r, c, item)
         self.slider.setRange(0, max(len(rows) - 1, 0))
-        self.slider.setEnabled(bool(rows))
+        self.slider.setVisible(bool(rows))
         if analysis is None:
             self.chart.set_values([], [])
             self.heat.set_matrix([[]], [])
@@ -280,8 +287,9 @@ class GenerationView(QWidget):
         self.chart.set_step(step)
         self.heat.set_step(step)
         agree = "agree" if s.top1_agrees else "DIFFER"
-        self.step_label.setText(f"Step {step}: float {s.float_token}, quantized "
-                                f"{s.quantized_token} ({agree})")
+        self.step_label.setText(f"step {step}: {s.float_token} / {s.quantized_token} ({agree})")
+        self.step_label.setToolTip(f"Decode step {step}: the float model's token "
+                                   f"{s.float_token}, the quantized model's {s.quantized_token}")
         self.worst.clear()
         for op in s.worst_ops:
             item = QListWidgetItem(op_label(op))
