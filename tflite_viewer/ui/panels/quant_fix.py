@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QObject, QSettings, Signal
+from PySide6.QtCore import QObject, QSettings, QTimer, Signal
 from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout,
                                QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget)
 
@@ -163,7 +163,9 @@ class RequantizeRun(QObject):
         q = self._end()
         q.status = result.summary()
         if self.hub.changed(TOPIC, self.ws):
-            self.done(str(result.request.output), str(result.request.float_path))
+            # opened once this slot has returned: the open replaces this run's workspace
+            done, paths = self.done, (str(result.request.output), str(result.request.float_path))
+            QTimer.singleShot(0, lambda: done(*paths))
 
     def _failed(self, _serial: int, exc: BaseException) -> None:
         self.deleteLater()
