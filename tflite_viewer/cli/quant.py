@@ -241,7 +241,7 @@ def _generation(args: argparse.Namespace, out: Output, model, float_model) -> in
                             args.prompt if args.prompt is not None else DEFAULT_PROMPT,
                             args.generate, teacher_forcing=args.teacher_forcing,
                             bos=args.bos, loop=parse_settings(args.loop or ()),
-                            float_sums=args.float_sums, progress=_progress,
+                            float_sums=args.float_sums, progress=ProgressPrinter(),
                             timeout=args.timeout if args.timeout is not None else
                             DEFAULT_TIMEOUT)
     ga.model, ga.float_model = args.model, args.float_model
