@@ -145,3 +145,26 @@ def test_screenshot_of_the_generation_view(tmp_path, capsys):
     assert err.count("\n") == 1 and "outside the model's vocabulary" in err
     assert cli.main([str(q4), "--screenshot", str(out), "--generate", "2"]) == 2
     assert "--generate goes with --run-to N or --compare-float" in capsys.readouterr().err
+
+
+def test_teacher_forcing_feeds_both_the_float_tokens(qtbot, window):
+    """The checkbox reaches the analysis: the quantized model is fed the float model's
+    tokens at every step, and the float model's own tokens are LiteRT's greedy ones."""
+    from PySide6.QtCore import Qt
+    from tflite_viewer.interpreter.generation import find_plan
+    from tflite_viewer.interpreter.generation_litert import litert_generate
+    from tflite_viewer.model import load_model
+    from tflite_viewer.ui.state.generation import generation_state
+    _dock, view = _view(window)
+    view.prompt.setText("5,17,42")
+    view.steps.setValue(4)
+    view.teacher.setChecked(True)
+    qtbot.mouseClick(view.run_button, Qt.MouseButton.LeftButton)
+    g = generation_state(window.workspace)
+    qtbot.waitUntil(lambda: g.analysis is not None, timeout=120_000)
+    ga = g.analysis
+    assert ga.teacher_forcing and "teacher-forced" in view.status.toolTip()
+    assert [s.quantized_fed for s in ga.steps] == [s.fed for s in ga.steps]
+    f_ref = litert_generate(load_model(F), find_plan(load_model(F), 3), PROMPT, 4)
+    assert ga.float_tokens == f_ref.tokens
+    assert [s.fed for s in ga.steps] == [PROMPT[-1], *f_ref.tokens[:-1]]
