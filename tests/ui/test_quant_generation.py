@@ -127,7 +127,7 @@ def test_screenshot_of_the_generation_view(tmp_path, capsys):
     """``--compare-float F --generate K`` (how the README's picture is made): the heat
     map is in the picture; a prompt the model has no token for is one line, exit 2."""
     from tflite_viewer import cli
-    from tflite_viewer.ui.state.generation import heat_colour
+    from tflite_viewer.ui.state.generation import heat_image
     from .test_screenshot_render import _has_color, _pixels
     q4 = model_path("llm/tiny_llama_q4_block32.tflite")
     f32 = model_path("llm/tiny_llama_f32.tflite")
@@ -137,7 +137,8 @@ def test_screenshot_of_the_generation_view(tmp_path, capsys):
     px = _pixels(out)
     # the heat map's red (0 dB and below) and a yellow-green of its scale: drawn nowhere else
     for db in (0.0, 25.0):
-        assert _has_color(px, "#{:02x}{:02x}{:02x}".format(*heat_colour(db)), tolerance=2,
+        rgb = heat_image(np.array([[db]]))[0, 0]
+        assert _has_color(px, "#{:02x}{:02x}{:02x}".format(*rgb), tolerance=2,
                           at_least=30), db
     assert cli.main([str(q4), "--screenshot", str(out), "--compare-float", str(f32),
                      "--generate", "2", "--prompt", "5,99999"]) == 2

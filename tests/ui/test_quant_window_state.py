@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import pytest
 
 from tests.ui.conftest import model_path
 from tflite_viewer.model import load_model
 from tflite_viewer.quant import analyze
 from tflite_viewer.ui.state import requantize as rq
-from tflite_viewer.ui.state.generation import LOW_DB, HIGH_DB, heat_colour
+from tflite_viewer.ui.state.generation import (GREEN, HIGH_DB, LOW_DB, NOT_MEASURED, RED,
+                                               YELLOW, heat_image)
 
 NAMES = ["dynamic_wi4b32_afp32", "dynamic_wi8_afp32", "weight_only_wi8_afp32",
          "static_wi8_ai8", "static_wi8_ai16"]
@@ -69,11 +72,21 @@ def test_request_refuses_what_cannot_run(tmp_path):
         rq.Request(f, "dynamic_wi8_afp32", rq.KEEP_FLOAT, (), tmp_path / "o.tflite")
 
 
-def test_heat_colour_runs_red_to_green():
-    assert heat_colour(math.nan) is None
-    assert heat_colour(LOW_DB - 10) == heat_colour(LOW_DB) == (215, 48, 39)
-    assert heat_colour(HIGH_DB + 10) == heat_colour(HIGH_DB) == (26, 152, 80)
-    mid = heat_colour((LOW_DB + HIGH_DB) / 2)
-    assert mid == (215, 200, 39)  # yellow between the two
-    greens = [heat_colour(db)[1] for db in range(0, 21, 5)]
+def _colour(db: float) -> tuple[int, ...]:
+    return tuple(int(c) for c in heat_image(np.array([[db]]))[0, 0])
+
+
+def test_heat_image_runs_red_to_green():
+    """Hand values: the ends and the middle of the scale, NaN grey, clipped outside."""
+    assert _colour(LOW_DB - 10) == _colour(LOW_DB) == RED == (215, 48, 39)
+    assert _colour(HIGH_DB + 10) == _colour(HIGH_DB) == GREEN == (26, 152, 80)
+    assert _colour((LOW_DB + HIGH_DB) / 2) == YELLOW == (215, 200, 39)
+    assert _colour(10.0) == (215, 124, 39)  # a quarter: halfway red to yellow
+    assert _colour(math.nan) == NOT_MEASURED
+    m = np.array([[-5.0, 0.0, 7.3], [20.0, 40.0, math.nan]])
+    img = heat_image(m)
+    assert img.shape == (2, 3, 3) and img.dtype == np.uint8
+    for (s, c), v in np.ndenumerate(m):
+        assert tuple(img[s, c]) == _colour(v), (s, c)
+    greens = [_colour(db)[1] for db in range(0, 21, 5)]
     assert greens == sorted(greens)  # red to yellow: green rises

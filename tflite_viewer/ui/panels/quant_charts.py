@@ -1,5 +1,5 @@
 """The Generation view's two pictures: the logits' SQNR by decode step (a line chart) and
-the steps x ops heat map of each op's output SQNR (`state.generation.heat_colour`).
+the steps x ops heat map of each op's output SQNR (`state.generation.heat_image`).
 
 Both show the chosen step (`set_step`) and say which step a click chose (`stepClicked`);
 a heat-map cell also names its op (`cellClicked(step, column)`), which the view turns
@@ -12,10 +12,10 @@ import math
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPainterPath, QPen
+from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
-from ..state.generation import heat_colour
+from ..state.generation import heat_image
 from ..state.quant import number_text
 
 MARGIN_LEFT, MARGIN = 52, 6
@@ -150,6 +150,11 @@ class HeatMap(_Chart):
 
     def set_matrix(self, matrix: np.ndarray, labels: list[str]) -> None:
         self.matrix, self.labels = np.asarray(matrix, np.float64), list(labels)
+        if self.matrix.size:
+            pixels = np.ascontiguousarray(heat_image(self.matrix))
+            rows, cols = self.matrix.shape
+            self._image = QImage(pixels.data, cols, rows, 3 * cols,
+                                 QImage.Format.Format_RGB888).copy()
         self.update()
 
     def paintEvent(self, _event) -> None:  # noqa: N802 - Qt API
@@ -159,12 +164,8 @@ class HeatMap(_Chart):
             return
         r = self.plot_rect()
         rows, cols = self.matrix.shape
-        w, h = r.width() / cols, r.height() / rows
-        for s in range(rows):
-            for c in range(cols):
-                rgb = heat_colour(float(self.matrix[s, c]))
-                p.fillRect(QRectF(r.left() + c * w, r.top() + s * h, w + 0.5, h + 0.5),
-                           QColor(*rgb) if rgb else QColor("#eaeef2"))
+        h = r.height() / rows
+        p.drawImage(r, self._image)  # one pixel per cell, scaled without smoothing
         p.setPen(QColor("#656d76"))
         p.drawText(QRectF(MARGIN_LEFT, 0, r.width(), 14), Qt.AlignmentFlag.AlignLeft,
                    f"op output SQNR: {rows} steps x {cols} ops (red 0 dB, green 40 dB)")

@@ -11,6 +11,7 @@ written; the window then opens it beside the float model with the new analysis.
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -27,6 +28,9 @@ from ..workers import Task
 
 KEEP_TEXT = "Keep selected ops in float\u2026"
 OVERRIDE_TEXT = "Quantize selected with\u2026"
+#: the least time between two progress updates from a worker (the quantizer and the
+#: generation analysis report every op)
+PROGRESS_EVERY = 0.1
 
 
 def quantizer_missing() -> str | None:
@@ -116,6 +120,19 @@ class RequantizeDialog(QDialog):
                           dict(sample_kwargs))
 
 
+def _throttled(emit: Callable[[int, int, str], None]) -> Callable[[int, int, str], None]:
+    """``emit`` at most every `PROGRESS_EVERY` seconds, and at the end: the quantizer
+    reports every op (thousands on a decoder), more than a progress bar can show."""
+    last = [0.0]
+
+    def progress(done: int, total: int, message: str) -> None:
+        now = time.monotonic()
+        if done >= total or now - last[0] >= PROGRESS_EVERY:
+            last[0] = now
+            emit(done, total, message)
+    return progress
+
+
 class RequantizeRun(QObject):
     """One requantization for ``ws`` as its quantization run (see the module docstring)."""
 
@@ -134,9 +151,7 @@ class RequantizeRun(QObject):
         q.run, q.cancel, q.running, q.progress = self, self.cancel, True, None
         q.status = f"Quantizing {request.float_path.name} ({request.describe()})\u2026"
         self.progressed.connect(self._progressed)
-        progress = self.progressed
-        self.task = Task(rq.run, request, lambda d, t, m: progress.emit(d, t, m),
-                         self.cancel.is_set)
+        self.task = Task(rq.run, request, _throttled(self.progressed.emit), self.cancel.is_set)
         self.task.signals.finished.connect(self._finished)
         self.task.signals.failed.connect(self._failed)
         self.task.start()

@@ -31,11 +31,10 @@ from ..state.workspace import MODEL, Hub, Workspace
 from ..workers import Task
 from .common import ElidedLabel, min_rows, split_panes
 from .quant_charts import HeatMap, LogitsChart
+from .quant_fix import PROGRESS_EVERY
 
 NO_FLOAT = ("Choose the float model first (Compare with float model\u2026): the "
             "generation runs both")
-#: the least time between two progress updates from the worker (an op reports each)
-PROGRESS_EVERY = 0.1
 #: the view's least height: what the Tensors tab beside it needs (5 rows and a header)
 MIN_HEIGHT = 150
 
@@ -60,8 +59,10 @@ class GenerationRun(QObject):
         model, cancel = ws.model, self.cancel
 
         def work():
+            # no time limit per call: a large decoder's prefill takes minutes, and the
+            # user has Cancel
             return qgen.analyze_generation(model, float_path, prompt, steps,
-                                           teacher_forcing=teacher_forcing,
+                                           teacher_forcing=teacher_forcing, timeout=None,
                                            progress=ticks.call, op_progress=ticks.op,
                                            cancel=cancel.is_set)
         self.task = Task(work)

@@ -5,7 +5,7 @@ K tokens from a prompt (`quant.generation.analyze_generation`, on a worker); the
 shows per step each model's token, the logits' SQNR and KL, whether the top-1 agrees, and
 the ops worst first, with a chart of logits SQNR by step and a steps x ops heat map.
 `GenerationState` holds the analysis of the model it was run on, the chosen step and the
-run's progress; `heat_colour` and `step_rows` are what the widgets draw.
+run's progress; `heat_image` and `step_rows` are what the widgets draw.
 """
 from __future__ import annotations
 
@@ -84,12 +84,20 @@ def summary(analysis: Any) -> str:
             f"({analysis.seconds:.1f} s)")
 
 
-def heat_colour(sqnr_db: float) -> tuple[int, int, int] | None:
-    """The heat map's colour of one cell: red (LOW_DB or below) through yellow to green
-    (HIGH_DB or above); None for a cell not measured (NaN)."""
-    if sqnr_db is None or math.isnan(sqnr_db):
-        return None
-    x = min(max((sqnr_db - LOW_DB) / (HIGH_DB - LOW_DB), 0.0), 1.0)
-    if x < 0.5:  # red -> yellow
-        return (215, int(48 + (200 - 48) * x * 2), 39)
-    return (int(215 - (215 - 26) * (x - 0.5) * 2), int(200 - (200 - 152) * (x - 0.5) * 2), 39 + int(41 * (x - 0.5) * 2))
+RED, YELLOW, GREEN = (215, 48, 39), (215, 200, 39), (26, 152, 80)
+NOT_MEASURED = (234, 238, 242)
+
+
+def heat_image(matrix: np.ndarray) -> np.ndarray:
+    """The heat map's pixels, one per cell (steps x ops x RGB, uint8): red at LOW_DB or
+    below, through yellow, to green at HIGH_DB or above; `NOT_MEASURED` grey for a cell
+    not measured (NaN).  A decoder of thousands of ops over hundreds of steps is one
+    image, not a rectangle per cell."""
+    m = np.asarray(matrix, np.float64)
+    x = np.clip((np.nan_to_num(m, nan=LOW_DB) - LOW_DB) / (HIGH_DB - LOW_DB), 0.0, 1.0)[..., None]
+    low, mid, high = (np.array(c, np.float64) for c in (RED, YELLOW, GREEN))
+    lower = low + (mid - low) * np.minimum(x * 2, 1.0)
+    upper = mid + (high - mid) * np.maximum(x * 2 - 1, 0.0)
+    out = np.where(x < 0.5, lower, upper).astype(np.uint8)
+    out[np.isnan(m)] = NOT_MEASURED
+    return out
