@@ -171,8 +171,8 @@ class GenerationView(QWidget):
                            (self.run_button, 0)):
             top.addWidget(w, stretch)
         # one row for the status and the step (the dock is short at 1024x700)
-        for w, stretch in ((self.status, 3), (self.progress, 0), (self.cancel_button, 0),
-                           (self.step_label, 0), (self.slider, 2)):
+        for w, stretch in ((self.status, 4), (self.progress, 0), (self.cancel_button, 0),
+                           (self.step_label, 0), (self.slider, 1)):
             bottom.addWidget(w, stretch)
         box = QVBoxLayout()
         for row in (top, bottom):
