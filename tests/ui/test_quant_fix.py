@@ -138,6 +138,9 @@ def test_cancel_writes_nothing(qtbot, window, tmp_path):
     assert dock.fix_selected(rq.KEEP_FLOAT, lambda a, t, n, b, o: rq.Request(
         F, "static_wi8_ai8", a, t, out, samples=50))
     assert dock.cancel_button.isVisibleTo(dock) and dock.progress.isVisibleTo(dock)
+    # one run at a time: the actions are off, and a second request is refused
+    assert not dock.keep_float_action.isEnabled() and not dock.fix_button.isEnabled()
+    assert not dock.fix_selected(rq.OVERRIDE, lambda *a: pytest.fail("asked"))
     dock.cancel_button.click()
     assert quant_state(window.workspace).status == "Cancelled."
     from PySide6.QtCore import QThreadPool

@@ -301,7 +301,9 @@ class QuantDock(QWidget):
             self.progress.setRange(0, 0)
         self.cancel_button.setVisible(q.running)
         self.compare_button.setEnabled(ws.model is not None and not q.running)
-        self.fix_button.setEnabled(q.report is not None and not q.running)
+        can_fix = q.report is not None and not q.running
+        for w in (self.fix_button, self.keep_float_action, self.override_action):
+            w.setEnabled(can_fix)
         self.export_button.setEnabled(q.report is not None)
 
     def _show_table(self, report) -> None:
@@ -403,7 +405,7 @@ class QuantDock(QWidget):
         the dialog; None: not now).  False, with the reason in the status line, when it
         cannot start (no quantizer, no comparison, no op selected)."""
         ws, q = self.ws, quant_state(self.ws)
-        why = quantizer_missing()
+        why = "A run is under way: wait for it or cancel it" if q.running else quantizer_missing()
         tensors = ()
         if why is None and (q.report is None or q.float_path is None):
             why = "Compare with the float model first: the table's ops are fixed in it"
