@@ -25,6 +25,10 @@ of each column to select on the canvas::
     ga = analyze_generation("q4.tflite", "f32.tflite", [5, 17, 42], 8, teacher_forcing=True)
     ga.first_divergence, ga.quantized_tokens, ga.logits_sqnr
     ga.sqnr[step, ga.ops.index((1, 51))]     # op 51 of subgraph 1 at that step
+    ga.quantized_logits[step]                # what the SQNR and KL were computed on
+
+The quantized model adds its float32 products in its kernel set's exact order by default,
+so that its tokens are the ones LiteRT gives (`GENERATION_FLOAT_SUMS`).
 """
 from __future__ import annotations
 
