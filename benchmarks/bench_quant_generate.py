@@ -21,7 +21,7 @@ LiteRT's; then the two alternate, and each figure is the lowest of ``--rounds`` 
 and prints where its time goes.
 
     python benchmarks/bench_quant_generate.py [--steps K] [--rounds R] [--profile]
-        [--quantized Q --float F]
+        [--float-sums auto|reference|blas] [--quantized Q --float F]
 """
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ from benchmarks.export_bench_decoder import path_of  # noqa: E402
 from tflite_viewer.interpreter.generation import find_plan, generate  # noqa: E402
 from tflite_viewer.interpreter.heap import keep_freed_memory  # noqa: E402
 from tflite_viewer.model import load_model  # noqa: E402
-from tflite_viewer.quant.generation import analyze_generation  # noqa: E402
+from tflite_viewer.quant.generation import (GENERATION_FLOAT_SUMS,  # noqa: E402
+                                           analyze_generation)
 
 PROMPT = [5, 17, 42, 7, 99, 3, 64, 11]  # 8 ids (one prefill call), in any vocabulary here
 
@@ -63,8 +64,8 @@ def litert_loops(paths: list[Path], resolver: str, steps: int) -> list[list[int]
     return out
 
 
-def ours(q: Path, f: Path, steps: int):
-    return analyze_generation(q, f, PROMPT, steps, timeout=None)
+def ours(q: Path, f: Path, steps: int, float_sums: str = GENERATION_FLOAT_SUMS):
+    return analyze_generation(q, f, PROMPT, steps, timeout=None, float_sums=float_sums)
 
 
 def _timed(fn):
@@ -77,6 +78,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=8, help="decode steps (default 8)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
+    parser.add_argument("--float-sums", choices=("auto", "reference", "blas"),
+                        default=GENERATION_FLOAT_SUMS,
+                        help=f"the analysis's float sums (default {GENERATION_FLOAT_SUMS}: "
+                             "the quantized model's in the exact order, the float model's "
+                             "BLAS)")
     parser.add_argument("--profile", action="store_true",
                         help="then profile one analysis (cProfile, top 30 by own time)")
     parser.add_argument("--quantized", type=Path, default=path_of("q4_block32"),
@@ -91,8 +97,8 @@ def main(argv=None) -> int:
     paths = [args.quantized, args.float_model]
     resolver = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"
     print(f"{args.quantized.name} against {args.float_model.name}: prompt of "
-          f"{len(PROMPT)} ids, {args.steps} steps")
-    ga = ours(args.quantized, args.float_model, args.steps)  # warm, and checked
+          f"{len(PROMPT)} ids, {args.steps} steps, float sums {args.float_sums}")
+    ga = ours(args.quantized, args.float_model, args.steps, args.float_sums)  # warm, checked
     q_tokens, f_tokens = litert_loops(paths, resolver, args.steps)
     for what, theirs, mine in (("quantized", q_tokens, ga.quantized_tokens),
                                ("float", f_tokens, ga.float_tokens)):
@@ -106,7 +112,8 @@ def main(argv=None) -> int:
     for r in range(args.rounds):
         line = []
         for name in best:
-            seconds, _ = _timed(lambda: ours(args.quantized, args.float_model, args.steps)
+            seconds, _ = _timed(lambda: ours(args.quantized, args.float_model, args.steps,
+                                             args.float_sums)
                                 if name == "ours" else
                                 litert_loops(paths, name, args.steps))
             best[name] = min(best[name], seconds)
@@ -117,7 +124,7 @@ def main(argv=None) -> int:
           f"{best['ours'] / anchor:.2f}x (goal at most 3x)")
     if args.profile:
         prof = cProfile.Profile()
-        prof.runcall(ours, args.quantized, args.float_model, args.steps)
+        prof.runcall(ours, args.quantized, args.float_model, args.steps, args.float_sums)
         pstats.Stats(prof).sort_stats("tottime").print_stats(30)
     return 0
 

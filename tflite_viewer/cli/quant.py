@@ -82,11 +82,15 @@ def add_parser(subparsers) -> None:
                    help="write the per-tensor table as CSV ('-' for stdout)")
     add_json_option(p, "the whole report")
     add_output_option(p, what="the whole report as JSON")
-    p.add_argument("--float-sums", choices=("auto", "reference", "blas"), default="blas",
+    p.add_argument("--float-sums", choices=("auto", "reference", "blas"), default=None,
                    help="how float32 CONV_2D / FULLY_CONNECTED products are added in both "
                         "models' runs (default blas: the order moves floats by about 1e-7, "
                         "far below quantization error; reference: LiteRT's reference "
-                        "kernels' bits; auto: as the run command decides)")
+                        "kernels' bits; auto: as the run command decides). With --generate "
+                        "(default auto): auto adds the quantized model's in its kernel "
+                        "set's exact order, so that its tokens are LiteRT's, and the float "
+                        "model's with BLAS; reference both in the exact order; blas both "
+                        "with BLAS")
     p.add_argument("--fail-below-sqnr", type=float, metavar="DB",
                    help="exit 1 when a compared tensor's average SQNR is below DB (needs --float)")
     p.add_argument("--model-explorer", metavar="OUT.json",
@@ -212,8 +216,10 @@ def _analyze(args: argparse.Namespace, model, float_model, validator: bool):
     files analysed alone, saying why on stderr (exit 2 when a gate needed the run)."""
     from ..interpreter.errors import UnsupportedOpError
     from ..quant.analysis import analyze
+    from ..quant.results import FLOAT_SUMS
     kwargs = dict(signature=args.signature, all_entries=args.signature is None,
-                  validator_metrics=validator, float_sums=args.float_sums)
+                  validator_metrics=validator,
+                  float_sums=args.float_sums or FLOAT_SUMS)
     try:
         return analyze(model, float_model, seed=args.seed,
                        samples=args.samples if args.samples is not None else SAMPLES,
@@ -235,13 +241,14 @@ def _generation(args: argparse.Namespace, out: Output, model, float_model) -> in
     """--generate: both models' generation loops, each call measured."""
     from ..interpreter.budget import DEFAULT_TIMEOUT
     from ..interpreter.generation import parse_settings
-    from ..quant.generation import analyze_generation, format_text
+    from ..quant.generation import GENERATION_FLOAT_SUMS, analyze_generation, format_text
     from .run_generate import DEFAULT_PROMPT
     ga = analyze_generation(model, float_model,
                             args.prompt if args.prompt is not None else DEFAULT_PROMPT,
                             args.generate, teacher_forcing=args.teacher_forcing,
                             bos=args.bos, loop=parse_settings(args.loop or ()),
-                            float_sums=args.float_sums, progress=ProgressPrinter(),
+                            float_sums=args.float_sums or GENERATION_FLOAT_SUMS,
+                            progress=ProgressPrinter(),
                             timeout=args.timeout if args.timeout is not None else
                             DEFAULT_TIMEOUT)
     ga.model, ga.float_model = args.model, args.float_model

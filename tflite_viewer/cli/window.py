@@ -80,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --run-to: input arrays keyed by input name (default: seeded)")
     parser.add_argument("--generate", metavar="K", type=int, default=None,
                         help="with --run-to: run the model as an LLM generating K tokens "
-                             "(prefill, then K decode steps, the KV cache carried by name)")
+                             "(prefill, then K decode steps, the KV cache carried by name); "
+                             "with --compare-float: the Quantization dock's Generation view "
+                             "of both models generating K tokens")
     parser.add_argument("--prompt", metavar="IDS", default=None,
                         help="with --generate: the prompt's token ids, e.g. 1,2,3 (default 1)")
     parser.add_argument("--decode-step", metavar="I", type=int, default=None,
@@ -150,7 +152,8 @@ def _check_usage(args: argparse.Namespace) -> None:
         raise CommandError(f"{'--cross-check' if args.cross_check else '--compare-float'} "
                            "goes with --screenshot OUT.png")
     for option, value, needs, needed in (
-            ("--generate", args.generate, "--run-to N", args.run_to),
+            ("--generate", args.generate, "--run-to N or --compare-float FLOAT.tflite",
+             args.run_to if args.run_to is not None else args.compare_float),
             ("--prompt", args.prompt, "--generate K", args.generate),
             ("--decode-step", args.decode_step, "--generate K", args.generate),
             ("--watch", args.watch, "--run-to N", args.run_to),

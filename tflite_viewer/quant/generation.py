@@ -25,6 +25,10 @@ of each column to select on the canvas::
     ga = analyze_generation("q4.tflite", "f32.tflite", [5, 17, 42], 8, teacher_forcing=True)
     ga.first_divergence, ga.quantized_tokens, ga.logits_sqnr
     ga.sqnr[step, ga.ops.index((1, 51))]     # op 51 of subgraph 1 at that step
+    ga.quantized_logits[step]                # what the SQNR and KL were computed on
+
+The quantized model adds its float32 products in its kernel set's exact order by default,
+so that its tokens are the ones LiteRT gives (`GENERATION_FLOAT_SUMS`).
 """
 from __future__ import annotations
 
@@ -47,9 +51,25 @@ from .call import PairedCall
 from .metrics import sqnr_db
 from .plan import pair_problem
 from .ranges import dequantize
-from .results import FLOAT_SUMS, finite
+from .results import finite
 
 OpKey = tuple[int, int]  # (subgraph, operator) of the quantized model
+
+#: How each model's interpreter adds float32 products (`interpreter.float_sums`) across a
+#: generation: ``auto`` (the default) adds the quantized model's in its kernel set's exact
+#: order and the float model's with BLAS; ``reference`` both in the exact order; ``blas``
+#: both with BLAS.  A quantized model that quantizes a FULLY_CONNECTED's input at run time
+#: turns a float32 rounding upstream into a different int8 value, which its int4 layers
+#: carry on to another argmax (a 0.66 B int4 Qwen3 parts from LiteRT's tokens at step 2
+#: under BLAS): in the exact order its tokens and logits are LiteRT's builtin kernels' to
+#: the bit, and it costs little, since its big products are integer ones.  The float
+#: model's products are its whole cost (gigabytes of float32 weights), where the exact order
+#: takes several times BLAS's time, and BLAS's roundings do not move its tokens
+#: (docs/quantization.md, "Which float sums").
+GENERATION_FLOAT_SUMS = "auto"
+#: each mode's (quantized model, float model) sums
+_SUMS = {"auto": ("reference", "blas"), "reference": ("reference", "reference"),
+         "blas": ("blas", "blas")}
 
 __all__ = ["GenerationAnalysis", "GenerationStep", "OpError", "PrefillCall",
            "analyze_generation", "format_text", "softmax_kl"]
@@ -130,6 +150,11 @@ class GenerationAnalysis:
     ops: list[OpKey]
     opcodes: list[str]
     sqnr: np.ndarray
+    #: each step's logits, [steps, vocabulary] in real values (float64; a quantized
+    #: output dequantized): what the SQNR and KL were computed on
+    float_logits: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
+    quantized_logits: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)),
+                                         repr=False)
     seconds: float = 0.0
 
     @property
@@ -277,7 +302,8 @@ def analyze_generation(model: Model | str | os.PathLike | bytes,
                        float_model: Model | str | os.PathLike | bytes,
                        prompt: Sequence[int] | str, steps: int, *,
                        teacher_forcing: bool = False, bos: int | None = None,
-                       loop: Mapping[str, Any] | None = None, float_sums: str = FLOAT_SUMS,
+                       loop: Mapping[str, Any] | None = None,
+                       float_sums: str = GENERATION_FLOAT_SUMS,
                        timeout: float | None = DEFAULT_TIMEOUT,
                        progress: Progress | None = None,
                        op_progress: Progress | None = None,
@@ -285,8 +311,9 @@ def analyze_generation(model: Model | str | os.PathLike | bytes,
     """Both models generate ``steps`` tokens after ``prompt`` (``bos`` first when given),
     each call measured (see the module docstring).  Each model's loop is read from its
     signatures (`find_plan`), ``loop`` setting pieces by hand for both (`find_plan`'s
-    keywords, as `parse_settings` gives them); ``float_sums`` is the
-    interpreter's for both (`results.FLOAT_SUMS`); ``timeout`` the seconds each call of
+    keywords, as `parse_settings` gives them); ``float_sums`` how each model's float32
+    products are added (`GENERATION_FLOAT_SUMS`: by default the quantized model's in its
+    kernel set's exact order, so that its tokens are LiteRT's); ``timeout`` the seconds each call of
     a model may take (None: no limit; a large model's prefill takes minutes).
     ``progress(done, total, message)`` is called before each call (prefill chunks and
     decode steps: ``total`` calls, then once more with ``done == total``);
@@ -300,6 +327,8 @@ def analyze_generation(model: Model | str | os.PathLike | bytes,
     t0 = time.perf_counter()
     if timeout is not None and not timeout > 0:
         raise ValueError(f"timeout must be > 0 seconds or None, not {timeout}")
+    if float_sums not in _SUMS:
+        raise ValueError(f"float sums must be one of {', '.join(_SUMS)}, not {float_sums!r}")
     qm, fm = _load(model), _load(float_model)
     ids = _prompt(prompt, bos)
     pq, pf = _plans(qm, fm, ids, loop or {})
@@ -311,6 +340,8 @@ def analyze_generation(model: Model | str | os.PathLike | bytes,
     out_steps: list[GenerationStep] = []
     prefill: list[PrefillCall] = []
     matrix: list[np.ndarray] = []
+    rows_f: list[np.ndarray] = []
+    rows_q: list[np.ndarray] = []
     while (cf := gf.next_call()) is not None:
         cq = gq.next_call()
         if cancel is not None and cancel():
@@ -318,7 +349,7 @@ def analyze_generation(model: Model | str | os.PathLike | bytes,
         if progress is not None:
             progress(cf.number, cf.total, f"{cf.label}: {cf.fed()}")
         if cf.signature not in calls:
-            pc = PairedCall(qm, fm, cf.signature, float_sums=float_sums)
+            pc = _paired_call(qm, fm, cf.signature, float_sums)
             _hooks(pc, timeout, cancel, op_progress)
             calls[cf.signature] = (pc, _OpColumns(pc))
         pc, columns = calls[cf.signature]
@@ -333,6 +364,8 @@ def analyze_generation(model: Model | str | os.PathLike | bytes,
             prefill.append(PrefillCall(cf.label, cf.signature, cf.fed(), worst))
             continue
         fl, ql = logits_f(got.float), logits_q(got.quantized)
+        rows_f.append(fl)
+        rows_q.append(ql)
         out_steps.append(GenerationStep(
             cf.index - 1, cf.position, cf.token,
             cf.token if teacher_forcing else cq.token, gf.tokens[-1], gq.tokens[-1],
@@ -344,7 +377,16 @@ def analyze_generation(model: Model | str | os.PathLike | bytes,
     return GenerationAnalysis(
         _label(qm, model), _label(fm, float_model), ids, teacher_forcing, pq, out_steps,
         prefill, list(columns.ops), list(columns.opcodes), np.array(matrix, np.float64),
-        time.perf_counter() - t0)
+        np.array(rows_f), np.array(rows_q), time.perf_counter() - t0)
+
+
+def _paired_call(qm: Model, fm: Model, signature: str, float_sums: str) -> PairedCall:
+    """Both models' interpreters on ``signature``, each adding its float32 products as
+    ``float_sums`` says for it (`_SUMS`)."""
+    quantized, float_ = _SUMS[float_sums]
+    pc = PairedCall(qm, fm, signature, float_sums=float_)
+    pc.run.qrun.interpreter.reference_float_sums = quantized == "reference"
+    return pc
 
 
 def _hooks(pc: PairedCall, timeout: float | None, cancel: Callable[[], bool] | None,

@@ -6,6 +6,8 @@ and tensors pinned in the Watch dock.
 
     tflite-viewer MODEL --screenshot OUT.png --cross-check
     tflite-viewer QUANT.tflite --screenshot OUT.png --compare-float FLOAT.tflite [--overlay sqnr_db]
+    tflite-viewer Q4.tflite --screenshot OUT.png --compare-float F32.tflite --generate 8 \
+        --prompt 5,17,42                   # the Quantization dock's Generation view
     tflite-viewer MODEL --screenshot OUT.png --target xnnpack
     tflite-viewer MODEL --screenshot OUT.png --memory
     tflite-viewer LLM.tflite --screenshot OUT.png --generate 8 --prompt 5,17,42 \
@@ -31,7 +33,7 @@ WAIT_MS = 600_000
 def prepare(window, launch) -> None:
     """Everything ``launch`` (a `state.launch.Launch`) asks for before the picture, in
     the order a user would do it."""
-    if launch.generate:
+    if launch.generate and not launch.compare_float:
         generation(window, launch.generate, launch.prompt or "1")
     if launch.run_to is not None:
         from .debugger.screenshot import pause_before
@@ -42,6 +44,8 @@ def prepare(window, launch) -> None:
         cross_check(window)
     if launch.compare_float:
         compare_float(window, launch.compare_float, launch.overlay)
+        if launch.generate:
+            quant_generation(window, launch.generate, launch.prompt or "1")
     if launch.memory:
         memory(window, select_peak=not launch.select)
     if launch.target:
@@ -127,6 +131,28 @@ def compare_float(window, float_path: str | Path, overlay: str | None = None,
         panel.choose_metric(overlay)
     if panel.proxy.rowCount():
         panel.table.selectRow(0)  # the report's order: the worst first
+
+
+def quant_generation(window, steps: int, prompt: str, timeout_ms: int = WAIT_MS) -> None:
+    """The Quantization dock's Generation view: the open model and the float model it was
+    compared with generate ``steps`` tokens after ``prompt``; the first step where their
+    tokens part (else the worst logits SQNR) is shown, its worst op selected on the
+    canvas."""
+    from .state.generation import generation_state
+    panel = window.panel("quantization")
+    g = generation_state(window.workspace)
+    panel.lists.setCurrentIndex(panel.generation_tab)
+    panel.generation.start(prompt, steps)
+    if not wait_until(lambda: not g.running, (panel.failed,), timeout_ms, poll_ms=100):
+        raise ValueError(f"--generate: no result within {timeout_ms / 1000:g} s")
+    if g.analysis is None:
+        raise ValueError(f"--generate {steps}: {g.status}")
+    first = g.analysis.first_divergence
+    step = first if first is not None else int(g.analysis.logits_sqnr.argmin())
+    panel.generation.choose_step(step)
+    worst = g.analysis.steps[step].worst_ops
+    if worst:
+        window.show_op(worst[0].subgraph, worst[0].op)
 
 
 def show_target(window, target: str, timeout_ms: int = WAIT_MS) -> None:

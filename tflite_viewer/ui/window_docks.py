@@ -39,6 +39,25 @@ def _add_quantization(w: QMainWindow) -> None:
         if not w.overlay_choice.choose("quant"):
             w.overlays.refresh()
     dock.metricChosen.connect(metric_chosen)
+    dock.requantized.connect(lambda path, float_path: open_requantized(w, path, float_path))
+
+
+def open_requantized(w: QMainWindow, path: str, float_path: str) -> None:
+    """Open a model the Quantization dock quantized again, beside its float model (the
+    compare view, B) and analysed against it (the dock's comparison)."""
+    def opened(_model) -> None:
+        forget()
+        w.compare.compare_with(float_path)
+        w.panel("quantization").compare(float_path)
+        w.docks.bring_forward("quantization")  # the new analysis first
+
+    def forget(*_args) -> None:
+        w.modelOpened.disconnect(opened)
+        w.openFailed.disconnect(forget)
+    w.modelOpened.connect(opened)
+    w.openFailed.connect(forget)
+    if not w.open_path(path):
+        forget()
 
 
 def _add_memory(w: QMainWindow) -> None:

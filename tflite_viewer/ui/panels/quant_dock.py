@@ -19,24 +19,29 @@ difference (first sample).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from PySide6.QtCore import QModelIndex, QObject, QSettings, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QColor
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
-                               QLabel, QProgressBar, QPushButton, QSpinBox,
-                               QTableView, QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
-                               QWidget)
+                               QLabel, QMenu, QProgressBar, QPushButton, QSpinBox,
+                               QTableView, QTabWidget, QToolButton, QTreeWidget, QTreeWidgetItem,
+                               QVBoxLayout, QWidget)
 
 from ...model import Model
+from ...quant import recipes
 from ...quant import report as qreport
 from ..state import tensor_stats as ts
 from ..histogram_widget import HistogramWidget
 from ..state.docks import BOTTOM, DockSpec
+from ..state import requantize as rq
 from ..state.quant import TOPIC, quant_state
 from ..state.samples import DEBUGGER, SampleChoice
 from ..state.workspace import MODEL, Hub, Workspace
 from .common import ElidedLabel, min_rows, panel_layout, split_panes
+from .quant_fix import KEEP_TEXT, OVERRIDE_TEXT, RequantizeDialog, RequantizeRun, quantizer_missing
+from .quant_generation import GenerationView
 from .quant_runs import FloatComparison, SpecCheck
 from .quant_source import SampleSource
 from .quant_table import COLUMN_KEYS, SEVERITY_COLOURS, SORT_ROLE, QuantTableModel
@@ -68,6 +73,8 @@ class QuantDock(QWidget):
     metricChosen = Signal(str)
     #: subgraph, tensor, dequantized, float (first sample), labels, caption
     valuesCompared = Signal(int, int, object, object, object, str)
+    #: a model quantized again from the table: its path, the float model's path
+    requantized = Signal(str, str)
 
     def __init__(self, settings: QSettings | None = None, parent: QWidget | None = None,
                  hub: Hub | None = None, samples: SampleChoice | None = None) -> None:
@@ -85,6 +92,8 @@ class QuantDock(QWidget):
         layout = panel_layout(self)
         layout.addLayout(bar)
         layout.addWidget(split_panes(Qt.Orientation.Horizontal, (self.lists, 3), (right, 2)), 1)
+        # the Generation view needs the whole width: the histograms are the table's
+        self.lists.currentChanged.connect(lambda i: right.setVisible(i != self.generation_tab))
         self.hub.subscribe(self.render, MODEL, TOPIC)
         self.render(self.hub.workspace)
 
@@ -126,7 +135,8 @@ class QuantDock(QWidget):
         # needs more height as the dock narrows, which made the window grow
         self.status = ElidedLabel(NO_MODEL)
         bar = QVBoxLayout()
-        for widgets in ((self.compare_button, self.samples, self.fallback),
+        self.fix_button = self._fix_button()
+        for widgets in ((self.compare_button, self.samples, self.fallback, self.fix_button),
                         (self.source, self.overlay_metric, self.export_button)):
             row = QHBoxLayout()
             for w in widgets:
@@ -162,8 +172,10 @@ class QuantDock(QWidget):
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
+        self.table.setSelectionMode(QTableView.SelectionMode.ExtendedSelection)
         self.table.verticalHeader().hide()
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+        self.table.addActions([self.keep_float_action, self.override_action])
         self.table.clicked.connect(self._row_clicked)
         self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._row_clicked(cur))
         min_rows(self.table)
@@ -171,7 +183,29 @@ class QuantDock(QWidget):
         lists.setDocumentMode(True)
         self.findings_tab = lists.addTab(self.findings_tree, "Spec findings")
         self.tensors_tab = lists.addTab(self.table, "Tensors")
+        self.generation = GenerationView(self.hub)
+        self.generation.opActivated.connect(self.opActivated)
+        self.generation.failed.connect(self.failed)
+        self.generation_tab = lists.addTab(self.generation, "Generation")
+        lists.setTabToolTip(self.generation_tab, "An LLM pair generating K tokens: where "
+                            "the tokens part, the logits' error by step, the ops behind it")
         return lists
+
+    def _fix_button(self) -> QToolButton:
+        """"Fix selected" with the table's two actions (also its context menu)."""
+        self.keep_float_action = QAction(KEEP_TEXT, self)
+        self.keep_float_action.triggered.connect(lambda: self.fix_selected(rq.KEEP_FLOAT))
+        self.override_action = QAction(OVERRIDE_TEXT, self)
+        self.override_action.triggered.connect(lambda: self.fix_selected(rq.OVERRIDE))
+        button = QToolButton()
+        button.setText("Fix selected")
+        button.setToolTip("Quantize the float model again with LiteRT's quantizer, the ops "
+                          "selected in the table kept in float or quantized otherwise")
+        button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        menu = QMenu(button)
+        menu.addActions([self.keep_float_action, self.override_action])
+        button.setMenu(menu)
+        return button
 
     def _detail(self) -> QWidget:
         """The selected row: float and dequantized histograms overlaid, their difference."""
@@ -267,6 +301,9 @@ class QuantDock(QWidget):
             self.progress.setRange(0, 0)
         self.cancel_button.setVisible(q.running)
         self.compare_button.setEnabled(ws.model is not None and not q.running)
+        can_fix = q.report is not None and not q.running
+        for w in (self.fix_button, self.keep_float_action, self.override_action):
+            w.setEnabled(can_fix)
         self.export_button.setEnabled(q.report is not None)
 
     def _show_table(self, report) -> None:
@@ -355,6 +392,58 @@ class QuantDock(QWidget):
                         choice.source_text(), self._on_progress, self.failed.emit, self)
         q.status = f"Comparing with {Path(float_path).name} on {choice.describe()}\u2026"
         self.hub.changed(TOPIC, ws)
+
+    def selected_rows(self) -> list[dict[str, Any]]:
+        """The table's selected rows, in the table's order."""
+        indexes = sorted(self.table.selectionModel().selectedRows(), key=lambda i: i.row())
+        return [r for r in (self.row_at(i) for i in indexes) if r is not None]
+
+    def fix_selected(self, action: str, ask: Callable[..., rq.Request | None] | None = None) -> bool:
+        """Quantize the float model again, the selected rows' ops kept in float
+        (``action`` `rq.KEEP_FLOAT`) or quantized with another recipe (`rq.OVERRIDE`), in
+        a worker; ``ask(action, tensors, names, base, output)`` gives the request (default:
+        the dialog; None: not now).  False, with the reason in the status line, when it
+        cannot start (no quantizer, no comparison, no op selected)."""
+        ws, q = self.ws, quant_state(self.ws)
+        why = "A run is under way: wait for it or cancel it" if q.running else quantizer_missing()
+        tensors = ()
+        if why is None and (q.report is None or q.float_path is None):
+            why = "Compare with the float model first: the table's ops are fixed in it"
+        if why is None:
+            try:
+                tensors = rq.float_tensors(q.report, self.selected_rows())
+            except ValueError as exc:
+                why = f"Select op outputs in the table: {exc}"
+        request = None
+        if why is None:
+            names = recipes.recipe_names()
+            base = rq.guess_base(q.report, names) or str(
+                self.settings.value("quant/base_recipe", rq.DEFAULT_BASE))
+            suffix = "float_ops" if action == rq.KEEP_FLOAT else "override"
+            output = q.float_path.with_name(f"{q.float_path.stem}_{base}_{suffix}.tflite")
+            try:
+                request = (ask or self._ask)(action, tensors, names, base, output)
+            except ValueError as exc:
+                why = f"Cannot quantize: {exc}"
+        if why is not None:
+            q.status = why
+            self.hub.changed(TOPIC, ws)
+            self.failed.emit(why)
+            return False
+        if request is None:
+            return False
+        RequantizeRun(self.hub, ws, request, self._on_progress, self.failed.emit,
+                      self.requantized.emit, self)
+        self.hub.changed(TOPIC, ws)
+        return True
+
+    def _ask(self, action: str, tensors, names: list[str], base: str, output: Path):
+        dialog = RequantizeDialog(action, len(tensors), names, base, output, self.settings, self)
+        if dialog.exec() != RequantizeDialog.DialogCode.Accepted:
+            return None
+        choice = self.source.choice
+        return dialog.request(quant_state(self.ws).float_path, tensors, choice.samples,
+                              self.source.analysis_kwargs())
 
     def cancel(self) -> None:
         q = quant_state(self.ws)
