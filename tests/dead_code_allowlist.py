@@ -36,7 +36,6 @@ _.add_custom  # docs/python-api.md "Your own kernels"
 _.clear_breakpoints  # docs/debugging.md
 _.op_evidence  # docs/diff.md
 _.quantizer_available  # docs/quantization.md
-_.recipe_names  # docs/quantization.md
 
 # -- fields of the flatbuffer schema the model mirrors (read by tests/edit/helpers.py) --------
 _.has_rank
@@ -88,4 +87,3 @@ _.row_count
 _.fix_texts
 _.current_histogram_input
 _._index_spins
-_.logits_sqnr  # docs/quantization.md (the per-step line of a generation chart)
