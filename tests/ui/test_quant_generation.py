@@ -74,7 +74,20 @@ def test_generation_view_shows_litert_s_tokens_and_selects_ops(qtbot, window):
                                               rel=2e-2, abs=1e-4)
     # the chart and heat map hold the analysis; the slider chooses the step
     assert view.chart.values.tolist() == pytest.approx(g.analysis.logits_sqnr.tolist())
-    assert view.heat.matrix.shape == (STEPS, len(g.analysis.ops))
+    # columns: the decoder's layers, as the quantized model's tensor names say (ops before
+    # the blocks, each TransformerBlock_N, ops after), each cell its layer's worst op
+    import re
+    names = (window.model.subgraphs[s].tensors[window.model.subgraphs[s].operators[o]
+                                               .outputs[0]].name.split(";;")[0]
+             for s, o in g.analysis.ops)
+    blocks = sorted({int(m.group(1)) for m in map(re.compile(r"TransformerBlock_(\d+)").search,
+                                                  names) if m})
+    assert view.layers.labels == ["before the blocks", *(f"block {b}" for b in blocks),
+                                  "after the blocks"]
+    assert view.heat.matrix.shape == (STEPS, len(view.layers.labels))
+    measured = ~np.isnan(g.analysis.sqnr)
+    assert np.nanmin(view.heat.matrix, axis=1) == pytest.approx(
+        [row[ok].min() for row, ok in zip(g.analysis.sqnr, measured)])
     view.slider.setValue(3)
     assert g.step == 3 and view.table.currentRow() == 3 and view.heat.step == 3
     worst = g.analysis.steps[3].worst_ops
@@ -93,7 +106,9 @@ def test_generation_view_shows_litert_s_tokens_and_selects_ops(qtbot, window):
                    int(r.top() + 1.5 * r.height() / rows))
     qtbot.mouseClick(view.heat, Qt.MouseButton.LeftButton, pos=point)
     assert g.step == 1
-    qtbot.waitUntil(lambda: window.selected_op() == g.analysis.ops[column], timeout=30_000)
+    op = int(view.layers.worst[1, column])
+    assert g.analysis.sqnr[1, op] == view.layers.matrix[1, column]
+    qtbot.waitUntil(lambda: window.selected_op() == g.analysis.ops[op], timeout=30_000)
 
 
 def test_generation_cancel_and_refusals(qtbot, window):
@@ -135,8 +150,17 @@ def test_screenshot_of_the_generation_view(tmp_path, capsys):
     assert cli.main([str(q4), "--screenshot", str(out), "--compare-float", str(f32),
                      "--generate", "8", "--prompt", "5,17,42"]) == 0
     px = _pixels(out)
-    # the heat map's red (0 dB and below) and a yellow-green of its scale: drawn nowhere else
-    for db in (0.0, 25.0):
+    # the heat map's cells: the colours of the two widest-spread layer values of the same
+    # analysis, made again here, are in the picture (a cell is tens of pixels)
+    from tflite_viewer.model import load_model
+    from tflite_viewer.quant.generation import analyze_generation
+    from tflite_viewer.ui.state.generation import by_layer
+    qm = load_model(q4)
+    ga = analyze_generation(qm, load_model(f32), [5, 17, 42], 8)
+    names = [qm.subgraphs[s].tensors[qm.subgraphs[s].operators[o].outputs[0]].name
+             for s, o in ga.ops]
+    cells = by_layer(ga.sqnr, names, [str(o) for o in ga.ops]).matrix
+    for db in (np.nanmin(cells), np.nanmax(cells)):
         rgb = heat_image(np.array([[db]]))[0, 0]
         assert _has_color(px, "#{:02x}{:02x}{:02x}".format(*rgb), tolerance=2,
                           at_least=30), db

@@ -90,3 +90,26 @@ def test_heat_image_runs_red_to_green():
         assert tuple(img[s, c]) == _colour(v), (s, c)
     greens = [_colour(db)[1] for db in range(0, 21, 5)]
     assert greens == sorted(greens)  # red to yellow: green rises
+
+
+def test_layers_group_ops_by_their_transformer_block():
+    """Hand-made: two steps over five ops, named as litert-torch names them: the embedding
+    before the blocks, two ops of block 0 (one fused with a block-1 name after ``;;``),
+    one of block 1, the head after; a NaN is not measured."""
+    from tflite_viewer.ui.state.generation import by_layer
+    pre = "m/Qwen3_module"
+    names = [f"{pre}/Embedding_tok;1",
+             f"{pre}/TransformerBlock_0/attn;3;;{pre}/TransformerBlock_1/attn;4",
+             f"{pre}/TransformerBlock_0/ff;7",
+             f"{pre}/TransformerBlock_1/ff;9",
+             f"{pre};12"]
+    m = np.array([[30.0, 20.0, 25.0, np.nan, 40.0],
+                  [31.0, 26.0, 12.0, 18.0, np.nan]])
+    layers = by_layer(m, names, ["a", "b", "c", "d", "e"])
+    assert layers.labels == ["before the blocks", "block 0", "block 1", "after the blocks"]
+    np.testing.assert_array_equal(layers.matrix, [[30, 20, np.nan, 40], [31, 12, 18, np.nan]])
+    np.testing.assert_array_equal(layers.worst, [[0, 1, -1, 4], [0, 2, 3, -1]])
+    # a model whose names say no layer: one column per op
+    plain = by_layer(m, ["x", "y", "z", "u", "v"], ["a", "b", "c", "d", "e"])
+    assert plain.labels == ["a", "b", "c", "d", "e"]
+    np.testing.assert_array_equal(plain.matrix, m)

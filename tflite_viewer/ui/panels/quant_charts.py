@@ -1,5 +1,5 @@
 """The Generation view's two pictures: the logits' SQNR by decode step (a line chart) and
-the steps x ops heat map of each op's output SQNR (`state.generation.heat_image`).
+the steps x layers heat map of each layer's worst op output SQNR (`state.generation.heat_image`).
 
 Both show the chosen step (`set_step`) and say which step a click chose (`stepClicked`);
 a heat-map cell also names its op (`cellClicked(step, column)`), which the view turns
@@ -138,13 +138,14 @@ class LogitsChart(_Chart):
 
 
 class HeatMap(_Chart):
-    """Steps (rows) x ops (columns) of each op's output SQNR, red to green; the chosen
-    step's row is outlined.  ``cellClicked(step, column)``."""
+    """Steps (rows) x layers (columns; `state.generation.by_layer`) of the worst output
+    SQNR of each layer's ops, red to green; the chosen step's row is outlined.
+    ``cellClicked(step, column)``."""
 
     cellClicked = Signal(int, int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__("Steps x ops heat map of each op's output SQNR", parent)
+        super().__init__("Steps x layers heat map of each layer's worst op output SQNR", parent)
         self.matrix = np.zeros((0, 0))
         self.labels: list[str] = []
 
@@ -168,7 +169,7 @@ class HeatMap(_Chart):
         p.drawImage(r, self._image)  # one pixel per cell, scaled without smoothing
         p.setPen(QColor("#656d76"))
         p.drawText(QRectF(MARGIN_LEFT, 0, r.width(), 14), Qt.AlignmentFlag.AlignLeft,
-                   f"op output SQNR: {rows} steps x {cols} ops (red 0 dB, green 40 dB)")
+                   f"worst op output SQNR: {rows} steps x {cols} layers (red 0 dB, green 40 dB)")
         for s in {0, rows - 1}:
             p.drawText(QRectF(0, r.top() + s * h, MARGIN_LEFT - 4, max(h, 12)),
                        Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, f"step {s}")
@@ -197,5 +198,5 @@ class HeatMap(_Chart):
         if cell is not None:
             s, c = cell
             QToolTip.showText(event.globalPosition().toPoint(),
-                              f"step {s}, op {self.labels[c]}: "
+                              f"step {s}, {self.labels[c]}: "
                               f"{number_text(float(self.matrix[s, c]))} dB", self)

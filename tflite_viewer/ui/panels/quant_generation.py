@@ -4,7 +4,7 @@ original generate K tokens from a prompt, both measured at every step
 
 A view of the open workspace's `state.generation` part: per decode step each model's
 token, the logits' SQNR and KL, whether the top-1 agrees and the worst op (a table), a
-chart of logits SQNR by step, a steps x ops heat map of each op's output SQNR and the
+chart of logits SQNR by step, a steps x layers heat map of each layer's worst op output SQNR and the
 chosen step's ops worst first.  The step slider, a table row, a chart point or a heat-map
 row choose the step; a heat-map cell or a worst op selects that op on the canvas
 (``opActivated``).  The float model is the one the dock compares with.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from PySide6.QtCore import QObject, QSize, Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel,
@@ -24,8 +24,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeade
 
 from ...quant import generation as qgen
 from ...quant.analysis import Cancelled
-from ..state.generation import (COLUMNS, TOPIC, generation_state, op_label, step_rows,
-                                summary)
+from ..state.generation import (COLUMNS, TOPIC, Layers, by_layer, generation_state,
+                                op_label, step_rows, summary)
 from ..state.quant import quant_state
 from ..state.workspace import MODEL, Hub, Workspace
 from ..workers import Task
@@ -38,6 +38,13 @@ NO_FLOAT = ("Choose the float model first (Compare with float model\u2026): the 
 #: the view's least height: what the Tensors tab beside it needs (5 rows and a header)
 MIN_HEIGHT = 150
 
+
+
+def _output_name(model: Any, subgraph: int, op: int) -> str:
+    """The name of an op's first output tensor (where litert-torch writes its layer)."""
+    sg = model.subgraphs[subgraph]
+    outs = [t for t in sg.operators[op].outputs if t >= 0]
+    return sg.tensors[outs[0]].name if outs else ""
 
 class GenerationRun(QObject):
     """One generation analysis of ``ws``'s model against ``float_path``; writes its result
@@ -192,6 +199,7 @@ class GenerationView(QWidget):
         self.chart = LogitsChart()
         self.chart.stepClicked.connect(self.choose_step)
         self.heat = HeatMap()
+        self.layers: Layers | None = None  # the heat map's columns
         self.heat.stepClicked.connect(self.choose_step)
         self.heat.cellClicked.connect(self._cell_clicked)
         pictures = QWidget()
@@ -270,8 +278,11 @@ class GenerationView(QWidget):
             self.step_label.setText("")
             return
         self.chart.set_values(analysis.logits_sqnr, [s.top1_agrees for s in analysis.steps])
-        self.heat.set_matrix(analysis.sqnr, [f"{s}/{o} {name}" for (s, o), name
-                                             in zip(analysis.ops, analysis.opcodes)])
+        self.layers = by_layer(analysis.sqnr, [_output_name(self.ws.model, s, o)
+                                               for s, o in analysis.ops],
+                               [f"{s}/{o} {name}" for (s, o), name
+                                in zip(analysis.ops, analysis.opcodes)])
+        self.heat.set_matrix(self.layers.matrix, self.layers.labels)
 
     def _show_step(self, step: int) -> None:
         analysis = generation_state(self.ws).analysis
@@ -307,9 +318,13 @@ class GenerationView(QWidget):
         self._show_step(g.step)
 
     def _cell_clicked(self, step: int, column: int) -> None:
-        analysis = generation_state(self.ws).analysis
-        if analysis is not None and column < len(analysis.ops):
-            self.opActivated.emit(*analysis.ops[column])
+        """A cell selects the op that makes its layer worst at its step."""
+        analysis, layers = generation_state(self.ws).analysis, self.layers
+        if analysis is None or layers is None or column >= layers.worst.shape[1]:
+            return
+        op = int(layers.worst[step, column])
+        if 0 <= op < len(analysis.ops):
+            self.opActivated.emit(*analysis.ops[op])
 
     def _worst_clicked(self, item: QListWidgetItem) -> None:
         key = item.data(Qt.ItemDataRole.UserRole)

@@ -3,15 +3,15 @@
 For an LLM pair (the open quantized decoder and its float original), both models generate
 K tokens from a prompt (`quant.generation.analyze_generation`, on a worker); the view
 shows per step each model's token, the logits' SQNR and KL, whether the top-1 agrees, and
-the ops worst first, with a chart of logits SQNR by step and a steps x ops heat map.
+the ops worst first, with a chart of logits SQNR by step and a steps x layers heat map.
 `GenerationState` holds the analysis of the model it was run on, the chosen step and the
-run's progress; `heat_image` and `step_rows` are what the widgets draw.
+run's progress; `heat_image`, `by_layer` and `step_rows` are what the widgets draw.
 """
 from __future__ import annotations
 
-import math
+import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -101,3 +101,56 @@ def heat_image(matrix: np.ndarray) -> np.ndarray:
     out = np.where(x < 0.5, lower, upper).astype(np.uint8)
     out[np.isnan(m)] = NOT_MEASURED
     return out
+
+
+#: litert-torch names every tensor of a decoder layer by its module path, which holds the
+#: layer's ``TransformerBlock_N`` (the first of a fused op's ``;;``-joined names)
+_BLOCK = re.compile(r"TransformerBlock_(\d+)")
+
+
+@dataclass(frozen=True)
+class Layers:
+    """The heat map's columns: a decoder's layers in order (the ops before the first block,
+    each block, the ops after the last), each cell the worst SQNR of the layer's ops at
+    that step and ``worst`` the op (the analysis's column) that gives it, -1 where no op
+    of the layer was measured.  Where no name says its layer (not a litert-torch export),
+    each op is its own column."""
+
+    labels: list[str]
+    matrix: np.ndarray
+    worst: np.ndarray
+
+
+def layer_of(name: str) -> int | None:
+    """The decoder layer a tensor's name puts it in (None: outside every block)."""
+    m = _BLOCK.search(name.split(";;", 1)[0])
+    return int(m.group(1)) if m else None
+
+
+def by_layer(matrix: np.ndarray, names: Sequence[str], ops: Sequence[str]) -> Layers:
+    """Steps x ops of SQNR (``names``: each op's output tensor name, ``ops``: its label)
+    grouped into `Layers`."""
+    m = np.asarray(matrix, np.float64)
+    blocks = [layer_of(n) for n in names]
+    if m.ndim != 2 or not any(b is not None for b in blocks):
+        cols = np.arange(m.shape[1] if m.ndim == 2 else 0)
+        return Layers(list(ops), m, np.broadcast_to(cols, m.shape).copy())
+    first = next(i for i, b in enumerate(blocks) if b is not None)
+    keys = ["in" if b is None and i < first else "out" if b is None else b
+            for i, b in enumerate(blocks)]
+    order = (["in"] if "in" in keys else []) + sorted({k for k in keys if isinstance(k, int)}) \
+        + (["out"] if "out" in keys else [])
+    labels = [{"in": "before the blocks", "out": "after the blocks"}.get(k, f"block {k}")
+              if isinstance(k, str) else f"block {k}" for k in order]
+    matrix_out = np.full((m.shape[0], len(order)), np.nan)
+    worst = np.full((m.shape[0], len(order)), -1, np.int64)
+    for c, key in enumerate(order):
+        cols = np.array([i for i, k in enumerate(keys) if k == key])
+        part = m[:, cols]
+        measured = ~np.isnan(part)
+        filled = np.where(measured, part, np.inf)
+        pick = np.argmin(filled, axis=1)
+        has = measured.any(axis=1)
+        matrix_out[has, c] = filled[has, pick[has]]
+        worst[has, c] = cols[pick[has]]
+    return Layers(labels, matrix_out, worst)
