@@ -32,21 +32,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for item in items if not item.get_closest_marker("slow")]
 
 
-@pytest.fixture(autouse=True)
-def _delete_closed_widgets():
-    """After each test, delete the widgets pytest-qt closed.  It closes them and calls
-    ``deleteLater``, but a deferred delete posted outside an event loop waits for one
-    that may never come: every window of the session stayed alive (800 widgets each),
-    and each new window's set-up slowed down under the application's event filters."""
-    yield
-    from sys import modules
-    if "PySide6.QtWidgets" not in modules:
-        return
-    from PySide6.QtCore import QCoreApplication, QEvent
-    if QCoreApplication.instance() is not None:
-        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
-
-
 def corpus_ids(paths):
     return [p.name for p in paths]
 
