@@ -70,3 +70,15 @@ def private_copy(tmp_path):
         shutil.copyfile(model_path(name), out)
         return out
     return make
+
+
+@pytest.fixture(autouse=True)
+def _delete_closed_widgets():
+    """After each test, delete the widgets pytest-qt closed.  It closes them and calls
+    ``deleteLater``, but a deferred delete posted outside an event loop waits for one
+    that may never come: every window of the session would stay alive (800 widgets each),
+    and each new window's set-up slow down under the application's event filters."""
+    yield
+    from PySide6.QtCore import QCoreApplication, QEvent
+    if QCoreApplication.instance() is not None:
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)

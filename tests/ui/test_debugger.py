@@ -335,6 +335,24 @@ def test_canvas_menu_actions_follow_the_selection(qtbot, window):
     assert dbg.watch_panel.pinned == [(0, 0)]
 
 
+def test_breakpoint_checkbox_keeps_its_row(qtbot, window):
+    """Unchecking a breakpoint re-renders the dock in place: the row the user clicked is not
+    deleted under its own change (Qt crashed on it), and it keeps the selection."""
+    import shiboken6
+    open_model(window, "sine_float.tflite")
+    dbg = window.debugger
+    dbg.toggle_breakpoint(0, 1)
+    qtbot.waitUntil(lambda: len(dbg.breakpoint_infos) == 1, timeout=TIMEOUT)
+    tree = dbg.breakpoints_panel.tree
+    item = tree.topLevelItem(0)
+    tree.setCurrentItem(item)
+    item.setCheckState(0, Qt.CheckState.Unchecked)
+    qtbot.waitUntil(lambda: not dbg.breakpoint_infos[0].enabled, timeout=TIMEOUT)
+    assert shiboken6.isValid(item) and tree.topLevelItem(0) is item
+    assert tree.currentItem() is item
+    assert item.checkState(0) == Qt.CheckState.Unchecked
+
+
 def test_docks_breakpoint_checkbox_call_stack_click_outputs_labels(qtbot, window):
     open_model(window, "mobilenet_v1_0.25_224_quant.tflite")
     dbg = window.debugger
@@ -356,6 +374,7 @@ def test_docks_breakpoint_checkbox_call_stack_click_outputs_labels(qtbot, window
     assert text.startswith(f"1. #{best} {labels[best].strip()}")
     # the call stack: clicking the frame shows that op
     dbg.breakpoints_panel.tree.topLevelItem(0).setCheckState(0, Qt.CheckState.Checked)
+    qtbot.waitUntil(lambda: dbg.breakpoint_infos[0].enabled, timeout=TIMEOUT)
     stop = press(qtbot, window, Qt.Key.Key_F5)
     assert stop.position == ((0, 5),)
     window.clear_selection()
@@ -466,3 +485,42 @@ def test_the_cross_check_computes_with_the_debugger_s_float_sums():
         ref = check.report.litert_tensors
         differ[mode] = sum(int(np.sum(check.ours[t] != ref[t])) for t in convs)
     assert differ["reference"] == 0 and differ["blas"] > 0
+
+
+def test_closing_during_a_command_that_does_not_return_leaves_it_to_end_alone(
+        qtbot, settings, monkeypatch):
+    """A window closed while its debugger builds an interpreter (a command that cannot be
+    interrupted) closes at once; the thread is kept off the window, which can then be
+    deleted, and ends on its own.  Deleting a window with its thread running aborted Qt."""
+    import threading
+
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    from tflite_viewer.ui.debugger import controller, worker, worker_thread
+    from tflite_viewer.ui.errors import ErrorReporter
+    from tflite_viewer.ui.main_window import MainWindow
+
+    entered, release = threading.Event(), threading.Event()
+
+    class SlowInterpreter(Interpreter):
+        def __init__(self, *args, **kwargs):
+            entered.set()
+            release.wait(30)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(worker, "Interpreter", SlowInterpreter)
+    monkeypatch.setattr(controller, "SHUTDOWN_WAIT_MS", 200)
+    win = MainWindow(settings=settings, errors=ErrorReporter(interactive=False))
+    win.ask_before_discarding = False
+    win.show()
+    open_model(win, "sine_float.tflite")
+    thread = win.debugger.thread
+    assert win.debugger.ensure_session()
+    assert entered.wait(10)
+    win.close()
+    assert thread.isRunning() and worker_thread.running() >= 1
+    assert win.debugger.thread is not thread  # a fresh worker, should the close be cancelled
+    win.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
+    release.set()
+    qtbot.waitUntil(lambda: worker_thread.running() == 0, timeout=TIMEOUT)

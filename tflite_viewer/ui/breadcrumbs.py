@@ -135,7 +135,7 @@ class NavigationBar(QWidget):
                 here.setToolTip(crumb.label)
                 self._add(here)
                 # where the user is stays in sight when the trail is cut
-                QTimer.singleShot(0, lambda w=here: self._reveal(w))
+                QTimer.singleShot(0, here, lambda w=here: self._reveal(w))
                 continue
             button = QToolButton()
             button.setText(crumb.label)

@@ -229,7 +229,7 @@ class _TabBars(QObject):
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt API
         if event.type() == QEvent.Type.ChildAdded and not self.pending:
             self.pending = True
-            QTimer.singleShot(0, self._fix)
+            QTimer.singleShot(0, self, self._fix)
         return False
 
     def _fix(self) -> None:

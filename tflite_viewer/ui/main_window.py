@@ -507,9 +507,9 @@ class MainWindow(QMainWindow):
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt API
         super().resizeEvent(event)
-        QTimer.singleShot(0, self.update_zoom_label)
+        QTimer.singleShot(0, self, self.update_zoom_label)
         if event.oldSize().width() > event.size().width() > 0:
-            QTimer.singleShot(0, self.docks.keep_canvas_room)
+            QTimer.singleShot(0, self, self.docks.keep_canvas_room)
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt API
         if event.mimeData().hasUrls() and any(u.isLocalFile() for u in event.mimeData().urls()):

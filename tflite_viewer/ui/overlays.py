@@ -326,7 +326,7 @@ def follow_docks(choice: OverlayChoice, hosted: Iterable["Hosted"],
             # behind another tab a dock is not visible either, but not hidden: only a
             # closed one turns its overlay off (checked once the change is done)
             if not visible:
-                QTimer.singleShot(0, lambda: d.isHidden() and choice.release(name))
+                QTimer.singleShot(0, d, lambda: d.isHidden() and choice.release(name))
         dock.visibilityChanged.connect(closed)
         toggled = getattr(h.widget, "overlayToggled", None)
         if toggled is not None:

@@ -6,7 +6,7 @@ session's.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (QHBoxLayout, QPushButton, QTreeWidget, QTreeWidgetItem,
                                QVBoxLayout, QWidget)
 
@@ -58,21 +58,38 @@ class BreakpointsDock(QWidget):
     def set_breakpoints(self, infos) -> None:
         self.infos = tuple(infos)
         self.tree.blockSignals(True)
+        try:
+            if [self._id(self.tree.topLevelItem(i))
+                    for i in range(self.tree.topLevelItemCount())] == [i.id for i in self.infos] \
+                    and self.infos:
+                for row, info in enumerate(self.infos):  # the same breakpoints: in place,
+                    self._fill(self.tree.topLevelItem(row), info)  # the selection kept
+            else:
+                self._rebuild()
+        finally:
+            self.tree.blockSignals(False)
+
+    def _rebuild(self) -> None:
         self.tree.clear()
         for info in self.infos:
-            item = QTreeWidgetItem([info.description, str(info.hits)])
-            item.setData(0, Qt.ItemDataRole.UserRole, info.id)
+            item = QTreeWidgetItem()
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-            item.setCheckState(0, Qt.CheckState.Checked if info.enabled else Qt.CheckState.Unchecked)
             item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight)
-            item.setToolTip(0, info.description)
+            self._fill(item, info)
             self.tree.addTopLevelItem(item)
         if not self.infos:
             item = QTreeWidgetItem([EMPTY, ""])
             item.setFlags(Qt.ItemFlag.NoItemFlags)
             self.tree.addTopLevelItem(item)
             item.setFirstColumnSpanned(True)  # the empty state across the columns
-        self.tree.blockSignals(False)
+
+    @staticmethod
+    def _fill(item: QTreeWidgetItem, info) -> None:
+        item.setText(0, info.description)
+        item.setText(1, str(info.hits))
+        item.setData(0, Qt.ItemDataRole.UserRole, info.id)
+        item.setCheckState(0, Qt.CheckState.Checked if info.enabled else Qt.CheckState.Unchecked)
+        item.setToolTip(0, info.description)
 
     def _id(self, item: QTreeWidgetItem | None) -> int | None:
         bid = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
@@ -81,7 +98,10 @@ class BreakpointsDock(QWidget):
     def _changed(self, item: QTreeWidgetItem, column: int) -> None:
         bid = self._id(item)
         if column == 0 and bid is not None:
-            self.enableRequested.emit(bid, item.checkState(0) == Qt.CheckState.Checked)
+            enabled = item.checkState(0) == Qt.CheckState.Checked
+            # after the check box's own change has returned: the request re-renders this
+            # tree, and an item deleted inside its own setData crashes Qt
+            QTimer.singleShot(0, self, lambda: self.enableRequested.emit(bid, enabled))
 
     def _delete(self) -> None:
         bid = self._id(self.tree.currentItem())

@@ -21,7 +21,7 @@ import logging
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QEvent, QObject, Qt, QThread, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtWidgets import QMenu
 
 from ...interpreter import debugger as dbg
@@ -33,15 +33,17 @@ from ..state.identity import TensorRef
 from ..panels.tensor_panel import NOT_RUNNING
 from ..state.workspace import (BREAKPOINTS, DEBUG, SESSION_NOTICE, SNAPSHOTS, WATCHES, RunOutputs,
                          Workspace)
-from . import menus
+from . import menus, worker_thread
 from .canvas import DebugCanvas
 from .run_progress import ProgressControl
 from .state_label import StateLabel
 from .menus import FLOAT_SUMS, FLOAT_SUMS_SETTING, KERNELS_SETTING
-from .worker import DebugWorker, Request
+from .worker import Request
 
 log = logging.getLogger(__name__)
 _serials = itertools.count(1)  # session generations, unique for the process
+#: how long closing the window waits for the running command to return
+SHUTDOWN_WAIT_MS = 3000
 
 
 class DebuggerController(QObject):
@@ -59,26 +61,14 @@ class DebuggerController(QObject):
         super().__init__(window)
         self.window = window
         self.hub = window.hub
-        self.thread = QThread(self)
-        self.thread.setObjectName("tflite-viewer debugger")
-        self.worker = DebugWorker()
-        self.worker.moveToThread(self.thread)
-        self.request.connect(self.worker.execute, Qt.ConnectionType.QueuedConnection)
-        # queued to this (GUI-thread) object: delivered by the event loop, never on the
-        # worker's thread
-        self.worker.stopped.connect(self._stopped)
-        self.worker.snapshots.connect(self._snapshots_arrived)
-        self.worker.breakpoints.connect(self._breakpoints_arrived)
-        self.worker.failed.connect(self._failed)
-        self.worker.opened.connect(self._opened)
-        self.worker.result.connect(self._result)
-        self.thread.start()
+        self._new_worker()
         menus.build_actions(self)
         menus.build_docks(self)
         self.state_label = StateLabel(self.hub)
         window.statusBar().addPermanentWidget(self.state_label)
         self.state_label.setText("")  # hidden until a session starts
         self.progress = ProgressControl(self)
+        self.worker.progressed.connect(self.progress.progressed)
         self.canvas = DebugCanvas(self)
         self.hub.subscribe(self._workspace_changed, DEBUG, BREAKPOINTS)
         window.selectionChanged.connect(lambda _s: self._update_actions())
@@ -130,12 +120,21 @@ class DebuggerController(QObject):
             self.shutdown()
         return False
 
+    def _new_worker(self, start: bool = True) -> None:
+        """A fresh worker on its own thread, its results queued to this object."""
+        progress = getattr(self, "progress", None)  # made after the first worker
+        self.thread, self.worker = worker_thread.make(self, self.request, {
+            "stopped": self._stopped, "snapshots": self._snapshots_arrived,
+            "breakpoints": self._breakpoints_arrived, "failed": self._failed,
+            "opened": self._opened, "result": self._result,
+            **({"progressed": progress.progressed} if progress else {})}, start)
+
     def shutdown(self) -> None:
-        """Stop the worker thread (the window is closing)."""
-        if self.thread.isRunning():
-            self.worker.request_stop()
-            self.thread.quit()
-            self.thread.wait(10000)
+        """Stop the worker thread (the window is closing).  A command that does not return
+        within `SHUTDOWN_WAIT_MS` is left to end on its own (`worker_thread`), and the
+        controller gets a fresh worker in case the close is cancelled."""
+        if not worker_thread.stop(self.thread, self.worker, self.request, SHUTDOWN_WAIT_MS):
+            self._new_worker(start=False)
 
     def _workspace_changed(self, _ws) -> None:
         self._update_actions()

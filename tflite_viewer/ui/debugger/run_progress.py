@@ -88,7 +88,6 @@ class ProgressControl:
         self.action.triggered.connect(self.cancel)
         ctl.menu.insertAction(ctl.restart_action, self.action)  # after Stop
         self.view.cancel.clicked.connect(self.cancel)
-        ctl.worker.progressed.connect(self.progressed)
         ctl.hub.subscribe(self._workspace_changed, DEBUG, MODEL)
 
     def progressed(self, p: RunProgress, serial) -> None:

@@ -66,7 +66,7 @@ class RenameDelegate(QStyledItemDelegate):
         text = editor.text()
         # The document decides, then the panel is rebuilt: after the view has closed this
         # editor, not while it is still committing into a row about to disappear.
-        QTimer.singleShot(0, lambda: self.panel._rename(spec, text))
+        QTimer.singleShot(0, self.panel, lambda: self.panel._rename(spec, text))
 
 
 def human_bytes(n: int) -> str:
