@@ -122,20 +122,24 @@ class QuantRun(QObject):
         """Write ``result`` into ``part`` (the run has ended) and tell the hub."""
         raise NotImplementedError
 
-    def _finished(self, _serial: int, result: Any) -> None:
+    def _ended(self) -> Any:
+        """The part this run has ended in, or None when the run no longer counts."""
         self.deleteLater()
         if not self.current:
-            return
+            return None
         part = self.part_of(self.ws)
         _end_run(part)
-        self._succeeded(part, result)
+        return part
+
+    def _finished(self, _serial: int, result: Any) -> None:
+        part = self._ended()
+        if part is not None:
+            self._succeeded(part, result)
 
     def _failed(self, _serial: int, exc: BaseException) -> None:
-        self.deleteLater()
-        if not self.current:
+        part = self._ended()
+        if part is None:
             return
-        part = self.part_of(self.ws)
-        _end_run(part)
         if isinstance(exc, analysis.Cancelled):
             part.status = self.cancelled_status
             self.hub.changed(self.topic, self.ws)
