@@ -55,7 +55,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.synthetic_models import residual_model  # noqa: E402
 from tflite_viewer.edit import (Journal, ModelDocument, RenameTensor, SetOption,  # noqa: E402
                                 serialize, unpack)
-from tflite_viewer.edit.durable import sync  # noqa: E402
+from tflite_viewer.model.durable import sync  # noqa: E402
 from tflite_viewer.edit.journal_format import hash_file  # noqa: E402
 from tflite_viewer.edit.tree import union_member  # noqa: E402
 from tflite_viewer.model import load_model  # noqa: E402

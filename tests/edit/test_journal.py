@@ -358,7 +358,7 @@ def test_a_journal_being_restored_elsewhere_is_refused(tmp_path):
     doc.apply(RenameTensor(0, 0, "a"))
     crash(journal)
     [recovery] = pending_recoveries(tmp_path)
-    from tflite_viewer.edit.durable import lock
+    from tflite_viewer.model.durable import lock
     fd = os.open(recovery.home / "lock", os.O_RDWR)
     try:
         assert lock(fd)

@@ -21,7 +21,7 @@ import re
 import numpy as np
 import pytest
 
-from tflite_viewer.model import load_model
+from tflite_viewer.model import durable, load_model
 from tflite_viewer.quant import recipes, requantize
 from tflite_viewer.quant.analysis import Cancelled
 
@@ -414,7 +414,7 @@ def test_write_model_is_whole_or_nothing(tmp_path, monkeypatch):
 
     def broken(*a):
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(requantize.os, "fsync", broken)
+    monkeypatch.setattr(durable, "sync", broken)  # the disk fills before the data is down
     with pytest.raises(OSError, match="No space left"):
         requantize.write_model(target, b"newer")
     assert target.read_bytes() == b"new bytes" and sorted(tmp_path.iterdir()) == [target]

@@ -48,12 +48,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..model.durable import replace_file
 from ..model.errors import EditError, ModelFormatError
 from ..model.loader import load_model
 from ..model.model import Model
 from .commands import EditCommand, Scope
 from .coldiff import changes as column_changes
-from .durable import replace_file
 from .followups import FollowUps, VersionRaise, affected_ops
 from .op_version import op_required_version
 from .tree import ModelTree, text, unpack

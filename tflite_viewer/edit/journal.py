@@ -38,8 +38,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..model.durable import lock, sync, sync_folder, write_all
 from .commands import EditCommand
-from .durable import lock, sync, sync_folder, write_all
 from .journal_format import (MAGIC, VERSION, DataFolder, SourceStamp,
                              encode_command, frame, hash_file)
 

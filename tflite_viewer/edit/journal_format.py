@@ -34,13 +34,13 @@ from typing import Any
 
 import numpy as np
 
+from ..model.durable import replace_file, sync_folder, write_all
 from ..model.errors import TFLiteViewerError
 from .commands import (EditCommand, ExposeTensor, RemoveCustomOption, RemoveMetadata,
                        RemoveOperator, RenameSignature, RenameSignatureTensor, RenameTensor,
                        ReorderOperators, ReplaceTensorData, SetCustomOption, SetDescription,
                        SetMetadata, SetOfflineMemoryPlan, SetOpVersion, SetOption,
                        SetQuantization, SetTensorShape, SplitFusedActivation)
-from .durable import replace_file, sync_folder, write_all
 from .shape_commands import UpdateStoredShapes
 
 

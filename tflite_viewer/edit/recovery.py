@@ -25,10 +25,10 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
+from ..model.durable import lock
 from ..model.loader import load_model
 from .commands import EditCommand
 from .document import ModelDocument
-from .durable import lock
 from .journal import HOME_NAME, Journal, default_folder
 from .journal_format import (MAGIC, VERSION, DataFolder, JournalError, SourceStamp,
                              decode_command, unframe)

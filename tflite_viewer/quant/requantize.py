@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..interpreter.inputs import input_specs
 from ..model import Model
+from ..model.durable import replace_file, write_all
 from ..model.errors import TFLiteViewerError
 from .analysis import Cancelled
 from .plan import make_samples
@@ -211,22 +211,9 @@ def _reason(exc: BaseException) -> str:
 
 
 def write_model(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` whole or not at all: into a temporary file beside it,
-    then renamed over it (a failure leaves no partial file and any old one as it was)."""
+    """Write ``data`` to ``path`` whole or not at all (`model.durable.replace_file`: a
+    failure leaves no partial file and any old one as it was), keeping an old file's
+    permissions."""
     target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o666 & ~umask
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
+    replace_file(target, lambda fd: write_all(fd, data), mode)

@@ -42,7 +42,7 @@ from ..state.workspace import MODEL, Hub, Workspace
 from .common import ElidedLabel, min_rows, panel_layout, split_panes
 from .quant_fix import KEEP_TEXT, OVERRIDE_TEXT, RequantizeDialog, RequantizeRun, quantizer_missing
 from .quant_generation import GenerationView
-from .quant_runs import FloatComparison, SpecCheck
+from .quant_runs import FloatComparison, QuantRun, SpecCheck
 from .quant_source import SampleSource
 from .quant_table import COLUMN_KEYS, SEVERITY_COLOURS, SORT_ROLE, QuantTableModel
 from .tensor_comparison import OverlayHistogram
@@ -446,14 +446,7 @@ class QuantDock(QWidget):
                               self.source.analysis_kwargs())
 
     def cancel(self) -> None:
-        q = quant_state(self.ws)
-        if q.run is None:
-            return
-        if q.cancel is not None:
-            q.cancel.set()
-        q.run, q.cancel, q.running, q.progress = None, None, False, None
-        q.status = "Cancelled."
-        self.hub.changed(TOPIC, self.ws)
+        QuantRun.cancel_run(self.hub, self.ws)
 
     def _on_progress(self, done: int, total: int, message: str) -> None:
         self.progress.setRange(0, max(total, 1))

@@ -10,21 +10,19 @@ written; the window then opens it beside the float model with the new analysis.
 """
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QObject, QSettings, QTimer, Signal
+from PySide6.QtCore import QObject, QSettings, QTimer
 from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout,
                                QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget)
 
 from ...quant import recipes
-from ...quant.analysis import Cancelled
 from ..state import requantize as rq
-from ..state.quant import TOPIC, quant_state
+from ..state.quant import TOPIC, QuantState, quant_state
 from ..state.workspace import Hub, Workspace
-from ..workers import Task
+from .quant_runs import QuantRun
 
 KEEP_TEXT = "Keep selected ops in float\u2026"
 OVERRIDE_TEXT = "Quantize selected with\u2026"
@@ -133,64 +131,25 @@ def _throttled(emit: Callable[[int, int, str], None]) -> Callable[[int, int, str
     return progress
 
 
-class RequantizeRun(QObject):
+class RequantizeRun(QuantRun):
     """One requantization for ``ws`` as its quantization run (see the module docstring)."""
 
-    progressed = Signal(int, int, str)  # emitted on the pool thread, delivered here
+    cancelled_status = "Quantizing cancelled: nothing was written."
+    failed_status = "Quantizing failed"
 
     def __init__(self, hub: Hub, ws: Workspace, request: rq.Request,
                  on_progress: Callable[[int, int, str], None],
                  on_failed: Callable[[str], None], done: Callable[[str, str], None],
                  parent: QObject) -> None:
-        super().__init__(parent)
-        self.hub, self.ws, self.model, self.request = hub, ws, ws.model, request
-        self.on_progress, self.on_failed, self.done = on_progress, on_failed, done
-        self.cancel = threading.Event()
-        ws.on_close(self.cancel.set)
-        q = quant_state(ws)
-        q.run, q.cancel, q.running, q.progress = self, self.cancel, True, None
-        q.status = f"Quantizing {request.float_path.name} ({request.describe()})\u2026"
-        self.progressed.connect(self._progressed)
-        self.task = Task(rq.run, request, _throttled(self.progressed.emit), self.cancel.is_set)
-        self.task.signals.finished.connect(self._finished)
-        self.task.signals.failed.connect(self._failed)
-        self.task.start()
+        super().__init__(hub, ws, on_progress, on_failed, parent)
+        self.request, self.done = request, done
+        quant_state(ws).status = (f"Quantizing {request.float_path.name} "
+                                  f"({request.describe()})\u2026")
+        self._start(rq.run, request, _throttled(self.progressed.emit), self.cancel.is_set)
 
-    @property
-    def current(self) -> bool:
-        return quant_state(self.ws).run is self and self.ws.model is self.model
-
-    def _progressed(self, done: int, total: int, message: str) -> None:
-        if self.current:
-            quant_state(self.ws).progress = (done, total, message)
-            if self.ws is self.hub.workspace:
-                self.on_progress(done, total, message)
-
-    def _end(self):
-        q = quant_state(self.ws)
-        q.run, q.cancel, q.running, q.progress = None, None, False, None
-        return q
-
-    def _finished(self, _serial: int, result: rq.Result) -> None:
-        self.deleteLater()
-        if not self.current:
-            return
-        q = self._end()
+    def _succeeded(self, q: QuantState, result: rq.Result) -> None:
         q.status = result.summary()
         if self.hub.changed(TOPIC, self.ws):
             # opened once this slot has returned: the open replaces this run's workspace
             done, paths = self.done, (str(result.request.output), str(result.request.float_path))
             QTimer.singleShot(0, lambda: done(*paths))
-
-    def _failed(self, _serial: int, exc: BaseException) -> None:
-        self.deleteLater()
-        if not self.current:
-            return
-        q = self._end()
-        if isinstance(exc, Cancelled):
-            q.status = "Quantizing cancelled: nothing was written."
-            self.hub.changed(TOPIC, self.ws)
-            return
-        q.status = f"Quantizing failed: {exc}"
-        if self.hub.changed(TOPIC, self.ws):
-            self.on_failed(q.status)

@@ -11,7 +11,6 @@ row choose the step; a heat-map cell or a worst op selects that op on the canvas
 """
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -23,15 +22,14 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeade
                                QVBoxLayout, QWidget)
 
 from ...quant import generation as qgen
-from ...quant.analysis import Cancelled
-from ..state.generation import (COLUMNS, TOPIC, Layers, by_layer, generation_state,
-                                op_label, step_rows, summary)
+from ..state.generation import (COLUMNS, TOPIC, GenerationState, Layers, by_layer,
+                                generation_state, op_label, step_rows, summary)
 from ..state.quant import quant_state
 from ..state.workspace import MODEL, Hub, Workspace
-from ..workers import Task
 from .common import ElidedLabel, min_rows, split_panes
 from .quant_charts import HeatMap, LogitsChart
 from .quant_fix import PROGRESS_EVERY
+from .quant_runs import QuantRun
 
 NO_FLOAT = ("Choose the float model first (Compare with float model\u2026): the "
             "generation runs both")
@@ -46,22 +44,20 @@ def _output_name(model: Any, subgraph: int, op: int) -> str:
     outs = [t for t in sg.operators[op].outputs if t >= 0]
     return sg.tensors[outs[0]].name if outs else ""
 
-class GenerationRun(QObject):
+class GenerationRun(QuantRun):
     """One generation analysis of ``ws``'s model against ``float_path``; writes its result
     into that workspace's part and tells the hub (dropped when another model is open)."""
 
-    progressed = Signal(int, int, str)  # emitted on the pool thread, delivered here
+    part_of = staticmethod(generation_state)
+    topic = TOPIC
+    failed_status = "The generation analysis failed"
 
     def __init__(self, hub: Hub, ws: Workspace, float_path: Path, prompt: str, steps: int,
                  teacher_forcing: bool, on_failed: Callable[[str], None], parent: QObject) -> None:
-        super().__init__(parent)
-        self.hub, self.ws, self.model, self.on_failed = hub, ws, ws.model, on_failed
-        self.cancel = threading.Event()
-        ws.on_close(self.cancel.set)
+        super().__init__(hub, ws, lambda *_: hub.changed(TOPIC, ws), on_failed, parent)
         g = generation_state(ws)
-        g.run, g.cancel, g.running, g.progress, g.analysis = self, self.cancel, True, None, None
+        g.analysis = None
         g.status = f"Generating {steps} steps with both models\u2026"
-        self.progressed.connect(self._progressed)
         ticks = _Ticks(self.progressed.emit)
         model, cancel = ws.model, self.cancel
 
@@ -72,46 +68,11 @@ class GenerationRun(QObject):
                                            teacher_forcing=teacher_forcing, timeout=None,
                                            progress=ticks.call, op_progress=ticks.op,
                                            cancel=cancel.is_set)
-        self.task = Task(work)
-        self.task.signals.finished.connect(self._finished)
-        self.task.signals.failed.connect(self._failed)
-        self.task.start()
+        self._start(work)
 
-    @property
-    def current(self) -> bool:
-        return generation_state(self.ws).run is self and self.ws.model is self.model
-
-    def _progressed(self, done: int, total: int, message: str) -> None:
-        if self.current:
-            generation_state(self.ws).progress = (done, total, message)
-            self.hub.changed(TOPIC, self.ws)
-
-    def _end(self) -> None:
-        g = generation_state(self.ws)
-        g.run, g.cancel, g.running, g.progress = None, None, False, None
-
-    def _finished(self, _serial: int, analysis) -> None:
-        self.deleteLater()
-        if not self.current:
-            return
-        self._end()
-        g = generation_state(self.ws)
+    def _succeeded(self, g: GenerationState, analysis) -> None:
         g.analysis, g.step, g.status = analysis, 0, summary(analysis)
         self.hub.changed(TOPIC, self.ws)
-
-    def _failed(self, _serial: int, exc: BaseException) -> None:
-        self.deleteLater()
-        if not self.current:
-            return
-        self._end()
-        g = generation_state(self.ws)
-        if isinstance(exc, Cancelled):
-            g.status = "Cancelled."
-            self.hub.changed(TOPIC, self.ws)
-            return
-        g.status = f"The generation analysis failed: {exc}"
-        if self.hub.changed(TOPIC, self.ws):
-            self.on_failed(g.status)
 
 
 class _Ticks:
@@ -353,11 +314,4 @@ class GenerationView(QWidget):
         self.hub.changed(TOPIC, ws)
 
     def cancel(self) -> None:
-        g = generation_state(self.ws)
-        if g.run is None:
-            return
-        if g.cancel is not None:
-            g.cancel.set()
-        g.run, g.cancel, g.running, g.progress = None, None, False, None
-        g.status = "Cancelled."
-        self.hub.changed(TOPIC, self.ws)
+        GenerationRun.cancel_run(self.hub, self.ws)

@@ -30,7 +30,7 @@ class QuantState:
     progress: tuple[int, int, str] | None = None
     float_path: Path | None = None
     inputs: str = ""            # where the report's samples came from ("seeded, seed 0")
-    run: Any = None             # the comparison under way (panels.quant_runs.FloatComparison)
+    run: Any = None             # the run under way (a panels.quant_runs.QuantRun)
     cancel: Any = None          # its cancel flag (threading.Event)
 
     def after_edit(self) -> "QuantState":

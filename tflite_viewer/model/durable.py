@@ -1,7 +1,8 @@
 """Writing files so that a crash, a kill or a power cut leaves either the old file or the
 new one: a synced temporary file renamed over the target, then the folder synced (the
-rename itself is durable only then).  Saves (`ModelDocument.save`) and the recovery
-journal (`edit.journal`) write this way."""
+rename itself is durable only then).  Saves (`edit.ModelDocument.save`), the recovery
+journal (`edit.journal`) and quantized models (`quant.requantize.write_model`) write this
+way: it sits below both of those sibling layers."""
 from __future__ import annotations
 
 import os
