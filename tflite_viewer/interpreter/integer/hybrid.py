@@ -27,6 +27,7 @@ import threading
 
 import numpy as np
 
+from ..quant_math import clip_into
 from .common import (FLOAT32_EXACT, FLOAT64_EXACT, Options, activation_of, exact_matmul,
                      im2col, int_matmul, pad_for_window, patches, qparams, window)
 from .conv import depthwise_taps
@@ -215,7 +216,7 @@ def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, filt
                           sh, sw, dh, dw)
         if fmat is None:
             fmat = conv_filter_matrix(filter)
-        acc = exact_matmul(cols, fmat, 255.0, 128.0)
+        acc = exact_matmul(cols, fmat, 255.0, 128.0, float32_ok=True)
         acc = acc.reshape(b, win.out_h, win.out_w, out_ch)
     else:
         x = q.reshape(input.shape).astype(np.int32) - offset.reshape(b, 1, 1, 1)
@@ -227,13 +228,26 @@ def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, filt
         f = filter.astype(np.int32).reshape(groups, out_ch // groups, kh * kw * in_ch_f)
         acc = int_matmul(cols, f.transpose(0, 2, 1))  # G, B*N, O/G
         acc = acc.transpose(1, 0, 2).reshape(b, win.out_h, win.out_w, out_ch)
-    if per_channel or groups != 1:
-        out = acc.astype(np.float32) * scales * sf.reshape(b, 1, 1, 1)
-    else:
-        out = acc.astype(np.float32) * sf.reshape(b, 1, 1, 1)
+    factors = [scales] if per_channel or groups != 1 else []
+    return _scaled_output(acc, factors + [sf.reshape(b, 1, 1, 1)], bias, options)
+
+
+def _scaled_output(acc: np.ndarray, factors: list[np.ndarray], bias: np.ndarray | None,
+                   options: Options) -> np.ndarray:
+    """``acc * factors[0] * factors[1] ... + bias`` in float32, left to right, then the
+    fused activation: in place on ``acc`` as float32 (a fresh array of the caller's; each
+    in-place step rounds as the written-out expression's), the clamps as one clip, which
+    keeps -0.0 as C's std::min(std::max(x, lo), hi) does (np.maximum gives +0.0)."""
+    out = acc.astype(np.float32, copy=False)
+    for factor in factors:
+        out *= factor
     if bias is not None:
-        out = out + bias.astype(np.float32).reshape(-1)
-    return activate(out.astype(np.float32), options)
+        out += bias.astype(np.float32, copy=False).reshape(-1)
+    act = activation_of(options)
+    if act in _FLOAT_RANGES:
+        lo, hi = _FLOAT_RANGES[act]
+        return clip_into(out, np.float32(lo), np.float32(hi))
+    return activate(out, options)
 
 
 def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None,
@@ -265,10 +279,7 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     acc = depthwise_taps(xp, filter.astype(ftype).reshape(kh * kw, out_ch), win, kh, kw,
                          sh, sw, dh, dw)
     scale = (scales[None, :] * sf[:, None]).astype(np.float32)  # pcs * batch scale
-    out = acc.astype(np.float32) * scale.reshape(b, 1, 1, out_ch)
-    if bias is not None:
-        out = out + bias.astype(np.float32).reshape(-1)
-    return activate(out.astype(np.float32), options)
+    return _scaled_output(acc, [scale.reshape(b, 1, 1, out_ch)], bias, options)
 
 
 def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, filter_q,
