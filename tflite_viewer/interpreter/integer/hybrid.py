@@ -168,8 +168,9 @@ def activate(out: np.ndarray, options: Options) -> np.ndarray:
     return out.astype(np.float32)
 
 
-def _filter_scales(filter_q, channels: int) -> tuple[np.ndarray, bool]:
-    """(per output channel float32 scales, per-channel?) of an int8 filter."""
+def filter_scales(filter_q, channels: int) -> tuple[np.ndarray, bool]:
+    """(per output channel float32 scales, per-channel?) of an int8 filter (kernels keep
+    it per node: the conversions cost a small node a tenth of its time)."""
     fq = qparams(filter_q)
     scales = fq.scale.astype(np.float32)
     if scales.size > 1 and np.any(scales != scales[0]):
@@ -184,15 +185,17 @@ def conv_filter_matrix(filter: np.ndarray) -> np.ndarray:
 
 
 def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, filter_q,
-            options: Options, fmat: np.ndarray | None = None) -> np.ndarray:
+            options: Options, fmat: np.ndarray | None = None,
+            scales: tuple[np.ndarray, bool] | None = None) -> np.ndarray:
     """Hybrid CONV_2D (float NHWC input, int8 OHWI filter, float bias).
 
     The integer sums are exact float products (|q - zp| <= 255, |w| <= 128; see
-    common.exact_matmul).  ``fmat`` is `conv_filter_matrix` (a cache)."""
+    common.exact_matmul).  ``fmat`` is `conv_filter_matrix` and ``scales``
+    `filter_scales` (caches)."""
     out_ch, kh, kw, in_ch_f = filter.shape
     b, h, w, in_ch = input.shape
     groups = in_ch // in_ch_f
-    scales, per_channel = _filter_scales(filter_q, out_ch)
+    scales, per_channel = scales or filter_scales(filter_q, out_ch)
     flat = input.reshape(b, -1)
     if per_channel or groups != 1:
         q, sf, offset = asymmetric_quantize(flat)
@@ -251,7 +254,8 @@ def _scaled_output(acc: np.ndarray, factors: list[np.ndarray], bias: np.ndarray 
 
 
 def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None,
-                      filter_q, options: Options) -> np.ndarray:
+                      filter_q, options: Options,
+                      scales: tuple[np.ndarray, bool] | None = None) -> np.ndarray:
     """Hybrid DEPTHWISE_CONV_2D (float NHWC input, int8 1HW(C*M) filter, float bias):
     always the per-channel kernel with asymmetric input quantization.
 
@@ -260,10 +264,7 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     _, kh, kw, out_ch = filter.shape
     b, h, w, in_ch = input.shape
     mult = out_ch // in_ch
-    fq = qparams(filter_q)
-    scales = fq.scale.astype(np.float32)
-    if scales.size == 1:
-        scales = np.full(out_ch, scales[0], np.float32)
+    scales = (scales or filter_scales(filter_q, out_ch))[0]  # (``scales``: a cache)
     q, sf, offset = asymmetric_quantize(input.reshape(b, -1))
     ftype = np.float32 if 255.0 * 128.0 * kh * kw < FLOAT32_EXACT else np.float64
     x = q.reshape(input.shape).astype(ftype)
