@@ -261,3 +261,26 @@ def test_float_requantizer_refuses_inexact_or_wrapping_cases():
     big_bias = np.full(4, (1 << 31) - 10, np.int64)
     assert build(m, s, 0, -128, 127, np.int8, shape, "double", 100, big_bias) is None
     assert build(m, s, 0, -128, 127, np.int8, (0, 4), "double", 100) is None
+
+
+def test_hybrid_quantizers_as_float_give_the_int8_values():
+    """The hybrid convolutions take the input quantizers' values as float32
+    (``as_float``): the same integers as the int8 result, zeros as +0.0 (the int8 value's
+    float), with the same scales and zero points, over rows of every magnitude, all-zero
+    rows and values that round to -0.0."""
+    from tflite_viewer.interpreter.integer import hybrid
+    rng = np.random.default_rng(11)
+    for trial in range(200):
+        rows, n = int(rng.integers(1, 4)), int(rng.integers(1, 40))
+        x = (rng.standard_normal((rows, n)) * 10.0 ** rng.uniform(-3, 3)).astype(np.float32)
+        if trial % 10 == 0:
+            x[0] = 0
+        if trial % 7 == 0:
+            x[:, :3] = -1e-9  # rounds to -0.0 before the zero point or the int8 cast
+        for quantize in (hybrid.symmetric_quantize, hybrid.asymmetric_quantize):
+            as_int, as_float = quantize(x), quantize(x, as_float=True)
+            assert as_int[0].dtype == np.int8 and as_float[0].dtype == np.float32
+            np.testing.assert_array_equal(as_float[0], as_int[0].astype(np.float32))
+            assert not np.signbit(as_float[0][as_float[0] == 0]).any()
+            for got, want in zip(as_float[1:], as_int[1:]):
+                np.testing.assert_array_equal(got, want)

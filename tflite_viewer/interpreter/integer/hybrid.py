@@ -60,11 +60,13 @@ def _neon_round(y: np.ndarray) -> np.ndarray:
     return out
 
 
-def symmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def symmetric_quantize(x: np.ndarray, as_float: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """SymmetricQuantizeFloats per row of ``x`` [batches, n]: (int8 values, float32 scale).
 
     range = max(|min|, |max|); scale = range / 127; q = round(x * (127 / range)) clamped to
     [-127, 127] (all in float32, rounded as `_neon_round`); an all-zero row gets scale 1.
+    ``as_float``: the same integers as a fresh float32 array, zeros +0.0 (what the
+    convolutions sum: no int8 copy converted back).
     """
     x = np.asarray(x, np.float32)
     rng = np.maximum(np.abs(x.min(axis=1)), np.abs(x.max(axis=1))).astype(np.float32)
@@ -73,11 +75,15 @@ def symmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     scale = np.where(zero, np.float32(1), safe / np.float32(127)).astype(np.float32)
     inv = (np.float32(127) / safe).astype(np.float32)
     q = _neon_round(x * inv[:, None])
-    q = np.where(zero[:, None], 0, np.clip(q, -127, 127))
-    return q.astype(np.int8), scale
+    clip_into(q, np.float32(-127), np.float32(127))
+    if as_float:  # the rounding's -0.0 as the int8 value's +0.0 (x + 0 is +0 for x = -0)
+        q += np.float32(0)
+    q = np.where(zero[:, None], 0, q)
+    return (q if as_float else q.astype(np.int8)), scale
 
 
-def asymmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def asymmetric_quantize(x: np.ndarray,
+                        as_float: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """AsymmetricQuantizeFloats per row: (int8 values, float32 scale, int32 zero point),
     as the NEON kernel LiteRT's x86 build runs (NeonAsymmetricQuantizeFloats).
 
@@ -87,13 +93,14 @@ def asymmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     the smaller error, rounded, clamped); the scaling factor is that scale rounded to
     float32, its inverse (float)(1.0 / sf), and q = round(x * inv) + zp: rounded
     (`_neon_round`) before the zero point is added, then clamped.  A row of zeros gets
-    scale 1, zero point 0.
+    scale 1, zero point 0.  ``as_float``: the values as a fresh float32 array, as
+    `symmetric_quantize` gives them.
     """
     x = np.asarray(x, np.float32)
     if x.shape[0] == 1 and x.size:
         row = _asymmetric_quantize_row(x)
         if row is not None:
-            return row
+            return (row[0] if as_float else row[0].astype(np.int8)), row[1], row[2]
     rmin = np.minimum(np.float32(0), x.min(axis=1)).astype(np.float32)
     rmax = np.maximum(np.float32(0), x.max(axis=1)).astype(np.float32)
     same = rmin == rmax
@@ -108,10 +115,10 @@ def asymmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     scale32 = np.where(same, np.float32(1), scale.astype(np.float32)).astype(np.float32)
     inv = (1.0 / scale32.astype(np.float64)).astype(np.float32)
     q = _neon_round(x * inv[:, None]) + zp[:, None].astype(np.float32)
-    np.clip(q, -128, 127, out=q)
+    clip_into(q, np.float32(-128), np.float32(127))
     if same.any():
         q = np.where(same[:, None], 0, q)
-    return q.astype(np.int8), scale32, zp
+    return (q if as_float else q.astype(np.int8)), scale32, zp
 
 
 def _asymmetric_row_params(lo_x: np.float32, hi_x: np.float32) -> tuple[np.float32, np.float32, int]:
@@ -140,17 +147,18 @@ def _asymmetric_row_params(lo_x: np.float32, hi_x: np.float32) -> tuple[np.float
 def _asymmetric_quantize_row(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """`asymmetric_quantize` of one finite row [1, n] (None for a row with inf or nan),
     with the per-row scalars computed as scalars (`_asymmetric_row_params`): the same
-    values, in a third of the numpy calls, which is what a recurrent step pays for."""
+    values, in a third of the numpy calls, which is what a recurrent step pays for; the
+    values as a fresh float32 array."""
     lo_x, hi_x = x.min(), x.max()
     if not (math.isfinite(lo_x) and math.isfinite(hi_x)):
         return None
     if lo_x == 0 and hi_x == 0:
-        return (np.zeros(x.shape, np.int8), np.ones(1, np.float32), np.zeros(1, np.int32))
+        return (np.zeros(x.shape, np.float32), np.ones(1, np.float32), np.zeros(1, np.int32))
     scale32, inv, zp = _asymmetric_row_params(lo_x, hi_x)
     q = _neon_round(x * inv)
     q += np.float32(zp)
-    np.clip(q, -128, 127, out=q)
-    return q.astype(np.int8), np.array([scale32], np.float32), np.array([zp], np.int32)
+    clip_into(q, np.float32(-128), np.float32(127))
+    return q, np.array([scale32], np.float32), np.array([zp], np.int32)
 
 
 def activate(out: np.ndarray, options: Options) -> np.ndarray:
@@ -198,9 +206,9 @@ def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, filt
     scales, per_channel = scales or filter_scales(filter_q, out_ch)
     flat = input.reshape(b, -1)
     if per_channel or groups != 1:
-        q, sf, offset = asymmetric_quantize(flat)
+        q, sf, offset = asymmetric_quantize(flat, as_float=groups == 1)
     else:
-        q, sf = symmetric_quantize(flat)
+        q, sf = symmetric_quantize(flat, as_float=True)
         offset = np.zeros(b, np.int32)
         sf = (sf * scales[0]).astype(np.float32)
     sh, sw = int(options.get("stride_h", 1)), int(options.get("stride_w", 1))
@@ -208,7 +216,7 @@ def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, filt
     dw = int(options.get("dilation_w_factor", 1))
     win = window(options, h, w, kh, kw)
     if groups == 1:
-        x = q.reshape(input.shape).astype(np.float32)
+        x = q.reshape(input.shape)  # (float32 integers, a fresh array)
         if offset.any():
             x -= offset.astype(np.float32).reshape(b, 1, 1, 1)
         if kh == 1 and kw == 1 and (win.pad_h, win.pad_w) == (0, 0):
@@ -265,9 +273,9 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     b, h, w, in_ch = input.shape
     mult = out_ch // in_ch
     scales = (scales or filter_scales(filter_q, out_ch))[0]  # (``scales``: a cache)
-    q, sf, offset = asymmetric_quantize(input.reshape(b, -1))
+    q, sf, offset = asymmetric_quantize(input.reshape(b, -1), as_float=True)
     ftype = np.float32 if 255.0 * 128.0 * kh * kw < FLOAT32_EXACT else np.float64
-    x = q.reshape(input.shape).astype(ftype)
+    x = q.reshape(input.shape).astype(ftype, copy=False)
     if offset.any():
         x -= offset.astype(ftype).reshape(b, 1, 1, 1)
     sh, sw = int(options.get("stride_h", 1)), int(options.get("stride_w", 1))
