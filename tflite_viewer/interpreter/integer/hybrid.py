@@ -263,12 +263,14 @@ def _scaled_output(acc: np.ndarray, factors: list[np.ndarray], bias: np.ndarray 
 
 def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None,
                       filter_q, options: Options,
-                      scales: tuple[np.ndarray, bool] | None = None) -> np.ndarray:
+                      scales: tuple[np.ndarray, bool] | None = None,
+                      taps: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Hybrid DEPTHWISE_CONV_2D (float NHWC input, int8 1HW(C*M) filter, float bias):
     always the per-channel kernel with asymmetric input quantization.
 
     One multiply-add per filter tap in float32, exact while 255 * 128 * taps < 2**24
-    (else float64)."""
+    (else float64).  ``taps`` is `depthwise_filter_taps` of the filter (a cache; taken
+    where its type and output width are this call's)."""
     _, kh, kw, out_ch = filter.shape
     b, h, w, in_ch = input.shape
     mult = out_ch // in_ch
@@ -285,10 +287,21 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     xp = pad_for_window(x, win, kh, kw, sh, sw, dh, dw, 0)
     if mult > 1:
         xp = np.repeat(xp, mult, axis=3)  # output channel ic * mult + m reads channel ic
-    acc = depthwise_taps(xp, filter.astype(ftype).reshape(kh * kw, out_ch), win, kh, kw,
-                         sh, sw, dh, dw)
+    if taps is None or taps[0].dtype != ftype or taps[1].shape[1] != win.out_w * out_ch:
+        taps = depthwise_filter_taps(filter, win.out_w)
+    acc = depthwise_taps(xp, taps[0], win, kh, kw, sh, sw, dh, dw, tiled=taps[1])
     scale = (scales[None, :] * sf[:, None]).astype(np.float32)  # pcs * batch scale
     return _scaled_output(acc, [scale.reshape(b, 1, 1, out_ch)], bias, options)
+
+
+def depthwise_filter_taps(filter: np.ndarray, out_w: int) -> tuple[np.ndarray, np.ndarray]:
+    """A 1HW(C*M) int8 filter as `depthwise_taps` takes it for outputs ``out_w`` wide:
+    ([KH*KW, C*M] in the sums' float type, that tiled to [KH*KW, out_w*C*M]); the kernel
+    keeps it per node (the tiling cost a small layer a tenth of its time)."""
+    _, kh, kw, out_ch = filter.shape
+    ftype = np.float32 if 255.0 * 128.0 * kh * kw < FLOAT32_EXACT else np.float64
+    ftaps = filter.astype(ftype).reshape(kh * kw, out_ch)
+    return ftaps, np.tile(ftaps, (1, out_w))
 
 
 def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, filter_q,

@@ -465,8 +465,10 @@ class DepthwiseConv2D(_ConvKernel):
             return
         if k == "hybrid":
             fq, options, scales = cache.params
-            out = int_hybrid.depthwise_conv_2d(ctx.value(node, 0), ctx.value(node, 1),
-                                               _bias(ctx, node), fq, options, scales)
+            w, out_w = ctx.value(node, 1), ctx.output(node, 0).shape[2]
+            taps = cache.get(w, lambda w: int_hybrid.depthwise_filter_taps(w, out_w))
+            out = int_hybrid.depthwise_conv_2d(ctx.value(node, 0), w, _bias(ctx, node), fq,
+                                               options, scales, taps)
             ctx.set_output(ctx.output(node, 0), out)
             return
         b = ctx.input(node, 2)
