@@ -177,6 +177,32 @@ def multiply_by_quantized_multiplier(x: np.ndarray, multiplier: np.ndarray, shif
     return (ab + np.where(ab < -(1 << 30), offset_negative, offset)) >> (31 + right)
 
 
+def requantize_int64(x: np.ndarray, multiplier: int, shift: int,
+                     rounding: Rounding = "double") -> np.ndarray:
+    """`multiply_by_quantized_multiplier` of ``wrap32(x)`` (an int64 array: C's int32
+    accumulator) by one multiplier, as a fresh int64 array: the fused formula in a few
+    in-place passes, without the per-channel checks and broadcasts (the tail of the
+    binary ops and MEAN: a model's small ones spent more in those than in arithmetic).
+    The nudge for x * multiplier < 0 rather than < -2^30 is `Requantizer`'s: in
+    between, both give 0."""
+    multiplier, shift = int(multiplier), int(shift)
+    right = max(-shift, 0)
+    if rounding != "double" or multiplier == INT32_MIN or right > 31:
+        return np.asarray(multiply_by_quantized_multiplier(wrap32(x), multiplier, shift,
+                                                          rounding))
+    ab = wrap32(x << shift if shift > 0 else x)  # (a fresh array)
+    ab *= multiplier
+    if not right:
+        ab += 1 << 30
+    else:
+        nudge = ab >> 63  # -1 where negative: the nudge less 2^31 there
+        nudge &= -(1 << 31)
+        nudge += (1 << 30) + (1 << (right + 30))
+        ab += nudge
+    ab >>= 31 + right
+    return ab
+
+
 def multiply_by_quantized_multiplier_int64(x: np.ndarray, multiplier: np.ndarray,
                                            shift: np.ndarray,
                                            rounding: Rounding = "double") -> np.ndarray:
@@ -447,7 +473,10 @@ class FloatRequantizer:
         rows, k = row_layout(shape, n > 1, cls.ROW)
 
         def tile(values: np.ndarray):
-            return np.tile(values, k) if n > 1 else np.float64(values[0])
+            # one value for every channel (a per-tensor multiplier beside a per-channel
+            # bias: uint8 models) as a scalar: numpy multiplies by it in half the time
+            same = bool((values == values[0]).all())
+            return np.tile(values, k) if n > 1 and not same else np.float64(values[0])
         zp_after = 0 if fold_zp else zp
         const = np.full(n, 0.5 + zp if fold_zp else 0.5)
         if held.any():  # y is the clamp's end itself (t_mult is 0 there)

@@ -103,6 +103,63 @@ def test_multiply_by_quantized_multiplier_matches_steps(seed):
                                   _ref_mbqm(big, m[2], s[2]))
 
 
+def _near_ties(rng, m: int, s: int, n: int) -> np.ndarray:
+    """int64 values whose product by ``m`` falls on or within a few units of a rounding
+    boundary of either of double rounding's two steps (and some far outside int32)."""
+    right = max(-s, 0)
+    steps = [1 << 30] + ([1 << (30 + right)] if right else [])
+    out = [_int32s(rng, n), rng.integers(-(1 << 40), 1 << 40, n)]
+    for step in steps:
+        k = rng.integers(-(1 << 20), 1 << 20, n) * 2 + 1  # odd multiples: the ties
+        x = np.round(k.astype(np.float64) * step / max(m, 1)).astype(np.int64)
+        out += [x + d for d in (-2, -1, 0, 1, 2)]
+    return np.concatenate(out)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_requantize_int64_matches_steps(seed):
+    """The binary ops' and MEAN's lean tail: `_ref_mbqm` of the int32-wrapped values, on
+    random values, values beyond int32 and values next to every rounding tie."""
+    rng = np.random.default_rng(40 + seed)
+    multipliers = [(int(m), int(s)) for m, s in zip(rng.integers(1 << 30, INT32_MAX, 12),
+                                                   rng.integers(-31, 6, 12))]
+    multipliers += [(INT32_MIN, -3), (1 << 30, 0), (INT32_MAX, -31), (0, 0), (1 << 30, 7)]
+    for m, s in multipliers:
+        x = _near_ties(rng, m, s, 3000)
+        wrapped = x.astype(np.int32).astype(np.int64)
+        got = qm.requantize_int64(x, m, s)
+        np.testing.assert_array_equal(got, _ref_mbqm(wrapped, m, s), err_msg=f"{m} {s}")
+        if s <= 0 and m > 0:  # (single rounding: its one step on the wrapped values)
+            single = (wrapped * m + (np.int64(1) << (30 - s))) >> (31 - s)
+            np.testing.assert_array_equal(qm.requantize_int64(x, m, s, "single"), single)
+    assert qm.requantize_int64(np.int64(5), 1 << 30, -1).shape == ()
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_byte_scaled_add_sub_match_elementwise_arithmetic(dtype):
+    """ADD/SUB of 8-bit inputs read each input's rescaled value from `byte_scaled` (256
+    values per input) and end in `requantize_int64`: every pair of bytes, under random
+    parameters and activations, gives the integers of add.cc's arithmetic written out
+    (`_scaled_each`, the generic multiply, clamp)."""
+    from tflite_viewer.interpreter.integer import elementwise as ew
+    rng = np.random.default_rng(7)
+    lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
+    bits = np.arange(256, dtype=np.uint8).view(dtype)
+    x1, x2 = bits.reshape(256, 1), bits.reshape(1, 256)
+    for trial in range(40):
+        def q():
+            return float(rng.uniform(1e-3, 1.0)) * 10.0 ** int(rng.integers(-2, 2)), \
+                int(rng.integers(lo, hi + 1))
+        act = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")[trial % 4]
+        p = ew.prepare_add(q(), q(), q(), {"fused_activation_function": act}, dtype)
+        a, b = ew._scaled_each(x1, x2, p)
+        for core, raw in ((ew._add_core, a + b), (ew._sub_core, a - b)):
+            want = qm.multiply_by_quantized_multiplier(qm.wrap32(raw), p.output_multiplier,
+                                                       p.output_shift) + p.output_offset
+            want = np.clip(want, p.act_min, p.act_max).astype(dtype)
+            np.testing.assert_array_equal(core(x1, x2, p), want, err_msg=f"{p}")
+
+
 @pytest.mark.parametrize("rounding", ["double", "single"])
 @pytest.mark.parametrize("shape", [(1, 7, 5, 8), (2, 3, 3, 3), (1, 48, 48, 16), (4, 10), (6,)])
 def test_requantizer_matches_requantize(rounding, shape):
@@ -187,6 +244,10 @@ def test_float_requantizer_matches_requantizer(rounding, shape):
                 got = tail(acc.astype(ftype))
                 assert got.dtype == np.dtype(dtype)
                 np.testing.assert_array_equal(got, want)
+            # BLAS sums of -0.0 products can end at -0.0: the sign test must not matter
+            negative_zero = acc.astype(np.float32)
+            negative_zero[negative_zero == 0] = -0.0
+            np.testing.assert_array_equal(tail(negative_zero), want)
 
 
 def test_float_requantizer_refuses_inexact_or_wrapping_cases():
@@ -200,3 +261,26 @@ def test_float_requantizer_refuses_inexact_or_wrapping_cases():
     big_bias = np.full(4, (1 << 31) - 10, np.int64)
     assert build(m, s, 0, -128, 127, np.int8, shape, "double", 100, big_bias) is None
     assert build(m, s, 0, -128, 127, np.int8, (0, 4), "double", 100) is None
+
+
+def test_hybrid_quantizers_as_float_give_the_int8_values():
+    """The hybrid convolutions take the input quantizers' values as float32
+    (``as_float``): the same integers as the int8 result, zeros as +0.0 (the int8 value's
+    float), with the same scales and zero points, over rows of every magnitude, all-zero
+    rows and values that round to -0.0."""
+    from tflite_viewer.interpreter.integer import hybrid
+    rng = np.random.default_rng(11)
+    for trial in range(200):
+        rows, n = int(rng.integers(1, 4)), int(rng.integers(1, 40))
+        x = (rng.standard_normal((rows, n)) * 10.0 ** rng.uniform(-3, 3)).astype(np.float32)
+        if trial % 10 == 0:
+            x[0] = 0
+        if trial % 7 == 0:
+            x[:, :3] = -1e-9  # rounds to -0.0 before the zero point or the int8 cast
+        for quantize in (hybrid.symmetric_quantize, hybrid.asymmetric_quantize):
+            as_int, as_float = quantize(x), quantize(x, as_float=True)
+            assert as_int[0].dtype == np.int8 and as_float[0].dtype == np.float32
+            np.testing.assert_array_equal(as_float[0], as_int[0].astype(np.float32))
+            assert not np.signbit(as_float[0][as_float[0] == 0]).any()
+            for got, want in zip(as_float[1:], as_int[1:]):
+                np.testing.assert_array_equal(got, want)

@@ -27,6 +27,7 @@ import threading
 
 import numpy as np
 
+from ..quant_math import clip_into
 from .common import (FLOAT32_EXACT, FLOAT64_EXACT, Options, activation_of, exact_matmul,
                      im2col, int_matmul, pad_for_window, patches, qparams, window)
 from .conv import depthwise_taps
@@ -59,11 +60,13 @@ def _neon_round(y: np.ndarray) -> np.ndarray:
     return out
 
 
-def symmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def symmetric_quantize(x: np.ndarray, as_float: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """SymmetricQuantizeFloats per row of ``x`` [batches, n]: (int8 values, float32 scale).
 
     range = max(|min|, |max|); scale = range / 127; q = round(x * (127 / range)) clamped to
     [-127, 127] (all in float32, rounded as `_neon_round`); an all-zero row gets scale 1.
+    ``as_float``: the same integers as a fresh float32 array, zeros +0.0 (what the
+    convolutions sum: no int8 copy converted back).
     """
     x = np.asarray(x, np.float32)
     rng = np.maximum(np.abs(x.min(axis=1)), np.abs(x.max(axis=1))).astype(np.float32)
@@ -72,11 +75,15 @@ def symmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     scale = np.where(zero, np.float32(1), safe / np.float32(127)).astype(np.float32)
     inv = (np.float32(127) / safe).astype(np.float32)
     q = _neon_round(x * inv[:, None])
-    q = np.where(zero[:, None], 0, np.clip(q, -127, 127))
-    return q.astype(np.int8), scale
+    clip_into(q, np.float32(-127), np.float32(127))
+    if as_float:  # the rounding's -0.0 as the int8 value's +0.0 (x + 0 is +0 for x = -0)
+        q += np.float32(0)
+    q = np.where(zero[:, None], 0, q)
+    return (q if as_float else q.astype(np.int8)), scale
 
 
-def asymmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def asymmetric_quantize(x: np.ndarray,
+                        as_float: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """AsymmetricQuantizeFloats per row: (int8 values, float32 scale, int32 zero point),
     as the NEON kernel LiteRT's x86 build runs (NeonAsymmetricQuantizeFloats).
 
@@ -86,13 +93,14 @@ def asymmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     the smaller error, rounded, clamped); the scaling factor is that scale rounded to
     float32, its inverse (float)(1.0 / sf), and q = round(x * inv) + zp: rounded
     (`_neon_round`) before the zero point is added, then clamped.  A row of zeros gets
-    scale 1, zero point 0.
+    scale 1, zero point 0.  ``as_float``: the values as a fresh float32 array, as
+    `symmetric_quantize` gives them.
     """
     x = np.asarray(x, np.float32)
     if x.shape[0] == 1 and x.size:
         row = _asymmetric_quantize_row(x)
         if row is not None:
-            return row
+            return (row[0] if as_float else row[0].astype(np.int8)), row[1], row[2]
     rmin = np.minimum(np.float32(0), x.min(axis=1)).astype(np.float32)
     rmax = np.maximum(np.float32(0), x.max(axis=1)).astype(np.float32)
     same = rmin == rmax
@@ -107,10 +115,10 @@ def asymmetric_quantize(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     scale32 = np.where(same, np.float32(1), scale.astype(np.float32)).astype(np.float32)
     inv = (1.0 / scale32.astype(np.float64)).astype(np.float32)
     q = _neon_round(x * inv[:, None]) + zp[:, None].astype(np.float32)
-    np.clip(q, -128, 127, out=q)
+    clip_into(q, np.float32(-128), np.float32(127))
     if same.any():
         q = np.where(same[:, None], 0, q)
-    return q.astype(np.int8), scale32, zp
+    return (q if as_float else q.astype(np.int8)), scale32, zp
 
 
 def _asymmetric_row_params(lo_x: np.float32, hi_x: np.float32) -> tuple[np.float32, np.float32, int]:
@@ -139,17 +147,18 @@ def _asymmetric_row_params(lo_x: np.float32, hi_x: np.float32) -> tuple[np.float
 def _asymmetric_quantize_row(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """`asymmetric_quantize` of one finite row [1, n] (None for a row with inf or nan),
     with the per-row scalars computed as scalars (`_asymmetric_row_params`): the same
-    values, in a third of the numpy calls, which is what a recurrent step pays for."""
+    values, in a third of the numpy calls, which is what a recurrent step pays for; the
+    values as a fresh float32 array."""
     lo_x, hi_x = x.min(), x.max()
     if not (math.isfinite(lo_x) and math.isfinite(hi_x)):
         return None
     if lo_x == 0 and hi_x == 0:
-        return (np.zeros(x.shape, np.int8), np.ones(1, np.float32), np.zeros(1, np.int32))
+        return (np.zeros(x.shape, np.float32), np.ones(1, np.float32), np.zeros(1, np.int32))
     scale32, inv, zp = _asymmetric_row_params(lo_x, hi_x)
     q = _neon_round(x * inv)
     q += np.float32(zp)
-    np.clip(q, -128, 127, out=q)
-    return q.astype(np.int8), np.array([scale32], np.float32), np.array([zp], np.int32)
+    clip_into(q, np.float32(-128), np.float32(127))
+    return q, np.array([scale32], np.float32), np.array([zp], np.int32)
 
 
 def activate(out: np.ndarray, options: Options) -> np.ndarray:
@@ -167,8 +176,9 @@ def activate(out: np.ndarray, options: Options) -> np.ndarray:
     return out.astype(np.float32)
 
 
-def _filter_scales(filter_q, channels: int) -> tuple[np.ndarray, bool]:
-    """(per output channel float32 scales, per-channel?) of an int8 filter."""
+def filter_scales(filter_q, channels: int) -> tuple[np.ndarray, bool]:
+    """(per output channel float32 scales, per-channel?) of an int8 filter (kernels keep
+    it per node: the conversions cost a small node a tenth of its time)."""
     fq = qparams(filter_q)
     scales = fq.scale.astype(np.float32)
     if scales.size > 1 and np.any(scales != scales[0]):
@@ -183,20 +193,22 @@ def conv_filter_matrix(filter: np.ndarray) -> np.ndarray:
 
 
 def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, filter_q,
-            options: Options, fmat: np.ndarray | None = None) -> np.ndarray:
+            options: Options, fmat: np.ndarray | None = None,
+            scales: tuple[np.ndarray, bool] | None = None) -> np.ndarray:
     """Hybrid CONV_2D (float NHWC input, int8 OHWI filter, float bias).
 
     The integer sums are exact float products (|q - zp| <= 255, |w| <= 128; see
-    common.exact_matmul).  ``fmat`` is `conv_filter_matrix` (a cache)."""
+    common.exact_matmul).  ``fmat`` is `conv_filter_matrix` and ``scales``
+    `filter_scales` (caches)."""
     out_ch, kh, kw, in_ch_f = filter.shape
     b, h, w, in_ch = input.shape
     groups = in_ch // in_ch_f
-    scales, per_channel = _filter_scales(filter_q, out_ch)
+    scales, per_channel = scales or filter_scales(filter_q, out_ch)
     flat = input.reshape(b, -1)
     if per_channel or groups != 1:
-        q, sf, offset = asymmetric_quantize(flat)
+        q, sf, offset = asymmetric_quantize(flat, as_float=groups == 1)
     else:
-        q, sf = symmetric_quantize(flat)
+        q, sf = symmetric_quantize(flat, as_float=True)
         offset = np.zeros(b, np.int32)
         sf = (sf * scales[0]).astype(np.float32)
     sh, sw = int(options.get("stride_h", 1)), int(options.get("stride_w", 1))
@@ -204,7 +216,7 @@ def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, filt
     dw = int(options.get("dilation_w_factor", 1))
     win = window(options, h, w, kh, kw)
     if groups == 1:
-        x = q.reshape(input.shape).astype(np.float32)
+        x = q.reshape(input.shape)  # (float32 integers, a fresh array)
         if offset.any():
             x -= offset.astype(np.float32).reshape(b, 1, 1, 1)
         if kh == 1 and kw == 1 and (win.pad_h, win.pad_w) == (0, 0):
@@ -215,7 +227,7 @@ def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, filt
                           sh, sw, dh, dw)
         if fmat is None:
             fmat = conv_filter_matrix(filter)
-        acc = exact_matmul(cols, fmat, 255.0, 128.0)
+        acc = exact_matmul(cols, fmat, 255.0, 128.0, float32_ok=True)
         acc = acc.reshape(b, win.out_h, win.out_w, out_ch)
     else:
         x = q.reshape(input.shape).astype(np.int32) - offset.reshape(b, 1, 1, 1)
@@ -227,32 +239,45 @@ def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, filt
         f = filter.astype(np.int32).reshape(groups, out_ch // groups, kh * kw * in_ch_f)
         acc = int_matmul(cols, f.transpose(0, 2, 1))  # G, B*N, O/G
         acc = acc.transpose(1, 0, 2).reshape(b, win.out_h, win.out_w, out_ch)
-    if per_channel or groups != 1:
-        out = acc.astype(np.float32) * scales * sf.reshape(b, 1, 1, 1)
-    else:
-        out = acc.astype(np.float32) * sf.reshape(b, 1, 1, 1)
+    factors = [scales] if per_channel or groups != 1 else []
+    return _scaled_output(acc, factors + [sf.reshape(b, 1, 1, 1)], bias, options)
+
+
+def _scaled_output(acc: np.ndarray, factors: list[np.ndarray], bias: np.ndarray | None,
+                   options: Options) -> np.ndarray:
+    """``acc * factors[0] * factors[1] ... + bias`` in float32, left to right, then the
+    fused activation: in place on ``acc`` as float32 (a fresh array of the caller's; each
+    in-place step rounds as the written-out expression's), the clamps as one clip, which
+    keeps -0.0 as C's std::min(std::max(x, lo), hi) does (np.maximum gives +0.0)."""
+    out = acc.astype(np.float32, copy=False)
+    for factor in factors:
+        out *= factor
     if bias is not None:
-        out = out + bias.astype(np.float32).reshape(-1)
-    return activate(out.astype(np.float32), options)
+        out += bias.astype(np.float32, copy=False).reshape(-1)
+    act = activation_of(options)
+    if act in _FLOAT_RANGES:
+        lo, hi = _FLOAT_RANGES[act]
+        return clip_into(out, np.float32(lo), np.float32(hi))
+    return activate(out, options)
 
 
 def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None,
-                      filter_q, options: Options) -> np.ndarray:
+                      filter_q, options: Options,
+                      scales: tuple[np.ndarray, bool] | None = None,
+                      taps: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Hybrid DEPTHWISE_CONV_2D (float NHWC input, int8 1HW(C*M) filter, float bias):
     always the per-channel kernel with asymmetric input quantization.
 
     One multiply-add per filter tap in float32, exact while 255 * 128 * taps < 2**24
-    (else float64)."""
+    (else float64).  ``taps`` is `depthwise_filter_taps` of the filter (a cache; taken
+    where its type and output width are this call's)."""
     _, kh, kw, out_ch = filter.shape
     b, h, w, in_ch = input.shape
     mult = out_ch // in_ch
-    fq = qparams(filter_q)
-    scales = fq.scale.astype(np.float32)
-    if scales.size == 1:
-        scales = np.full(out_ch, scales[0], np.float32)
-    q, sf, offset = asymmetric_quantize(input.reshape(b, -1))
+    scales = (scales or filter_scales(filter_q, out_ch))[0]  # (``scales``: a cache)
+    q, sf, offset = asymmetric_quantize(input.reshape(b, -1), as_float=True)
     ftype = np.float32 if 255.0 * 128.0 * kh * kw < FLOAT32_EXACT else np.float64
-    x = q.reshape(input.shape).astype(ftype)
+    x = q.reshape(input.shape).astype(ftype, copy=False)
     if offset.any():
         x -= offset.astype(ftype).reshape(b, 1, 1, 1)
     sh, sw = int(options.get("stride_h", 1)), int(options.get("stride_w", 1))
@@ -262,13 +287,21 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     xp = pad_for_window(x, win, kh, kw, sh, sw, dh, dw, 0)
     if mult > 1:
         xp = np.repeat(xp, mult, axis=3)  # output channel ic * mult + m reads channel ic
-    acc = depthwise_taps(xp, filter.astype(ftype).reshape(kh * kw, out_ch), win, kh, kw,
-                         sh, sw, dh, dw)
+    if taps is None or taps[0].dtype != ftype or taps[1].shape[1] != win.out_w * out_ch:
+        taps = depthwise_filter_taps(filter, win.out_w)
+    acc = depthwise_taps(xp, taps[0], win, kh, kw, sh, sw, dh, dw, tiled=taps[1])
     scale = (scales[None, :] * sf[:, None]).astype(np.float32)  # pcs * batch scale
-    out = acc.astype(np.float32) * scale.reshape(b, 1, 1, out_ch)
-    if bias is not None:
-        out = out + bias.astype(np.float32).reshape(-1)
-    return activate(out.astype(np.float32), options)
+    return _scaled_output(acc, [scale.reshape(b, 1, 1, out_ch)], bias, options)
+
+
+def depthwise_filter_taps(filter: np.ndarray, out_w: int) -> tuple[np.ndarray, np.ndarray]:
+    """A 1HW(C*M) int8 filter as `depthwise_taps` takes it for outputs ``out_w`` wide:
+    ([KH*KW, C*M] in the sums' float type, that tiled to [KH*KW, out_w*C*M]); the kernel
+    keeps it per node (the tiling cost a small layer a tenth of its time)."""
+    _, kh, kw, out_ch = filter.shape
+    ftype = np.float32 if 255.0 * 128.0 * kh * kw < FLOAT32_EXACT else np.float64
+    ftaps = filter.astype(ftype).reshape(kh * kw, out_ch)
+    return ftaps, np.tile(ftaps, (1, out_w))
 
 
 def fully_connected(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, filter_q,

@@ -7,13 +7,14 @@ MultiplyByQuantizedMultiplier by input_scale / output_scale, into which MEAN fol
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
 
 from .. import quant_math as qm
 from .common import (RescaleParams, Rounding, dtype_range, prepare_rescale,
-                     qparams, saturate_cast, wrap32)
+                     qparams, saturate_cast)
 
 
 def resolve_axes(axis: Sequence[int] | np.ndarray | int, ndim: int) -> tuple[int, ...]:
@@ -51,20 +52,26 @@ def mean_or_sum(input: np.ndarray, axis, input_q=None, output_q=None, keep_dims:
     out_shape = _reduced_shape(input.shape, axes, keep_dims)
     lo, hi = dtype_range(input.dtype)
     count = int(np.prod([input.shape[a] for a in axes], dtype=np.int64)) if axes else 1
-    total = wrap32(input.astype(np.int64).sum(axis=axes)) if axes else input.astype(np.int64)
     if count == 0:
         return np.zeros(out_shape, input.dtype)
-    multiplier, shift = p.multiplier, p.shift
-    if not compute_sum:
-        # Fold 1/count into the multiplier, keeping as many bits as the shift allows.
-        s = min(count.bit_length() - 1, 32, 31 + shift)
-        multiplier = int(qm.trunc_div(np.int64(multiplier) << s, count))
-        multiplier = int(np.int64(multiplier).astype(np.int32))
-        shift = shift - s
-    shifted = wrap32(total - p.input_zero_point * count)
-    out = qm.multiply_by_quantized_multiplier(shifted, multiplier, shift, p.rounding)
-    out = np.clip(out + p.output_zero_point, lo, hi).astype(input.dtype)
-    return np.asarray(out).reshape(out_shape)
+    # (C's int32 sums wrap; `requantize_int64` wraps the int64 sums the same way)
+    total = input.sum(axis=axes, dtype=np.int64) if axes else input.astype(np.int64)
+    multiplier, shift = (p.multiplier, p.shift) if compute_sum else \
+        mean_multiplier(p.multiplier, p.shift, count)
+    total -= p.input_zero_point * count
+    out = qm.requantize_int64(total, multiplier, shift, p.rounding)
+    out += p.output_zero_point
+    qm.clip_into(out, lo, hi)
+    return out.astype(input.dtype).reshape(out_shape)
+
+
+@lru_cache(maxsize=256)
+def mean_multiplier(multiplier: int, shift: int, count: int) -> tuple[int, int]:
+    """PrepareMeanOrSum's 1/count folded into the multiplier: shifted left by as many
+    bits as the shift allows, divided by count (truncating), wrapped to int32."""
+    s = min(count.bit_length() - 1, 32, 31 + shift)
+    folded = int(qm.trunc_div(np.int64(multiplier) << s, count))
+    return int(np.int64(folded).astype(np.int32)), shift - s
 
 
 def mean(input: np.ndarray, axis, input_q, output_q, keep_dims: bool,

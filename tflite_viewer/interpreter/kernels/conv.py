@@ -135,6 +135,8 @@ class _Cache:
         self.src = None
         self.value = None
         self.kind = "float"
+        #: integer kinds: int_conv.ConvParams; hybrid: (the filter's QParams, the options
+        #: `hybrid_options` gives, `integer.hybrid.filter_scales`)
         self.params = None
         self.plan = None  # integer kinds: int_conv.ConvPlan of the prepared input shape
         #: (strides, dilations, padding, activation, plan) of the node's options, read once;
@@ -150,12 +152,16 @@ class _Cache:
 
 
 def _int_prepare(ctx, node, channels: int, depthwise: bool = False) -> None:
-    """Cache the node's kind and, for integer kinds, the prepared multipliers and plan."""
+    """Cache the node's kind and, for integer kinds, the prepared multipliers and plan
+    (hybrid: what its invoke reads from the filter's quantization and the options)."""
     k = kind(ctx, node)
     cache = node.user_data
     cache.kind = k
     cache.value = None  # the filter cache is per kind (float or offset int)
     cache.plan = None
+    if k == "hybrid":  # (the filter's quantization and options, read once)
+        fq = tensor_qparams(ctx.input(node, 1))
+        cache.params = (fq, hybrid_options(node), int_hybrid.filter_scales(fq, channels))
     if k in INT_KINDS:
         x, w, o = ctx.input(node, 0), ctx.input(node, 1), ctx.output(node, 0)
         cache.params = int_conv.prepare_conv(tensor_qparams(x), tensor_qparams(w),
@@ -381,9 +387,10 @@ class Conv2D(_ConvKernel):
             ctx.set_output(ctx.output(node, 0), out)
             return
         if k == "hybrid":
-            out = int_hybrid.conv_2d(x, w, _bias(ctx, node), tensor_qparams(ctx.input(node, 1)),
-                                     hybrid_options(node),
-                                     fmat=node.user_data.get(w, int_hybrid.conv_filter_matrix))
+            fq, options, scales = node.user_data.params
+            out = int_hybrid.conv_2d(x, w, _bias(ctx, node), fq, options,
+                                     fmat=node.user_data.get(w, int_hybrid.conv_filter_matrix),
+                                     scales=scales)
             ctx.set_output(ctx.output(node, 0), out)
             return
         b = ctx.input(node, 2)
@@ -457,10 +464,11 @@ class DepthwiseConv2D(_ConvKernel):
             ctx.set_output(ctx.output(node, 0), out)
             return
         if k == "hybrid":
-            out = int_hybrid.depthwise_conv_2d(ctx.value(node, 0), ctx.value(node, 1),
-                                               _bias(ctx, node),
-                                               tensor_qparams(ctx.input(node, 1)),
-                                               hybrid_options(node))
+            fq, options, scales = cache.params
+            w, out_w = ctx.value(node, 1), ctx.output(node, 0).shape[2]
+            taps = cache.get(w, lambda w: int_hybrid.depthwise_filter_taps(w, out_w))
+            out = int_hybrid.depthwise_conv_2d(ctx.value(node, 0), w, _bias(ctx, node), fq,
+                                               options, scales, taps)
             ctx.set_output(ctx.output(node, 0), out)
             return
         b = ctx.input(node, 2)
