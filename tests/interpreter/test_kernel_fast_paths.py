@@ -83,14 +83,18 @@ def test_the_select_takes_max_min_or_both_and_refuses_zero_alphas():
     assert np.array_equal(_bits(got), _bits(x))
 
 
-@pytest.mark.parametrize("rows, channels", [(5, 16), (1, 3), (4096, 300)])
-def test_a_tiled_bias_adds_what_the_broadcast_adds(rows, channels):
-    """Small biases are tiled over the rows; one over `BIAS_KEEP_BYTES` stays a row."""
+@pytest.mark.parametrize("rows, channels, reps", [(5, 16, 5), (1, 3, 1), (4096, 300, 8),
+                                                  (2304, 16, 256), (2304, 48, 72),
+                                                  (7, 1024, 1)])
+def test_a_tiled_bias_adds_what_the_broadcast_adds(rows, channels, reps):
+    """A bias is tiled over the most rows that divide the output's rows and fit in
+    `BIAS_KEEP_BYTES` (one row when even one does not fit); added to the output seen as
+    rows of the tile's length it gives the broadcast's values, bit for bit."""
     rng = np.random.default_rng(rows)
     bias = rng.standard_normal(channels).astype(F32)
     tiled = float_conv.TiledBias(rows)(bias)
-    big = bias.nbytes * rows > float_conv.BIAS_KEEP_BYTES
-    assert tiled.shape == ((channels,) if big else (rows, channels))
+    assert tiled.shape == (reps * channels,)
+    assert reps == 1 or tiled.nbytes <= float_conv.BIAS_KEEP_BYTES
     out = rng.standard_normal((rows, channels)).astype(F32)
     want = out + bias
     float_conv.clamp(out, tiled, None)
