@@ -241,7 +241,23 @@ def bind_float(ctx, node, invoke, make_filter=None):
         o.data = plan(data, matrix, bias, bounds,
                       product_for(reference, data, filt) if reference else None,
                       ctx.checkpoint)
-    return bound
+    if make_filter is None or w.data is None or (b is not None and b.data is None):
+        return bound
+    # a 1x1 convolution of the filter and bias arrays there now: their product with the
+    # input alone (`ConvPlan.product`) while they stay those arrays and the sums BLAS's
+    filt0, bias0 = w.data, None if b is None else b.data
+    product = plan.product(cache.get(filt0, make_filter), bias0, bounds, dtype)
+    if product is None:
+        return bound
+
+    def bound_product(ctx, node) -> None:
+        data = x.data
+        if data is None or data.shape != shape or data.dtype != xtype or w.data is not filt0 \
+                or (b is not None and b.data is not bias0) or interp.reference_float_sums:
+            bound(ctx, node)
+            return
+        o.data = product(data)
+    return bound_product
 
 
 def hybrid_options(node) -> dict:

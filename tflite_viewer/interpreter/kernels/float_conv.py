@@ -178,6 +178,32 @@ class ConvPlan:
         self.pad = PadBuffer(x_shape, geometry, (kh, kw), strides, dilations)
         self._view: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
 
+    def product(self, w_matrix: np.ndarray, bias: np.ndarray | None, bounds: tuple | None,
+                dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray] | None:
+        """`__call__` with this filter matrix, bias and bounds and BLAS sums, as a function
+        of the input alone, for a 1x1 plan of one block (the input rows times the matrix,
+        the tiled bias, the clip: the same numpy calls, without the per-call lookups);
+        None for other plans."""
+        if not (self.pointwise and len(self.blocks) == 1 and self.groups == 1):
+            return None
+        k, shape = self.k, self.out_shape
+        tiled = self.bias_rows(bias)
+        low = None if bounds is None else bounds[0]
+        high = None if bounds is None else infinity(dtype) if bounds[1] is None \
+            else bounds[1]  # (``dtype``: the output's)
+        per_row = 0 if tiled is None else tiled.size
+        matmul, add = np.matmul, np.add
+
+        def run(x: np.ndarray) -> np.ndarray:
+            out = matmul(x.reshape(-1, k), w_matrix)
+            if per_row:
+                rows = out.reshape(-1, per_row)
+                add(rows, tiled, out=rows)
+            if low is not None:
+                clip_ufunc(out, low, high, out=out)
+            return out.reshape(shape)
+        return run
+
     def _patches(self, x: np.ndarray) -> np.ndarray:
         """A strided view of the padded input: each output position's patch in the
         filter's order, made once for a kept buffer.  Undilated across it is
