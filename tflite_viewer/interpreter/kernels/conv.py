@@ -241,12 +241,14 @@ def bind_float(ctx, node, invoke, make_filter=None):
         o.data = plan(data, matrix, bias, bounds,
                       product_for(reference, data, filt) if reference else None,
                       ctx.checkpoint)
-    if make_filter is None or w.data is None or (b is not None and b.data is None):
+    if w.data is None or (b is not None and b.data is None) or xtype != wtype:
         return bound
-    # a 1x1 convolution of the filter and bias arrays there now: their product with the
-    # input alone (`ConvPlan.product`) while they stay those arrays and the sums BLAS's
+    # the filter and bias arrays there now: the plan's whole computation with them as a
+    # function of the input alone (`ConvPlan.product`, `DepthwisePlan.product`), taken
+    # while they stay those arrays and the sums BLAS's
     filt0, bias0 = w.data, None if b is None else b.data
-    product = plan.product(cache.get(filt0, make_filter), bias0, bounds, dtype)
+    product = plan.product(filt0 if make_filter is None else cache.get(filt0, make_filter),
+                           bias0, bounds, dtype)
     if product is None:
         return bound
 

@@ -332,6 +332,49 @@ class DepthwisePlan:
             self._filter = (w, laid)
         return laid
 
+    def _laid_for(self, w: np.ndarray) -> list[np.ndarray]:
+        """The filter's taps laid for the phases (`WidthPhases.lay`), kept for the array."""
+        source, laid = self._laid
+        if source is not w:
+            laid = self.phases.lay(w[0])
+            self._laid = (w, laid)
+        return laid
+
+    def product(self, w: np.ndarray, bias: np.ndarray | None, bounds: tuple | None,
+                dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray] | None:
+        """`__call__` of float32 inputs with this float32 filter, bias and bounds and BLAS
+        sums, as a function of the input alone: the taps' einsum (or the phases'), the
+        tiled bias, the clip, with the filter laid and the views made once (``dtype``:
+        the output's).  None with a depth multiplier or another type."""
+        if self.mult != 1 or w.dtype != np.float32 or dtype != np.float32:
+            return None
+        win = self.pad.win
+        shape = (self.x_shape[0], win.out_h, win.out_w, w.shape[3])
+        tiled = self.bias_rows(bias)
+        per_row = 0 if tiled is None else tiled.size
+        low = None if bounds is None else bounds[0]
+        high = None if bounds is None else infinity(dtype) if bounds[1] is None else bounds[1]
+        phases, pad, add = self.phases, self.pad, np.add
+        if phases is not None:
+            laid = self._laid_for(w)
+            sums = lambda x: phases.sums(phases.split(x, np.float32), laid)  # noqa: E731
+        else:
+            spec = "yxbhr,yxr->bhr" if self.strides[1] == 1 else "yxbhwc,yxwc->bhwc"
+            weights, taps = self._weights(w), self._taps
+
+            def sums(x: np.ndarray) -> np.ndarray:
+                return c_einsum(spec, taps(pad(x)), weights)
+
+        def run(x: np.ndarray) -> np.ndarray:
+            out = sums(x).reshape(shape)
+            if per_row:
+                rows = out.reshape(-1, per_row)
+                add(rows, tiled, out=rows)
+            if low is not None:
+                clip_ufunc(out, low, high, out=out)
+            return out
+        return run
+
     def __call__(self, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None,
                  bounds: tuple | None = None, reference: bool = True,
                  checkpoint: Checkpoint | None = None) -> np.ndarray:
@@ -343,11 +386,7 @@ class DepthwisePlan:
         win = self.pad.win
         shape = (x.shape[0], win.out_h, win.out_w, w.shape[3])
         if self.phases is not None and not reference and x.dtype == w.dtype == np.float32:
-            source, laid = self._laid
-            if source is not w:
-                laid = self.phases.lay(w[0])
-                self._laid = (w, laid)
-            out = self.phases.sums(self.phases.split(x, np.float32), laid)
+            out = self.phases.sums(self.phases.split(x, np.float32), self._laid_for(w))
             clamp(out.reshape(shape[0], -1, shape[3]), self.bias_rows(bias), bounds)
             return out
         xp = self.pad(x)
