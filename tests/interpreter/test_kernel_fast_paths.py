@@ -4,7 +4,9 @@ PRELU and LEAKY_RELU as kappa * max(kappa * x, kappa * alpha * x) (`ScaledSelect
 against np.where(x >= 0, x, x * alpha), bit for bit, over alphas below, at and above 1, of
 either sign, and inputs with every special value; a bias tiled over the rows of an output
 block (`float_conv.TiledBias`) against the per-channel broadcast; the bound SOFTMAX against
-`softmax` and the sums of a bound MEAN (`ordered_sum_plan`) against the sequential loop.
+`softmax` and the sums of a bound MEAN (`ordered_sum_plan`) against the sequential loop;
+the bound products of float CONV_2D and DEPTHWISE_CONV_2D plans against the plans' own
+call.
 """
 from __future__ import annotations
 
@@ -228,3 +230,37 @@ def test_an_ordered_sum_plan_is_the_ordered_sum(shape, axes, keep):
         want = (want + rows[:, j]).astype(F32)
     np.testing.assert_array_equal(_bits(got.reshape(-1)), _bits(want))
     assert got.shape == np.sum(x, axis=axes, keepdims=keep).shape
+
+
+@pytest.mark.parametrize("act", [None, "RELU", "RELU6"])
+@pytest.mark.parametrize("x_shape, w_shape, strides, bias", [
+    ((1, 12, 12, 16), (96, 1, 1, 16), (1, 1), True),      # 1x1: the product alone
+    ((1, 5, 7, 24), (8, 1, 1, 24), (1, 1), False),
+    ((1, 3, 3, 112), (1280, 1, 1, 112), (1, 1), True),
+    ((1, 48, 48, 16), (1, 3, 3, 16), (1, 1), True),       # depthwise, stride 1
+    ((1, 48, 48, 48), (1, 3, 3, 48), (2, 2), True),       # by width phases
+    ((1, 12, 12, 96), (1, 3, 3, 96), (2, 2), False),      # strided view
+    ((2, 6, 6, 144), (1, 3, 3, 144), (1, 1), True)])
+def test_a_plans_product_is_its_call(act, x_shape, w_shape, strides, bias):
+    """`ConvPlan.product` and `DepthwisePlan.product` (a bound node's whole computation
+    as a function of its input) give the plan's own call with BLAS sums, bit for bit."""
+    from tflite_viewer.interpreter.kernels.common import _float_bounds, window_geometry
+    from tflite_viewer.interpreter.kernels.conv import filter_matrix
+    rng = np.random.default_rng(sum(x_shape) + sum(w_shape))
+    x = rng.standard_normal(x_shape).astype(F32)
+    w = rng.standard_normal(w_shape).astype(F32)
+    depthwise = w_shape[0] == 1 and w_shape[3] == x_shape[3] and w_shape[1] > 1
+    b = rng.standard_normal(w_shape[3 if depthwise else 0]).astype(F32) if bias else None
+    bounds = None if act is None else _float_bounds(act, np.dtype(F32))
+    geometry = window_geometry(x_shape[1:3], w_shape[1:3], strides, (1, 1), "SAME")
+    if depthwise:
+        plan = float_conv.DepthwisePlan(x_shape, w_shape, strides, (1, 1), geometry)
+        want = plan(x, w, b, bounds, reference=False)
+        run = plan.product(w, b, bounds, np.dtype(F32))
+    else:
+        plan = float_conv.ConvPlan(x_shape, w_shape, strides, (1, 1), geometry)
+        want = plan(x, filter_matrix(w), b, bounds)
+        run = plan.product(filter_matrix(w), b, bounds, np.dtype(F32))
+    for _ in range(2):  # the views and buffers kept by the first call serve the second
+        got = run(x)
+        assert got.shape == want.shape and np.array_equal(_bits(got), _bits(want))
