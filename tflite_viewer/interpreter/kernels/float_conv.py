@@ -89,6 +89,7 @@ class PadBuffer:
         self.win = Window(*geometry)
         self.shape = padded_shape(tuple(x_shape), self.win, *kernel, *strides, *dilations)
         self.buffer: np.ndarray | None = None
+        self._interior: np.ndarray | None = None  # the kept buffer's view of the input
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         if self.shape is None:  # every window inside the input
@@ -97,8 +98,12 @@ class PadBuffer:
         if buf is None or buf.dtype != x.dtype:
             buf = np.zeros(self.shape, x.dtype)
             self.buffer = buf if buf.nbytes <= PAD_KEEP_BYTES else None
-        _, h, w, _ = x.shape
-        buf[:, self.win.pad_h:self.win.pad_h + h, self.win.pad_w:self.win.pad_w + w] = x
+            _, h, w, _ = x.shape
+            inside = buf[:, self.win.pad_h:self.win.pad_h + h, self.win.pad_w:self.win.pad_w + w]
+            self._interior = inside if self.buffer is not None else None
+        else:
+            inside = self._interior
+        np.copyto(inside, x)
         return buf
 
 
