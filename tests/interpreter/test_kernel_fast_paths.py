@@ -6,7 +6,8 @@ either sign, and inputs with every special value; a bias tiled over the rows of 
 block (`float_conv.TiledBias`) against the per-channel broadcast; the bound SOFTMAX against
 `softmax` and the sums of a bound MEAN (`ordered_sum_plan`) against the sequential loop;
 the bound products of float CONV_2D and DEPTHWISE_CONV_2D plans against the plans' own
-call.
+call; a depthwise convolution by planes of its columns (`float_conv.WidthTaps`) against
+float64 taps.
 """
 from __future__ import annotations
 
@@ -124,11 +125,13 @@ def _depthwise64(x, w, strides, dilations, padding):
 @pytest.mark.parametrize("x_shape, kernel, strides, dilation_h, padding", [
     ((1, 48, 48, 16), (3, 3), (2, 2), 1, "SAME"), ((2, 9, 12, 5), (3, 3), (2, 2), 1, "VALID"),
     ((1, 10, 11, 7), (5, 5), (1, 2), 2, "SAME"), ((1, 6, 7, 3), (2, 4), (3, 2), 1, "SAME"),
-    ((1, 5, 8, 4), (3, 1), (1, 2), 1, "VALID"), ((1, 1, 1, 64), (3, 3), (2, 2), 1, "SAME")])
-def test_width_phases_are_the_depthwise_convolution(x_shape, kernel, strides, dilation_h,
-                                                     padding):
-    """A width-stride-2 depthwise convolution read by even and odd columns
-    (`WidthPhases`) against float64 taps over the zero-padded input, twice (the kept
+    ((1, 5, 8, 4), (3, 1), (1, 2), 1, "VALID"), ((1, 1, 1, 64), (3, 3), (2, 2), 1, "SAME"),
+    ((1, 12, 12, 96), (3, 3), (2, 2), 1, "SAME"), ((1, 7, 9, 4), (3, 3), (2, 3), 1, "SAME"),
+    ((1, 8, 10, 6), (2, 5), (1, 4), 1, "VALID")])
+def test_width_taps_are_the_depthwise_convolution(x_shape, kernel, strides, dilation_h,
+                                                   padding):
+    """A depthwise convolution of width stride over 1 read by planes of its columns
+    (`WidthTaps`) against float64 taps over the zero-padded input, twice (the kept
     buffer's border stays zero)."""
     from tflite_viewer.interpreter.kernels.common import window_geometry
     rng = np.random.default_rng(sum(x_shape))
@@ -138,7 +141,7 @@ def test_width_phases_are_the_depthwise_convolution(x_shape, kernel, strides, di
     dilations = (dilation_h, 1)
     geometry = window_geometry(x_shape[1:3], kernel, strides, dilations, padding)
     plan = float_conv.DepthwisePlan(x_shape, w.shape, strides, dilations, geometry)
-    assert plan.phases is not None
+    assert plan.width_taps is not None
     want = _depthwise64(x, w, strides, dilations, padding) + b
     for _ in range(2):
         got = plan(x, w, b, None, reference=False)
@@ -238,8 +241,9 @@ def test_an_ordered_sum_plan_is_the_ordered_sum(shape, axes, keep):
     ((1, 5, 7, 24), (8, 1, 1, 24), (1, 1), False),
     ((1, 3, 3, 112), (1280, 1, 1, 112), (1, 1), True),
     ((1, 48, 48, 16), (1, 3, 3, 16), (1, 1), True),       # depthwise, stride 1
-    ((1, 48, 48, 48), (1, 3, 3, 48), (2, 2), True),       # by width phases
-    ((1, 12, 12, 96), (1, 3, 3, 96), (2, 2), False),      # strided view
+    ((1, 48, 48, 48), (1, 3, 3, 48), (2, 2), True),       # by width planes
+    ((1, 12, 12, 96), (1, 3, 3, 96), (2, 2), False),      # by width planes too
+    ((1, 6, 6, 192), (1, 3, 3, 192), (2, 2), True),       # strided view
     ((2, 6, 6, 144), (1, 3, 3, 144), (1, 1), True)])
 def test_a_plans_product_is_its_call(act, x_shape, w_shape, strides, bias):
     """`ConvPlan.product` and `DepthwisePlan.product` (a bound node's whole computation

@@ -11,7 +11,8 @@ block while it is in cache.  A 1x1 convolution of stride 1 multiplies the input 
 place, without a copy.
 
 DEPTHWISE_CONV_2D adds its taps in one einsum over views of the padded input (BLAS sums:
-numpy's order) or one tap at a time over the whole image (the reference order, its bits).
+numpy's order; at a width stride over 1, of its planes of columns: `WidthTaps`) or one tap
+at a time over the whole image (the reference order, its bits).
 Both pad into a buffer their plan keeps when it is small (`PadBuffer`).
 
 Each output's sum involves only its own patch, so with ``reference`` products
@@ -35,7 +36,6 @@ from numpy.lib.stride_tricks import as_strided
 from ..float32 import ordered_matmul
 from ..integer.common import Window, c_einsum, padded_shape
 from ..integer.conv import PAD_KEEP_BYTES
-from ..integer.phases import WidthPhases, phases_apply
 from .common import clip_ufunc, infinity
 
 #: bytes of one block of patches (and of the products of TRANSPOSE_CONV): measured (CPU
@@ -320,10 +320,71 @@ def _rows_product(rows: np.ndarray, w_matrix: np.ndarray,
     return out
 
 
+#: channels from which a depthwise convolution of width stride over 1 reads its input
+#: itself (numpy's loop runs C values at a time, long enough): mobilenet_v2's 12x12x96
+#: layer of stride 2 is 8% faster by planes, its 6x6x192 one 20% slower
+PLANE_CHANNELS = 128
+
+
+class WidthTaps:
+    """A depthwise convolution's padded input laid [KW, N, HP, OW, C] for a width stride
+    over 1: plane kx holds the padded columns kx, kx + SW, kx + 2 SW ..., one per output
+    column, so every tap (ky, kx) is a view whose output rows are OW*C contiguous values
+    and one einsum adds all the taps, as at width stride 1 (over the input itself numpy's
+    loop runs C values at a time; mobilenet_v2's 48x48x48 layer of stride 2: 59 us, 84 us
+    as even and odd columns).  The planes are written straight from the input, a pixel of
+    C values at a time as one void element; the border stays zero in a kept buffer."""
+
+    def __init__(self, x_shape: tuple[int, ...], win: Window, padded: tuple | None,
+                 kernel: tuple[int, int], strides: tuple[int, int], dh: int) -> None:
+        n, h, w, c = x_shape
+        (kh, kw), (sh, sw) = kernel, strides
+        self.shape = (kw, n, padded[1] if padded is not None else h, win.out_w, c)
+        self.rows = slice(win.pad_h, win.pad_h + h)
+        #: (plane, its output columns written, the input columns they read) per plane
+        self.writes = []
+        for kx in range(kw):  # output column o reads input column o * SW + kx - pad_left
+            first = max(0, -(-(win.pad_w - kx) // sw))
+            last = min(win.out_w - 1, (w - 1 + win.pad_w - kx) // sw)
+            if last >= first:
+                at = first * sw + kx - win.pad_w
+                self.writes.append((kx, slice(first, last + 1),
+                                    slice(at, at + (last - first) * sw + 1, sw)))
+        self.view = ((kh, kw, n, win.out_h, win.out_w * c), dh, sh)
+        self.pixel = np.dtype((np.void, c * 4))
+        self._kept: tuple = (None, None)  # (the taps view, the planes' writes) of a kept buffer
+
+    def _planes(self) -> tuple[np.ndarray, list]:
+        """A zeroed buffer's taps view and (the pixels each plane writes, the input columns
+        they read)."""
+        buf = np.zeros(self.shape, np.float32)
+        (kh, kw, n, oh, row), dh, sh = self.view
+        s_k, s_n, s_h, _, s_c = buf.strides
+        taps = np.ndarray((kh, kw, n, oh, row), np.float32, buf, 0,
+                          (s_h * dh, s_k, s_n, s_h * sh, s_c))
+        taps.flags.writeable = False
+        writes = [(buf[kx].view(self.pixel)[:, self.rows, outs, 0], (Ellipsis, cols))
+                  for kx, outs, cols in self.writes]
+        if buf.nbytes <= PAD_KEEP_BYTES:
+            self._kept = (taps, writes)
+        return taps, writes
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """[KH, KW, N, OH, OW*C]: every tap's inputs over the planes of ``x`` (float32)."""
+        taps, writes = self._kept
+        if taps is None:
+            taps, writes = self._planes()
+        pixels = np.ascontiguousarray(x).view(self.pixel)[..., 0]
+        for plane, cols in writes:
+            np.copyto(plane, pixels[cols])
+        return taps
+
+
 class DepthwisePlan:
     """What a float DEPTHWISE_CONV_2D of one input shape computes with: the padding and,
     for BLAS sums, the view of every tap over the padded input (made once for a kept
-    buffer) and the filter laid along the output row (kept for the filter array)."""
+    buffer; for a width stride over 1 over its `WidthTaps`) and the filter laid along the
+    output row (kept for the filter array)."""
 
     def __init__(self, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
                  strides: tuple[int, int], dilations: tuple[int, int],
@@ -335,11 +396,12 @@ class DepthwisePlan:
         self.bias_rows = TiledBias(self.pad.win.out_h * self.pad.win.out_w)
         self._view: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
         self._filter: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
-        #: width stride 2, few channels: the input read by even and odd columns
-        self.phases = WidthPhases(self.x_shape, self.pad.win, self.pad.shape, self.kernel,
-                                  strides[0], dilations[0]) \
-            if phases_apply(self.x_shape, strides, dilations, self.mult) else None
-        self._laid: tuple = (None, None)  # (filter, its taps laid per phase)
+        #: a width stride over 1, undilated across, no multiplier, under `PLANE_CHANNELS`
+        #: channels: the input read by planes
+        self.width_taps = WidthTaps(self.x_shape, self.pad.win, self.pad.shape, self.kernel,
+                                    strides, dilations[0]) \
+            if strides[1] > 1 and dilations[1] == 1 and self.mult == 1 \
+            and x_shape[3] < PLANE_CHANNELS else None
 
     def _taps(self, xp: np.ndarray) -> np.ndarray:
         """[KH, KW, N, OH, OW*C] (width stride 1: each output row's values contiguous) or
@@ -362,29 +424,23 @@ class DepthwisePlan:
         return view
 
     def _weights(self, w: np.ndarray) -> np.ndarray:
-        """The filter as the einsum of `_taps` takes it: [KH, KW, OW*C] tiled along the
-        row (width stride 1), else [KH, KW, OW, C] broadcast (a view)."""
+        """The filter as the einsum of `_taps` or `WidthTaps` takes it: [KH, KW, OW*C]
+        tiled along the row (width stride 1, or planes), else [KH, KW, OW, C] broadcast
+        (a view)."""
         source, laid = self._filter
         if source is not w:
             (kh, kw), ow, oc = self.kernel, self.pad.win.out_w, w.shape[3]
             taps = w.reshape(kh, kw, 1, oc)
             laid = np.tile(taps, (1, 1, ow, 1)).reshape(kh, kw, ow * oc) \
-                if self.strides[1] == 1 else np.broadcast_to(taps, (kh, kw, ow, oc))
+                if self.strides[1] == 1 or self.width_taps is not None \
+                else np.broadcast_to(taps, (kh, kw, ow, oc))
             self._filter = (w, laid)
-        return laid
-
-    def _laid_for(self, w: np.ndarray) -> list[np.ndarray]:
-        """The filter's taps laid for the phases (`WidthPhases.lay`), kept for the array."""
-        source, laid = self._laid
-        if source is not w:
-            laid = self.phases.lay(w[0])
-            self._laid = (w, laid)
         return laid
 
     def product(self, w: np.ndarray, bias: np.ndarray | None, bounds: tuple | None,
                 dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray] | None:
         """`__call__` of float32 inputs with this float32 filter, bias and bounds and BLAS
-        sums, as a function of the input alone: the taps' einsum (or the phases'), the
+        sums, as a function of the input alone: the taps' einsum (over the `WidthTaps` planes at a width stride over 1), the
         tiled bias, the clip, with the filter laid and the views made once (``dtype``:
         the output's).  None with a depth multiplier or another type."""
         if self.mult != 1 or w.dtype != np.float32 or dtype != np.float32:
@@ -395,13 +451,13 @@ class DepthwisePlan:
         per_row = 0 if tiled is None else tiled.size
         low = None if bounds is None else bounds[0]
         high = None if bounds is None else infinity(dtype) if bounds[1] is None else bounds[1]
-        phases, pad, add = self.phases, self.pad, np.add
-        if phases is not None:
-            laid = self._laid_for(w)
-            sums = lambda x: phases.sums(phases.split(x, np.float32), laid)  # noqa: E731
+        pad, add, weights = self.pad, np.add, self._weights(w)
+        if self.width_taps is not None:
+            planes = self.width_taps
+            sums = lambda x: c_einsum("yxbhr,yxr->bhr", planes(x), weights)  # noqa: E731
         else:
             spec = "yxbhr,yxr->bhr" if self.strides[1] == 1 else "yxbhwc,yxwc->bhwc"
-            weights, taps = self._weights(w), self._taps
+            taps = self._taps
 
             def sums(x: np.ndarray) -> np.ndarray:
                 return c_einsum(spec, taps(pad(x)), weights)
@@ -426,8 +482,8 @@ class DepthwisePlan:
         (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.strides, self.dilations
         win = self.pad.win
         shape = (x.shape[0], win.out_h, win.out_w, w.shape[3])
-        if self.phases is not None and not reference and x.dtype == w.dtype == np.float32:
-            out = self.phases.sums(self.phases.split(x, np.float32), self._laid_for(w))
+        if self.width_taps is not None and not reference and x.dtype == w.dtype == np.float32:
+            out = c_einsum("yxbhr,yxr->bhr", self.width_taps(x), self._weights(w)).reshape(shape)
             clamp(out.reshape(shape[0], -1, shape[3]), self.bias_rows(bias), bounds)
             return out
         xp = self.pad(x)
