@@ -38,7 +38,7 @@ def _same_tensors(a: Interpreter, b: Interpreter) -> None:
 
 
 @pytest.mark.parametrize("name", ["dilated_conv", "small_cnn_dilated_float",
-                                  "small_cnn_dilated_int8"])
+                                  "small_cnn_dilated_int8", "mobilenet_v2_fp16"])
 def test_replayed_shape_ops_equal_the_kernels(name):
     folded, plain = _pair(name)
     for seed in range(3):  # a run with no re-preparation records, the next ones replay
@@ -113,3 +113,16 @@ def test_a_stale_replay_runs_the_kernels_of_its_nodes():
     for t, w in zip(outs, want):
         assert t.data is not None and t.data is not w and np.array_equal(t.data, w)
     assert [sg.op_counts[n.index] for n in nodes[1:]] == [1] * (len(nodes) - 1)
+
+
+def test_kept_dequantized_weights_are_one_replayed_step():
+    """mobilenet_v2_fp16 dequantizes its 65 float16 filters and biases at the head of its
+    plan: once bound, the DEQUANTIZE nodes' kept values are stored by one step."""
+    folded, _ = _pair("mobilenet_v2_fp16")
+    for seed in range(2):
+        folded.invoke(_inputs(folded, seed))
+    steps = folded.entry.plan_steps
+    dequantizes = [n for n in folded.entry.plan_nodes if n.name == "DEQUANTIZE"]
+    assert len(dequantizes) == 65
+    assert [n.index for n in steps[0][1].nodes] == [n.index for n in dequantizes]
+    assert len(steps) == len(folded.entry.plan_nodes) - 64

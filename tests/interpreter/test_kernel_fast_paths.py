@@ -4,7 +4,10 @@ PRELU and LEAKY_RELU as kappa * max(kappa * x, kappa * alpha * x) (`ScaledSelect
 against np.where(x >= 0, x, x * alpha), bit for bit, over alphas below, at and above 1, of
 either sign, and inputs with every special value; a bias tiled over the rows of an output
 block (`float_conv.TiledBias`) against the per-channel broadcast; the bound SOFTMAX against
-`softmax` and the sums of a bound MEAN (`ordered_sum_plan`) against the sequential loop.
+`softmax` and the sums of a bound MEAN (`ordered_sum_plan`) against the sequential loop;
+the bound products of float CONV_2D and DEPTHWISE_CONV_2D plans against the plans' own
+call; a depthwise convolution by planes of its columns (`float_conv.WidthTaps`) against
+float64 taps.
 """
 from __future__ import annotations
 
@@ -83,14 +86,18 @@ def test_the_select_takes_max_min_or_both_and_refuses_zero_alphas():
     assert np.array_equal(_bits(got), _bits(x))
 
 
-@pytest.mark.parametrize("rows, channels", [(5, 16), (1, 3), (4096, 300)])
-def test_a_tiled_bias_adds_what_the_broadcast_adds(rows, channels):
-    """Small biases are tiled over the rows; one over `BIAS_KEEP_BYTES` stays a row."""
+@pytest.mark.parametrize("rows, channels, reps", [(5, 16, 5), (1, 3, 1), (4096, 300, 8),
+                                                  (2304, 16, 256), (2304, 48, 72),
+                                                  (7, 1024, 1)])
+def test_a_tiled_bias_adds_what_the_broadcast_adds(rows, channels, reps):
+    """A bias is tiled over the most rows that divide the output's rows and fit in
+    `BIAS_KEEP_BYTES` (one row when even one does not fit); added to the output seen as
+    rows of the tile's length it gives the broadcast's values, bit for bit."""
     rng = np.random.default_rng(rows)
     bias = rng.standard_normal(channels).astype(F32)
     tiled = float_conv.TiledBias(rows)(bias)
-    big = bias.nbytes * rows > float_conv.BIAS_KEEP_BYTES
-    assert tiled.shape == ((channels,) if big else (rows, channels))
+    assert tiled.shape == (reps * channels,)
+    assert reps == 1 or tiled.nbytes <= float_conv.BIAS_KEEP_BYTES
     out = rng.standard_normal((rows, channels)).astype(F32)
     want = out + bias
     float_conv.clamp(out, tiled, None)
@@ -118,11 +125,13 @@ def _depthwise64(x, w, strides, dilations, padding):
 @pytest.mark.parametrize("x_shape, kernel, strides, dilation_h, padding", [
     ((1, 48, 48, 16), (3, 3), (2, 2), 1, "SAME"), ((2, 9, 12, 5), (3, 3), (2, 2), 1, "VALID"),
     ((1, 10, 11, 7), (5, 5), (1, 2), 2, "SAME"), ((1, 6, 7, 3), (2, 4), (3, 2), 1, "SAME"),
-    ((1, 5, 8, 4), (3, 1), (1, 2), 1, "VALID"), ((1, 1, 1, 64), (3, 3), (2, 2), 1, "SAME")])
-def test_width_phases_are_the_depthwise_convolution(x_shape, kernel, strides, dilation_h,
-                                                     padding):
-    """A width-stride-2 depthwise convolution read by even and odd columns
-    (`WidthPhases`) against float64 taps over the zero-padded input, twice (the kept
+    ((1, 5, 8, 4), (3, 1), (1, 2), 1, "VALID"), ((1, 1, 1, 64), (3, 3), (2, 2), 1, "SAME"),
+    ((1, 12, 12, 96), (3, 3), (2, 2), 1, "SAME"), ((1, 7, 9, 4), (3, 3), (2, 3), 1, "SAME"),
+    ((1, 8, 10, 6), (2, 5), (1, 4), 1, "VALID")])
+def test_width_taps_are_the_depthwise_convolution(x_shape, kernel, strides, dilation_h,
+                                                   padding):
+    """A depthwise convolution of width stride over 1 read by planes of its columns
+    (`WidthTaps`) against float64 taps over the zero-padded input, twice (the kept
     buffer's border stays zero)."""
     from tflite_viewer.interpreter.kernels.common import window_geometry
     rng = np.random.default_rng(sum(x_shape))
@@ -132,7 +141,7 @@ def test_width_phases_are_the_depthwise_convolution(x_shape, kernel, strides, di
     dilations = (dilation_h, 1)
     geometry = window_geometry(x_shape[1:3], kernel, strides, dilations, padding)
     plan = float_conv.DepthwisePlan(x_shape, w.shape, strides, dilations, geometry)
-    assert plan.phases is not None
+    assert plan.width_taps is not None
     want = _depthwise64(x, w, strides, dilations, padding) + b
     for _ in range(2):
         got = plan(x, w, b, None, reference=False)
@@ -224,3 +233,38 @@ def test_an_ordered_sum_plan_is_the_ordered_sum(shape, axes, keep):
         want = (want + rows[:, j]).astype(F32)
     np.testing.assert_array_equal(_bits(got.reshape(-1)), _bits(want))
     assert got.shape == np.sum(x, axis=axes, keepdims=keep).shape
+
+
+@pytest.mark.parametrize("act", [None, "RELU", "RELU6"])
+@pytest.mark.parametrize("x_shape, w_shape, strides, bias", [
+    ((1, 12, 12, 16), (96, 1, 1, 16), (1, 1), True),      # 1x1: the product alone
+    ((1, 5, 7, 24), (8, 1, 1, 24), (1, 1), False),
+    ((1, 3, 3, 112), (1280, 1, 1, 112), (1, 1), True),
+    ((1, 48, 48, 16), (1, 3, 3, 16), (1, 1), True),       # depthwise, stride 1
+    ((1, 48, 48, 48), (1, 3, 3, 48), (2, 2), True),       # by width planes
+    ((1, 12, 12, 96), (1, 3, 3, 96), (2, 2), False),      # by width planes too
+    ((1, 6, 6, 192), (1, 3, 3, 192), (2, 2), True),       # strided view
+    ((2, 6, 6, 144), (1, 3, 3, 144), (1, 1), True)])
+def test_a_plans_product_is_its_call(act, x_shape, w_shape, strides, bias):
+    """`ConvPlan.product` and `DepthwisePlan.product` (a bound node's whole computation
+    as a function of its input) give the plan's own call with BLAS sums, bit for bit."""
+    from tflite_viewer.interpreter.kernels.common import _float_bounds, window_geometry
+    from tflite_viewer.interpreter.kernels.conv import filter_matrix
+    rng = np.random.default_rng(sum(x_shape) + sum(w_shape))
+    x = rng.standard_normal(x_shape).astype(F32)
+    w = rng.standard_normal(w_shape).astype(F32)
+    depthwise = w_shape[0] == 1 and w_shape[3] == x_shape[3] and w_shape[1] > 1
+    b = rng.standard_normal(w_shape[3 if depthwise else 0]).astype(F32) if bias else None
+    bounds = None if act is None else _float_bounds(act, np.dtype(F32))
+    geometry = window_geometry(x_shape[1:3], w_shape[1:3], strides, (1, 1), "SAME")
+    if depthwise:
+        plan = float_conv.DepthwisePlan(x_shape, w_shape, strides, (1, 1), geometry)
+        want = plan(x, w, b, bounds, reference=False)
+        run = plan.product(w, b, bounds, np.dtype(F32))
+    else:
+        plan = float_conv.ConvPlan(x_shape, w_shape, strides, (1, 1), geometry)
+        want = plan(x, filter_matrix(w), b, bounds)
+        run = plan.product(filter_matrix(w), b, bounds, np.dtype(F32))
+    for _ in range(2):  # the views and buffers kept by the first call serve the second
+        got = run(x)
+        assert got.shape == want.shape and np.array_equal(_bits(got), _bits(want))

@@ -50,6 +50,8 @@ def _same_tensors(a: Interpreter, b: Interpreter) -> None:
     ("mobilenet_v2_float", {"FULLY_CONNECTED", "ADD", "CONV_2D", "DEPTHWISE_CONV_2D"}),
     # filters that are DEQUANTIZE outputs (cached arrays); a dilated depthwise
     ("face_detection_short_range", {"CONV_2D", "DEPTHWISE_CONV_2D"}),
+    # a FULLY_CONNECTED whose weights are a DEQUANTIZE's kept output
+    ("mobilenet_v2_fp16", {"FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D"}),
     ("small_cnn_dilated_float", {"CONV_2D", "DEPTHWISE_CONV_2D"}),
     ("control_flow", {"ADD", "MUL", "TANH", "LESS", "GREATER", "SUM"}),
     ("lstm_float", {"ADD", "MUL", "LOGISTIC", "TANH", "LESS"})])

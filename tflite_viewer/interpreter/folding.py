@@ -15,7 +15,11 @@ shape) tensors of static shape.  After a run of `Executor.execute` in which no n
 prepared again, the foldable nodes' output values are recorded (as read-only copies) and the
 plan binds each run of consecutive foldable nodes to one step replaying them (`fold`).  The
 nodes still count as run (op calls; the step's time goes to the first), and their output
-tensors hold the same values as if their kernels had run.
+tensors hold the same values as if their kernels had run.  A bound step that stores a
+value its kernel keeps (a DEQUANTIZE or DENSIFY of a constant: ``fn.constant``, the output
+and that read-only value) joins the replays as it is: a float16 model's sixty-five
+DEQUANTIZE nodes of its weights, one after another at the head of its plan, become one
+step.
 
 Every re-preparation of a node of the subgraph (a resized input, a new dynamic shape) bumps
 ``Subgraph.fold_epoch``; a replay bound under another epoch runs the kernels instead, and
@@ -143,6 +147,10 @@ def fold(sg: "Subgraph") -> None:
         pairs = _recorded(sg, node)
         if pairs is not None:
             recorded[node.index] = pairs
+    for _, fn, i in sg.plan_steps:  # bound steps that store a kept constant's value
+        constant = getattr(fn, "constant", None)
+        if constant is not None:
+            recorded[i] = [constant]
     if not recorded:
         return
     steps, group = [], []

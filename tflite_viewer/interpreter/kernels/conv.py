@@ -247,7 +247,25 @@ def bind_float(ctx, node, invoke, make_filter=None):
         o.data = plan(data, matrix, bias, bounds,
                       product_for(reference, data, filt) if reference else None,
                       ctx.checkpoint)
-    return bound
+    if w.data is None or (b is not None and b.data is None) or xtype != wtype:
+        return bound
+    # the filter and bias arrays there now: the plan's whole computation with them as a
+    # function of the input alone (`ConvPlan.product`, `DepthwisePlan.product`), taken
+    # while they stay those arrays and the sums BLAS's
+    filt0, bias0 = w.data, None if b is None else b.data
+    product = plan.product(filt0 if make_filter is None else cache.get(filt0, make_filter),
+                           bias0, bounds, dtype)
+    if product is None:
+        return bound
+
+    def bound_product(ctx, node) -> None:
+        data = x.data
+        if data is None or data.shape != shape or data.dtype != xtype or w.data is not filt0 \
+                or (b is not None and b.data is not bias0) or interp.reference_float_sums:
+            bound(ctx, node)
+            return
+        o.data = product(data)
+    return bound_product
 
 
 def hybrid_options(node) -> dict:

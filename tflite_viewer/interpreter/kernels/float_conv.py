@@ -11,7 +11,8 @@ block while it is in cache.  A 1x1 convolution of stride 1 multiplies the input 
 place, without a copy.
 
 DEPTHWISE_CONV_2D adds its taps in one einsum over views of the padded input (BLAS sums:
-numpy's order) or one tap at a time over the whole image (the reference order, its bits).
+numpy's order; at a width stride over 1, of its planes of columns: `WidthTaps`) or one tap
+at a time over the whole image (the reference order, its bits).
 Both pad into a buffer their plan keeps when it is small (`PadBuffer`).
 
 Each output's sum involves only its own patch, so with ``reference`` products
@@ -26,6 +27,7 @@ block, and the progress moves within the op.
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -34,7 +36,6 @@ from numpy.lib.stride_tricks import as_strided
 from ..float32 import ordered_matmul
 from ..integer.common import Window, c_einsum, padded_shape
 from ..integer.conv import PAD_KEEP_BYTES
-from ..integer.phases import WidthPhases, phases_apply
 from .common import clip_ufunc, infinity
 
 #: bytes of one block of patches (and of the products of TRANSPOSE_CONV): measured (CPU
@@ -88,6 +89,7 @@ class PadBuffer:
         self.win = Window(*geometry)
         self.shape = padded_shape(tuple(x_shape), self.win, *kernel, *strides, *dilations)
         self.buffer: np.ndarray | None = None
+        self._interior: np.ndarray | None = None  # the kept buffer's view of the input
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         if self.shape is None:  # every window inside the input
@@ -96,14 +98,18 @@ class PadBuffer:
         if buf is None or buf.dtype != x.dtype:
             buf = np.zeros(self.shape, x.dtype)
             self.buffer = buf if buf.nbytes <= PAD_KEEP_BYTES else None
-        _, h, w, _ = x.shape
-        buf[:, self.win.pad_h:self.win.pad_h + h, self.win.pad_w:self.win.pad_w + w] = x
+            _, h, w, _ = x.shape
+            inside = buf[:, self.win.pad_h:self.win.pad_h + h, self.win.pad_w:self.win.pad_w + w]
+            self._interior = inside if self.buffer is not None else None
+        else:
+            inside = self._interior
+        np.copyto(inside, x)
         return buf
 
 
-#: a bias tiled over a block of output rows is kept up to this size: added as a whole
-#: array it takes a pass at memory speed, where numpy's broadcast of a bias of C values
-#: along the rows runs its loop C values at a time (4x on 16 channels)
+#: a bias tiled over output rows takes at most this size: added as a whole array it takes
+#: a pass at memory speed, where numpy's broadcast of a bias of C values along the rows
+#: runs its loop C values at a time (4x on 16 channels)
 BIAS_KEEP_BYTES = 1 << 14
 
 
@@ -113,8 +119,11 @@ def clamp(out: np.ndarray, bias: np.ndarray | None, bounds: tuple | None) -> Non
     One np.clip, a fifth of the time of np.maximum then np.minimum (whose NaN handling is
     slower), and C's std::min(std::max(x, low), high) to the bit: -0 stays -0, as in
     LiteRT (np.maximum(-0.0, 0.0) gives +0), and NaN stays NaN.  ``bias`` broadcasts
-    against ``out`` (a bias per channel, or one tiled over the rows: `TiledBias`)."""
+    against ``out`` (a bias per channel), or is a `TiledBias` of it whose length divides
+    the size of ``out`` (C-contiguous): added to ``out`` seen as rows of that length."""
     if bias is not None:
+        if bias.size != out.shape[-1]:
+            out = out.reshape(-1, bias.size)  # a view: ``out`` is contiguous
         np.add(out, bias, out=out)
     if bounds is not None:
         high = bounds[1]
@@ -122,10 +131,11 @@ def clamp(out: np.ndarray, bias: np.ndarray | None, bounds: tuple | None) -> Non
 
 
 class TiledBias:
-    """A per-channel bias repeated over ``rows`` rows of channels (the rows of an output
-    block), made once per bias array and kept while it takes at most `BIAS_KEEP_BYTES`
-    (a larger one is given back as it is).  Added to the block it gives the values of the
-    broadcast bias, one addition per element, at a whole array's speed."""
+    """A per-channel bias repeated over R rows of channels, R the largest divisor of
+    ``rows`` (a count every block of rows is a multiple of) whose tile takes at
+    most `BIAS_KEEP_BYTES`; made once per bias array.  Added to a block of output rows
+    seen as rows of R*C values it gives the values of the broadcast bias, one addition
+    per element, at a whole array's speed (`clamp`)."""
 
     def __init__(self, rows: int) -> None:
         self.rows = rows
@@ -137,8 +147,10 @@ class TiledBias:
         source, tiled = self._kept
         if source is not bias:
             flat = bias.reshape(-1)
-            tiled = np.tile(flat, (self.rows, 1)) \
-                if flat.nbytes * self.rows <= BIAS_KEEP_BYTES else flat
+            most = max(1, BIAS_KEEP_BYTES // max(1, flat.nbytes))
+            reps = max(d for d in range(1, min(most, self.rows) + 1) if self.rows % d == 0) \
+                if self.rows > 0 else 1
+            tiled = np.tile(flat, reps) if reps > 1 else flat
             self._kept = (bias, tiled)
         return tiled
 
@@ -165,14 +177,48 @@ class ConvPlan:
         self.whole = (oh, ow, pt, pl, kh, kw, dilations) == (1, 1, 0, 0, h, wd, (1, 1))
         self.blocks = _blocks(n, oh, ow, self.k * 4)
         self.block_rows = max(r1 - r0 for r0, r1, *_ in self.blocks) if self.blocks else 0
-        self.bias_rows = TiledBias(n if self.whole else self.block_rows)
+        # (every block's row count a multiple of the tile's rows)
+        self.bias_rows = TiledBias(n if self.whole else
+                                   math.gcd(*(r1 - r0 for r0, r1, *_ in self.blocks)))
         self.pad = PadBuffer(x_shape, geometry, (kh, kw), strides, dilations)
         self._view: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
+        #: the output columns a 1x1 product of few rows is taken in (`_rows_product`)
+        self.columns = _column_slices(n * oh * ow, self.k, o) if self.pointwise else None
+
+    def product(self, w_matrix: np.ndarray, bias: np.ndarray | None, bounds: tuple | None,
+                dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray] | None:
+        """`__call__` with this filter matrix, bias and bounds and BLAS sums, as a function
+        of the input alone, for a 1x1 plan of one block (the input rows times the matrix,
+        the tiled bias, the clip: the same numpy calls, without the per-call lookups);
+        None for other plans."""
+        if not (self.pointwise and len(self.blocks) == 1 and self.groups == 1):
+            return None
+        k, shape, columns = self.k, self.out_shape, self.columns
+        tiled = self.bias_rows(bias)
+        low = None if bounds is None else bounds[0]
+        high = None if bounds is None else infinity(dtype) if bounds[1] is None \
+            else bounds[1]  # (``dtype``: the output's)
+        per_row = 0 if tiled is None else tiled.size
+        matmul, add = np.matmul, np.add
+
+        def run(x: np.ndarray) -> np.ndarray:
+            out = matmul(x.reshape(-1, k), w_matrix) if columns is None \
+                else _rows_product(x.reshape(-1, k), w_matrix, columns)
+            if per_row:
+                rows = out.reshape(-1, per_row)
+                add(rows, tiled, out=rows)
+            if low is not None:
+                clip_ufunc(out, low, high, out=out)
+            return out.reshape(shape)
+        return run
 
     def _patches(self, x: np.ndarray) -> np.ndarray:
-        """A strided view [N, OH, OW, KH, KW*C] (or [..., KH, KW, C] when dilated across)
-        of the padded input: each output position's patch in the filter's order (made
-        once for a kept buffer)."""
+        """A strided view of the padded input: each output position's patch in the
+        filter's order, made once for a kept buffer.  Undilated across it is
+        [N, OH, OW, KH] runs of KW*C values, each run one element of a void dtype of that
+        size: numpy's copy of it is a loop over whole runs (3x faster than over runs of 9
+        floats, a 3x3 filter on 3 channels, and as fast on long runs); dilated across it
+        is [N, OH, OW, KH, KW, C] values."""
         xp = self.pad(x)
         base, view = self._view
         if base is xp:
@@ -182,8 +228,10 @@ class ConvPlan:
         c = self.x_shape[3]
         s_n, s_h, s_w, s_c = xp.strides
         if dw == 1:
-            view = as_strided(xp, (n, oh, ow, kh, kw * c),
-                              (s_n, s_h * sh, s_w * sw, s_h * dh, s_c), writeable=False)
+            # np.ndarray over xp's memory: the runs of neighbouring windows overlap
+            view = np.ndarray((n, oh, ow, kh), np.dtype((np.void, kw * c * xp.itemsize)),
+                              xp, 0, (s_n, s_h * sh, s_w * sw, s_h * dh))
+            view.flags.writeable = False
         else:
             view = as_strided(xp, (n, oh, ow, kh, kw, c),
                               (s_n, s_h * sh, s_w * sw, s_h * dh, s_w * dw, s_c),
@@ -200,7 +248,7 @@ class ConvPlan:
         (None: BLAS); ``checkpoint`` is called between blocks (module docstring)."""
         bias = self.bias_rows(bias)
         if self.pointwise and len(self.blocks) == 1 and self.groups == 1 and product is None:
-            out = np.matmul(x.reshape(-1, self.k), w_matrix)  # (one block: the whole image)
+            out = _rows_product(x.reshape(-1, self.k), w_matrix, self.columns)  # (one block)
             clamp(out, bias, bounds)
             return out.reshape(self.out_shape)
         dtype = np.result_type(x, w_matrix)
@@ -221,14 +269,14 @@ class ConvPlan:
                 checkpoint(r0 / total)
             cols = buffer[:r1 - r0]
             part = patches[b, y0:y1, x0:x1]
-            np.copyto(cols.reshape(part.shape), part)
+            np.copyto(cols.view(part.dtype).reshape(part.shape), part)
             self._block(cols, w_matrix, flat[r0:r1], bias, bounds, product)
         return out
 
     def _block(self, cols: np.ndarray, w_matrix: np.ndarray, out: np.ndarray,
                bias: np.ndarray | None, bounds: tuple | None, product: Product | None) -> None:
         """One block of output rows: patches times the filter, bias (per channel, or
-        tiled over at least the block's rows), clamp, in place."""
+        tiled: `TiledBias`), clamp, in place."""
         if self.groups == 1:
             if product is None:
                 np.matmul(cols, w_matrix, out=out)
@@ -236,14 +284,107 @@ class ConvPlan:
                 out[...] = product(cols, w_matrix)
         else:
             _grouped(cols, w_matrix, out, self.groups, self.kernel, product)
-        clamp(out, None if bias is None else bias[:out.shape[0]] if bias.ndim == 2 else bias,
-              bounds)
+        clamp(out, bias, bounds)
+
+
+#: M*N*K up to which the BLAS numpy ships (OpenBLAS) multiplies float32 matrices with its
+#: kernels for small matrices, without packing; above it, a product of few rows packs the
+#: whole filter first: measured on this project's machine, [9, 112] x [112, 1280]
+#: (mobilenet_v2's last 1x1 convolution) 45 us whole, 29 us as two products of 640 columns
+SMALL_PRODUCT = 1_000_000
+#: rows up to which a product over `SMALL_PRODUCT` is taken in pieces of columns (with more
+#: rows the packing pays for itself: [2304, 27] x [27, 48] is fastest whole)
+FEW_ROWS = 64
+
+
+def _column_slices(rows: int, k: int, o: int) -> list[slice] | None:
+    """The fewest equal pieces of the ``o`` output columns that keep each product of a
+    [rows, k] block within `SMALL_PRODUCT`, for products of at most `FEW_ROWS` rows over
+    it; None for the product taken whole."""
+    if rows > FEW_ROWS or rows * k * o <= SMALL_PRODUCT or o < 2:
+        return None
+    parts = min(o, -(-rows * k * o // SMALL_PRODUCT))
+    step = -(-o // parts)
+    return [slice(c, min(o, c + step)) for c in range(0, o, step)]
+
+
+def _rows_product(rows: np.ndarray, w_matrix: np.ndarray,
+                  columns: list[slice] | None) -> np.ndarray:
+    """``rows @ w_matrix``, one BLAS product per piece of columns (`_column_slices`),
+    each written straight into its columns of the result."""
+    if columns is None:
+        return np.matmul(rows, w_matrix)
+    out = np.empty((rows.shape[0], w_matrix.shape[1]), np.result_type(rows, w_matrix))
+    for cols in columns:
+        np.matmul(rows, w_matrix[:, cols], out=out[:, cols])
+    return out
+
+
+#: channels from which a depthwise convolution of width stride over 1 reads its input
+#: itself (numpy's loop runs C values at a time, long enough): mobilenet_v2's 12x12x96
+#: layer of stride 2 is 8% faster by planes, its 6x6x192 one 20% slower
+PLANE_CHANNELS = 128
+
+
+class WidthTaps:
+    """A depthwise convolution's padded input laid [KW, N, HP, OW, C] for a width stride
+    over 1: plane kx holds the padded columns kx, kx + SW, kx + 2 SW ..., one per output
+    column, so every tap (ky, kx) is a view whose output rows are OW*C contiguous values
+    and one einsum adds all the taps, as at width stride 1 (over the input itself numpy's
+    loop runs C values at a time; mobilenet_v2's 48x48x48 layer of stride 2: 59 us, 84 us
+    as even and odd columns).  The planes are written straight from the input, a pixel of
+    C values at a time as one void element; the border stays zero in a kept buffer."""
+
+    def __init__(self, x_shape: tuple[int, ...], win: Window, padded: tuple | None,
+                 kernel: tuple[int, int], strides: tuple[int, int], dh: int) -> None:
+        n, h, w, c = x_shape
+        (kh, kw), (sh, sw) = kernel, strides
+        self.shape = (kw, n, padded[1] if padded is not None else h, win.out_w, c)
+        self.rows = slice(win.pad_h, win.pad_h + h)
+        #: (plane, its output columns written, the input columns they read) per plane
+        self.writes = []
+        for kx in range(kw):  # output column o reads input column o * SW + kx - pad_left
+            first = max(0, -(-(win.pad_w - kx) // sw))
+            last = min(win.out_w - 1, (w - 1 + win.pad_w - kx) // sw)
+            if last >= first:
+                at = first * sw + kx - win.pad_w
+                self.writes.append((kx, slice(first, last + 1),
+                                    slice(at, at + (last - first) * sw + 1, sw)))
+        self.view = ((kh, kw, n, win.out_h, win.out_w * c), dh, sh)
+        self.pixel = np.dtype((np.void, c * 4))
+        self._kept: tuple = (None, None)  # (the taps view, the planes' writes) of a kept buffer
+
+    def _planes(self) -> tuple[np.ndarray, list]:
+        """A zeroed buffer's taps view and (the pixels each plane writes, the input columns
+        they read)."""
+        buf = np.zeros(self.shape, np.float32)
+        (kh, kw, n, oh, row), dh, sh = self.view
+        s_k, s_n, s_h, _, s_c = buf.strides
+        taps = np.ndarray((kh, kw, n, oh, row), np.float32, buf, 0,
+                          (s_h * dh, s_k, s_n, s_h * sh, s_c))
+        taps.flags.writeable = False
+        writes = [(buf[kx].view(self.pixel)[:, self.rows, outs, 0], (Ellipsis, cols))
+                  for kx, outs, cols in self.writes]
+        if buf.nbytes <= PAD_KEEP_BYTES:
+            self._kept = (taps, writes)
+        return taps, writes
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """[KH, KW, N, OH, OW*C]: every tap's inputs over the planes of ``x`` (float32)."""
+        taps, writes = self._kept
+        if taps is None:
+            taps, writes = self._planes()
+        pixels = np.ascontiguousarray(x).view(self.pixel)[..., 0]
+        for plane, cols in writes:
+            np.copyto(plane, pixels[cols])
+        return taps
 
 
 class DepthwisePlan:
     """What a float DEPTHWISE_CONV_2D of one input shape computes with: the padding and,
     for BLAS sums, the view of every tap over the padded input (made once for a kept
-    buffer) and the filter laid along the output row (kept for the filter array)."""
+    buffer; for a width stride over 1 over its `WidthTaps`) and the filter laid along the
+    output row (kept for the filter array)."""
 
     def __init__(self, x_shape: tuple[int, ...], w_shape: tuple[int, ...],
                  strides: tuple[int, int], dilations: tuple[int, int],
@@ -255,11 +396,12 @@ class DepthwisePlan:
         self.bias_rows = TiledBias(self.pad.win.out_h * self.pad.win.out_w)
         self._view: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
         self._filter: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
-        #: width stride 2, few channels: the input read by even and odd columns
-        self.phases = WidthPhases(self.x_shape, self.pad.win, self.pad.shape, self.kernel,
-                                  strides[0], dilations[0]) \
-            if phases_apply(self.x_shape, strides, dilations, self.mult) else None
-        self._laid: tuple = (None, None)  # (filter, its taps laid per phase)
+        #: a width stride over 1, undilated across, no multiplier, under `PLANE_CHANNELS`
+        #: channels: the input read by planes
+        self.width_taps = WidthTaps(self.x_shape, self.pad.win, self.pad.shape, self.kernel,
+                                    strides, dilations[0]) \
+            if strides[1] > 1 and dilations[1] == 1 and self.mult == 1 \
+            and x_shape[3] < PLANE_CHANNELS else None
 
     def _taps(self, xp: np.ndarray) -> np.ndarray:
         """[KH, KW, N, OH, OW*C] (width stride 1: each output row's values contiguous) or
@@ -282,16 +424,53 @@ class DepthwisePlan:
         return view
 
     def _weights(self, w: np.ndarray) -> np.ndarray:
-        """The filter as the einsum of `_taps` takes it: [KH, KW, OW*C] tiled along the
-        row (width stride 1), else [KH, KW, OW, C] broadcast (a view)."""
+        """The filter as the einsum of `_taps` or `WidthTaps` takes it: [KH, KW, OW*C]
+        tiled along the row (width stride 1, or planes), else [KH, KW, OW, C] broadcast
+        (a view)."""
         source, laid = self._filter
         if source is not w:
             (kh, kw), ow, oc = self.kernel, self.pad.win.out_w, w.shape[3]
             taps = w.reshape(kh, kw, 1, oc)
             laid = np.tile(taps, (1, 1, ow, 1)).reshape(kh, kw, ow * oc) \
-                if self.strides[1] == 1 else np.broadcast_to(taps, (kh, kw, ow, oc))
+                if self.strides[1] == 1 or self.width_taps is not None \
+                else np.broadcast_to(taps, (kh, kw, ow, oc))
             self._filter = (w, laid)
         return laid
+
+    def product(self, w: np.ndarray, bias: np.ndarray | None, bounds: tuple | None,
+                dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray] | None:
+        """`__call__` of float32 inputs with this float32 filter, bias and bounds and BLAS
+        sums, as a function of the input alone: the taps' einsum (over the `WidthTaps` planes at a width stride over 1), the
+        tiled bias, the clip, with the filter laid and the views made once (``dtype``:
+        the output's).  None with a depth multiplier or another type."""
+        if self.mult != 1 or w.dtype != np.float32 or dtype != np.float32:
+            return None
+        win = self.pad.win
+        shape = (self.x_shape[0], win.out_h, win.out_w, w.shape[3])
+        tiled = self.bias_rows(bias)
+        per_row = 0 if tiled is None else tiled.size
+        low = None if bounds is None else bounds[0]
+        high = None if bounds is None else infinity(dtype) if bounds[1] is None else bounds[1]
+        pad, add, weights = self.pad, np.add, self._weights(w)
+        if self.width_taps is not None:
+            planes = self.width_taps
+            sums = lambda x: c_einsum("yxbhr,yxr->bhr", planes(x), weights)  # noqa: E731
+        else:
+            spec = "yxbhr,yxr->bhr" if self.strides[1] == 1 else "yxbhwc,yxwc->bhwc"
+            taps = self._taps
+
+            def sums(x: np.ndarray) -> np.ndarray:
+                return c_einsum(spec, taps(pad(x)), weights)
+
+        def run(x: np.ndarray) -> np.ndarray:
+            out = sums(x).reshape(shape)
+            if per_row:
+                rows = out.reshape(-1, per_row)
+                add(rows, tiled, out=rows)
+            if low is not None:
+                clip_ufunc(out, low, high, out=out)
+            return out
+        return run
 
     def __call__(self, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None,
                  bounds: tuple | None = None, reference: bool = True,
@@ -303,12 +482,8 @@ class DepthwisePlan:
         (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.strides, self.dilations
         win = self.pad.win
         shape = (x.shape[0], win.out_h, win.out_w, w.shape[3])
-        if self.phases is not None and not reference and x.dtype == w.dtype == np.float32:
-            source, laid = self._laid
-            if source is not w:
-                laid = self.phases.lay(w[0])
-                self._laid = (w, laid)
-            out = self.phases.sums(self.phases.split(x, np.float32), laid)
+        if self.width_taps is not None and not reference and x.dtype == w.dtype == np.float32:
+            out = c_einsum("yxbhr,yxr->bhr", self.width_taps(x), self._weights(w)).reshape(shape)
             clamp(out.reshape(shape[0], -1, shape[3]), self.bias_rows(bias), bounds)
             return out
         xp = self.pad(x)

@@ -146,9 +146,19 @@ class FullyConnected(Kernel):
         input of the shape it was prepared for, times the transposed weights, plus the bias
         row, clamped in place, stored as the output's value (the checks of `set_output`
         hold by construction); any other input goes through `invoke`."""
-        bound = node.user_data.get("bound")
-        if bound is None or node.user_data.get("xnn") is not None:
+        cache = node.user_data
+        bound = cache.get("bound")
+        if cache.get("xnn") is not None or cache.get("kind") != "float":
             return None
+        kept = None  # the weights' and bias's arrays when they are values kept by others
+        if bound is None:
+            kept = self._kept(ctx, node)
+            if kept is None:
+                return None
+            w_data, b_data = kept
+            bound = (ctx.input(node, 0), w_data.shape[1], w_data.T, None if b_data is None
+                     else b_data.reshape(1, -1), cache["act"], cache["keep"],
+                     ctx.output(node, 0))
         xt, k_in, wt, brow, act, keep, o = bound
         if keep or xt.shape is None or o.shape is None or o.is_dynamic or o.dtype != wt.dtype \
                 or (act is not None and act not in ("RELU", "RELU6", "RELU_N1_TO_1")):
@@ -159,15 +169,32 @@ class FullyConnected(Kernel):
         bounds = _float_bounds(act, wt.dtype) if act is not None else None
         dtype, invoke, interp = wt.dtype, self.invoke, ctx.interpreter
         builtin_sums = builtin(ctx)
+        w_t, b_t = ctx.input(node, 1), ctx.input(node, 2)
 
         def run(ctx, node):
             x = xt.data
-            if x is None or x.shape != x_shape or x.dtype != dtype:
+            if x is None or x.shape != x_shape or x.dtype != dtype or (
+                    kept is not None and (w_t.data is not kept[0]
+                                          or (b_t is not None and b_t.data is not kept[1]))):
                 return invoke(ctx, node)
             out = fully_connected_product(x, wt, interp.reference_float_sums, builtin_sums)
             clamp(out, brow, bounds)
             o.data = out
         return run
+
+    @staticmethod
+    def _kept(ctx, node) -> tuple | None:
+        """(weights, bias or None) of a float node whose weights are not a constant of the
+        model but a value another node keeps, read-only (a float16 model's DEQUANTIZE of
+        its weights): what its bound product checks it still reads, call by call."""
+        w, b = ctx.input(node, 1), ctx.input(node, 2)
+        arrays = [w.data, None if b is None else b.data]
+        if w.sparsity is not None or arrays[0] is None or arrays[0].dtype != np.float32 \
+                or arrays[0].ndim != 2 or (b is not None and arrays[1] is None):
+            return None
+        if any(a is not None and a.flags.writeable for a in arrays):
+            return None
+        return arrays[0], arrays[1]
 
     def invoke(self, ctx, node):
         cache = node.user_data

@@ -122,6 +122,8 @@ class _ConstantCached(Kernel):
 
         def run(ctx, node) -> None:
             o.data = cached
+        #: (output, kept value): the plan's folding replays it with its neighbours
+        run.constant = (o, cached)  # type: ignore[attr-defined]
         return run
 
 
