@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.cli_runner import run_cli
 from tests.conftest import MODELS_DIR
 from tflite_viewer.cli import SUBCOMMANDS, main
 from tflite_viewer.ui import platform_check
@@ -218,6 +219,9 @@ def test_two_documents_for_stdout_is_a_usage_error(capsys):
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
+    """The program itself, ``python -m tflite_viewer``: its stdout's bytes, as a pipe gets
+    them (the products written to ``-o -``); the files they are checked against come from
+    `run_cli`, in this process."""
     return subprocess.run([sys.executable, "-m", "tflite_viewer", *args], capture_output=True,
                           timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
@@ -226,12 +230,12 @@ def test_edit_writes_the_model_to_stdout(tmp_path):
     args = ["edit", str(FLOAT), "--description", "piped"]
     piped = _cli(*args, "-o", "-")
     assert piped.returncode == 0 and piped.stderr == b"", piped.stderr
-    assert _cli(*args, "-o", str(tmp_path / "e.tflite")).returncode == 0
+    assert run_cli(*args, "-o", str(tmp_path / "e.tflite")).returncode == 0
     assert piped.stdout == (tmp_path / "e.tflite").read_bytes()
     from tflite_viewer.model import load_model
     assert load_model(piped.stdout).description == "piped"
-    shown = _cli(*args, "-o", str(tmp_path / "f.tflite"), "--json")
-    doc = _strict(shown.stdout.decode())
+    shown = run_cli(*args, "-o", str(tmp_path / "f.tflite"), "--json")
+    doc = _strict(shown.stdout)
     assert doc["output"] == str(tmp_path / "f.tflite") and doc["edits"][0]["description"]
 
 
@@ -239,20 +243,20 @@ def test_render_writes_the_image_to_stdout(tmp_path):
     piped = _cli("render", str(CONTROL_FLOW), "--subgraph", "4", "-o", "-", "--format", "png")
     assert piped.returncode == 0 and piped.stderr == b"", piped.stderr
     assert piped.stdout.startswith(b"\x89PNG\r\n\x1a\n")
-    shown = _cli("render", str(CONTROL_FLOW), "--subgraph", "4", "-o", str(tmp_path / "g.png"),
-                 "--json")
-    doc = _strict(shown.stdout.decode())
+    shown = run_cli("render", str(CONTROL_FLOW), "--subgraph", "4", "-o",
+                    str(tmp_path / "g.png"), "--json")
+    doc = _strict(shown.stdout)
     assert doc == {"output": str(tmp_path / "g.png"), "format": "png",
                    "bytes": (tmp_path / "g.png").stat().st_size, "subgraph": 4}
     assert (tmp_path / "g.png").read_bytes() == piped.stdout
-    no_format = _cli("render", str(CONTROL_FLOW), "-o", "-")
-    assert no_format.returncode == 2 and no_format.stderr.count(b"\n") == 1
+    no_format = run_cli("render", str(CONTROL_FLOW), "-o", "-")
+    assert no_format.returncode == 2 and no_format.stderr.count("\n") == 1
 
 
 def test_run_dumps_every_tensor_to_stdout(tmp_path):
     piped = _cli("run", str(CONTROL_FLOW), "--dump-all", "-")
     assert piped.returncode == 0, piped.stderr
-    assert _cli("run", str(CONTROL_FLOW), "--dump-all", str(tmp_path / "d.npz")).returncode == 0
+    assert run_cli("run", CONTROL_FLOW, "--dump-all", tmp_path / "d.npz").returncode == 0
     import io
     with np.load(io.BytesIO(piped.stdout)) as a, np.load(tmp_path / "d.npz") as b:
         assert sorted(a.files) == sorted(b.files) and len(a.files) > 10

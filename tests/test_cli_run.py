@@ -1,7 +1,9 @@
 """`tflite-viewer run`: outputs, --inputs naming, --dump-all, --compare-litert, exit codes.
 
-Everything runs the real command line in a subprocess; the LiteRT oracle runs in-process
-on the same inputs (float models only: those never crash LiteRT)."""
+The command line runs in this process (`tests.cli_runner`: its exit code, stdout and stderr
+with the warnings Python would print); `test_rounding_passes_through` runs the program
+itself, ``python -m tflite_viewer``, in a subprocess.  The LiteRT oracle runs in-process on
+the same inputs (float models only: those never crash LiteRT)."""
 from __future__ import annotations
 
 import subprocess
@@ -11,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.cli_runner import run_cli
 from tests.conftest import MODELS_DIR
 from tests.litert_oracle import litert
 from tflite_viewer.model import load_model
@@ -20,6 +23,10 @@ TOL = 1e-5
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
+    return run_cli("run", *args)
+
+
+def _run_program(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tflite_viewer", "run", *map(str, args)],
                           capture_output=True, text=True, timeout=120)
 
@@ -229,10 +236,12 @@ def test_seeded_ids_are_valid_for_movie_review(tmp_path):
 
 
 def test_rounding_passes_through():
-    result = _run(_model("sine_float"), "--rounding", "double")
+    """The program itself, in a subprocess: exit 0 with the report, exit 2 with one line."""
+    result = _run_program(_model("sine_float"), "--rounding", "double")
     assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
     assert "rounding double" in result.stdout
-    bad = _run(_model("sine_float"), "--rounding", "triple")
+    bad = _run_program(_model("sine_float"), "--rounding", "triple")
     assert bad.returncode == 2
     _one_error_line(bad)
 

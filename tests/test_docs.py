@@ -15,19 +15,17 @@
 """
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import subprocess
 import sys
 import textwrap
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.conftest import MODELS_DIR
+from tests.script_help import script_help
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -94,10 +92,9 @@ def test_python_examples_run(page, workspace, monkeypatch, capsys):
 # ------------------------------------------------------------------------------------------
 # shell lines
 # ------------------------------------------------------------------------------------------
-@lru_cache(maxsize=None)
 def _script_help(script: str) -> str:
-    r = subprocess.run([sys.executable, str(ROOT / script), "--help"], capture_output=True,
-                       text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    script_help(*_named_scripts())  # the first call starts every page's scripts side by side
+    (r,) = script_help(script)
     assert r.returncode == 0, (script, r.stderr)
     return r.stdout
 
@@ -137,6 +134,15 @@ def check_command(command: str, where: str) -> None:
                     f"{where}: {words[1]} has no {option}"
         else:
             raise AssertionError(f"{where}: a command the docs test does not know: {part}")
+
+
+def _named_scripts() -> list[str]:
+    """Every benchmark and tool script a page's command line names."""
+    words = [shlex.split(part.strip()) for page in PAGES for command, _ in _shell_lines(page)
+             for part in command.split("&&")]
+    return [w[1] for w in words
+            if len(w) > 1 and w[0] == "python" and w[1].startswith(("benchmarks/", "tools/"))
+            and (ROOT / w[1]).is_file()]
 
 
 def _shell_lines(page: Path) -> list[tuple[str, str]]:

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from tests.cli_runner import run_cli
 from tests.conftest import MODELS_DIR
 from tflite_viewer.cli import main
 from tflite_viewer.edit import ModelDocument, RemoveOperator, SetOption
@@ -122,11 +123,8 @@ def test_numeric_json_with_infinities_prints_nothing_on_stderr(tmp_path, mask_b,
     """Both models hold -inf at the same places: they agree (exit 0), where inf - inf once
     made every metric NaN, the tensors "parted", and numpy printed two RuntimeWarnings.
     Against a finite mask they part (exit 1), still without a warning."""
-    import subprocess
-    import sys
     a, b = _masked_add(tmp_path, "a.tflite", -np.inf), _masked_add(tmp_path, "b.tflite", mask_b)
-    result = subprocess.run([sys.executable, "-m", "tflite_viewer", "diff", str(a), str(b),
-                             "--numeric", "--json"], capture_output=True, text=True, timeout=120)
+    result = run_cli("diff", a, b, "--numeric", "--json")
     assert result.stderr == "" and result.returncode == exit_code
     doc = json.loads(result.stdout, parse_constant=lambda name: pytest.fail(name))
     out = next(t for t in doc["numeric"]["tensors"] if t["name"] == "out0")

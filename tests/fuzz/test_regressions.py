@@ -17,6 +17,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
+from tests.cli_runner import run_cli
 from tests.conftest import MODELS_DIR
 from tests.fuzz.mutations import MUTATIONS
 from tflite_viewer.edit.tree import unpack
@@ -36,9 +37,16 @@ def edited(name: str, change) -> bytes:
     return serialize(tree)
 
 
-def cli(*args, timeout=120) -> subprocess.CompletedProcess:
+def cli(*args) -> subprocess.CompletedProcess:
+    """The command line in this process (`tests.cli_runner`)."""
+    return run_cli(*args)
+
+
+def program(*args) -> subprocess.CompletedProcess:
+    """The program itself, ``python -m tflite_viewer``, in a process of its own: for a
+    model that loops, where a budget that failed to stop it must not hang the suite."""
     return subprocess.run([sys.executable, "-m", "tflite_viewer", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=120)
 
 
 def one_error_line(result: subprocess.CompletedProcess) -> str:
@@ -237,9 +245,10 @@ def test_request_stop_interrupts_invoke_and_pauses_a_stepped_run():
 
 def test_run_max_iterations_and_timeout_flags(tmp_path):
     path = write(tmp_path, always_true())
-    line = one_error_line(cli("run", path, "--max-iterations", "30"))
+    line = one_error_line(program("run", path, "--max-iterations", "30"))
     assert "(WHILE): still looping after 30 iterations" in line
-    line = one_error_line(cli("run", path, "--max-iterations", "100000000", "--timeout", "0.5"))
+    line = one_error_line(program("run", path, "--max-iterations", "100000000", "--timeout",
+                                  "0.5"))
     assert "time budget of 0.5 s" in line
 
 

@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
+from tests.cli_runner import run_cli
 from tests.conftest import CORPUS
 from tflite_viewer.graph.build import build_graph, subgraph_references
 from tflite_viewer.graph.layout import layout, naive_layout
@@ -87,9 +86,7 @@ def test_malformed_graphs_are_drawn_with_their_defects(models_dir):
 
 def test_layout_cli_json(models_dir, tmp_path):
     out = tmp_path / "layout.json"
-    result = subprocess.run([sys.executable, "-m", "tflite_viewer", "layout",
-                             str(models_dir / "control_flow.tflite"), "--subgraph", "4",
-                             "-o", str(out)], capture_output=True, text=True, timeout=120)
+    result = run_cli("layout", models_dir / "control_flow.tflite", "--subgraph", "4", "-o", out)
     assert result.returncode == 0, result.stderr
     doc = json.loads(out.read_text())
     assert doc["subgraph"] == 4 and isinstance(doc["crossings"], int)
@@ -100,7 +97,5 @@ def test_layout_cli_json(models_dir, tmp_path):
         assert {"source", "target", "tensor", "points"} <= edge.keys()
         src, dst = boxes[edge["source"]], boxes[edge["target"]]
         assert src["y"] + src["height"] <= dst["y"]  # y grows downward
-    bad = subprocess.run([sys.executable, "-m", "tflite_viewer", "layout",
-                          str(models_dir / "control_flow.tflite"), "--subgraph", "9"],
-                         capture_output=True, text=True, timeout=120)
+    bad = run_cli("layout", models_dir / "control_flow.tflite", "--subgraph", "9")
     assert bad.returncode == 2 and "out of range" in bad.stderr

@@ -12,14 +12,13 @@ order), the int8 and int4 forms' logits bit-identical.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.cli_runner import run_cli
 from tests.conftest import MODELS_DIR
 from tests.litert_oracle import litert
 from tflite_viewer.interpreter import Interpreter
@@ -78,9 +77,9 @@ def _inputs(seed: int = 0) -> dict[str, np.ndarray]:
 def test_info_lists_the_signatures_and_counts_shared_weights_once(form):
     data = path(form).read_bytes()
     assert len(data) < 2_000_000
-    doc = json.loads(subprocess.run(
-        [sys.executable, "-m", "tflite_viewer", "info", str(path(form)), "--json"],
-        capture_output=True, text=True, timeout=120, check=True).stdout)
+    info = run_cli("info", path(form), "--json")
+    assert info.returncode == 0, info.stderr
+    doc = json.loads(info.stdout)
     sigs = {s["key"]: s for s in doc["signatures"]}
     assert list(sigs) == ["prefill_8", "decode"]
     for s in sigs.values():
@@ -143,10 +142,9 @@ def test_composite_boxes_name_what_they_compute(form):
         assert kinds["op"] == ops and kinds["input"] == len(KV_NAMES) + 2
         assert data.rects.shape == (len(data.labels), 4) and data.width > 0
         if form == "f32" and key == "decode":  # and the command line's layout
-            layout = json.loads(subprocess.run(
-                [sys.executable, "-m", "tflite_viewer", "layout", str(path(form)),
-                 "--subgraph", str(k), "--json"], capture_output=True, text=True,
-                timeout=120, check=True).stdout)
+            done = run_cli("layout", path(form), "--subgraph", k, "--json")
+            assert done.returncode == 0, done.stderr
+            layout = json.loads(done.stdout)
             assert Counter(n["kind"] for n in layout["nodes"]) == \
                 {"op": ops, "input": len(KV_NAMES) + 2, "output": len(KV_NAMES) + 1}
 

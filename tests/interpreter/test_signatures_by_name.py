@@ -9,12 +9,11 @@ named inputs.  A positional list for a signature is refused with `InputError`.
 """
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
+from tests.cli_runner import run_cli
 from tests.litert_oracle import litert
 from tests.signature_model import (SIGNATURE_INPUTS, by_hand, signature_inputs,
                                    two_signature_model)
@@ -100,10 +99,8 @@ def test_run_cli_feeds_signature_inputs_by_name(model_file, model_bytes, tmp_pat
     ins = signature_inputs(key, seed=3)
     np.savez(tmp_path / "in.npz", **ins)
     dump = tmp_path / "all.npz"
-    result = subprocess.run(
-        [sys.executable, "-m", "tflite_viewer", "run", str(model_file), "--signature", key,
-         "--inputs", str(tmp_path / "in.npz"), "--dump-all", str(dump), "--compare-litert"],
-        capture_output=True, text=True, timeout=120)
+    result = run_cli("run", model_file, "--signature", key, "--inputs", tmp_path / "in.npz",
+                     "--dump-all", dump, "--compare-litert")
     assert result.returncode == 0, result.stderr
     _, sg, t = OUT[key]
     with np.load(dump) as d:

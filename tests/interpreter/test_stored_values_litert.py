@@ -132,7 +132,7 @@ def test_pairing_parameters_run_as_litert(name):
     theirs = run_forked(model, inputs)
     for o, value in ours.items():
         np.testing.assert_array_equal(value, theirs[o])
-    assert judge(model, inputs).status == "runs", name
+    assert judge(model, inputs, theirs).status == "runs", name
 
 
 DIFFERING = {

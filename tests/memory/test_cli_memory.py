@@ -8,11 +8,13 @@ import sys
 
 import pytest
 
+from tests.cli_runner import run_cli
 from tests.conftest import MODELS_DIR
 from tests.micro_oracle import tflm_arenas
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
+def _program(*args: str) -> subprocess.CompletedProcess:
+    """The program itself, ``python -m tflite_viewer`` (the other tests run `run_cli`)."""
     return subprocess.run([sys.executable, "-m", "tflite_viewer", *args], capture_output=True,
                           text=True, timeout=120)
 
@@ -25,7 +27,7 @@ def _strict(text: str):
 
 def test_tflm_json_contract_and_head_from_tflm():
     path = MODELS_DIR / "person_detect.tflite"
-    result = _cli("memory", str(path), "--target", "tflm", "--json", "--pointer-size", "8")
+    result = run_cli("memory", str(path), "--target", "tflm", "--json", "--pointer-size", "8")
     assert result.returncode == 0, result.stderr
     doc = _strict(result.stdout)
     assert doc["target"] == "tflm"
@@ -44,7 +46,7 @@ def test_tflm_json_contract_and_head_from_tflm():
 
 
 def test_litert_json_has_the_same_contract():
-    result = _cli("memory", str(MODELS_DIR / "sine_float.tflite"), "--target", "litert",
+    result = run_cli("memory", str(MODELS_DIR / "sine_float.tflite"), "--target", "litert",
                   "--json")
     assert result.returncode == 0, result.stderr
     doc = _strict(result.stdout)
@@ -53,7 +55,7 @@ def test_litert_json_has_the_same_contract():
 
 
 def test_text_report_names_the_peak_and_draws_the_timeline():
-    result = _cli("memory", str(MODELS_DIR / "person_detect.tflite"))
+    result = run_cli("memory", str(MODELS_DIR / "person_detect.tflite"))
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "head (planned tensors and scratch):       55,296 bytes" in out
@@ -63,10 +65,10 @@ def test_text_report_names_the_peak_and_draws_the_timeline():
 
 def test_output_file_and_dash(tmp_path):
     out = tmp_path / "plan.json"
-    result = _cli("memory", str(MODELS_DIR / "sine_float.tflite"), "-o", str(out))
+    result = run_cli("memory", str(MODELS_DIR / "sine_float.tflite"), "-o", str(out))
     assert result.returncode == 0 and result.stdout.startswith("sine_float.tflite: TFLite Micro")
     assert _strict(out.read_text())["arena"]["head_bytes"] == 128
-    result = _cli("memory", str(MODELS_DIR / "sine_float.tflite"), "--json", "-o", "-")
+    result = _program("memory", str(MODELS_DIR / "sine_float.tflite"), "--json", "-o", "-")
     assert _strict(result.stdout)["arena"]["head_bytes"] == 128
 
 
@@ -76,7 +78,7 @@ def test_output_file_and_dash(tmp_path):
     ([str(MODELS_DIR / "sine_float.tflite"), "--target", "litert", "--what-if"], "--what-if"),
 ])
 def test_bad_input_exits_2_with_one_line(args, words):
-    result = _cli("memory", *args)
+    result = run_cli("memory", *args)
     assert result.returncode == 2
     assert result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1 and words in result.stderr
@@ -85,21 +87,21 @@ def test_bad_input_exits_2_with_one_line(args, words):
 def test_truncated_model_exits_2_with_one_line(tmp_path):
     bad = tmp_path / "bad.tflite"
     bad.write_bytes((MODELS_DIR / "sine_float.tflite").read_bytes()[:300])
-    result = _cli("memory", str(bad))
+    result = run_cli("memory", str(bad))
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
 
 
 def test_what_if_then_edit_reorder_then_memory_confirms(tmp_path):
     src = MODELS_DIR / "lstm_float.tflite"
-    what = _strict(_cli("memory", str(src), "--what-if", "--json").stdout)["what_if"]
+    what = _strict(run_cli("memory", str(src), "--what-if", "--json").stdout)["what_if"]
     assert what["saved_bytes"] > 0
     out = tmp_path / "reordered.tflite"
-    result = _cli("edit", str(src), "-o", str(out), "--reorder", f"{what['subgraph']}:memory",
-                  "--offline-plan")
+    result = run_cli("edit", str(src), "-o", str(out), "--reorder", f"{what['subgraph']}:memory",
+                     "--offline-plan")
     assert result.returncode == 0, result.stderr
-    doc = _strict(_cli("memory", str(out), "--json").stdout)
+    doc = _strict(run_cli("memory", str(out), "--json").stdout)
     assert doc["arena"]["head_bytes"] == what["head_bytes"]
     assert doc["offline"]["valid"] is True
-    pointer8 = _strict(_cli("memory", str(out), "--json", "--pointer-size", "8").stdout)
+    pointer8 = _strict(run_cli("memory", str(out), "--json", "--pointer-size", "8").stdout)
     assert tflm_arenas([out.read_bytes()])[0]["head"] == pointer8["arena"]["head_bytes"]

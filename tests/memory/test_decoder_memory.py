@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
+from tests.cli_runner import run_cli
 from tests.conftest import CORPUS, MODELS_DIR
 from tflite_viewer.memory import plan_litert, plan_tflm
 from tflite_viewer.memory.decoder import llm_decoder
@@ -22,8 +22,7 @@ DECODER = MODELS_DIR / "llm" / "tiny_llama_f32.tflite"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tflite_viewer", "memory", *args],
-                          capture_output=True, text=True, timeout=300)
+    return run_cli("memory", *args)
 
 
 @pytest.mark.parametrize("path", LLM, ids=lambda p: p.name)

@@ -10,13 +10,12 @@ flexbuffers encoder.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from flatbuffers import flexbuffers
 
+from tests.cli_runner import run_cli
 from tests.litert_oracle import litert
 from tests.signature_model import UNIQUE_PARAMETERS, two_signature_model
 from tflite_viewer.edit.tree import ModelTree
@@ -30,9 +29,9 @@ ATTRIBUTES = {"epsilon": 1e-6, "axis": -1, "causal": True, "mode": "fast", "dims
 
 
 def _info_json(path) -> dict:
-    out = subprocess.run([sys.executable, "-m", "tflite_viewer", "info", str(path), "--json"],
-                         capture_output=True, text=True, timeout=120, check=True).stdout
-    return json.loads(out)
+    result = run_cli("info", path, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
 
 
 def composite_model(attributes: bytes | None, name: str = "odml.my_scale") -> bytes:

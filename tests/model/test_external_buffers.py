@@ -10,13 +10,12 @@ the inline model, change when the side file's bytes change, and agree with ours.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.cli_runner import run_cli
 from tests.conftest import MODELS_DIR
 from tests.litert_oracle import compiled_model_run
 from tflite_viewer.edit.commands import RenameTensor, ReplaceTensorData
@@ -132,8 +131,7 @@ def test_missing_side_file_is_a_finding_then_a_model_format_error_naming_it(tmp_
         weight.data()
     with pytest.raises(ModelFormatError, match="weights.bin is missing"):
         Interpreter(model)
-    run = subprocess.run([sys.executable, "-m", "tflite_viewer", "run", str(path)],
-                         capture_output=True, text=True, timeout=120)
+    run = run_cli("run", path)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1 and "weights.bin is missing" in run.stderr
 
@@ -227,8 +225,7 @@ def test_replacing_external_data_is_refused(tmp_path):
 
 def test_cli_info_says_where_the_data_lives(tmp_path):
     path = write_with_side_file("sine_float", tmp_path)
-    out = subprocess.run([sys.executable, "-m", "tflite_viewer", "info", str(path), "--json"],
-                         capture_output=True, text=True, timeout=120)
+    out = run_cli("info", path, "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["external_buffer_groups"] == [{
@@ -266,7 +263,6 @@ def test_litert_cross_check_says_litert_interpreter_does_not_read_side_files(tmp
     """LiteRT's Interpreter API, the cross-check's reference, refuses external buffers
     ("Input tensor N lacks data"): the command line says why, in one line."""
     path = write_with_side_file("sine_float", tmp_path, select=None)
-    run = subprocess.run([sys.executable, "-m", "tflite_viewer", "run", str(path),
-                          "--compare-litert"], capture_output=True, text=True, timeout=120)
+    run = run_cli("run", path, "--compare-litert")
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "does not read external buffers" in run.stderr and "weights.bin" in run.stderr

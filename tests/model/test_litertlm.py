@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import struct
-import subprocess
-import sys
 import zlib
 
 import numpy as np
 import pytest
 
+from tests.cli_runner import run_cli
 from tests.conftest import MODELS_DIR
 from tests.litert_oracle import compiled_model_run, litert
 from tests.litertlm_writer import BLOCK, Part, build_container
@@ -202,8 +201,7 @@ def test_cli_info_lists_sections_and_describes_the_chosen_one(built):
     path, _ = built
 
     def info(*extra):
-        return subprocess.run([sys.executable, "-m", "tflite_viewer", "info", str(path), *extra],
-                              capture_output=True, text=True, timeout=120)
+        return run_cli("info", path, *extra)
     text = info()
     assert text.returncode == 0, text.stderr
     assert "Container bundle.litertlm: LiteRT-LM 1.7.0, 5 sections" in text.stdout

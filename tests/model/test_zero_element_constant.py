@@ -4,14 +4,13 @@ interpreter, the graph and the CLI (the panels: tests/ui/test_panels.py)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import flatbuffers
 import numpy as np
 
 from tflite_viewer.model import load_model
 from tflite_viewer.schema import schema_generated as S
+from tests.cli_runner import run_cli
 from tests.interpreter.singleop import Input, single_op_model
 
 SHAPE_TENSOR = 1  # RESHAPE's second input
@@ -78,13 +77,11 @@ def test_the_graph_lists_it_on_its_operator_and_draws_no_node_for_it():
 def test_cli_info_reports_it_as_a_constant(tmp_path):
     path = tmp_path / "reshape_to_scalar.tflite"
     path.write_bytes(reshape_to_scalar())
-    result = subprocess.run([sys.executable, "-m", "tflite_viewer", "info", str(path),
-                             "--json"], capture_output=True, text=True, timeout=120)
+    result = run_cli("info", path, "--json")
     assert result.returncode == 0, result.stderr
     tensors = json.loads(result.stdout)["subgraphs"][0]["tensors"]
     assert [t["kind"] for t in tensors] == ["activation", "constant", "activation"]
-    text = subprocess.run([sys.executable, "-m", "tflite_viewer", "info", str(path)],
-                          capture_output=True, text=True, timeout=120)
+    text = run_cli("info", path)
     assert text.returncode == 0, text.stderr
     lines = {line.split()[0]: line for line in text.stdout.splitlines() if "T#" in line
              and line.split()[0].startswith("T#")}

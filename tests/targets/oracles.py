@@ -174,10 +174,13 @@ def tflm_run(model: bytes, inputs: list[np.ndarray] | None = None,
 
 def tflm_run_isolated(path: str, inputs: list[np.ndarray] | None = None,
                       timeout: float = 60.0,
-                      wanted: list[tuple[int, int]] | None = None) -> MicroResult:
+                      wanted: list[tuple[int, int]] | None = None,
+                      invoke_seconds: float | None = None) -> MicroResult:
     """`tflm_run` in a child process: a model TFLM crashes on or loops forever in cannot
     take the test run with it.  A child that prepared the model but did not finish invoking
-    within ``timeout`` seconds reports ``prepared`` and ``timed_out``."""
+    within ``timeout`` seconds (or, with ``invoke_seconds``, within that long after it
+    prepared: a small model's invoke takes milliseconds, the Python start and imports
+    before it seconds on a busy machine) reports ``prepared`` and ``timed_out``."""
     import json
     import subprocess
     import sys
@@ -189,10 +192,14 @@ def tflm_run_isolated(path: str, inputs: list[np.ndarray] | None = None,
         with open(out + ".wanted", "w") as fh:
             json.dump(wanted or [], fh)
         cmd = [sys.executable, "-m", "tests.targets.oracles", path, feed, out]
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         try:
-            proc = subprocess.run(cmd, capture_output=True, timeout=timeout, text=True,
-                                  cwd=os.path.dirname(os.path.dirname(os.path.dirname(
-                                      os.path.abspath(__file__)))))
+            if invoke_seconds is None:
+                proc = subprocess.run(cmd, capture_output=True, timeout=timeout, text=True,
+                                      cwd=root)
+            else:
+                proc = _run_until_invoke_stalls(cmd, root, out + ".prepared", timeout,
+                                                invoke_seconds)
         except subprocess.TimeoutExpired:
             prepared = os.path.exists(out + ".prepared")
             return MicroResult(False, None, None, "timed out", prepared=prepared,
@@ -210,6 +217,34 @@ def tflm_run_isolated(path: str, inputs: list[np.ndarray] | None = None,
                 outputs, tensors = outputs[:-len(wanted)], outputs[-len(wanted):]
         return MicroResult(d["ok"], d["op"], d["index"], d["log"], outputs, d["prepared"],
                            tensors=tensors)
+
+
+def _run_until_invoke_stalls(cmd: list[str], cwd: str, marker: str, timeout: float,
+                             invoke_seconds: float):
+    """The child's CompletedProcess; TimeoutExpired (the child killed) when it has not
+    ended ``invoke_seconds`` after writing ``marker``, or ``timeout`` after it started."""
+    import subprocess
+    import time
+
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, text=True)
+        start, prepared_at = time.monotonic(), None
+        try:
+            while proc.poll() is None:
+                now = time.monotonic()
+                if prepared_at is None and os.path.exists(marker):
+                    prepared_at = now
+                if now - start > timeout or (prepared_at is not None
+                                             and now - prepared_at > invoke_seconds):
+                    raise subprocess.TimeoutExpired(cmd, now - start)
+                time.sleep(0.05)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(cmd, proc.returncode, out.read(), err.read())
 
 
 def tflm_run_many(models: dict[str, bytes], timeout: float = 600.0,

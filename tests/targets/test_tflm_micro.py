@@ -64,7 +64,7 @@ def corpus_results() -> dict:
 def test_corpus_verdict_agrees_with_tflm(path, corpus_results):
     data = path.read_bytes()
     if path.stem in INVOKE_HANGS:
-        theirs = tflm_run_isolated(str(path), timeout=10)
+        theirs = tflm_run_isolated(str(path), timeout=60, invoke_seconds=3)
         assert theirs.timed_out and theirs.prepared
         _, refused = verdict(data)
         assert refused and all(o.reason.startswith(SILENT) for o in refused)

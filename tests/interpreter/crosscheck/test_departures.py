@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.cli_runner import run_cli
 from tests.conftest import MODELS_DIR
 from tflite_viewer.interpreter import Interpreter
 from tflite_viewer.interpreter.crosscheck_report import CrossCheckReport, Error, TensorRow
@@ -146,16 +147,13 @@ def test_run_prints_both_departures_and_gives_them_in_json(tmp_path):
     blockwise weights): the two departure lines under the table, the same in ``--json``
     (strict JSON), exit 1 with one line on stderr."""
     import json
-    import subprocess
-    import sys
 
     path = MODELS_DIR / "llm" / "tiny_llama_q4_block32.tflite"
     signature, inputs = decode_inputs(path)
     np.savez(tmp_path / "in.npz", **inputs)
-    base = [sys.executable, "-m", "tflite_viewer", "run", str(path), "--signature", signature,
-            "--inputs", str(tmp_path / "in.npz"), "--compare-litert", "--kernels",
-            "reference", "--tolerance", "0"]
-    text = subprocess.run(base, capture_output=True, text=True, timeout=300)
+    base = ["run", path, "--signature", signature, "--inputs", tmp_path / "in.npz",
+            "--compare-litert", "--kernels", "reference", "--tolerance", "0"]
+    text = run_cli(*base)
     assert text.returncode == 1, text.stdout + text.stderr
     assert len(text.stderr.strip().splitlines()) == 1
     own = [ln for ln in text.stdout.splitlines() if ln.startswith("First op whose own")]
@@ -164,7 +162,7 @@ def test_run_prints_both_departures_and_gives_them_in_json(tmp_path):
     assert "SOFTMAX (in 'odml.scaled_dot_product_attention" in own[0], own[0]
     assert "(isolated)" not in [ln for ln in text.stdout.splitlines()
                                 if "STABLEHLO_COMPOSITE" in ln and "DIVERGES" in ln][0]
-    as_json = subprocess.run(base + ["--json"], capture_output=True, text=True, timeout=300)
+    as_json = run_cli(*base, "--json")
     doc = json.loads(as_json.stdout)
     deps = doc["crosscheck"]["departures"]
     assert deps["isolated"]["opcode"] == "SOFTMAX" and deps["end_to_end"] is not None

@@ -22,6 +22,7 @@ import sys
 import numpy as np
 import pytest
 
+from tests.cli_runner import run_cli
 from tests.conftest import MODELS_DIR
 from tests.interpreter.singleop import Op, graph_model
 from tflite_viewer.edit.expose import expose_op_outputs
@@ -166,8 +167,7 @@ def test_microwakeword_matches_litert_over_several_invocations(litert_mode):
 
 
 def test_run_compare_litert_on_microwakeword_compares_four_invocations():
-    proc = subprocess.run([sys.executable, "-m", "tflite_viewer", "run", str(WAKEWORD),
-                           "--compare-litert"], capture_output=True, text=True, timeout=300)
+    proc = run_cli("run", WAKEWORD, "--compare-litert")
     assert proc.returncode == 0, proc.stderr
     assert "all 4 invocations compared (state carried between them)" in proc.stdout
     assert "every tensor kept (experimental_preserve_all_tensors)" in proc.stdout
