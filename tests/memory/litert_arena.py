@@ -19,6 +19,9 @@ import numpy as np
 from ai_edge_litert import interpreter as I
 for job in json.loads(sys.stdin.read()):
     print("START " + str(job["id"]), flush=True)
+    if job["path"] is None:  # the harness's own check: a child that dies inside a job
+        import ctypes
+        ctypes.string_at(0)
     try:
         it = I.Interpreter(model_path=job["path"], experimental_op_resolver_type=
                            I.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
@@ -46,17 +49,20 @@ for job in json.loads(sys.stdin.read()):
 """
 
 
-def litert_addresses_many(jobs: list[tuple[bytes, list[int], int]]) -> list[dict]:
+def litert_addresses_many(jobs: list[tuple[bytes | None, list[int], int]]) -> list[dict]:
     """For each (model, tensors, number of model tensors): ``{"addresses": {tensor: address
     or None}, "temporaries": [shape, ...]}`` of subgraph 0 after allocating and running
-    once on zeros (int32 inputs: ones), or ``{"error": text}``."""
+    once on zeros (int32 inputs: ones), or ``{"error": text}``.  A model of None makes the
+    child segfault there (to test that a crash is reported and the list goes on)."""
     results: list[dict | None] = [None] * len(jobs)
     with tempfile.TemporaryDirectory() as tmp:
         specs = []
         for i, (data, tensors, n) in enumerate(jobs):
             path = Path(tmp) / f"m{i}.tflite"
-            path.write_bytes(data)
-            specs.append({"id": i, "path": str(path), "tensors": tensors, "n": n})
+            if data is not None:
+                path.write_bytes(data)
+            specs.append({"id": i, "path": None if data is None else str(path),
+                          "tensors": tensors, "n": n})
         todo = specs
         while todo:
             proc = subprocess.run([sys.executable, "-c", _CHILD], input=json.dumps(todo),

@@ -112,11 +112,18 @@ def test_every_other_corpus_model_differs_for_its_named_reason(litert_runs, name
 
 
 def test_refused_and_crashing_models_do_not_run():
-    refused, crashed = litert_addresses_many(
-        [((DATA / "person_detect.tflite").read_bytes(), [], 0),
-         ((DATA / "keyword_scrambled_8bit.tflite").read_bytes(), [], 0)])
+    """A model LiteRT refuses comes back as its error, a child that dies inside a job as a
+    crash, and the jobs after it still run in a new child.  keyword_scrambled_8bit's SVDF
+    reads memory it does not own: LiteRT 2.3.0 segfaults on it in most runs, not all, so
+    either outcome is accepted for it, but never an exception here."""
+    sine = (DATA / "sine_float.tflite").read_bytes()
+    refused, crashed, keyword, after = litert_addresses_many(
+        [((DATA / "person_detect.tflite").read_bytes(), [], 0), (None, [], 0),
+         ((DATA / "keyword_scrambled_8bit.tflite").read_bytes(), [], 0), (sine, [0], 0)])
     assert "quantized_dimension" in refused["error"]
-    assert "crashed" in crashed["error"]
+    assert crashed["error"] == "LiteRT crashed (exit -11)"
+    assert "addresses" in keyword or keyword["error"].startswith("LiteRT crashed")
+    assert isinstance(after["addresses"][0], int)
 
 
 def test_every_corpus_model_is_classified():
