@@ -267,3 +267,23 @@ def test_item14_an_edge_label_never_says_the_same_shape_twice():
     flagged = {t: text for _x, _y, text, t in sd.edge_labels if "\u2260" in text}
     assert flagged == {14: "4x18x18x8 float32 \u2260 stored 1x18x18x8",
                        15: "4x16x16x8 float32 \u2260 stored 1x16x16x8"}
+
+
+def test_the_window_fits_a_smaller_screen(qtbot, settings):
+    """Opened on a screen smaller than its default 1440x900 (the offscreen platform's is
+    800x600; a 1024x700 laptop), the window is shrunk into the screen's free area with
+    room for a title bar, so its status bar and bottom docks are not off screen."""
+    from tflite_viewer.ui.app import fit_to_screen
+    from tflite_viewer.ui.errors import ErrorReporter
+    from tflite_viewer.ui.main_window import MainWindow
+
+    win = MainWindow(settings=settings, errors=ErrorReporter(interactive=False))
+    qtbot.addWidget(win)
+    free = win.screen().availableGeometry()
+    assert win.width() > free.width() or win.height() > free.height()  # the premise
+    fit_to_screen(win)
+    win.show()
+    assert win.width() <= free.width() - 8 and win.height() <= free.height() - 40
+    assert free.contains(win.frameGeometry().topLeft())
+    fit_to_screen(win)  # fitting again changes nothing
+    assert win.width() <= free.width() and win.height() <= free.height()

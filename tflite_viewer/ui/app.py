@@ -100,6 +100,7 @@ def run_app(launch: Launch) -> int:
 
     install_excepthook()
     window = MainWindow(errors=reporter())
+    fit_to_screen(window)
     window.show()
     app.processEvents()  # the window on screen behind the recovery question
     # edits a crash left unsaved are offered first: a restored model is the one shown
@@ -110,6 +111,24 @@ def run_app(launch: Launch) -> int:
     code = int(app.exec())
     drain_workers()
     return code
+
+
+def fit_to_screen(window) -> None:
+    """Shrink the window (its default 1440x900, or a size remembered from a larger
+    monitor) to the screen's free area, title bar and frame included, and move it inside:
+    on a 1024x700 screen its bottom docks and status bar would be off screen."""
+    screen = window.screen()
+    if screen is None:
+        return
+    free = screen.availableGeometry()
+    frame = window.frameGeometry().size() - window.geometry().size()
+    # before the first show the window manager has not framed it yet: allow for a title bar
+    extra_w, extra_h = max(frame.width(), 8), max(frame.height(), 40)
+    width = min(window.width(), free.width() - extra_w)
+    height = min(window.height(), free.height() - extra_h)
+    if (width, height) != (window.width(), window.height()):
+        window.resize(width, height)
+        window.move(free.topLeft())
 
 
 def take_screenshot(launch: Launch) -> int:
