@@ -21,21 +21,13 @@ from tflite_viewer.interpreter import Interpreter, UnsupportedOpError
 from tflite_viewer.model import load_model
 
 from .litert_meaning import judge, run_forked
-from .llm_models import A, OpSpec, PerChannel, PerTensor, W, write_model
+from .llm_models import A, OpSpec, PerChannel, PerTensor, W, ours_run, write_model
 
 NAN = float("nan")
 
 
-def _ours(model: bytes, inputs) -> dict[int, np.ndarray]:
-    interp = Interpreter(model)
-    interp.set_inputs(inputs)
-    interp.invoke()
-    sg = interp.subgraphs[0]
-    return {o: sg.tensors[o].data for o in sg.outputs}
-
-
 def _same(model: bytes, inputs, resolver: str = "BUILTIN_WITHOUT_DEFAULT_DELEGATES") -> None:
-    ours = _ours(model, inputs)
+    ours = ours_run(model, inputs)
     theirs = run_forked(model, inputs, resolver)
     for o, value in ours.items():
         assert value.dtype == theirs[o].dtype

@@ -17,7 +17,7 @@ import pytest
 from tflite_viewer.interpreter import Interpreter, UnsupportedOpError
 
 from .litert_meaning import judge, run_forked
-from .llm_models import A, Blockwise, OpSpec, PerChannel, PerTensor, W, write_model
+from .llm_models import A, Blockwise, OpSpec, PerChannel, PerTensor, W, ours_run, write_model
 from .refusal_audit_models import SIMPLE_OPS, with_form
 from . import op_type_models as simple
 
@@ -93,14 +93,6 @@ def _inputs(model: bytes, rng) -> list[np.ndarray]:
             for i in sg.inputs]
 
 
-def _ours(model: bytes, inputs) -> dict[int, np.ndarray]:
-    interp = Interpreter(model)
-    interp.set_inputs(inputs)
-    interp.invoke()
-    sg = interp.subgraphs[0]
-    return {o: sg.tensors[o].data for o in sg.outputs}
-
-
 MEANINGFUL = {
     **{f"{op} {t}": (lambda op=op, t=t: _binary(op, t)) for op in ("MAXIMUM", "MINIMUM")
        for t in ("INT8", "UINT8", "INT16")},
@@ -128,7 +120,7 @@ def test_pairing_parameters_run_as_litert(name):
     inputs = _inputs(model, rng)
     if name.startswith("FLOOR_MOD"):
         inputs[1] = np.where(inputs[1] == 0, 7, inputs[1]).astype(inputs[1].dtype)
-    ours = _ours(model, inputs)
+    ours = ours_run(model, inputs)
     theirs = run_forked(model, inputs)
     for o, value in ours.items():
         np.testing.assert_array_equal(value, theirs[o])
@@ -174,7 +166,7 @@ def test_blockwise_negation_runs_as_litert():
     model = write_model([A((2, 4), "INT16", q), A((2, 4), "INT16", q), W(scales)],
                         [OpSpec("NEG", [0], [1])], [0], [1])
     x = _values(np.random.default_rng(1), "INT16", (2, 4))
-    np.testing.assert_array_equal(_ours(model, [x])[1], run_forked(model, [x])[1])
+    np.testing.assert_array_equal(ours_run(model, [x])[1], run_forked(model, [x])[1])
 
 
 # -- the int16 ADD without parameters --------------------------------------------------
@@ -189,7 +181,7 @@ def test_plain_int16_add_wraps_then_clamps_as_litert(act, resolver):
     x = rng.integers(-32768, 32768, (2, 3, 4)).astype(np.int16)
     y = rng.integers(-32768, 32768, (4,)).astype(np.int16)
     x[0, 0, :2], y[:2] = 30000, 10000
-    ours = _ours(model, [x, y])[2]
+    ours = ours_run(model, [x, y])[2]
     np.testing.assert_array_equal(ours, run_forked(model, [x, y], resolver)[2])
     if act == "NONE":
         assert ours[0, 0, 0] == -25536
