@@ -68,7 +68,6 @@ class DebuggerController(QObject):
         window.statusBar().addPermanentWidget(self.state_label)
         self.state_label.setText("")  # hidden until a session starts
         self.progress = ProgressControl(self)
-        self.worker.progressed.connect(self.progress.progressed)
         self.canvas = DebugCanvas(self)
         self.hub.subscribe(self._workspace_changed, DEBUG, BREAKPOINTS)
         window.selectionChanged.connect(lambda _s: self._update_actions())
@@ -122,12 +121,14 @@ class DebuggerController(QObject):
 
     def _new_worker(self, start: bool = True) -> None:
         """A fresh worker on its own thread, its results queued to this object."""
-        progress = getattr(self, "progress", None)  # made after the first worker
         self.thread, self.worker = worker_thread.make(self, self.request, {
             "stopped": self._stopped, "snapshots": self._snapshots_arrived,
             "breakpoints": self._breakpoints_arrived, "failed": self._failed,
             "opened": self._opened, "result": self._result,
-            **({"progressed": progress.progressed} if progress else {})}, start)
+            "progressed": self._progressed}, start)
+
+    def _progressed(self, p, serial) -> None:
+        self.progress.progressed(p, serial)
 
     def shutdown(self) -> None:
         """Stop the worker thread (the window is closing).  A command that does not return
