@@ -1,10 +1,12 @@
 """Interpreter speed against LiteRT, in one run on this machine.
 
 For each model (the float ones, then the quantized ones): the median whole-model time of
-our `invoke()`, of LiteRT with its reference kernels (BUILTIN_REF) and with its default
-kernels (BUILTIN: the XNNPACK delegate for what it takes, LiteRT's optimized kernels for
-the rest), the ratios, and the stepping overhead per op ((time of a step()-driven run -
-time of run()) / ops).  With ``--rounds R`` the three are measured R times in turn and
+our `invoke()` beside LiteRT with its reference kernels (BUILTIN_REF), and beside LiteRT
+with its default kernels (BUILTIN: the XNNPACK delegate for what it takes, LiteRT's
+optimized kernels for the rest), each pair's ratio, and the stepping overhead per op ((time
+of a step()-driven run - time of run()) / ops).  Our two figures differ: each side of a
+pair runs right after the other's invoke, on the caches it left, and REF's milliseconds
+leave colder ones than XNNPACK's fraction of one.  With ``--rounds R`` the three are measured R times in turn and
 each figure is the lowest of its R medians: on a shared machine a burst of someone else's
 work only ever adds time, and alternating spreads it over both sides.
 
@@ -222,12 +224,15 @@ def why_slower(ours: float, ref: float | None, ops: int) -> str:
 
 
 def _one_round(name: str, path: Path, interp: Interpreter, inputs, runs: int):
-    """(ours, LiteRT REF, LiteRT BUILTIN) medians.  Where LiteRT runs safely in this
-    process, ours and LiteRT's invokes alternate one by one, so a slow spell of the machine
-    lands on both sides alike; quantized models are first tried in a child process, since
-    LiteRT's reference kernels abort on some."""
+    """((ours, LiteRT REF), (ours, LiteRT BUILTIN)): each pair's figures (`STAT`) from its
+    own alternation.  Where LiteRT runs safely in this process, ours and LiteRT's invokes
+    alternate one by one, so a slow spell of the machine lands on both sides alike and each
+    side runs right after the other; quantized models are first tried in a child process,
+    since LiteRT's reference kernels abort on some (that side is then None, ours timed
+    alone)."""
     if name == "keyword_scrambled_8bit":
-        return median_time(interp.invoke, runs), None, None  # crashes every LiteRT resolver
+        alone = median_time(interp.invoke, runs)  # crashes every LiteRT resolver
+        return (alone, None), (alone, None)
     if quantized(name, path):
         data = litert_bytes(name, path)
         probe = [litert_time_subprocess(data, inputs, r, 1) for r in ("BUILTIN_REF", "BUILTIN")]
@@ -240,7 +245,7 @@ def _one_round(name: str, path: Path, interp: Interpreter, inputs, runs: int):
         else:
             results.append(alternating_times(interp.invoke, _litert_invoke(data, inputs, resolver),
                                              runs))
-    return results[0][0], results[0][1], results[1][1]
+    return results[0], results[1]
 
 
 def _litert_invoke(data: bytes, inputs, resolver: str):
@@ -394,28 +399,34 @@ def main(argv=None) -> int:
         STAT[0] = min
     print(f"clock {args.clock}, {args.stat} of {args.runs}, float sums {args.float_sums}, BLAS threads "
           f"{os.environ.get('OPENBLAS_NUM_THREADS', 'default')}, load {os.getloadavg()[0]:.2f}")
-    print(f"{'model':36s} {'ours ms':>9s} {'REF ms':>9s} {'ours/REF':>9s} {'XNNPACK ms':>10s} "
-          f"{'ours/XNNPACK':>12s} {'step ms/op':>10s}  why above 1.0x REF")
+    print(f"{'model':36s} {'ours ms':>9s} {'REF ms':>9s} {'ours/REF':>9s} {'ours ms':>9s} "
+          f"{'XNNPACK ms':>10s} {'ours/XNNPACK':>12s} {'step ms/op':>10s}  "
+          "why above 1.0x REF")
     for name in expand(args.models):
         path, inputs, interp = prepared(name, args.float_sums)
         name = path.stem
         rounds = [_one_round(name, path, interp, inputs, args.runs)
                   for _ in range(max(1, args.rounds))]
-        ours = min(r[0] for r in rounds)
-        ref, fast = (_lowest(r[k] for r in rounds) for k in (1, 2))
+        # each ratio pairs LiteRT's figure with ours from the same alternation: ours after
+        # REF's invoke (milliseconds of other memory) runs on colder caches than ours after
+        # XNNPACK's, and the ratio of times taken in different company would tell that
+        # apart from the kernels
+        ours, ours_x = (min(r[k][0] for r in rounds) for k in (0, 1))
+        ref, fast = (_lowest(r[k][1] for r in rounds) for k in (0, 1))
         step, ops = (float("nan"), sum(interp.op_calls.values()) or 1) if args.no_step \
             else stepping_overhead(interp, max(3, args.runs // 3))
 
         def cell(t, width):
             return f"{'abort':>{width}s}" if t is None else f"{t * 1e3:{width}.3f}"
 
-        def ratio(t, width):
-            return f"{'-':>{width}s}" if t is None else f"{ours / t:{width}.2f}"
+        def ratio(mine, t, width):
+            return f"{'-':>{width}s}" if t is None else f"{mine / t:{width}.2f}"
         # stepping costs nothing measurable on some models: noise then makes it negative
         step_text = f"{'-':>10s}" if step != step else \
             f"{step * 1e3:10.3f}" if step * 1e3 >= 0.0005 else f"{'~0':>10s}"
-        print(f"{name:36s} {ours * 1e3:9.3f} {cell(ref, 9)} {ratio(ref, 9)} {cell(fast, 10)} "
-              f"{ratio(fast, 12)} {step_text}  {why_slower(ours, ref, ops)}", flush=True)
+        print(f"{name:36s} {ours * 1e3:9.3f} {cell(ref, 9)} {ratio(ours, ref, 9)} "
+              f"{ours_x * 1e3:9.3f} {cell(fast, 10)} {ratio(ours_x, fast, 12)} {step_text}  "
+              f"{why_slower(ours, ref, ops)}", flush=True)
     return 0
 
 
