@@ -115,6 +115,10 @@ def format_value(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "\u2026"
 
 
+#: pixels a level of a `LinkTree` is indented by (Qt's default is 20)
+KEY_INDENT = 12
+
+
 class LinkTree(QTreeWidget):
     """Key/value rows grouped in sections; clicking a link row emits ``linkActivated``."""
 
@@ -126,6 +130,9 @@ class LinkTree(QTreeWidget):
         self.setHeaderLabels(list(headers))
         self.setAlternatingRowColors(True)
         self.setUniformRowHeights(True)
+        # a key sits two levels in (section, row): Qt's 20 px a level takes 40 px of a
+        # dock that is under 300 px wide on a 1024-pixel screen
+        self.setIndentation(KEY_INDENT)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Interactive)
         self.header().setStretchLastSection(True)
