@@ -399,6 +399,7 @@ def main(argv=None) -> int:
         STAT[0] = min
     print(f"clock {args.clock}, {args.stat} of {args.runs}, float sums {args.float_sums}, BLAS threads "
           f"{os.environ.get('OPENBLAS_NUM_THREADS', 'default')}, load {os.getloadavg()[0]:.2f}")
+    print("each 'ours ms' is timed alternating with the LiteRT column to its right")
     print(f"{'model':36s} {'ours ms':>9s} {'REF ms':>9s} {'ours/REF':>9s} {'ours ms':>9s} "
           f"{'XNNPACK ms':>10s} {'ours/XNNPACK':>12s} {'step ms/op':>10s}  "
           "why above 1.0x REF")
