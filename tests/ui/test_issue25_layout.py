@@ -177,6 +177,26 @@ def test_item11_property_names_and_comparison_titles_are_whole(qtbot, window):
     assert all(header.sectionSize(2) >= metrics.horizontalAdvance(line) for line in title.split("\n"))
 
 
+def test_at_1024x700_the_property_values_end_at_the_docks_edge(qtbot, window):
+    """Option names stay whole (above), and the values take what is left: no horizontal
+    scroll bar, every editor inside the viewport.  Qt's stretched last section stops at
+    100 px, which put the editors of a 274 px viewport 10 px behind a scroll bar."""
+    window.resize(1024, 700)
+    window.reset_layout()
+    assert window.open_path(model_path("mobilenet_v2_float.tflite"), wait=True)
+    window.select_op(0)
+    QApplication.processEvents()
+    tree = window.properties_panel.tree
+    viewport = tree.viewport().width()
+    assert tree.columnWidth(0) + 100 > viewport  # the case: names leave under 100 px
+    assert tree.header().length() <= viewport
+    assert tree.horizontalScrollBar().maximum() == 0
+    editor = window.properties_panel.editor("option:stride_w")
+    assert editor is not None and editor.isVisible()
+    right = editor.mapTo(tree.viewport(), editor.rect().topRight()).x()
+    assert right < viewport
+
+
 def test_item11_an_edit_that_lengthens_a_box_text_lays_it_out_again(qtbot, window, private_copy):
     from tflite_viewer.ui.state.scene_data import _label_size
     assert window.open_path(private_copy("mobilenet_v2_float.tflite"), wait=True)

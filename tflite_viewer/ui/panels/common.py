@@ -148,6 +148,21 @@ class LinkTree(QTreeWidget):
         if self._fit is not None and event.size().width() != event.oldSize().width():
             self.fit_key_column(*self._fit)  # a narrower dock: the values keep their share
 
+    def updateGeometries(self) -> None:  # noqa: N802 - Qt API
+        super().updateGeometries()
+        self._fit_value_column()
+
+    def _fit_value_column(self) -> None:
+        """The value column ends at the viewport's edge.  Qt's stretched last section
+        never shrinks below the header's default section size (100 px), so a key column
+        sized to its names in a dock under 300 px pushed the values behind a horizontal
+        scroll bar; the values column is cut to what is left instead (each value's
+        tooltip holds it whole)."""
+        header = self.header()
+        room = self.viewport().width() - self.columnWidth(0)
+        if header.length() > self.viewport().width() and room >= header.minimumSectionSize():
+            header.resizeSection(1, room)
+
     def clear_rows(self) -> None:
         # Editors are deleted later by Qt; silence them now so a focused one losing its focus
         # on the way out cannot commit a value to a model that has moved on.
@@ -225,6 +240,7 @@ class LinkTree(QTreeWidget):
             hi = max(lo, int(self.viewport().width() * share))
         self.resizeColumnToContents(0)
         self.setColumnWidth(0, min(max(self.columnWidth(0), lo), hi))
+        self._fit_value_column()
 
     def rows(self) -> list[Row]:
         return list(self._rows)
