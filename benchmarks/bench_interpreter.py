@@ -6,9 +6,10 @@ with its default kernels (BUILTIN: the XNNPACK delegate for what it takes, LiteR
 optimized kernels for the rest), each pair's ratio, and the stepping overhead per op ((time
 of a step()-driven run - time of run()) / ops).  Our two figures differ: each side of a
 pair runs right after the other's invoke, on the caches it left, and REF's milliseconds
-leave colder ones than XNNPACK's fraction of one.  With ``--rounds R`` the three are measured R times in turn and
-each figure is the lowest of its R medians: on a shared machine a burst of someone else's
-work only ever adds time, and alternating spreads it over both sides.
+leave colder ones than XNNPACK's fraction of one.  With ``--rounds R`` both pairs are
+measured R times in turn and each figure is the lowest of its R medians: on a shared
+machine a burst of someone else's work only ever adds time, and alternating spreads it
+over both sides.
 
 Ours and LiteRT's invokes alternate one by one in this process.  Quantized models are first
 tried in a child process, since LiteRT's reference kernels abort on mobilenet_v2_int8 (shown
