@@ -1,0 +1,100 @@
+"""The output types LiteRT's own Prepare insists on, checked for every node at load.
+
+A kernel's result is stored cast to its output tensor's declared type
+(`Subgraph.set_output`), so a model whose RELU declares an INT32 output for a FLOAT32
+input would run here, its values cast to integers, while LiteRT refuses it at prepare
+("input->type != output->type").  A structural fuzz campaign found such files running;
+an audit of every operator type of the corpus with its output retyped (LiteRT as the
+oracle: tests/interpreter/test_output_types.py) found 18 operator types that did.
+
+The rules are LiteRT's Prepare checks, each named with its kernel's file and line in
+tflite/kernels of LiteRT's repository when this was written; the test holds them to
+LiteRT 2.3.0.  Kernels with a check of their own (``types_check`` with ``output_like``)
+keep it; these are checked for every node before the kernel's own check, whatever types
+its registration takes.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .node import Node
+    from .subgraph import Subgraph
+
+#: operator -> the input whose type every output must have (the Prepare line that says so)
+OUTPUT_AS_INPUT: dict[str, int] = {
+    "RELU": 0, "RELU_N1_TO_1": 0, "RELU6": 0, "RELU_0_TO_1": 0,  # activations.cc:230
+    "LEAKY_RELU": 0,  # activations.cc:305
+    "TANH": 0,  # activations.cc:342
+    "LOGISTIC": 0,  # activations.cc:442
+    "LOG_SOFTMAX": 0,  # activations.cc:662
+    "AVERAGE_POOL_2D": 0, "MAX_POOL_2D": 0, "L2_POOL_2D": 0,  # pooling.cc:79
+    "CONV_2D": 0,  # conv.cc:379
+    "DEPTHWISE_CONV_2D": 0,  # depthwise_conv.cc:146 (data_type is the input's)
+    "STRIDED_SLICE": 0,  # strided_slice.cc:314
+    "SLICE": 0,  # slice.cc:138
+    "PACK": 0,  # pack.cc:85
+    "UNPACK": 0,  # unpack.cc:77 (every output)
+    "CONCATENATION": 0,  # concatenation.cc:226
+    "SPACE_TO_BATCH_ND": 0,  # space_to_batch_nd.cc:104
+    "BATCH_TO_SPACE_ND": 0,  # batch_to_space_nd.cc:104
+    "PAD": 0, "PADV2": 0,  # pad.cc:410
+    "TRANSPOSE": 0,  # transpose.cc:81
+    "TILE": 0,  # tile.cc:312
+    "DEPTH_TO_SPACE": 0,  # depth_to_space.cc:61
+    "SPACE_TO_DEPTH": 0,  # space_to_depth.cc:61
+    "REVERSE_V2": 0,  # reverse.cc:74
+}
+#: operators whose inputs all have one type: PACK (pack.cc:67), CONCATENATION
+#: (concatenation.cc:203)
+SAME_INPUT_TYPES = frozenset({"PACK", "CONCATENATION"})
+#: FULLY_CONNECTED with a FLOAT32 input, float or hybrid, has a FLOAT32 output
+#: (fully_connected.cc:284 and :302); its integer forms take several output types
+FLOAT_IN_FLOAT_OUT = frozenset({"FULLY_CONNECTED"})
+#: REAL, IMAG, COMPLEX_ABS: the output type of each complex input type
+#: (complex_support.cc:43 and :45)
+COMPLEX_PART_TYPES = {"COMPLEX64": "FLOAT32", "COMPLEX128": "FLOAT64"}
+COMPLEX_PARTS = frozenset({"REAL", "IMAG", "COMPLEX_ABS"})
+
+#: what every refusal here ends with (the tests tell these refusals from others by it)
+WHY = "LiteRT's Prepare refuses it"
+
+
+def check_output_types(sg: "Subgraph", node: "Node") -> str | None:
+    """Why LiteRT would refuse this node's tensor types at prepare, or None."""
+    name = node.name
+    head = f"{name} v{node.version}"
+    if name in OUTPUT_AS_INPUT:
+        k = OUTPUT_AS_INPUT[name]
+        source = _tensor(sg, node.inputs, k)
+        if source is not None:
+            for pos, t in enumerate(node.outputs):
+                out = _tensor(sg, node.outputs, pos)
+                if out is not None and out.type != source.type:
+                    return (f"{head}: output {pos} is {out.type_name}, input {k} "
+                            f"{source.type_name} ({WHY})")
+    if name in SAME_INPUT_TYPES:
+        first = _tensor(sg, node.inputs, 0)
+        for pos in range(1, len(node.inputs)):
+            t = _tensor(sg, node.inputs, pos)
+            if first is not None and t is not None and t.type != first.type:
+                return (f"{head}: input {pos} is {t.type_name}, input 0 "
+                        f"{first.type_name} ({WHY})")
+    if name in FLOAT_IN_FLOAT_OUT:
+        x, out = _tensor(sg, node.inputs, 0), _tensor(sg, node.outputs, 0)
+        if x is not None and out is not None and x.type_name == "FLOAT32" \
+                and out.type_name != "FLOAT32":
+            return f"{head}: a FLOAT32 input with a {out.type_name} output ({WHY})"
+    if name in COMPLEX_PARTS:
+        x, out = _tensor(sg, node.inputs, 0), _tensor(sg, node.outputs, 0)
+        want = COMPLEX_PART_TYPES.get(x.type_name) if x is not None else None
+        if want is not None and out is not None and out.type_name != want:
+            return f"{head}: a {x.type_name} input with a {out.type_name} output ({WHY})"
+    return None
+
+
+def _tensor(sg: "Subgraph", indices, pos: int):
+    """The tensor at ``indices[pos]``, or None where it is omitted or out of range."""
+    if pos >= len(indices) or indices[pos] < 0 or indices[pos] >= len(sg.tensors):
+        return None
+    return sg.tensors[indices[pos]]
