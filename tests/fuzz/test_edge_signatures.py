@@ -298,8 +298,15 @@ def test_inputs_together_count_against_the_limit_before_any_is_made():
 
 
 def test_run_refuses_a_huge_input_with_the_budget_error_not_numpys(tmp_path):
-    """The campaign's model: an input of [1, 2, 160, 1048576] float16 (640 MiB)."""
+    """The campaign's model had an input of [1, 2, 160, 1048576] float16 (640 MiB); its
+    FULLY_CONNECTED takes FLOAT32 alone, so that file is now refused for its type, as
+    LiteRT refuses it (fully_connected.cc:301; type_rules.py).  The same input in FLOAT32
+    (1.25 GiB) meets the budget."""
     data = _with_input([1, 2, 160, 1048576], S.TensorType.FLOAT16)
+    line = one_error_line(cli("run", write(tmp_path, data), "--max-memory", "256M"))
+    assert "Unable to allocate" not in line
+    assert "FULLY_CONNECTED v1: FLOAT32 weights with a FLOAT16 input" in line
+    data = _with_input([1, 2, 160, 1048576], S.TensorType.FLOAT32)
     line = one_error_line(cli("run", write(tmp_path, data), "--max-memory", "256M"))
     assert "Unable to allocate" not in line
     assert "allocation limit of 268,435,456 bytes" in line and "--max-memory" in line

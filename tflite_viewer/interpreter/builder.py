@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import folding, validation
 from .accepts import check_accepts
-from .type_rules import check_output_types
+from .type_rules import check_call_types, check_output_types
 from .errors import PASS_THROUGH, UnsupportedOpError, call_kernel
 from .node import Node
 from .subgraph import Subgraph
@@ -83,7 +83,7 @@ def build_nodes(interp: "Interpreter") -> None:
     # a weight
     for sg, node in pending:
         why = check_accepts(sg, node) or check_output_types(sg, node) or \
-            kernel_hook(sg, node, "check")
+            check_call_types(sg, node) or kernel_hook(sg, node, "check")
         if why:
             problems.setdefault((node.name, node.version, why), []).append(
                 f"subgraph {sg.index} op {node.index}")
