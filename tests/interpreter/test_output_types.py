@@ -6,7 +6,9 @@ For the first operator of each type in a corpus model, output 0 is given another
 kernels (allocate and invoke, in a forked child) and loaded here.  Where LiteRT refuses
 it with a reason, this interpreter must refuse it too: before type_rules it ran 18 such
 operator types, casting their values into the declared type.  (Where LiteRT crashes
-instead, nothing is asserted.)  Two small models run in every suite; every
+instead, nothing is asserted.  LiteRT's builtin kernels run some of these files, reading a
+tensor's bytes as the type they compute in: this interpreter refuses those, saying that
+the reference kernels do; type_rules.py.)  Two small models run in every suite; every
 corpus model is in the slow tier.
 """
 from __future__ import annotations

@@ -1,17 +1,24 @@
-"""The output types LiteRT's own Prepare insists on, checked for every node at load.
+"""The output types LiteRT's reference kernels insist on, checked for every node at load.
 
 A kernel's result is stored cast to its output tensor's declared type
 (`Subgraph.set_output`), so a model whose RELU declares an INT32 output for a FLOAT32
-input would run here, its values cast to integers, while LiteRT refuses it at prepare
-("input->type != output->type").  A structural fuzz campaign found such files running;
-an audit of every operator type of the corpus with its output retyped (LiteRT as the
-oracle: tests/interpreter/test_output_types.py) found 18 operator types that did.
+input would run here, its values cast to integers, while LiteRT's reference kernels refuse
+it at prepare ("input->type != output->type").  A structural fuzz campaign found such
+files running; an audit of every operator type of the corpus with its output retyped
+(LiteRT as the oracle: tests/interpreter/test_output_types.py) found 18 operator types
+that did.
+
+LiteRT's builtin kernels do not always refuse such a file: some read a tensor's bytes as
+the type they compute in whatever the tensor declares (mobilenet_v2_float with an ADD's
+output declared INT32 gives its original outputs there).  This interpreter stores values
+in their declared types and does not reinterpret bytes, so it refuses the file rather
+than compute something else, and says whose check it follows.
 
 The rules are LiteRT's Prepare checks, each named with its kernel's file and line in
 tflite/kernels of LiteRT's repository when this was written; the test holds them to
-LiteRT 2.3.0.  Kernels with a check of their own (``types_check`` with ``output_like``)
-keep it; these are checked for every node before the kernel's own check, whatever types
-its registration takes.
+LiteRT 2.3.0's reference kernels.  Kernels with a check of their own (``types_check`` with
+``output_like``) keep it; these are checked for every node before the kernel's own check,
+whatever types its registration takes.
 """
 from __future__ import annotations
 
@@ -70,7 +77,7 @@ COMPLEX_PART_TYPES = {"COMPLEX64": "FLOAT32", "COMPLEX128": "FLOAT64"}
 COMPLEX_PARTS = frozenset({"REAL", "IMAG", "COMPLEX_ABS"})
 
 #: what every refusal here ends with (the tests tell these refusals from others by it)
-WHY = "LiteRT's Prepare refuses it"
+WHY = "LiteRT's reference kernels refuse it"
 
 
 def check_output_types(sg: "Subgraph", node: "Node") -> str | None:
