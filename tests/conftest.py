@@ -39,3 +39,21 @@ def corpus_ids(paths):
 @pytest.fixture(scope="session")
 def models_dir() -> Path:
     return MODELS_DIR
+
+
+@pytest.fixture
+def numpy_kernels(monkeypatch):
+    """Every kernel in its numpy form: compiled kernels (`interpreter.compiled`) off."""
+    from tflite_viewer.interpreter import compiled
+    monkeypatch.setenv(compiled.DISABLE_ENV, "1")
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def kernel_forms(request, monkeypatch):
+    """Run a test with compiled kernels (where numba is installed) and in numpy alone."""
+    from tflite_viewer.interpreter import compiled
+    if request.param == "numpy":
+        monkeypatch.setenv(compiled.DISABLE_ENV, "1")
+    elif compiled.loops() is None:
+        pytest.fail("numba is a dependency: compiled kernels must load here")
+    return request.param

@@ -386,6 +386,12 @@ def _clamped_channels(m: np.ndarray, s: np.ndarray, b: np.ndarray, bound: int, z
     return np.where(high, float(qmax), np.where(low, float(qmin), np.nan))
 
 
+def _per_channel(channels: int, *values: np.ndarray) -> np.ndarray:
+    """`FloatRequantizer.per_channel` of these per-channel (or per-tensor) values."""
+    return np.ascontiguousarray(
+        np.stack([np.resize(np.asarray(v, np.float64), channels) for v in values]))
+
+
 class FloatRequantizer:
     """`Requantizer`'s integers for float accumulators, computed in float64.
 
@@ -410,6 +416,11 @@ class FloatRequantizer:
     """
 
     ROW = 8192  # target elements per tiled row (measured: broadcasting over rows costs more)
+
+    #: [4, C] float64: each channel's t_mult, t_bias, t_half and t_const (zeros where the
+    #: sign's nudge is folded, which adds nothing: every sum is exact), for a loop that
+    #: takes the formula a channel at a time (`compiled_loops.requantize_float`)
+    per_channel: np.ndarray
 
     def __init__(self, t_mult, t_bias, t_half, t_const, zp_after: int, qmin: int,
                  qmax: int, dtype, shape: tuple[int, ...], rows: tuple[int, ...]) -> None:
@@ -483,13 +494,18 @@ class FloatRequantizer:
             t_bias[held], t_half[held], const[held] = 0.0, 0.0, fixed[held] - zp_after
         signed = bool(nudged.any()) and qmin < zp
         if signed:
-            return cls(tile(t_mult), tile(t_bias) if bias is not None else None,
+            tail = cls(tile(t_mult), tile(t_bias) if bias is not None else None,
                        tile(t_half), tile(const), zp_after, int(qmin), int(qmax), dtype,
                        shape, rows)
+            tail.per_channel = _per_channel(channels, t_mult, t_bias, t_half, const)
+            return tail
         # every partial sum below is a multiple of u under the bound checked: exact
         folded = t_bias + t_half + const
-        return cls(tile(t_mult), None, None, tile(folded), zp_after, int(qmin), int(qmax),
+        tail = cls(tile(t_mult), None, None, tile(folded), zp_after, int(qmin), int(qmax),
                    dtype, shape, rows)
+        zero = np.zeros_like(folded)
+        tail.per_channel = _per_channel(channels, t_mult, zero, zero, folded)
+        return tail
 
     def __call__(self, acc: np.ndarray) -> np.ndarray:
         """The tail of ``acc``: of the prepared shape, or a batch of such accumulators

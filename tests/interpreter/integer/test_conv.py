@@ -123,7 +123,7 @@ def test_float_tail_matches_integer_path(depthwise, monkeypatch):
 
 
 @pytest.mark.parametrize("size", [(2, 9, 7, 6), (1, 230, 230, 6)], ids=["kept", "too big"])
-def test_a_depthwise_plan_reused_on_new_inputs_computes_each_alone(size):
+def test_a_depthwise_plan_reused_on_new_inputs_computes_each_alone(size, numpy_kernels):
     """A depthwise plan keeps its padded input buffer between calls (up to
     `PAD_KEEP_BYTES`): calls on other inputs through the same plan give what a fresh plan
     gives, and a buffer over the limit is not kept."""

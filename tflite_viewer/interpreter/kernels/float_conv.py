@@ -36,6 +36,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..float32 import ordered_matmul
 from ..integer.common import Window, c_einsum, padded_shape
 from ..integer.conv import PAD_KEEP_BYTES
+from .. import compiled
 from .common import clip_ufunc, infinity
 
 #: bytes of one block of patches (and of the products of TRANSPOSE_CONV): measured (CPU
@@ -396,6 +397,7 @@ class DepthwisePlan:
         self.bias_rows = TiledBias(self.pad.win.out_h * self.pad.win.out_w)
         self._view: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
         self._filter: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
+        self._compiled: tuple = (None, None)  # ((filter, bias, bounds), `compiled`'s loop)
         #: a width stride over 1, undilated across, no multiplier, under `PLANE_CHANNELS`
         #: channels: the input read by planes
         self.width_taps = WidthTaps(self.x_shape, self.pad.win, self.pad.shape, self.kernel,
@@ -437,13 +439,72 @@ class DepthwisePlan:
             self._filter = (w, laid)
         return laid
 
+    def compiled(self, w: np.ndarray, bias: np.ndarray | None, bounds: tuple | None
+                 ) -> Callable[[np.ndarray, Checkpoint | None], np.ndarray] | None:
+        """The compiled loop (`compiled_loops.depthwise_f32`, or its row form at a width
+        stride of 1 without a multiplier) with this float32 filter, bias and bounds, as a
+        function of a float32 input and a checkpoint; None when compiled kernels are off.
+
+        It adds the taps in the reference kernel's order and skips those outside the
+        image, so its values are LiteRT's reference bits whatever sums are asked, at
+        numpy's einsum speed or better (`compiled`).  The output rows are computed in
+        blocks of about `BLOCK_BYTES` of work when a checkpoint is given, which is
+        called between them."""
+        loops = compiled.loops()
+        if loops is None:
+            return None
+        source, kept = self._compiled
+        if source is not None and source[0] is w and source[1] is bias and source[2] == bounds:
+            return kept
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.strides, self.dilations
+        win, depth = self.pad.win, w.shape[3]
+        shape = (self.x_shape[0], win.out_h, win.out_w, depth)
+        taps = np.ascontiguousarray(w.reshape(kh, kw, depth))
+        b = np.zeros(depth, np.float32) if bias is None \
+            else np.ascontiguousarray(bias.reshape(depth), np.float32)
+        low = np.float32(-np.inf if bounds is None else bounds[0])
+        high = np.float32(np.inf if bounds is None or bounds[1] is None else bounds[1])
+        rows_form = sw == 1 and self.mult == 1
+        if rows_form:
+            taps = np.ascontiguousarray(np.tile(taps, (1, 1, win.out_w)))
+            b = np.tile(b, win.out_w)
+        per_row = max(1, shape[0] * win.out_w * depth * kh * kw)
+        block = max(1, BLOCK_BYTES // per_row)
+
+        def rows(x: np.ndarray, out: np.ndarray, y0: int, y1: int) -> None:
+            if rows_form:
+                loops.depthwise_rows_f32(x, taps, b, low, high, sh, dh, dw, win.pad_h,
+                                         win.pad_w, y0, y1, out)
+            else:
+                loops.depthwise_f32(x, taps, b, low, high, sh, sw, dh, dw, win.pad_h,
+                                    win.pad_w, self.mult, y0, y1, out)
+
+        def run(x: np.ndarray, checkpoint: Checkpoint | None) -> np.ndarray:
+            x = np.ascontiguousarray(x)
+            out = np.empty(shape, np.float32)
+            if checkpoint is None or block >= win.out_h:
+                rows(x, out, 0, win.out_h)
+                return out
+            for y0 in range(0, win.out_h, block):
+                if y0:
+                    checkpoint(y0 / win.out_h)
+                rows(x, out, y0, min(win.out_h, y0 + block))
+            return out
+        self._compiled = ((w, bias, bounds), run)
+        return run
+
     def product(self, w: np.ndarray, bias: np.ndarray | None, bounds: tuple | None,
                 dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray] | None:
         """`__call__` of float32 inputs with this float32 filter, bias and bounds and BLAS
         sums, as a function of the input alone: the taps' einsum (over the `WidthTaps` planes at a width stride over 1), the
         tiled bias, the clip, with the filter laid and the views made once (``dtype``:
         the output's).  None with a depth multiplier or another type."""
-        if self.mult != 1 or w.dtype != np.float32 or dtype != np.float32:
+        if w.dtype != np.float32 or dtype != np.float32:
+            return None
+        loop = self.compiled(w, bias, bounds)
+        if loop is not None:
+            return lambda x: loop(x, None)
+        if self.mult != 1:
             return None
         win = self.pad.win
         shape = (self.x_shape[0], win.out_h, win.out_w, w.shape[3])
@@ -479,6 +540,10 @@ class DepthwisePlan:
         clamped to ``bounds``; tap after tap in the reference order when ``reference`` or
         not float32 (``checkpoint`` called between taps), else in one einsum (numpy's
         order)."""
+        if x.dtype == w.dtype == np.float32 and (bias is None or bias.dtype == np.float32):
+            loop = self.compiled(w, bias, bounds)
+            if loop is not None:
+                return loop(x, checkpoint)
         (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.strides, self.dilations
         win = self.pad.win
         shape = (x.shape[0], win.out_h, win.out_w, w.shape[3])

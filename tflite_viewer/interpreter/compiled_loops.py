@@ -1,0 +1,227 @@
+"""The numba loops behind `compiled` (imported only through `compiled.loops`).
+
+Each loop keeps IEEE float32 arithmetic as written: numba compiles without fast-math, so
+no product is fused into an addition and no sum is reordered.  Vectorizing across
+channels computes every channel's sum in its own lane, in the order the loop names.
+
+An index into an array is written as a slice taken first and then indexed by a ``range``
+variable: numba can vectorize that loop, where an index it cannot prove non-negative
+(``k + offset``) gets a wraparound check per element and runs 7x slower.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+_OPTIONS = dict(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+
+
+@njit(**_OPTIONS)
+def depthwise_f32(x: np.ndarray, w: np.ndarray, bias: np.ndarray, low: np.float32,
+                  high: np.float32, stride_h: int, stride_w: int, dil_h: int, dil_w: int,
+                  pad_h: int, pad_w: int, mult: int, y0: int, y1: int,
+                  out: np.ndarray) -> None:
+    """Output rows ``y0:y1`` of a float32 DEPTHWISE_CONV_2D as reference_ops::DepthwiseConv
+    computes them: ``x`` [N, H, W, C], ``w`` [KH, KW, C*mult], ``bias`` [C*mult] (zeros
+    when the node has none: the reference adds 0.0f), ``out`` [N, OH, OW, C*mult].
+
+    Each output starts from +0, adds input times filter tap after tap (filter row, then
+    column), skipping taps outside the image, then adds the bias and is clamped as
+    std::min(std::max(v, low), high) (NaN and -0 pass): the reference kernel's bits."""
+    batches, height, width, in_depth = x.shape
+    kh, kw = w.shape[0], w.shape[1]
+    out_w, depth = out.shape[2], out.shape[3]
+    flat_x = x.reshape(x.size)
+    flat_w = w.reshape(w.size)
+    flat_out = out.reshape(out.size)
+    for n in range(batches):
+        for y in range(y0, y1):
+            for ox in range(out_w):
+                o = np.uint64(((n * out.shape[1] + y) * out_w + ox) * depth)
+                for k in range(depth):
+                    flat_out[o + np.uint64(k)] = np.float32(0.0)
+                for i in range(kh):
+                    iy = y * stride_h - pad_h + i * dil_h
+                    if iy < 0 or iy >= height:
+                        continue
+                    for j in range(kw):
+                        ix = ox * stride_w - pad_w + j * dil_w
+                        if ix < 0 or ix >= width:
+                            continue
+                        a = np.uint64(((n * height + iy) * width + ix) * in_depth)
+                        t = np.uint64((i * kw + j) * depth)
+                        if mult == 1:
+                            for k in range(depth):
+                                u = np.uint64(k)
+                                flat_out[o + u] += flat_x[a + u] * flat_w[t + u]
+                        else:
+                            for k in range(depth):
+                                u = np.uint64(k)
+                                flat_out[o + u] += flat_x[a + np.uint64(k // mult)] \
+                                    * flat_w[t + u]
+                for k in range(depth):
+                    u = o + np.uint64(k)
+                    v = flat_out[u] + bias[k]
+                    if v < low:
+                        v = low
+                    if high < v:
+                        v = high
+                    flat_out[u] = v
+
+@njit(**_OPTIONS)
+def depthwise_rows_f32(x: np.ndarray, tiled: np.ndarray, bias: np.ndarray, low: np.float32,
+                       high: np.float32, stride_h: int, dil_h: int, dil_w: int, pad_h: int,
+                       pad_w: int, y0: int, y1: int, out: np.ndarray) -> None:
+    """`depthwise_f32` at a width stride of 1 and no depth multiplier, a tap at a time over
+    a whole output row: ``tiled`` [KH, KW, OW*C] is the filter repeated along the row and
+    ``bias`` [OW*C] the bias.  The row's outputs of one tap are one contiguous run of the
+    input row, so the loop runs over OW*C values at a time; each output still adds its
+    taps in the reference order, and a tap outside the image is skipped (the run is cut
+    at the image's edges): the same bits as `depthwise_f32`."""
+    batches, height, width, depth = x.shape
+    kh, kw = tiled.shape[0], tiled.shape[1]
+    out_w = out.shape[2]
+    row = out_w * depth
+    for n in range(batches):
+        for y in range(y0, y1):
+            acc = out[n, y].reshape(row)
+            for m in range(row):
+                acc[m] = np.float32(0.0)
+            for i in range(kh):
+                iy = y * stride_h - pad_h + i * dil_h
+                if iy < 0 or iy >= height:
+                    continue
+                source = x[n, iy].reshape(width * depth)
+                for j in range(kw):
+                    shift = j * dil_w - pad_w  # input column of output column 0
+                    first = max(0, -shift)
+                    last = min(out_w, width - shift)
+                    if first >= last:
+                        continue
+                    a = source[(first + shift) * depth:(last + shift) * depth]
+                    o = acc[first * depth:last * depth]
+                    t = tiled[i, j, first * depth:last * depth]
+                    for m in range(o.shape[0]):
+                        o[m] += a[m] * t[m]
+            for m in range(row):
+                v = acc[m] + bias[m]
+                if v < low:
+                    v = low
+                if high < v:
+                    v = high
+                acc[m] = v
+
+
+
+
+@njit(inline="always", **_OPTIONS)
+def _store(acc: np.ndarray, t_mult: np.ndarray, t_bias: np.ndarray, t_half: np.ndarray,
+           t_const: np.ndarray, zp_after: float, qmin: float, qmax: float,
+           out: np.ndarray) -> None:
+    """One position's channels requantized as quant_math.FloatRequantizer computes them
+    (its `per_channel` rows): y = acc * t_mult + t_bias, plus t_half with y's sign, plus
+    t_const, floored, plus ``zp_after``, clamped to [qmin, qmax] and stored in ``out``.
+    Every step is exact in float64 where FloatRequantizer.build gave the rows, so these
+    are the integers of MultiplyByQuantizedMultiplier and the reference kernels' clamp.
+
+    Inlined where it is called, with the rows taken once by the caller: called as a
+    function per position it ran 3-9x slower."""
+    for c in range(acc.shape[0]):
+        y = np.float64(acc[c]) * t_mult[c] + t_bias[c]
+        y += math.copysign(t_half[c], y)
+        y = math.floor(y + t_const[c]) + zp_after
+        y = max(y, qmin)
+        out[c] = min(y, qmax)
+
+
+@njit(**_OPTIONS)
+def requantize_float(acc: np.ndarray, rows: np.ndarray, zp_after: float, qmin: float,
+                     qmax: float, out: np.ndarray) -> None:
+    """The 8-bit tail over ``acc`` [P, C] (exact integer sums, float or int) into ``out``
+    [P, C] (int8 or uint8): `_store` of each position, ``rows`` a FloatRequantizer's
+    `per_channel`."""
+    t_mult, t_bias, t_half, t_const = rows[0], rows[1], rows[2], rows[3]
+    for r in range(acc.shape[0]):
+        _store(acc[r], t_mult, t_bias, t_half, t_const, zp_after, qmin, qmax, out[r])
+
+
+@njit(**_OPTIONS)
+def depthwise_int(x: np.ndarray, taps: np.ndarray, rows: np.ndarray, input_offset: int,
+                  zp_after: float, qmin: float, qmax: float, stride_h: int, stride_w: int,
+                  dil_h: int, dil_w: int, pad_h: int, pad_w: int, mult: int, y0: int,
+                  y1: int, acc: np.ndarray, out: np.ndarray) -> None:
+    """Output rows ``y0:y1`` of an 8-bit DEPTHWISE_CONV_2D as reference_integer_ops'
+    DepthwiseConvPerChannel (and the uint8 kernel) compute them: ``x`` [N, H, W, C] int8
+    or uint8, ``taps`` [KH, KW, C*mult] int32 (the filter plus its offset), ``acc`` an
+    int32 scratch of C*mult values.  Each output adds (input + input offset) * tap for
+    the taps inside the image, and is requantized with the bias (`_store`; ``rows`` a
+    FloatRequantizer's `per_channel` with the bias in it)."""
+    batches, height, width, _ = x.shape
+    kh, kw = taps.shape[0], taps.shape[1]
+    out_w, depth = out.shape[2], out.shape[3]
+    t_mult, t_bias, t_half, t_const = rows[0], rows[1], rows[2], rows[3]
+    for n in range(batches):
+        for y in range(y0, y1):
+            for ox in range(out_w):
+                for k in range(depth):
+                    acc[k] = 0
+                for i in range(kh):
+                    iy = y * stride_h - pad_h + i * dil_h
+                    if iy < 0 or iy >= height:
+                        continue
+                    for j in range(kw):
+                        ix = ox * stride_w - pad_w + j * dil_w
+                        if ix < 0 or ix >= width:
+                            continue
+                        a = x[n, iy, ix]
+                        t = taps[i, j]
+                        if mult == 1:
+                            for k in range(depth):
+                                acc[k] += (np.int32(a[k]) + np.int32(input_offset)) * t[k]
+                        else:
+                            for k in range(depth):
+                                acc[k] += (np.int32(a[k // mult]) + np.int32(input_offset)) \
+                                    * t[k]
+                _store(acc, t_mult, t_bias, t_half, t_const, zp_after, qmin, qmax,
+                       out[n, y, ox])
+
+
+@njit(**_OPTIONS)
+def depthwise_rows_int(x: np.ndarray, tiled: np.ndarray, rows: np.ndarray, input_offset: int,
+                       zp_after: float, qmin: float, qmax: float, stride_h: int, dil_h: int,
+                       dil_w: int, pad_h: int, pad_w: int, y0: int, y1: int,
+                       acc: np.ndarray, out: np.ndarray) -> None:
+    """`depthwise_int` at a width stride of 1 and no depth multiplier, a tap at a time over
+    a whole output row (as `depthwise_rows_f32`): ``tiled`` [KH, KW, OW*C] int32 is the
+    offset filter repeated along the row, ``acc`` an int32 scratch row of OW*C values.
+    The same integers as `depthwise_int`."""
+    batches, height, width, depth = x.shape
+    kh, kw = tiled.shape[0], tiled.shape[1]
+    out_w = out.shape[2]
+    row = out_w * depth
+    t_mult, t_bias, t_half, t_const = rows[0], rows[1], rows[2], rows[3]
+    for n in range(batches):
+        for y in range(y0, y1):
+            for m in range(row):
+                acc[m] = 0
+            for i in range(kh):
+                iy = y * stride_h - pad_h + i * dil_h
+                if iy < 0 or iy >= height:
+                    continue
+                source = x[n, iy].reshape(width * depth)
+                for j in range(kw):
+                    shift_w = j * dil_w - pad_w  # input column of output column 0
+                    first = max(0, -shift_w)
+                    last = min(out_w, width - shift_w)
+                    if first >= last:
+                        continue
+                    a = source[(first + shift_w) * depth:(last + shift_w) * depth]
+                    o = acc[first * depth:last * depth]
+                    t = tiled[i, j, first * depth:last * depth]
+                    for m in range(o.shape[0]):
+                        o[m] += (np.int32(a[m]) + np.int32(input_offset)) * t[m]
+            for ox in range(out_w):
+                _store(acc[ox * depth:(ox + 1) * depth], t_mult, t_bias, t_half, t_const,
+                       zp_after, qmin, qmax, out[n, y, ox])
