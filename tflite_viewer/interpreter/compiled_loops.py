@@ -30,18 +30,16 @@ def depthwise_f32(x: np.ndarray, w: np.ndarray, bias: np.ndarray, low: np.float3
     Each output starts from +0, adds input times filter tap after tap (filter row, then
     column), skipping taps outside the image, then adds the bias and is clamped as
     std::min(std::max(v, low), high) (NaN and -0 pass): the reference kernel's bits."""
-    batches, height, width, in_depth = x.shape
+    _, height, width, _ = x.shape
+    batches = min(x.shape[0], out.shape[0])  # (never past either array)
     kh, kw = w.shape[0], w.shape[1]
     out_w, depth = out.shape[2], out.shape[3]
-    flat_x = x.reshape(x.size)
-    flat_w = w.reshape(w.size)
-    flat_out = out.reshape(out.size)
     for n in range(batches):
         for y in range(y0, y1):
             for ox in range(out_w):
-                o = np.uint64(((n * out.shape[1] + y) * out_w + ox) * depth)
+                acc = out[n, y, ox]
                 for k in range(depth):
-                    flat_out[o + np.uint64(k)] = np.float32(0.0)
+                    acc[k] = np.float32(0.0)
                 for i in range(kh):
                     iy = y * stride_h - pad_h + i * dil_h
                     if iy < 0 or iy >= height:
@@ -50,25 +48,22 @@ def depthwise_f32(x: np.ndarray, w: np.ndarray, bias: np.ndarray, low: np.float3
                         ix = ox * stride_w - pad_w + j * dil_w
                         if ix < 0 or ix >= width:
                             continue
-                        a = np.uint64(((n * height + iy) * width + ix) * in_depth)
-                        t = np.uint64((i * kw + j) * depth)
+                        a = x[n, iy, ix]
+                        tap = w[i, j]
                         if mult == 1:
                             for k in range(depth):
-                                u = np.uint64(k)
-                                flat_out[o + u] += flat_x[a + u] * flat_w[t + u]
+                                acc[k] += a[k] * tap[k]
                         else:
                             for k in range(depth):
-                                u = np.uint64(k)
-                                flat_out[o + u] += flat_x[a + np.uint64(k // mult)] \
-                                    * flat_w[t + u]
+                                acc[k] += a[k // mult] * tap[k]
                 for k in range(depth):
-                    u = o + np.uint64(k)
-                    v = flat_out[u] + bias[k]
+                    v = acc[k] + bias[k]
                     if v < low:
                         v = low
                     if high < v:
                         v = high
-                    flat_out[u] = v
+                    acc[k] = v
+
 
 @njit(**_OPTIONS)
 def depthwise_rows_f32(x: np.ndarray, tiled: np.ndarray, bias: np.ndarray, low: np.float32,
@@ -80,7 +75,8 @@ def depthwise_rows_f32(x: np.ndarray, tiled: np.ndarray, bias: np.ndarray, low: 
     input row, so the loop runs over OW*C values at a time; each output still adds its
     taps in the reference order, and a tap outside the image is skipped (the run is cut
     at the image's edges): the same bits as `depthwise_f32`."""
-    batches, height, width, depth = x.shape
+    _, height, width, depth = x.shape
+    batches = min(x.shape[0], out.shape[0])  # (never past either array)
     kh, kw = tiled.shape[0], tiled.shape[1]
     out_w = out.shape[2]
     row = out_w * depth
@@ -151,17 +147,19 @@ def requantize_float(acc: np.ndarray, rows: np.ndarray, zp_after: float, qmin: f
 def depthwise_int(x: np.ndarray, taps: np.ndarray, rows: np.ndarray, input_offset: int,
                   zp_after: float, qmin: float, qmax: float, stride_h: int, stride_w: int,
                   dil_h: int, dil_w: int, pad_h: int, pad_w: int, mult: int, y0: int,
-                  y1: int, acc: np.ndarray, out: np.ndarray) -> None:
+                  y1: int, out: np.ndarray) -> None:
     """Output rows ``y0:y1`` of an 8-bit DEPTHWISE_CONV_2D as reference_integer_ops'
     DepthwiseConvPerChannel (and the uint8 kernel) compute them: ``x`` [N, H, W, C] int8
-    or uint8, ``taps`` [KH, KW, C*mult] int32 (the filter plus its offset), ``acc`` an
-    int32 scratch of C*mult values.  Each output adds (input + input offset) * tap for
+    or uint8, ``taps`` [KH, KW, C*mult] int32 (the filter plus its offset).  Each output's
+    int32 accumulator (C's: a store wraps as it does) adds (input + input offset) * tap for
     the taps inside the image, and is requantized with the bias (`_store`; ``rows`` a
     FloatRequantizer's `per_channel` with the bias in it)."""
-    batches, height, width, _ = x.shape
+    _, height, width, _ = x.shape
+    batches = min(x.shape[0], out.shape[0])  # (never past either array)
     kh, kw = taps.shape[0], taps.shape[1]
     out_w, depth = out.shape[2], out.shape[3]
     t_mult, t_bias, t_half, t_const = rows[0], rows[1], rows[2], rows[3]
+    acc = np.empty(depth, np.int32)
     for n in range(batches):
         for y in range(y0, y1):
             for ox in range(out_w):
@@ -192,16 +190,17 @@ def depthwise_int(x: np.ndarray, taps: np.ndarray, rows: np.ndarray, input_offse
 def depthwise_rows_int(x: np.ndarray, tiled: np.ndarray, rows: np.ndarray, input_offset: int,
                        zp_after: float, qmin: float, qmax: float, stride_h: int, dil_h: int,
                        dil_w: int, pad_h: int, pad_w: int, y0: int, y1: int,
-                       acc: np.ndarray, out: np.ndarray) -> None:
+                       out: np.ndarray) -> None:
     """`depthwise_int` at a width stride of 1 and no depth multiplier, a tap at a time over
     a whole output row (as `depthwise_rows_f32`): ``tiled`` [KH, KW, OW*C] int32 is the
-    offset filter repeated along the row, ``acc`` an int32 scratch row of OW*C values.
-    The same integers as `depthwise_int`."""
-    batches, height, width, depth = x.shape
+    offset filter repeated along the row.  The same integers as `depthwise_int`."""
+    _, height, width, depth = x.shape
+    batches = min(x.shape[0], out.shape[0])  # (never past either array)
     kh, kw = tiled.shape[0], tiled.shape[1]
     out_w = out.shape[2]
     row = out_w * depth
     t_mult, t_bias, t_half, t_const = rows[0], rows[1], rows[2], rows[3]
+    acc = np.empty(row, np.int32)
     for n in range(batches):
         for y in range(y0, y1):
             for m in range(row):

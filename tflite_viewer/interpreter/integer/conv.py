@@ -11,6 +11,7 @@ and requantize the float sums directly where float64 is exact (`ConvPlan`,
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -362,9 +363,11 @@ def _make_tail(loops, p: ConvParams, plan: ConvPlan, fmat: np.ndarray,
         return None
     args, shape, dtype, channels = _requantize_args(tail), plan.out_shape, p.input_dtype, \
         fmat.shape[-1]
+    per_batch = math.prod(shape[1:])
 
     def requantize(acc: np.ndarray) -> np.ndarray:
-        out = np.empty(shape, dtype)
+        # (a batch of inputs stacked on the first axis gives a batch of outputs: bind_int_tail)
+        out = np.empty((acc.size // (per_batch or 1),) + shape[1:], dtype)
         loops.requantize_float(acc.reshape(-1, channels), *args, out.reshape(-1, channels))
         return out
     return requantize
@@ -398,22 +401,20 @@ def _make_depthwise(loops, p: ConvParams, plan: ConvPlan, ftaps: np.ndarray,
     depth_mult = channels // plan.input_shape[3]
     args = (_requantize_args(tail)[0], int(p.input_offset)) + _requantize_args(tail)[1:]
     if plan.sw != 1 or depth_mult != 1:
-        acc = np.empty(channels, np.int32)
-
         def run(input: np.ndarray) -> np.ndarray:
-            out = np.empty(shape, dtype)
+            # (a batch of inputs stacked on the first axis: bind_int_tail)
+            out = np.empty((input.shape[0],) + shape[1:], dtype)
             loops.depthwise_int(np.ascontiguousarray(input), taps, *args, plan.sh, plan.sw,
                                 plan.dh, plan.dw, win.pad_h, win.pad_w, depth_mult, 0,
-                                win.out_h, acc, out)
+                                win.out_h, out)
             return out
         return run
     tiled = np.ascontiguousarray(np.tile(taps, (1, 1, win.out_w)))
-    row = np.empty(win.out_w * channels, np.int32)
 
     def run_rows(input: np.ndarray) -> np.ndarray:
-        out = np.empty(shape, dtype)
+        out = np.empty((input.shape[0],) + shape[1:], dtype)
         loops.depthwise_rows_int(np.ascontiguousarray(input), tiled, *args, plan.sh, plan.dh,
-                                 plan.dw, win.pad_h, win.pad_w, 0, win.out_h, row, out)
+                                 plan.dw, win.pad_h, win.pad_w, 0, win.out_h, out)
         return out
     return run_rows
 

@@ -481,7 +481,7 @@ class DepthwisePlan:
 
         def run(x: np.ndarray, checkpoint: Checkpoint | None) -> np.ndarray:
             x = np.ascontiguousarray(x)
-            out = np.empty(shape, np.float32)
+            out = np.empty((x.shape[0],) + shape[1:], np.float32)
             if checkpoint is None or block >= win.out_h:
                 rows(x, out, 0, win.out_h)
                 return out

@@ -1,0 +1,138 @@
+"""The compiled kernels (`interpreter.compiled`, numba) and the numpy forms they replace.
+
+Truth: LiteRT's reference kernels on one-op models, bit for bit.  The compiled float
+DEPTHWISE_CONV_2D adds its taps in the reference kernel's order whatever sums are asked,
+so its outputs are REF's bits under ``auto`` too; the 8-bit DEPTHWISE_CONV_2D and CONV_2D
+are exact in both forms.  Each case runs with compiled kernels and with numpy alone
+(`kernel_forms`), through the nodes' bound plans and through their kernels' invoke, on
+shapes that reach every loop: rows cut at the image's edges, width strides over 1,
+dilations, depth multipliers, batches of two, few and many channels.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from .conv_pool_models import _activation_quant, _bias, _ints, _quantized_model, _weights
+from .singleop import Input, run_litert
+from tflite_viewer.interpreter import Interpreter, compiled
+
+#: (name, x shape, kernel, stride, dilation, padding, depth multiplier, activation)
+DEPTHWISE = [
+    ("rows", (1, 9, 11, 16), (3, 3), (1, 1), (1, 1), "SAME", 1, "RELU6"),
+    ("rows-dilated-valid", (2, 10, 12, 8), (3, 3), (1, 1), (2, 2), "VALID", 1, "NONE"),
+    ("rows-wide-kernel", (1, 6, 7, 24), (2, 5), (2, 1), (1, 3), "SAME", 1, "RELU"),
+    ("stride-2", (1, 12, 12, 48), (3, 3), (2, 2), (1, 1), "SAME", 1, "RELU6"),
+    ("stride-3-multiplier", (2, 9, 10, 3), (3, 3), (3, 3), (1, 1), "SAME", 2, "RELU_N1_TO_1"),
+    ("multiplier-rows", (1, 8, 8, 5), (3, 3), (1, 1), (1, 1), "SAME", 3, "NONE"),
+    ("one-channel", (1, 7, 7, 1), (3, 3), (1, 2), (1, 1), "VALID", 1, "RELU"),
+]
+CONV = [  # (name, x shape, filter OHWI, stride, padding, activation)
+    ("1x1", (1, 12, 12, 8), (24, 1, 1, 8), 1, "SAME", "RELU6"),
+    ("3x3-stride-2", (2, 9, 9, 3), (16, 3, 3, 3), 2, "SAME", "NONE"),
+    ("3x3-valid", (1, 8, 8, 16), (8, 3, 3, 16), 1, "VALID", "RELU"),
+]
+
+
+def _depthwise_model(config: str, case, rng):
+    _, x_shape, (kh, kw), (sh, sw), (dh, dw), padding, mult, act = case
+    channels = x_shape[3] * mult
+    dtype = {"FLOAT32": np.float32, "UINT8": np.uint8}.get(config, np.int8)
+    q_in = None if dtype == np.float32 else _activation_quant(rng, dtype)
+    q_out = None if dtype == np.float32 else _activation_quant(rng, dtype)
+    w, w_q = _weights(rng, config, (1, kh, kw, channels), 3)
+    b, b_q = _bias(rng, config, channels, None if q_in is None else q_in[0], w_q)
+    opts = {"padding": padding, "stride_w": sw, "stride_h": sh, "dilation_w_factor": dw,
+            "dilation_h_factor": dh, "depth_multiplier": mult, "fused_activation_function": act}
+    model = _quantized_model("DEPTHWISE_CONV_2D", [Input(x_shape, dtype, q_in), w, b], dtype,
+                             q_out, "DepthwiseConv2DOptions", opts, 6 if dh * dw > 1 else 3,
+                             {1: w_q, 2: b_q})
+    x = (rng.standard_normal(x_shape) * 2).astype(np.float32) if dtype == np.float32 \
+        else _ints(rng, dtype, x_shape)
+    return model, x
+
+
+def _conv_model(config: str, case, rng):
+    _, x_shape, w_shape, stride, padding, act = case
+    dtype = np.uint8 if config == "UINT8" else np.int8
+    q_in, q_out = _activation_quant(rng, dtype), _activation_quant(rng, dtype)
+    w, w_q = _weights(rng, config, w_shape, 0)
+    b, b_q = _bias(rng, config, w_shape[0], q_in[0], w_q)
+    opts = {"padding": padding, "stride_w": stride, "stride_h": stride,
+            "fused_activation_function": act}
+    model = _quantized_model("CONV_2D", [Input(x_shape, dtype, q_in), w, b], dtype, q_out,
+                             "Conv2DOptions", opts, 3, {1: w_q, 2: b_q})
+    return model, _ints(rng, dtype, x_shape)
+
+
+def _ours(model: bytes, x: np.ndarray, sums: str, bind: bool) -> list[np.ndarray]:
+    """Outputs of three invokes (a run with no re-preparation binds the plan: the later
+    ones take the bound nodes where ``bind``)."""
+    it = Interpreter(model, float_sums=sums)
+    it.bind_kernels = bind
+    return [next(iter(it.invoke([x]).values())) for _ in range(3)]
+
+
+def _assert_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    assert got.shape == want.shape and got.dtype == want.dtype, what
+    if got.dtype == np.float32:  # the same bits, -0 and NaN's included
+        got, want = got.view(np.int32), want.view(np.int32)
+    np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+@pytest.mark.parametrize("case", DEPTHWISE, ids=[c[0] for c in DEPTHWISE])
+@pytest.mark.parametrize("config", ["FLOAT32", "INT8_PER_CHANNEL", "UINT8"])
+def test_depthwise_is_litert_reference_bits(case, config, kernel_forms):
+    rng = np.random.default_rng(sum(map(ord, case[0] + config)))
+    model, x = _depthwise_model(config, case, rng)
+    want = run_litert(model, [x])[0]
+    # numpy's fast float sums are an einsum (a rounding off REF): bits in reference order
+    sums = ["reference"] if config == "FLOAT32" and kernel_forms == "numpy" \
+        else ["auto", "reference"]
+    for s in sums:
+        for bind in (True, False):
+            for k, got in enumerate(_ours(model, x, s, bind)):
+                _assert_bits(got, want, f"{s} sums, bound {bind}, invoke {k}")
+
+
+@pytest.mark.parametrize("case", CONV, ids=[c[0] for c in CONV])
+@pytest.mark.parametrize("config", ["INT8_PER_CHANNEL", "INT8", "UINT8"])
+def test_8bit_convolution_is_litert_reference_bits(case, config, kernel_forms):
+    rng = np.random.default_rng(sum(map(ord, case[0] + config)))
+    model, x = _conv_model(config, case, rng)
+    want = run_litert(model, [x])[0]
+    for bind in (True, False):
+        for k, got in enumerate(_ours(model, x, "auto", bind)):
+            _assert_bits(got, want, f"bound {bind}, invoke {k}")
+
+
+def test_the_compiled_kernels_run_where_numba_is_installed(monkeypatch):
+    """numba is a dependency: its loops load, and the environment variable turns them
+    off (every caller then takes its numpy form)."""
+    assert compiled.loops() is not None
+    monkeypatch.setenv(compiled.DISABLE_ENV, "1")
+    assert compiled.loops() is None
+    monkeypatch.setenv(compiled.DISABLE_ENV, "0")
+    assert compiled.loops() is not None
+
+
+def test_a_batch_stacked_on_the_first_axis_is_computed_as_each_alone():
+    """A bound 8-bit node's compiled function takes a batch of inputs stacked on the first
+    axis (the quantization analysis's fallback cone, tests/quant/test_fallback_cone.py):
+    each output as the input alone gives, and nothing written past the output (the loops
+    do not check their indices)."""
+    for build, case, config in [(_depthwise_model, DEPTHWISE[0], "INT8_PER_CHANNEL"),
+                                (_depthwise_model, DEPTHWISE[3], "UINT8"),
+                                (_conv_model, CONV[0], "INT8_PER_CHANNEL")]:
+        rng = np.random.default_rng(5)
+        model, x = build(config, case, rng)
+        it = Interpreter(model)
+        for _ in range(2):
+            it.invoke([x])
+        (node, fn, _), = it.entry.plan_steps
+        _, _, run = fn.batched
+        xs = [_ints(rng, x.dtype, x.shape) for _ in range(3)]
+        stacked = run(np.concatenate(xs))
+        alone = [run(v) for v in xs]
+        assert stacked.shape[0] == 3 * x.shape[0]
+        np.testing.assert_array_equal(stacked, np.concatenate(alone))
