@@ -26,6 +26,7 @@ DEPTHWISE = [
     ("stride-3-multiplier", (2, 9, 10, 3), (3, 3), (3, 3), (1, 1), "SAME", 2, "RELU_N1_TO_1"),
     ("multiplier-rows", (1, 8, 8, 5), (3, 3), (1, 1), (1, 1), "SAME", 3, "NONE"),
     ("one-channel", (1, 7, 7, 1), (3, 3), (1, 2), (1, 1), "VALID", 1, "RELU"),
+    ("one-channel-multiplier", (2, 9, 9, 1), (3, 3), (2, 2), (1, 1), "SAME", 8, "RELU6"),
 ]
 CONV = [  # (name, x shape, filter OHWI, stride, padding, activation)
     ("1x1", (1, 12, 12, 8), (24, 1, 1, 8), 1, "SAME", "RELU6"),

@@ -53,9 +53,13 @@ def depthwise_f32(x: np.ndarray, w: np.ndarray, bias: np.ndarray, low: np.float3
                         if mult == 1:
                             for k in range(depth):
                                 acc[k] += a[k] * tap[k]
-                        else:
-                            for k in range(depth):
-                                acc[k] += a[k // mult] * tap[k]
+                        else:  # output channel ic * mult + m reads input channel ic
+                            for ic in range(a.shape[0]):
+                                v = a[ic]
+                                part = acc[ic * mult:(ic + 1) * mult]
+                                part_taps = tap[ic * mult:(ic + 1) * mult]
+                                for m in range(mult):
+                                    part[m] += v * part_taps[m]
                 for k in range(depth):
                     v = acc[k] + bias[k]
                     if v < low:
@@ -178,10 +182,13 @@ def depthwise_int(x: np.ndarray, taps: np.ndarray, rows: np.ndarray, input_offse
                         if mult == 1:
                             for k in range(depth):
                                 acc[k] += (np.int32(a[k]) + np.int32(input_offset)) * t[k]
-                        else:
-                            for k in range(depth):
-                                acc[k] += (np.int32(a[k // mult]) + np.int32(input_offset)) \
-                                    * t[k]
+                        else:  # output channel ic * mult + m reads input channel ic
+                            for ic in range(a.shape[0]):
+                                v = np.int32(a[ic]) + np.int32(input_offset)
+                                part = acc[ic * mult:(ic + 1) * mult]
+                                part_taps = t[ic * mult:(ic + 1) * mult]
+                                for m in range(mult):
+                                    part[m] += v * part_taps[m]
                 _store(acc, t_mult, t_bias, t_half, t_const, zp_after, qmin, qmax,
                        out[n, y, ox])
 

@@ -388,6 +388,8 @@ def compiled_depthwise(p: ConvParams, plan: ConvPlan, ftaps: np.ndarray,
 def _make_depthwise(loops, p: ConvParams, plan: ConvPlan, ftaps: np.ndarray,
                     bias: np.ndarray | None):
     kh, kw, channels = plan.kh, plan.kw, ftaps.shape[1]
+    if plan.input_shape[3] == 1:  # an ordinary convolution: BLAS's product of its patches
+        return _one_channel_depthwise(loops, p, plan, ftaps, bias)
     # the accumulator holds sum((x + input offset) * tap) itself: the bias alone is added
     weight = float(np.abs(ftaps).sum(axis=0, dtype=np.float64).max(initial=0.0))
     tail = qm.FloatRequantizer.build(
@@ -417,6 +419,27 @@ def _make_depthwise(loops, p: ConvParams, plan: ConvPlan, ftaps: np.ndarray,
                                  plan.dw, win.pad_h, win.pad_w, 0, win.out_h, out)
         return out
     return run_rows
+
+
+def _one_channel_depthwise(loops, p: ConvParams, plan: ConvPlan, ftaps: np.ndarray,
+                           bias: np.ndarray | None):
+    """A depthwise convolution of a one-channel input: `_depthwise_sums`' product of its
+    patches (the input padded with the value the input offset cancels), and the compiled
+    tail (one output channel per filter column, where the per-position loop would add
+    a few channels at a time)."""
+    tail = plan.float_tail(p, ftaps, bias, depthwise=True)
+    if tail is None:
+        return None
+    args, shape, dtype, channels = _requantize_args(tail), plan.out_shape, p.input_dtype, \
+        ftaps.shape[1]
+    pad, raw_bound = -p.input_offset, plan.raw_bound
+
+    def run(input: np.ndarray) -> np.ndarray:
+        sums = _depthwise_sums(input, ftaps, plan, pad, raw_bound)
+        out = np.empty(sums.shape, dtype)
+        loops.requantize_float(sums.reshape(-1, channels), *args, out.reshape(-1, channels))
+        return out
+    return run
 
 
 def _conv_columns(x: np.ndarray, plan: ConvPlan, pad_value: int) -> np.ndarray:
