@@ -38,16 +38,17 @@ CONV = [  # (name, x shape, filter OHWI, stride, padding, activation)
 def _depthwise_model(config: str, case, rng):
     _, x_shape, (kh, kw), (sh, sw), (dh, dw), padding, mult, act = case
     channels = x_shape[3] * mult
-    dtype = {"FLOAT32": np.float32, "UINT8": np.uint8}.get(config, np.int8)
+    dtype = {"FLOAT32": np.float32, "HYBRID_PER_CHANNEL": np.float32,
+             "UINT8": np.uint8}.get(config, np.int8)
     q_in = None if dtype == np.float32 else _activation_quant(rng, dtype)
     q_out = None if dtype == np.float32 else _activation_quant(rng, dtype)
     w, w_q = _weights(rng, config, (1, kh, kw, channels), 3)
     b, b_q = _bias(rng, config, channels, None if q_in is None else q_in[0], w_q)
     opts = {"padding": padding, "stride_w": sw, "stride_h": sh, "dilation_w_factor": dw,
             "dilation_h_factor": dh, "depth_multiplier": mult, "fused_activation_function": act}
+    version = 6 if dh * dw > 1 or config.startswith("HYBRID") else 3
     model = _quantized_model("DEPTHWISE_CONV_2D", [Input(x_shape, dtype, q_in), w, b], dtype,
-                             q_out, "DepthwiseConv2DOptions", opts, 6 if dh * dw > 1 else 3,
-                             {1: w_q, 2: b_q})
+                             q_out, "DepthwiseConv2DOptions", opts, version, {1: w_q, 2: b_q})
     x = (rng.standard_normal(x_shape) * 2).astype(np.float32) if dtype == np.float32 \
         else _ints(rng, dtype, x_shape)
     return model, x
@@ -82,7 +83,8 @@ def _assert_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:
 
 
 @pytest.mark.parametrize("case", DEPTHWISE, ids=[c[0] for c in DEPTHWISE])
-@pytest.mark.parametrize("config", ["FLOAT32", "INT8_PER_CHANNEL", "UINT8"])
+@pytest.mark.parametrize("config", ["FLOAT32", "INT8_PER_CHANNEL", "UINT8",
+                                    "HYBRID_PER_CHANNEL"])
 def test_depthwise_is_litert_reference_bits(case, config, kernel_forms):
     rng = np.random.default_rng(sum(map(ord, case[0] + config)))
     model, x = _depthwise_model(config, case, rng)
@@ -137,3 +139,38 @@ def test_a_batch_stacked_on_the_first_axis_is_computed_as_each_alone():
         alone = [run(v) for v in xs]
         assert stacked.shape[0] == 3 * x.shape[0]
         np.testing.assert_array_equal(stacked, np.concatenate(alone))
+
+
+def _quantizer_rows() -> list[np.ndarray]:
+    """Rows whose scaled values fall on halves in the vector part (the first multiple of 8
+    values) and in the rest, rows of every length mod 8, a zero row, a subnormal one."""
+    rng = np.random.default_rng(11)
+    rows = []
+    for n in (1, 7, 8, 13, 64, 1001):
+        x = (rng.standard_normal(n) * rng.choice([1e-3, 1.0, 1e3])).astype(np.float32)
+        rows.append(x)
+        ties = x.copy()
+        top = np.float32(np.abs(x).max())
+        ties[::2] = top * np.float32(np.arange(ties[::2].size) % 255 - 127) / np.float32(254)
+        rows.append(ties)
+    # ranges of 255 (scale 1: y is x itself): every value a half, in both parts
+    halves = np.arange(13, dtype=np.float32) * np.float32(19) + np.float32(0.5)
+    rows.append(np.concatenate([[np.float32(255)], halves]))
+    rows.append(np.concatenate([[np.float32(-128), np.float32(127)],
+                                np.float32(126) - halves[:7], np.float32(-0.5) - halves[:10]]))
+    return rows + [np.zeros(9, np.float32), np.array([0.0, 1e-38, -1e-38], np.float32)]
+
+
+@pytest.mark.parametrize("k", range(len(_quantizer_rows())))
+def test_the_compiled_row_quantizer_equals_numpys(k, monkeypatch):
+    """The hybrid kernels' input quantizer (NeonAsymmetricQuantizeFloats) in its compiled
+    pass and in numpy's (which the hybrid tests check against LiteRT): the same values,
+    NaN where both give NaN (a subnormal row's infinite inverse scale)."""
+    from tflite_viewer.interpreter.integer import hybrid
+    row = _quantizer_rows()[k][None, :]
+    with np.errstate(all="ignore"):
+        fast = hybrid.asymmetric_quantize(row, as_float=True)
+        monkeypatch.setenv(compiled.DISABLE_ENV, "1")
+        slow = hybrid.asymmetric_quantize(row, as_float=True)
+    for a, b in zip(fast, slow):
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)

@@ -131,7 +131,7 @@ def _store(acc: np.ndarray, t_mult: np.ndarray, t_bias: np.ndarray, t_half: np.n
     for c in range(acc.shape[0]):
         y = np.float64(acc[c]) * t_mult[c] + t_bias[c]
         y += math.copysign(t_half[c], y)
-        y = math.floor(y + t_const[c]) + zp_after
+        y = np.floor(y + t_const[c]) + zp_after
         y = max(y, qmin)
         out[c] = min(y, qmax)
 
@@ -231,3 +231,30 @@ def depthwise_rows_int(x: np.ndarray, tiled: np.ndarray, rows: np.ndarray, input
             for ox in range(out_w):
                 _store(acc[ox * depth:(ox + 1) * depth], t_mult, t_bias, t_half, t_const,
                        zp_after, qmin, qmax, out[n, y, ox])
+
+
+@njit(**_OPTIONS)
+def neon_quantize_row(x: np.ndarray, inv: np.float32, zero_point: np.float32,
+                      out: np.ndarray) -> None:
+    """One row's values of LiteRT's NeonAsymmetricQuantizeFloats (integer/hybrid.py's
+    `asymmetric_quantize`) in one pass: y = x * inv in float32, rounded as NEON_2_SSE's
+    vector RoundToNearest for the first multiple of 8 values (trunc(y + copysign(0.5,
+    y)), the addition in float32) and as TfLiteRound for the rest (half away from zero,
+    exact in float64), plus the zero point in float32, clamped to [-128, 127]; stored in
+    ``out`` as float32."""
+    n = x.shape[0]
+    vector = n // 8 * 8
+    half = np.float32(0.5)
+    for k in range(n):
+        y = x[k] * inv
+        if k < vector:
+            q = np.float32(np.trunc(y + (half if y >= 0 else -half)))
+        else:
+            wide = np.float64(y)
+            q = np.float32(math.copysign(np.floor(abs(wide) + 0.5), wide))
+        q = q + zero_point
+        if q < np.float32(-128.0):
+            q = np.float32(-128.0)
+        if q > np.float32(127.0):
+            q = np.float32(127.0)
+        out[k] = q

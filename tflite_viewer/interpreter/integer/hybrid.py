@@ -27,6 +27,7 @@ import threading
 
 import numpy as np
 
+from .. import compiled
 from ..quant_math import clip_into
 from .common import (FLOAT32_EXACT, FLOAT64_EXACT, Options, activation_of, exact_matmul,
                      im2col, int_matmul, pad_for_window, patches, qparams, window)
@@ -155,9 +156,15 @@ def _asymmetric_quantize_row(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     if lo_x == 0 and hi_x == 0:
         return (np.zeros(x.shape, np.float32), np.ones(1, np.float32), np.zeros(1, np.int32))
     scale32, inv, zp = _asymmetric_row_params(lo_x, hi_x)
-    q = _neon_round(x * inv)
-    q += np.float32(zp)
-    clip_into(q, np.float32(-128), np.float32(127))
+    loops = compiled.loops()
+    if loops is not None:  # the same steps in one pass
+        q = np.empty(x.shape, np.float32)
+        loops.neon_quantize_row(np.ascontiguousarray(x).reshape(-1), inv, np.float32(zp),
+                                q.reshape(-1))
+    else:
+        q = _neon_round(x * inv)
+        q += np.float32(zp)
+        clip_into(q, np.float32(-128), np.float32(127))
     return q, np.array([scale32], np.float32), np.array([zp], np.int32)
 
 
@@ -284,14 +291,43 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     dh = int(options.get("dilation_h_factor", 1))
     dw = int(options.get("dilation_w_factor", 1))
     win = window(options, h, w, kh, kw)
-    xp = pad_for_window(x, win, kh, kw, sh, sw, dh, dw, 0)
-    if mult > 1:
-        xp = np.repeat(xp, mult, axis=3)  # output channel ic * mult + m reads channel ic
     if taps is None or taps[0].dtype != ftype or taps[1].shape[1] != win.out_w * out_ch:
         taps = depthwise_filter_taps(filter, win.out_w)
-    acc = depthwise_taps(xp, taps[0], win, kh, kw, sh, sw, dh, dw, tiled=taps[1])
+    acc = _compiled_taps(x, taps, win, (kh, kw), (sh, sw), (dh, dw), mult)
+    if acc is None:
+        xp = pad_for_window(x, win, kh, kw, sh, sw, dh, dw, 0)
+        if mult > 1:
+            xp = np.repeat(xp, mult, axis=3)  # output channel ic * mult + m reads channel ic
+        acc = depthwise_taps(xp, taps[0], win, kh, kw, sh, sw, dh, dw, tiled=taps[1])
     scale = (scales[None, :] * sf[:, None]).astype(np.float32)  # pcs * batch scale
     return _scaled_output(acc, [scale.reshape(b, 1, 1, out_ch)], bias, options)
+
+
+def _compiled_taps(x: np.ndarray, taps: tuple[np.ndarray, np.ndarray], win,
+                   kernel: tuple[int, int], strides: tuple[int, int],
+                   dilations: tuple[int, int], mult: int) -> np.ndarray | None:
+    """`depthwise_taps` of the offset input ``x`` (float32 integers) by the compiled float
+    loop (`compiled_loops.depthwise_f32`, or its row form), unpadded, with no bias and no
+    clamp: every sum is an exact integer, so its order changes nothing.  None when
+    compiled kernels are off or the sums are float64."""
+    loops = compiled.loops()
+    if loops is None or x.dtype != np.float32:
+        return None
+    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilations
+    ftaps, tiled = taps
+    out_ch = ftaps.shape[1]
+    out = np.empty((x.shape[0], win.out_h, win.out_w, out_ch), np.float32)
+    low, high = np.float32(-np.inf), np.float32(np.inf)
+    x = np.ascontiguousarray(x)
+    if sw == 1 and mult == 1:
+        loops.depthwise_rows_f32(x, tiled.reshape(kh, kw, -1),
+                                 np.zeros(tiled.shape[1], np.float32), low, high, sh, dh, dw,
+                                 win.pad_h, win.pad_w, 0, win.out_h, out)
+    else:
+        loops.depthwise_f32(x, ftaps.reshape(kh, kw, out_ch), np.zeros(out_ch, np.float32),
+                            low, high, sh, sw, dh, dw, win.pad_h, win.pad_w, mult, 0,
+                            win.out_h, out)
+    return out
 
 
 def depthwise_filter_taps(filter: np.ndarray, out_w: int) -> tuple[np.ndarray, np.ndarray]:
