@@ -6,7 +6,7 @@ either sign, and inputs with every special value; a bias tiled over the rows of 
 block (`float_conv.TiledBias`) against the per-channel broadcast; the bound SOFTMAX against
 `softmax` and the sums of a bound MEAN (`ordered_sum_plan`) against the sequential loop;
 the bound products of float CONV_2D and DEPTHWISE_CONV_2D plans against the plans' own
-call; a depthwise convolution by planes of its columns (`float_conv.WidthTaps`) against
+call; a depthwise convolution by planes of its columns (`float_depthwise.WidthTaps`) against
 float64 taps.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tflite_viewer.interpreter.kernels import float_conv
+from tflite_viewer.interpreter.kernels import float_conv, float_depthwise
 from tflite_viewer.interpreter.kernels.activations import ScaledSelect, leaky_relu, prelu
 
 F32 = np.float32
@@ -140,7 +140,7 @@ def test_width_taps_are_the_depthwise_convolution(x_shape, kernel, strides, dila
     b = rng.standard_normal(x_shape[3]).astype(F32)
     dilations = (dilation_h, 1)
     geometry = window_geometry(x_shape[1:3], kernel, strides, dilations, padding)
-    plan = float_conv.DepthwisePlan(x_shape, w.shape, strides, dilations, geometry)
+    plan = float_depthwise.DepthwisePlan(x_shape, w.shape, strides, dilations, geometry)
     assert plan.width_taps is not None
     want = _depthwise64(x, w, strides, dilations, padding) + b
     for _ in range(2):
@@ -258,7 +258,7 @@ def test_a_plans_product_is_its_call(act, x_shape, w_shape, strides, bias):
     bounds = None if act is None else _float_bounds(act, np.dtype(F32))
     geometry = window_geometry(x_shape[1:3], w_shape[1:3], strides, (1, 1), "SAME")
     if depthwise:
-        plan = float_conv.DepthwisePlan(x_shape, w_shape, strides, (1, 1), geometry)
+        plan = float_depthwise.DepthwisePlan(x_shape, w_shape, strides, (1, 1), geometry)
         want = plan(x, w, b, bounds, reference=False)
         run = plan.product(w, b, bounds, np.dtype(F32))
     else:

@@ -11,13 +11,12 @@ and requantize the float sums directly where float64 is exact (`ConvPlan`,
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import compiled
 from .. import quant_math as qm
+from . import compiled_conv
 from .common import (FLOAT32_EXACT, FLOAT64_EXACT, Options, Rounding, Window, activation_of,
                      c_einsum, check_rounding, dtype_range, exact_matmul, fused_activation_range,
                      im2col, int_matmul, pad_for_window, padded_shape, patches, qparams, window,
@@ -179,8 +178,9 @@ class ConvPlan:
     #: columns (`phases.WidthPhases`), and (ftaps, ftaps laid per phase)
     phases: WidthPhases | None = None
     laid: tuple = (None, None)
-    #: (filter values, bias, `compiled_tail` or `compiled_depthwise` function | None)
-    compiled: tuple = (None, None, None)
+    #: the compiled functions of this plan (`compiled_conv`): kind -> (filter values,
+    #: bias, function | None)
+    compiled: dict = field(default_factory=dict)
 
     @property
     def taps(self) -> int:
@@ -275,7 +275,7 @@ def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, inpu
         tail = plan.float_tail(p, fmat, bias, depthwise=False)
         if tail is not None:  # raw inputs: the input offset is in the tail's bias
             cols = _conv_columns(input.astype(np.float32), plan, -p.input_offset)
-            tail = compiled_tail(p, plan, fmat, bias) or tail
+            tail = compiled_conv.tail(p, plan, fmat, bias, depthwise=False) or tail
             return tail(exact_matmul(cols, fmat, plan.raw_bound, plan.f_bound, float32_ok=True))
         x = input.astype(np.float32)
         if p.input_offset:
@@ -315,130 +315,11 @@ def conv_2d_tail_fn(params: ConvParams, plan: ConvPlan, fmat: np.ndarray,
     if tail is None:
         return None
     pad, raw_bound, f_bound = -params.input_offset, plan.raw_bound, plan.f_bound
-    requantize = compiled_tail(params, plan, fmat, bias)
-    if requantize is not None:
-        def run_compiled(input: np.ndarray) -> np.ndarray:
-            cols = _conv_columns(input.astype(np.float32), plan, pad)
-            return requantize(exact_matmul(cols, fmat, raw_bound, f_bound, float32_ok=True))
-        return run_compiled
+    tail = compiled_conv.tail(params, plan, fmat, bias, depthwise=False) or tail
 
     def run(input: np.ndarray) -> np.ndarray:
         cols = _conv_columns(input.astype(np.float32), plan, pad)
         return tail(exact_matmul(cols, fmat, raw_bound, f_bound, float32_ok=True))
-    return run
-
-
-def _kept(plan: ConvPlan, values: np.ndarray, bias: np.ndarray | None, make):
-    """``make()`` for these filter values and bias, kept by the plan while they stay the
-    same arrays (a kernel's invoke asks on every call)."""
-    source, kept_bias, fn = plan.compiled
-    if source is values and kept_bias is bias:
-        return fn
-    fn = make()
-    plan.compiled = (values, bias, fn)
-    return fn
-
-
-def _requantize_args(tail: qm.FloatRequantizer) -> tuple:
-    """(rows, zp_after, qmin, qmax): a FloatRequantizer as the compiled loops take it."""
-    return (tail.per_channel, float(tail.zp_after), float(tail.qmin), float(tail.qmax))
-
-
-def compiled_tail(p: ConvParams, plan: ConvPlan, fmat: np.ndarray, bias: np.ndarray | None):
-    """The float tail of an 8-bit CONV_2D (`ConvPlan.float_tail`, which must apply) as one
-    compiled pass over the exact float sums of raw inputs
-    (`compiled_loops.requantize_float`: the tail's formula a channel at a time, where
-    numpy takes five to eight passes over the output), as a function of the sums; None
-    when compiled kernels are off."""
-    loops = compiled.loops()
-    if loops is None:
-        return None
-    return _kept(plan, fmat, bias, lambda: _make_tail(loops, p, plan, fmat, bias))
-
-
-def _make_tail(loops, p: ConvParams, plan: ConvPlan, fmat: np.ndarray,
-               bias: np.ndarray | None):
-    tail = plan.float_tail(p, fmat, bias, depthwise=False)
-    if tail is None:
-        return None
-    args, shape, dtype, channels = _requantize_args(tail), plan.out_shape, p.input_dtype, \
-        fmat.shape[-1]
-    per_batch = math.prod(shape[1:])
-
-    def requantize(acc: np.ndarray) -> np.ndarray:
-        # (a batch of inputs stacked on the first axis gives a batch of outputs: bind_int_tail)
-        out = np.empty((acc.size // (per_batch or 1),) + shape[1:], dtype)
-        loops.requantize_float(acc.reshape(-1, channels), *args, out.reshape(-1, channels))
-        return out
-    return requantize
-
-
-def compiled_depthwise(p: ConvParams, plan: ConvPlan, ftaps: np.ndarray,
-                       bias: np.ndarray | None):
-    """An 8-bit DEPTHWISE_CONV_2D of the plan's input shape as one compiled loop
-    (`compiled_loops.depthwise_int`: the reference kernel's int32 accumulator over the
-    taps inside the image, requantized while in cache), as a function of the input; None
-    when compiled kernels are off, for int16, or where the float tail cannot be exact."""
-    loops = compiled.loops()
-    if loops is None or p.is_int16:
-        return None
-    return _kept(plan, ftaps, bias, lambda: _make_depthwise(loops, p, plan, ftaps, bias))
-
-
-def _make_depthwise(loops, p: ConvParams, plan: ConvPlan, ftaps: np.ndarray,
-                    bias: np.ndarray | None):
-    kh, kw, channels = plan.kh, plan.kw, ftaps.shape[1]
-    if plan.input_shape[3] == 1:  # an ordinary convolution: BLAS's product of its patches
-        return _one_channel_depthwise(loops, p, plan, ftaps, bias)
-    # the accumulator holds sum((x + input offset) * tap) itself: the bias alone is added
-    weight = float(np.abs(ftaps).sum(axis=0, dtype=np.float64).max(initial=0.0))
-    tail = qm.FloatRequantizer.build(
-        p.multiplier, p.shift, p.output_offset, p.act_min, p.act_max, p.input_dtype,
-        plan.out_shape, "double" if p.is_uint8 else p.rounding,  # see _requantize
-        float(plan.in_bound) * weight, None if bias is None else bias.astype(np.int64))
-    if tail is None:
-        return None
-    taps = np.ascontiguousarray(ftaps.astype(np.int32).reshape(kh, kw, channels))
-    shape, dtype, win = plan.out_shape, p.input_dtype, plan.win
-    depth_mult = channels // plan.input_shape[3]
-    args = (_requantize_args(tail)[0], int(p.input_offset)) + _requantize_args(tail)[1:]
-    if plan.sw != 1 or depth_mult != 1:
-        def run(input: np.ndarray) -> np.ndarray:
-            # (a batch of inputs stacked on the first axis: bind_int_tail)
-            out = np.empty((input.shape[0],) + shape[1:], dtype)
-            loops.depthwise_int(np.ascontiguousarray(input), taps, *args, plan.sh, plan.sw,
-                                plan.dh, plan.dw, win.pad_h, win.pad_w, depth_mult, 0,
-                                win.out_h, out)
-            return out
-        return run
-    tiled = np.ascontiguousarray(np.tile(taps, (1, 1, win.out_w)))
-
-    def run_rows(input: np.ndarray) -> np.ndarray:
-        out = np.empty((input.shape[0],) + shape[1:], dtype)
-        loops.depthwise_rows_int(np.ascontiguousarray(input), tiled, *args, plan.sh, plan.dh,
-                                 plan.dw, win.pad_h, win.pad_w, 0, win.out_h, out)
-        return out
-    return run_rows
-
-
-def _one_channel_depthwise(loops, p: ConvParams, plan: ConvPlan, ftaps: np.ndarray,
-                           bias: np.ndarray | None):
-    """A depthwise convolution of a one-channel input: `_depthwise_sums`' product of its
-    patches (the input padded with the value the input offset cancels), and the compiled
-    tail (one output channel per filter column, where the per-position loop would add
-    a few channels at a time)."""
-    tail = plan.float_tail(p, ftaps, bias, depthwise=True)
-    if tail is None:
-        return None
-    args, shape, dtype, channels = _requantize_args(tail), plan.out_shape, p.input_dtype, \
-        ftaps.shape[1]
-    pad, raw_bound = -p.input_offset, plan.raw_bound
-
-    def run(input: np.ndarray) -> np.ndarray:
-        sums = _depthwise_sums(input, ftaps, plan, pad, raw_bound)
-        out = np.empty(sums.shape, dtype)
-        loops.requantize_float(sums.reshape(-1, channels), *args, out.reshape(-1, channels))
-        return out
     return run
 
 
@@ -491,10 +372,11 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     if ftaps is None or ftaps.dtype != plan.ftype:
         ftaps = depthwise_filter(filter, p.filter_offset, plan.ftype)
     tail = plan.float_tail(p, ftaps, bias, depthwise=True)
-    loop = None if tail is None else compiled_depthwise(p, plan, ftaps, bias)
-    if loop is not None:
-        return loop(input)
     if tail is not None:  # raw inputs: the input offset is in the tail's bias
+        loop = compiled_conv.depthwise(p, plan, ftaps, bias)
+        if loop is not None:
+            return loop(input)
+        tail = compiled_conv.tail(p, plan, ftaps, bias, depthwise=True) or tail
         return tail(_depthwise_sums(input, ftaps, plan, -p.input_offset, plan.raw_bound))
     offset = 0 if p.is_int16 else p.input_offset  # the int16 kernel has no input offset
     x = input.astype(plan.ftype)
@@ -520,9 +402,10 @@ def depthwise_tail_fn(params: ConvParams, plan: ConvPlan, ftaps: np.ndarray,
     tail = plan.float_tail(params, ftaps, bias, depthwise=True)
     if tail is None:
         return None
-    loop = compiled_depthwise(params, plan, ftaps, bias)
+    loop = compiled_conv.depthwise(params, plan, ftaps, bias)
     if loop is not None:
         return loop
+    tail = compiled_conv.tail(params, plan, ftaps, bias, depthwise=True) or tail
     pad, raw_bound = -params.input_offset, plan.raw_bound
 
     def run(input: np.ndarray) -> np.ndarray:

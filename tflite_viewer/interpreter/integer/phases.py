@@ -5,7 +5,7 @@ column w + kx // 2 of that phase.  With the phases stored apart, each phase's ta
 one strided view whose output rows are OW*C contiguous values, as at stride 1, and one
 einsum per phase adds them; over the interleaved input numpy's loop runs C values at a
 time (measured on float32: 3x faster on 16 channels, 1.6x on 48, slower from about 96,
-where that loop is long enough).  The float kernel (`kernels.float_conv.DepthwisePlan`,
+where that loop is long enough).  The float kernel (`kernels.float_depthwise.DepthwisePlan`,
 BLAS sums: numpy's order) and the 8-bit ones (exact integer sums, any order the same)
 both take it.
 """

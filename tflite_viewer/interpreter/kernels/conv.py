@@ -24,7 +24,8 @@ from .common import (ACTIVATION_RANGES, FLOAT_WEIGHT, BuiltinOperator, INT_KINDS
                      KernelError, _float_bounds, apply_activation, clamp_activation, declare,
                      kind, option, register, rounding, tensor_qparams,
                      window_geometry)
-from .float_conv import ConvPlan, DepthwisePlan, product_for
+from .float_conv import ConvPlan, product_for
+from .float_depthwise import DepthwisePlan
 from .float_conv import transpose_conv as float_transpose_conv
 from .float_conv import transpose_filter
 
@@ -80,7 +81,7 @@ def depthwise_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
     The taps are added one at a time in the reference kernel's order; float32 sums take
     one einsum over the taps instead when ``reference_sums`` is False
     (`Interpreter.reference_float_sums`: its order is numpy's, a rounding or so away).
-    ``plan`` is the `float_conv.DepthwisePlan` of x's shape (a cache of the kernel)."""
+    ``plan`` is the `float_depthwise.DepthwisePlan` of x's shape (a cache of the kernel)."""
     c, oc = x.shape[3], w.shape[3]
     _ratio(oc, c, f"filter depth {oc} is not a multiple of the input depth {c}")
     if plan is None or plan.x_shape != x.shape:

@@ -1,0 +1,117 @@
+"""The 8-bit convolutions' compiled forms (`interpreter.compiled`), as functions a
+`conv.ConvPlan` keeps per filter and bias.
+
+* `tail`: the float tail of CONV_2D (and of a one-channel DEPTHWISE_CONV_2D, an ordinary
+  convolution) as one compiled pass over BLAS's exact sums: quant_math.FloatRequantizer's
+  formula a channel at a time, where numpy takes five to eight passes over the output.
+* `depthwise`: DEPTHWISE_CONV_2D whole in one compiled loop, the reference kernel's int32
+  accumulator over the taps inside the image, requantized while in cache.
+
+Each returns None when compiled kernels are off, or where the float formula cannot be
+exact (FloatRequantizer.build refuses): the caller keeps its numpy form, whose integers
+these equal (tests/interpreter/test_compiled_kernels.py checks both against LiteRT).
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from .. import compiled
+from .. import quant_math as qm
+
+if TYPE_CHECKING:
+    from .conv import ConvParams, ConvPlan
+
+Fn = Callable[[np.ndarray], np.ndarray]
+
+
+def _kept(plan: "ConvPlan", kind: str, values: np.ndarray, bias: np.ndarray | None,
+          make: Callable[[], Fn | None]) -> Fn | None:
+    """``make()`` for these filter values and bias, kept by the plan while they stay the
+    same arrays (a kernel's invoke asks on every call)."""
+    source, kept_bias, fn = plan.compiled.get(kind, (None, None, None))
+    if source is values and kept_bias is bias:
+        return fn
+    fn = make()
+    plan.compiled[kind] = (values, bias, fn)
+    return fn
+
+
+def _args(tail: qm.FloatRequantizer) -> tuple:
+    """(rows, zp_after, qmin, qmax): a FloatRequantizer as the compiled loops take it."""
+    return (tail.per_channel, float(tail.zp_after), float(tail.qmin), float(tail.qmax))
+
+
+def tail(p: "ConvParams", plan: "ConvPlan", values: np.ndarray, bias: np.ndarray | None,
+         depthwise: bool) -> Fn | None:
+    """The plan's float tail (`ConvPlan.float_tail` of these filter values [taps, C] and
+    bias) as a compiled function of the exact float sums of raw inputs [..., C]; a batch
+    of sums stacked on the first axis gives a batch of outputs (`bind_int_tail`)."""
+    loops = compiled.loops()
+    if loops is None:
+        return None
+
+    def make() -> Fn | None:
+        requantizer = plan.float_tail(p, values, bias, depthwise=depthwise)
+        if requantizer is None:
+            return None
+        args, shape, dtype = _args(requantizer), plan.out_shape, p.input_dtype
+        channels, per_batch = values.shape[-1], math.prod(plan.out_shape[1:]) or 1
+
+        def requantize(acc: np.ndarray) -> np.ndarray:
+            out = np.empty((acc.size // per_batch,) + shape[1:], dtype)
+            loops.requantize_float(acc.reshape(-1, channels), *args,
+                                   out.reshape(-1, channels))
+            return out
+        return requantize
+    return _kept(plan, "tail", values, bias, make)
+
+
+def depthwise(p: "ConvParams", plan: "ConvPlan", ftaps: np.ndarray,
+              bias: np.ndarray | None) -> Fn | None:
+    """An 8-bit DEPTHWISE_CONV_2D of the plan's input shape (``ftaps`` [KH*KW, C*M], the
+    filter plus its offset) as one compiled loop (`compiled_loops.depthwise_int`, or its
+    row form at a width stride of 1 without a multiplier), a function of the input; None
+    for int16 and for a one-channel input (`tail` of its patches' product is faster)."""
+    loops = compiled.loops()
+    if loops is None or p.is_int16 or plan.input_shape[3] == 1:
+        return None
+    return _kept(plan, "depthwise", ftaps, bias,
+                 lambda: _make_depthwise(loops, p, plan, ftaps, bias))
+
+
+def _make_depthwise(loops, p: "ConvParams", plan: "ConvPlan", ftaps: np.ndarray,
+                    bias: np.ndarray | None) -> Fn | None:
+    kh, kw, channels = plan.kh, plan.kw, ftaps.shape[1]
+    # the accumulator holds sum((x + input offset) * tap) itself: the bias alone is added
+    weight = float(np.abs(ftaps).sum(axis=0, dtype=np.float64).max(initial=0.0))
+    requantizer = qm.FloatRequantizer.build(
+        p.multiplier, p.shift, p.output_offset, p.act_min, p.act_max, p.input_dtype,
+        plan.out_shape, "double" if p.is_uint8 else p.rounding,  # (conv._requantize)
+        float(plan.in_bound) * weight, None if bias is None else bias.astype(np.int64))
+    if requantizer is None:
+        return None
+    taps = np.ascontiguousarray(ftaps.astype(np.int32).reshape(kh, kw, channels))
+    shape, dtype, win = plan.out_shape, p.input_dtype, plan.win
+    mult = channels // plan.input_shape[3]
+    rows, zp_after, qmin, qmax = _args(requantizer)
+    args = (rows, int(p.input_offset), zp_after, qmin, qmax)
+    # (outputs sized by the input's batch: a batch stacked on the first axis, bind_int_tail)
+    if plan.sw != 1 or mult != 1:
+        def run(input: np.ndarray) -> np.ndarray:
+            out = np.empty((input.shape[0],) + shape[1:], dtype)
+            loops.depthwise_int(np.ascontiguousarray(input), taps, *args, plan.sh, plan.sw,
+                                plan.dh, plan.dw, win.pad_h, win.pad_w, mult, 0,
+                                win.out_h, out)
+            return out
+        return run
+    tiled = np.ascontiguousarray(np.tile(taps, (1, 1, win.out_w)))
+
+    def run_rows(input: np.ndarray) -> np.ndarray:
+        out = np.empty((input.shape[0],) + shape[1:], dtype)
+        loops.depthwise_rows_int(np.ascontiguousarray(input), tiled, *args, plan.sh, plan.dh,
+                                 plan.dw, win.pad_h, win.pad_w, 0, win.out_h, out)
+        return out
+    return run_rows
