@@ -66,6 +66,8 @@ class Quantize(Kernel):
         else:
             node.user_data = int_quantize.prepare_requantize(tensor_qparams(x), tensor_qparams(o),
                                                              rounding(ctx))
+            if x.dtype in (np.int8, np.uint8) and o.type not in _NIBBLE_RANGE:
+                node.user_data = _ByteTable(node.user_data, x.dtype, o.dtype)
 
     def invoke(self, ctx, node):
         o = ctx.output(node, 0)
@@ -81,12 +83,29 @@ class Quantize(Kernel):
 
             def fn(v):
                 return int_quantize.quantize(v, q, o.dtype)
+        elif isinstance(node.user_data, _ByteTable):
+            fn = node.user_data
         else:
             def fn(v):
                 return int_quantize.requantize(v, output_dtype=o.dtype, params=node.user_data)
         # per channel, each piece would need its channels' scales: computed whole
         per_channel = o.quantization.scale.size > 1
         ctx.set_output(o, fn(x) if per_channel else chunks.elementwise(fn, x.shape, x))
+
+
+class _ByteTable:
+    """An 8-bit input's Requantize as a table of its 256 results, looked up by the input's
+    bytes: the same function (`integer.quantize.requantize`, computed once per value),
+    one gather where the arithmetic takes a dozen passes (efficientnet_lite0's uint8 to
+    int8 QUANTIZE of 224x224x3: 2.6 ms)."""
+
+    def __init__(self, params, input_dtype: np.dtype, output_dtype: np.dtype) -> None:
+        values = np.arange(256, dtype=np.uint8).view(input_dtype)  # by byte
+        self.table = int_quantize.requantize(values, output_dtype=output_dtype,
+                                             params=params)
+
+    def __call__(self, v: np.ndarray) -> np.ndarray:
+        return self.table[np.ascontiguousarray(v).view(np.uint8)]
 
 
 class _ConstantCached(Kernel):
