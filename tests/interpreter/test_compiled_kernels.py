@@ -10,12 +10,14 @@ dilations, depth multipliers, batches of two, few and many channels.
 """
 from __future__ import annotations
 
+import flatbuffers
 import numpy as np
 import pytest
 
 from .conv_pool_models import _activation_quant, _bias, _ints, _quantized_model, _weights
 from .singleop import Input, run_litert
 from tflite_viewer.interpreter import Interpreter, compiled
+from tflite_viewer.schema import schema_generated as S
 
 #: (name, x shape, kernel, stride, dilation, padding, depth multiplier, activation)
 DEPTHWISE = [
@@ -52,6 +54,31 @@ def _depthwise_model(config: str, case, rng):
     x = (rng.standard_normal(x_shape) * 2).astype(np.float32) if dtype == np.float32 \
         else _ints(rng, dtype, x_shape)
     return model, x
+
+
+@pytest.mark.parametrize("case", [DEPTHWISE[0], DEPTHWISE[3], DEPTHWISE[4]],
+                         ids=[DEPTHWISE[k][0] for k in (0, 3, 4)])
+@pytest.mark.parametrize("config", ["INT8_PER_CHANNEL", "UINT8"])
+def test_depthwise_with_a_bias_that_wraps_the_accumulator(case, config, kernel_forms):
+    """Channels biased to within a few thousand of int32's ends (efficientnet_lite0 has
+    dead channels biased by 2^30): the accumulator plus the bias can wrap C's int32, the
+    float formula cannot be exact, and the compiled loop requantizes in integers, the
+    wrap-around included (`compiled_loops._store_int`)."""
+    rng = np.random.default_rng(sum(map(ord, case[0] + config)))
+    model, x = _depthwise_model(config, case, rng)
+    m = S.ModelT.InitFromPackedBuf(model, 0)
+    buffer = m.buffers[m.subgraphs[0].tensors[m.subgraphs[0].operators[0].inputs[2]].buffer]
+    bias = np.frombuffer(bytes(buffer.data), np.int32).copy()
+    bias[::3], bias[1::3] = (1 << 31) - 3000, -(1 << 31) + 3000
+    buffer.data = np.frombuffer(bias.tobytes(), np.uint8)
+    builder = flatbuffers.Builder(0)
+    builder.Finish(m.Pack(builder), file_identifier=b"TFL3")
+    model = bytes(builder.Output())
+    want = run_litert(model, [x])[0]
+    for bind in (True, False):
+        for k, got in enumerate(_ours(model, x, "auto", bind)):
+            _assert_bits(got, want, f"bound {bind}, invoke {k}")
+    assert len(np.unique(want)) > 2
 
 
 def _conv_model(config: str, case, rng):

@@ -136,6 +136,58 @@ def _store(acc: np.ndarray, t_mult: np.ndarray, t_bias: np.ndarray, t_half: np.n
         out[c] = min(y, qmax)
 
 
+_INT32_MIN = -(1 << 31)
+
+
+def requantize_table(multiplier: np.ndarray, shift: np.ndarray, channels: int,
+                     double: bool) -> np.ndarray | None:
+    """MultiplyByQuantizedMultiplier per channel as one product, one offset its sign
+    picks and one shift (quant_math.multiply_by_quantized_multiplier's fused formula, and
+    TFLITE_SINGLE_ROUNDING's): a [5, C] int64 table of each channel's multiplier, left
+    shift, offsets (for a product at or above -2^30, and below) and whole right shift, a
+    row each (rows the channel loops read as vectors).  None where a channel needs the
+    step-by-step double rounding (a multiplier of INT32_MIN, whose doubling high multiply
+    saturates, or a right shift over 31)."""
+    mult = np.broadcast_to(np.asarray(multiplier, np.int64).reshape(-1), (channels,))
+    shifts = np.broadcast_to(np.asarray(shift, np.int64).reshape(-1), (channels,))
+    table = np.zeros((5, channels), np.int64)
+    table[0] = mult
+    if not double:  # (acc * m + 2^(30 - shift)) >> (31 - shift)
+        table[2] = table[3] = np.int64(1) << (30 - shifts)
+        table[4] = 31 - shifts
+        return table
+    left, right = np.maximum(shifts, 0), np.maximum(-shifts, 0)
+    if np.any(mult == _INT32_MIN) or np.any(right > 31):
+        return None
+    table[1] = left
+    table[2] = (1 << 30) + (((np.int64(1) << right) >> 1) << 31)
+    table[3] = table[2] - ((right > 0).astype(np.int64) << 31)
+    table[4] = 31 + right
+    return table
+
+
+@njit(inline="always", **_OPTIONS)
+def _wrap32(v: int) -> int:
+    """C's int32 of an int64 (two's complement wrap)."""
+    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+@njit(inline="always", **_OPTIONS)
+def _store_int(acc: np.ndarray, bias: np.ndarray, table: np.ndarray, output_offset: int,
+               qmin: int, qmax: int, out: np.ndarray) -> None:
+    """`_store` in integers, where the float formula cannot be exact (a bias near 2^30
+    that wraps C's int32 accumulator): ``acc`` plus ``bias`` [C] wrapped to int32,
+    MultiplyByQuantizedMultiplier by `requantize_table`'s columns, offset, clamped."""
+    mult, left, offset, offset_negative, right = table[0], table[1], table[2], table[3], \
+        table[4]
+    for c in range(acc.shape[0]):
+        ab = _wrap32(_wrap32(np.int64(acc[c]) + bias[c]) << left[c]) * mult[c]
+        v = ((ab + (offset_negative[c] if ab < -(1 << 30) else offset[c])) >> right[c]) \
+            + output_offset
+        v = max(v, qmin)
+        out[c] = min(v, qmax)
+
+
 @njit(**_OPTIONS)
 def requantize_float(acc: np.ndarray, rows: np.ndarray, zp_after: float, qmin: float,
                      qmax: float, out: np.ndarray) -> None:
@@ -148,21 +200,24 @@ def requantize_float(acc: np.ndarray, rows: np.ndarray, zp_after: float, qmin: f
 
 
 @njit(**_OPTIONS)
-def depthwise_int(x: np.ndarray, taps: np.ndarray, rows: np.ndarray, input_offset: int,
-                  zp_after: float, qmin: float, qmax: float, stride_h: int, stride_w: int,
+def depthwise_int(x: np.ndarray, taps: np.ndarray, rows: np.ndarray, table: np.ndarray,
+                  bias: np.ndarray, input_offset: int, zp_after: float, qmin: float,
+                  qmax: float, stride_h: int, stride_w: int,
                   dil_h: int, dil_w: int, pad_h: int, pad_w: int, mult: int, y0: int,
                   y1: int, out: np.ndarray) -> None:
     """Output rows ``y0:y1`` of an 8-bit DEPTHWISE_CONV_2D as reference_integer_ops'
     DepthwiseConvPerChannel (and the uint8 kernel) compute them: ``x`` [N, H, W, C] int8
     or uint8, ``taps`` [KH, KW, C*mult] int32 (the filter plus its offset).  Each output's
     int32 accumulator (C's: a store wraps as it does) adds (input + input offset) * tap for
-    the taps inside the image, and is requantized with the bias (`_store`; ``rows`` a
-    FloatRequantizer's `per_channel` with the bias in it)."""
+    the taps inside the image, and is requantized with the bias: by `_store` (``rows`` a
+    FloatRequantizer's `per_channel` with the bias in it), or, where ``table`` (a
+    `requantize_table`) has columns, by `_store_int` with ``bias`` [C] int64."""
     _, height, width, _ = x.shape
     batches = min(x.shape[0], out.shape[0])  # (never past either array)
     kh, kw = taps.shape[0], taps.shape[1]
     out_w, depth = out.shape[2], out.shape[3]
     t_mult, t_bias, t_half, t_const = rows[0], rows[1], rows[2], rows[3]
+    exact = table.shape[1] > 0
     acc = np.empty(depth, np.int32)
     for n in range(batches):
         for y in range(y0, y1):
@@ -189,13 +244,18 @@ def depthwise_int(x: np.ndarray, taps: np.ndarray, rows: np.ndarray, input_offse
                                 part_taps = t[ic * mult:(ic + 1) * mult]
                                 for m in range(mult):
                                     part[m] += v * part_taps[m]
-                _store(acc, t_mult, t_bias, t_half, t_const, zp_after, qmin, qmax,
-                       out[n, y, ox])
+                if exact:
+                    _store_int(acc, bias, table, int(zp_after), int(qmin), int(qmax),
+                               out[n, y, ox])
+                else:
+                    _store(acc, t_mult, t_bias, t_half, t_const, zp_after, qmin, qmax,
+                           out[n, y, ox])
 
 
 @njit(**_OPTIONS)
-def depthwise_rows_int(x: np.ndarray, tiled: np.ndarray, rows: np.ndarray, input_offset: int,
-                       zp_after: float, qmin: float, qmax: float, stride_h: int, dil_h: int,
+def depthwise_rows_int(x: np.ndarray, tiled: np.ndarray, rows: np.ndarray, table: np.ndarray,
+                       bias: np.ndarray, input_offset: int, zp_after: float, qmin: float,
+                       qmax: float, stride_h: int, dil_h: int,
                        dil_w: int, pad_h: int, pad_w: int, y0: int, y1: int,
                        out: np.ndarray) -> None:
     """`depthwise_int` at a width stride of 1 and no depth multiplier, a tap at a time over
@@ -207,6 +267,7 @@ def depthwise_rows_int(x: np.ndarray, tiled: np.ndarray, rows: np.ndarray, input
     out_w = out.shape[2]
     row = out_w * depth
     t_mult, t_bias, t_half, t_const = rows[0], rows[1], rows[2], rows[3]
+    exact = table.shape[1] > 0
     acc = np.empty(row, np.int32)
     for n in range(batches):
         for y in range(y0, y1):
@@ -229,8 +290,12 @@ def depthwise_rows_int(x: np.ndarray, tiled: np.ndarray, rows: np.ndarray, input
                     for m in range(o.shape[0]):
                         o[m] += (np.int32(a[m]) + np.int32(input_offset)) * t[m]
             for ox in range(out_w):
-                _store(acc[ox * depth:(ox + 1) * depth], t_mult, t_bias, t_half, t_const,
-                       zp_after, qmin, qmax, out[n, y, ox])
+                if exact:
+                    _store_int(acc[ox * depth:(ox + 1) * depth], bias, table, int(zp_after),
+                               int(qmin), int(qmax), out[n, y, ox])
+                else:
+                    _store(acc[ox * depth:(ox + 1) * depth], t_mult, t_bias, t_half, t_const,
+                           zp_after, qmin, qmax, out[n, y, ox])
 
 
 @njit(**_OPTIONS)

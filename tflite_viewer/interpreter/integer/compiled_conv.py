@@ -5,7 +5,8 @@
   convolution) as one compiled pass over BLAS's exact sums: quant_math.FloatRequantizer's
   formula a channel at a time, where numpy takes five to eight passes over the output.
 * `depthwise`: DEPTHWISE_CONV_2D whole in one compiled loop, the reference kernel's int32
-  accumulator over the taps inside the image, requantized while in cache.
+  accumulator over the taps inside the image, requantized while in cache: by the float
+  formula, or where it cannot be exact by MultiplyByQuantizedMultiplier in integers.
 
 Each returns None when compiled kernels are off, or where the float formula cannot be
 exact (FloatRequantizer.build refuses): the caller keeps its numpy form, whose integers
@@ -87,17 +88,25 @@ def _make_depthwise(loops, p: "ConvParams", plan: "ConvPlan", ftaps: np.ndarray,
     kh, kw, channels = plan.kh, plan.kw, ftaps.shape[1]
     # the accumulator holds sum((x + input offset) * tap) itself: the bias alone is added
     weight = float(np.abs(ftaps).sum(axis=0, dtype=np.float64).max(initial=0.0))
+    rounding = "double" if p.is_uint8 else p.rounding  # (conv._requantize)
+    bias64 = np.zeros(channels, np.int64) if bias is None \
+        else np.ascontiguousarray(bias.astype(np.int64).reshape(-1))
     requantizer = qm.FloatRequantizer.build(
         p.multiplier, p.shift, p.output_offset, p.act_min, p.act_max, p.input_dtype,
-        plan.out_shape, "double" if p.is_uint8 else p.rounding,  # (conv._requantize)
-        float(plan.in_bound) * weight, None if bias is None else bias.astype(np.int64))
-    if requantizer is None:
-        return None
+        plan.out_shape, rounding, float(plan.in_bound) * weight, bias64)
+    if requantizer is not None:
+        table = np.zeros((5, 0), np.int64)  # (no columns: the float formula)
+        args = _args(requantizer)
+    else:  # a bias that can wrap the int32 accumulator: the integer formula
+        table = loops.requantize_table(p.multiplier, p.shift, channels, rounding == "double")
+        if table is None:
+            return None
+        args = (np.zeros((4, 0)), float(p.output_offset), float(p.act_min),
+                float(p.act_max))
     taps = np.ascontiguousarray(ftaps.astype(np.int32).reshape(kh, kw, channels))
     shape, dtype, win = plan.out_shape, p.input_dtype, plan.win
     mult = channels // plan.input_shape[3]
-    rows, zp_after, qmin, qmax = _args(requantizer)
-    args = (rows, int(p.input_offset), zp_after, qmin, qmax)
+    args = (args[0], table, bias64, int(p.input_offset)) + args[1:]
     # (outputs sized by the input's batch: a batch stacked on the first axis, bind_int_tail)
     if plan.sw != 1 or mult != 1:
         def run(input: np.ndarray) -> np.ndarray:

@@ -371,11 +371,11 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
                          depthwise=True)
     if ftaps is None or ftaps.dtype != plan.ftype:
         ftaps = depthwise_filter(filter, p.filter_offset, plan.ftype)
+    loop = compiled_conv.depthwise(p, plan, ftaps, bias)
+    if loop is not None:
+        return loop(input)
     tail = plan.float_tail(p, ftaps, bias, depthwise=True)
     if tail is not None:  # raw inputs: the input offset is in the tail's bias
-        loop = compiled_conv.depthwise(p, plan, ftaps, bias)
-        if loop is not None:
-            return loop(input)
         tail = compiled_conv.tail(p, plan, ftaps, bias, depthwise=True) or tail
         return tail(_depthwise_sums(input, ftaps, plan, -p.input_offset, plan.raw_bound))
     offset = 0 if p.is_int16 else p.input_offset  # the int16 kernel has no input offset
@@ -395,16 +395,16 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
 def depthwise_tail_fn(params: ConvParams, plan: ConvPlan, ftaps: np.ndarray,
                       bias: np.ndarray | None):
     """`depthwise_conv_2d` of inputs of the plan's shape, with these filter taps and bias,
-    as a function of the input alone where it takes the float tail (`conv_2d_tail_fn`);
-    None elsewhere."""
+    as a function of the input alone where it takes the compiled loop or the float tail
+    (`conv_2d_tail_fn`); None elsewhere."""
     if ftaps.dtype != plan.ftype:
-        return None
-    tail = plan.float_tail(params, ftaps, bias, depthwise=True)
-    if tail is None:
         return None
     loop = compiled_conv.depthwise(params, plan, ftaps, bias)
     if loop is not None:
         return loop
+    tail = plan.float_tail(params, ftaps, bias, depthwise=True)
+    if tail is None:
+        return None
     tail = compiled_conv.tail(params, plan, ftaps, bias, depthwise=True) or tail
     pad, raw_bound = -params.input_offset, plan.raw_bound
 
