@@ -201,3 +201,21 @@ def test_the_compiled_row_quantizer_equals_numpys(k, monkeypatch):
         slow = hybrid.asymmetric_quantize(row, as_float=True)
     for a, b in zip(fast, slow):
         assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
+
+
+def test_warm_loads_every_loop_before_a_fork():
+    """`compiled.warm` (called by the analysis before it forks its workers) leaves every
+    compiled loop with machine code for the int8, uint8 and float32 forms the kernels
+    call, so a forked worker inherits it instead of importing numba and loading it."""
+    from numba.core.registry import CPUDispatcher
+
+    from tflite_viewer.interpreter import compiled_loops
+    compiled.warm()
+    loops = {name: fn for name, fn in vars(compiled_loops).items()
+             if isinstance(fn, CPUDispatcher) and not name.startswith("_")}
+    assert {"depthwise_f32", "depthwise_rows_f32", "depthwise_int", "depthwise_rows_int",
+            "requantize_float", "neon_quantize_row"} <= set(loops)
+    for name, fn in loops.items():
+        assert fn.signatures, name
+    kinds = {str(sig[0].dtype) for sig in compiled_loops.depthwise_int.signatures}
+    assert {"int8", "uint8"} <= kinds

@@ -41,3 +41,11 @@ def loops() -> ModuleType | None:
     """The module of compiled loops (`compiled_loops`), or None when compiled kernels are
     off or numba cannot be imported."""
     return _import_loops() if enabled() else None
+
+
+def warm() -> None:
+    """Load the compiled loops' machine code into this process (`compiled_loops.warm_up`),
+    when compiled kernels are on: before forking workers, which then inherit it."""
+    module = loops()
+    if module is not None:
+        module.warm_up()

@@ -323,3 +323,30 @@ def neon_quantize_row(x: np.ndarray, inv: np.float32, zero_point: np.float32,
         if q > np.float32(127.0):
             q = np.float32(127.0)
         out[k] = q
+
+
+def warm_up() -> None:
+    """Call every loop once on tiny arrays of the types the kernels pass, so that this
+    process holds their machine code (compiled, or read from numba's cache): a process
+    about to fork workers calls it (`compiled.warm`), or each worker would import numba
+    and load the code itself."""
+    f32, f64 = np.float32, np.float64
+    x = np.zeros((1, 3, 3, 2), f32)
+    out = np.empty((1, 3, 3, 2), f32)
+    taps, bias = np.zeros((3, 3, 2), f32), np.zeros(2, f32)
+    low, high = f32(-np.inf), f32(np.inf)
+    depthwise_f32(x, taps, bias, low, high, 1, 2, 1, 1, 1, 1, 1, 0, 3, out)
+    depthwise_rows_f32(x, np.zeros((3, 3, 6), f32), np.zeros(6, f32), low, high, 1, 1, 1,
+                       1, 1, 0, 3, out)
+    rows, no_table = np.zeros((4, 2), f64), np.zeros((5, 0), np.int64)
+    neon_quantize_row(np.zeros(9, f32), f32(1.0), f32(0.0), np.empty(9, f32))
+    for dtype in (np.int8, np.uint8):
+        q_out = np.empty((1, 3, 3, 2), dtype)
+        for acc in (np.zeros((9, 2), f32), np.zeros((9, 2), f64)):
+            requantize_float(acc, rows, 0.0, -128.0, 127.0, q_out.reshape(9, 2))
+        q_in, int_taps = np.zeros((1, 3, 3, 2), dtype), np.zeros((3, 3, 2), np.int32)
+        depthwise_int(q_in, int_taps, rows, no_table, np.zeros(2, np.int64), 0, 0.0, -128.0,
+                      127.0, 1, 2, 1, 1, 1, 1, 1, 0, 3, q_out)
+        depthwise_rows_int(q_in, np.zeros((3, 3, 6), np.int32), rows, no_table,
+                           np.zeros(2, np.int64), 0, 0.0, -128.0, 127.0, 1, 1, 1, 1, 1, 0, 3,
+                           q_out)

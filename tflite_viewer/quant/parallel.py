@@ -22,6 +22,7 @@ raise it.
 """
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import sys
@@ -30,6 +31,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from typing import Any, Callable, Sequence
 
 from threadpoolctl import threadpool_limits
+
+from ..interpreter import compiled
 
 #: the first job's time times the jobs left above which workers are started: forking,
 #: sending results back and joining cost some tens of milliseconds
@@ -103,6 +106,9 @@ class _Pool:
     by index, and can be stopped at once (a cancelled analysis), its running jobs too."""
 
     def __init__(self, n: int, work: Callable[[Any, bool], Any], jobs: Sequence[Any]) -> None:
+        # the compiled kernels' machine code loaded here, once, for every worker to inherit
+        # (each worker loading it itself cost half a second a worker and an analysis)
+        compiled.warm()
         before = set(multiprocessing.active_children())
         self.executor = ProcessPoolExecutor(
             n, mp_context=multiprocessing.get_context("fork"), initializer=_install,
@@ -111,7 +117,17 @@ class _Pool:
         self._workers: list = []
 
     def submit(self, indices: Sequence[int]) -> dict[Future, int]:
-        futures = {self.executor.submit(_run_job, i): i for i in indices}
+        # the workers fork with every object this process holds in the collector's
+        # permanent generation (gc.freeze), so that their collections never write to the
+        # pages they share with it: with numba's 50,000 objects loaded (the compiled
+        # kernels), each worker's collections copied them, and mobilenet_v2's analysis
+        # on two workers took twice its time in one process.  This process unfreezes
+        # them once the workers are started.
+        gc.freeze()
+        try:
+            futures = {self.executor.submit(_run_job, i): i for i in indices}
+        finally:
+            gc.unfreeze()
         # the fork context starts every worker at the first submit: they are the children
         # that were not there before
         self._workers = [p for p in multiprocessing.active_children() if p not in self._before]
