@@ -83,15 +83,19 @@ def test_depthwise_with_a_bias_that_wraps_the_accumulator(case, config, kernel_f
 
 def _conv_model(config: str, case, rng):
     _, x_shape, w_shape, stride, padding, act = case
-    dtype = np.uint8 if config == "UINT8" else np.int8
-    q_in, q_out = _activation_quant(rng, dtype), _activation_quant(rng, dtype)
+    hybrid = config.startswith("HYBRID")
+    dtype = np.float32 if hybrid else np.uint8 if config == "UINT8" else np.int8
+    q_in = None if hybrid else _activation_quant(rng, dtype)
+    q_out = None if hybrid else _activation_quant(rng, dtype)
     w, w_q = _weights(rng, config, w_shape, 0)
-    b, b_q = _bias(rng, config, w_shape[0], q_in[0], w_q)
+    b, b_q = _bias(rng, config, w_shape[0], None if hybrid else q_in[0], w_q)
     opts = {"padding": padding, "stride_w": stride, "stride_h": stride,
             "fused_activation_function": act}
     model = _quantized_model("CONV_2D", [Input(x_shape, dtype, q_in), w, b], dtype, q_out,
-                             "Conv2DOptions", opts, 3, {1: w_q, 2: b_q})
-    return model, _ints(rng, dtype, x_shape)
+                             "Conv2DOptions", opts, 5 if hybrid else 3, {1: w_q, 2: b_q})
+    x = (rng.standard_normal(x_shape) * 2).astype(np.float32) if hybrid \
+        else _ints(rng, dtype, x_shape)
+    return model, x
 
 
 def _ours(model: bytes, x: np.ndarray, sums: str, bind: bool) -> list[np.ndarray]:
@@ -126,7 +130,8 @@ def test_depthwise_is_litert_reference_bits(case, config, kernel_forms):
 
 
 @pytest.mark.parametrize("case", CONV, ids=[c[0] for c in CONV])
-@pytest.mark.parametrize("config", ["INT8_PER_CHANNEL", "INT8", "UINT8"])
+@pytest.mark.parametrize("config", ["INT8_PER_CHANNEL", "INT8", "UINT8", "HYBRID",
+                                    "HYBRID_PER_CHANNEL"])
 def test_8bit_convolution_is_litert_reference_bits(case, config, kernel_forms):
     rng = np.random.default_rng(sum(map(ord, case[0] + config)))
     model, x = _conv_model(config, case, rng)

@@ -340,6 +340,8 @@ def warm_up() -> None:
                        1, 1, 0, 3, out)
     rows, no_table = np.zeros((4, 2), f64), np.zeros((5, 0), np.int64)
     neon_quantize_row(np.zeros(9, f32), f32(1.0), f32(0.0), np.empty(9, f32))
+    for acc in (np.zeros((1, 9, 2), f32), np.zeros((1, 9, 2), f64)):
+        scale_rows(acc, bias, np.ones(1, f32), bias, True, low, high, np.empty((1, 9, 2), f32))
     for dtype in (np.int8, np.uint8):
         q_out = np.empty((1, 3, 3, 2), dtype)
         for acc in (np.zeros((9, 2), f32), np.zeros((9, 2), f64)):
@@ -350,3 +352,29 @@ def warm_up() -> None:
         depthwise_rows_int(q_in, np.zeros((3, 3, 6), np.int32), rows, no_table,
                            np.zeros(2, np.int64), 0, 0.0, -128.0, 127.0, 1, 1, 1, 1, 1, 0, 3,
                            q_out)
+
+
+@njit(**_OPTIONS)
+def scale_rows(acc: np.ndarray, channel_scale: np.ndarray, batch_scale: np.ndarray,
+               bias: np.ndarray, add_bias: bool, low: np.float32, high: np.float32,
+               out: np.ndarray) -> None:
+    """The hybrid kernels' float tail (integer/hybrid.py's `_scaled_output`) in one pass:
+    ``acc`` [B, P, C] (float32 or float64 sums) as float32, times the channel's scale,
+    times the batch row's scale, plus the bias when ``add_bias`` (adding nothing keeps a
+    -0), clamped as std::min(std::max(v, low), high); each step a float32 operation in
+    numpy's order, so the same bits."""
+    for b in range(acc.shape[0]):
+        s = batch_scale[b]
+        for p in range(acc.shape[1]):
+            a = acc[b, p]
+            o = out[b, p]
+            for c in range(a.shape[0]):
+                v = np.float32(a[c]) * channel_scale[c]
+                v = v * s
+                if add_bias:
+                    v = v + bias[c]
+                if v < low:
+                    v = low
+                if high < v:
+                    v = high
+                o[c] = v

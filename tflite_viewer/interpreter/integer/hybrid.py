@@ -247,7 +247,36 @@ def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, filt
         acc = int_matmul(cols, f.transpose(0, 2, 1))  # G, B*N, O/G
         acc = acc.transpose(1, 0, 2).reshape(b, win.out_h, win.out_w, out_ch)
     factors = [scales] if per_channel or groups != 1 else []
+    out = _compiled_scaled_output(acc, scales if factors else None, sf, bias, options)
+    if out is not None:
+        return out
     return _scaled_output(acc, factors + [sf.reshape(b, 1, 1, 1)], bias, options)
+
+
+def _compiled_scaled_output(acc: np.ndarray, channel_scale: np.ndarray | None,
+                            batch_scale: np.ndarray, bias: np.ndarray | None,
+                            options: Options) -> np.ndarray | None:
+    """`_scaled_output` with a per-channel and a per-batch factor in one compiled pass
+    (`compiled_loops.scale_rows`: the same float32 steps; a missing per-channel factor is
+    a multiplication by 1, which changes no value); None when compiled kernels are off or
+    the activation is not a clamp."""
+    loops = compiled.loops()
+    act = activation_of(options)
+    if loops is None or (act not in _FLOAT_RANGES and act not in (None, "NONE")):
+        return None
+    low, high = _FLOAT_RANGES.get(act, (-np.inf, np.inf))
+    b, channels = acc.shape[0], acc.shape[-1]
+    ones = np.ones(channels, np.float32) if channel_scale is None else None
+    out = np.empty(acc.shape, np.float32)
+    loops.scale_rows(np.ascontiguousarray(acc).reshape(b, -1, channels),
+                     ones if ones is not None else np.ascontiguousarray(channel_scale,
+                                                                        np.float32),
+                     np.ascontiguousarray(batch_scale, np.float32).reshape(b),
+                     np.zeros(channels, np.float32) if bias is None
+                     else np.ascontiguousarray(bias, np.float32).reshape(channels),
+                     bias is not None, np.float32(low), np.float32(high),
+                     out.reshape(b, -1, channels))
+    return out
 
 
 def _scaled_output(acc: np.ndarray, factors: list[np.ndarray], bias: np.ndarray | None,
