@@ -45,7 +45,7 @@ def models_dir() -> Path:
 def numpy_kernels(monkeypatch):
     """Every kernel in its numpy form: compiled kernels (`interpreter.compiled`) off."""
     from tflite_viewer.interpreter import compiled
-    monkeypatch.setenv(compiled.DISABLE_ENV, "1")
+    monkeypatch.setattr(compiled, "ON", False)
 
 
 @pytest.fixture(params=["compiled", "numpy"])
@@ -53,7 +53,7 @@ def kernel_forms(request, monkeypatch):
     """Run a test with compiled kernels (where numba is installed) and in numpy alone."""
     from tflite_viewer.interpreter import compiled
     if request.param == "numpy":
-        monkeypatch.setenv(compiled.DISABLE_ENV, "1")
+        monkeypatch.setattr(compiled, "ON", False)
     elif compiled.loops() is None:
         pytest.fail("numba is a dependency: compiled kernels must load here")
     return request.param

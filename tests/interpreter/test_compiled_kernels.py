@@ -10,6 +10,10 @@ dilations, depth multipliers, batches of two, few and many channels.
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import flatbuffers
 import numpy as np
 import pytest
@@ -142,13 +146,22 @@ def test_8bit_convolution_is_litert_reference_bits(case, config, kernel_forms):
 
 
 def test_the_compiled_kernels_run_where_numba_is_installed(monkeypatch):
-    """numba is a dependency: its loops load, and the environment variable turns them
-    off (every caller then takes its numpy form)."""
+    """numba is a dependency: its loops load, and switching them off (what the
+    environment variable does at import) leaves every caller its numpy form."""
     assert compiled.loops() is not None
-    monkeypatch.setenv(compiled.DISABLE_ENV, "1")
+    monkeypatch.setattr(compiled, "ON", False)
     assert compiled.loops() is None
-    monkeypatch.setenv(compiled.DISABLE_ENV, "0")
-    assert compiled.loops() is not None
+    assert [compiled.asked_for(v) for v in (None, "", "0", "1", "yes")] == \
+        [True, True, True, False, False]
+
+
+def test_the_environment_variable_turns_them_off_in_a_new_process():
+    code = "from tflite_viewer.interpreter import compiled; print(compiled.loops() is None)"
+    for value, off in (("1", "True"), ("0", "False")):
+        env = {**os.environ, compiled.DISABLE_ENV: value}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True).stdout.strip()
+        assert out == off
 
 
 def test_a_batch_stacked_on_the_first_axis_is_computed_as_each_alone():
@@ -202,7 +215,7 @@ def test_the_compiled_row_quantizer_equals_numpys(k, monkeypatch):
     row = _quantizer_rows()[k][None, :]
     with np.errstate(all="ignore"):
         fast = hybrid.asymmetric_quantize(row, as_float=True)
-        monkeypatch.setenv(compiled.DISABLE_ENV, "1")
+        monkeypatch.setattr(compiled, "ON", False)
         slow = hybrid.asymmetric_quantize(row, as_float=True)
     for a, b in zip(fast, slow):
         assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)

@@ -19,13 +19,24 @@ import functools
 import os
 from types import ModuleType
 
-#: set (to anything but "" or "0") to run every kernel's numpy form
+#: set (to anything but "" or "0") to run every kernel's numpy form; read once, when the
+#: package is imported (kernels ask on every call: an environment lookup each time cost a
+#: hybrid model 3% of its invoke)
 DISABLE_ENV = "TFLITE_VIEWER_NO_COMPILED"
 
 
+def asked_for(value: str | None) -> bool:
+    """Whether ``DISABLE_ENV``'s value leaves compiled kernels on."""
+    return (value or "") in ("", "0")
+
+
+#: whether compiled kernels are on (tests switch it)
+ON = asked_for(os.environ.get(DISABLE_ENV))
+
+
 def enabled() -> bool:
-    """Whether compiled kernels are asked for (the environment does not turn them off)."""
-    return os.environ.get(DISABLE_ENV, "") in ("", "0")
+    """Whether compiled kernels are asked for (`ON`)."""
+    return ON
 
 
 @functools.cache
