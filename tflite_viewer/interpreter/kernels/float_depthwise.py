@@ -151,9 +151,9 @@ class DepthwisePlan:
 
         It adds the taps in the reference kernel's order and skips those outside the
         image, so its values are LiteRT's reference bits whatever sums are asked, at
-        numpy's einsum speed or better (`compiled`).  The output rows are computed in
-        blocks of about `BLOCK_BYTES` of work when a checkpoint is given, which is
-        called between them."""
+        numpy's einsum speed or better (`compiled`).  When a checkpoint is given, the
+        output rows are computed in blocks of about a million multiply-adds
+        (`BLOCK_BYTES` of them), and it is called between blocks."""
         loops = compiled.loops()
         if loops is None:
             return None
