@@ -37,11 +37,6 @@ def asked_for(value: str | None) -> bool:
 ON = asked_for(os.environ.get(DISABLE_ENV))
 
 
-def enabled() -> bool:
-    """Whether compiled kernels are asked for (`ON`)."""
-    return ON
-
-
 @functools.cache
 def _import_loops() -> ModuleType | None:
     try:
@@ -54,7 +49,7 @@ def _import_loops() -> ModuleType | None:
 def loops() -> ModuleType | None:
     """The module of compiled loops (`compiled_loops`), or None when compiled kernels are
     off or numba cannot be imported."""
-    return _import_loops() if enabled() else None
+    return _import_loops() if ON else None
 
 
 def warm() -> None:

@@ -261,19 +261,18 @@ def _compiled_scaled_output(acc: np.ndarray, channel_scale: np.ndarray | None,
     a multiplication by 1, which changes no value); None when compiled kernels are off or
     the activation is not a clamp."""
     loops = compiled.loops()
-    act = activation_of(options)
-    if loops is None or (act not in _FLOAT_RANGES and act not in (None, "NONE")):
+    act = activation_of(options)  # (None for NONE)
+    if loops is None or (act is not None and act not in _FLOAT_RANGES):
         return None
     low, high = _FLOAT_RANGES.get(act, (-np.inf, np.inf))
     b, channels = acc.shape[0], acc.shape[-1]
-    ones = np.ones(channels, np.float32) if channel_scale is None else None
+    per_channel = np.ones(channels, np.float32) if channel_scale is None \
+        else np.ascontiguousarray(channel_scale, np.float32)
+    added = np.zeros(channels, np.float32) if bias is None \
+        else np.ascontiguousarray(bias, np.float32).reshape(channels)
     out = np.empty(acc.shape, np.float32)
-    loops.scale_rows(np.ascontiguousarray(acc).reshape(b, -1, channels),
-                     ones if ones is not None else np.ascontiguousarray(channel_scale,
-                                                                        np.float32),
-                     np.ascontiguousarray(batch_scale, np.float32).reshape(b),
-                     np.zeros(channels, np.float32) if bias is None
-                     else np.ascontiguousarray(bias, np.float32).reshape(channels),
+    loops.scale_rows(np.ascontiguousarray(acc).reshape(b, -1, channels), per_channel,
+                     np.ascontiguousarray(batch_scale, np.float32).reshape(b), added,
                      bias is not None, np.float32(low), np.float32(high),
                      out.reshape(b, -1, channels))
     return out
