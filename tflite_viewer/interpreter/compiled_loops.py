@@ -122,13 +122,13 @@ def _store(acc: np.ndarray, t_mult: np.ndarray, t_bias: np.ndarray, t_half: np.n
            out: np.ndarray) -> None:
     """One position's channels requantized as quant_math.FloatRequantizer computes them
     (its `per_channel` rows): y = acc * t_mult + t_bias, plus t_half with y's sign, plus
-    t_const, floored, plus ``zp_after``, clamped to [qmin, qmax] and stored in ``out``.
-    Every step is exact in float64 where FloatRequantizer.build gave the rows, so these
+    t_const, floored, plus ``zp_after``, clamped to [qmin, qmax] and stored in ``out``
+    (``out``'s channels: ``acc`` may be a longer row, padded past them).  Every step is exact in float64 where FloatRequantizer.build gave the rows, so these
     are the integers of MultiplyByQuantizedMultiplier and the reference kernels' clamp.
 
     Inlined where it is called, with the rows taken once by the caller: called as a
     function per position it ran 3-9x slower."""
-    for c in range(acc.shape[0]):
+    for c in range(out.shape[0]):
         y = np.float64(acc[c]) * t_mult[c] + t_bias[c]
         y += math.copysign(t_half[c], y)
         y = np.floor(y + t_const[c]) + zp_after
@@ -191,9 +191,9 @@ def _store_int(acc: np.ndarray, bias: np.ndarray, table: np.ndarray, output_offs
 @njit(**_OPTIONS)
 def requantize_float(acc: np.ndarray, rows: np.ndarray, zp_after: float, qmin: float,
                      qmax: float, out: np.ndarray) -> None:
-    """The 8-bit tail over ``acc`` [P, C] (exact integer sums, float or int) into ``out``
-    [P, C] (int8 or uint8): `_store` of each position, ``rows`` a FloatRequantizer's
-    `per_channel`."""
+    """The 8-bit tail over ``acc`` [P, C] (exact integer sums, float or int; or [P, C']
+    with rows padded past the C channels) into ``out`` [P, C] (int8 or uint8): `_store` of
+    each position, ``rows`` a FloatRequantizer's `per_channel`."""
     t_mult, t_bias, t_half, t_const = rows[0], rows[1], rows[2], rows[3]
     for r in range(acc.shape[0]):
         _store(acc[r], t_mult, t_bias, t_half, t_const, zp_after, qmin, qmax, out[r])
@@ -253,21 +253,24 @@ def depthwise_int(x: np.ndarray, taps: np.ndarray, rows: np.ndarray, table: np.n
 
 
 @njit(**_OPTIONS)
-def depthwise_rows_int(x: np.ndarray, tiled: np.ndarray, rows: np.ndarray, table: np.ndarray,
-                       bias: np.ndarray, input_offset: int, zp_after: float, qmin: float,
-                       qmax: float, stride_h: int, dil_h: int,
-                       dil_w: int, pad_h: int, pad_w: int, y0: int, y1: int,
-                       out: np.ndarray) -> None:
-    """`depthwise_int` at a width stride of 1 and no depth multiplier, a tap at a time over
-    a whole output row (as `depthwise_rows_f32`): ``tiled`` [KH, KW, OW*C] int32 is the
-    offset filter repeated along the row.  The same integers as `depthwise_int`."""
+def depthwise_rows_int(x: np.ndarray, taps: np.ndarray, tiled: np.ndarray, rows: np.ndarray,
+                       table: np.ndarray, bias: np.ndarray, input_offset: int,
+                       zp_after: float, qmin: float, qmax: float, stride_h: int,
+                       stride_w: int, dil_h: int, dil_w: int, pad_h: int, pad_w: int,
+                       y0: int, y1: int, out: np.ndarray) -> None:
+    """`depthwise_int` without a depth multiplier, a tap at a time over a whole output row
+    (as `depthwise_rows_f32`): at a width stride of 1 one pass over the row's values, with
+    ``tiled`` [KH, KW, OW*C] int32 the offset filter repeated along the row; at other
+    strides a pixel at a time, with ``taps`` [KH, KW, C].  The same integers as
+    `depthwise_int`, whose loop per output pixel ran 2-3x slower at stride 2."""
     _, height, width, depth = x.shape
     batches = min(x.shape[0], out.shape[0])  # (never past either array)
-    kh, kw = tiled.shape[0], tiled.shape[1]
+    kh, kw = taps.shape[0], taps.shape[1]
     out_w = out.shape[2]
     row = out_w * depth
     t_mult, t_bias, t_half, t_const = rows[0], rows[1], rows[2], rows[3]
     exact = table.shape[1] > 0
+    offset = np.int32(input_offset)
     acc = np.empty(row, np.int32)
     for n in range(batches):
         for y in range(y0, y1):
@@ -280,15 +283,25 @@ def depthwise_rows_int(x: np.ndarray, tiled: np.ndarray, rows: np.ndarray, table
                 source = x[n, iy].reshape(width * depth)
                 for j in range(kw):
                     shift_w = j * dil_w - pad_w  # input column of output column 0
-                    first = max(0, -shift_w)
-                    last = min(out_w, width - shift_w)
+                    # output columns whose input column ox * stride_w + shift_w is inside
+                    first = max(0, (stride_w - 1 - shift_w) // stride_w)
+                    last = min(out_w, (width - shift_w + stride_w - 1) // stride_w)
                     if first >= last:
                         continue
-                    a = source[(first + shift_w) * depth:(last + shift_w) * depth]
-                    o = acc[first * depth:last * depth]
-                    t = tiled[i, j, first * depth:last * depth]
-                    for m in range(o.shape[0]):
-                        o[m] += (np.int32(a[m]) + np.int32(input_offset)) * t[m]
+                    if stride_w == 1:
+                        a = source[(first + shift_w) * depth:(last + shift_w) * depth]
+                        o = acc[first * depth:last * depth]
+                        t = tiled[i, j, first * depth:last * depth]
+                        for m in range(o.shape[0]):
+                            o[m] += (np.int32(a[m]) + offset) * t[m]
+                        continue
+                    t = taps[i, j]
+                    for ox in range(first, last):
+                        start = (ox * stride_w + shift_w) * depth
+                        a = source[start:start + depth]
+                        o = acc[ox * depth:(ox + 1) * depth]
+                        for k in range(depth):
+                            o[k] += (np.int32(a[k]) + offset) * t[k]
             for ox in range(out_w):
                 if exact:
                     _store_int(acc[ox * depth:(ox + 1) * depth], bias, table, int(zp_after),
@@ -344,14 +357,15 @@ def warm_up() -> None:
         scale_rows(acc, bias, np.ones(1, f32), bias, True, low, high, np.empty((1, 9, 2), f32))
     for dtype in (np.int8, np.uint8):
         q_out = np.empty((1, 3, 3, 2), dtype)
-        for acc in (np.zeros((9, 2), f32), np.zeros((9, 2), f64)):
+        sums = (np.zeros((9, 2), f32), np.zeros((9, 2), f64), np.zeros((9, 16), np.int32))
+        for acc in sums:  # (int32: VNNI's padded rows, compiled_vnni.product)
             requantize_float(acc, rows, 0.0, -128.0, 127.0, q_out.reshape(9, 2))
         q_in, int_taps = np.zeros((1, 3, 3, 2), dtype), np.zeros((3, 3, 2), np.int32)
         depthwise_int(q_in, int_taps, rows, no_table, np.zeros(2, np.int64), 0, 0.0, -128.0,
                       127.0, 1, 2, 1, 1, 1, 1, 1, 0, 3, q_out)
-        depthwise_rows_int(q_in, np.zeros((3, 3, 6), np.int32), rows, no_table,
-                           np.zeros(2, np.int64), 0, 0.0, -128.0, 127.0, 1, 1, 1, 1, 1, 0, 3,
-                           q_out)
+        depthwise_rows_int(q_in, int_taps, np.zeros((3, 3, 6), np.int32), rows, no_table,
+                           np.zeros(2, np.int64), 0, 0.0, -128.0, 127.0, 1, 1, 1, 1, 1, 1, 0,
+                           3, q_out)
 
 
 @njit(**_OPTIONS)

@@ -4,6 +4,9 @@
 * `tail`: the float tail of CONV_2D (and of a one-channel DEPTHWISE_CONV_2D, an ordinary
   convolution) as one compiled pass over BLAS's exact sums: quant_math.FloatRequantizer's
   formula a channel at a time, where numpy takes five to eight passes over the output.
+* `byte_product`: CONV_2D whole where the CPU has AVX-512 VNNI: its patches' bytes times
+  the filter's in ``vpdpbusd`` (`compiled_vnni`), the exact int32 sums of raw inputs that
+  BLAS gives the float tail, then that same tail compiled.
 * `depthwise`: DEPTHWISE_CONV_2D whole in one compiled loop, the reference kernel's int32
   accumulator over the taps inside the image, requantized while in cache: by the float
   formula, or where it cannot be exact by MultiplyByQuantizedMultiplier in integers.
@@ -70,11 +73,52 @@ def tail(p: "ConvParams", plan: "ConvPlan", values: np.ndarray, bias: np.ndarray
     return _kept(plan, "tail", values, bias, make)
 
 
+def byte_product(p: "ConvParams", plan: "ConvPlan", fmat: np.ndarray,
+                 bias: np.ndarray | None, columns: Callable,
+                 depthwise: bool = False) -> Fn | None:
+    """CONV_2D of the plan's input shape (one group; or a one-channel DEPTHWISE_CONV_2D,
+    ``depthwise``) as VNNI byte products and the compiled tail, a function of the input;
+    None where the CPU lacks VNNI, for int16, where a filter value plus its offset leaves
+    int8 (uint8 filters) or where the float tail cannot be exact.  ``fmat`` is the filter
+    plus its offset [taps, C] and ``columns(x, plan, pad)`` the kernel's patches
+    ([B*OH*OW, taps] of x padded with ``pad``)."""
+    loops, products = compiled.loops(), compiled.vnni()
+    if products is None or loops is None or p.is_int16 \
+            or plan.input_shape[3] != plan.depth:
+        return None
+    return _kept(plan, "bytes", fmat, bias,
+                 lambda: _make_byte_product(loops, products, p, plan, fmat, bias, columns,
+                                            depthwise))
+
+
+def _make_byte_product(loops, products, p: "ConvParams", plan: "ConvPlan", fmat: np.ndarray,
+                       bias: np.ndarray | None, columns: Callable,
+                       depthwise: bool) -> Fn | None:
+    dtype = np.dtype(p.input_dtype)
+    if dtype not in (np.dtype(np.int8), np.dtype(np.uint8)) or not fmat.size \
+            or fmat.min() < -128 or fmat.max() > 127:
+        return None
+    requantizer = plan.float_tail(p, fmat, bias, depthwise)  # (sums of raw inputs)
+    if requantizer is None:
+        return None
+    weights = products.pack_weights(np.ascontiguousarray(fmat.T).astype(np.int8),
+                                    dtype == np.int8)
+    args, shape, channels = _args(requantizer), plan.out_shape, fmat.shape[1]
+    pad = -p.input_offset  # the zero point: it adds nothing
+
+    def run(input: np.ndarray) -> np.ndarray:
+        acc = products.product(columns(input, plan, pad), weights)
+        out = np.empty((input.shape[0],) + shape[1:], dtype)
+        loops.requantize_float(acc, *args, out.reshape(-1, channels))
+        return out
+    return run
+
+
 def depthwise(p: "ConvParams", plan: "ConvPlan", ftaps: np.ndarray,
               bias: np.ndarray | None) -> Fn | None:
     """An 8-bit DEPTHWISE_CONV_2D of the plan's input shape (``ftaps`` [KH*KW, C*M], the
-    filter plus its offset) as one compiled loop (`compiled_loops.depthwise_int`, or its
-    row form at a width stride of 1 without a multiplier), a function of the input; None
+    filter plus its offset) as one compiled loop (`compiled_loops.depthwise_rows_int`, or
+    `depthwise_int` with a depth multiplier), a function of the input; None
     for int16 and for a one-channel input (`tail` of its patches' product is faster)."""
     loops = compiled.loops()
     if loops is None or p.is_int16 or plan.input_shape[3] == 1:
@@ -108,7 +152,7 @@ def _make_depthwise(loops, p: "ConvParams", plan: "ConvPlan", ftaps: np.ndarray,
     mult = channels // plan.input_shape[3]
     args = (args[0], table, bias64, int(p.input_offset)) + args[1:]
     # (outputs sized by the input's batch: a batch stacked on the first axis, bind_int_tail)
-    if plan.sw != 1 or mult != 1:
+    if mult != 1:
         def run(input: np.ndarray) -> np.ndarray:
             out = np.empty((input.shape[0],) + shape[1:], dtype)
             loops.depthwise_int(np.ascontiguousarray(input), taps, *args, plan.sh, plan.sw,
@@ -116,11 +160,13 @@ def _make_depthwise(loops, p: "ConvParams", plan: "ConvPlan", ftaps: np.ndarray,
                                 win.out_h, out)
             return out
         return run
-    tiled = np.ascontiguousarray(np.tile(taps, (1, 1, win.out_w)))
+    tiled = np.ascontiguousarray(np.tile(taps, (1, 1, win.out_w)) if plan.sw == 1
+                                 else taps[:, :, :0])
 
     def run_rows(input: np.ndarray) -> np.ndarray:
         out = np.empty((input.shape[0],) + shape[1:], dtype)
-        loops.depthwise_rows_int(np.ascontiguousarray(input), tiled, *args, plan.sh, plan.dh,
-                                 plan.dw, win.pad_h, win.pad_w, 0, win.out_h, out)
+        loops.depthwise_rows_int(np.ascontiguousarray(input), taps, tiled, *args, plan.sh,
+                                 plan.sw, plan.dh, plan.dw, win.pad_h, win.pad_w, 0,
+                                 win.out_h, out)
         return out
     return run_rows

@@ -272,15 +272,18 @@ def conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | None, inpu
     if groups == 1 and exact:
         if fmat is None:
             fmat = filter_matrix(filter, p.filter_offset)
+        run = compiled_conv.byte_product(p, plan, fmat, bias, conv_columns)
+        if run is not None:
+            return run(input)
         tail = plan.float_tail(p, fmat, bias, depthwise=False)
         if tail is not None:  # raw inputs: the input offset is in the tail's bias
-            cols = _conv_columns(input.astype(np.float32), plan, -p.input_offset)
+            cols = conv_columns(input.astype(np.float32), plan, -p.input_offset)
             tail = compiled_conv.tail(p, plan, fmat, bias, depthwise=False) or tail
             return tail(exact_matmul(cols, fmat, plan.raw_bound, plan.f_bound, float32_ok=True))
         x = input.astype(np.float32)
         if p.input_offset:
             x += p.input_offset
-        cols = _conv_columns(x, plan, 0)
+        cols = conv_columns(x, plan, 0)
         acc = exact_matmul(cols, fmat, plan.in_bound, plan.f_bound)
         if not p.is_int16:
             acc = _int32_accumulator(acc, plan.bound, bias)
@@ -311,6 +314,9 @@ def conv_2d_tail_fn(params: ConvParams, plan: ConvPlan, fmat: np.ndarray,
     groups = plan.input_shape[3] // plan.depth
     if groups != 1 or plan.bound >= FLOAT64_EXACT:
         return None
+    run = compiled_conv.byte_product(params, plan, fmat, bias, conv_columns)
+    if run is not None:
+        return run
     tail = plan.float_tail(params, fmat, bias, depthwise=False)
     if tail is None:
         return None
@@ -318,12 +324,12 @@ def conv_2d_tail_fn(params: ConvParams, plan: ConvPlan, fmat: np.ndarray,
     tail = compiled_conv.tail(params, plan, fmat, bias, depthwise=False) or tail
 
     def run(input: np.ndarray) -> np.ndarray:
-        cols = _conv_columns(input.astype(np.float32), plan, pad)
+        cols = conv_columns(input.astype(np.float32), plan, pad)
         return tail(exact_matmul(cols, fmat, raw_bound, f_bound, float32_ok=True))
     return run
 
 
-def _conv_columns(x: np.ndarray, plan: ConvPlan, pad_value: int) -> np.ndarray:
+def conv_columns(x: np.ndarray, plan: ConvPlan, pad_value: int) -> np.ndarray:
     """[B*OH*OW, KH*KW*C] patches of an NHWC float input padded with ``pad_value`` (1x1
     unpadded convolutions only subsample)."""
     win, sh, sw = plan.win, plan.sh, plan.sw
@@ -371,7 +377,7 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
                          depthwise=True)
     if ftaps is None or ftaps.dtype != plan.ftype:
         ftaps = depthwise_filter(filter, p.filter_offset, plan.ftype)
-    loop = compiled_conv.depthwise(p, plan, ftaps, bias)
+    loop = _compiled_depthwise(p, plan, ftaps, bias)
     if loop is not None:
         return loop(input)
     tail = plan.float_tail(p, ftaps, bias, depthwise=True)
@@ -392,6 +398,15 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     return _requantize(acc, p, depthwise=True)
 
 
+def _compiled_depthwise(p: ConvParams, plan: ConvPlan, ftaps: np.ndarray,
+                        bias: np.ndarray | None):
+    """The compiled form of a depthwise convolution, or None: its loop, or for a
+    one-channel input (an ordinary convolution) VNNI byte products."""
+    if plan.input_shape[3] == 1:
+        return compiled_conv.byte_product(p, plan, ftaps, bias, conv_columns, depthwise=True)
+    return compiled_conv.depthwise(p, plan, ftaps, bias)
+
+
 def depthwise_tail_fn(params: ConvParams, plan: ConvPlan, ftaps: np.ndarray,
                       bias: np.ndarray | None):
     """`depthwise_conv_2d` of inputs of the plan's shape, with these filter taps and bias,
@@ -399,7 +414,7 @@ def depthwise_tail_fn(params: ConvParams, plan: ConvPlan, ftaps: np.ndarray,
     (`conv_2d_tail_fn`); None elsewhere."""
     if ftaps.dtype != plan.ftype:
         return None
-    loop = compiled_conv.depthwise(params, plan, ftaps, bias)
+    loop = _compiled_depthwise(params, plan, ftaps, bias)
     if loop is not None:
         return loop
     tail = plan.float_tail(params, ftaps, bias, depthwise=True)
