@@ -173,6 +173,15 @@ def _wrap32(v: int) -> int:
 
 
 @njit(inline="always", **_OPTIONS)
+def _requantize_int(acc: int, mult: int, left: int, offset: int, offset_negative: int,
+                    right: int) -> int:
+    """MultiplyByQuantizedMultiplier of C's int32 of ``acc`` by one column of a
+    `requantize_table`."""
+    ab = _wrap32(_wrap32(acc) << left) * mult
+    return (ab + (offset_negative if ab < -(1 << 30) else offset)) >> right
+
+
+@njit(inline="always", **_OPTIONS)
 def _store_int(acc: np.ndarray, bias: np.ndarray, table: np.ndarray, output_offset: int,
                qmin: int, qmax: int, out: np.ndarray) -> None:
     """`_store` in integers, where the float formula cannot be exact (a bias near 2^30
@@ -181,11 +190,28 @@ def _store_int(acc: np.ndarray, bias: np.ndarray, table: np.ndarray, output_offs
     mult, left, offset, offset_negative, right = table[0], table[1], table[2], table[3], \
         table[4]
     for c in range(acc.shape[0]):
-        ab = _wrap32(_wrap32(np.int64(acc[c]) + bias[c]) << left[c]) * mult[c]
-        v = ((ab + (offset_negative[c] if ab < -(1 << 30) else offset[c])) >> right[c]) \
-            + output_offset
+        v = _requantize_int(np.int64(acc[c]) + bias[c], mult[c], left[c], offset[c],
+                            offset_negative[c], right[c]) + output_offset
         v = max(v, qmin)
         out[c] = min(v, qmax)
+
+
+@njit(**_OPTIONS)
+def add_bytes(x1: np.ndarray, x2: np.ndarray, first: np.ndarray, second: np.ndarray,
+              sign: int, table: np.ndarray, output_offset: int, qmin: int, qmax: int,
+              out: np.ndarray) -> None:
+    """An 8-bit ADD (``sign`` 1) or SUB (-1) of two inputs of one size, as add.cc's and
+    sub.cc's reference kernels: each input's byte (``x1``, ``x2`` uint8, flat) through its
+    table of offset, shifted and rescaled values (integer/elementwise.byte_scaled), their
+    int32 sum or difference requantized by `requantize_table`'s one column, offset and
+    clamped into ``out`` (int8 or uint8, flat)."""
+    mult, left, offset, offset_negative, right = table[0, 0], table[1, 0], table[2, 0], \
+        table[3, 0], table[4, 0]
+    for i in range(out.shape[0]):
+        v = _requantize_int(first[x1[i]] + sign * second[x2[i]], mult, left, offset,
+                            offset_negative, right) + output_offset
+        v = max(v, qmin)
+        out[i] = min(v, qmax)
 
 
 @njit(**_OPTIONS)
@@ -343,6 +369,10 @@ def warm_up() -> None:
     process holds their machine code (compiled, or read from numba's cache): a process
     about to fork workers calls it (`compiled.warm`), or each worker would import numba
     and load the code itself."""
+    table = requantize_table(np.array([1 << 30]), np.array([-1]), 1, True)
+    for dtype in (np.int8, np.uint8):
+        add_bytes(np.zeros(3, np.uint8), np.zeros(3, np.uint8), np.zeros(256, np.int64),
+                  np.zeros(256, np.int64), 1, table, 0, -128, 127, np.empty(3, dtype))
     f32, f64 = np.float32, np.float64
     x = np.zeros((1, 3, 3, 2), f32)
     out = np.empty((1, 3, 3, 2), f32)

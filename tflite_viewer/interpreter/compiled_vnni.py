@@ -29,7 +29,9 @@ from numba import config, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, models, register_model
 
-_OPTIONS = dict(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+from .compiled_loops import requantize_float
+
+_OPTIONS = {"cache": True, "nogil": True, "boundscheck": False, "error_model": "numpy"}
 #: output channels per vector, taps per lane
 LANES, GROUP = 16, 4
 #: the CPU features the kernel's instructions need
@@ -133,26 +135,26 @@ def gemm_u8s8(a: np.ndarray, rows: int, taps: int, flip: int, packed: np.ndarray
         nb = 0
         while nb + 2 <= blocks:
             s0, s1 = _load(start, nb * LANES), _load(start, nb * LANES + LANES)
-            c00 = s0; c01 = s1; c10 = s0; c11 = s1; c20 = s0; c21 = s1; c30 = s0  # noqa: E702
-            c31 = s1
+            c00 = c10 = c20 = c30 = s0
+            c01 = c11 = c21 = c31 = s1
             b0 = nb * stride
             for q in range(groups):
                 w0 = _load(packed, b0 + q * 64)
                 w1 = _load(packed, b0 + stride + q * 64)
                 x = _broadcast(a, m * taps + q * GROUP, flip)
-                c00 = _dot(c00, x, w0); c01 = _dot(c01, x, w1)  # noqa: E702
+                c00 = _dot(c00, x, w0); c01 = _dot(c01, x, w1)
                 x = _broadcast(a, (m + 1) * taps + q * GROUP, flip)
-                c10 = _dot(c10, x, w0); c11 = _dot(c11, x, w1)  # noqa: E702
+                c10 = _dot(c10, x, w0); c11 = _dot(c11, x, w1)
                 x = _broadcast(a, (m + 2) * taps + q * GROUP, flip)
-                c20 = _dot(c20, x, w0); c21 = _dot(c21, x, w1)  # noqa: E702
+                c20 = _dot(c20, x, w0); c21 = _dot(c21, x, w1)
                 x = _broadcast(a, (m + 3) * taps + q * GROUP, flip)
-                c30 = _dot(c30, x, w0); c31 = _dot(c31, x, w1)  # noqa: E702
+                c30 = _dot(c30, x, w0); c31 = _dot(c31, x, w1)
             o = m * width + nb * LANES
-            _store(out, o, c00); _store(out, o + LANES, c01)  # noqa: E702
-            _store(out, o + width, c10); _store(out, o + width + LANES, c11)  # noqa: E702
+            _store(out, o, c00); _store(out, o + LANES, c01)
+            _store(out, o + width, c10); _store(out, o + width + LANES, c11)
             o += 2 * width
-            _store(out, o, c20); _store(out, o + LANES, c21)  # noqa: E702
-            _store(out, o + width, c30); _store(out, o + width + LANES, c31)  # noqa: E702
+            _store(out, o, c20); _store(out, o + LANES, c21)
+            _store(out, o + width, c30); _store(out, o + width + LANES, c31)
             nb += 2
         if nb < blocks:
             c0 = c1 = c2 = c3 = _load(start, nb * LANES)
@@ -164,8 +166,8 @@ def gemm_u8s8(a: np.ndarray, rows: int, taps: int, flip: int, packed: np.ndarray
                 c2 = _dot(c2, _broadcast(a, (m + 2) * taps + q * GROUP, flip), w0)
                 c3 = _dot(c3, _broadcast(a, (m + 3) * taps + q * GROUP, flip), w0)
             o = m * width + nb * LANES
-            _store(out, o, c0); _store(out, o + width, c1)  # noqa: E702
-            _store(out, o + 2 * width, c2); _store(out, o + 3 * width, c3)  # noqa: E702
+            _store(out, o, c0); _store(out, o + width, c1)
+            _store(out, o + 2 * width, c2); _store(out, o + 3 * width, c3)
         m += 4
     while m < rows:
         for nb in range(blocks):
@@ -208,6 +210,28 @@ def pack_weights(w: np.ndarray, signed_input: bool) -> Packed:
     return Packed(data, start, channels, FLIP_INT8 if signed_input else 0)
 
 
+@njit(**_OPTIONS)
+def gemm_requantized(a: np.ndarray, rows: int, taps: int, flip: int, packed: np.ndarray,
+                     start: np.ndarray, requantizer: np.ndarray, zp_after: float, qmin: float,
+                     qmax: float, out: np.ndarray) -> None:
+    """`gemm_u8s8`, then its sums through the 8-bit tail (`compiled_loops.requantize_float`,
+    ``requantizer`` a FloatRequantizer's `per_channel`) into ``out`` [rows, C]: one call
+    where two cost a dispatch and an allocation more on each of a model's convolutions."""
+    blocks = start.shape[0] // LANES
+    acc = np.empty((rows, blocks * LANES), np.int32)
+    gemm_u8s8(a, rows, taps, flip, packed, start, blocks, acc.reshape(-1))
+    requantize_float(acc, requantizer, zp_after, qmin, qmax, out)
+
+
+def _flat(a: np.ndarray) -> np.ndarray:
+    """``a`` [rows, taps] as the flat bytes `gemm_u8s8` reads, with the 3 bytes past its
+    last row that a row of taps not a multiple of 4 is read into."""
+    flat = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+    if a.shape[1] % GROUP:
+        flat = np.concatenate((flat, np.zeros(GROUP - 1, np.uint8)))
+    return flat
+
+
 def product(a: np.ndarray, weights: Packed) -> np.ndarray:
     """``a`` [rows, taps] (uint8, or int8 for weights packed for it) times the packed
     weights: [rows, C'] int32, the first ``weights.channels`` of each row the sums, the
@@ -215,16 +239,26 @@ def product(a: np.ndarray, weights: Packed) -> np.ndarray:
     loop over a view of their first columns loses its vectors (4.6 against 25 us on a
     [2304, 8] requantize)."""
     rows, taps = a.shape
-    flat = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
-    if taps % GROUP:  # the last row's last group is read past its end
-        flat = np.concatenate((flat, np.zeros(GROUP - 1, np.uint8)))
     blocks = weights.start.size // LANES
     out = np.empty((rows, blocks * LANES), np.int32)
-    gemm_u8s8(flat, rows, taps, weights.flip, weights.data, weights.start, blocks,
+    gemm_u8s8(_flat(a), rows, taps, weights.flip, weights.data, weights.start, blocks,
               out.reshape(-1))
     return out
 
 
+def product_requantized(a: np.ndarray, weights: Packed, requantizer: tuple,
+                        out: np.ndarray) -> None:
+    """`product`, requantized into ``out`` [rows, channels] (int8 or uint8) by
+    ``requantizer``: (rows, zp_after, qmin, qmax) of a FloatRequantizer."""
+    rows, taps = a.shape
+    gemm_requantized(_flat(a), rows, taps, weights.flip, weights.data, weights.start,
+                     *requantizer, out)
+
+
 def warm_up() -> None:
     """Compile (or load from the cache) the product for the arrays the kernels pass."""
-    product(np.zeros((5, 8), np.uint8), pack_weights(np.zeros((40, 8), np.int8), True))
+    weights = pack_weights(np.zeros((40, 8), np.int8), True)
+    product(np.zeros((5, 8), np.uint8), weights)
+    for dtype in (np.int8, np.uint8):
+        product_requantized(np.zeros((5, 8), dtype), weights, (np.zeros((4, 40)), 0.0, -128.0,
+                            127.0), np.empty((5, 40), dtype))

@@ -82,16 +82,15 @@ def byte_product(p: "ConvParams", plan: "ConvPlan", fmat: np.ndarray,
     int8 (uint8 filters) or where the float tail cannot be exact.  ``fmat`` is the filter
     plus its offset [taps, C] and ``columns(x, plan, pad)`` the kernel's patches
     ([B*OH*OW, taps] of x padded with ``pad``)."""
-    loops, products = compiled.loops(), compiled.vnni()
-    if products is None or loops is None or p.is_int16 \
-            or plan.input_shape[3] != plan.depth:
+    products = compiled.vnni()
+    if products is None or p.is_int16 or plan.input_shape[3] != plan.depth:
         return None
     return _kept(plan, "bytes", fmat, bias,
-                 lambda: _make_byte_product(loops, products, p, plan, fmat, bias, columns,
+                 lambda: _make_byte_product(products, p, plan, fmat, bias, columns,
                                             depthwise))
 
 
-def _make_byte_product(loops, products, p: "ConvParams", plan: "ConvPlan", fmat: np.ndarray,
+def _make_byte_product(products, p: "ConvParams", plan: "ConvPlan", fmat: np.ndarray,
                        bias: np.ndarray | None, columns: Callable,
                        depthwise: bool) -> Fn | None:
     dtype = np.dtype(p.input_dtype)
@@ -107,9 +106,9 @@ def _make_byte_product(loops, products, p: "ConvParams", plan: "ConvPlan", fmat:
     pad = -p.input_offset  # the zero point: it adds nothing
 
     def run(input: np.ndarray) -> np.ndarray:
-        acc = products.product(columns(input, plan, pad), weights)
         out = np.empty((input.shape[0],) + shape[1:], dtype)
-        loops.requantize_float(acc, *args, out.reshape(-1, channels))
+        products.product_requantized(columns(input, plan, pad), weights, args,
+                                     out.reshape(-1, channels))
         return out
     return run
 

@@ -24,6 +24,7 @@ from typing import Callable
 
 import numpy as np
 
+from .. import compiled
 from .. import quant_math as qm
 from .common import (Options, QParams, Rounding, ScaledBinaryParams, activation_of,
                      check_rounding, dtype_range, fused_activation_range,
@@ -169,6 +170,36 @@ def byte_scaled(p: ArithmeticParams, dtype1: np.dtype, dtype2: np.dtype
     model's small ADDs, which never reach `PAIR_TABLE_AFTER`)."""
     bits = np.arange(256, dtype=np.uint8)
     return _scaled_each(bits.view(dtype1), bits.view(dtype2), p)
+
+
+def compiled_add_or_sub(p: ArithmeticParams, dtype1: np.dtype, dtype2: np.dtype,
+                        sign: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+    """ADD (``sign`` 1) or SUB (-1) of two 8-bit arrays of one shape as one compiled loop
+    (`compiled_loops.add_bytes`: `byte_scaled`'s tables, then `_finish`'s integers), a
+    function of the two arrays; None when compiled kernels are off, for other types and
+    int16's power-of-two form, and where the two scaled inputs could wrap int32 or the
+    output multiplier needs the step-by-step rounding (`requantize_table`).  A model's
+    small ADDs spent 10 us each in the numpy form's dozen calls."""
+    loops = compiled.loops()
+    dtypes = {np.dtype(np.int8), np.dtype(np.uint8)}
+    if loops is None or p.pot_int16 or np.dtype(dtype1) not in dtypes \
+            or np.dtype(dtype2) not in dtypes:
+        return None
+    first, second = byte_scaled(p, np.dtype(dtype1), np.dtype(dtype2))
+    if int(np.abs(first).max()) + int(np.abs(second).max()) >= 1 << 31:
+        return None
+    table = loops.requantize_table(p.output_multiplier, p.output_shift, 1,
+                                   p.rounding == "double")
+    if table is None:
+        return None
+    args = (first, second, sign, table, p.output_offset, p.act_min, p.act_max)
+
+    def run(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+        out = np.empty(x1.shape, p.dtype)
+        loops.add_bytes(x1.reshape(-1).view(np.uint8), x2.reshape(-1).view(np.uint8), *args,
+                        out.reshape(-1))
+        return out
+    return run
 
 
 def _finish(raw: np.ndarray, p: ArithmeticParams) -> np.ndarray:

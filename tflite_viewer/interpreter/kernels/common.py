@@ -232,7 +232,8 @@ def quantization_mismatch(ctx, node, indices=None) -> str | None:
 
 def define(op: int, versions: tuple[int, int], compute, shape=None, types: str = "float",
            name: str | None = None, check=None, int_prepare=None, int_compute=None,
-           same_quantization: bool = False, bind=None, accepts: Accepts = DEFAULT) -> type:
+           same_quantization: bool = False, bind=None, accepts: Accepts = DEFAULT,
+           int_bind=None) -> type:
     """Register a kernel from two functions, for the many ops that need no more:
     the rule (docs/ARCHITECTURE.md, "Add an op kernel") is `define` when an op is a
     compute function, an optional shape function and an optional integer prepare/compute
@@ -251,7 +252,8 @@ def define(op: int, versions: tuple[int, int], compute, shape=None, types: str =
     ``int_compute(ctx, node, params)``; ``types`` then lists the kinds they accept.
 
     ``bind(ctx, node, invoke) -> callable | None`` is the optional `Kernel.bind` of the
-    non-integer path (see `bind_elementwise`).  ``accepts`` declares the tensor types and
+    non-integer path (see `bind_elementwise`), ``int_bind`` (same signature) that of the
+    integer path, which finds its params on ``node.user_data["q"]``.  ``accepts`` declares the tensor types and
     quantization forms per input (`accepts.accepts`; default: whole-byte types, none or
     per-tensor).
     """
@@ -293,10 +295,11 @@ def define(op: int, versions: tuple[int, int], compute, shape=None, types: str =
             qcache(node)["xnn"] = xnnpack_path(ctx, node)
 
         def bind(self, ctx, node):
-            if bind is None or (int_compute is not None and node.user_data.get("int")) \
-                    or node.user_data.get("xnn") is not None:
+            if node.user_data.get("xnn") is not None:
                 return None
-            return bind(ctx, node, self.invoke)
+            chosen = int_bind if int_compute is not None and node.user_data.get("int") \
+                else bind
+            return None if chosen is None else chosen(ctx, node, self.invoke)
 
         def invoke(self, ctx, node):
             xnn = node.user_data.get("xnn")

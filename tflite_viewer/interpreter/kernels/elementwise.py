@@ -12,8 +12,8 @@ from ..registration import check_types
 from ..stored_values import Stored, stored_accepts
 from . import chunks
 from .common import (DEFAULT, QUANTIZED, BuiltinOperator as Op, KernelError, apply_activation,
-                     bind_elementwise, clamp_activation, broadcast_shape, declare, define,
-                     rounding, same_shape, tensor_qparams)
+                     bind_arrays, bind_elementwise, clamp_activation, broadcast_shape, declare,
+                     define, rounding, same_shape, tensor_qparams)
 
 
 def _binary(fn, fused=False):
@@ -186,10 +186,26 @@ _ACCEPTS = {
     **{op: declare(scaled=("uint8", "int8", "int16"))
        for op in (Op.SUB, Op.DIV, Op.SQUARED_DIFFERENCE)},
 }
+
+
+def _bind_add_int(sign: int):
+    """The integer ``bind`` of ADD (``sign`` 1) and SUB (-1): two 8-bit inputs of the
+    output's shape to one compiled loop (`int_elementwise.compiled_add_or_sub`)."""
+    def make(ctx, node):
+        p, o = node.user_data.get("q"), ctx.output(node, 0)
+        ins = (ctx.input(node, 0), ctx.input(node, 1))
+        if p is None or any(t.shape != o.shape for t in ins):
+            return None  # (the plain int16 sum, broadcasts)
+        return int_elementwise.compiled_add_or_sub(p, ins[0].dtype, ins[1].dtype, sign)
+    return bind_arrays(make)
+
+
+_INT_BINDS = {Op.ADD: _bind_add_int(1), Op.SUB: _bind_add_int(-1)}
 for _op, _versions, _fn, _fused, _types, _int_prepare, _int_compute in _BINARY:
     define(_op, _versions, _binary(_fn, _fused), broadcast_shape, types=_types,
            int_prepare=_int_prepare, int_compute=_int_compute,
            bind=bind_elementwise(_fn, _fused) if _op in _UFUNCS else None,
+           int_bind=_INT_BINDS.get(_op),
            check=_add_check if _op == Op.ADD else None,
            accepts=_ACCEPTS.get(_op, DEFAULT))
 
