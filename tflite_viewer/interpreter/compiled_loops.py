@@ -364,6 +364,32 @@ def neon_quantize_row(x: np.ndarray, inv: np.float32, zero_point: np.float32,
         out[k] = q
 
 
+@njit(**_OPTIONS)
+def sum_requantized(x: np.ndarray, subtract: int, table: np.ndarray, output_offset: int,
+                    qmin: int, qmax: int, out: np.ndarray) -> None:
+    """reference_ops::QuantizedMeanOrSum over the middle axis of ``x`` [N, R, C] (8-bit):
+    each channel's sum over the R rows, less ``subtract`` (the input zero point times R),
+    wrapped to C's int32 and requantized by `requantize_table`'s one column (MEAN's
+    multiplier has 1/R folded in), offset and clamped into ``out`` [N, C]."""
+    mult, left, offset, offset_negative, right = table[0, 0], table[1, 0], table[2, 0], \
+        table[3, 0], table[4, 0]
+    channels = x.shape[2]
+    acc = np.empty(channels, np.int64)
+    for n in range(min(x.shape[0], out.shape[0])):
+        for c in range(channels):
+            acc[c] = 0
+        for r in range(x.shape[1]):
+            row = x[n, r]
+            for c in range(channels):
+                acc[c] += row[c]
+        target = out[n]
+        for c in range(channels):
+            v = _requantize_int(acc[c] - subtract, mult, left, offset, offset_negative,
+                                right) + output_offset
+            v = max(v, qmin)
+            target[c] = min(v, qmax)
+
+
 def warm_up() -> None:
     """Call every loop once on tiny arrays of the types the kernels pass, so that this
     process holds their machine code (compiled, or read from numba's cache): a process
@@ -371,6 +397,8 @@ def warm_up() -> None:
     and load the code itself."""
     table = requantize_table(np.array([1 << 30]), np.array([-1]), 1, True)
     for dtype in (np.int8, np.uint8):
+        sum_requantized(np.zeros((1, 4, 3), dtype), 0, table, 0, -128, 127,
+                        np.empty((1, 3), dtype))
         add_bytes(np.zeros(3, np.uint8), np.zeros(3, np.uint8), np.zeros(256, np.int64),
                   np.zeros(256, np.int64), 1, table, 0, -128, 127, np.empty(3, dtype))
     f32, f64 = np.float32, np.float64

@@ -20,6 +20,7 @@ runs on, and an instruction the CPU lacks would stop the process, not raise.
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -223,6 +224,26 @@ def gemm_requantized(a: np.ndarray, rows: int, taps: int, flip: int, packed: np.
     requantize_float(acc, requantizer, zp_after, qmin, qmax, out)
 
 
+@njit(**_OPTIONS)
+def gemm_scaled(a: np.ndarray, rows: int, taps: int, flip: int, packed: np.ndarray,
+                start: np.ndarray, bias: np.ndarray, scale: np.ndarray, zero_point: float,
+                low: float, high: float, out: np.ndarray) -> None:
+    """`gemm_u8s8`, then FULLY_CONNECTED's float-scale tail into ``out`` [rows, C] (int8
+    or uint8) as integer/fully_connected.FloatScaleTail computes it in float64: the sum
+    plus ``bias`` [C] (the folded input offset and bias), times ``scale`` [C], rounded
+    half away from zero, plus the zero point, clamped to [low, high]."""
+    blocks = start.shape[0] // LANES
+    acc = np.empty((rows, blocks * LANES), np.int32)
+    gemm_u8s8(a, rows, taps, flip, packed, start, blocks, acc.reshape(-1))
+    for r in range(rows):
+        row, target = acc[r], out[r]
+        for c in range(target.shape[0]):
+            v = (np.float64(row[c]) + bias[c]) * scale[c]
+            v = np.trunc(v + math.copysign(0.5, v)) + zero_point
+            v = max(v, low)
+            target[c] = min(v, high)
+
+
 def _flat(a: np.ndarray) -> np.ndarray:
     """``a`` [rows, taps] as the flat bytes `gemm_u8s8` reads, with the 3 bytes past its
     last row that a row of taps not a multiple of 4 is read into."""
@@ -255,6 +276,13 @@ def product_requantized(a: np.ndarray, weights: Packed, requantizer: tuple,
                      *requantizer, out)
 
 
+def product_scaled(a: np.ndarray, weights: Packed, tail: tuple, out: np.ndarray) -> None:
+    """`product` through FULLY_CONNECTED's float-scale tail (`gemm_scaled`; ``tail`` its
+    (bias, scale, zero_point, low, high)) into ``out`` [rows, channels]."""
+    rows, taps = a.shape
+    gemm_scaled(_flat(a), rows, taps, weights.flip, weights.data, weights.start, *tail, out)
+
+
 def warm_up() -> None:
     """Compile (or load from the cache) the product for the arrays the kernels pass."""
     weights = pack_weights(np.zeros((40, 8), np.int8), True)
@@ -262,3 +290,5 @@ def warm_up() -> None:
     for dtype in (np.int8, np.uint8):
         product_requantized(np.zeros((5, 8), dtype), weights, (np.zeros((4, 40)), 0.0, -128.0,
                             127.0), np.empty((5, 40), dtype))
+        product_scaled(np.zeros((5, 8), dtype), weights, (np.zeros(40), np.ones(40), 0.0,
+                       -128.0, 127.0), np.empty((5, 40), dtype))

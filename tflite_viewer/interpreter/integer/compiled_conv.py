@@ -117,8 +117,9 @@ def depthwise(p: "ConvParams", plan: "ConvPlan", ftaps: np.ndarray,
               bias: np.ndarray | None) -> Fn | None:
     """An 8-bit DEPTHWISE_CONV_2D of the plan's input shape (``ftaps`` [KH*KW, C*M], the
     filter plus its offset) as one compiled loop (`compiled_loops.depthwise_rows_int`, or
-    `depthwise_int` with a depth multiplier), a function of the input; None
-    for int16 and for a one-channel input (`tail` of its patches' product is faster)."""
+    `depthwise_int` with a depth multiplier), a function of the input; None for int16
+    and for a one-channel input, an ordinary convolution (`byte_product`, or `tail` of its
+    patches' product, is faster)."""
     loops = compiled.loops()
     if loops is None or p.is_int16 or plan.input_shape[3] == 1:
         return None

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import compiled
 from .. import quant_math as qm
 from .common import (FLOAT64_EXACT, Options, Rounding, activation_of, check_rounding,
                      exact_matmul, fused_activation_range, int_matmul, qparams, wrap32)
@@ -101,6 +102,8 @@ class FloatScaleTail:
     act_max: float
     dtype: np.dtype
     w_ext: np.ndarray | None = None  # float64 [accum + 1, units]: fmat, then bias
+    #: where the CPU has AVX-512 VNNI: (packed weights, tail arguments) of `_byte_form`
+    byte_form: tuple | None = None
     _scratch: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -123,9 +126,30 @@ class FloatScaleTail:
         w_ext = None
         if accum * fmat.shape[1] <= SMALL_PRODUCT:
             w_ext = np.concatenate([fmat.astype(np.float64), bias64[None, :]])
-        return cls(fmat, bias64, p.effective_scale.astype(np.float64), raw_bound, f_bound,
+        tail = cls(fmat, bias64, p.effective_scale.astype(np.float64), raw_bound, f_bound,
                    float(p.output_offset), float(p.act_min), float(p.act_max),
                    np.dtype(output_dtype), w_ext)
+        tail.byte_form = tail._byte_form(p.input_dtype)
+        return tail
+
+    def _byte_form(self, input_dtype) -> tuple | None:
+        """The VNNI form of this tail (`compiled_vnni.product_scaled`): the exact int32
+        sums of raw 8-bit inputs by int8 filter values, then the same float64 steps; None
+        where the CPU lacks VNNI, for other types, uint8 filters (a value plus its offset
+        leaves int8) or sums that could leave int32."""
+        products = compiled.vnni()
+        dtype, accum = np.dtype(input_dtype), self.fmat.shape[0]
+        if products is None or dtype not in (np.dtype(np.int8), np.dtype(np.uint8)) \
+                or self.dtype != dtype or not self.fmat.size or self.fmat.min() < -128 \
+                or self.fmat.max() > 127 \
+                or float(self.raw_bound) * self.f_bound * accum >= 2.0 ** 31:
+            return None
+        units = self.fmat.shape[1]
+        weights = products.pack_weights(np.ascontiguousarray(self.fmat.T).astype(np.int8),
+                                        dtype == np.int8)
+        scale = np.ascontiguousarray(np.broadcast_to(self.scale, (units,)), np.float64)
+        return products, weights, (np.ascontiguousarray(self.bias), scale, self.zero_point,
+                                   self.act_min, self.act_max)
 
     def _small(self, rows: int) -> tuple | None:
         """The scratch buffers and constants of a small product of ``rows`` rows, laid out at
@@ -150,6 +174,11 @@ class FloatScaleTail:
     def __call__(self, x: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray:
         accum = self.fmat.shape[0]
         rows = x.size // accum
+        if self.byte_form is not None and x.dtype == self.dtype:
+            products, weights, tail = self.byte_form
+            out = np.empty((rows, self.fmat.shape[1]), self.dtype)
+            products.product_scaled(x.reshape(rows, accum), weights, tail, out)
+            return out if out.shape == out_shape else out.reshape(out_shape)
         small = self._small(rows)
         if small is not None:
             xe, v, tmp, scale, half, zp, lo, hi = small

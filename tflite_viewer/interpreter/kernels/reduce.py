@@ -179,6 +179,25 @@ def _int_mean_sum(compute_sum: bool):
         compute_sum=compute_sum, params=p)
 
 
+def _bind_spatial(compute_sum: bool):
+    """The integer ``bind`` of MEAN (SUM: ``compute_sum``) over the height and width of an
+    8-bit NHWC input, its axes a constant: one compiled loop
+    (`int_reduce.compiled_spatial`)."""
+    def make(ctx, node):
+        x, axes, o = ctx.input(node, 0), ctx.input(node, 1), ctx.output(node, 0)
+        p = node.user_data.get("q")
+        if p is None or axes is None or not axes.is_constant or axes.data is None \
+                or x.shape is None or len(x.shape) != 4 \
+                or sorted(normalize_axes(as_int_list(axes.data), 4)) != [1, 2]:
+            return None
+        run = int_reduce.compiled_spatial(p, tuple(x.shape), x.dtype, compute_sum)
+        if run is None:
+            return None
+        shape = tuple(o.shape)
+        return lambda data, _axes: run(data).reshape(shape)
+    return bind_arrays(make)
+
+
 def _int_raw(fn):
     return lambda ctx, node, p: fn(ctx.value(node, 0), ctx.value(node, 1),
                                    bool(option(node, "keep_dims", False)))
@@ -230,9 +249,11 @@ _REDUCTIONS = (
 _EXTREMES = stored_accepts("INT8 UINT8 INT16", Stored(
     "reduce", legacy=frozenset({"INT8", "UINT8", "INT16"}),
     does="compares the stored integers along the reduced axes"))
+_INT_BINDS = {Op.MEAN: _bind_spatial(False), Op.SUM: _bind_spatial(True)}
 for _op, _versions, _fn, _types, _int_prepare, _int_compute in _REDUCTIONS:
     define(_op, _versions, _reducer(_fn), _reduce_shape, types=_types,
            int_prepare=_int_prepare, int_compute=_int_compute, bind=_bound_reducer(_fn),
+           int_bind=_INT_BINDS.get(_op),
            accepts=_EXTREMES if _op in (Op.REDUCE_MAX, Op.REDUCE_MIN) else DEFAULT)
 
 
