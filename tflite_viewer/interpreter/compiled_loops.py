@@ -365,6 +365,14 @@ def neon_quantize_row(x: np.ndarray, inv: np.float32, zero_point: np.float32,
 
 
 @njit(**_OPTIONS)
+def lookup_pairs(x1: np.ndarray, x2: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
+    """``out[i] = table[(x1[i] << 8) | x2[i]]`` (``x1``, ``x2`` uint8, flat): a binary
+    8-bit op's results read from the table of every pair of input bytes."""
+    for i in range(out.shape[0]):
+        out[i] = table[(np.intp(x1[i]) << 8) | np.intp(x2[i])]
+
+
+@njit(**_OPTIONS)
 def sum_requantized(x: np.ndarray, subtract: int, table: np.ndarray, output_offset: int,
                     qmin: int, qmax: int, out: np.ndarray) -> None:
     """reference_ops::QuantizedMeanOrSum over the middle axis of ``x`` [N, R, C] (8-bit):
@@ -401,6 +409,8 @@ def warm_up() -> None:
                         np.empty((1, 3), dtype))
         add_bytes(np.zeros(3, np.uint8), np.zeros(3, np.uint8), np.zeros(256, np.int64),
                   np.zeros(256, np.int64), 1, table, 0, -128, 127, np.empty(3, dtype))
+        lookup_pairs(np.zeros(3, np.uint8), np.zeros(3, np.uint8), np.zeros(9, dtype),
+                     np.empty(3, dtype))
     f32, f64 = np.float32, np.float64
     x = np.zeros((1, 3, 3, 2), f32)
     out = np.empty((1, 3, 3, 2), f32)

@@ -174,32 +174,48 @@ def byte_scaled(p: ArithmeticParams, dtype1: np.dtype, dtype2: np.dtype
 
 def compiled_add_or_sub(p: ArithmeticParams, dtype1: np.dtype, dtype2: np.dtype,
                         sign: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
-    """ADD (``sign`` 1) or SUB (-1) of two 8-bit arrays of one shape as one compiled loop
-    (`compiled_loops.add_bytes`: `byte_scaled`'s tables, then `_finish`'s integers), a
-    function of the two arrays; None when compiled kernels are off, for other types and
-    int16's power-of-two form, and where the two scaled inputs could wrap int32 or the
-    output multiplier needs the step-by-step rounding (`requantize_table`).  A model's
-    small ADDs spent 10 us each in the numpy form's dozen calls."""
+    """ADD (``sign`` 1) or SUB (-1) of two 8-bit arrays of one shape as one compiled
+    lookup, a function of the two arrays: the node's `pair_table` computed once by the
+    compiled loop of add.cc's integers (`compiled_loops.add_bytes`, from `byte_scaled`'s
+    tables; 0.1 ms against numpy's 0.7), then each output read from it by its two bytes
+    (`compiled_loops.lookup_pairs`: 2 against 5 us on 4,608 elements).  None when
+    compiled kernels are off, for other types and int16's power-of-two form, and where the
+    two scaled inputs could wrap int32 or the output multiplier needs the step-by-step
+    rounding (`requantize_table`).  A model's small ADDs spent 10 us each in the numpy
+    form's dozen calls."""
     loops = compiled.loops()
     dtypes = {np.dtype(np.int8), np.dtype(np.uint8)}
     if loops is None or p.pot_int16 or np.dtype(dtype1) not in dtypes \
             or np.dtype(dtype2) not in dtypes:
         return None
-    first, second = byte_scaled(p, np.dtype(dtype1), np.dtype(dtype2))
-    if int(np.abs(first).max()) + int(np.abs(second).max()) >= 1 << 31:
-        return None
-    table = loops.requantize_table(p.output_multiplier, p.output_shift, 1,
-                                   p.rounding == "double")
+    table = _compiled_pair_table(loops, p, np.dtype(dtype1), np.dtype(dtype2), sign)
     if table is None:
         return None
-    args = (first, second, sign, table, p.output_offset, p.act_min, p.act_max)
 
     def run(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
         out = np.empty(x1.shape, p.dtype)
-        loops.add_bytes(x1.reshape(-1).view(np.uint8), x2.reshape(-1).view(np.uint8), *args,
-                        out.reshape(-1))
+        loops.lookup_pairs(x1.reshape(-1).view(np.uint8), x2.reshape(-1).view(np.uint8),
+                           table, out.reshape(-1))
         return out
     return run
+
+
+@lru_cache(maxsize=512)
+def _compiled_pair_table(loops, p: ArithmeticParams, dtype1: np.dtype, dtype2: np.dtype,
+                         sign: int) -> np.ndarray | None:
+    """`compiled_add_or_sub`'s table: entry ``(b1 << 8) | b2`` for the bytes b1, b2."""
+    first, second = byte_scaled(p, dtype1, dtype2)
+    if int(np.abs(first).max()) + int(np.abs(second).max()) >= 1 << 31:
+        return None
+    multiply = loops.requantize_table(p.output_multiplier, p.output_shift, 1,
+                                      p.rounding == "double")
+    if multiply is None:
+        return None
+    bits = np.arange(256, dtype=np.uint8)
+    table = np.empty(PAIR_TABLE_SIZE, p.dtype)
+    loops.add_bytes(np.repeat(bits, 256), np.tile(bits, 256), first, second, sign, multiply,
+                    p.output_offset, p.act_min, p.act_max, table)
+    return table
 
 
 def _finish(raw: np.ndarray, p: ArithmeticParams) -> np.ndarray:
