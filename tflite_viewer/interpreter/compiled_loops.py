@@ -279,25 +279,27 @@ def depthwise_int(x: np.ndarray, taps: np.ndarray, rows: np.ndarray, table: np.n
 
 
 @njit(**_OPTIONS)
-def depthwise_rows_int(x: np.ndarray, taps: np.ndarray, tiled: np.ndarray, rows: np.ndarray,
-                       table: np.ndarray, bias: np.ndarray, input_offset: int,
-                       zp_after: float, qmin: float, qmax: float, stride_h: int,
-                       stride_w: int, dil_h: int, dil_w: int, pad_h: int, pad_w: int,
-                       y0: int, y1: int, out: np.ndarray) -> None:
+def depthwise_rows_int(x: np.ndarray, tiled: np.ndarray, rows: np.ndarray, table: np.ndarray,
+                       bias: np.ndarray, input_offset: int, zp_after: float, qmin: float,
+                       qmax: float, stride_h: int, stride_w: int, dil_h: int, dil_w: int,
+                       pad_h: int, pad_w: int, y0: int, y1: int, out: np.ndarray) -> None:
     """`depthwise_int` without a depth multiplier, a tap at a time over a whole output row
-    (as `depthwise_rows_f32`): at a width stride of 1 one pass over the row's values, with
-    ``tiled`` [KH, KW, OW*C] int32 the offset filter repeated along the row; at other
-    strides a pixel at a time, with ``taps`` [KH, KW, C].  The same integers as
+    (as `depthwise_rows_f32`): ``tiled`` [KH, KW, OW*C] int32 is the offset filter
+    repeated along the row.  At a width stride of 1 a tap's inputs for the row are one run
+    of the input row; at a stride s the input row is first split into its s phases
+    (columns q*s + p), in which they are one run again.  The same integers as
     `depthwise_int`, whose loop per output pixel ran 2-3x slower at stride 2."""
     _, height, width, depth = x.shape
     batches = min(x.shape[0], out.shape[0])  # (never past either array)
-    kh, kw = taps.shape[0], taps.shape[1]
+    kh, kw = tiled.shape[0], tiled.shape[1]
     out_w = out.shape[2]
     row = out_w * depth
     t_mult, t_bias, t_half, t_const = rows[0], rows[1], rows[2], rows[3]
     exact = table.shape[1] > 0
     offset = np.int32(input_offset)
     acc = np.empty(row, np.int32)
+    span = (width + stride_w - 1) // stride_w  # columns of the longest phase
+    phases = np.empty((stride_w, span * depth), x.dtype)
     for n in range(batches):
         for y in range(y0, y1):
             for m in range(row):
@@ -306,7 +308,15 @@ def depthwise_rows_int(x: np.ndarray, taps: np.ndarray, tiled: np.ndarray, rows:
                 iy = y * stride_h - pad_h + i * dil_h
                 if iy < 0 or iy >= height:
                     continue
-                source = x[n, iy].reshape(width * depth)
+                if stride_w > 1:
+                    source = x[n, iy]
+                    for p in range(stride_w):
+                        phase = phases[p]
+                        for q in range((width - p + stride_w - 1) // stride_w):
+                            pixel = source[q * stride_w + p]
+                            into = phase[q * depth:(q + 1) * depth]
+                            for k in range(depth):
+                                into[k] = pixel[k]
                 for j in range(kw):
                     shift_w = j * dil_w - pad_w  # input column of output column 0
                     # output columns whose input column ox * stride_w + shift_w is inside
@@ -315,19 +325,16 @@ def depthwise_rows_int(x: np.ndarray, taps: np.ndarray, tiled: np.ndarray, rows:
                     if first >= last:
                         continue
                     if stride_w == 1:
-                        a = source[(first + shift_w) * depth:(last + shift_w) * depth]
-                        o = acc[first * depth:last * depth]
-                        t = tiled[i, j, first * depth:last * depth]
-                        for m in range(o.shape[0]):
-                            o[m] += (np.int32(a[m]) + offset) * t[m]
-                        continue
-                    t = taps[i, j]
-                    for ox in range(first, last):
-                        start = (ox * stride_w + shift_w) * depth
-                        a = source[start:start + depth]
-                        o = acc[ox * depth:(ox + 1) * depth]
-                        for k in range(depth):
-                            o[k] += (np.int32(a[k]) + offset) * t[k]
+                        a = x[n, iy].reshape(width * depth)[(first + shift_w) * depth:
+                                                            (last + shift_w) * depth]
+                    else:  # column ox * s + shift_w is column ox + lead of phase p
+                        p = shift_w % stride_w
+                        lead = (shift_w - p) // stride_w
+                        a = phases[p, (first + lead) * depth:(last + lead) * depth]
+                    o = acc[first * depth:last * depth]
+                    t = tiled[i, j, first * depth:last * depth]
+                    for m in range(o.shape[0]):
+                        o[m] += (np.int32(a[m]) + offset) * t[m]
             for ox in range(out_w):
                 if exact:
                     _store_int(acc[ox * depth:(ox + 1) * depth], bias, table, int(zp_after),
@@ -420,8 +427,10 @@ def warm_up() -> None:
     depthwise_rows_f32(x, np.zeros((3, 3, 6), f32), np.zeros(6, f32), low, high, 1, 1, 1,
                        1, 1, 0, 3, out)
     rows, no_table = np.zeros((4, 2), f64), np.zeros((5, 0), np.int64)
-    neon_quantize_row(np.zeros(9, f32), f32(1.0), f32(0.0), np.empty(9, f32))
-    for acc in (np.zeros((1, 9, 2), f32), np.zeros((1, 9, 2), f64)):
+    for quantized in (np.empty(9, f32), np.empty(9, np.int8)):
+        neon_quantize_row(np.zeros(9, f32), f32(1.0), f32(0.0), quantized)
+    sums = (np.zeros((1, 9, 2), f32), np.zeros((1, 9, 2), f64), np.zeros((1, 9, 16), np.int32))
+    for acc in sums:  # (int32: VNNI's padded rows, integer/hybrid_plans.py)
         scale_rows(acc, bias, np.ones(1, f32), bias, True, low, high, np.empty((1, 9, 2), f32))
     for dtype in (np.int8, np.uint8):
         q_out = np.empty((1, 3, 3, 2), dtype)
@@ -431,7 +440,7 @@ def warm_up() -> None:
         q_in, int_taps = np.zeros((1, 3, 3, 2), dtype), np.zeros((3, 3, 2), np.int32)
         depthwise_int(q_in, int_taps, rows, no_table, np.zeros(2, np.int64), 0, 0.0, -128.0,
                       127.0, 1, 2, 1, 1, 1, 1, 1, 0, 3, q_out)
-        depthwise_rows_int(q_in, int_taps, np.zeros((3, 3, 6), np.int32), rows, no_table,
+        depthwise_rows_int(q_in, np.zeros((3, 3, 6), np.int32), rows, no_table,
                            np.zeros(2, np.int64), 0, 0.0, -128.0, 127.0, 1, 1, 1, 1, 1, 1, 0,
                            3, q_out)
 
@@ -441,7 +450,8 @@ def scale_rows(acc: np.ndarray, channel_scale: np.ndarray, batch_scale: np.ndarr
                bias: np.ndarray, add_bias: bool, low: np.float32, high: np.float32,
                out: np.ndarray) -> None:
     """The hybrid kernels' float tail (integer/hybrid.py's `_scaled_output`) in one pass:
-    ``acc`` [B, P, C] (float32 or float64 sums) as float32, times the channel's scale,
+    ``acc`` [B, P, C] (float32, float64 or int32 sums; or rows padded past ``out``'s C
+    channels) as float32, times the channel's scale,
     times the batch row's scale, plus the bias when ``add_bias`` (adding nothing keeps a
     -0), clamped as std::min(std::max(v, low), high); each step a float32 operation in
     numpy's order, so the same bits."""
@@ -450,7 +460,7 @@ def scale_rows(acc: np.ndarray, channel_scale: np.ndarray, batch_scale: np.ndarr
         for p in range(acc.shape[1]):
             a = acc[b, p]
             o = out[b, p]
-            for c in range(a.shape[0]):
+            for c in range(o.shape[0]):
                 v = np.float32(a[c]) * channel_scale[c]
                 v = v * s
                 if add_bias:

@@ -174,12 +174,11 @@ def _make_depthwise(loops, p: "ConvParams", plan: "ConvPlan", ftaps: np.ndarray,
                                 win.out_h, out)
             return out
         return run
-    tiled = np.ascontiguousarray(np.tile(taps, (1, 1, win.out_w)) if plan.sw == 1
-                                 else taps[:, :, :0])
+    tiled = np.ascontiguousarray(np.tile(taps, (1, 1, win.out_w)))
 
     def run_rows(input: np.ndarray) -> np.ndarray:
         out = np.empty((input.shape[0],) + shape[1:], dtype)
-        loops.depthwise_rows_int(np.ascontiguousarray(input), taps, tiled, *args, plan.sh,
+        loops.depthwise_rows_int(np.ascontiguousarray(input), tiled, *args, plan.sh,
                                  plan.sw, plan.dh, plan.dw, win.pad_h, win.pad_w, 0,
                                  win.out_h, out)
         return out

@@ -33,7 +33,7 @@ from .common import (FLOAT32_EXACT, FLOAT64_EXACT, Options, activation_of, exact
                      im2col, int_matmul, pad_for_window, patches, qparams, window)
 from .conv import depthwise_taps
 
-_FLOAT_RANGES = {"RELU": (0.0, np.inf), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
+FLOAT_RANGES = {"RELU": (0.0, np.inf), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
 
 
 def _round_f32(x: np.ndarray) -> np.ndarray:
@@ -122,7 +122,7 @@ def asymmetric_quantize(x: np.ndarray,
     return (q if as_float else q.astype(np.int8)), scale32, zp
 
 
-def _asymmetric_row_params(lo_x: np.float32, hi_x: np.float32) -> tuple[np.float32, np.float32, int]:
+def asymmetric_row_params(lo_x: np.float32, hi_x: np.float32) -> tuple[np.float32, np.float32, int]:
     """(scaling factor, its float32 inverse, zero point) of a finite row whose least and
     greatest values are ``lo_x`` and ``hi_x`` (not both zero): `asymmetric_quantize`'s
     per-row steps as scalars.  The double steps are Python floats (IEEE doubles); the one
@@ -147,7 +147,7 @@ def _asymmetric_row_params(lo_x: np.float32, hi_x: np.float32) -> tuple[np.float
 
 def _asymmetric_quantize_row(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """`asymmetric_quantize` of one finite row [1, n] (None for a row with inf or nan),
-    with the per-row scalars computed as scalars (`_asymmetric_row_params`): the same
+    with the per-row scalars computed as scalars (`asymmetric_row_params`): the same
     values, in a third of the numpy calls, which is what a recurrent step pays for; the
     values as a fresh float32 array."""
     lo_x, hi_x = x.min(), x.max()
@@ -155,7 +155,7 @@ def _asymmetric_quantize_row(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
         return None
     if lo_x == 0 and hi_x == 0:
         return (np.zeros(x.shape, np.float32), np.ones(1, np.float32), np.zeros(1, np.int32))
-    scale32, inv, zp = _asymmetric_row_params(lo_x, hi_x)
+    scale32, inv, zp = asymmetric_row_params(lo_x, hi_x)
     loops = compiled.loops()
     if loops is not None:  # the same steps in one pass
         q = np.empty(x.shape, np.float32)
@@ -171,8 +171,8 @@ def _asymmetric_quantize_row(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
 def activate(out: np.ndarray, options: Options) -> np.ndarray:
     """The hybrid kernels' fused activation of a float32 output."""
     act = activation_of(options)
-    if act in _FLOAT_RANGES:
-        lo, hi = _FLOAT_RANGES[act]
+    if act in FLOAT_RANGES:
+        lo, hi = FLOAT_RANGES[act]
         out = np.maximum(out, np.float32(lo))
         if np.isfinite(hi):
             out = np.minimum(out, np.float32(hi))
@@ -262,9 +262,9 @@ def _compiled_scaled_output(acc: np.ndarray, channel_scale: np.ndarray | None,
     the activation is not a clamp."""
     loops = compiled.loops()
     act = activation_of(options)  # (None for NONE)
-    if loops is None or (act is not None and act not in _FLOAT_RANGES):
+    if loops is None or (act is not None and act not in FLOAT_RANGES):
         return None
-    low, high = _FLOAT_RANGES.get(act, (-np.inf, np.inf))
+    low, high = FLOAT_RANGES.get(act, (-np.inf, np.inf))
     b, channels = acc.shape[0], acc.shape[-1]
     per_channel = np.ones(channels, np.float32) if channel_scale is None \
         else np.ascontiguousarray(channel_scale, np.float32)
@@ -290,8 +290,8 @@ def _scaled_output(acc: np.ndarray, factors: list[np.ndarray], bias: np.ndarray 
     if bias is not None:
         out += bias.astype(np.float32, copy=False).reshape(-1)
     act = activation_of(options)
-    if act in _FLOAT_RANGES:
-        lo, hi = _FLOAT_RANGES[act]
+    if act in FLOAT_RANGES:
+        lo, hi = FLOAT_RANGES[act]
         return clip_into(out, np.float32(lo), np.float32(hi))
     return activate(out, options)
 
@@ -321,7 +321,7 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     win = window(options, h, w, kh, kw)
     if taps is None or taps[0].dtype != ftype or taps[1].shape[1] != win.out_w * out_ch:
         taps = depthwise_filter_taps(filter, win.out_w)
-    acc = _compiled_taps(x, taps, win, (kh, kw), (sh, sw), (dh, dw), mult)
+    acc = compiled_taps(x, taps, win, (kh, kw), (sh, sw), (dh, dw), mult)
     if acc is None:
         xp = pad_for_window(x, win, kh, kw, sh, sw, dh, dw, 0)
         if mult > 1:
@@ -331,7 +331,7 @@ def depthwise_conv_2d(input: np.ndarray, filter: np.ndarray, bias: np.ndarray | 
     return _scaled_output(acc, [scale.reshape(b, 1, 1, out_ch)], bias, options)
 
 
-def _compiled_taps(x: np.ndarray, taps: tuple[np.ndarray, np.ndarray], win,
+def compiled_taps(x: np.ndarray, taps: tuple[np.ndarray, np.ndarray], win,
                    kernel: tuple[int, int], strides: tuple[int, int],
                    dilations: tuple[int, int], mult: int) -> np.ndarray | None:
     """`depthwise_taps` of the offset input ``x`` (float32 integers) by the compiled float
@@ -520,7 +520,7 @@ class HybridDense:
         if not (math.isfinite(lo_x) and math.isfinite(hi_x)) or (lo_x == 0 and hi_x == 0):
             return None
         if self.asymmetric:
-            sf, inv, zp = _asymmetric_row_params(lo_x, hi_x)
+            sf, inv, zp = asymmetric_row_params(lo_x, hi_x)
             q_lo, q_hi = -128 - zp, 127 - zp
         else:
             rng = max(abs(lo_x), abs(hi_x))

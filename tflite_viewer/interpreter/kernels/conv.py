@@ -16,7 +16,7 @@ import dataclasses
 
 import numpy as np
 
-from ..integer import conv as int_conv, hybrid as int_hybrid
+from ..integer import conv as int_conv, hybrid as int_hybrid, hybrid_plans
 from ..integer import transpose_conv as int_transpose_conv
 from ..integer.hybrid_transpose_conv import hybrid_transpose_conv
 from ..padding import transpose_conv_padding
@@ -208,6 +208,47 @@ def bind_int_tail(ctx, node, invoke, make_filter, tail_fn):
     return bound
 
 
+def bind_hybrid(ctx, node, invoke, make):
+    """A ``bind`` of a hybrid CONV_2D or DEPTHWISE_CONV_2D node whose int8 filter and bias
+    are constants: its input's data straight to the function `hybrid_plans` prepares
+    (``make(input shape, filter, bias, cache, output shape)``); ``invoke`` for an input of
+    another shape or type.  None for other kinds and where the plan declines."""
+    cache = node.user_data
+    if cache.kind != "hybrid":
+        return None
+    x, w, b, o = ctx.input(node, 0), ctx.input(node, 1), ctx.input(node, 2), ctx.output(node, 0)
+    if not w.is_constant or w.data is None or w.data.dtype != np.int8 \
+            or w.data.shape != tuple(w.shape) or (b is not None and not b.is_constant) \
+            or x.shape is None or o.shape is None or 0 in o.shape or o.is_dynamic:
+        return None
+    run = make(tuple(x.shape), w.data, None if b is None else b.data, cache, tuple(o.shape))
+    if run is None:
+        return None
+    shape = x.shape
+    set_output = ctx.set_output
+
+    def bound(ctx, node) -> None:
+        data = x.data
+        if data is None or data.shape != shape or data.dtype != np.float32:
+            invoke(ctx, node)
+            return
+        set_output(o, run(data))
+    return bound
+
+
+def _hybrid_conv(shape, w, bias, cache, _out_shape):
+    _, options, scales = cache.params
+    return hybrid_plans.conv_2d_fn(shape, w, bias, options,
+                                   cache.get(w, int_hybrid.conv_filter_matrix), scales)
+
+
+def _hybrid_depthwise(shape, w, bias, cache, out_shape):
+    _, options, scales = cache.params
+    out_w = out_shape[2]
+    taps = cache.get(w, lambda w: int_hybrid.depthwise_filter_taps(w, out_w))
+    return hybrid_plans.depthwise_conv_2d_fn(shape, w, bias, options, scales, taps)
+
+
 def bind_float(ctx, node, invoke, make_filter=None):
     """A ``bind`` of a float CONV_2D (``make_filter``: `filter_matrix`) or
     DEPTHWISE_CONV_2D (None) node: its input's data straight to the node's plan, with the
@@ -390,6 +431,7 @@ class Conv2D(_ConvKernel):
         return bind_int_tail(ctx, node, self.invoke,
                              lambda w, p, plan: int_conv.filter_matrix(w, p.filter_offset),
                              int_conv.conv_2d_tail_fn) \
+            or bind_hybrid(ctx, node, self.invoke, _hybrid_conv) \
             or bind_float(ctx, node, self.invoke, filter_matrix)
 
     def invoke(self, ctx, node):
@@ -466,7 +508,9 @@ class DepthwiseConv2D(_ConvKernel):
         return bind_int_tail(
             ctx, node, self.invoke,
             lambda w, p, plan: int_conv.depthwise_filter(w, p.filter_offset, plan.ftype),
-            int_conv.depthwise_tail_fn) or bind_float(ctx, node, self.invoke)
+            int_conv.depthwise_tail_fn) \
+            or bind_hybrid(ctx, node, self.invoke, _hybrid_depthwise) \
+            or bind_float(ctx, node, self.invoke)
 
     def invoke(self, ctx, node):
         if zero_sized_output(ctx, node):
