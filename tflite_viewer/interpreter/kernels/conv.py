@@ -16,7 +16,7 @@ import dataclasses
 
 import numpy as np
 
-from ..integer import conv as int_conv, hybrid as int_hybrid, hybrid_plans
+from ..integer import conv as int_conv, hybrid as int_hybrid
 from ..integer import transpose_conv as int_transpose_conv
 from ..integer.hybrid_transpose_conv import hybrid_transpose_conv
 from ..padding import transpose_conv_padding
@@ -24,6 +24,7 @@ from .common import (ACTIVATION_RANGES, FLOAT_WEIGHT, BuiltinOperator, INT_KINDS
                      KernelError, _float_bounds, apply_activation, clamp_activation, declare,
                      kind, option, register, rounding, tensor_qparams,
                      window_geometry)
+from .conv_binds import bind_float, bind_hybrid, bind_int_tail, hybrid_conv, hybrid_depthwise
 from .float_conv import ConvPlan, product_for
 from .float_depthwise import DepthwisePlan
 from .float_conv import transpose_conv as float_transpose_conv
@@ -172,144 +173,6 @@ def _int_prepare(ctx, node, channels: int, depthwise: bool = False) -> None:
                                         cache.params, depthwise)
 
 
-def bind_int_tail(ctx, node, invoke, make_filter, tail_fn):
-    """A ``bind`` of an 8-bit CONV_2D or DEPTHWISE_CONV_2D node whose filter and bias are
-    constants and which takes the float tail: its input's data straight to the integer
-    kernel's prepared function (``tail_fn(params, plan, filter values, bias)``,
-    ``make_filter(filter, params, plan)`` its cached filter form); ``invoke`` for an input
-    of another shape.  None where the node's invoke does more (other kinds, the integer
-    path, an empty output, computed weights)."""
-    cache = node.user_data
-    if cache.kind not in ("uint8", "int8") or cache.plan is None:
-        return None
-    x, w, b, o = ctx.input(node, 0), ctx.input(node, 1), ctx.input(node, 2), ctx.output(node, 0)
-    if not w.is_constant or w.data is None or (b is not None and not b.is_constant) \
-            or o.shape is None or 0 in o.shape or o.is_dynamic \
-            or x.shape != cache.plan.input_shape:
-        return None
-    p, plan = cache.params, cache.plan
-    fvalues = cache.get(w.data, lambda data: make_filter(data, p, plan))
-    run = tail_fn(p, plan, fvalues, None if b is None else b.data)
-    if run is None:
-        return None
-    shape = x.shape
-    set_output = ctx.set_output
-
-    def bound(ctx, node) -> None:
-        data = x.data
-        if data is None or data.shape != shape:
-            invoke(ctx, node)
-            return
-        set_output(o, run(data))
-    #: (input, output, ``run`` itself): ``run`` takes a batch of such inputs stacked on
-    #: the first axis, each computed as on its own (exact sums, elementwise tails), which
-    #: the analysis's fallback cone uses to compute many runs of the node at once
-    bound.batched = (x.index, o.index, run)  # type: ignore[attr-defined]
-    return bound
-
-
-def bind_hybrid(ctx, node, invoke, make):
-    """A ``bind`` of a hybrid CONV_2D or DEPTHWISE_CONV_2D node whose int8 filter and bias
-    are constants: its input's data straight to the function `hybrid_plans` prepares
-    (``make(input shape, filter, bias, cache, output shape)``); ``invoke`` for an input of
-    another shape or type.  None for other kinds and where the plan declines."""
-    cache = node.user_data
-    if cache.kind != "hybrid":
-        return None
-    x, w, b, o = ctx.input(node, 0), ctx.input(node, 1), ctx.input(node, 2), ctx.output(node, 0)
-    if not w.is_constant or w.data is None or w.data.dtype != np.int8 \
-            or w.data.shape != tuple(w.shape) or (b is not None and not b.is_constant) \
-            or x.shape is None or o.shape is None or 0 in o.shape or o.is_dynamic:
-        return None
-    run = make(tuple(x.shape), w.data, None if b is None else b.data, cache, tuple(o.shape))
-    if run is None:
-        return None
-    shape = x.shape
-    set_output = ctx.set_output
-
-    def bound(ctx, node) -> None:
-        data = x.data
-        if data is None or data.shape != shape or data.dtype != np.float32:
-            invoke(ctx, node)
-            return
-        set_output(o, run(data))
-    return bound
-
-
-def _hybrid_conv(shape, w, bias, cache, _out_shape):
-    _, options, scales = cache.params
-    return hybrid_plans.conv_2d_fn(shape, w, bias, options,
-                                   cache.get(w, int_hybrid.conv_filter_matrix), scales)
-
-
-def _hybrid_depthwise(shape, w, bias, cache, out_shape):
-    _, options, scales = cache.params
-    out_w = out_shape[2]
-    taps = cache.get(w, lambda w: int_hybrid.depthwise_filter_taps(w, out_w))
-    return hybrid_plans.depthwise_conv_2d_fn(shape, w, bias, options, scales, taps)
-
-
-def bind_float(ctx, node, invoke, make_filter=None):
-    """A ``bind`` of a float CONV_2D (``make_filter``: `filter_matrix`) or
-    DEPTHWISE_CONV_2D (None) node: its input's data straight to the node's plan, with the
-    filter form kept for the filter array (a constant, or a DEQUANTIZE's cached output),
-    the bias, the bounds and the float sums the interpreter has at each call; ``invoke``
-    for an input or filter not as prepared.  None for other kinds, an empty or dynamic
-    output, or an output type the plan does not give."""
-    cache = node.user_data
-    plan = cache.args[4] if cache.kind == "float" and cache.args is not None else None
-    x, w, b, o = ctx.input(node, 0), ctx.input(node, 1), ctx.input(node, 2), ctx.output(node, 0)
-    if plan is None or o.shape is None or o.is_dynamic or 0 in o.shape \
-            or x.shape != plan.x_shape or x.dtype is None or w.dtype is None:
-        return None
-    dtype = np.result_type(x.dtype, w.dtype)
-    if o.dtype != dtype or dtype.kind != "f" or (b is not None and b.dtype is None):
-        return None
-    act = cache.args[3]
-    bounds = None if act is None else _float_bounds(act, dtype)
-    shape, xtype, wshape, wtype = x.shape, x.dtype, w.shape, w.dtype
-    bshape = None if b is None else (b.shape, b.dtype)
-    interp = ctx.interpreter
-
-    def bound(ctx, node) -> None:
-        data, filt = x.data, w.data
-        bias = None if b is None else b.data
-        if data is None or data.shape != shape or data.dtype != xtype or filt is None \
-                or filt.shape != wshape or filt.dtype != wtype \
-                or (b is not None and (bias is None or (bias.shape, bias.dtype) != bshape)):
-            invoke(ctx, node)
-            return
-        reference = interp.reference_float_sums
-        if make_filter is None:
-            o.data = plan(data, filt, bias, bounds, reference, ctx.checkpoint)
-            return
-        # (the kept filter matrix looked up here: a call less per node and invoke)
-        matrix = cache.value if cache.src is filt and cache.value is not None \
-            else cache.get(filt, make_filter)
-        o.data = plan(data, matrix, bias, bounds,
-                      product_for(reference, data, filt) if reference else None,
-                      ctx.checkpoint)
-    if w.data is None or (b is not None and b.data is None) or xtype != wtype:
-        return bound
-    # the filter and bias arrays there now: the plan's whole computation with them as a
-    # function of the input alone (`ConvPlan.product`, `DepthwisePlan.product`), taken
-    # while they stay those arrays and the sums BLAS's
-    filt0, bias0 = w.data, None if b is None else b.data
-    product = plan.product(filt0 if make_filter is None else cache.get(filt0, make_filter),
-                           bias0, bounds, dtype)
-    if product is None:
-        return bound
-
-    def bound_product(ctx, node) -> None:
-        data = x.data
-        if data is None or data.shape != shape or data.dtype != xtype or w.data is not filt0 \
-                or (b is not None and b.data is not bias0) or interp.reference_float_sums:
-            bound(ctx, node)
-            return
-        o.data = product(data)
-    return bound_product
-
-
 def hybrid_options(node) -> dict:
     """The options a hybrid core gets: its float output goes through
     CalculateActivationRange in LiteRT, so only the clamping activations apply."""
@@ -431,7 +294,7 @@ class Conv2D(_ConvKernel):
         return bind_int_tail(ctx, node, self.invoke,
                              lambda w, p, plan: int_conv.filter_matrix(w, p.filter_offset),
                              int_conv.conv_2d_tail_fn) \
-            or bind_hybrid(ctx, node, self.invoke, _hybrid_conv) \
+            or bind_hybrid(ctx, node, self.invoke, hybrid_conv) \
             or bind_float(ctx, node, self.invoke, filter_matrix)
 
     def invoke(self, ctx, node):
@@ -509,7 +372,7 @@ class DepthwiseConv2D(_ConvKernel):
             ctx, node, self.invoke,
             lambda w, p, plan: int_conv.depthwise_filter(w, p.filter_offset, plan.ftype),
             int_conv.depthwise_tail_fn) \
-            or bind_hybrid(ctx, node, self.invoke, _hybrid_depthwise) \
+            or bind_hybrid(ctx, node, self.invoke, hybrid_depthwise) \
             or bind_float(ctx, node, self.invoke)
 
     def invoke(self, ctx, node):
