@@ -171,7 +171,8 @@ def test_a_batch_stacked_on_the_first_axis_is_computed_as_each_alone():
     do not check their indices)."""
     for build, case, config in [(_depthwise_model, DEPTHWISE[0], "INT8_PER_CHANNEL"),
                                 (_depthwise_model, DEPTHWISE[3], "UINT8"),
-                                (_conv_model, CONV[0], "INT8_PER_CHANNEL")]:
+                                (_conv_model, CONV[0], "INT8_PER_CHANNEL"),
+                                (_conv_model, CONV[1], "INT8")]:
         rng = np.random.default_rng(5)
         model, x = build(config, case, rng)
         it = Interpreter(model)

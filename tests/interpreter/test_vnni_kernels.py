@@ -109,6 +109,37 @@ def test_convolutions_the_product_tiles_differently(case, config, kernel_forms):
             _assert_bits(got, want, f"bound {bind}, invoke {k}")
 
 
+DILATED = [  # (name, x shape, filter OHWI, stride, dilation (h, w), padding)
+    ("rows-dilated", (1, 9, 8, 5), (18, 3, 3, 5), 1, (2, 1), "SAME"),
+    ("both-dilated", (2, 9, 9, 4), (16, 3, 2, 4), 2, (2, 3), "VALID"),
+    ("wide-stride", (1, 10, 11, 3), (8, 2, 5, 3), 3, (1, 1), "SAME"),
+]
+
+
+@pytest.mark.parametrize("case", DILATED, ids=[c[0] for c in DILATED])
+@pytest.mark.parametrize("config", ["INT8_PER_CHANNEL", "UINT8"])
+def test_dilated_and_strided_convolutions(case, config, kernel_forms):
+    """Patches read in place (`compiled_vnni.patch_layout`: a filter row's run of input
+    bytes, a dilated run of rows) and, with a width dilation, through copied patches."""
+    from .conv_pool_models import _bias, _weights
+    name, x_shape, w_shape, stride, (dh, dw), padding = case
+    rng = np.random.default_rng(sum(map(ord, name + config)))
+    dtype = np.uint8 if config == "UINT8" else np.int8
+    q_in, q_out = _activation_quant(rng, dtype), _activation_quant(rng, dtype)
+    w, w_q = _weights(rng, config, w_shape, 0)
+    b, b_q = _bias(rng, config, w_shape[0], q_in[0], w_q)
+    opts = {"padding": padding, "stride_w": stride, "stride_h": stride,
+            "dilation_h_factor": dh, "dilation_w_factor": dw,
+            "fused_activation_function": "RELU"}
+    model = _quantized_model("CONV_2D", [Input(x_shape, dtype, q_in), w, b], dtype, q_out,
+                             "Conv2DOptions", opts, 3, {1: w_q, 2: b_q})
+    x = _ints(rng, dtype, x_shape)
+    want = run_litert(model, [x])[0]
+    for bind in (True, False):
+        for k, got in enumerate(_ours(model, x, "auto", bind)):
+            _assert_bits(got, want, f"bound {bind}, invoke {k}")
+
+
 def _quant(rng, dtype):
     return _activation_quant(rng, dtype)
 

@@ -117,39 +117,55 @@ def _store(typingctx, array, index, value):
     return types.none(array, index, value), codegen
 
 
-@njit(**_OPTIONS)
-def gemm_u8s8(a: np.ndarray, rows: int, taps: int, flip: int, packed: np.ndarray,
-              start: np.ndarray, blocks: int, out: np.ndarray) -> None:
-    """``out`` [rows, blocks*16] int32 = ``start`` [blocks*16] int32 plus ``a`` [rows,
-    taps] bytes (flat, row-major) xor ``flip`` (0, or 0x80 in each byte: int8 plus 128,
-    unsigned) times the [taps, blocks*16] int8 matrix `pack_weights` packed: exact int32
-    sums (wrapping).
+@njit(inline="always", **_OPTIONS)
+def _row(bases: np.ndarray, m: int, row_stride: int) -> int:
+    """Where row ``m`` of the byte matrix starts: ``bases[m]``, or ``m * row_stride``."""
+    return bases[m] if bases.shape[0] else m * row_stride
 
-    Taps are read 4 at a time, so a row whose taps are not a multiple of 4 is read up to 3
-    bytes into the next: their products with the packed zeros add nothing, and ``a`` holds
-    3 bytes past its last row for the last one (`product` sees to it)."""
-    groups = (taps + GROUP - 1) // GROUP
+
+@njit(**_OPTIONS)
+def gemm_u8s8(a: np.ndarray, bases: np.ndarray, row_stride: int, segments: int,
+              segment_stride: int, run: int, flip: int, packed: np.ndarray,
+              start: np.ndarray, blocks: int, out: np.ndarray) -> None:
+    """``out`` [rows, blocks*16] int32 = ``start`` [blocks*16] int32 plus a byte matrix
+    read from ``a`` (flat) xor ``flip`` (0, or 0x80 in each byte: int8 plus 128, unsigned)
+    times the int8 matrix `pack_weights` packed: exact int32 sums (wrapping).
+
+    Row m of the byte matrix is ``segments`` runs of ``run`` groups of 4 bytes, run s from
+    ``row + s * segment_stride`` on, ``row`` being `_row` (``out`` has one row per
+    ``bases`` entry, or ``out.shape[0] // width`` rows of ``row_stride`` bytes).  A plain
+    matrix is one run per row; a convolution's patches are one run per filter row, read
+    in the padded input itself (`conv_bases`): no patch is copied.  A run is read in whole
+    groups of 4, up to 3 bytes past its taps: their products with the packed zeros add
+    nothing, and ``a`` holds 3 bytes past the last run for the last one."""
+    groups = segments * run
     stride = groups * GROUP * LANES  # bytes of one packed block of 16 channels
     width = blocks * LANES
+    rows = out.shape[0] // width
     m = 0
     while m + 4 <= rows:
+        r0, r1 = _row(bases, m, row_stride), _row(bases, m + 1, row_stride)
+        r2, r3 = _row(bases, m + 2, row_stride), _row(bases, m + 3, row_stride)
         nb = 0
         while nb + 2 <= blocks:
             s0, s1 = _load(start, nb * LANES), _load(start, nb * LANES + LANES)
             c00 = c10 = c20 = c30 = s0
             c01 = c11 = c21 = c31 = s1
             b0 = nb * stride
-            for q in range(groups):
-                w0 = _load(packed, b0 + q * 64)
-                w1 = _load(packed, b0 + stride + q * 64)
-                x = _broadcast(a, m * taps + q * GROUP, flip)
-                c00 = _dot(c00, x, w0); c01 = _dot(c01, x, w1)
-                x = _broadcast(a, (m + 1) * taps + q * GROUP, flip)
-                c10 = _dot(c10, x, w0); c11 = _dot(c11, x, w1)
-                x = _broadcast(a, (m + 2) * taps + q * GROUP, flip)
-                c20 = _dot(c20, x, w0); c21 = _dot(c21, x, w1)
-                x = _broadcast(a, (m + 3) * taps + q * GROUP, flip)
-                c30 = _dot(c30, x, w0); c31 = _dot(c31, x, w1)
+            for s in range(segments):
+                for q in range(run):
+                    at = s * segment_stride + q * GROUP
+                    g = (s * run + q) * 64
+                    w0 = _load(packed, b0 + g)
+                    w1 = _load(packed, b0 + stride + g)
+                    x = _broadcast(a, r0 + at, flip)
+                    c00 = _dot(c00, x, w0); c01 = _dot(c01, x, w1)
+                    x = _broadcast(a, r1 + at, flip)
+                    c10 = _dot(c10, x, w0); c11 = _dot(c11, x, w1)
+                    x = _broadcast(a, r2 + at, flip)
+                    c20 = _dot(c20, x, w0); c21 = _dot(c21, x, w1)
+                    x = _broadcast(a, r3 + at, flip)
+                    c30 = _dot(c30, x, w0); c31 = _dot(c31, x, w1)
             o = m * width + nb * LANES
             _store(out, o, c00); _store(out, o + LANES, c01)
             _store(out, o + width, c10); _store(out, o + width + LANES, c11)
@@ -160,22 +176,27 @@ def gemm_u8s8(a: np.ndarray, rows: int, taps: int, flip: int, packed: np.ndarray
         if nb < blocks:
             c0 = c1 = c2 = c3 = _load(start, nb * LANES)
             b0 = nb * stride
-            for q in range(groups):
-                w0 = _load(packed, b0 + q * 64)
-                c0 = _dot(c0, _broadcast(a, m * taps + q * GROUP, flip), w0)
-                c1 = _dot(c1, _broadcast(a, (m + 1) * taps + q * GROUP, flip), w0)
-                c2 = _dot(c2, _broadcast(a, (m + 2) * taps + q * GROUP, flip), w0)
-                c3 = _dot(c3, _broadcast(a, (m + 3) * taps + q * GROUP, flip), w0)
+            for s in range(segments):
+                for q in range(run):
+                    at = s * segment_stride + q * GROUP
+                    w0 = _load(packed, b0 + (s * run + q) * 64)
+                    c0 = _dot(c0, _broadcast(a, r0 + at, flip), w0)
+                    c1 = _dot(c1, _broadcast(a, r1 + at, flip), w0)
+                    c2 = _dot(c2, _broadcast(a, r2 + at, flip), w0)
+                    c3 = _dot(c3, _broadcast(a, r3 + at, flip), w0)
             o = m * width + nb * LANES
             _store(out, o, c0); _store(out, o + width, c1)
             _store(out, o + 2 * width, c2); _store(out, o + 3 * width, c3)
         m += 4
     while m < rows:
+        r0 = _row(bases, m, row_stride)
         for nb in range(blocks):
             c0 = _load(start, nb * LANES)
             b0 = nb * stride
-            for q in range(groups):
-                c0 = _dot(c0, _broadcast(a, m * taps + q * GROUP, flip), _load(packed, b0 + q * 64))
+            for s in range(segments):
+                for q in range(run):
+                    c0 = _dot(c0, _broadcast(a, r0 + s * segment_stride + q * GROUP, flip),
+                              _load(packed, b0 + (s * run + q) * 64))
             _store(out, m * width + nb * LANES, c0)
         m += 1
 
@@ -212,29 +233,33 @@ def pack_weights(w: np.ndarray, signed_input: bool) -> Packed:
 
 
 @njit(**_OPTIONS)
-def gemm_requantized(a: np.ndarray, rows: int, taps: int, flip: int, packed: np.ndarray,
+def gemm_requantized(a: np.ndarray, bases: np.ndarray, row_stride: int, segments: int,
+                     segment_stride: int, run: int, flip: int, packed: np.ndarray,
                      start: np.ndarray, requantizer: np.ndarray, zp_after: float, qmin: float,
                      qmax: float, out: np.ndarray) -> None:
-    """`gemm_u8s8`, then its sums through the 8-bit tail (`compiled_loops.requantize_float`,
-    ``requantizer`` a FloatRequantizer's `per_channel`) into ``out`` [rows, C]: one call
-    where two cost a dispatch and an allocation more on each of a model's convolutions."""
+    """`gemm_u8s8` (its rows laid out as it reads them), then its sums through the 8-bit
+    tail (`compiled_loops.requantize_float`, ``requantizer`` a FloatRequantizer's
+    `per_channel`) into ``out`` [rows, C]: one call where two cost a dispatch and an
+    allocation more on each of a model's convolutions."""
     blocks = start.shape[0] // LANES
-    acc = np.empty((rows, blocks * LANES), np.int32)
-    gemm_u8s8(a, rows, taps, flip, packed, start, blocks, acc.reshape(-1))
+    acc = np.empty((out.shape[0], blocks * LANES), np.int32)
+    gemm_u8s8(a, bases, row_stride, segments, segment_stride, run, flip, packed, start,
+              blocks, acc.reshape(-1))
     requantize_float(acc, requantizer, zp_after, qmin, qmax, out)
 
 
 @njit(**_OPTIONS)
-def gemm_scaled(a: np.ndarray, rows: int, taps: int, flip: int, packed: np.ndarray,
+def gemm_scaled(a: np.ndarray, taps: int, flip: int, packed: np.ndarray,
                 start: np.ndarray, bias: np.ndarray, scale: np.ndarray, zero_point: float,
                 low: float, high: float, out: np.ndarray) -> None:
     """`gemm_u8s8`, then FULLY_CONNECTED's float-scale tail into ``out`` [rows, C] (int8
     or uint8) as integer/fully_connected.FloatScaleTail computes it in float64: the sum
     plus ``bias`` [C] (the folded input offset and bias), times ``scale`` [C], rounded
     half away from zero, plus the zero point, clamped to [low, high]."""
-    blocks = start.shape[0] // LANES
+    blocks, rows = start.shape[0] // LANES, out.shape[0]
     acc = np.empty((rows, blocks * LANES), np.int32)
-    gemm_u8s8(a, rows, taps, flip, packed, start, blocks, acc.reshape(-1))
+    gemm_u8s8(a, _PLAIN, taps, 1, 0, (taps + GROUP - 1) // GROUP, flip, packed, start, blocks,
+              acc.reshape(-1))
     for r in range(rows):
         row, target = acc[r], out[r]
         for c in range(target.shape[0]):
@@ -242,6 +267,54 @@ def gemm_scaled(a: np.ndarray, rows: int, taps: int, flip: int, packed: np.ndarr
             v = np.trunc(v + math.copysign(0.5, v)) + zero_point
             v = max(v, low)
             target[c] = min(v, high)
+
+
+#: `gemm_u8s8`'s ``bases`` for rows laid one after another
+_PLAIN = np.zeros(0, np.int64)
+
+
+def plain(taps: int) -> tuple:
+    """`gemm_u8s8`'s row layout (bases, row stride, segments, segment stride, run) of a
+    [rows, taps] matrix."""
+    return (_PLAIN, taps, 1, 0, -(-taps // GROUP))
+
+
+def patch_layout(padded_shape: tuple[int, ...], out_hw: tuple[int, int],
+                 strides: tuple[int, int], dil_h: int, kernel: tuple[int, int]) -> tuple:
+    """`gemm_u8s8`'s row layout of a convolution's patches read in its padded NHWC input
+    of ``padded_shape`` (width dilation 1): row (n, y, x) is one run per filter row, of
+    kw * C bytes from input pixel (y * sh + i * dil_h, x * sw), each read in whole groups
+    of 4 (`pack_patch_weights` lays the filter the same way)."""
+    batch, height, width, depth = padded_shape
+    (out_h, out_w), (sh, sw), (kh, kw) = out_hw, strides, kernel
+    n, y, x = np.meshgrid(np.arange(batch), np.arange(out_h), np.arange(out_w), indexing="ij")
+    bases = (((n * height + y * sh) * width + x * sw) * depth).astype(np.int64).reshape(-1)
+    return (bases, 0, kh, dil_h * width * depth, -(-(kw * depth) // GROUP))
+
+
+def pack_patch_weights(w: np.ndarray, kh: int, signed_input: bool) -> Packed:
+    """[channels, KH*KW*C] weights (filter rows in order) packed for `patch_layout`: each
+    filter row's KW*C taps padded with zeros to whole groups of 4."""
+    channels, taps = w.shape
+    run = taps // kh
+    padded = np.zeros((channels, kh, -(-run // GROUP) * GROUP), np.int8)
+    padded[:, :, :run] = w.reshape(channels, kh, run)
+    return pack_weights(padded.reshape(channels, -1), signed_input)
+
+
+def padded_bytes(x: np.ndarray, padded_shape: tuple[int, ...], pad_h: int, pad_w: int,
+                 value: int) -> np.ndarray:
+    """``x`` NHWC placed at [pad_h, pad_w] in a flat array of ``padded_shape`` filled with
+    ``value``, 3 bytes longer (a run's last group is read past its end)."""
+    size = int(np.prod(padded_shape))
+    flat = np.empty(size + GROUP - 1, x.dtype)
+    flat[size:] = 0
+    view = flat[:size].reshape(padded_shape)
+    _, h, w, _ = x.shape
+    if (pad_h, pad_w) != (0, 0) or view.shape[1:3] != (h, w):
+        view.fill(value)
+    view[:, pad_h:pad_h + h, pad_w:pad_w + w, :] = x
+    return flat
 
 
 def _flat(a: np.ndarray) -> np.ndarray:
@@ -262,7 +335,7 @@ def product(a: np.ndarray, weights: Packed) -> np.ndarray:
     rows, taps = a.shape
     blocks = weights.start.size // LANES
     out = np.empty((rows, blocks * LANES), np.int32)
-    gemm_u8s8(_flat(a), rows, taps, weights.flip, weights.data, weights.start, blocks,
+    gemm_u8s8(_flat(a), *plain(taps), weights.flip, weights.data, weights.start, blocks,
               out.reshape(-1))
     return out
 
@@ -271,16 +344,14 @@ def product_requantized(a: np.ndarray, weights: Packed, requantizer: tuple,
                         out: np.ndarray) -> None:
     """`product`, requantized into ``out`` [rows, channels] (int8 or uint8) by
     ``requantizer``: (rows, zp_after, qmin, qmax) of a FloatRequantizer."""
-    rows, taps = a.shape
-    gemm_requantized(_flat(a), rows, taps, weights.flip, weights.data, weights.start,
-                     *requantizer, out)
+    gemm_requantized(_flat(a), *plain(a.shape[1]), weights.flip, weights.data,
+                     weights.start, *requantizer, out)
 
 
 def product_scaled(a: np.ndarray, weights: Packed, tail: tuple, out: np.ndarray) -> None:
     """`product` through FULLY_CONNECTED's float-scale tail (`gemm_scaled`; ``tail`` its
     (bias, scale, zero_point, low, high)) into ``out`` [rows, channels]."""
-    rows, taps = a.shape
-    gemm_scaled(_flat(a), rows, taps, weights.flip, weights.data, weights.start, *tail, out)
+    gemm_scaled(_flat(a), a.shape[1], weights.flip, weights.data, weights.start, *tail, out)
 
 
 def warm_up() -> None:
@@ -290,5 +361,9 @@ def warm_up() -> None:
     for dtype in (np.int8, np.uint8):
         product_requantized(np.zeros((5, 8), dtype), weights, (np.zeros((4, 40)), 0.0, -128.0,
                             127.0), np.empty((5, 40), dtype))
+        patches = padded_bytes(np.zeros((1, 3, 3, 2), dtype), (1, 4, 4, 2), 1, 1, 0)
+        gemm_requantized(patches, *patch_layout((1, 4, 4, 2), (2, 2), (2, 2), 1, (2, 2)),
+                         weights.flip, weights.data, weights.start, np.zeros((4, 40)), 0.0,
+                         -128.0, 127.0, np.empty((4, 40), dtype))
         product_scaled(np.zeros((5, 8), dtype), weights, (np.zeros(40), np.ones(40), 0.0,
                        -128.0, 127.0), np.empty((5, 40), dtype))
