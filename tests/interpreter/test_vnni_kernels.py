@@ -9,6 +9,7 @@ through bound plans and through invoke.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -81,11 +82,9 @@ def test_a_named_cpu_turns_vnni_off():
     products are not used, and nothing fails."""
     code = ("from tflite_viewer.interpreter import compiled; "
             "print(compiled.loops() is not None, compiled.vnni() is None)")
-    env = {"NUMBA_CPU_NAME": "generic", "PATH": "/usr/bin:/bin"}
-    import os
-    env = {**os.environ, **env}
+    env = {**os.environ, "NUMBA_CPU_NAME": "generic"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=env, timeout=120)
+                         env=env, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "True"]
 
