@@ -29,6 +29,10 @@ _.seekable
 _.__getattr__  # PEP 562: quant/__init__.py loads the analysis on first use
 _.__qualname__  # kernels/common.py names the kernel classes it makes
 
+# -- called by numba (interpreter/compiled_vnni.py's vector type and intrinsics) --------------
+_._Vec16Model  # @register_model: numba builds the type's data model from it
+_.typingctx  # the typing context every @intrinsic's typer is given, used or not
+
 # -- public API the docs show (docs/*.md run as tests/test_docs.py) --------------------------
 _.input_details  # docs/python-api.md
 _.signature_runner  # docs/python-api.md
