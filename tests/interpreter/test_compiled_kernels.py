@@ -138,7 +138,12 @@ def test_depthwise_is_litert_reference_bits(case, config, kernel_forms):
                                     "HYBRID_PER_CHANNEL"])
 def test_8bit_convolution_is_litert_reference_bits(case, config, kernel_forms):
     rng = np.random.default_rng(sum(map(ord, case[0] + config)))
-    model, x = _conv_model(config, case, rng)
+    assert_litert_bits(*_conv_model(config, case, rng))
+
+
+def assert_litert_bits(model: bytes, x: np.ndarray) -> None:
+    """Our outputs of ``model`` on ``x``, bound and invoked, three invokes each, are
+    LiteRT's reference kernels' bits."""
     want = run_litert(model, [x])[0]
     for bind in (True, False):
         for k, got in enumerate(_ours(model, x, "auto", bind)):

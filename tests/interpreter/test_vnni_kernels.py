@@ -18,7 +18,7 @@ import pytest
 
 from .conv_pool_models import _activation_quant, _ints, _quantized_model
 from .singleop import Input, run_litert
-from .test_compiled_kernels import _assert_bits, _conv_model, _ours
+from .test_compiled_kernels import _assert_bits, _conv_model, assert_litert_bits
 from tflite_viewer.interpreter import compiled
 
 
@@ -101,11 +101,7 @@ CONV = [  # (name, x shape, filter OHWI, stride, padding, activation)
 @pytest.mark.parametrize("config", ["INT8_PER_CHANNEL", "INT8", "UINT8", "HYBRID_PER_CHANNEL"])
 def test_convolutions_the_product_tiles_differently(case, config, kernel_forms):
     rng = np.random.default_rng(sum(map(ord, case[0] + config)))
-    model, x = _conv_model(config, case, rng)
-    want = run_litert(model, [x])[0]
-    for bind in (True, False):
-        for k, got in enumerate(_ours(model, x, "auto", bind)):
-            _assert_bits(got, want, f"bound {bind}, invoke {k}")
+    assert_litert_bits(*_conv_model(config, case, rng))
 
 
 DILATED = [  # (name, x shape, filter OHWI, stride, dilation (h, w), padding)
@@ -132,11 +128,7 @@ def test_dilated_and_strided_convolutions(case, config, kernel_forms):
             "fused_activation_function": "RELU"}
     model = _quantized_model("CONV_2D", [Input(x_shape, dtype, q_in), w, b], dtype, q_out,
                              "Conv2DOptions", opts, 3, {1: w_q, 2: b_q})
-    x = _ints(rng, dtype, x_shape)
-    want = run_litert(model, [x])[0]
-    for bind in (True, False):
-        for k, got in enumerate(_ours(model, x, "auto", bind)):
-            _assert_bits(got, want, f"bound {bind}, invoke {k}")
+    assert_litert_bits(model, _ints(rng, dtype, x_shape))
 
 
 def _quant(rng, dtype):
@@ -184,11 +176,7 @@ def test_8bit_mean_and_sum_over_height_and_width_are_litert_bits(op, dtype, shap
     model = _quantized_model(op, [Input(shape, dtype, q_in), np.array(axes, np.int32)],
                              dtype, q_out, "ReducerOptions", {"keep_dims": keep},
                              2, {})
-    x = _ints(rng, dtype, shape)
-    want = run_litert(model, [x])[0]
-    for bind in (True, False):
-        for k, got in enumerate(_ours(model, x, "auto", bind)):
-            _assert_bits(got, want, f"bound {bind}, invoke {k}")
+    assert_litert_bits(model, _ints(rng, dtype, shape))
 
 
 @pytest.mark.parametrize("units,accum,batch", [(1, 13, 1), (10, 64, 3), (17, 300, 2),
@@ -207,8 +195,4 @@ def test_int8_fully_connected_is_litert_bits(units, accum, batch, per_channel, k
                              np.int8, q_out, "FullyConnectedOptions",
                              {"fused_activation_function": "RELU"}, 5 if per_channel else 4,
                              {1: w_q, 2: b_q})
-    x = _ints(rng, np.int8, (batch, accum))
-    want = run_litert(model, [x])[0]
-    for bind in (True, False):
-        for k, got in enumerate(_ours(model, x, "auto", bind)):
-            _assert_bits(got, want, f"bound {bind}, invoke {k}")
+    assert_litert_bits(model, _ints(rng, np.int8, (batch, accum)))

@@ -17,6 +17,21 @@ from .common import _float_bounds
 from .float_conv import product_for
 
 
+def _bound(x, o, run, invoke, set_output, dtype: np.dtype | None = None):
+    """A node's plan step bound to ``run``: the input's data, while it has the prepared
+    shape (and ``dtype``), to ``run`` and its result to the output; anything else to the
+    kernel's ``invoke``, whose checks and messages then apply."""
+    shape = x.shape
+
+    def bound(ctx, node) -> None:
+        data = x.data
+        if data is None or data.shape != shape or (dtype is not None and data.dtype != dtype):
+            invoke(ctx, node)
+            return
+        set_output(o, run(data))
+    return bound
+
+
 def bind_int_tail(ctx, node, invoke, make_filter, tail_fn):
     """A ``bind`` of an 8-bit CONV_2D or DEPTHWISE_CONV_2D node whose filter and bias are
     constants and which takes the float tail: its input's data straight to the integer
@@ -37,15 +52,7 @@ def bind_int_tail(ctx, node, invoke, make_filter, tail_fn):
     run = tail_fn(p, plan, fvalues, None if b is None else b.data)
     if run is None:
         return None
-    shape = x.shape
-    set_output = ctx.set_output
-
-    def bound(ctx, node) -> None:
-        data = x.data
-        if data is None or data.shape != shape:
-            invoke(ctx, node)
-            return
-        set_output(o, run(data))
+    bound = _bound(x, o, run, invoke, ctx.set_output)
     #: (input, output, ``run`` itself): ``run`` takes a batch of such inputs stacked on
     #: the first axis, each computed as on its own (exact sums, elementwise tails), which
     #: the analysis's fallback cone uses to compute many runs of the node at once
@@ -69,16 +76,7 @@ def bind_hybrid(ctx, node, invoke, make):
     run = make(tuple(x.shape), w.data, None if b is None else b.data, cache, tuple(o.shape))
     if run is None:
         return None
-    shape = x.shape
-    set_output = ctx.set_output
-
-    def bound(ctx, node) -> None:
-        data = x.data
-        if data is None or data.shape != shape or data.dtype != np.float32:
-            invoke(ctx, node)
-            return
-        set_output(o, run(data))
-    return bound
+    return _bound(x, o, run, invoke, ctx.set_output, np.dtype(np.float32))
 
 
 def hybrid_conv(shape, w, bias, cache, _out_shape):
