@@ -110,12 +110,14 @@ def _make_byte_product(products, p: "ConvParams", plan: "ConvPlan", fmat: np.nda
             and taps % products.GROUP == 0:
         weights = products.pack_weights(rows, signed)
         packed = products.plain(taps) + (weights.flip, weights.data, weights.start) + args
+        gemm = compiled.entry(gemm, np.zeros(taps, dtype), *packed,
+                              np.zeros((1, channels), dtype))
 
         def run_pointwise(input: np.ndarray) -> np.ndarray:
             """A 1x1 convolution: the input is its own patches, read where it lies (its
             rows hold whole groups of 4 taps: nothing is read past its end)."""
             out = np.empty((input.shape[0],) + shape[1:], dtype)
-            gemm(input.reshape(-1), *packed, out.reshape(-1, channels))
+            gemm(np.ascontiguousarray(input).reshape(-1), *packed, out.reshape(-1, channels))
             return out
         return run_pointwise
     if plan.dw == 1:
@@ -144,6 +146,9 @@ def _patches_in_place(products, plan: "ConvPlan", rows: np.ndarray, signed: bool
     packed = (weights.flip, weights.data, weights.start) + args
     shape, channels = plan.out_shape, rows.shape[0]
     layouts: dict[int, tuple] = {}
+    gemm = compiled.entry(products.gemm_requantized, np.zeros(4, dtype),
+                          *products.patch_layout((1, 1, 1, 1), (1, 1), (1, 1), 1, (1, 1)),
+                          *packed, np.zeros((1, channels), dtype))
 
     def run_in_place(input: np.ndarray) -> np.ndarray:
         batch = input.shape[0]
@@ -155,7 +160,7 @@ def _patches_in_place(products, plan: "ConvPlan", rows: np.ndarray, signed: bool
         out = np.empty((batch,) + shape[1:], dtype)
         flat = products.padded_bytes(input, (batch,) + tuple(padded[1:]), win.pad_h,
                                      win.pad_w, pad)
-        products.gemm_requantized(flat, *layout, *packed, out.reshape(-1, channels))
+        gemm(flat, *layout, *packed, out.reshape(-1, channels))
         return out
     return run_in_place
 
@@ -208,11 +213,13 @@ def _make_depthwise(loops, p: "ConvParams", plan: "ConvPlan", ftaps: np.ndarray,
             return out
         return run
     tiled = np.ascontiguousarray(np.tile(taps, (1, 1, win.out_w)))
+    fixed = (tiled,) + args + (plan.sh, plan.sw, plan.dh, plan.dw, win.pad_h, win.pad_w, 0,
+                               win.out_h)
+    example = np.zeros((1, 1, 1, 1), dtype)
+    rows = compiled.entry(loops.depthwise_rows_int, example, *fixed, example)
 
     def run_rows(input: np.ndarray) -> np.ndarray:
         out = np.empty((input.shape[0],) + shape[1:], dtype)
-        loops.depthwise_rows_int(np.ascontiguousarray(input), tiled, *args, plan.sh,
-                                 plan.sw, plan.dh, plan.dw, win.pad_h, win.pad_w, 0,
-                                 win.out_h, out)
+        rows(np.ascontiguousarray(input), *fixed, out)
         return out
     return run_rows

@@ -192,10 +192,13 @@ def compiled_add_or_sub(p: ArithmeticParams, dtype1: np.dtype, dtype2: np.dtype,
     if table is None:
         return None
 
+    byte = np.zeros(1, np.uint8)
+    lookup = compiled.entry(loops.lookup_pairs, byte, byte, table, np.zeros(1, p.dtype))
+
     def run(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
         out = np.empty(x1.shape, p.dtype)
-        loops.lookup_pairs(x1.reshape(-1).view(np.uint8), x2.reshape(-1).view(np.uint8),
-                           table, out.reshape(-1))
+        lookup(np.ascontiguousarray(x1).reshape(-1).view(np.uint8),
+               np.ascontiguousarray(x2).reshape(-1).view(np.uint8), table, out.reshape(-1))
         return out
     return run
 
