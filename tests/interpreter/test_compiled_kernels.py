@@ -169,22 +169,29 @@ def test_the_environment_variable_turns_them_off_in_a_new_process():
         assert out == off
 
 
+def bound_8bit_nodes(seed: int):
+    """(rng, input, the bound node's compiled function) of four one-node 8-bit models
+    (int8 and uint8 depthwise, 1x1 and 3x3 stride-2 convolutions), each after two invokes
+    (the second binds the plan)."""
+    for build, case, config in [(_depthwise_model, DEPTHWISE[0], "INT8_PER_CHANNEL"),
+                                (_depthwise_model, DEPTHWISE[3], "UINT8"),
+                                (_conv_model, CONV[0], "INT8_PER_CHANNEL"),
+                                (_conv_model, CONV[1], "INT8")]:
+        rng = np.random.default_rng(seed)
+        model, x = build(config, case, rng)
+        it = Interpreter(model)
+        for _ in range(2):
+            it.invoke([x])
+        (_, fn, _), = it.entry.plan_steps
+        yield rng, x, fn.batched[2]
+
+
 def test_a_batch_stacked_on_the_first_axis_is_computed_as_each_alone():
     """A bound 8-bit node's compiled function takes a batch of inputs stacked on the first
     axis (the quantization analysis's fallback cone, tests/quant/test_fallback_cone.py):
     each output as the input alone gives, and nothing written past the output (the loops
     do not check their indices)."""
-    for build, case, config in [(_depthwise_model, DEPTHWISE[0], "INT8_PER_CHANNEL"),
-                                (_depthwise_model, DEPTHWISE[3], "UINT8"),
-                                (_conv_model, CONV[0], "INT8_PER_CHANNEL"),
-                                (_conv_model, CONV[1], "INT8")]:
-        rng = np.random.default_rng(5)
-        model, x = build(config, case, rng)
-        it = Interpreter(model)
-        for _ in range(2):
-            it.invoke([x])
-        (node, fn, _), = it.entry.plan_steps
-        _, _, run = fn.batched
+    for rng, x, run in bound_8bit_nodes(seed=5):
         xs = [_ints(rng, x.dtype, x.shape) for _ in range(3)]
         stacked = run(np.concatenate(xs))
         alone = [run(v) for v in xs]

@@ -202,20 +202,8 @@ def test_bound_kernels_take_inputs_not_laid_out_contiguously():
     """The bound kernels call the compiled code's entry points, typed once for contiguous
     arrays (`compiled.entry`): an input that is a strided view (a kept value, a slice)
     must give what its contiguous copy gives."""
-    from tflite_viewer.interpreter import Interpreter
-
-    from .test_compiled_kernels import CONV, DEPTHWISE, _depthwise_model
-    for build, case, config in [(_conv_model, CONV[0], "INT8_PER_CHANNEL"),
-                                (_conv_model, CONV[1], "INT8"),
-                                (_depthwise_model, DEPTHWISE[0], "INT8_PER_CHANNEL"),
-                                (_depthwise_model, DEPTHWISE[3], "UINT8")]:
-        rng = np.random.default_rng(9)
-        model, x = build(config, case, rng)
-        it = Interpreter(model)
-        for _ in range(2):
-            it.invoke([x])
-        (_, fn, _), = it.entry.plan_steps
-        _, _, run = fn.batched
+    from .test_compiled_kernels import bound_8bit_nodes
+    for _, x, run in bound_8bit_nodes(seed=9):
         wide = np.repeat(x, 2, axis=3)[..., ::2]  # x's values, every other byte
         assert not wide.flags.c_contiguous and np.array_equal(wide, x)
         np.testing.assert_array_equal(run(wide), run(np.ascontiguousarray(x)))
