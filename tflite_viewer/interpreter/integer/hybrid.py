@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import threading
+from typing import Callable
 
 import numpy as np
 
@@ -257,25 +258,42 @@ def _compiled_scaled_output(acc: np.ndarray, channel_scale: np.ndarray | None,
                             batch_scale: np.ndarray, bias: np.ndarray | None,
                             options: Options) -> np.ndarray | None:
     """`_scaled_output` with a per-channel and a per-batch factor in one compiled pass
-    (`compiled_loops.scale_rows`: the same float32 steps; a missing per-channel factor is
-    a multiplication by 1, which changes no value); None when compiled kernels are off or
+    (`scale_tail`; a missing per-channel factor is a multiplication by 1, which changes no
+    value); None when compiled kernels are off or the activation is not a clamp."""
+    channels = acc.shape[-1]
+    tail = scale_tail(np.ones(channels, np.float32) if channel_scale is None
+                      else channel_scale, bias, options, channels)
+    return None if tail is None else tail(acc, batch_scale)
+
+
+def scale_tail(channel_scale: np.ndarray, bias: np.ndarray | None, options: Options,
+               channels: int) -> Callable[..., np.ndarray] | None:
+    """`_scaled_output` (sums times a channel's scale, times the batch's, plus the bias,
+    clamped) as one compiled pass (`compiled_loops.scale_rows`: the same float32 steps),
+    with its arrays built once: a function of the sums [B, OH, OW, C] (or [B, P, C'],
+    rows padded past C: VNNI's) giving [B, ..., C], the batch scales [B] and, optionally,
+    a channel scale other than ``channel_scale``; None when compiled kernels are off or
     the activation is not a clamp."""
     loops = compiled.loops()
     act = activation_of(options)  # (None for NONE)
     if loops is None or (act is not None and act not in FLOAT_RANGES):
         return None
-    low, high = FLOAT_RANGES.get(act, (-np.inf, np.inf))
-    b, channels = acc.shape[0], acc.shape[-1]
-    per_channel = np.ones(channels, np.float32) if channel_scale is None \
-        else np.ascontiguousarray(channel_scale, np.float32)
+    low, high = (np.float32(v) for v in FLOAT_RANGES.get(act, (-np.inf, np.inf)))
+    per_channel = np.ascontiguousarray(channel_scale, np.float32)
     added = np.zeros(channels, np.float32) if bias is None \
         else np.ascontiguousarray(bias, np.float32).reshape(channels)
-    out = np.empty(acc.shape, np.float32)
-    loops.scale_rows(np.ascontiguousarray(acc).reshape(b, -1, channels), per_channel,
-                     np.ascontiguousarray(batch_scale, np.float32).reshape(b), added,
-                     bias is not None, np.float32(low), np.float32(high),
-                     out.reshape(b, -1, channels))
-    return out
+    has_bias = bias is not None
+
+    def scale(acc: np.ndarray, batch_scale: np.ndarray,
+              channel_scale: np.ndarray | None = None) -> np.ndarray:
+        b = acc.shape[0]
+        out = np.empty(acc.shape[:-1] + (channels,), np.float32)
+        loops.scale_rows(np.ascontiguousarray(acc).reshape(b, -1, acc.shape[-1]),
+                         per_channel if channel_scale is None else channel_scale,
+                         np.ascontiguousarray(batch_scale, np.float32).reshape(b), added,
+                         has_bias, low, high, out.reshape(b, -1, channels))
+        return out
+    return scale
 
 
 def _scaled_output(acc: np.ndarray, factors: list[np.ndarray], bias: np.ndarray | None,

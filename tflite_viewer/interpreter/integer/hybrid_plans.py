@@ -6,8 +6,8 @@ build the tail's scale and bias arrays on every call: on mobilenet_v2_dynamic's 
 layers that was two thirds of each node's 25-30 us.  The functions here do that once and
 keep, per call, only what depends on the input: its quantization, the exact integer sums
 and the compiled float tail (`compiled_loops.scale_rows`), in the same steps as the
-one-call forms, so the same bits (tests/interpreter/integer/test_hybrid_plans.py checks
-both against LiteRT).
+one-call forms, so the same bits (tests/interpreter/test_compiled_kernels.py and
+test_vnni_kernels.py check both against LiteRT, bound and invoked).
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from typing import Callable
 import numpy as np
 
 from .. import compiled
-from .common import Options, activation_of, exact_matmul, im2col, pad_for_window, window
-from .hybrid import (FLOAT_RANGES, asymmetric_quantize, asymmetric_row_params, compiled_taps,
+from .common import Options, exact_matmul, im2col, pad_for_window, window
+from .hybrid import (asymmetric_quantize, asymmetric_row_params, compiled_taps, scale_tail,
                      symmetric_quantize)
 
 Fn = Callable[[np.ndarray], np.ndarray]
@@ -27,35 +27,6 @@ Fn = Callable[[np.ndarray], np.ndarray]
 def _geometry(options: Options) -> tuple[int, int, int, int]:
     return (int(options.get("stride_h", 1)), int(options.get("stride_w", 1)),
             int(options.get("dilation_h_factor", 1)), int(options.get("dilation_w_factor", 1)))
-
-
-def _tail(channel_scale: np.ndarray, bias: np.ndarray | None, options: Options,
-          channels: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
-    """`hybrid._compiled_scaled_output` with its arrays built once: a function of the sums
-    [B, OH, OW, C] (or [B, P, C'] with rows padded past C, VNNI's) giving [B, ..., C], the
-    batch scales [B] and, optionally, a channel scale other than
-    ``channel_scale``; None when compiled kernels are off or the activation is not a clamp
-    (the one-call form then runs)."""
-    loops = compiled.loops()
-    act = activation_of(options)
-    if loops is None or (act is not None and act not in FLOAT_RANGES):
-        return None
-    low, high = (np.float32(v) for v in FLOAT_RANGES.get(act, (-np.inf, np.inf)))
-    per_channel = np.ascontiguousarray(channel_scale, np.float32)
-    added = np.zeros(channels, np.float32) if bias is None \
-        else np.ascontiguousarray(bias, np.float32).reshape(channels)
-    has_bias = bias is not None
-
-    def scale(acc: np.ndarray, batch_scale: np.ndarray,
-              channel_scale: np.ndarray | None = None) -> np.ndarray:
-        b = acc.shape[0]
-        out = np.empty(acc.shape[:-1] + (channels,), np.float32)
-        loops.scale_rows(np.ascontiguousarray(acc).reshape(b, -1, acc.shape[-1]),
-                         per_channel if channel_scale is None else channel_scale,
-                         np.ascontiguousarray(batch_scale, np.float32).reshape(b), added,
-                         has_bias, low, high, out.reshape(b, -1, channels))
-        return out
-    return scale
 
 
 def conv_2d_fn(input_shape: tuple[int, ...], filter: np.ndarray, bias: np.ndarray | None,
@@ -68,7 +39,7 @@ def conv_2d_fn(input_shape: tuple[int, ...], filter: np.ndarray, bias: np.ndarra
     out_ch, kh, kw, depth = filter.shape
     b, h, w, in_ch = (int(d) for d in input_shape)
     channel_scale, per_channel = scales
-    tail = _tail(channel_scale if per_channel else np.ones(out_ch, np.float32), bias,
+    tail = scale_tail(channel_scale if per_channel else np.ones(out_ch, np.float32), bias,
                  options, out_ch)
     if in_ch != depth or tail is None:
         return None
@@ -167,7 +138,7 @@ def depthwise_conv_2d_fn(input_shape: tuple[int, ...], filter: np.ndarray,
     _, kh, kw, out_ch = filter.shape
     b, h, w, in_ch = (int(d) for d in input_shape)
     win = window(options, h, w, kh, kw)
-    tail = _tail(np.ones(out_ch, np.float32), bias, options, out_ch)
+    tail = scale_tail(np.ones(out_ch, np.float32), bias, options, out_ch)
     if b != 1 or tail is None or taps[0].dtype != np.float32 \
             or taps[1].shape[1] != win.out_w * out_ch:
         return None
